@@ -1,0 +1,151 @@
+"""The provider interface that plugins implement.
+
+A provider turns a ``ProviderRequest`` (validated, immutable messages plus settings) into one
+assistant turn, either at once (``complete``) or as a stream of events (``stream``) whose last
+event is always a ``ResponseComplete`` carrying the same ``ProviderResponse`` that ``complete``
+would have returned. Providers never validate messages again and never retry: the core checks
+capabilities before the call and owns the one retry ladder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import attrs
+
+from .messages import LLMMessage, ToolUseBlock
+
+__all__ = [
+    "Provider",
+    "ProviderEvent",
+    "ProviderRequest",
+    "ProviderResponse",
+    "ProviderSettings",
+    "ReasoningDelta",
+    "ResponseComplete",
+    "TextDelta",
+    "ToolCall",
+    "ToolDefinition",
+    "Usage",
+]
+
+
+@attrs.frozen
+class Usage:
+    """Token counts of one call or, summed, of a run."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@attrs.frozen
+class ToolDefinition:
+    """A tool as a provider sees it: a name, a description and a JSON-schema input."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+@attrs.frozen
+class ProviderSettings:
+    """What a provider factory receives: connection settings from ``AgentConfig``.
+
+    ``base_url`` and ``api_key`` keep the SDK's own meaning (a plugin falls back to its
+    environment variable when ``api_key`` is None); ``options`` is ``provider_options``.
+    """
+
+    base_url: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=False)
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ProviderRequest:
+    """One model call: everything a provider needs, already validated and immutable."""
+
+    model: str | None
+    messages: tuple[LLMMessage, ...]
+    system_prompt: str | None = None
+    tools: tuple[ToolDefinition, ...] = ()
+    max_tokens: int | None = None
+    temperature: float | None = None
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ProviderResponse:
+    """One assistant turn: the message, its usage and why the model stopped."""
+
+    message: LLMMessage
+    usage: Usage = Usage()
+    stop_reason: str | None = None
+    model: str | None = None
+
+
+@attrs.frozen
+class TextDelta:
+    """A piece of assistant text, as it arrives."""
+
+    text: str
+
+
+@attrs.frozen
+class ReasoningDelta:
+    """A piece of the model's reasoning (thinking), as it arrives."""
+
+    text: str
+
+
+@attrs.frozen
+class ToolCall:
+    """A complete tool call, emitted once its arguments have fully arrived."""
+
+    block: ToolUseBlock
+
+
+@attrs.frozen
+class ResponseComplete:
+    """The last event of every provider stream: the assembled turn."""
+
+    response: ProviderResponse
+
+
+ProviderEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCall | ResponseComplete
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """What a provider object offers. ``name`` is the registered name, e.g. "anthropic"."""
+
+    name: str
+    display_name: str
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        """Send one request and return the whole assistant turn."""
+        ...
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        """Send one request and yield events as they arrive, ``ResponseComplete`` last.
+
+        An async generator: closing it (``aclose``) closes the underlying connection.
+        """
+        ...
+
+    def render(self, request: ProviderRequest) -> dict[str, Any]:
+        """Return the exact JSON body ``complete`` would send for ``request``; send nothing."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and clients the provider holds."""
+        ...
