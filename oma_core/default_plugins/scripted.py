@@ -1,0 +1,36 @@
+"""The built-in "scripted" provider: plays queued responses, for tests and demos.
+
+``AgentConfig(provider="scripted", provider_options={"responses": [...]})`` builds an
+``oma_core.testing.ScriptedProvider`` from that list.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import hookimpl
+from ..capabilities import Capabilities, ProviderSpec
+
+if TYPE_CHECKING:
+    from ..providers import Provider, ProviderSettings
+
+__all__ = ["oma_register_providers"]
+
+
+def _make(settings: ProviderSettings) -> Provider:
+    from ..testing.scripted import ScriptedProvider
+
+    return ScriptedProvider(list(settings.options.get("responses", ())))
+
+
+@hookimpl
+def oma_register_providers() -> list[ProviderSpec]:
+    return [
+        ProviderSpec(
+            name="scripted",
+            display_name="Scripted",
+            factory=_make,
+            capabilities=Capabilities.everything(),
+            description='Plays the responses in provider_options["responses"], in order.',
+        )
+    ]

@@ -1,0 +1,493 @@
+"""PluginHost: finds plugins through the ``oma`` entry-point group and isolates their failures.
+
+Entry points are loaded once, one plugin at a time. A plugin that fails to import, to
+register, to pass pluggy's hook validation or to return sensible registrations is unregistered,
+recorded in ``PluginHost.failures`` and skipped: a broken plugin never breaks oma. The built-in
+plugins (``oma_core.default_plugins``) always load.
+
+Environment switches, read when a host is created:
+
+- ``OMA_LOAD_PLUGINS=a,b`` loads only those external plugins (an empty value loads none);
+- ``OMA_DISABLE_PLUGINS=a,b`` blocks some.
+
+A plugin is named by its entry-point name or its distribution name (``oma-x`` and ``oma_x``
+are the same name).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from importlib import metadata
+from typing import Any, ClassVar
+
+import attrs
+import pluggy
+
+from . import __version__, hookspecs
+from .capabilities import BackendSpec, ProviderSpec
+from .errors import PluginError
+
+__all__ = ["HookCall", "PluginFailure", "PluginHost", "PluginInfo"]
+
+#: The entry-point group, and pluggy's project name.
+ENTRY_POINT_GROUP = "oma"
+
+_HOOK_NAMES = frozenset(name for name in vars(hookspecs) if name.startswith("oma_"))
+
+
+@attrs.frozen
+class PluginFailure:
+    """A plugin that was skipped: its name, its distribution and what went wrong.
+
+    ``stage`` is "import", "register", "validate" or "hook"; ``error`` is the error's text.
+    """
+
+    name: str
+    distribution: str | None
+    stage: str
+    error: str
+
+
+@attrs.frozen
+class PluginInfo:
+    """What ``oma plugins`` shows about one loaded plugin."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    builtin: bool
+    providers: tuple[str, ...]
+    backends: tuple[str, ...]
+    scorers: int
+    hooks: tuple[str, ...]
+
+
+@attrs.frozen
+class HookCall:
+    """One plugin's implementation of a hook, callable with the hook's arguments.
+
+    ``PluginHost.before_run_hooks()`` returns these in pluggy's call order, so the agent can
+    call them one at a time and name the culprit (``plugin``) when one fails. The call passes
+    only the arguments the implementation declares.
+    """
+
+    plugin: str
+    hook: str
+    function: Callable[..., Any]
+    argnames: tuple[str, ...]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        spec_args = _SPEC_ARGS[self.hook]
+        bound = dict(zip(spec_args, args, strict=False)) | kwargs
+        return self.function(**{name: bound[name] for name in self.argnames})
+
+
+def _spec_args(name: str) -> tuple[str, ...]:
+    code = getattr(hookspecs, name).__code__
+    return tuple(code.co_varnames[: code.co_argcount])
+
+
+_SPEC_ARGS = {name: _spec_args(name) for name in _HOOK_NAMES}
+
+
+@attrs.define
+class _Registry:
+    """What the registration hooks returned, merged; rebuilt when the set of plugins changes."""
+
+    key: tuple[tuple[str, int], ...]
+    providers: dict[str, ProviderSpec]
+    provider_owner: dict[str, str]
+    backends: dict[str, BackendSpec]
+    backend_owner: dict[str, str]
+    scorers: list[Any]
+    by_plugin: dict[str, tuple[list[ProviderSpec], list[BackendSpec], list[Any]]]
+    shadowed: list[str]
+
+
+@attrs.frozen
+class _Origin:
+    distribution: str | None
+    version: str | None
+    builtin: bool
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("_", "-").replace(".", "-")
+
+
+def _env_names(variable: str) -> set[str] | None:
+    value = os.environ.get(variable)
+    if value is None:
+        return None
+    return {_norm(part) for part in value.split(",") if part.strip()}
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class PluginHost:
+    """The set of loaded plugins and what they offer.
+
+    ``PluginHost()`` builds a fresh host (reading ``OMA_LOAD_PLUGINS``/``OMA_DISABLE_PLUGINS``
+    now); ``PluginHost.default()`` is the process-wide one the agent uses, created on first use.
+    ``load_entrypoints=False`` loads the built-ins only (for tests that register in-process
+    plugins with ``register``).
+    """
+
+    _default: ClassVar[PluginHost | None] = None
+    _default_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, *, load_entrypoints: bool = True) -> None:
+        self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        self.pm.add_hookspecs(hookspecs)
+        self.failures: list[PluginFailure] = []
+        self._origins: dict[str, _Origin] = {}
+        self._registry: _Registry | None = None
+        self._lock = threading.RLock()
+        self._load_builtins()
+        if load_entrypoints:
+            self._load_entrypoints()
+
+    # -- the shared instance -----------------------------------------------------------------
+
+    @classmethod
+    def default(cls) -> PluginHost:
+        """The process-wide host, loading entry points on first use."""
+        host = cls._default
+        if host is None:
+            with cls._default_lock:
+                host = cls._default
+                if host is None:
+                    host = cls._default = cls()
+        return host
+
+    @classmethod
+    def set_default(cls, host: PluginHost | None) -> PluginHost | None:
+        """Replace the process-wide host (``None``: build a new one on next use); for tests.
+
+        Returns the previous one so a test can put it back.
+        """
+        with cls._default_lock:
+            previous, cls._default = cls._default, host
+        return previous
+
+    # -- pluggy --------------------------------------------------------------------------------
+
+    @property
+    def hook(self) -> Any:
+        """pluggy's hook relay: ``host.hook.oma_progress(event=...)``."""
+        return self.pm.hook
+
+    def register(self, plugin: object, name: str | None = None) -> str:
+        """Register an in-process plugin (a module, class or instance) and return its name.
+
+        Unlike entry-point plugins, a plugin registered here that fails validation raises
+        ``PluginError`` (it is left unregistered): the caller asked for it explicitly.
+        """
+        with self._lock:
+            failure = self._add(plugin, name, _Origin(None, None, builtin=False))
+            if isinstance(failure, PluginFailure):
+                raise PluginError(
+                    f"plugin {failure.name!r} failed to {_STAGE_VERB[failure.stage]}: "
+                    f"{failure.error}",
+                    name=failure.name,
+                )
+            return failure
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> None:
+        """Unregister a plugin by object or name."""
+        with self._lock:
+            if name is None and plugin is not None:
+                name = self.pm.get_name(plugin)
+            self.pm.unregister(plugin=plugin, name=name)
+            if name is not None:
+                self._origins.pop(name, None)
+            self._registry = None
+
+    # -- what plugins offer --------------------------------------------------------------------
+
+    def provider_specs(self) -> dict[str, ProviderSpec]:
+        """Every registered provider, by name, sorted by name."""
+        return dict(self._collected().providers)
+
+    def provider_spec(self, name: str) -> ProviderSpec:
+        """The provider registered as ``name``; ``PluginError`` names the available ones."""
+        registry = self._collected()
+        spec = registry.providers.get(name)
+        if spec is None:
+            raise PluginError(
+                f"unknown provider {name!r}; available providers: "
+                f"{', '.join(registry.providers) or 'none'}{self._failure_hint()}",
+                name=name,
+            )
+        return spec
+
+    def backend_specs(self) -> dict[str, BackendSpec]:
+        """Every registered external-agent backend, by kind, sorted by kind."""
+        return dict(self._collected().backends)
+
+    def backend_spec(self, kind: str) -> BackendSpec:
+        """The backend registered as ``kind``; ``PluginError`` names the available ones."""
+        registry = self._collected()
+        spec = registry.backends.get(kind)
+        if spec is None:
+            raise PluginError(
+                f"unknown backend kind {kind!r}; available backends: "
+                f"{', '.join(registry.backends) or 'none'}{self._failure_hint()}",
+                name=kind,
+            )
+        return spec
+
+    def scorers(self) -> list[Any]:
+        """The online-evaluation scorers plugins ship, in pluggy's call order."""
+        return list(self._collected().scorers)
+
+    def hook_calls(self, hook: str) -> list[HookCall]:
+        """The implementations of ``hook``, in the order pluggy would call them.
+
+        For hooks the core calls one implementation at a time (``oma_before_run``, and the
+        observers, so that one failing implementation does not stop the others).
+        """
+        if hook not in _HOOK_NAMES:
+            raise PluginError(f"unknown hook {hook!r}", name=hook)
+        impls = getattr(self.pm.hook, hook).get_hookimpls()
+        # pluggy keeps implementations in ascending priority and calls them from the end.
+        return [
+            HookCall(impl.plugin_name, hook, impl.function, tuple(impl.argnames))
+            for impl in reversed(impls)
+            if not (impl.hookwrapper or impl.wrapper)
+        ]
+
+    def before_run_hooks(self) -> list[HookCall]:
+        """The ``oma_before_run`` implementations in call order; the agent chains them."""
+        return self.hook_calls("oma_before_run")
+
+    def plugin_info(self) -> list[PluginInfo]:
+        """One record per loaded plugin, built-ins first, for ``oma plugins``.
+
+        A provider or backend shadowed by another plugin's is listed under the winner only.
+        """
+        registry = self._collected()
+        infos = []
+        for name, plugin in self.pm.list_name_plugin():
+            if plugin is None:  # blocked
+                continue
+            origin = self._origins.get(name, _Origin(None, None, builtin=False))
+            providers, backends, scorers = registry.by_plugin.get(name, ([], [], []))
+            hooks = sorted(hc.name for hc in self.pm.get_hookcallers(plugin) or [])
+            infos.append(
+                PluginInfo(
+                    name=name,
+                    distribution=origin.distribution,
+                    version=origin.version,
+                    builtin=origin.builtin,
+                    providers=tuple(
+                        spec.name
+                        for spec in providers
+                        if registry.provider_owner[spec.name] == name
+                    ),
+                    backends=tuple(
+                        spec.kind for spec in backends if registry.backend_owner[spec.kind] == name
+                    ),
+                    scorers=len(scorers),
+                    hooks=tuple(hooks),
+                )
+            )
+        infos.sort(key=lambda info: (not info.builtin, info.name))
+        return infos
+
+    def shadowed(self) -> list[str]:
+        """Notes on providers or backends hidden by another plugin's of the same name."""
+        return list(self._collected().shadowed)
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def _load_builtins(self) -> None:
+        from .default_plugins import DEFAULT_PLUGINS
+
+        for module_name in DEFAULT_PLUGINS:
+            module = importlib.import_module(module_name)
+            result = self._add(module, module_name, _Origin("oma-core", __version__, builtin=True))
+            if isinstance(result, PluginFailure):  # pragma: no cover - a bug in oma itself
+                raise PluginError(result.error, name=module_name)
+
+    def _load_entrypoints(self) -> None:
+        only = _env_names("OMA_LOAD_PLUGINS")
+        blocked = _env_names("OMA_DISABLE_PLUGINS") or set()
+        seen: set[tuple[str, str]] = set()
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if (ep.name, ep.value) in seen:  # the same distribution found twice on sys.path
+                continue
+            seen.add((ep.name, ep.value))
+            dist = ep.dist
+            dist_name = dist.metadata["Name"] if dist is not None else None
+            names = {_norm(ep.name)} | ({_norm(dist_name)} if dist_name else set())
+            if (only is not None and not names & only) or names & blocked:
+                continue
+            origin = _Origin(dist_name, dist.version if dist is not None else None, False)
+            self._load_entrypoint(ep, origin)
+
+    def _load_entrypoint(self, ep: metadata.EntryPoint, origin: _Origin) -> None:
+        if self.pm.has_plugin(ep.name):
+            self._fail(ep.name, origin, "register", f"the name {ep.name!r} is already taken")
+            return
+        try:
+            plugin = ep.load()
+        except (Exception, SystemExit) as exc:  # any import-time fault of a third party
+            self._fail(ep.name, origin, "import", _error_text(exc))
+            return
+        result = self._add(plugin, ep.name, origin)
+        if isinstance(result, PluginFailure):
+            self.failures.append(result)
+
+    def _fail(self, name: str, origin: _Origin, stage: str, error: str) -> None:
+        self.failures.append(PluginFailure(name, origin.distribution, stage, error))
+
+    def _add(self, plugin: object, name: str | None, origin: _Origin) -> str | PluginFailure:
+        """Register, validate and probe one plugin; on any fault leave it unregistered."""
+        label = name or getattr(plugin, "__name__", None) or repr(plugin)
+        try:
+            registered = self.pm.register(plugin, name=name)
+        except Exception as exc:  # PluginValidationError (bad signature), name clash, ...
+            return PluginFailure(label, origin.distribution, "register", _error_text(exc))
+        if registered is None:  # blocked in pluggy
+            return PluginFailure(label, origin.distribution, "register", "plugin is blocked")
+        self._registry = None
+        try:
+            self.pm.check_pending()  # a misspelt hook name
+            self._check_no_wrappers(plugin)
+            _probe(self.pm, registered)
+        except Exception as exc:
+            self.pm.unregister(plugin=plugin)
+            stage = "hook" if isinstance(exc, _HookFault) else "validate"
+            return PluginFailure(registered, origin.distribution, stage, _error_text(exc))
+        self._origins[registered] = origin
+        return registered
+
+    def _check_no_wrappers(self, plugin: object) -> None:
+        for caller in self.pm.get_hookcallers(plugin) or []:
+            for impl in caller.get_hookimpls():
+                if impl.plugin is plugin and (impl.hookwrapper or impl.wrapper):
+                    raise PluginError(f"{caller.name} cannot be a hook wrapper in oma")
+
+    # -- collecting ----------------------------------------------------------------------------
+
+    def _collected(self) -> _Registry:
+        with self._lock:
+            key = tuple((name, id(plugin)) for name, plugin in self.pm.list_name_plugin())
+            if self._registry is None or self._registry.key != key:
+                self._registry = self._collect(key)
+            return self._registry
+
+    def _collect(self, key: tuple[tuple[str, int], ...]) -> _Registry:
+        registry = _Registry(key, {}, {}, {}, {}, [], {}, [])
+        for name, plugin in self.pm.list_name_plugin():
+            if plugin is None:
+                continue
+            try:
+                registry.by_plugin[name] = _probe(self.pm, name)
+            except _HookFault as exc:  # a plugin that changed its mind since it loaded
+                origin = self._origins.get(name, _Origin(None, None, builtin=False))
+                self._fail(name, origin, "hook", _error_text(exc))
+        # pluggy's order: the plugin registered last is called first and wins a clash.
+        for name in reversed(list(registry.by_plugin)):
+            providers, backends, scorers = registry.by_plugin[name]
+            for spec in providers:
+                _claim(
+                    registry.providers,
+                    registry.provider_owner,
+                    spec.name,
+                    spec,
+                    name,
+                    "provider",
+                    registry.shadowed,
+                )
+            for bspec in backends:
+                _claim(
+                    registry.backends,
+                    registry.backend_owner,
+                    bspec.kind,
+                    bspec,
+                    name,
+                    "backend",
+                    registry.shadowed,
+                )
+            registry.scorers.extend(scorers)
+        registry.providers = dict(sorted(registry.providers.items()))
+        registry.backends = dict(sorted(registry.backends.items()))
+        return registry
+
+    def _failure_hint(self) -> str:
+        if not self.failures:
+            return ""
+        names = ", ".join(sorted({failure.name for failure in self.failures}))
+        return f" (plugins that failed to load: {names}; see `oma plugins`)"
+
+
+_STAGE_VERB = {
+    "import": "import",
+    "register": "register",
+    "validate": "validate",
+    "hook": "register its providers",
+}
+
+
+class _HookFault(Exception):
+    """A registration hook raised or returned something unusable."""
+
+
+def _claim(
+    table: dict[str, Any],
+    owners: dict[str, str],
+    key: str,
+    spec: Any,
+    plugin: str,
+    what: str,
+    notes: list[str],
+) -> None:
+    if key in table:
+        notes.append(f"{what} {key!r} of plugin {plugin!r} is shadowed by plugin {owners[key]!r}")
+        return
+    table[key] = spec
+    owners[key] = plugin
+
+
+def _probe(
+    pm: pluggy.PluginManager, plugin_name: str
+) -> tuple[list[ProviderSpec], list[BackendSpec], list[Any]]:
+    """Call one plugin's registration hooks and check what they return."""
+    providers = _call_own(pm, plugin_name, "oma_register_providers", ProviderSpec)
+    backends = _call_own(pm, plugin_name, "oma_register_backends", BackendSpec)
+    scorers = _call_own(pm, plugin_name, "oma_register_scorers", None)
+    return providers, backends, scorers
+
+
+def _call_own(
+    pm: pluggy.PluginManager, plugin_name: str, hook: str, kind: type[Any] | None
+) -> list[Any]:
+    results: list[Any] = []
+    for impl in getattr(pm.hook, hook).get_hookimpls():
+        if impl.plugin_name != plugin_name:
+            continue
+        try:
+            value = impl.function()
+        except Exception as exc:
+            raise _HookFault(f"{hook} raised {_error_text(exc)}") from exc
+        if value is None:
+            continue
+        if not isinstance(value, Iterable) or isinstance(value, str | bytes | Mapping):
+            raise _HookFault(f"{hook} must return a list, got {type(value).__name__}")
+        for item in value:
+            ok = callable(item) if kind is None else isinstance(item, kind)
+            if not ok:
+                wanted = "a callable" if kind is None else kind.__name__
+                raise _HookFault(
+                    f"{hook} must return a list of {wanted}, got {type(item).__name__}"
+                )
+            results.append(item)
+    return results

@@ -1,0 +1,37 @@
+"""What plugin authors and tests reuse: a scripted provider (and more, added over time)."""
+
+from __future__ import annotations
+
+from .fake_server import (
+    Delay,
+    DropConnection,
+    ErrorMidStream,
+    FakeServer,
+    Fault,
+    HTTPError,
+    RecordedRequest,
+    Response,
+    SlowStream,
+    SSEEvent,
+    TruncatedStream,
+)
+from .scripted import Delayed, ScriptedProvider
+
+# The conformance suite (oma_core.testing.conformance) and the pytest plugin
+# (oma_core.testing.pytest_plugin) import pytest, so they are imported by path, not from here.
+
+__all__ = [
+    "Delay",
+    "Delayed",
+    "DropConnection",
+    "ErrorMidStream",
+    "FakeServer",
+    "Fault",
+    "HTTPError",
+    "RecordedRequest",
+    "Response",
+    "SSEEvent",
+    "ScriptedProvider",
+    "SlowStream",
+    "TruncatedStream",
+]

@@ -1,0 +1,1 @@
+"""Broken oma plugins, one module per fault."""

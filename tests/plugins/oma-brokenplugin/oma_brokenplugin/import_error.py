@@ -1,0 +1,3 @@
+"""Fails at import: a dependency that is not installed."""
+
+import oma_brokenplugin_missing_dependency  # noqa: F401

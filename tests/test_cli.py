@@ -1,0 +1,280 @@
+"""The ``oma`` command, through click's CliRunner."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from oma_core.cli import CAPABILITY_COLUMNS, cli
+from oma_core.plugins import PluginHost
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(92)  # 100 bytes; only the extension decides the media type
+
+
+@pytest.fixture(autouse=True)
+def _fresh_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test gets a process-wide host built from its own environment."""
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
+    monkeypatch.delenv("OMA_DISABLE_PLUGINS", raising=False)
+    monkeypatch.delenv("OMA_PROVIDER", raising=False)
+    previous = PluginHost.set_default(None)
+    yield
+    PluginHost.set_default(previous)
+
+
+def oma(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture
+def png(tmp_path: Path) -> Path:
+    path = tmp_path / "cat.png"
+    path.write_bytes(PNG)
+    return path
+
+
+def write_json(path: Path, data: object) -> str:
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+# -- oma run ------------------------------------------------------------------------------------
+
+
+def test_run_on_echo_prints_the_description_of_the_prompt() -> None:
+    result = oma("run", "hi")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "hi"\n'
+
+
+def test_run_with_an_image_file_sends_it_as_base64_with_its_media_type(png: Path) -> None:
+    result = oma("run", "What is in this picture?", "--image", str(png))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        'user: text "What is in this picture?"; image image/png base64 100 bytes\n'
+    )
+
+
+def test_run_with_urls_keeps_them_urls() -> None:
+    result = oma(
+        "run",
+        "Compare",
+        "--image",
+        "https://example.com/a.jpg",
+        "--video",
+        "https://example.com/b.mp4",
+    )
+    assert result.exit_code == 0, result.output
+    assert "image image/jpeg url https://example.com/a.jpg" in result.stdout
+    assert "video video/mp4 url https://example.com/b.mp4" in result.stdout
+
+
+def test_run_with_a_video_file_sends_base64(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(bytes(30))
+    result = oma("run", "--video", str(clip))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "user: video video/mp4 base64 30 bytes\n"
+
+
+def test_run_no_stream_and_system_prompt() -> None:
+    result = oma("run", "hi", "--no-stream", "--system", "Be brief.")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'system: "Be brief."\nuser: text "hi"\n'
+
+
+def test_run_json_prints_output_usage_and_status() -> None:
+    result = oma("run", "hi", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["output"] == 'user: text "hi"'
+    assert data["success"] is True
+    assert data["status"] == {"code": "ok", "error": None}
+    assert data["usage"]["input_tokens"] == 1
+    assert data["usage"]["output_tokens"] == 4
+
+
+def test_run_sends_a_conversation_file_and_appends_the_prompt(tmp_path: Path) -> None:
+    conversation = [
+        {"role": "user", "content": [{"type": "text", "text": "first"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "reply"}]},
+    ]
+    path = write_json(tmp_path / "conv.json", {"messages": conversation})
+    result = oma("run", "--messages", path, "next")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "first"\nassistant: text "reply"\nuser: text "next"\n'
+
+
+def test_run_with_an_invalid_conversation_fails_with_the_path_and_no_traceback(
+    tmp_path: Path,
+) -> None:
+    bad = [{"role": "user", "content": [{"type": "image", "source": {"type": "url",
+            "media_type": "image/png", "url": "file:///etc/passwd"}}]}]  # fmt: skip
+    result = oma("run", "--messages", write_json(tmp_path / "bad.json", bad))
+    assert result.exit_code == 1
+    assert "messages[0].content[0].source.url must use HTTP or HTTPS" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_run_with_a_non_http_media_url_fails_without_a_traceback() -> None:
+    result = oma("run", "x", "--image", "ftp://example.com/a.png")
+    assert result.exit_code == 1
+    assert "must use HTTP or HTTPS" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_run_with_a_failing_provider_exits_non_zero() -> None:
+    result = oma("run", "hi", "-p", "scripted")  # no responses scripted
+    assert result.exit_code == 1
+    assert "no responses left" in result.stderr
+
+
+def test_run_with_an_unknown_provider_names_the_available_ones() -> None:
+    result = oma("run", "hi", "-p", "nope")
+    assert result.exit_code == 1
+    assert "unknown provider 'nope'; available providers: echo, scripted" in result.stderr
+
+
+def test_run_uses_the_provider_named_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMA_PROVIDER", "scripted")
+    result = oma("run", "hi")
+    assert result.exit_code == 1
+    assert "no responses left" in result.stderr
+
+
+def test_run_without_input_is_a_usage_error() -> None:
+    result = oma("run")
+    assert result.exit_code == 2
+    assert "give a PROMPT" in result.stderr
+
+
+def test_run_with_a_missing_image_file_is_a_usage_error(tmp_path: Path) -> None:
+    result = oma("run", "x", "--image", str(tmp_path / "missing.png"))
+    assert result.exit_code == 2
+    assert "no such file" in result.stderr
+
+
+# -- oma validate -------------------------------------------------------------------------------
+
+
+def test_validate_describes_each_message_of_a_valid_conversation(tmp_path: Path) -> None:
+    data = base64.b64encode(bytes(1234)).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    conversation = [
+        {"role": "user", "content": [{"type": "text", "text": "What?"}, image]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A cat."}]},
+    ]
+    result = oma("validate", write_json(tmp_path / "c.json", conversation))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        'messages[0] user: text "What?"; image image/png base64 1234 bytes',
+        'messages[1] assistant: text "A cat."',
+        "valid: 2 messages",
+    ]
+
+
+def test_validate_reports_the_first_error_and_exits_1(tmp_path: Path) -> None:
+    conversation = [{"role": "user", "content": "not a list"}]
+    result = oma("validate", write_json(tmp_path / "c.json", conversation))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: invalid: messages[0].content must be a list")
+
+
+def test_validate_reports_a_file_that_is_not_json(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text("{nope")
+    result = oma("validate", str(path))
+    assert result.exit_code == 1
+    assert "is not valid JSON" in result.stderr
+
+
+# -- oma plugins --------------------------------------------------------------------------------
+
+
+def test_plugins_json_lists_plugins_failures_providers_and_backends() -> None:
+    result = oma("plugins", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data) == {"plugins", "failures", "providers", "backends", "shadowed"}
+    echo = data["providers"]["echo"]
+    assert echo["display_name"] == "Echo"
+    assert echo["plugin"] == "oma_core.default_plugins.echo"
+    assert echo["capabilities"] == dict.fromkeys(CAPABILITY_COLUMNS, "native")
+    assert data["failures"] == []
+    (plugin,) = [p for p in data["plugins"] if p["name"] == "oma_core.default_plugins.echo"]
+    assert plugin["builtin"] is True
+    assert plugin["providers"] == ["echo"]
+
+
+def test_plugins_json_shows_an_installed_plugin_and_its_refusals(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "testplugin")
+    data = json.loads(oma("plugins", "--json").stdout)
+    assert data["providers"]["shout"]["capabilities"] == {
+        "text": "native",
+        "image_base64": "refused",
+        "image_url": "refused",
+        "video_base64": "refused",
+        "video_url": "refused",
+        "tool_use": "refused",
+        "tool_result_media": "refused",
+    }
+    (plugin,) = [p for p in data["plugins"] if p["name"] == "testplugin"]
+    assert plugin["distribution"] == "oma-testplugin"
+    assert "oma_before_run" in plugin["hooks"]
+
+
+def test_plugins_prints_tables_for_people(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")
+    result = oma("plugins")
+    assert result.exit_code == 0, result.output
+    assert "echo (built-in)" in result.stdout
+    assert "tool-result" in result.stdout
+    assert re.search(r"^ *echo +native +native", result.stdout, re.M)
+
+
+# -- oma render ---------------------------------------------------------------------------------
+
+
+def test_render_prints_the_request_body_with_shortened_base64(png: Path) -> None:
+    result = oma("render", "-p", "echo", "Look", "--image", str(png), "--system", "S")
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["system"] == "S"
+    source = body["messages"][0]["content"][1]["source"]
+    encoded = base64.b64encode(PNG).decode()
+    assert source["data"] == f"{encoded[:16]}...[{len(encoded)} chars]"
+
+
+def test_render_full_prints_base64_whole(png: Path) -> None:
+    result = oma("render", "-p", "echo", "Look", "--image", str(png), "--full")
+    body = json.loads(result.stdout)
+    assert body["messages"][0]["content"][1]["source"]["data"] == base64.b64encode(PNG).decode()
+
+
+def test_render_checks_capabilities_before_rendering(
+    monkeypatch: pytest.MonkeyPatch, png: Path
+) -> None:
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "testplugin")
+    result = oma("render", "-p", "shout", "Look", "--image", str(png))
+    assert result.exit_code == 1
+    assert 'Shout cannot represent the "image" content block' in result.stderr
+
+
+def test_run_with_command_but_no_backend_is_a_usage_error() -> None:
+    result = oma("run", "hi", "--command", "cat")
+    assert result.exit_code == 2
+    assert "--command and --arg need --backend" in result.stderr
+
+
+def test_run_with_an_unknown_backend_kind_names_the_available_ones() -> None:
+    result = oma("run", "hi", "--backend", "nope", "--command", "cat")
+    assert result.exit_code == 1
+    assert "unknown backend kind 'nope'" in result.stderr
