@@ -1,0 +1,133 @@
+"""``before_run``: rewriting a run's input before the first model call.
+
+Package hooks (``oma_before_run``, in pluggy's order) run first, then the agent's own; each
+receives the previous one's result and returns None (unchanged), a ``ctx`` changed with
+``attrs.evolve``, or a mapping with ``messages`` and/or ``prompt``. New messages are validated
+and replace the input first; then a changed prompt replaces the first text block of the latest
+user turn, its other text blocks are dropped and non-text blocks keep their order:
+``[img A, "t1", img B, "t2"]`` with prompt "new" becomes ``[img A, "new", img B]``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .errors import HookError
+from .messages import LLMMessage, TextBlock
+from .validation import load_messages
+
+if TYPE_CHECKING:
+    from .agent import AgentConfig
+
+__all__ = ["BeforeRunContext", "apply_before_run", "prompt_of", "replace_prompt", "text_of"]
+
+#: A hook with the name errors call it by.
+NamedHook = tuple[str, Callable[["BeforeRunContext"], Any]]
+
+
+@attrs.frozen
+class BeforeRunContext:
+    """What a ``before_run`` hook sees: the input (a tuple of immutable messages) and the text
+    of its latest user message (``prompt``, text blocks joined with no separator; empty for an
+    image-only turn). ``agent`` is the agent's ``AgentConfig``."""
+
+    messages: tuple[LLMMessage, ...]
+    prompt: str
+    agent: AgentConfig
+
+
+async def apply_before_run(
+    messages: tuple[LLMMessage, ...], hooks: Sequence[NamedHook], config: AgentConfig
+) -> tuple[tuple[LLMMessage, ...], bool]:
+    """Chain ``hooks`` over ``messages``; return the new input and whether some hook replaced
+    the messages (not just the prompt).
+
+    Raises ``HookError`` for a hook that raises or returns garbage, ``InvalidMessageError`` for
+    messages that do not validate.
+    """
+    replaced = False
+    for label, hook in hooks:
+        prompt = prompt_of(messages)
+        try:
+            value = hook(BeforeRunContext(messages, prompt, config))
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            raise HookError(f"{label} raised {_describe(exc)}", hook=label) from exc
+        if value is None:
+            continue
+        if isinstance(value, BeforeRunContext):
+            new_messages: Any = value.messages
+            new_prompt: Any = value.prompt
+        elif isinstance(value, Mapping):
+            unknown = sorted(str(key) for key in value if key not in ("messages", "prompt"))
+            if unknown:
+                raise HookError(
+                    f"{label} returned unknown keys {', '.join(unknown)}; "
+                    'expected "messages" and/or "prompt"',
+                    hook=label,
+                )
+            new_messages = value.get("messages", messages)
+            new_prompt = value.get("prompt", prompt)
+        else:
+            raise HookError(
+                f"{label} must return None, a BeforeRunContext or a mapping, "
+                f"got {type(value).__name__}",
+                hook=label,
+            )
+        if new_messages is not messages:
+            loaded = load_messages(new_messages)
+            replaced = replaced or loaded != messages
+            messages = loaded
+        if not isinstance(new_prompt, str):
+            raise HookError(
+                f"{label} returned a prompt that is not a str: {type(new_prompt).__name__}",
+                hook=label,
+            )
+        if new_prompt != prompt:
+            messages = replace_prompt(messages, new_prompt)
+    return messages, replaced
+
+
+def text_of(message: LLMMessage) -> str:
+    """A message's text blocks joined with no separator."""
+    return "".join(block.text for block in message.content if isinstance(block, TextBlock))
+
+
+def prompt_of(messages: Sequence[LLMMessage]) -> str:
+    """The text blocks of the latest user message, joined with no separator."""
+    for message in reversed(messages):
+        if message.role == "user":
+            return text_of(message)
+    return ""
+
+
+def replace_prompt(messages: tuple[LLMMessage, ...], prompt: str) -> tuple[LLMMessage, ...]:
+    """Put ``prompt`` in place of the latest user turn's text blocks (a text block is
+    prepended if the turn has none; a user turn is appended if there is none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role != "user":
+            continue
+        content: list[Any] = []
+        placed = False
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                if not placed:
+                    content.append(TextBlock(prompt))
+                    placed = True
+            else:
+                content.append(block)
+        if not placed:
+            content.insert(0, TextBlock(prompt))
+        return (*messages[:index], LLMMessage("user", tuple(content)), *messages[index + 1 :])
+    return (*messages, LLMMessage("user", (TextBlock(prompt),)))
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,87 @@
+"""What a run hands back: ``RunResult`` and its ``RunStatus``, or ``StreamEvent``s.
+
+``AgentStream`` is the object ``Agent.stream`` returns: an async iterator and an async context
+manager in one, so ``async with agent.stream(x) as events`` closes the provider stream for sure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from .messages import LLMMessage
+from .providers import Usage
+
+__all__ = ["AgentStream", "EventType", "RunResult", "RunStatus", "StatusCode", "StreamEvent"]
+
+StatusCode: TypeAlias = Literal["ok", "error", "timeout", "budget_exhausted"]
+EventType: TypeAlias = Literal["text", "reasoning", "tool_use", "tool_result", "error", "done"]
+
+
+@attrs.frozen
+class RunStatus:
+    """How a run ended: ``code`` is ok / error / timeout / budget_exhausted; ``error`` is the
+    exception that ended it (None when ok)."""
+
+    code: StatusCode = "ok"
+    error: BaseException | None = None
+
+
+@attrs.frozen
+class RunResult:
+    """The outcome of one run.
+
+    ``output`` is the text of the last assistant turn; ``messages`` the turns this run produced
+    (assistant turns and tool-result turns, not the input); ``usage`` sums every model call,
+    retried and cut-short attempts included.
+    """
+
+    success: bool
+    output: str
+    messages: list[LLMMessage]
+    usage: Usage = Usage()
+    status: RunStatus = RunStatus()
+
+
+@attrs.frozen
+class StreamEvent:
+    """One event of ``Agent.stream``.
+
+    ``text``/``reasoning``: a str delta; ``tool_use``: a ``ToolUseBlock``; ``tool_result``: a
+    ``ToolResultBlock``; ``error``: the exception that failed the run; ``done`` (always last,
+    exactly once): the ``RunResult``.
+    """
+
+    type: EventType
+    data: Any = None
+
+
+class AgentStream:
+    """An async iterator of ``StreamEvent`` that is also an async context manager.
+
+    Nothing starts before the first event is requested; leaving the ``async with`` block (or
+    ``aclose``) stops the run and closes the provider or backend stream.
+    """
+
+    __slots__ = ("_gen",)
+
+    def __init__(self, gen: AsyncGenerator[StreamEvent, None]) -> None:
+        self._gen = gen
+
+    def __aiter__(self) -> AgentStream:
+        return self
+
+    def __anext__(self) -> Awaitable[StreamEvent]:
+        return self._gen.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop the run if it is still going and close the provider or backend stream."""
+        await self._gen.aclose()
+
+    async def __aenter__(self) -> AgentStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._gen.aclose()
