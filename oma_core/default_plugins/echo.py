@@ -88,7 +88,7 @@ def describe_block(block: ContentBlock) -> str:
     if isinstance(block, VideoBlock):
         return f"video {_describe_source(block.source)}"
     if isinstance(block, ToolUseBlock):
-        arguments = json.dumps(dict(block.input), ensure_ascii=False, sort_keys=True)
+        arguments = json.dumps(block.plain_input(), ensure_ascii=False, sort_keys=True)
         if len(arguments) > TEXT_LIMIT:
             arguments = f"{arguments[:TEXT_LIMIT]}... ({len(arguments)} characters)"
         return f"tool_use {block.name} (id {block.id}) {arguments}"

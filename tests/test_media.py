@@ -1,0 +1,148 @@
+"""Media helpers: validated image and video blocks, the extension table, sizes, descriptions."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from oma_core import (
+    IMAGE_MEDIA_TYPES,
+    Base64Source,
+    ImageBlock,
+    InvalidMessageError,
+    UrlSource,
+    VideoBlock,
+    image_base64,
+    image_url,
+    video_base64,
+    video_url,
+)
+from oma_core.media import decoded_size, describe_source, guess_media_type
+
+
+def test_image_media_types_are_the_four_common_ones() -> None:
+    assert frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"}) == IMAGE_MEDIA_TYPES
+
+
+@pytest.mark.parametrize(
+    ("url", "media_type"),
+    [
+        ("https://example.com/a.jpg", "image/jpeg"),
+        ("https://example.com/a.JPEG", "image/jpeg"),
+        ("https://example.com/dir.v2/a.png?size=large#top", "image/png"),
+        ("https://example.com/a.gif", "image/gif"),
+        ("https://example.com/a.webp", "image/webp"),
+        ("https://example.com/a.bmp", "image/bmp"),
+        ("https://example.com/a.tiff", "image/tiff"),
+        ("https://example.com/a.svg", "image/svg+xml"),
+        ("https://example.com/a.heic", "image/heic"),
+        ("https://example.com/a.avif", "image/avif"),
+    ],
+)
+def test_image_url_infers_the_media_type_from_the_extension(url: str, media_type: str) -> None:
+    block = image_url(url)
+    assert block == ImageBlock(UrlSource(media_type, url))
+
+
+@pytest.mark.parametrize(
+    ("url", "media_type"),
+    [
+        ("https://example.com/clip.mp4", "video/mp4"),
+        ("https://example.com/clip.m4v", "video/x-m4v"),
+        ("https://example.com/clip.MOV", "video/quicktime"),
+        ("https://example.com/clip.webm", "video/webm"),
+        ("https://example.com/clip.mkv", "video/x-matroska"),
+        ("https://example.com/clip.avi", "video/x-msvideo"),
+        ("https://example.com/clip.mpeg", "video/mpeg"),
+        ("https://example.com/clip.mpg", "video/mpeg"),
+        ("https://example.com/clip.3gp", "video/3gpp"),
+    ],
+)
+def test_video_url_infers_the_media_type_from_the_extension(url: str, media_type: str) -> None:
+    assert video_url(url).source.media_type == media_type
+
+
+@pytest.mark.parametrize(
+    ("build", "path"),
+    [
+        (lambda: image_url("https://example.com/a"), "media_type"),
+        (lambda: image_url("https://example.com/a.txt"), "media_type"),
+        (lambda: image_url("https://example.com/a.mp4"), "media_type"),
+        (lambda: image_url("https://a.png/"), "media_type"),
+        (lambda: image_url("https://example.com/?f=a.png"), "media_type"),
+        (lambda: video_url("https://example.com/a.png"), "media_type"),
+    ],
+)
+def test_an_unknown_extension_without_a_media_type_is_refused(build: Any, path: str) -> None:
+    with pytest.raises(InvalidMessageError) as info:
+        build()
+    assert info.value.path == path
+    assert "could not be inferred" in str(info.value)
+
+
+def test_the_table_does_not_consult_the_system_mimetypes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mimetypes
+
+    monkeypatch.setattr(mimetypes, "guess_type", lambda *a, **k: ("image/png", None))
+    assert guess_media_type("https://example.com/a.xyz", "image") is None
+
+
+def test_an_explicit_media_type_wins_over_the_extension() -> None:
+    assert image_url("https://example.com/a", "image/png").source.media_type == "image/png"
+    assert image_url("https://example.com/a.png", "image/webp").source.media_type == "image/webp"
+
+
+@pytest.mark.parametrize(
+    ("build", "path", "phrase"),
+    [
+        (lambda: image_url("file:///etc/passwd"), "url", "must use HTTP or HTTPS"),
+        (lambda: image_url("//evil.com/a.png"), "url", "must be an absolute HTTP(S) URL"),
+        (lambda: image_url("https://a.b/a.png", "video/mp4"), "media_type", "image MIME type"),
+        (lambda: image_url("https://a.b/a.png", "image/png;q=1"), "media_type", "without param"),
+        (lambda: image_url("https://a.b/a.png", detail="max"), "detail", '"low", "high"'),
+        (lambda: video_url("s3://b/k.mp4"), "url", "must use HTTP or HTTPS"),
+        (lambda: video_url("https://a.b/a.mp4", "image/png"), "media_type", "video MIME type"),
+        (lambda: image_base64("data:image/png;base64,QUJD", "image/png"), "data", "raw base64"),
+        (lambda: image_base64(b"QUJD", "image/png"), "data", "got bytes"),
+        (lambda: image_base64("QUJD", "video/mp4"), "media_type", "image MIME type"),
+        (lambda: image_base64("QR==", "image/png"), "data", "stray bits"),
+        (lambda: video_base64("QUJD", "image/png"), "media_type", "video MIME type"),
+        (lambda: video_base64("QUJD\n", "video/mp4"), "data", "raw base64"),
+    ],
+)
+def test_helpers_refuse_bad_arguments_by_name(build: Any, path: str, phrase: str) -> None:
+    with pytest.raises(InvalidMessageError) as info:
+        build()
+    assert info.value.path == path
+    assert phrase in str(info.value)
+
+
+def test_data_prefix_error_says_to_pass_raw_base64() -> None:
+    with pytest.raises(InvalidMessageError, match="pass only the base64 text after the comma"):
+        image_base64("data:image/png;base64,QUJD", "image/png")
+
+
+def test_base64_helpers_build_validated_blocks(png_base64: str) -> None:
+    image = image_base64(png_base64, "image/png", detail="high")
+    assert image == ImageBlock(Base64Source("image/png", png_base64), "high")
+    assert image.source.data is png_base64
+    video = video_base64("AAAA", "video/mp4")
+    assert video == VideoBlock(Base64Source("video/mp4", "AAAA"))
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 4, 5, 100, 1001])
+def test_decoded_size_matches_the_decoded_bytes(size: int) -> None:
+    raw = bytes(range(256)) * 4
+    data = base64.b64encode(raw[: size or 1]).decode()
+    assert decoded_size(Base64Source("image/png", data)) == len(raw[: size or 1])
+    assert decoded_size(Base64Source("image/png", data.rstrip("="))) == len(raw[: size or 1])
+
+
+def test_describe_source_names_type_kind_and_size_or_url(png_base64: str) -> None:
+    assert describe_source(Base64Source("image/png", png_base64)) == "image/png, base64, 435 bytes"
+    assert (
+        describe_source(UrlSource("video/mp4", "https://example.com/c.mp4"))
+        == "video/mp4, url, https://example.com/c.mp4"
+    )

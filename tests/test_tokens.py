@@ -1,0 +1,85 @@
+"""estimate_tokens: characters / 4, a flat price per image, a quarter of each video's length."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oma_core import InvalidMessageError, estimate_tokens
+
+
+def user(*blocks: object) -> dict[str, object]:
+    return {"role": "user", "content": list(blocks)}
+
+
+def test_text_costs_a_quarter_of_its_characters_rounded_up() -> None:
+    assert estimate_tokens([user({"type": "text", "text": "abcde"})]) == 2
+    assert estimate_tokens([user({"type": "text", "text": "abcd"})]) == 1
+    assert estimate_tokens([user({"type": "text", "text": ""})]) == 0
+
+
+def test_characters_are_summed_before_rounding() -> None:
+    blocks = [{"type": "text", "text": "a"}] * 4
+    assert estimate_tokens([user(*blocks)]) == 1
+
+
+def test_reasoning_tool_inputs_and_tool_results_count_as_text() -> None:
+    tool_input = {"city": "Paris", "days": [1, 2]}
+    compact = json.dumps(tool_input, separators=(",", ":"))
+    messages = [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "reasoning", "text": "x" * 8, "signature": "s" * 400},
+                {"type": "tool_use", "id": "t", "name": "weather", "input": tool_input},
+            ],
+        },
+        user(
+            {"type": "tool_result", "tool_use_id": "t", "content": "y" * 4},
+            {
+                "type": "tool_result",
+                "tool_use_id": "t",
+                "content": [{"type": "text", "text": "zz"}],
+            },
+        ),
+    ]
+    assert estimate_tokens(messages) == -(-(8 + len(compact) + 4 + 2) // 4)
+
+
+def test_each_image_costs_a_flat_amount_tool_result_images_too() -> None:
+    image = {
+        "type": "image",
+        "source": {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"},
+    }
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "t",
+        "content": [{"type": "image", "source": image["source"]}],
+    }
+    assert estimate_tokens([user(image, result)]) == 2000
+    assert estimate_tokens([user(image, result)], image_tokens=85) == 170
+
+
+def test_a_video_costs_a_quarter_of_its_payload_or_url() -> None:
+    url = "https://example.com/clip.mp4"
+    by_url = {"type": "video", "source": {"type": "url", "media_type": "video/mp4", "url": url}}
+    inline = {
+        "type": "video",
+        "source": {"type": "base64", "media_type": "video/mp4", "data": "QUJD" * 25},
+    }
+    assert estimate_tokens([user(by_url)]) == -(-len(url) // 4)
+    assert estimate_tokens([user(inline)]) == 25
+    assert estimate_tokens([user(by_url, inline)]) == -(-len(url) // 4) + 25
+
+
+def test_objects_and_empty_input_are_accepted() -> None:
+    from oma_core import LLMMessage, TextBlock
+
+    assert estimate_tokens([LLMMessage("user", [TextBlock("abcdefgh")])]) == 2
+    assert estimate_tokens([]) == 0
+
+
+def test_invalid_input_is_refused() -> None:
+    with pytest.raises(InvalidMessageError):
+        estimate_tokens([user({"type": "text", "text": 1})])
