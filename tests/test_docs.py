@@ -53,3 +53,13 @@ def test_the_builtin_provider_table_matches_oma_plugins(provider: str) -> None:
     cells = [cell.strip() for cell in row.strip("|").split("|")][1:]
     spec = PluginHost(load_entrypoints=False).provider_spec(provider)
     assert cells == list(capability_matrix(spec.capabilities).values())
+
+
+def test_public_names_are_listed_once_and_all_resolve() -> None:
+    """``__all__`` is a literal list (so type checkers see the re-exports) kept equal to the
+    lazy-export table, and every name in it loads."""
+    import oma_core
+
+    assert oma_core.__all__ == sorted({*oma_core._EXPORTS, "hookimpl", "__version__"})
+    for name in oma_core.__all__:
+        assert getattr(oma_core, name) is not None

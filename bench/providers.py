@@ -1,0 +1,350 @@
+"""What a provider plugin costs over its bare SDK, against the plugin's fake server.
+
+    python bench/providers.py              # every provider section below
+    python bench/providers.py anthropic    # one
+
+Per provider, the same message goes through ``Agent.run`` (the plugin) and through the bare
+SDK call, against the same fake server running in a child process (so it does not share the
+GIL with the code measured):
+
+- a small text call (goal: plugin <= 1.1 x the SDK's time);
+- a 5 MiB image (goal: <= 1.05 x; the messages are built once, as ``LLMMessage`` objects are
+  valid by construction and never re-scanned);
+- streaming a long reply: time added per chunk (goal: <= 10 us);
+- 1,000 calls at 100 in flight (goal: throughput >= 90 % of the SDK's).
+
+Timings interleave the two paths and take medians, to be fair on a busy machine. A provider is
+one ``Target`` in ``TARGETS``; add a section for another plugin the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SMALL_ROUNDS = 150
+IMAGE_ROUNDS = 8
+STREAM_ROUNDS = 5
+STREAM_TEXT = "token " * 1500  # 9,000 characters
+STREAM_CHUNK = 4  # characters per delta: 2,250 chunks
+THROUGHPUT_CALLS = 1000
+IN_FLIGHT = 100
+IMAGE_BYTES = 5 * 1024 * 1024
+
+
+@dataclass
+class Target:
+    """One provider section: how to start its fake server, build an agent and call the SDK."""
+
+    name: str
+    #: (reply text, chunk size) -> a context manager yielding the fake server's URL
+    server: Callable[[str, int], Any]
+    agent_config: Callable[[str], Any]
+    #: base URL -> a bare SDK client
+    sdk_client: Callable[[str], Any]
+    #: (client, text, image base64 or None) -> the bare SDK's non-streaming call
+    sdk_complete: Callable[[Any, str, str | None], Awaitable[Any]]
+    #: (client, text) -> drain the bare SDK's stream, return the number of text chunks
+    sdk_stream: Callable[[Any, str], Awaitable[int]]
+
+
+# --------------------------------------------------------------------------- anthropic
+
+
+def _serve_anthropic(conn: Any, text: str, chunk_size: int) -> None:
+    sys.path.insert(0, str(ROOT / "plugins" / "oma-anthropic" / "tests"))
+    from fake_anthropic import FakeAnthropic, Reply
+
+    server = FakeAnthropic(chunk_size=chunk_size)
+    server.default_reply = Reply(({"type": "text", "text": text},))
+    with server:
+        conn.send(server.url)
+        conn.recv()
+
+
+def _anthropic() -> Target:
+    import anthropic
+
+    from oma_core import AgentConfig
+
+    model = "claude-sonnet-4-6"
+
+    def agent_config(url: str) -> AgentConfig:
+        return AgentConfig(
+            name="bench", provider="anthropic", model=model, base_url=url, api_key="bench-key"
+        )
+
+    def client(url: str) -> Any:
+        return anthropic.AsyncAnthropic(api_key="bench-key", base_url=url, max_retries=0)
+
+    def content(text: str, image: str | None) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        if image is not None:
+            source = {"type": "base64", "media_type": "image/png", "data": image}
+            blocks.append({"type": "image", "source": source})
+        blocks.append({"type": "text", "text": text})
+        return blocks
+
+    async def complete(sdk: Any, text: str, image: str | None) -> Any:
+        messages = [{"role": "user", "content": content(text, image)}]
+        return await sdk.messages.create(model=model, max_tokens=4096, messages=messages)
+
+    async def stream(sdk: Any, text: str) -> int:
+        messages = [{"role": "user", "content": content(text, None)}]
+        events = await sdk.messages.create(
+            model=model, max_tokens=4096, messages=messages, stream=True
+        )
+        chunks = 0
+        async for event in events:
+            if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                chunks += 1
+        return chunks
+
+    return Target(
+        name="anthropic",
+        server=lambda text, chunk: _child_server(_serve_anthropic, text, chunk),
+        agent_config=agent_config,
+        sdk_client=client,
+        sdk_complete=complete,
+        sdk_stream=stream,
+    )
+
+
+TARGETS: dict[str, Callable[[], Target]] = {"anthropic": _anthropic}
+
+
+# --------------------------------------------------------------------------- openai
+
+
+def _serve_openai(conn: Any, text: str, chunk_size: int) -> None:
+    sys.path.insert(0, str(ROOT / "plugins" / "oma-openai" / "tests"))
+    from fake_openai import FakeChatCompletions, Reply
+
+    server = FakeChatCompletions(api_key="bench-key", chunk_size=chunk_size)
+    server.default_reply = Reply(text=text)
+    with server:
+        conn.send(server.base_url)  # Chat Completions' base URL includes /v1
+        conn.recv()
+
+
+def _openai() -> Target:
+    import openai
+
+    from oma_core import AgentConfig
+
+    model = "gpt-4o-mini"
+
+    def agent_config(url: str) -> AgentConfig:
+        return AgentConfig(
+            name="bench", provider="openai", model=model, base_url=url, api_key="bench-key"
+        )
+
+    def client(url: str) -> Any:
+        return openai.AsyncOpenAI(api_key="bench-key", base_url=url, max_retries=0)
+
+    def content(text: str, image: str | None) -> Any:
+        if image is None:
+            return text
+        url = f"data:image/png;base64,{image}"
+        return [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": text}]
+
+    async def complete(sdk: Any, text: str, image: str | None) -> Any:
+        messages = [{"role": "user", "content": content(text, image)}]
+        return await sdk.chat.completions.create(model=model, messages=messages)
+
+    async def stream(sdk: Any, text: str) -> int:
+        chunks = await sdk.chat.completions.create(
+            model=model,
+            messages=[{"role": "user", "content": text}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        count = 0
+        async for chunk in chunks:
+            if chunk.choices and chunk.choices[0].delta.content:
+                count += 1
+        return count
+
+    return Target(
+        name="openai",
+        server=lambda text, chunk: _child_server(_serve_openai, text, chunk),
+        agent_config=agent_config,
+        sdk_client=client,
+        sdk_complete=complete,
+        sdk_stream=stream,
+    )
+
+
+TARGETS["openai"] = _openai
+
+
+# --------------------------------------------------------------------------- the measures
+
+
+@contextmanager
+def _child_server(serve: Callable[..., None], text: str, chunk_size: int) -> Iterator[str]:
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=serve, args=(child, text, chunk_size), daemon=True)
+    process.start()
+    try:
+        yield parent.recv()
+    finally:
+        parent.send("stop")
+        process.join(timeout=10)
+
+
+def _image() -> str:
+    payload = b"\x89PNG\r\n\x1a\n" + os.urandom(IMAGE_BYTES - 8)
+    return base64.b64encode(payload).decode()
+
+
+async def _pairs(
+    rounds: int, plugin: Callable[[], Awaitable[Any]], sdk: Callable[[], Awaitable[Any]]
+) -> tuple[float, float]:
+    """Median seconds per call of each path, interleaved, after one warm-up call each."""
+    await plugin()
+    await sdk()
+    ours: list[float] = []
+    theirs: list[float] = []
+    for i in range(rounds):
+        order = (plugin, sdk) if i % 2 == 0 else (sdk, plugin)
+        for call in order:
+            start = time.perf_counter()
+            await call()
+            (ours if call is plugin else theirs).append(time.perf_counter() - start)
+    return statistics.median(ours), statistics.median(theirs)
+
+
+def _report(label: str, figure: str, goal: str, ok: bool) -> None:
+    print(f"  {label:<34} {figure:<34} goal {goal:<18} {'ok' if ok else 'MISSED'}")
+
+
+async def _bench(target: Target) -> None:
+    from oma_core import Agent, load_messages
+
+    print(f"{target.name}:")
+    with target.server("Hello from the bench.", 64) as url:
+        sdk = target.sdk_client(url)
+        async with Agent(target.agent_config(url)) as agent:
+            ours, theirs = await _pairs(
+                SMALL_ROUNDS,
+                lambda: agent.run("hi"),
+                lambda: target.sdk_complete(sdk, "hi", None),
+            )
+            ratio = ours / theirs
+            _report(
+                "small text call",
+                f"{ours * 1e3:.2f} ms vs SDK {theirs * 1e3:.2f} ms ({ratio:.3f}x)",
+                "<= 1.1x",
+                ratio <= 1.1,
+            )
+
+            image = _image()
+            conversation = [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/png", "data": image},
+                        },
+                        {"type": "text", "text": "what is it?"},
+                    ],
+                }
+            ]
+            built = load_messages(conversation)
+            ours, theirs = await _pairs(
+                IMAGE_ROUNDS,
+                lambda: agent.run(built),
+                lambda: target.sdk_complete(sdk, "what is it?", image),
+            )
+            ratio = ours / theirs
+            _report(
+                "5 MiB image call",
+                f"{ours * 1e3:.1f} ms vs SDK {theirs * 1e3:.1f} ms ({ratio:.3f}x)",
+                "<= 1.05x",
+                ratio <= 1.05,
+            )
+
+            start = time.perf_counter()
+            load_messages(conversation)
+            scan = (time.perf_counter() - start) * 1e3
+            print(f"  {'(validating the 5 MiB image once)':<34} {scan:.1f} ms")
+
+            semaphore = asyncio.Semaphore(IN_FLIGHT)
+
+            async def bounded(call: Callable[[], Awaitable[Any]]) -> None:
+                async with semaphore:
+                    await call()
+
+            async def many(call: Callable[[], Awaitable[Any]]) -> float:
+                start = time.perf_counter()
+                await asyncio.gather(*(bounded(call) for _ in range(THROUGHPUT_CALLS)))
+                return time.perf_counter() - start
+
+            await many(lambda: target.sdk_complete(sdk, "hi", None))  # warm the pools
+            await many(lambda: agent.run("hi"))
+            ours_t = min([await many(lambda: agent.run("hi")) for _ in range(2)])
+            theirs_t = min(
+                [await many(lambda: target.sdk_complete(sdk, "hi", None)) for _ in range(2)]
+            )
+            share = theirs_t / ours_t
+            _report(
+                f"{THROUGHPUT_CALLS} calls, {IN_FLIGHT} in flight",
+                f"{THROUGHPUT_CALLS / ours_t:.0f}/s vs SDK {THROUGHPUT_CALLS / theirs_t:.0f}/s "
+                f"({share:.0%})",
+                ">= 90%",
+                share >= 0.9,
+            )
+        await sdk.close()
+
+    with target.server(STREAM_TEXT, STREAM_CHUNK) as url:
+        sdk = target.sdk_client(url)
+        async with Agent(target.agent_config(url)) as agent:
+            chunks = await target.sdk_stream(sdk, "go")
+
+            async def plugin_stream() -> None:
+                async with agent.stream("go") as events:
+                    async for _ in events:
+                        pass
+
+            ours, theirs = await _pairs(
+                STREAM_ROUNDS, plugin_stream, lambda: target.sdk_stream(sdk, "go")
+            )
+            added = (ours - theirs) / chunks
+            _report(
+                f"streaming, {chunks} chunks",
+                f"{ours / chunks * 1e6:.1f} us/chunk vs SDK {theirs / chunks * 1e6:.1f} "
+                f"(+{added * 1e6:.1f} us)",
+                "<= 10 us added",
+                added <= 10e-6,
+            )
+        await sdk.close()
+
+
+def main(argv: list[str]) -> None:
+    names = argv or list(TARGETS)
+    unknown = [n for n in names if n not in TARGETS]
+    if unknown:
+        raise SystemExit(f"unknown provider section(s): {', '.join(unknown)}")
+    start = time.perf_counter()
+    for name in names:
+        asyncio.run(_bench(TARGETS[name]()))
+    print(f"total {time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

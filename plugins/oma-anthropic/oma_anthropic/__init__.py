@@ -1,0 +1,44 @@
+"""oma provider plugin for the Anthropic Messages API (Claude).
+
+Registers one provider, ``anthropic``. Loading the plugin imports neither the ``anthropic`` SDK
+nor httpx: the factory imports them when an agent first uses the provider. What it carries,
+block by block, is in ``capabilities`` and in ``docs/providers/anthropic.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from oma_core import ProviderSpec, hookimpl
+
+from .capabilities import CAPABILITIES, DISPLAY_NAME
+
+if TYPE_CHECKING:
+    from oma_core import Provider, ProviderSettings
+
+__all__ = ["CAPABILITIES", "DISPLAY_NAME", "SPEC", "create_provider", "oma_register_providers"]
+
+__version__ = "0.1.0"
+
+
+def create_provider(settings: ProviderSettings) -> Provider:
+    """Build an ``AnthropicProvider`` (the SDK is imported here, on first use)."""
+    from .provider import AnthropicProvider
+
+    return AnthropicProvider(settings)
+
+
+SPEC = ProviderSpec(
+    name="anthropic",
+    display_name=DISPLAY_NAME,
+    factory=create_provider,
+    capabilities=CAPABILITIES,
+    description="Claude through the Anthropic Messages API (official anthropic SDK).",
+    default_model="claude-sonnet-4-6",
+    api_key_env="ANTHROPIC_API_KEY",
+)
+
+
+@hookimpl
+def oma_register_providers() -> list[ProviderSpec]:
+    return [SPEC]

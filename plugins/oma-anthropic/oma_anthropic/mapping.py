@@ -1,0 +1,240 @@
+"""oma's messages to the Messages API's JSON body, and its replies back to oma's messages.
+
+``build_body`` is the single source of the request: ``render`` returns it and the provider
+passes the very same dict to the SDK, so what ``oma render`` shows is what is sent. Nothing here
+imports the SDK; replies are read by attribute, so the SDK's models and plain objects both work.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from oma_core import (
+    Base64Source,
+    ContentBlock,
+    FilePart,
+    ImageBlock,
+    LLMMessage,
+    MediaSource,
+    ProviderError,
+    ProviderRequest,
+    ProviderResponse,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UnsupportedContentBlockError,
+    Usage,
+)
+
+from .capabilities import DISPLAY_NAME
+
+__all__ = [
+    "BODY_OPTIONS",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODEL",
+    "block_from_reply",
+    "build_body",
+    "message_from_blocks",
+    "parse_tool_input",
+    "plain",
+    "response_from_message",
+]
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+#: The Messages API requires ``max_tokens``; this is sent when neither the request nor
+#: ``provider_options["max_tokens"]`` gives one.
+DEFAULT_MAX_TOKENS = 4096
+#: ``provider_options`` keys copied into the body as they are (the API's own parameter names).
+BODY_OPTIONS = (
+    "metadata",
+    "service_tier",
+    "stop_sequences",
+    "temperature",
+    "thinking",
+    "tool_choice",
+    "top_k",
+    "top_p",
+)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as plain JSON data: read-only mappings to dicts, tuples to lists."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def build_body(
+    request: ProviderRequest,
+    options: Mapping[str, Any],
+    sdk_keys: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """The JSON body of a non-streaming ``POST /v1/messages`` for ``request``.
+
+    ``options`` are the provider's options with the request's own merged over them
+    (``extra_body`` entries last, overriding). Keys come in the order the SDK sends them:
+    ``max_tokens``, ``messages``, ``model``, then the parameters the SDK knows (``sdk_keys``)
+    alphabetically, then the others alphabetically; so ``json.dumps`` of this dict, compact,
+    equals the bytes the SDK puts on the wire.
+    """
+    max_tokens = request.max_tokens
+    if max_tokens is None:
+        max_tokens = options.get("max_tokens", DEFAULT_MAX_TOKENS)
+    body: dict[str, Any] = {
+        "max_tokens": max_tokens,
+        "messages": [_message(m) for m in request.messages],
+        "model": request.model or options.get("model") or DEFAULT_MODEL,
+    }
+    optional: dict[str, Any] = {k: plain(options[k]) for k in BODY_OPTIONS if k in options}
+    if request.temperature is not None:
+        optional["temperature"] = request.temperature
+    if request.system_prompt is not None:
+        optional["system"] = request.system_prompt
+    if request.tools:
+        optional["tools"] = [
+            {
+                "name": t.name,
+                "description": t.description,
+                "input_schema": plain(t.input_schema),
+            }
+            for t in request.tools
+        ]
+    for key, value in plain(options.get("extra_body") or {}).items():
+        if key in body:
+            body[key] = value
+        else:
+            optional[key] = value
+    for key in sorted(optional, key=lambda k: (k not in sdk_keys, k)):
+        body[key] = optional[key]
+    return body
+
+
+def _message(message: LLMMessage) -> dict[str, Any]:
+    return {"role": message.role, "content": [_block(b) for b in message.content]}
+
+
+def _block(block: ContentBlock) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageBlock):
+        return {"type": "image", "source": _source(block.source)}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": plain(block.input)}
+    if isinstance(block, ToolResultBlock):
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
+        if isinstance(block.content, str):
+            result["content"] = block.content
+        else:
+            result["content"] = [_part(p) for p in block.content]
+        if block.is_error:
+            result["is_error"] = True
+        return result
+    if isinstance(block, ReasoningBlock):
+        if block.redacted_data is not None:
+            return {"type": "redacted_thinking", "data": block.redacted_data}
+        if block.signature is None:
+            # A thinking block goes back only with the signature Anthropic issued for it;
+            # dropping it silently would change the conversation, so refuse before any I/O.
+            raise UnsupportedContentBlockError(
+                DISPLAY_NAME, "reasoning", "a thinking block needs its signature"
+            )
+        return {"type": "thinking", "thinking": block.text, "signature": block.signature}
+    # The core's capability check refuses everything else (video) before render is called.
+    raise UnsupportedContentBlockError(DISPLAY_NAME, block.type, "not supported")
+
+
+def _part(part: TextBlock | ImageBlock | FilePart) -> dict[str, Any]:
+    if isinstance(part, TextBlock):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ImageBlock):
+        return {"type": "image", "source": _source(part.source)}
+    return {"type": "document", "source": _source(part.source), "title": part.filename}
+
+
+def _source(source: MediaSource) -> dict[str, Any]:
+    if isinstance(source, Base64Source):
+        return {"type": "base64", "media_type": source.media_type, "data": source.data}
+    # Anthropic fetches the URL itself and reads the type from the response.
+    return {"type": "url", "url": source.url}
+
+
+# --------------------------------------------------------------------------- replies
+
+
+def block_from_reply(block: Any) -> ContentBlock | None:
+    """One content block of a reply (an SDK model or any object with the same attributes).
+
+    Block types oma has no place for (server tool results, say) give None: they appear only
+    when the caller enabled server tools through ``extra_body``.
+    """
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return TextBlock(_str(block, "text"))
+    if kind == "tool_use":
+        tool_input = getattr(block, "input", None)
+        if not isinstance(tool_input, Mapping):
+            raise _malformed("a tool_use block without an input object")
+        return ToolUseBlock(_str(block, "id"), _str(block, "name"), dict(tool_input))
+    if kind == "thinking":
+        return ReasoningBlock(_str(block, "thinking"), signature=_str(block, "signature"))
+    if kind == "redacted_thinking":
+        return ReasoningBlock("", redacted_data=_str(block, "data"))
+    return None
+
+
+def message_from_blocks(blocks: Iterable[ContentBlock | None]) -> LLMMessage:
+    """The assistant turn of ``blocks``; an empty reply becomes one empty text block."""
+    content = tuple(b for b in blocks if b is not None)
+    return LLMMessage("assistant", content or (TextBlock(""),))
+
+
+def response_from_message(message: Any) -> ProviderResponse:
+    """A ``ProviderResponse`` from a non-streaming reply (the SDK's ``Message``)."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise _malformed("a reply without a content list")
+    usage = getattr(message, "usage", None)
+    return ProviderResponse(
+        message=message_from_blocks(block_from_reply(b) for b in content),
+        usage=Usage(_int(usage, "input_tokens"), _int(usage, "output_tokens")),
+        stop_reason=getattr(message, "stop_reason", None),
+        model=getattr(message, "model", None),
+    )
+
+
+def _str(obj: Any, name: str) -> str:
+    value = getattr(obj, name, None)
+    if not isinstance(value, str):
+        raise _malformed(f"a {getattr(obj, 'type', 'content')} block without a string {name}")
+    return value
+
+
+def _int(obj: Any, name: str) -> int:
+    value = getattr(obj, name, None)
+    return value if isinstance(value, int) else 0
+
+
+def _malformed(what: str) -> ProviderError:
+    return ProviderError(
+        f"{DISPLAY_NAME} sent a malformed response: {what}",
+        provider=DISPLAY_NAME,
+        retryable=False,
+    )
+
+
+def parse_tool_input(text: str) -> dict[str, Any]:
+    """The JSON object a streamed tool call's ``input_json_delta`` pieces add up to."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise _malformed("a tool_use block whose streamed input is not JSON") from None
+    if not isinstance(value, dict):
+        raise _malformed("a tool_use block whose streamed input is not a JSON object")
+    return value

@@ -1,0 +1,186 @@
+"""The Anthropic Messages provider: oma's provider interface over the official ``anthropic`` SDK.
+
+This module imports the SDK; the plugin loads it only when a provider is first built. The
+SDK's own retries are off (the core owns the one retry ladder). One ``AsyncAnthropic`` client
+is kept per event loop, since an HTTP connection pool belongs to the loop that opened it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import anthropic
+
+from oma_core import (
+    PluginError,
+    ProviderError,
+    ProviderEvent,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    ResponseComplete,
+)
+
+from .capabilities import CAPABILITIES, DISPLAY_NAME
+from .errors import map_error
+from .mapping import BODY_OPTIONS, build_body, response_from_message
+from .streaming import StreamAssembler
+
+__all__ = ["CLIENT_OPTIONS", "AnthropicProvider"]
+
+#: ``provider_options`` that configure the client rather than the body.
+CLIENT_OPTIONS = ("headers", "timeout")
+_REQUEST_OPTIONS = frozenset({*BODY_OPTIONS, "max_tokens", "model", "extra_body"})
+_KNOWN_OPTIONS = frozenset({*CLIENT_OPTIONS, *_REQUEST_OPTIONS})
+_REQUIRED = ("max_tokens", "messages", "model")
+
+
+def _sdk_keys() -> frozenset[str]:
+    """The body parameters the SDK's ``messages.create`` takes as keywords."""
+    params = inspect.signature(anthropic.resources.messages.AsyncMessages.create).parameters
+    extras = {"extra_headers", "extra_query", "extra_body", "timeout", "self"}
+    return frozenset(p for p in params if p not in extras)
+
+
+_SDK_KEYS = _sdk_keys()
+
+
+class AnthropicProvider:
+    """Sends ``ProviderRequest``s to ``POST /v1/messages``; see ``docs/providers/anthropic.md``."""
+
+    name = "anthropic"
+    display_name = DISPLAY_NAME
+    capabilities = CAPABILITIES
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        unknown = sorted(set(settings.options) - _KNOWN_OPTIONS)
+        if unknown:
+            raise PluginError(
+                f"unknown provider_options for anthropic: {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(_KNOWN_OPTIONS))})",
+                name=self.name,
+            )
+        self._settings = settings
+        self._options: Mapping[str, Any] = settings.options
+        self._base_url = _sdk_base_url(settings.base_url)
+        self._clients: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any]] = {}
+
+    # -- the provider interface
+
+    def render(self, request: ProviderRequest) -> dict[str, Any]:
+        options = self._options
+        if request.options:
+            options = {
+                **options,
+                **{k: v for k, v in request.options.items() if k in _REQUEST_OPTIONS},
+            }
+        return build_body(request, options, _SDK_KEYS)
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        body = self.render(request)
+        client = self._client()
+        try:
+            message = await client.messages.create(**_split(body))
+            return response_from_message(message)
+        except Exception as exc:
+            raise self._mapped(exc) from exc
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        body = self.render(request)
+        client = self._client()
+        try:
+            events = await client.messages.create(**_split(body), stream=True)
+        except Exception as exc:
+            raise self._mapped(exc) from exc
+        assembler = StreamAssembler()
+        feed = assembler.feed
+        try:
+            try:
+                async for event in events:
+                    out = feed(event)
+                    if out is not None:
+                        yield out
+                response = assembler.finish()
+            except Exception as exc:
+                raise self._mapped(exc) from exc
+            yield ResponseComplete(response)
+        finally:
+            await events.close()
+
+    async def aclose(self) -> None:
+        clients, self._clients = self._clients, {}
+        for loop_ref, client in clients.values():
+            loop = loop_ref()
+            if loop is not None and loop is _running_loop():
+                await client.close()
+            # a client of another (or a finished) loop cannot be closed from here; its
+            # sockets are released when it is collected
+
+    # -- helpers
+
+    def _client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        entry = self._clients.get(id(loop))
+        if entry is not None and entry[0]() is loop:
+            return entry[1]
+        self._clients = {k: v for k, v in self._clients.items() if _alive(v[0])}
+        client = anthropic.AsyncAnthropic(
+            api_key=self._api_key(),
+            base_url=self._base_url,
+            max_retries=0,
+            timeout=self._options.get("timeout", anthropic.DEFAULT_TIMEOUT),
+            default_headers=dict(self._options.get("headers") or {}),
+        )
+        self._clients[id(loop)] = (weakref.ref(loop), client)
+        return client
+
+    def _api_key(self) -> str:
+        key = self._settings.api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ProviderError(
+                f"{DISPLAY_NAME} needs an API key: set AgentConfig.api_key or ANTHROPIC_API_KEY",
+                provider=DISPLAY_NAME,
+                retryable=False,
+            )
+        return key
+
+    def _mapped(self, exc: Exception) -> Exception:
+        mapped = map_error(exc, self._settings.api_key or os.environ.get("ANTHROPIC_API_KEY"))
+        return exc if mapped is None else mapped
+
+
+def _split(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` as keyword arguments of ``messages.create``: what it does not know goes in
+    ``extra_body``, which the SDK merges in after its own keys (the order ``build_body`` uses)."""
+    kwargs = {k: v for k, v in body.items() if k in _SDK_KEYS}
+    extra = {k: v for k, v in body.items() if k not in _SDK_KEYS}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
+
+def _sdk_base_url(base_url: str | None) -> str | None:
+    """The SDK appends ``/v1/messages`` itself, so a configured ``.../v1`` loses its ``/v1``."""
+    if base_url is None:
+        return None
+    trimmed = base_url.rstrip("/")
+    if trimmed.endswith("/v1"):
+        trimmed = trimmed[: -len("/v1")]
+    return trimmed
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _alive(ref: weakref.ref[asyncio.AbstractEventLoop]) -> bool:
+    loop = ref()
+    return loop is not None and not loop.is_closed()

@@ -1,0 +1,144 @@
+"""Replies, through both SDK paths (one JSON message, the raw event stream), become oma's turns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropic
+
+from oma_core import (
+    Agent,
+    AgentConfig,
+    ProviderRequest,
+    ReasoningBlock,
+    ReasoningDelta,
+    ResponseComplete,
+    TextBlock,
+    TextDelta,
+    ToolCall,
+    ToolUseBlock,
+    dump_messages,
+    load_messages,
+)
+
+REQUEST = ProviderRequest(
+    model="claude-test",
+    messages=load_messages([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]),
+)
+
+
+async def both(provider: Any) -> tuple[Any, list[Any]]:
+    """The complete() response and the stream's events (ResponseComplete last)."""
+    whole = await provider.complete(REQUEST)
+    events = [e async for e in provider.stream(REQUEST)]
+    return whole, events
+
+
+async def test_text_reply_streams_token_by_token(server: FakeAnthropic, provider: Any) -> None:
+    server.chunk_size = 3
+    for _ in range(2):
+        server.reply_text("Hello, world")
+    whole, events = await both(provider)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo,", " wo", "rld"]
+    assert events[-1] == ResponseComplete(whole)
+    assert whole.message.content == (TextBlock("Hello, world"),)
+    assert whole.stop_reason == "end_turn"
+    assert whole.model == "claude-test"
+
+
+async def test_tool_use_reply_becomes_one_tool_call(server: FakeAnthropic, provider: Any) -> None:
+    for _ in range(2):
+        server.reply_tool_use("toolu_9", "search", {"q": "cats", "n": 2})
+    whole, events = await both(provider)
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    assert len(calls) == 1
+    block = calls[0].block
+    assert (block.id, block.name) == ("toolu_9", "search")
+    assert dump_messages([whole.message])[0]["content"] == [
+        {"type": "tool_use", "id": "toolu_9", "name": "search", "input": {"q": "cats", "n": 2}}
+    ]
+    assert whole.stop_reason == "tool_use"
+    assert isinstance(whole.message.content[0], ToolUseBlock)
+
+
+async def test_thinking_reply_keeps_its_signature(server: FakeAnthropic, provider: Any) -> None:
+    blocks = (
+        {"type": "thinking", "thinking": "Let me think.", "signature": "EqQBCgIYAhIM"},
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"},
+        {"type": "text", "text": "42"},
+    )
+    for _ in range(2):
+        server.reply(*blocks)
+    whole, events = await both(provider)
+    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "Let me think."
+    assert whole.message.content == (
+        ReasoningBlock("Let me think.", signature="EqQBCgIYAhIM"),
+        ReasoningBlock("", redacted_data="EmwKAhgBEgy3va3pzix"),
+        TextBlock("42"),
+    )
+    assert events[-1].response == whole
+
+
+async def test_reasoning_round_trips_to_the_next_request(server: FakeAnthropic) -> None:
+    server.reply(
+        {"type": "thinking", "thinking": "step", "signature": "sig-A"},
+        {"type": "text", "text": "first"},
+    )
+    config = AgentConfig(name="t", provider="anthropic", base_url=server.url, api_key="test-key")
+    async with Agent(config) as agent:
+        first = await agent.prompt("one")
+        assert first.success
+        second = await agent.prompt("two")
+    assert second.success
+    sent = server.requests[1].json["messages"][1]
+    assert sent == {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "step", "signature": "sig-A"},
+            {"type": "text", "text": "first"},
+        ],
+    }
+
+
+async def test_empty_reply_is_one_empty_text_block(server: FakeAnthropic, provider: Any) -> None:
+    for _ in range(2):
+        server.reply()
+    whole, events = await both(provider)
+    assert whole.message.content == (TextBlock(""),)
+    assert events[-1].response == whole
+
+
+async def test_usage_comes_from_the_reply(server: FakeAnthropic, provider: Any) -> None:
+    for _ in range(2):
+        server.reply_text("x", input_tokens=11, output_tokens=7)
+    whole, events = await both(provider)
+    assert (whole.usage.input_tokens, whole.usage.output_tokens) == (11, 7)
+    assert events[-1].response.usage == whole.usage
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_agent_tool_loop_runs_over_http(server: FakeAnthropic, streaming: bool) -> None:
+    from oma_core import tool
+
+    @tool
+    def double(x: int) -> int:
+        """Double x."""
+        return 2 * x
+
+    server.reply_tool_use("toolu_1", "double", {"x": 21})
+    server.reply_text("It is 42.")
+    config = AgentConfig(
+        name="t", provider="anthropic", base_url=server.url, api_key="test-key", tools=[double]
+    )
+    async with Agent(config) as agent:
+        if streaming:
+            async with agent.stream("double 21") as events:
+                result = [e async for e in events][-1].data
+        else:
+            result = await agent.run("double 21")
+    assert result.output == "It is 42."
+    second = server.requests[1].json
+    assert second["tools"][0]["name"] == "double"
+    assert second["messages"][2]["content"][0]["type"] == "tool_result"
+    assert second["messages"][2]["content"][0]["tool_use_id"] == "toolu_1"
