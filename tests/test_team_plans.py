@@ -16,7 +16,11 @@ def test_bare_json_plan_is_read() -> None:
 
 
 def test_fenced_plan_after_prose_is_read() -> None:
-    text = 'Here is my plan:\n```json\n{"tasks": [{"title": "a", "description": "d",\n "assignee": "writer", "depends_on": []}]}\n```\nDone.'
+    text = (
+        "Here is my plan:\n```json\n"
+        '{"tasks": [{"title": "a", "description": "d", "assignee": "writer", "depends_on": []}]}'
+        "\n```\nDone."
+    )
     assert parse_plan(text) == (TaskSpec("a", "d", "writer"),)
 
 
