@@ -45,7 +45,7 @@ from .retry import RetryPolicy
 if TYPE_CHECKING:
     from .agent import RunResult
     from .messages import ToolResultBlock, ToolUseBlock
-    from .providers import ProviderRequest, Usage
+    from .providers import ProviderRequest, ProviderResponse, Usage
 
 __all__ = ["RunControls", "RunObserver"]
 
@@ -68,6 +68,10 @@ class RunObserver:
     ) -> None:
         """After every attempt, also failed or cut-short ones (``usage`` is then an estimate
         from ``partial_text``, zero when nothing arrived); may raise ``BudgetExceededError``."""
+
+    def on_response(self, request: ProviderRequest, response: ProviderResponse) -> None:
+        """After a successful attempt, just before ``after_call``, with the provider's response
+        (tracing reads its ``stop_reason``)."""
 
     def on_retry(self, attempt: int, delay: float, error: BaseException) -> None:
         """Before waiting ``delay`` seconds for retry number ``attempt`` (1-based)."""

@@ -229,6 +229,9 @@ class Run:
                 continue
             self.usage = self.usage + response.usage
             for observer in observers:
+                on_response = getattr(observer, "on_response", None)  # the finish reason, for spans
+                if on_response is not None:
+                    on_response(attempt, response)
                 observer.after_call(attempt, response.usage, error=None, partial_text="")
             return response
 
@@ -299,6 +302,9 @@ class Run:
             assert response is not None
             self.usage = self.usage + response.usage
             for observer in observers:
+                on_response = getattr(observer, "on_response", None)  # the finish reason, for spans
+                if on_response is not None:
+                    on_response(attempt, response)
                 observer.after_call(attempt, response.usage, error=None, partial_text="")
             self._response = response
             return

@@ -1,0 +1,207 @@
+"""Token and cost budgets: soft caps checked before and after every model call.
+
+A ``Budget`` is a ledger. The orchestrator gives each run its own ledger for the per-run caps
+(``max_token_budget``/``max_cost_budget``, the lowest setting wins) and also charges any
+``Budget`` passed as ``budget=``, which several runs may share. Before a call: a spent ledger
+stops the run, and the call's ``max_tokens`` is clamped to the tokens left. After a call (also a
+failed or cut-short one): the usage is charged, and a ledger over its cap stops the run. So a
+run may overshoot by at most one call.
+
+Reported usage is trusted only when it is sane. Missing, negative or non-numeric counts are
+replaced by an estimate (characters / 4 of the request and of the text that arrived), so bad
+usage reporting never switches a budget off, and a stream cut short is never free.
+
+Ledgers are updated synchronously in the event loop (no ``await`` between check and charge),
+so concurrent runs sharing a ``Budget`` never lose an update.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ._controls import RunObserver
+from .errors import BudgetExceededError
+from .providers import Usage
+
+if TYPE_CHECKING:
+    from .messages import LLMMessage
+    from .providers import ProviderRequest
+
+__all__ = ["Budget", "BudgetObserver", "CostContext", "CostEstimator", "estimate_request_tokens"]
+
+
+def _limit(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{attribute.name} must be a number >= 0 or None, got {value!r}")
+    if isinstance(value, float) and math.isnan(value):
+        raise ValueError(f"{attribute.name} must not be NaN")
+
+
+@attrs.define(eq=False)
+class Budget:
+    """A token and/or cost cap, with what has been spent against it so far.
+
+    Pass one object as ``budget=`` to several ``run_agent`` calls to share it between them.
+    ``used_tokens`` and ``used_cost`` only grow; ``remaining_tokens`` is None without a cap.
+    """
+
+    max_tokens: int | float | None = attrs.field(default=None, validator=_limit)
+    max_cost: float | None = attrs.field(default=None, validator=_limit)
+    used_tokens: int = 0
+    used_cost: float = 0.0
+
+    @property
+    def remaining_tokens(self) -> int | None:
+        if self.max_tokens is None:
+            return None
+        return max(0, math.floor(self.max_tokens - self.used_tokens))
+
+    def exhausted(self) -> BudgetExceededError | None:
+        """The error to stop with if nothing is left (checked before a call)."""
+        if self.max_tokens is not None and self.used_tokens >= self.max_tokens:
+            return BudgetExceededError("tokens", self.max_tokens, self.used_tokens)
+        if self.max_cost is not None and self.used_cost >= self.max_cost:
+            return BudgetExceededError("cost", self.max_cost, self.used_cost)
+        return None
+
+    def exceeded(self) -> BudgetExceededError | None:
+        """The error to stop with if a cap has been passed (checked after a call)."""
+        if self.max_tokens is not None and self.used_tokens > self.max_tokens:
+            return BudgetExceededError("tokens", self.max_tokens, self.used_tokens)
+        if self.max_cost is not None and self.used_cost > self.max_cost:
+            return BudgetExceededError("cost", self.max_cost, self.used_cost)
+        return None
+
+    def charge(self, tokens: int, cost: float = 0.0) -> None:
+        """Add what one call spent (synchronous: atomic within the event loop)."""
+        self.used_tokens += max(0, tokens)
+        if math.isfinite(cost) and cost > 0:
+            self.used_cost += cost
+
+
+@attrs.frozen
+class CostContext:
+    """What ``estimate_cost(usage, ctx)`` knows about the call it prices."""
+
+    agent: str
+    provider: str
+    model: str | None
+    run_id: str | None
+
+
+CostEstimator = Callable[[Usage, CostContext], float]
+
+
+def _chars(messages: Sequence[LLMMessage]) -> int:
+    total = 0
+    for message in messages:
+        for block in message.content:
+            for name in ("text", "input", "content", "source"):
+                value = getattr(block, name, None)
+                if isinstance(value, str):
+                    total += len(value)
+                elif value is not None:
+                    total += len(str(value)) if name != "source" else 4000
+    return total
+
+
+def estimate_request_tokens(request: ProviderRequest) -> int:
+    """A rough input-token count of ``request``: characters / 4 (an image counts 1,000)."""
+    chars = _chars(request.messages) + len(request.system_prompt or "")
+    return max(1, math.ceil(chars / 4))
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
+
+
+class BudgetObserver(RunObserver):
+    """Enforces ``budgets`` on one run; ``emit`` reports a stop as a progress event."""
+
+    def __init__(
+        self,
+        budgets: Sequence[Budget],
+        *,
+        estimate_cost: CostEstimator | None,
+        context: CostContext,
+        on_exceeded: Callable[[BudgetExceededError], None],
+    ) -> None:
+        self.budgets = tuple(budgets)
+        self.estimate_cost = estimate_cost
+        self.context = context
+        self.on_exceeded = on_exceeded
+        self._reported = False
+
+    def _stop(self, error: BudgetExceededError) -> BudgetExceededError:
+        if not self._reported:
+            self._reported = True
+            self.on_exceeded(error)
+        return error
+
+    def before_call(self, request: ProviderRequest) -> ProviderRequest:
+        left: int | None = None
+        for budget in self.budgets:
+            error = budget.exhausted()
+            if error is not None:
+                raise self._stop(error)
+            remaining = budget.remaining_tokens
+            if remaining is not None:
+                left = remaining if left is None else min(left, remaining)
+        if left is not None and (request.max_tokens is None or request.max_tokens > left):
+            request = attrs.evolve(request, max_tokens=max(1, left))
+        return request
+
+    def after_call(
+        self,
+        request: ProviderRequest,
+        usage: Usage,
+        *,
+        error: BaseException | None,
+        partial_text: str,
+    ) -> None:
+        charged = self._sane_usage(request, usage, error=error, partial_text=partial_text)
+        cost = 0.0
+        if self.estimate_cost is not None and charged.total_tokens:
+            try:
+                cost = float(self.estimate_cost(charged, self.context))
+            except Exception:
+                cost = math.nan
+            if not math.isfinite(cost) or cost < 0:
+                # A broken estimator must not switch the cost cap off: count it as spent.
+                cost = math.inf
+        for budget in self.budgets:
+            budget.charge(charged.total_tokens, cost if budget.max_cost is not None else 0.0)
+            if cost == math.inf and budget.max_cost is not None:
+                budget.used_cost = math.inf
+        for budget in self.budgets:
+            exceeded = budget.exceeded()
+            if exceeded is not None:
+                raise self._stop(exceeded)
+
+    @staticmethod
+    def _sane_usage(
+        request: ProviderRequest, usage: object, *, error: BaseException | None, partial_text: str
+    ) -> Usage:
+        input_tokens = _count(getattr(usage, "input_tokens", None))
+        output_tokens = _count(getattr(usage, "output_tokens", None))
+        arrived = math.ceil(len(partial_text) / 4) if partial_text else 0
+        reported = (input_tokens or 0) + (output_tokens or 0)
+        if error is not None and reported == 0 and not partial_text:
+            return Usage(0, 0)  # refused before any work (e.g. a 429): nothing to charge
+        if reported == 0 and (error is None or partial_text):
+            input_tokens = output_tokens = None  # nothing reported for work that was done
+        if input_tokens is None:
+            input_tokens = estimate_request_tokens(request)
+        if output_tokens is None or output_tokens < arrived:
+            output_tokens = arrived
+        return Usage(input_tokens, output_tokens)

@@ -1,0 +1,534 @@
+"""Online evaluation: score finished runs in the background, under a payload privacy policy.
+
+``OnlineEvaluationConfig`` says which scorers run (its own plus those packages contribute
+through ``oma_register_scorers``), how many runs are sampled, and what is kept of the input
+(``store_payloads``):
+
+- ``"none"`` (default): a placeholder, ``"[string input omitted; 12 characters]"`` or
+  ``"[array input omitted; 3 items]"``; no content is stored;
+- ``"full"``: the JSON of the input (``dump_messages`` for messages), cut at 8,192 characters
+  with a marker appended when cut;
+- ``"redacted"``: the same JSON with secrets scrubbed, URLs stripped of user info and query, and
+  each media payload replaced by ``{"media_type", "bytes", "sha256"}`` (see ``redaction``).
+
+Scorers run in process and always get the run's output text; what is *stored* (the
+``EvalResult`` given to ``on_result`` and ``oma_evaluation_result``) follows the policy for the
+input, the output, the metadata and the scorers' reasons.
+
+Evaluation observes only: it runs in asyncio tasks after the run returned, through a bounded
+queue (cases beyond ``max_queue`` are dropped and counted) and at most ``max_concurrency``
+scorings at a time. A scorer or result sink that raises or times out is counted in
+``stats().failed`` and skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import copy
+import inspect
+import json
+import logging
+import math
+import random
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import attrs
+
+from .redaction import DEFAULT_LIMIT, cut, redact_json, redact_text
+
+if TYPE_CHECKING:
+    from .messages import LLMMessage
+    from .plugins import PluginHost
+
+__all__ = [
+    "EvalCase",
+    "EvalResult",
+    "EvaluationStats",
+    "Evaluator",
+    "OnlineEvaluationConfig",
+    "Score",
+    "Scorer",
+    "StorePayloads",
+    "build_payload",
+]
+
+_log = logging.getLogger("oma.evaluation")
+
+StorePayloads: TypeAlias = Literal["none", "redacted", "full"]
+_POLICIES = ("none", "redacted", "full")
+
+
+@attrs.frozen
+class Score:
+    """A scorer's verdict: a number and, optionally, why."""
+
+    value: float
+    reason: str | None = None
+
+
+@attrs.frozen
+class EvalCase:
+    """What a scorer sees of one run.
+
+    ``input`` is the input as the policy allows (a placeholder or JSON text); ``output`` is the
+    run's output text in every mode; ``status`` is the run's ``status.code``.
+    """
+
+    input: str
+    output: str
+    run_id: str | None
+    metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    status: str = "ok"
+    agent: str | None = None
+
+
+@attrs.frozen
+class EvalResult:
+    """What is stored of one evaluation: delivered to ``on_result`` and the result hooks.
+
+    ``input``, ``output``, ``metadata`` and score reasons follow ``store_payloads``;
+    ``errors`` maps a failed scorer's name to its (redacted) error text.
+    """
+
+    run_id: str | None
+    agent: str | None
+    status: str
+    input: str
+    output: str
+    metadata: Mapping[str, Any]
+    scores: Mapping[str, Score]
+    errors: Mapping[str, str]
+    store_payloads: str
+
+
+@attrs.frozen
+class EvaluationStats:
+    """Counters: cases ``sampled``, scorer calls that ``scored`` or ``failed`` (sinks that
+    failed count too), cases ``dropped`` (queue full or shut down), cases still ``pending``."""
+
+    sampled: int
+    scored: int
+    dropped: int
+    failed: int
+    pending: int
+
+
+Scorer: TypeAlias = Callable[[EvalCase], Any]
+Sampler: TypeAlias = float | Callable[[EvalCase], bool]
+
+
+def _check_policy(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
+    if value not in _POLICIES:
+        raise ValueError(f'store_payloads must be "none", "redacted" or "full", got {value!r}')
+
+
+def _check_sample(_inst: object, _attr: attrs.Attribute[Any], value: object) -> None:
+    if callable(value):
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"sample must be a number in [0, 1] or a predicate, got {value!r}")
+
+
+def _check_positive(_inst: object, attr: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{attr.name} must be an int >= 1, got {value!r}")
+
+
+def _scorers(value: Sequence[Scorer] | Mapping[str, Scorer] | Scorer) -> tuple[Scorer, ...]:
+    if isinstance(value, Mapping):
+        return tuple(_Named(name, fn) for name, fn in value.items())
+    if callable(value):
+        return (value,)
+    return tuple(value)
+
+
+@attrs.frozen
+class _Named:
+    name: str
+    fn: Scorer
+
+    def __call__(self, case: EvalCase) -> Any:
+        return self.fn(case)
+
+
+@attrs.frozen
+class OnlineEvaluationConfig:
+    """How runs are scored online. See the module docstring for the privacy policy.
+
+    ``sample`` is a probability in [0, 1] or a predicate on the ``EvalCase``; ``on_result`` a
+    sync or async callable receiving each ``EvalResult``; ``scorer_timeout`` bounds each async
+    scorer and sink; ``plugin_scorers=False`` ignores scorers contributed by packages.
+    """
+
+    scorers: tuple[Scorer, ...] = attrs.field(default=(), converter=_scorers)
+    sample: Sampler = attrs.field(default=1.0, validator=_check_sample)
+    store_payloads: StorePayloads = attrs.field(default="none", validator=_check_policy)
+    on_result: Callable[[EvalResult], Any] | None = None
+    max_queue: int = attrs.field(default=1000, validator=_check_positive)
+    max_concurrency: int = attrs.field(default=4, validator=_check_positive)
+    scorer_timeout: float | None = 30.0
+    plugin_scorers: bool = True
+    payload_limit: int = attrs.field(default=DEFAULT_LIMIT, validator=_check_positive)
+
+
+def build_payload(
+    value: str | Sequence[LLMMessage],
+    policy: str,
+    limit: int = DEFAULT_LIMIT,
+    *,
+    kind: str = "input",
+) -> str:
+    """The stored form of an input (or, with ``kind="output"``, an output text)."""
+    if policy == "none":
+        if isinstance(value, str):
+            return f"[string {kind} omitted; {len(value)} characters]"
+        return f"[array {kind} omitted; {len(value)} items]"
+    data: Any
+    if isinstance(value, str):
+        data = value
+    else:
+        from .serialization import dump_messages
+
+        data = dump_messages(value)
+    if policy == "redacted":
+        data = redact_json(data)
+    if kind == "output" and isinstance(data, str):
+        return cut(data, limit)
+    return cut(json.dumps(data, ensure_ascii=False), limit)
+
+
+def _scorer_name(scorer: Scorer, index: int, taken: set[str]) -> str:
+    name = getattr(scorer, "name", None)
+    if not isinstance(name, str) or not name:
+        name = getattr(scorer, "__name__", None) or type(scorer).__name__
+    if name == "<lambda>":
+        name = f"scorer_{index}"
+    if name in taken:
+        name = f"{name}_{index}"
+    taken.add(name)
+    return name
+
+
+def _as_score(value: object) -> Score:
+    if isinstance(value, Score):
+        score = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        score = Score(float(value))
+    else:
+        raise TypeError(f"a scorer must return a float or a Score, got {type(value).__name__}")
+    if not math.isfinite(score.value):
+        raise ValueError("a scorer returned a value that is not finite")
+    return score
+
+
+class _Job:
+    """One finished run waiting to be scored (a plain class: built on the run's path)."""
+
+    __slots__ = ("agent", "input", "metadata", "output", "run_id", "status")
+
+    def __init__(
+        self,
+        input: str | tuple[LLMMessage, ...],
+        output: str,
+        run_id: str | None,
+        metadata: Mapping[str, Any],
+        status: str,
+        agent: str | None,
+    ) -> None:
+        self.input = input
+        self.output = output
+        self.run_id = run_id
+        self.metadata = metadata
+        self.status = status
+        self.agent = agent
+
+
+class _Shutdown:
+    """What ``shutdown()`` returns: awaiting it waits until queued cases are finished."""
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self._evaluator = evaluator
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._evaluator.flush().__await__()
+
+
+class Evaluator:
+    """Runs an ``OnlineEvaluationConfig`` for an ``OpenMultiAgent`` (``oma.evaluation``)."""
+
+    def __init__(self, config: OnlineEvaluationConfig, plugins: PluginHost | None = None) -> None:
+        self.config = config
+        self._plugins = plugins
+        self._resolved: tuple[tuple[str, Scorer], ...] | None = None
+        self._queue: collections.deque[_Job] = collections.deque()
+        self._workers: set[asyncio.Task[None]] = set()
+        self._busy = 0
+        self._waiters: list[asyncio.Future[None]] = []
+        self._idle: list[asyncio.Future[bool]] = []
+        self._kick_loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+        self._sampled = 0
+        self._scored = 0
+        self._dropped = 0
+        self._failed = 0
+
+    # -- the public face ----------------------------------------------------------------------
+
+    def stats(self) -> EvaluationStats:
+        return EvaluationStats(
+            sampled=self._sampled,
+            scored=self._scored,
+            dropped=self._dropped,
+            failed=self._failed,
+            pending=len(self._queue) + self._busy,
+        )
+
+    async def flush(self) -> None:
+        """Wait until every case submitted so far has been scored and delivered.
+
+        Idle workers are then retired, so no evaluation task outlives a flush.
+        """
+        loop = asyncio.get_running_loop()
+        while self._queue or self._busy:
+            if self._queue:
+                self._kick()
+            waiter = loop.create_future()
+            self._waiters.append(waiter)
+            await waiter
+        self._retire_idle()
+        mine = [
+            t for t in self._workers if t.get_loop() is loop and t is not asyncio.current_task()
+        ]
+        if mine:
+            await asyncio.wait(mine)
+
+    def shutdown(self, *, cancel: bool = False) -> _Shutdown:
+        """Stop accepting cases (idempotent); ``cancel=True`` also drops the queued ones.
+
+        Await the returned object to wait for the cases still queued or being scored.
+        """
+        self._closed = True
+        self._retire_idle()
+        if cancel:
+            self._dropped += len(self._queue)
+            self._queue.clear()
+            for task in self._workers:
+                task.cancel()
+            self._wake()
+        return _Shutdown(self)
+
+    # -- what the orchestrator calls ----------------------------------------------------------
+
+    def submit(
+        self,
+        input: str | tuple[LLMMessage, ...],
+        output: str,
+        *,
+        run_id: str | None,
+        metadata: Mapping[str, Any],
+        status: str,
+        agent: str | None,
+    ) -> None:
+        """Queue one finished run for scoring; never blocks and never raises."""
+        sample = self.config.sample
+        if not callable(sample):
+            if sample <= 0 or (sample < 1 and random.random() >= sample):
+                return
+            self._sampled += 1
+        if self._closed or len(self._queue) >= self.config.max_queue:
+            self._dropped += 1
+            return
+        self._queue.append(_Job(input, output, run_id, metadata, status, agent))
+        # Workers are woken once per batch, a few milliseconds later, not once per case: that
+        # keeps the run's own path to an append, and scoring away from the runs' hot loop.
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no running loop: flush() starts a worker later
+            return
+        if self._kick_loop is not loop:
+            self._kick_loop = loop
+            loop.call_later(self._BATCH_DELAY, self._kick)
+
+    def _kick(self) -> None:
+        """Wake idle workers, and start new ones, for what is queued."""
+        self._kick_loop = None
+        wanted = len(self._queue)
+        while self._idle and wanted > 0:
+            waiter = self._idle.pop()
+            if not waiter.done() and not waiter.get_loop().is_closed():
+                waiter.set_result(True)
+                wanted -= 1
+        if wanted > 0:
+            self._prune()
+            while wanted > 0 and len(self._workers) < self.config.max_concurrency:
+                self._spawn()
+                wanted -= 1
+
+    # -- the workers --------------------------------------------------------------------------
+
+    #: How long an idle worker waits for the next case before it ends (seconds).
+    _LINGER = 1.0
+    #: How long a submitted case may wait for the batch's wake-up (seconds).
+    _BATCH_DELAY = 0.005
+
+    def _spawn(self) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(self._work())
+        except RuntimeError:  # no running loop: flush() starts a worker later
+            return
+        self._workers.add(task)
+        task.add_done_callback(self._workers.discard)
+
+    def _prune(self) -> None:
+        for task in list(self._workers):
+            if task.done() or task.get_loop().is_closed():
+                self._workers.discard(task)
+        self._idle = [w for w in self._idle if not w.done() and not w.get_loop().is_closed()]
+
+    def _retire_idle(self) -> None:
+        idle, self._idle = self._idle, []
+        for waiter in idle:
+            if not waiter.done() and not waiter.get_loop().is_closed():
+                waiter.set_result(False)
+
+    def _wake(self) -> None:
+        if self._queue or self._busy:
+            return
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done() and not waiter.get_loop().is_closed():
+                waiter.set_result(None)
+
+    async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            while self._queue:
+                job = self._queue.popleft()
+                self._busy += 1
+                try:
+                    await self._evaluate(job)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as error:  # a bug here must not kill the worker silently
+                    self._failed += 1
+                    _log.warning("online evaluation failed: %s", type(error).__name__)
+                finally:
+                    self._busy -= 1
+                    self._wake()
+            if self._closed:
+                return
+            waiter: asyncio.Future[bool] = loop.create_future()
+            self._idle.append(waiter)
+            timer = loop.call_later(self._LINGER, _settle, waiter, False)
+            try:
+                keep = await waiter
+            finally:
+                timer.cancel()
+                if waiter in self._idle:
+                    self._idle.remove(waiter)
+            if not keep and not self._queue:
+                return
+
+    def _scorer_list(self) -> tuple[tuple[str, Scorer], ...]:
+        if self._resolved is None:
+            scorers: list[Scorer] = list(self.config.scorers)
+            if self.config.plugin_scorers and self._plugins is not None:
+                try:
+                    scorers.extend(self._plugins.scorers())
+                except Exception as error:
+                    _log.warning("could not collect plugin scorers: %s", type(error).__name__)
+            taken: set[str] = set()
+            self._resolved = tuple((_scorer_name(s, i, taken), s) for i, s in enumerate(scorers))
+        return self._resolved
+
+    async def _bounded(self, outcome: object) -> object:
+        if not inspect.isawaitable(outcome):
+            return outcome
+        if self.config.scorer_timeout is None:
+            return await outcome
+        return await asyncio.wait_for(outcome, self.config.scorer_timeout)
+
+    async def _evaluate(self, job: _Job) -> None:
+        config = self.config
+        policy = config.store_payloads
+        payload = build_payload(job.input, policy, config.payload_limit)
+        case = EvalCase(
+            input=payload,
+            output=job.output,
+            run_id=job.run_id,
+            metadata=copy.deepcopy(job.metadata) if job.metadata else {},
+            status=job.status,
+            agent=job.agent,
+        )
+        if callable(config.sample):
+            try:
+                chosen = bool(config.sample(case))
+            except Exception as error:
+                self._failed += 1
+                _log.warning("evaluation sample predicate raised %s", type(error).__name__)
+                return
+            if not chosen:
+                return
+            self._sampled += 1
+        scores: dict[str, Score] = {}
+        errors: dict[str, str] = {}
+        for name, scorer in self._scorer_list():
+            try:
+                scores[name] = _as_score(await self._bounded(scorer(case)))
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                self._failed += 1
+                text = redact_text(f"{type(error).__name__}: {error}")
+                errors[name] = text if policy == "full" else type(error).__name__
+                _log.warning("scorer %s raised %s", name, type(error).__name__)
+            else:
+                self._scored += 1
+        await self._deliver(job, payload, scores, errors)
+
+    async def _deliver(
+        self, job: _Job, payload: str, scores: dict[str, Score], errors: dict[str, str]
+    ) -> None:
+        policy = self.config.store_payloads
+        if policy == "full":
+            metadata: Any = copy.deepcopy(job.metadata) if job.metadata else {}
+        else:
+            metadata = redact_json(job.metadata) if job.metadata else {}
+            scores = {
+                name: Score(s.value, redact_text(s.reason) if s.reason else s.reason)
+                for name, s in scores.items()
+            }
+        result = EvalResult(
+            run_id=job.run_id,
+            agent=job.agent,
+            status=job.status,
+            input=payload,
+            output=build_payload(job.output, policy, self.config.payload_limit, kind="output"),
+            metadata=metadata,
+            scores=scores,
+            errors=errors,
+            store_payloads=policy,
+        )
+        sinks: list[Callable[[EvalResult], Any]] = []
+        if self.config.on_result is not None:
+            sinks.append(self.config.on_result)
+        if self._plugins is not None:
+            try:
+                sinks.extend(self._plugins.hook_calls("oma_evaluation_result"))
+            except Exception as error:
+                _log.warning("could not list evaluation hooks: %s", type(error).__name__)
+        for sink in sinks:
+            try:
+                await self._bounded(sink(result))
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                self._failed += 1
+                _log.warning("evaluation result sink raised %s", type(error).__name__)
+
+
+def _settle(waiter: asyncio.Future[bool], value: bool) -> None:
+    if not waiter.done():
+        waiter.set_result(value)

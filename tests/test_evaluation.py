@@ -1,0 +1,266 @@
+"""Online evaluation: policies, sampling, isolation, bounded queue, flush/shutdown, stats."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from oma_core import AgentConfig, OpenMultiAgent, dump_messages, hookimpl, load_messages
+from oma_core.evaluation import (
+    EvalCase,
+    EvalResult,
+    Evaluator,
+    OnlineEvaluationConfig,
+    Score,
+    build_payload,
+)
+from oma_core.plugins import PluginHost
+from oma_core.testing import ScriptedProvider
+
+CONVERSATION = [
+    {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+    {"role": "user", "content": [{"type": "text", "text": "describe"}]},
+]
+
+
+def _evaluator(**kwargs: Any) -> tuple[Evaluator, list[EvalCase], list[EvalResult]]:
+    cases: list[EvalCase] = []
+    results: list[EvalResult] = []
+
+    def scorer(case: EvalCase) -> float:
+        cases.append(case)
+        return 1.0
+
+    kwargs.setdefault("scorers", [scorer])
+    config = OnlineEvaluationConfig(on_result=results.append, plugin_scorers=False, **kwargs)
+    return Evaluator(config), cases, results
+
+
+def _submit(evaluator: Evaluator, value: Any = "twelve chars", output: str = "out") -> None:
+    evaluator.submit(value, output, run_id="r1", metadata={"user": "u"}, status="ok", agent="a")
+
+
+@pytest.mark.parametrize("bad", ["all", "", None, "NONE", 1])
+def test_unknown_store_payloads_is_refused_when_the_config_is_built(bad: Any) -> None:
+    with pytest.raises(ValueError, match="store_payloads"):
+        OnlineEvaluationConfig(scorers=[], store_payloads=bad)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "half", True])
+def test_sample_must_be_a_probability_or_a_predicate(bad: Any) -> None:
+    with pytest.raises(ValueError, match="sample"):
+        OnlineEvaluationConfig(scorers=[], sample=bad)
+
+
+def test_none_policy_gives_placeholders() -> None:
+    assert build_payload("twelve chars", "none") == "[string input omitted; 12 characters]"
+    messages = load_messages(CONVERSATION)
+    assert build_payload(messages, "none") == "[array input omitted; 3 items]"
+
+
+def test_full_policy_of_a_string_is_its_json() -> None:
+    assert json.loads(build_payload('say "hi"', "full")) == 'say "hi"'
+
+
+async def test_scorer_sees_placeholder_and_output_under_none() -> None:
+    evaluator, cases, results = _evaluator()
+    _submit(evaluator, output="the answer")
+    await evaluator.flush()
+    assert cases[0].input == "[string input omitted; 12 characters]"
+    assert cases[0].output == "the answer"
+    assert "the answer" not in results[0].output
+    assert results[0].scores["scorer"] == Score(1.0)
+
+
+async def test_scorers_may_be_async_and_return_a_score() -> None:
+    async def judge(case: EvalCase) -> Score:
+        await asyncio.sleep(0)
+        return Score(0.5, "half right")
+
+    evaluator, _, results = _evaluator(scorers={"judge": judge})
+    _submit(evaluator)
+    await evaluator.flush()
+    assert results[0].scores == {"judge": Score(0.5, "half right")}
+
+
+async def test_a_raising_scorer_is_isolated_and_counted() -> None:
+    def broken(case: EvalCase) -> float:
+        raise RuntimeError("scorer bug")
+
+    def good(case: EvalCase) -> float:
+        return 0.25
+
+    evaluator, _, results = _evaluator(scorers=[broken, good])
+    _submit(evaluator)
+    await evaluator.flush()
+    stats = evaluator.stats()
+    assert (stats.sampled, stats.scored, stats.failed) == (1, 1, 1)
+    assert results[0].scores == {"good": Score(0.25)}
+    assert "broken" in results[0].errors
+
+
+async def test_a_scorer_returning_garbage_counts_as_failed() -> None:
+    evaluator, _, _ = _evaluator(scorers=[lambda case: "great"])
+    _submit(evaluator)
+    await evaluator.flush()
+    assert evaluator.stats().failed == 1
+
+
+async def test_sample_zero_samples_nothing() -> None:
+    evaluator, cases, _ = _evaluator(sample=0.0)
+    for _ in range(5):
+        _submit(evaluator)
+    await evaluator.flush()
+    assert evaluator.stats().sampled == 0 and cases == []
+
+
+async def test_a_predicate_decides_per_case() -> None:
+    evaluator, cases, _ = _evaluator(sample=lambda case: case.output == "keep")
+    _submit(evaluator, output="keep")
+    _submit(evaluator, output="skip")
+    await evaluator.flush()
+    assert [c.output for c in cases] == ["keep"]
+    assert evaluator.stats().sampled == 1
+
+
+def test_a_full_queue_drops_and_counts() -> None:
+    evaluator, _, _ = _evaluator(max_queue=2)
+    for _ in range(5):  # no running loop: nothing is consumed
+        _submit(evaluator)
+    assert evaluator.stats().dropped == 3
+    assert evaluator.stats().pending == 2
+
+
+async def test_concurrency_is_bounded() -> None:
+    running = 0
+    peak = 0
+
+    async def slow(case: EvalCase) -> float:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return 1.0
+
+    evaluator, _, _ = _evaluator(scorers=[slow], max_concurrency=2)
+    for _ in range(8):
+        _submit(evaluator)
+    await evaluator.flush()
+    assert peak == 2
+    assert evaluator.stats().scored == 8
+
+
+async def test_shutdown_is_idempotent_and_later_cases_are_dropped() -> None:
+    evaluator, cases, _ = _evaluator()
+    _submit(evaluator)
+    await evaluator.shutdown()
+    evaluator.shutdown()
+    await evaluator.shutdown()
+    _submit(evaluator)
+    await evaluator.flush()
+    assert len(cases) == 1
+    assert evaluator.stats().dropped == 1
+
+
+async def test_a_failing_result_sink_is_counted_and_does_not_stop_others() -> None:
+    def broken(result: EvalResult) -> None:
+        raise RuntimeError("sink down")
+
+    evaluator = Evaluator(
+        OnlineEvaluationConfig(scorers=[lambda c: 1.0], on_result=broken, plugin_scorers=False)
+    )
+    _submit(evaluator)
+    await evaluator.flush()
+    assert evaluator.stats().failed == 1
+    assert evaluator.stats().scored == 1
+
+
+class _ScorerPlugin:
+    def __init__(self) -> None:
+        self.results: list[Any] = []
+
+    @hookimpl
+    def oma_register_scorers(self) -> list[Any]:
+        def packaged(case: EvalCase) -> float:
+            return 0.75
+
+        return [packaged]
+
+    @hookimpl
+    def oma_evaluation_result(self, result: Any) -> None:
+        self.results.append(result)
+
+
+async def test_packaged_scorers_run_and_results_reach_the_hook() -> None:
+    host = PluginHost(load_entrypoints=False)
+    plugin = _ScorerPlugin()
+    host.register(plugin, name="scorer-plugin")
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[]), plugins=host)
+    await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi")
+    await oma.evaluation.flush()
+    assert [r.scores["packaged"].value for r in plugin.results] == [0.75]
+
+
+async def test_full_payload_parses_back_below_the_limit() -> None:
+    evaluator, cases, _ = _evaluator(store_payloads="full")
+    messages = load_messages(CONVERSATION)
+    _submit(evaluator, messages)
+    await evaluator.flush()
+    assert json.loads(cases[0].input) == dump_messages(messages)
+
+
+async def test_full_payload_is_cut_with_a_marker_above_the_limit() -> None:
+    evaluator, cases, results = _evaluator(store_payloads="full")
+    messages = load_messages([{"role": "user", "content": [{"type": "text", "text": "x" * 9000}]}])
+    _submit(evaluator, messages)
+    await evaluator.flush()
+    assert cases[0].input.startswith(json.dumps(dump_messages(messages))[:8192])
+    assert len(cases[0].input) > 8192 and "truncated" in cases[0].input[8192:]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(cases[0].input)
+    assert results[0].input == cases[0].input
+
+
+async def test_evaluation_never_delays_the_run_result() -> None:
+    release = asyncio.Event()
+
+    async def blocked(case: EvalCase) -> float:
+        await release.wait()
+        return 1.0
+
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(scorers=[blocked]),
+        plugins=PluginHost(load_entrypoints=False),
+    )
+    result = await asyncio.wait_for(
+        oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi"), 1.0
+    )
+    assert result.success
+    assert oma.evaluation.stats().pending == 1
+    release.set()
+    await oma.evaluation.flush()
+    assert oma.evaluation.stats().scored == 1
+
+
+async def test_metadata_is_copied_when_run_agent_is_called() -> None:
+    evaluator_cases: list[EvalCase] = []
+    metadata = {"tags": ["a"]}
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(
+            scorers=[lambda c: evaluator_cases.append(c) or 1.0], store_payloads="full"
+        ),
+        plugins=PluginHost(load_entrypoints=False),
+    )
+    coro = oma.run_agent(
+        AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi", metadata=metadata, run_id="run-7"
+    )
+    metadata["tags"].append("b")
+    await coro
+    await oma.evaluation.flush()
+    assert evaluator_cases[0].metadata == {"tags": ["a"]}
+    assert evaluator_cases[0].run_id == "run-7"
