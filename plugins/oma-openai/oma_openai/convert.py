@@ -1,0 +1,256 @@
+"""oma messages -> the Chat Completions request body, and replies -> oma's provider types.
+
+Pure functions, no SDK: ``request_body`` builds the exact dict the provider hands to the SDK
+(and ``render`` returns), so what is shown and what is sent cannot diverge. Replies are read
+through attributes, so the SDK's response models and plain namespaces both work.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from oma_core import (
+    Base64Source,
+    FilePart,
+    ImageBlock,
+    LLMMessage,
+    MediaSource,
+    ProviderError,
+    ProviderRequest,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UnsupportedContentBlockError,
+    VideoBlock,
+)
+
+from .presets import Preset
+
+__all__ = ["content_blocks", "media_note", "parse_arguments", "request_body", "tool_input"]
+
+#: ``ProviderRequest.options`` keys that configure the client, not the request body.
+CLIENT_OPTIONS = frozenset(
+    {"organization", "project", "timeout", "default_headers", "default_query"}
+)
+#: Body fields the plugin owns; options cannot replace them.
+_OWN_FIELDS = frozenset({"model", "messages", "stream", "stream_options"})
+
+
+def media_note(tool_call_id: str) -> str:
+    """The text that introduces a tool result's media in the user message that carries them."""
+    return f"Media returned by tool call {tool_call_id}:"
+
+
+def request_body(request: ProviderRequest, preset: Preset, *, stream: bool) -> dict[str, Any]:
+    """The JSON body of one ``POST /chat/completions`` for ``request``.
+
+    Key order follows the order the SDK would use for its own fields (model, stream, messages,
+    ...), which keeps the bytes on the wire equal to ``json.dumps`` of this dict.
+    """
+    model = request.model or preset.default_model
+    if not model:
+        raise ProviderError(
+            f"{preset.display_name}: no model given; set AgentConfig.model",
+            provider=preset.display_name,
+            retryable=False,
+        )
+    body: dict[str, Any] = {"model": model}
+    if stream:
+        body["stream"] = True
+    body["messages"] = _messages(request, preset)
+    if request.max_tokens is not None:
+        body[preset.token_param] = request.max_tokens
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.tools:
+        body["tools"] = [_tool(t.name, t.description, t.input_schema) for t in request.tools]
+    for key, value in request.options.items():
+        if key not in CLIENT_OPTIONS and key not in _OWN_FIELDS:
+            body[key] = _plain(value)
+    return body
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _messages(request: ProviderRequest, preset: Preset) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if request.system_prompt:
+        out.append({"role": "system", "content": request.system_prompt})
+    for message in request.messages:
+        if message.role == "assistant":
+            out.append(_assistant(message, preset))
+        else:
+            out.extend(_user(message, preset))
+    return out
+
+
+def _user(message: LLMMessage, preset: Preset) -> list[dict[str, Any]]:
+    """Tool results become ``tool`` messages (which must follow the assistant's tool calls);
+    everything else, with the media tools returned, goes in one user message after them."""
+    tool_messages: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append(_image_part(block))
+        elif isinstance(block, VideoBlock):
+            parts.append({"type": "video_url", "video_url": {"url": _url(block.source)}})
+        elif isinstance(block, ToolResultBlock):
+            tool_messages.append(_tool_message(block))
+            media = (
+                []
+                if isinstance(block.content, str)
+                else [p for p in block.content if not isinstance(p, TextBlock)]
+            )
+            if media:
+                parts.append({"type": "text", "text": media_note(block.tool_use_id)})
+                parts.extend(_media_part(p, preset) for p in media)
+        else:
+            raise _refused(preset, block.type, "not supported in a user message")
+    if not parts:
+        return tool_messages
+    return [*tool_messages, {"role": "user", "content": _content(parts)}]
+
+
+def _assistant(message: LLMMessage, preset: Preset) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    reasoning: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ToolUseBlock):
+            calls.append(
+                {
+                    "id": block.id,
+                    "type": "function",
+                    "function": {"name": block.name, "arguments": tool_input(block.input)},
+                }
+            )
+        elif isinstance(block, ReasoningBlock) and preset.reasoning_field is not None:
+            if block.redacted_data is not None:
+                raise _refused(preset, "reasoning", "redacted reasoning cannot be sent back")
+            reasoning.append(block.text)
+        else:
+            raise _refused(preset, block.type, "not supported in an assistant message")
+    out: dict[str, Any] = {"role": "assistant"}
+    if parts or not calls:
+        out["content"] = _content(parts) if parts else ""
+    if reasoning and preset.reasoning_field is not None:
+        out[preset.reasoning_field] = "".join(reasoning)
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _tool_message(block: ToolResultBlock) -> dict[str, Any]:
+    """A ``tool`` message: text only in this API (media follow in a user message)."""
+    content: str | list[dict[str, Any]]
+    if isinstance(block.content, str):
+        content = f"Error: {block.content}" if block.is_error else block.content
+    else:
+        texts = [
+            {"type": "text", "text": p.text} for p in block.content if isinstance(p, TextBlock)
+        ]
+        if texts:
+            content = _content(texts)
+        else:
+            content = "The tool returned media only; it follows in the next user message."
+    return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
+
+
+def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A single text part is sent as a plain string, the form every compatible server takes."""
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        text: str = parts[0]["text"]
+        return text
+    return parts
+
+
+def _media_part(part: object, preset: Preset) -> dict[str, Any]:
+    if isinstance(part, ImageBlock):
+        return _image_part(part)
+    if isinstance(part, FilePart) and isinstance(part.source, Base64Source):
+        return {"type": "file", "file": {"filename": part.filename, "file_data": _url(part.source)}}
+    kind = getattr(part, "type", type(part).__name__)
+    raise _refused(preset, str(kind), "not supported inside a tool result")
+
+
+def _image_part(block: ImageBlock) -> dict[str, Any]:
+    image: dict[str, Any] = {"url": _url(block.source)}
+    if block.detail is not None:
+        image["detail"] = block.detail
+    return {"type": "image_url", "image_url": image}
+
+
+def _url(source: MediaSource) -> str:
+    """A data URL for base64 data, the URL itself otherwise."""
+    if isinstance(source, Base64Source):
+        return f"data:{source.media_type};base64,{source.data}"
+    return source.url
+
+
+def _tool(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name}
+    if description:
+        function["description"] = description
+    function["parameters"] = _plain(schema)
+    return {"type": "function", "function": function}
+
+
+def _refused(preset: Preset, block_type: str, detail: str) -> UnsupportedContentBlockError:
+    return UnsupportedContentBlockError(preset.display_name, block_type, detail)
+
+
+# --------------------------------------------------------------------------- JSON helpers
+
+
+def tool_input(value: Mapping[str, Any]) -> str:
+    """A tool call's input as the JSON string Chat Completions wants in ``arguments``."""
+    return json.dumps(_plain(value), ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    """Read-only mappings and tuples as plain dicts and lists, so any JSON encoder takes them."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple) and not isinstance(value, str):
+        return [_plain(v) for v in value]
+    return value
+
+
+def parse_arguments(arguments: str | None, display_name: str) -> dict[str, Any]:
+    """A tool call's ``arguments`` string as a JSON object; anything else is malformed."""
+    if not arguments:
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ProviderError(
+            f"{display_name}: malformed response: tool call arguments are not a JSON object",
+            provider=display_name,
+            retryable=False,
+        )
+    return value
+
+
+def content_blocks(
+    reasoning: str, text: str, calls: Sequence[ToolUseBlock], keep_reasoning: bool
+) -> tuple[ReasoningBlock | TextBlock | ToolUseBlock, ...]:
+    """The blocks of a reply, in the order the model produced them."""
+    blocks: list[ReasoningBlock | TextBlock | ToolUseBlock] = []
+    if reasoning and keep_reasoning:
+        blocks.append(ReasoningBlock(reasoning))
+    if text or not calls:
+        blocks.append(TextBlock(text))
+    blocks.extend(calls)
+    return tuple(blocks)

@@ -1,0 +1,175 @@
+"""The services this plugin speaks to: OpenAI itself and OpenAI-compatible presets.
+
+Each preset is registered as a provider of its own (``-p minimax``), with its default base URL,
+the environment variable its key is read from, its display name (used in error messages) and
+what it carries. Capabilities differ only where the service is known to differ; everything
+else is the OpenAI set, with video forwarded for the service to accept or refuse.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from oma_core import BlockSupport, Capabilities, Mode
+from oma_core.capabilities import IN_TOOL_RESULT
+
+__all__ = ["PRESETS", "Preset", "preset"]
+
+#: Image types OpenAI's Chat Completions documents for image_url parts.
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+_USER = frozenset({"user"})
+_ASSISTANT = frozenset({"assistant"})
+_IN_TOOL = frozenset({IN_TOOL_RESULT})
+_BASE64 = frozenset({"base64"})
+
+
+def _capabilities(
+    *,
+    images: bool = True,
+    video: bool = True,
+    files: Mode | None = Mode.FORWARDED,
+    reasoning: bool = False,
+) -> Capabilities:
+    blocks = [
+        BlockSupport("text"),
+        BlockSupport("tool_use", _ASSISTANT),
+        BlockSupport("tool_result", _USER),
+    ]
+    if images:
+        blocks.append(BlockSupport("image", _USER, media_types=IMAGE_TYPES))
+        # Images a tool returned travel in a user message right after the tool messages.
+        blocks.append(BlockSupport("image", _IN_TOOL, media_types=IMAGE_TYPES))
+    if video:
+        blocks.append(BlockSupport("video", _USER, mode=Mode.FORWARDED))
+    if files is not None:
+        pdf_only = frozenset({"application/pdf"}) if files is Mode.NATIVE else None
+        blocks.append(BlockSupport("file", _IN_TOOL, _BASE64, pdf_only, files))
+    if reasoning:
+        blocks.append(BlockSupport("reasoning", _ASSISTANT, mode=Mode.FORWARDED))
+    return Capabilities(tuple(blocks))
+
+
+@attrs.frozen
+class Preset:
+    """One OpenAI-compatible service.
+
+    ``token_param`` is the body field ``max_tokens`` maps to; ``reasoning_field`` the assistant
+    message field reasoning blocks are forwarded in (None: reasoning blocks are refused);
+    ``key_placeholder`` is sent when a keyless local server gets no key (the SDK needs one).
+    """
+
+    name: str
+    display_name: str
+    base_url: str | None
+    api_key_env: str | None
+    capabilities: Capabilities
+    default_model: str | None = None
+    token_param: str = "max_tokens"
+    reasoning_field: str | None = None
+    key_placeholder: str | None = None
+    description: str = ""
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(
+        "openai",
+        "OpenAI Chat Completions",
+        "https://api.openai.com/v1",
+        "OPENAI_API_KEY",
+        _capabilities(files=Mode.NATIVE),
+        default_model="gpt-4o-mini",
+        token_param="max_completion_tokens",
+        description="OpenAI Chat Completions API",
+    ),
+    Preset(
+        "minimax",
+        "MiniMax",
+        "https://api.minimax.io/v1",
+        "MINIMAX_API_KEY",
+        _capabilities(),
+        default_model="MiniMax-M2",
+        description="MiniMax through its OpenAI-compatible API",
+    ),
+    Preset(
+        "deepseek",
+        "DeepSeek",
+        "https://api.deepseek.com/v1",
+        "DEEPSEEK_API_KEY",
+        _capabilities(images=False, video=False, files=None, reasoning=True),
+        default_model="deepseek-chat",
+        reasoning_field="reasoning_content",
+        description="DeepSeek (text and tools; reasoning_content forwarded)",
+    ),
+    Preset(
+        "groq",
+        "Groq",
+        "https://api.groq.com/openai/v1",
+        "GROQ_API_KEY",
+        _capabilities(video=False, files=None),
+        default_model="llama-3.3-70b-versatile",
+        description="Groq (text, tools, images on vision models)",
+    ),
+    Preset(
+        "openrouter",
+        "OpenRouter",
+        "https://openrouter.ai/api/v1",
+        "OPENROUTER_API_KEY",
+        _capabilities(),
+        default_model="openai/gpt-4o-mini",
+        description="OpenRouter, a router to many models",
+    ),
+    Preset(
+        "together",
+        "Together AI",
+        "https://api.together.xyz/v1",
+        "TOGETHER_API_KEY",
+        _capabilities(),
+        description="Together AI",
+    ),
+    Preset(
+        "ollama",
+        "Ollama",
+        "http://localhost:11434/v1",
+        None,
+        _capabilities(),
+        key_placeholder="ollama",
+        description="a local Ollama server (no key needed)",
+    ),
+    Preset(
+        "vllm",
+        "vLLM",
+        "http://localhost:8000/v1",
+        None,
+        _capabilities(reasoning=True),
+        reasoning_field="reasoning_content",
+        key_placeholder="EMPTY",
+        description="a vLLM OpenAI-compatible server",
+    ),
+    Preset(
+        "lmstudio",
+        "LM Studio",
+        "http://localhost:1234/v1",
+        None,
+        _capabilities(),
+        key_placeholder="lm-studio",
+        description="a local LM Studio server",
+    ),
+    Preset(
+        "openai-compatible",
+        "OpenAI-compatible",
+        None,
+        None,
+        _capabilities(reasoning=True),
+        reasoning_field="reasoning_content",
+        key_placeholder="EMPTY",
+        description="any OpenAI-compatible server (base_url required)",
+    ),
+)
+
+_BY_NAME = {p.name: p for p in PRESETS}
+
+
+def preset(name: str) -> Preset:
+    """The preset registered as ``name``."""
+    return _BY_NAME[name]

@@ -1,0 +1,277 @@
+"""The Chat Completions provider: one class for OpenAI and every OpenAI-compatible preset.
+
+This module imports the openai SDK, so only the provider factory loads it (on first use of a
+provider), never plugin discovery. The SDK's own retries are off: the core owns the one retry
+ladder. The body handed to the SDK is the dict ``render`` returns, passed as ``extra_body``: it
+replaces the SDK's typed fields key by key, so the bytes on the wire are ``json.dumps`` of
+exactly that dict. (``messages`` is given to the typed call empty: the SDK would otherwise walk
+the whole conversation to transform a value that ``extra_body`` replaces anyway.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+
+from oma_core import (
+    LLMMessage,
+    ProviderError,
+    ProviderEvent,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    ReasoningDelta,
+    ResponseComplete,
+    TextDelta,
+    ToolCall,
+    ToolUseBlock,
+    Usage,
+)
+
+from .convert import CLIENT_OPTIONS, content_blocks, parse_arguments, request_body
+from .errors import from_sdk_error, malformed
+from .presets import Preset
+
+__all__ = ["OpenAIChatProvider"]
+
+#: What a broken reply looks like when read through attributes.
+_SHAPE_ERRORS = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+
+
+class OpenAIChatProvider:
+    """Chat Completions through the official ``openai`` SDK (async client, no SDK retries).
+
+    The SDK client is made on first use and remade if the event loop changes (its connection
+    pool belongs to one loop); ``aclose`` closes it.
+    """
+
+    def __init__(self, preset: Preset, settings: ProviderSettings) -> None:
+        self.name = preset.name
+        self.display_name = preset.display_name
+        self.preset = preset
+        self.base_url = settings.base_url or preset.base_url
+        self._api_key = settings.api_key or (
+            os.environ.get(preset.api_key_env) if preset.api_key_env else None
+        )
+        self._client_options = {
+            k: v for k, v in settings.options.items() if k in CLIENT_OPTIONS and v is not None
+        }
+        self._sdk: openai.AsyncOpenAI | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- the Provider interface
+
+    def render(self, request: ProviderRequest) -> dict[str, Any]:
+        return request_body(request, self.preset, stream=False)
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        body = request_body(request, self.preset, stream=False)
+        client = self._client()
+        try:
+            completion = await client.chat.completions.create(
+                model=body["model"], messages=(), extra_body=body
+            )
+        except openai.OpenAIError as exc:
+            raise from_sdk_error(exc, self.display_name, self._api_key) from exc
+        return self._read_completion(completion)
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        body = request_body(request, self.preset, stream=True)
+        client = self._client()
+        try:
+            chunks = await client.chat.completions.create(
+                model=body["model"], messages=(), stream=True, extra_body=body
+            )
+        except openai.OpenAIError as exc:
+            raise from_sdk_error(exc, self.display_name, self._api_key) from exc
+        assembly = _StreamAssembly(self.preset)
+        try:
+            while True:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    break
+                except openai.OpenAIError as exc:
+                    raise from_sdk_error(exc, self.display_name, self._api_key) from exc
+                except ValueError as exc:  # an event whose data is not JSON
+                    raise malformed(self.display_name, "a stream event is not JSON") from exc
+                for event in assembly.feed(chunk):
+                    yield event
+        finally:
+            await chunks.close()
+        yield ResponseComplete(assembly.finish())
+
+    async def aclose(self) -> None:
+        sdk, self._sdk, self._loop = self._sdk, None, None
+        if sdk is not None:
+            await sdk.close()
+
+    # -- internals
+
+    def _client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        if self._sdk is not None and self._loop is loop:
+            return self._sdk
+        api_key = self._api_key or self.preset.key_placeholder
+        if not api_key:
+            raise ProviderError(
+                f"{self.display_name}: no API key; set {self.preset.api_key_env} "
+                "or AgentConfig.api_key",
+                provider=self.display_name,
+                retryable=False,
+            )
+        self._sdk = openai.AsyncOpenAI(
+            api_key=api_key, base_url=self.base_url, max_retries=0, **self._client_options
+        )
+        self._loop = loop
+        return self._sdk
+
+    def _read_completion(self, completion: Any) -> ProviderResponse:
+        name = self.display_name
+        try:
+            choice = completion.choices[0]
+            message = choice.message
+            text = message.content
+            if text is None:
+                text = getattr(message, "refusal", None) or ""
+            calls = tuple(
+                ToolUseBlock(
+                    call.id, call.function.name, parse_arguments(call.function.arguments, name)
+                )
+                for call in message.tool_calls or ()
+            )
+            blocks = content_blocks(
+                _reasoning(message), text, calls, self.preset.reasoning_field is not None
+            )
+            return ProviderResponse(
+                message=LLMMessage("assistant", blocks),
+                usage=_usage(completion),
+                stop_reason=choice.finish_reason,
+                model=completion.model,
+            )
+        except ProviderError:
+            raise
+        except _SHAPE_ERRORS as exc:
+            raise malformed(name, "the reply has no readable choice") from exc
+
+
+class _StreamAssembly:
+    """Turns ``chat.completion.chunk`` objects into events and, at the end, the whole turn.
+
+    Tool calls arrive as argument fragments keyed by ``index``; each is emitted as one
+    ``ToolCall`` once the choice has a ``finish_reason``. A stream that ends without one was
+    cut short (retryable); usage comes from the last chunk that carries it.
+    """
+
+    def __init__(self, preset: Preset) -> None:
+        self._preset = preset
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, dict[str, str]] = {}
+        self._done: tuple[ToolUseBlock, ...] | None = None
+        self._finish_reason: str | None = None
+        self._usage = Usage()
+        self._model: str | None = None
+
+    def feed(self, chunk: Any) -> list[ProviderEvent]:
+        try:
+            return self._feed(chunk)
+        except ProviderError:
+            raise
+        except _SHAPE_ERRORS as exc:
+            raise malformed(self._preset.display_name, "unreadable stream chunk") from exc
+
+    def _feed(self, chunk: Any) -> list[ProviderEvent]:
+        events: list[ProviderEvent] = []
+        self._model = chunk.model or self._model
+        if chunk.usage is not None:
+            self._usage = _usage(chunk)
+        for choice in chunk.choices or ():
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            if delta is not None:
+                reasoning = _reasoning(delta)
+                if reasoning:
+                    self._reasoning.append(reasoning)
+                    events.append(ReasoningDelta(reasoning))
+                if delta.content:
+                    self._text.append(delta.content)
+                    events.append(TextDelta(delta.content))
+                for call in delta.tool_calls or ():
+                    self._add_fragment(call)
+            if choice.finish_reason and self._done is None:
+                self._finish_reason = choice.finish_reason
+                self._done = self._tool_calls()
+                events.extend(ToolCall(block) for block in self._done)
+        return events
+
+    def _add_fragment(self, call: Any) -> None:
+        slot = self._calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+        if call.id and not slot["id"]:
+            slot["id"] = call.id
+        function = call.function
+        if function is not None:
+            if function.name and not slot["name"]:
+                slot["name"] = function.name
+            if function.arguments:
+                slot["arguments"] += function.arguments
+
+    def _tool_calls(self) -> tuple[ToolUseBlock, ...]:
+        name = self._preset.display_name
+        calls = []
+        for index in sorted(self._calls):
+            slot = self._calls[index]
+            if not slot["id"] or not slot["name"]:
+                raise malformed(name, "a streamed tool call has no id or name")
+            arguments = parse_arguments(slot["arguments"], name)
+            calls.append(ToolUseBlock(slot["id"], slot["name"], arguments))
+        return tuple(calls)
+
+    def finish(self) -> ProviderResponse:
+        name = self._preset.display_name
+        if self._done is None:
+            raise ProviderError(
+                f"{name}: the stream ended before the reply was complete",
+                provider=name,
+                retryable=True,
+            )
+        blocks = content_blocks(
+            "".join(self._reasoning),
+            "".join(self._text),
+            self._done,
+            self._preset.reasoning_field is not None,
+        )
+        return ProviderResponse(
+            message=LLMMessage("assistant", blocks),
+            usage=self._usage,
+            stop_reason=self._finish_reason,
+            model=self._model,
+        )
+
+
+def _reasoning(message: Any) -> str:
+    """Reasoning text some compatible servers add (``reasoning_content`` or ``reasoning``).
+
+    These are fields the SDK's models do not declare, so they sit in pydantic's extras; a
+    dict lookup there is much cheaper per chunk than a failing ``getattr``.
+    """
+    extra = message.model_extra
+    if not extra:
+        return ""
+    for field in ("reasoning_content", "reasoning"):
+        value = extra.get(field)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _usage(reply: Any) -> Usage:
+    usage = reply.usage
+    if usage is None:
+        return Usage()
+    return Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
