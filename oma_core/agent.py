@@ -107,9 +107,7 @@ class Agent:
     def __init__(self, config: AgentConfig, *, plugins: Any = None) -> None:
         self.config = config
         self._plugins = plugins
-        self._history: tuple[LLMMessage, ...] = (
-            load_messages(config.history, allow_empty=True) if config.history else ()
-        )
+        self._history: tuple[LLMMessage, ...] = load_messages(config.history, allow_empty=True)
         tools: dict[str, Tool] = {}
         for item in config.tools:
             built = as_tool(item)
@@ -122,6 +120,8 @@ class Agent:
         self._owns_provider = False
         self._target: ModelTarget | None = None
         self._backend: Any = None
+        self._lock = asyncio.Lock()
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
 
     # -- the public API --------------------------------------------------------------------
 
@@ -235,7 +235,7 @@ class Agent:
         if not isinstance(input, list | tuple):
             raise InvalidMessageError(
                 "messages[0].content",
-                f"must be a str or a list of content blocks, got {type(input).__name__}",
+                f"must be a str or a list of content blocks, got {_type_name(input)}",
             )
         return load_user_content(input)
 
@@ -260,6 +260,18 @@ class Agent:
         )
 
     async def _prompt(self, turn: LLMMessage) -> RunResult:
+        # Prompts of one agent take turns: each one sees the turns the previous ones appended.
+        async with self._prompt_lock():
+            return await self._prompt_turn(turn)
+
+    def _prompt_lock(self) -> asyncio.Lock:
+        """The lock of the running event loop (``prompt_sync`` runs each call in a new loop)."""
+        loop = asyncio.get_running_loop()
+        if self._lock_loop is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), loop
+        return self._lock
+
+    async def _prompt_turn(self, turn: LLMMessage) -> RunResult:
         controls = RunControls(retry=self._retry)
         if self.config.backend is not None:  # history does not seed an external agent
             result = await self._new_run(controls, False, True).result((turn,))
@@ -354,6 +366,11 @@ _EVERYTHING = Capabilities.everything()
 
 def _user_text(text: str) -> LLMMessage:
     return LLMMessage("user", (TextBlock(text),))
+
+
+def _type_name(value: object) -> str:
+    """A type as the validation messages name it: ``None`` for None."""
+    return "None" if value is None else type(value).__name__
 
 
 def _no_running_loop(name: str) -> None:

@@ -21,6 +21,8 @@ from . import __version__
 from .errors import OmaError
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from .agent import Agent, RunResult
     from .capabilities import Capabilities
     from .messages import ContentBlock
@@ -84,9 +86,17 @@ def _is_url(value: str) -> bool:
 
 
 def _media_block(value: str, kind: str) -> ContentBlock:
-    """An image or video block: a URL stays a URL, a local file becomes base64."""
+    """An image or video block: a URL stays a URL; a local file (its media type from its
+    extension) and a ``data:...;base64,`` URL become base64."""
     from . import media
 
+    inline = _DATA_URL.match(value)
+    if inline:  # a data: URL carries the bytes: it becomes a base64 block, like a file
+        header, data = inline.groups()
+        media_type = header[len("data:") :].split(";", 1)[0].strip().lower()
+        if kind == "image":
+            return media.image_base64(data, media_type)
+        return media.video_base64(data, media_type)
     if _is_url(value):
         return media.image_url(value) if kind == "image" else media.video_url(value)
     path = Path(value)
@@ -390,7 +400,10 @@ async def _render(agent: Agent, run_input: str | list[Any]) -> dict[str, Any]:
         provider = agent.provider()
         spec = PluginHost.default().provider_spec(agent.config.provider)
         spec.capabilities.check(request.messages, spec.display_name)
-        body: dict[str, Any] = provider.render(request)
+        render = getattr(provider, "render", None)
+        if render is None:
+            _fail(f"the {spec.display_name} provider cannot render requests (it has no render())")
+        body: dict[str, Any] = render(request)
         return body
     finally:
         await agent.aclose()
@@ -455,43 +468,49 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
     }
 
 
+#: Cell labels of the capability matrix when the full words do not fit the terminal.
+_SHORT_MODES = {"native": "native", "forwarded": "fwd", "refused": "no"}
+_MODE_STYLES = {"native": "green", "forwarded": "yellow", "refused": "red"}
+
+
 def _print_plugins(report: dict[str, Any]) -> None:
     from rich import box
     from rich.console import Console
     from rich.markup import escape
+    from rich.measure import Measurement
     from rich.table import Table
 
     console = Console()
     table = Table(title="Plugins", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("plugin", "version", "providers", "backends", "hooks"):
-        table.add_column(column, overflow="fold")
+    table.add_column("plugin", overflow="fold")
+    table.add_column("version", no_wrap=True)
+    table.add_column("providers", overflow="fold")
+    table.add_column("backends", overflow="fold")
+    table.add_column("hooks", no_wrap=True)  # one per line: a hook name is never cut
     for info in report["plugins"]:
         if info["builtin"]:
-            label = info["name"].rpartition(".")[2] + " [dim](built-in)[/dim]"
+            label = escape(info["name"].rpartition(".")[2]) + " [dim](built-in)[/dim]"
         else:
             label = escape(info["name"])
             if info["distribution"]:
                 label += f" [dim]({escape(info['distribution'])})[/dim]"
         table.add_row(
             label,
-            info["version"] or "",
-            ", ".join(info["providers"]),
-            ", ".join(info["backends"]),
-            ", ".join(info["hooks"]),
+            escape(info["version"] or ""),
+            escape(", ".join(info["providers"])),
+            escape(", ".join(info["backends"])),
+            "\n".join(info["hooks"]),
         )
     console.print(table)
 
-    styles = {"native": "green", "forwarded": "yellow", "refused": "red"}
-    matrix = Table(title="What each provider can carry", title_justify="left", box=box.SIMPLE_HEAD)
-    matrix.add_column("provider", no_wrap=True)
-    for label, *_ in CAPABILITY_COLUMNS.values():
-        matrix.add_column(label.replace(" ", "\n", 1), overflow="fold")
-    for name, entry in report["providers"].items():
-        cells = [
-            f"[{styles[mode]}]{mode}[/{styles[mode]}]" for mode in entry["capabilities"].values()
-        ]
-        matrix.add_row(escape(name), *cells)
+    matrix = _capability_table(report, _MODE_NAMES)
+    unbounded = console.options.update_width(10_000)
+    short = Measurement.get(console, unbounded, matrix).maximum > console.width
+    if short:
+        matrix = _capability_table(report, _SHORT_MODES)
     console.print(matrix)
+    if short:
+        console.print("fwd: forwarded for the service to judge; no: refused before any request")
 
     if report["backends"]:
         backends = Table(title="Backends", title_justify="left", box=box.SIMPLE_HEAD)
@@ -510,6 +529,33 @@ def _print_plugins(report: dict[str, Any]) -> None:
             f"[red]failed to load[/red] {escape(failure['name'] + where)} at "
             f"{failure['stage']}: {escape(failure['error'])}"
         )
+
+
+_MODE_NAMES = {mode: mode for mode in _MODE_STYLES}
+
+
+def _capability_table(report: dict[str, Any], names: Mapping[str, str]) -> Table:
+    """The capability matrix: a row per provider, a column per ``CAPABILITY_COLUMNS`` key."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    matrix = Table(
+        title="What each provider can carry",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    matrix.add_column("provider", overflow="fold")
+    for label, *_ in CAPABILITY_COLUMNS.values():
+        matrix.add_column(label.replace(" ", "\n", 1), no_wrap=True)
+    for name, entry in report["providers"].items():
+        cells = [
+            f"[{_MODE_STYLES[mode]}]{names[mode]}[/{_MODE_STYLES[mode]}]"
+            for mode in entry["capabilities"].values()
+        ]
+        matrix.add_row(escape(name), *cells)
+    return matrix
 
 
 def main(argv: Sequence[str] | None = None) -> None:

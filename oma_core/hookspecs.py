@@ -64,7 +64,7 @@ def oma_register_providers() -> Sequence[ProviderSpec]:
 def oma_register_backends() -> Sequence[BackendSpec]:
     """Return the external agent backends this plugin offers (a subprocess CLI, an ACP agent).
 
-    Called like ``oma_register_providers`` and combined the same way, keyed by
+    Collect hook, called like ``oma_register_providers`` and combined the same way, keyed by
     ``BackendSpec.kind``: the value ``AgentConfig.backend["kind"]`` names. ``BackendSpec.factory``
     receives the rest of that mapping when the agent first runs.
 

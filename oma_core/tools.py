@@ -22,13 +22,36 @@ from typing import Any, Literal, overload
 import attrs
 
 from .errors import InvalidMessageError, ToolError
-from .messages import FilePart, ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from .messages import (
+    Base64Source,
+    FilePart,
+    ImageBlock,
+    LLMMessage,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UrlSource,
+    VideoBlock,
+)
 from .providers import ToolDefinition
 
 __all__ = ["Tool", "as_tool", "call_tool", "tool", "tool_result_content"]
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _PART_TYPES = frozenset({"text", "image", "file"})
+_MESSAGE_OBJECTS = (
+    TextBlock,
+    ImageBlock,
+    VideoBlock,
+    FilePart,
+    ToolUseBlock,
+    ToolResultBlock,
+    ReasoningBlock,
+    LLMMessage,
+    Base64Source,
+    UrlSource,
+)
 
 
 @attrs.frozen
@@ -45,6 +68,10 @@ class Tool:
     # the schema was given explicitly (arguments are passed on as they are)
     _params: Mapping[str, Any] | None = attrs.field(default=None, repr=False, alias="params")
     _is_async: bool = attrs.field(default=False, repr=False, alias="is_async")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function directly, as if it were not a tool (no checks)."""
+        return self.function(*args, **kwargs)
 
     def definition(self) -> ToolDefinition:
         """The tool as providers see it."""
@@ -199,8 +226,12 @@ def _signature_schema(
             prop = {**prop, "description": arg_docs[param.name]}
         if param.default is param.empty:
             required.append(param.name)
-        elif _is_json(param.default):
-            prop = {**prop, "default": param.default}
+        else:
+            default = param.default
+            if isinstance(default, enum.Enum):  # the schema speaks JSON: the member's value
+                default = default.value
+            if _is_json(default):
+                prop = {**prop, "default": default}
         properties[param.name] = prop
         params[param.name] = annotation
     schema: dict[str, Any] = {"type": "object", "properties": properties}
@@ -399,6 +430,11 @@ def _is_json(value: Any) -> bool:
 
 
 def _json_default(value: Any) -> Any:
+    if isinstance(value, _MESSAGE_OBJECTS):  # a message object never turns into JSON text
+        raise TypeError(
+            f"a tool result cannot carry {_kind_of(value)}; it carries a str, JSON, or a list "
+            "of text, image and file parts"
+        )
     if isinstance(value, enum.Enum):
         return value.value
     if attrs.has(type(value)):
@@ -409,19 +445,42 @@ def _json_default(value: Any) -> Any:
 
 
 def tool_result_content(value: Any) -> str | list[Any]:
-    """What a tool returned, as tool-result content: a str stays a str; a non-empty list of
-    text/image/file parts (objects or dicts) is passed on as parts to validate; any other JSON
-    value (attrs instances and enums included) is dumped to a JSON string.
+    """What a tool returned, as tool-result content: a str stays a str; a text/image/file part
+    or a non-empty list of them (objects or dicts) is passed on as parts to validate; any other
+    JSON value (attrs instances and enums included) is dumped to a JSON string.
 
-    Raises ``TypeError`` for a value that is not JSON.
+    Raises ``TypeError`` for a value that is not JSON, and for message objects a tool result
+    cannot carry (a video block, a tool call, ...): media never turns into text silently.
     """
     if isinstance(value, str):
         return value
+    if isinstance(value, TextBlock | ImageBlock | FilePart):  # one part: e.g. image_base64(...)
+        return [value]
+    if isinstance(value, Mapping) and value.get("type") in ("image", "file") and "source" in value:
+        return [value]  # one media part as a dict: never dumped into text
     if isinstance(value, list | tuple) and value and all(_is_part(p) for p in value):
         return list(value)
+    if isinstance(value, list | tuple) and any(isinstance(p, _MESSAGE_OBJECTS) for p in value):
+        odd = next(p for p in value if not _is_part(p))
+        raise TypeError(
+            f"a tool result cannot carry {_kind_of(odd)}; a list of parts holds text, image and "
+            "file parts only"
+        )
     if isinstance(value, float) and not math.isfinite(value):
         raise TypeError("a tool result must be JSON; got a non-finite float")
     return json.dumps(value, ensure_ascii=False, default=_json_default, allow_nan=False)
+
+
+def _kind_of(value: Any) -> str:
+    kind = getattr(value, "type", None)
+    if isinstance(value, _MESSAGE_OBJECTS) and isinstance(kind, str):
+        return f"a {kind} block"
+    return f"a value of type {type(value).__name__}"
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _is_part(value: Any) -> bool:
@@ -451,11 +510,14 @@ async def call_tool(tools: Mapping[str, Tool], call: ToolUseBlock) -> ToolResult
         )
     try:
         value = await found.invoke(arguments)
-        content = tool_result_content(value)
     except Exception as exc:
-        text = str(exc).strip()
-        described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-        return ToolResultBlock(call.id, f"tool {call.name!r} failed: {described}", True)
+        return ToolResultBlock(call.id, f"tool {call.name!r} failed: {_describe(exc)}", True)
+    try:
+        content = tool_result_content(value)
+    except Exception as exc:  # not JSON, circular, too deep, a video block, ...
+        return ToolResultBlock(
+            call.id, f"tool {call.name!r} returned an unusable result: {_describe(exc)}", True
+        )
     if isinstance(content, str):
         return ToolResultBlock(call.id, content)
     from .validation import load_messages

@@ -184,3 +184,60 @@ async def test_tools_are_not_re_executed_when_a_later_call_is_retried(host: Plug
 def test_two_tools_with_one_name_are_refused(host: PluginHost) -> None:
     with pytest.raises(ToolError, match="add"):
         Agent(AgentConfig(name="a", tools=[add, tool(add)]), plugins=host)
+
+
+async def test_a_tool_returning_one_image_sends_it_as_media(host: PluginHost) -> None:
+    from oma_core import image_base64
+
+    def snapshot() -> Any:
+        return image_base64(PNG, "image/png")
+
+    agent, provider = make(host, [snapshot], calls(("t1", "snapshot", {})), "ok")
+    assert (await agent.run("go")).success
+    (block,) = results_sent(provider)
+    assert not block.is_error
+    assert isinstance(block.content, tuple) and isinstance(block.content[0], ImageBlock)
+
+
+async def test_a_tool_returning_a_video_gets_an_error_result_naming_it(host: PluginHost) -> None:
+    from oma_core import video_url
+
+    def clip() -> Any:
+        return video_url("https://example.com/clip.mp4")
+
+    agent, provider = make(host, [clip], calls(("t1", "clip", {})), "ok")
+    assert (await agent.run("go")).success
+    (block,) = results_sent(provider)
+    assert block.is_error
+    assert "tool 'clip' returned an unusable result" in str(block.content)
+    assert "video" in str(block.content)
+
+
+async def test_a_tool_result_image_is_checked_against_the_provider_capabilities(
+    host: PluginHost,
+) -> None:
+    from oma_core import image_base64
+    from oma_core.capabilities import BlockSupport, Capabilities
+    from oma_core.errors import UnsupportedContentBlockError
+
+    def snapshot() -> Any:
+        return [image_base64(PNG, "image/png")]
+
+    provider = ScriptedProvider(
+        [calls(("t1", "snapshot", {})), "never"],
+        display_name="No Tool Media",
+        capabilities=Capabilities(
+            (
+                BlockSupport("text"),
+                BlockSupport("tool_use", frozenset({"assistant"})),
+                BlockSupport("tool_result", frozenset({"user"})),
+            )
+        ),
+    )
+    agent = Agent(
+        AgentConfig(name="a", provider=provider, tools=[snapshot], max_retries=3), plugins=host
+    )
+    result = await agent.run("go")
+    assert isinstance(result.status.error, UnsupportedContentBlockError)
+    assert "inside a tool result" in str(result.status.error)
+    assert len(provider.requests) == 1  # refused before the second call, never retried

@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -278,3 +279,109 @@ def test_run_with_an_unknown_backend_kind_names_the_available_ones() -> None:
     result = oma("run", "hi", "--backend", "nope", "--command", "cat")
     assert result.exit_code == 1
     assert "unknown backend kind 'nope'" in result.stderr
+
+
+# -- added: streaming, data URLs, narrow terminals, load failures ----------------------------------
+
+
+class TwoWay:
+    """Streams two chunks but answers "whole" through complete(): shows which path ran."""
+
+    name = display_name = "two-way"
+
+    async def complete(self, request: Any) -> Any:
+        from oma_core import LLMMessage, TextBlock
+        from oma_core.providers import ProviderResponse
+
+        return ProviderResponse(LLMMessage("assistant", (TextBlock("whole"),)))
+
+    async def stream(self, request: Any) -> Any:
+        from oma_core import LLMMessage, TextBlock
+        from oma_core.providers import ProviderResponse, ResponseComplete, TextDelta
+
+        yield TextDelta("chunk-a ")
+        yield TextDelta("chunk-b")
+        message = LLMMessage("assistant", (TextBlock("chunk-a chunk-b"),))
+        yield ResponseComplete(ProviderResponse(message))
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.fixture
+def two_way() -> None:
+    from oma_core import Capabilities, ProviderSpec, hookimpl
+
+    class Plugin:
+        @hookimpl
+        def oma_register_providers(self) -> list[ProviderSpec]:
+            factory: Any = lambda settings: TwoWay()  # noqa: E731
+            return [ProviderSpec("two-way", "Two Way", factory, Capabilities.text_only())]
+
+    host = PluginHost(load_entrypoints=False)
+    host.register(Plugin(), name="two-way-plugin")
+    PluginHost.set_default(host)
+
+
+@pytest.mark.usefixtures("two_way")
+def test_run_streams_by_default_and_no_stream_waits_for_the_whole_answer() -> None:
+    assert oma("run", "hi", "-p", "two-way").stdout == "chunk-a chunk-b\n"
+    assert oma("run", "hi", "-p", "two-way", "--no-stream").stdout == "whole\n"
+    assert json.loads(oma("run", "hi", "-p", "two-way", "--json").stdout)["output"] == "whole"
+
+
+def test_run_with_a_base64_data_url_sends_a_base64_block() -> None:
+    encoded = base64.b64encode(PNG).decode()
+    result = oma("run", "x", "--image", f"data:image/png;base64,{encoded}")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "x"; image image/png base64 100 bytes\n'
+
+
+def test_run_json_reports_a_failed_run_and_exits_1() -> None:
+    result = oma("run", "hi", "-p", "scripted", "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["success"] is False and data["status"]["code"] == "error"
+    assert "no responses left" in data["status"]["error"]
+
+
+def test_plugins_fits_the_matrix_into_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "testplugin")
+    result = oma("plugins")
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    assert re.search(r"^ *shout +native +no +no +no +no +no +no *$", result.stdout, re.M)
+    assert "no: refused before any request" in result.stdout
+    assert "oma_register_providers" in result.stdout  # hook names are never cut
+
+
+def test_plugins_reports_a_plugin_that_failed_to_load(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    info = tmp_path / "oma_cli_broken-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: oma-cli-broken\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[oma]\ncli_broken = oma_cli_broken_missing\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "cli_broken")
+    monkeypatch.setenv("COLUMNS", "200")
+    result = oma("plugins")
+    assert result.exit_code == 0, result.output
+    assert "failed to load cli_broken (oma-cli-broken) at import" in result.stdout
+    assert "oma_cli_broken_missing" in result.stdout
+    data = json.loads(oma("plugins", "--json").stdout)
+    (failure,) = data["failures"]
+    assert (failure["name"], failure["distribution"], failure["stage"]) == (
+        "cli_broken",
+        "oma-cli-broken",
+        "import",
+    )
+
+
+@pytest.mark.usefixtures("two_way")
+def test_render_with_a_provider_without_render_fails_cleanly() -> None:
+    result = oma("render", "hi", "-p", "two-way")
+    assert result.exit_code == 1
+    assert "the Two Way provider cannot render requests" in result.stderr
+    assert "Traceback" not in result.output

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from oma_core.history import trim_history
 from oma_core.messages import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock
 
@@ -82,3 +85,45 @@ def test_default_estimator_counts_characters() -> None:
     messages = (user("x" * 400), assistant("y" * 400), user("z" * 40))
     assert trim_history(messages, 20) == (user("z" * 40),)
     assert trim_history(messages, 1000) == messages
+
+
+def _conversation(shape: list[str]) -> tuple[LLMMessage, ...]:
+    """Build a conversation from a shape: "u" user text, "a" assistant text, "t" a tool round
+    (an assistant tool call, then the user turn with its result)."""
+    messages: list[LLMMessage] = []
+    for index, kind in enumerate(shape):
+        if kind == "u":
+            messages.append(user(f"u{index}"))
+        elif kind == "a":
+            messages.append(assistant(f"a{index}"))
+        else:
+            messages.extend((call(f"t{index}"), result(f"t{index}")))
+    return tuple(messages)
+
+
+def _is_cut(message: LLMMessage) -> bool:
+    return message.role == "user" and not any(
+        isinstance(block, ToolResultBlock) for block in message.content
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shape=st.lists(st.sampled_from("uat"), min_size=1, max_size=12).map(lambda s: ["u", *s]),
+    limit=st.integers(min_value=1, max_value=200),
+)
+def test_trimming_keeps_the_longest_safe_tail_that_fits(shape: list[str], limit: int) -> None:
+    messages = _conversation(shape)
+    trimmed = trim_history(messages, limit, ten_each)
+    start = len(messages) - len(trimmed)
+    assert trimmed == messages[start:]  # a tail
+    assert _is_cut(trimmed[0])  # starts at a user turn without tool results
+    calls = {b.id for m in trimmed for b in m.content if isinstance(b, ToolUseBlock)}
+    results = {b.tool_use_id for m in trimmed for b in m.content if isinstance(b, ToolResultBlock)}
+    assert calls == results  # no tool_use without its tool_result, and no orphan result
+    cuts = [i for i, m in enumerate(messages) if _is_cut(m)]
+    if start != cuts[-1]:  # more than the newest turn was kept: it all fits
+        assert ten_each(trimmed) <= limit
+    earlier = [i for i in cuts if i < start]
+    if earlier:  # the next longer safe tail would not fit
+        assert ten_each(messages[earlier[-1] :]) > limit

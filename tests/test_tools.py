@@ -189,3 +189,40 @@ def test_tool_result_content_passes_parts_on() -> None:
 def test_tool_result_content_refuses_what_is_not_json() -> None:
     with pytest.raises(TypeError):
         tool_result_content(object())
+
+
+def test_a_single_part_is_passed_on_as_a_one_part_list() -> None:
+    from oma_core import image_base64
+
+    picture = image_base64("iVBORw0KGgo=", "image/png")
+    assert tool_result_content(picture) == [picture]
+    as_dict = {"type": "image", "source": {"type": "url", "media_type": "image/png",
+               "url": "https://example.com/a.png"}}  # fmt: skip
+    assert tool_result_content(as_dict) == [as_dict]
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_block_a_tool_result_cannot_carry_is_refused_not_dumped_as_text(nested: bool) -> None:
+    from oma_core import video_url
+
+    clip = video_url("https://example.com/clip.mp4")
+    with pytest.raises(TypeError, match="cannot carry a video block"):
+        tool_result_content([TextBlock("see"), clip] if nested else clip)
+
+
+def test_an_enum_default_is_given_as_its_json_value() -> None:
+    @tool
+    def paint(color: Color = Color.BLUE) -> str:
+        return color.value
+
+    assert paint.input_schema["properties"]["color"] == {"enum": ["red", "blue"], "default": "blue"}
+    assert "required" not in paint.input_schema
+
+
+def test_a_tool_stays_callable_as_the_function_it_wraps() -> None:
+    @tool
+    def double(n: int) -> int:
+        return n * 2
+
+    assert isinstance(double, Tool)
+    assert double(21) == 42 and double(n=2) == 4
