@@ -132,6 +132,7 @@ async def main(iterations: int) -> int:
         f"  ratio to nothing configured  {ratio:8.3f}      goal <= {GOAL_RATIO:.2f}"
         f"      {'OK' if ok_ratio else 'MISSED'}"
     )
+    print(f"  added by observer + eval     {full - bare:8.1f} µs")
     print(
         f"  evaluation: sampled {stats.sampled}, scored {stats.scored}, "
         f"dropped {stats.dropped}, failed {stats.failed}"

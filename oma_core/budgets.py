@@ -8,8 +8,13 @@ failed or cut-short one): the usage is charged, and a ledger over its cap stops 
 run may overshoot by at most one call.
 
 Reported usage is trusted only when it is sane. Missing, negative or non-numeric counts are
-replaced by an estimate (characters / 4 of the request and of the text that arrived), so bad
-usage reporting never switches a budget off, and a stream cut short is never free.
+replaced by an estimate (``estimate_tokens`` of the request plus characters / 4 of the system
+prompt and of the text that arrived), so bad usage reporting never switches a budget off. A
+call that failed or was cut short after it may have reached the provider — a timeout, a
+dropped connection, a 5xx, an error mid-stream, the run cancelled from outside while the call
+was in flight — is charged at least that estimate of its input, never zero. Only a call the
+service refused outright (an HTTP 4xx such as 400 or 429) or that never left oma (invalid or
+unsupported input, a budget stop) costs nothing.
 
 Ledgers are updated synchronously in the event loop (no ``await`` between check and charge),
 so concurrent runs sharing a ``Budget`` never lose an update.
@@ -24,11 +29,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._controls import RunObserver
-from .errors import BudgetExceededError
+from .errors import BudgetExceededError, InvalidMessageError, UnsupportedContentBlockError
 from .providers import Usage
 
 if TYPE_CHECKING:
-    from .messages import LLMMessage
     from .providers import ProviderRequest
 
 __all__ = ["Budget", "BudgetObserver", "CostContext", "CostEstimator", "estimate_request_tokens"]
@@ -98,23 +102,22 @@ class CostContext:
 CostEstimator = Callable[[Usage, CostContext], float]
 
 
-def _chars(messages: Sequence[LLMMessage]) -> int:
-    total = 0
-    for message in messages:
-        for block in message.content:
-            for name in ("text", "input", "content", "source"):
-                value = getattr(block, name, None)
-                if isinstance(value, str):
-                    total += len(value)
-                elif value is not None:
-                    total += len(str(value)) if name != "source" else 4000
-    return total
-
-
 def estimate_request_tokens(request: ProviderRequest) -> int:
-    """A rough input-token count of ``request``: characters / 4 (an image counts 1,000)."""
-    chars = _chars(request.messages) + len(request.system_prompt or "")
-    return max(1, math.ceil(chars / 4))
+    """A rough input-token count of ``request``: ``estimate_tokens`` of its messages plus
+    characters / 4 of its system prompt; at least 1."""
+    from .tokens import estimate_tokens
+
+    system = request.system_prompt or ""
+    return max(1, estimate_tokens(request.messages) + math.ceil(len(system) / 4))
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether ``error`` proves the call did no work: it never left oma, or the service
+    refused it outright with a client-error status (400, 401, 413, 429, ...)."""
+    if isinstance(error, InvalidMessageError | UnsupportedContentBlockError | BudgetExceededError):
+        return True
+    status = getattr(error, "status_code", None)
+    return isinstance(status, int) and not isinstance(status, bool) and 400 <= status < 500
 
 
 def _count(value: object) -> int | None:
@@ -141,6 +144,7 @@ class BudgetObserver(RunObserver):
         self.context = context
         self.on_exceeded = on_exceeded
         self._reported = False
+        self._in_flight: ProviderRequest | None = None
 
     def _stop(self, error: BudgetExceededError) -> BudgetExceededError:
         if not self._reported:
@@ -159,7 +163,19 @@ class BudgetObserver(RunObserver):
                 left = remaining if left is None else min(left, remaining)
         if left is not None and (request.max_tokens is None or request.max_tokens > left):
             request = attrs.evolve(request, max_tokens=max(1, left))
+        self._in_flight = request
         return request
+
+    def charge_in_flight(self) -> None:
+        """Charge the call still in flight, if any, its estimated input (the run was cancelled
+        from outside, so ``after_call`` never came). Never raises: the run is already over."""
+        request, self._in_flight = self._in_flight, None
+        if request is None:
+            return
+        try:
+            self._charge(Usage(estimate_request_tokens(request), 0))
+        except Exception:  # a broken estimator must not mask the cancellation
+            return
 
     def after_call(
         self,
@@ -169,7 +185,15 @@ class BudgetObserver(RunObserver):
         error: BaseException | None,
         partial_text: str,
     ) -> None:
+        self._in_flight = None
         charged = self._sane_usage(request, usage, error=error, partial_text=partial_text)
+        self._charge(charged)
+        for budget in self.budgets:
+            exceeded = budget.exceeded()
+            if exceeded is not None:
+                raise self._stop(exceeded)
+
+    def _charge(self, charged: Usage) -> None:
         cost = 0.0
         if self.estimate_cost is not None and charged.total_tokens:
             try:
@@ -183,10 +207,6 @@ class BudgetObserver(RunObserver):
             budget.charge(charged.total_tokens, cost if budget.max_cost is not None else 0.0)
             if cost == math.inf and budget.max_cost is not None:
                 budget.used_cost = math.inf
-        for budget in self.budgets:
-            exceeded = budget.exceeded()
-            if exceeded is not None:
-                raise self._stop(exceeded)
 
     @staticmethod
     def _sane_usage(
@@ -196,10 +216,10 @@ class BudgetObserver(RunObserver):
         output_tokens = _count(getattr(usage, "output_tokens", None))
         arrived = math.ceil(len(partial_text) / 4) if partial_text else 0
         reported = (input_tokens or 0) + (output_tokens or 0)
-        if error is not None and reported == 0 and not partial_text:
+        if error is not None and reported == 0 and not partial_text and _refused(error):
             return Usage(0, 0)  # refused before any work (e.g. a 429): nothing to charge
-        if reported == 0 and (error is None or partial_text):
-            input_tokens = output_tokens = None  # nothing reported for work that was done
+        if reported == 0:
+            input_tokens = output_tokens = None  # nothing reported for work that was (maybe) done
         if input_tokens is None:
             input_tokens = estimate_request_tokens(request)
         if output_tokens is None or output_tokens < arrived:

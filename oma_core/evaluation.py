@@ -223,26 +223,11 @@ def _as_score(value: object) -> Score:
     return score
 
 
-class _Job:
-    """One finished run waiting to be scored (a plain class: built on the run's path)."""
-
-    __slots__ = ("agent", "input", "metadata", "output", "run_id", "status")
-
-    def __init__(
-        self,
-        input: str | tuple[LLMMessage, ...],
-        output: str,
-        run_id: str | None,
-        metadata: Mapping[str, Any],
-        status: str,
-        agent: str | None,
-    ) -> None:
-        self.input = input
-        self.output = output
-        self.run_id = run_id
-        self.metadata = metadata
-        self.status = status
-        self.agent = agent
+#: One finished run waiting to be scored: (input, output, run_id, metadata, status, agent).
+#: A plain tuple: it is built on the run's own path, so it must cost next to nothing.
+_Job: TypeAlias = tuple[
+    "str | tuple[LLMMessage, ...]", str, "str | None", Mapping[str, Any], str, "str | None"
+]
 
 
 class _Shutdown:
@@ -340,7 +325,7 @@ class Evaluator:
         if self._closed or len(self._queue) >= self.config.max_queue:
             self._dropped += 1
             return
-        self._queue.append(_Job(input, output, run_id, metadata, status, agent))
+        self._queue.append((input, output, run_id, metadata, status, agent))
         # Workers are woken once per batch, a few milliseconds later, not once per case: that
         # keeps the run's own path to an append, and scoring away from the runs' hot loop.
         try:
@@ -451,21 +436,22 @@ class Evaluator:
         return await asyncio.wait_for(outcome, self.config.scorer_timeout)
 
     async def _evaluate(self, job: _Job) -> None:
+        input, output, run_id, metadata, status, agent = job
         config = self.config
         policy = config.store_payloads
-        payload = build_payload(job.input, policy, config.payload_limit)
+        payload = build_payload(input, policy, config.payload_limit)
         case = EvalCase(
             input=payload,
-            output=job.output,
-            run_id=job.run_id,
-            metadata=copy.deepcopy(job.metadata) if job.metadata else {},
-            status=job.status,
-            agent=job.agent,
+            output=output,
+            run_id=run_id,
+            metadata=copy.deepcopy(metadata) if metadata else {},
+            status=status,
+            agent=agent,
         )
         if callable(config.sample):
             try:
                 chosen = bool(config.sample(case))
-            except Exception as error:
+            except (Exception, asyncio.CancelledError) as error:
                 self._failed += 1
                 _log.warning("evaluation sample predicate raised %s", type(error).__name__)
                 return
@@ -477,8 +463,12 @@ class Evaluator:
         for name, scorer in self._scorer_list():
             try:
                 scores[name] = _as_score(await self._bounded(scorer(case)))
-            except asyncio.CancelledError:
-                raise
+            except asyncio.CancelledError as error:
+                if _being_cancelled():
+                    raise
+                self._failed += 1  # the scorer raised it itself: its own failure
+                errors[name] = type(error).__name__
+                _log.warning("scorer %s raised %s", name, type(error).__name__)
             except Exception as error:
                 self._failed += 1
                 text = redact_text(f"{type(error).__name__}: {error}")
@@ -486,31 +476,28 @@ class Evaluator:
                 _log.warning("scorer %s raised %s", name, type(error).__name__)
             else:
                 self._scored += 1
-        await self._deliver(job, payload, scores, errors)
-
-    async def _deliver(
-        self, job: _Job, payload: str, scores: dict[str, Score], errors: dict[str, str]
-    ) -> None:
-        policy = self.config.store_payloads
         if policy == "full":
-            metadata: Any = copy.deepcopy(job.metadata) if job.metadata else {}
+            stored: Any = copy.deepcopy(metadata) if metadata else {}
         else:
-            metadata = redact_json(job.metadata) if job.metadata else {}
+            stored = redact_json(metadata) if metadata else {}
             scores = {
                 name: Score(s.value, redact_text(s.reason) if s.reason else s.reason)
                 for name, s in scores.items()
             }
         result = EvalResult(
-            run_id=job.run_id,
-            agent=job.agent,
-            status=job.status,
+            run_id=run_id,
+            agent=agent,
+            status=status,
             input=payload,
-            output=build_payload(job.output, policy, self.config.payload_limit, kind="output"),
-            metadata=metadata,
+            output=build_payload(output, policy, config.payload_limit, kind="output"),
+            metadata=stored,
             scores=scores,
             errors=errors,
             store_payloads=policy,
         )
+        await self._deliver(result)
+
+    async def _deliver(self, result: EvalResult) -> None:
         sinks: list[Callable[[EvalResult], Any]] = []
         if self.config.on_result is not None:
             sinks.append(self.config.on_result)
@@ -523,10 +510,18 @@ class Evaluator:
             try:
                 await self._bounded(sink(result))
             except asyncio.CancelledError:
-                raise
+                if _being_cancelled():
+                    raise
+                self._failed += 1
+                _log.warning("evaluation result sink raised CancelledError")
             except Exception as error:
                 self._failed += 1
                 _log.warning("evaluation result sink raised %s", type(error).__name__)
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _settle(waiter: asyncio.Future[bool], value: bool) -> None:

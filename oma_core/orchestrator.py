@@ -19,7 +19,7 @@ import asyncio
 import copy
 import logging
 import math
-import uuid
+import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from .evaluation import Evaluator, OnlineEvaluationConfig
 from .progress import ProgressDispatcher, ProgressEvent, ProgressObserver, ProgressStats
 from .redaction import redact_error
 from .retry import RetryPolicy
+from .tracing import get_tracer
 
 if TYPE_CHECKING:
     from .messages import LLMMessage, ToolResultBlock
@@ -86,7 +87,7 @@ def _provider_name(config: AgentConfig) -> str:
 
 
 class _ProgressBridge(RunObserver):
-    """Turns what happens inside a run (retries, tool errors) into progress events."""
+    """Turns what happens inside a run (retries, tool error results) into progress events."""
 
     def __init__(self, emit: Callable[[str, dict[str, Any]], None]) -> None:
         self._emit = emit
@@ -100,6 +101,19 @@ class _ProgressBridge(RunObserver):
                 "warning",
                 {"message": f"tool {call.name!r} returned an error result", "tool": call.name},
             )
+
+
+def _ignore(error: BudgetExceededError) -> None:
+    return None
+
+
+def _budget_event(
+    emit: Callable[[str, dict[str, Any]], None],
+) -> Callable[[BudgetExceededError], None]:
+    def exceeded(error: BudgetExceededError) -> None:
+        emit("budget_exceeded", {"kind": error.kind, "limit": error.limit, "used": error.used})
+
+    return exceeded
 
 
 @attrs.frozen
@@ -170,6 +184,10 @@ class OpenMultiAgent:
         self._plugins = plugins
         self._tracer_provider = tracer_provider
         self._tracer_cache: Any | None = None
+        self._observers_host: PluginHost | None = None
+        self._observers_impls: list[Any] = []
+        self._observers_cache: list[ProgressObserver] = []
+        self._observers_for: ProgressObserver | None = None
         self._progress = ProgressDispatcher(observer_timeout)
         self._evaluating = evaluation is not None
         self.evaluation = Evaluator(evaluation or OnlineEvaluationConfig(), plugins)
@@ -294,7 +312,7 @@ class OpenMultiAgent:
             agent=agent,
             input=checked,
             task=task,
-            run_id=run_id if run_id is not None else uuid.uuid4().hex,
+            run_id=run_id if run_id is not None else os.urandom(16).hex(),
             metadata=_copy_metadata(metadata),
             retry=policy,
             budgets=tuple(budgets),
@@ -313,21 +331,30 @@ class OpenMultiAgent:
         return self._plugins
 
     def _observers(self) -> list[ProgressObserver]:
-        observers: list[ProgressObserver] = []
-        if self.on_progress is not None:
-            observers.append(self.on_progress)
+        """``on_progress`` then the ``oma_progress`` hooks; rebuilt only when the hooks change
+        (a plugin registered or unregistered), so a run without observers pays a list compare."""
         try:
-            observers.extend(self._host().hook_calls("oma_progress"))
+            host = self._host()
+            impls = host.pm.hook.oma_progress.get_hookimpls()
+            if (
+                host is not self._observers_host
+                or impls != self._observers_impls
+                or self.on_progress is not self._observers_for
+            ):
+                hooks: list[ProgressObserver] = list(host.hook_calls("oma_progress"))
+                self._observers_host, self._observers_impls = host, list(impls)
+                self._observers_for = self.on_progress
+                self._observers_cache = [self.on_progress, *hooks] if self.on_progress else hooks
         except Exception as error:  # a broken plugin host must not break runs
             _log.warning("could not list oma_progress hooks: %s", type(error).__name__)
-        return observers
+            self._observers_host = None
+            return [self.on_progress] if self.on_progress is not None else []
+        return self._observers_cache
 
     def _tracer(self) -> Any | None:
         # Once a real tracer exists it is kept: OpenTelemetry's global provider is set once.
         if self._tracer_cache is not None:
             return self._tracer_cache
-        from .tracing import get_tracer
-
         try:
             self._tracer_cache = get_tracer(self._tracer_provider)
         except Exception as error:  # tracing is never worth failing a run for
@@ -339,45 +366,33 @@ class OpenMultiAgent:
         name = agent.config.name
         observers = self._observers()
         pending: list[asyncio.Task[None]] = []
-
-        def emit(kind: str, data: dict[str, Any]) -> None:
-            if observers:
-                event = ProgressEvent(kind, name, task, data, run_id)
-                dispatch(event, observers, pending)
-
-        task, run_id, dispatch = run.task, run.run_id, self._progress.emit
-
-        if isinstance(run.input, str):
-            emit("agent_start", {"prompt": run.input})
-        else:
-            emit("agent_start", {"messages": run.input})
+        emit: Callable[[str, dict[str, Any]], None] | None = None
+        if observers:
+            emit = self._progress.emitter(observers, pending, name, run.task, run.run_id)
+            if isinstance(run.input, str):
+                emit("agent_start", {"prompt": run.input})
+            else:
+                emit("agent_start", {"messages": run.input})
 
         trace = self._start_trace(run)
         run_observers: list[RunObserver] = []
+        budgets: BudgetObserver | None = None
         if trace is not None:
             run_observers.append(trace.closer())
         if run.budgets:
-
-            def exceeded(error: BudgetExceededError) -> None:
-                emit(
-                    "budget_exceeded",
-                    {"kind": error.kind, "limit": error.limit, "used": error.used},
-                )
-
-            run_observers.append(
-                BudgetObserver(
-                    run.budgets,
-                    estimate_cost=self.estimate_cost,
-                    context=CostContext(
-                        agent=name,
-                        provider=_provider_name(agent.config),
-                        model=agent.config.model,
-                        run_id=run.run_id,
-                    ),
-                    on_exceeded=exceeded,
-                )
+            budgets = BudgetObserver(
+                run.budgets,
+                estimate_cost=self.estimate_cost,
+                context=CostContext(
+                    agent=name,
+                    provider=_provider_name(agent.config),
+                    model=agent.config.model,
+                    run_id=run.run_id,
+                ),
+                on_exceeded=_ignore if emit is None else _budget_event(emit),
             )
-        if observers:
+            run_observers.append(budgets)
+        if emit is not None:
             run_observers.append(_ProgressBridge(emit))
         if trace is not None:
             run_observers.append(trace)
@@ -388,26 +403,28 @@ class OpenMultiAgent:
             observers=tuple(run_observers),
             run_id=run.run_id,
         )
-        _log.debug("run %s of agent %r started", run.run_id, name)
         try:
             result = await self._run_traced(agent, run, controls, trace)
+            await _close(agent)
         except BaseException as error:
-            # Cancelled from outside (or a bug): close what the run opened, then propagate.
+            # Cancelled from outside (or a bug): charge the call that was cut short, close
+            # what the run opened, then propagate.
+            if budgets is not None:
+                budgets.charge_in_flight()
             if trace is not None:
                 trace.finish(None, None if isinstance(error, asyncio.CancelledError) else error)
             await ProgressDispatcher.cancel(pending)
             await _close(agent)
             raise
-        await _close(agent)
         failure = result.status.error
         if failure is not None:
             scrubbed = redact_error(failure)
             if scrubbed is not failure:
                 result = attrs.evolve(result, status=RunStatus(result.status.code, scrubbed))
-            emit("error", {"error": scrubbed, "code": result.status.code})
+            if emit is not None:
+                emit("error", {"error": scrubbed, "code": result.status.code})
         if trace is not None:
             trace.finish(result)
-        _log.debug("run %s of agent %r ended: %s", run.run_id, name, result.status.code)
         if self._evaluating:
             self.evaluation.submit(
                 run.input,
@@ -417,17 +434,18 @@ class OpenMultiAgent:
                 status=result.status.code,
                 agent=name,
             )
-        emit(
-            "agent_complete",
-            {
-                "success": result.success,
-                "output": result.output,
-                "usage": result.usage,
-                "status": result.status.code,
-            },
-        )
-        if pending:
-            await self._progress.drain(pending)
+        if emit is not None:
+            emit(
+                "agent_complete",
+                {
+                    "success": result.success,
+                    "output": result.output,
+                    "usage": result.usage,
+                    "status": result.status.code,
+                },
+            )
+            if pending:
+                await self._progress.drain(pending)
         return result
 
     def _start_trace(self, run: _Prepared) -> RunTrace | None:

@@ -83,6 +83,41 @@ class ProgressDispatcher:
         self.timeout = timeout
         self.stats = ProgressStats()
 
+    def emitter(
+        self,
+        observers: Sequence[ProgressObserver],
+        pending: list[asyncio.Task[None]],
+        agent: str | None,
+        task: str | None,
+        run_id: str | None,
+    ) -> Callable[[str, dict[str, Any]], None]:
+        """``emit(type, data)`` for one run: builds the event and delivers it like ``emit``.
+
+        With a single observer (the common case) the event goes straight to it: no copy is
+        needed and no extra call is paid on the run's path.
+        """
+        if len(observers) != 1:
+
+            def emit_all(kind: str, data: dict[str, Any]) -> None:
+                self.emit(ProgressEvent(kind, agent, task, data, run_id), observers, pending)
+
+            return emit_all
+        observer = observers[0]
+        stats = self.stats
+
+        def emit_one(kind: str, data: dict[str, Any]) -> None:
+            try:
+                outcome = observer(ProgressEvent(kind, agent, task, data, run_id))
+            except (Exception, asyncio.CancelledError) as error:
+                self._failed(observer, error)
+                return
+            if outcome is None:
+                stats.delivered += 1
+            else:
+                self._settle(observer, outcome, pending)
+
+        return emit_one
+
     def emit(
         self,
         event: ProgressEvent,
@@ -98,7 +133,7 @@ class ProgressDispatcher:
             observer = observers[0]
             try:
                 outcome = observer(event)
-            except Exception as error:
+            except (Exception, asyncio.CancelledError) as error:
                 self._failed(observer, error)
                 return
             if outcome is None:
@@ -119,7 +154,7 @@ class ProgressDispatcher:
     ) -> None:
         try:
             outcome = observer(event)
-        except Exception as error:
+        except (Exception, asyncio.CancelledError) as error:
             self._failed(observer, error)
             return
         self._settle(observer, outcome, pending)
@@ -145,8 +180,10 @@ class ProgressDispatcher:
         except TimeoutError:
             self.stats.timed_out += 1
             _log.warning("progress observer %s timed out after %s s", _name(observer), self.timeout)
-        except asyncio.CancelledError:
-            raise
+        except asyncio.CancelledError as error:
+            if _being_cancelled():
+                raise
+            self._failed(observer, error)  # the observer raised it itself: its own failure
         except Exception as error:
             self._failed(observer, error)
         else:
@@ -175,10 +212,16 @@ class ProgressDispatcher:
         if batch:
             await asyncio.gather(*batch, return_exceptions=True)
 
-    def _failed(self, observer: ProgressObserver, error: Exception) -> None:
+    def _failed(self, observer: ProgressObserver, error: BaseException) -> None:
         self.stats.failed += 1
         # The type only: an observer's error text may quote the event, i.e. the input.
         _log.warning("progress observer %s raised %s", _name(observer), type(error).__name__)
+
+
+def _being_cancelled() -> bool:
+    """Whether the running task was asked to stop (as opposed to code raising CancelledError)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _name(observer: object) -> str:

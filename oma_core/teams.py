@@ -41,12 +41,16 @@ def _check_team(team: Team, attribute: object, agents: tuple[AgentConfig, ...]) 
         raise ValueError(f"agent names in a team must be unique; repeated: {duplicates}")
 
 
+def _configs(agents: Iterable[AgentConfig]) -> tuple[AgentConfig, ...]:
+    return tuple(agents)  # typed, so that Team("t", [config]) type-checks
+
+
 @attrs.frozen
 class Team:
     """Named agents (``AgentConfig``s) that run tasks, at most ``max_concurrency`` at once."""
 
     name: str
-    agents: tuple[AgentConfig, ...] = attrs.field(converter=tuple, validator=_check_team)
+    agents: tuple[AgentConfig, ...] = attrs.field(converter=_configs, validator=_check_team)
     max_concurrency: int = attrs.field(default=4, validator=attrs.validators.ge(1))
 
     def agent(self, name: str) -> AgentConfig:
@@ -56,18 +60,32 @@ class Team:
         raise KeyError(name)
 
 
+def _titles(value: Iterable[str] | str) -> tuple[str, ...]:
+    # A lone title is one dependency, not one per character.
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 @attrs.frozen
 class TaskSpec:
     """One task: text for its assignee, the titles it waits for, and how often to retry it.
 
-    With ``assignee=None`` the team's agents take unassigned tasks in turn.
+    Descriptions are text (``TypeError`` otherwise). With ``assignee=None`` the team's agents
+    take unassigned tasks in turn. ``max_retries`` re-runs a failed task as a whole.
     """
 
-    title: str
-    description: str
-    assignee: str | None = None
-    depends_on: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    max_retries: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    title: str = attrs.field(validator=attrs.validators.instance_of(str))
+    description: str = attrs.field(validator=attrs.validators.instance_of(str))
+    assignee: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )
+    depends_on: tuple[str, ...] = attrs.field(
+        default=(),
+        converter=_titles,
+        validator=attrs.validators.deep_iterable(attrs.validators.instance_of(str)),
+    )
+    max_retries: int = attrs.field(
+        default=0, validator=[attrs.validators.instance_of(int), attrs.validators.ge(0)]
+    )
 
 
 @attrs.define

@@ -15,6 +15,7 @@ application configures a tracer provider (or passes one): the API alone is a no-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._controls import RunObserver
@@ -29,6 +30,10 @@ __all__ = ["RunTrace", "get_tracer"]
 
 _INSTRUMENTATION = "oma_core"
 
+# Filled on first use (``get_tracer`` runs for every orchestrated run, so it stays cheap).
+_placeholders: tuple[type, ...] = ()
+_global_provider: Callable[[], Any] | None = None
+
 
 def get_tracer(tracer_provider: Any | None) -> Any | None:
     """A tracer from ``tracer_provider``, or from the global provider once one is configured.
@@ -36,11 +41,15 @@ def get_tracer(tracer_provider: Any | None) -> Any | None:
     Returns None while the global provider is still OpenTelemetry's placeholder, so an
     application that never configured tracing pays nothing per run.
     """
-    from opentelemetry import trace
+    global _placeholders, _global_provider
+    if _global_provider is None:
+        from opentelemetry import trace
 
+        _placeholders = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+        _global_provider = trace.get_tracer_provider
     if tracer_provider is None:
-        tracer_provider = trace.get_tracer_provider()
-        if isinstance(tracer_provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        tracer_provider = _global_provider()
+        if isinstance(tracer_provider, _placeholders):
             return None
     from . import __version__
 

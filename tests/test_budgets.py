@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from oma_core.budgets import Budget, BudgetObserver, CostContext
-from oma_core.errors import BudgetExceededError
+from oma_core.errors import BudgetExceededError, ProviderError
 from oma_core.messages import LLMMessage, TextBlock
 from oma_core.providers import ProviderRequest, Usage
 
@@ -79,7 +79,9 @@ def test_a_stream_cut_short_is_charged_its_partial_text() -> None:
 def test_a_call_refused_before_any_output_costs_nothing() -> None:
     budget = Budget(max_tokens=100)
     observer, _ = _observer(budget)
-    observer.after_call(REQUEST, Usage(), error=RuntimeError("429"), partial_text="")
+    observer.after_call(
+        REQUEST, Usage(), error=ProviderError("rate limited", status_code=429), partial_text=""
+    )
     assert budget.used_tokens == 0
 
 

@@ -167,3 +167,38 @@ async def test_a_call_stopped_by_a_budget_still_ends_its_span_with_usage(
     assert "error.type" not in attributes
     assert (run.attributes or {})["oma.status"] == "budget_exhausted"
     assert run.status.status_code is StatusCode.ERROR
+
+
+async def test_a_cancelled_run_ends_its_spans(exporter: InMemorySpanExporter) -> None:
+    import asyncio
+
+    from oma_core.testing import Delayed
+
+    provider = ScriptedProvider([Delayed(10, "late")])
+    task = asyncio.ensure_future(
+        _oma(exporter).run_agent(AgentConfig("a", provider=provider, model="m"), "hi")
+    )
+    await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    spans = exporter.get_finished_spans()
+    (run,) = _by_name(spans, "invoke_agent")
+    (chat,) = _by_name(spans, "chat")
+    assert (run.attributes or {})["error.type"] == "cancelled"
+    assert (chat.attributes or {})["error.type"] == "cancelled"
+    assert run.end_time is not None and chat.end_time is not None
+
+
+async def test_the_run_span_carries_provider_model_and_usage(
+    exporter: InMemorySpanExporter,
+) -> None:
+    provider = ScriptedProvider(["fine"])
+    result = await _oma(exporter).run_agent(AgentConfig("a", provider=provider, model="m-2"), "hi")
+    (run,) = _by_name(exporter.get_finished_spans(), "invoke_agent")
+    attributes = run.attributes or {}
+    assert attributes["gen_ai.provider.name"] == "scripted"
+    assert attributes["gen_ai.request.model"] == "m-2"
+    assert attributes["gen_ai.usage.input_tokens"] == result.usage.input_tokens
+    assert attributes["gen_ai.usage.output_tokens"] == result.usage.output_tokens
+    assert attributes["oma.status"] == "ok"
