@@ -52,6 +52,23 @@ __all__ = ["ModelTarget", "Run", "RunInput"]
 
 T = TypeVar("T")
 
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value) if math.isfinite(value) and value >= 0 else 0
+
+
+def _reported(usage: object) -> Usage:
+    """The usage a provider reported, with missing, negative or non-numeric counts as 0.
+
+    Observers (budgets) still receive the raw value and charge an estimate for bad counts.
+    """
+    return Usage(
+        _count(getattr(usage, "input_tokens", 0)), _count(getattr(usage, "output_tokens", 0))
+    )
+
+
 #: Checked input: a str (one user text message) or validated messages.
 RunInput = str | tuple[LLMMessage, ...]
 
@@ -227,7 +244,7 @@ class Run:
                     observer.after_call(attempt, Usage(), error=exc, partial_text="")
                 retry = await self._before_retry(exc, retry)
                 continue
-            self.usage = self.usage + response.usage
+            self.usage = self.usage + _reported(response.usage)
             for observer in observers:
                 on_response = getattr(observer, "on_response", None)  # the finish reason, for spans
                 if on_response is not None:
@@ -300,7 +317,7 @@ class Run:
                 retry = await self._before_retry(exc, retry)
                 continue
             assert response is not None
-            self.usage = self.usage + response.usage
+            self.usage = self.usage + _reported(response.usage)
             for observer in observers:
                 on_response = getattr(observer, "on_response", None)  # the finish reason, for spans
                 if on_response is not None:
@@ -382,7 +399,7 @@ class Run:
                         yield StreamEvent("tool_result", _backend_tool_result(event))
                 elif isinstance(event, BackendResult):
                     output = event.output if event.output or not parts else "".join(parts)
-                    self.usage = self.usage + event.usage
+                    self.usage = self.usage + _reported(event.usage)
                     self.output = output
                     self.produced.append(LLMMessage("assistant", (TextBlock(output),)))
                     return

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 import attrs
 
 from ._controls import RunControls
+from ._pool import ProviderPool
 from ._runner import ModelTarget, Run, RunInput
 from .before_run import BeforeRunContext, NamedHook
 from .capabilities import Capabilities
@@ -101,12 +102,16 @@ class Agent:
     The provider (or backend) object is created on first use and closed by ``aclose`` or
     ``async with``; a provider object passed in the config belongs to the caller and is not
     closed. ``plugins`` is the ``PluginHost`` to find providers, backends and ``before_run``
-    hooks in (the process-wide one by default).
+    hooks in (the process-wide one by default). ``provider_pool`` (used by ``OpenMultiAgent``)
+    lends the agent a shared provider instead of creating one; the pool owns and closes it.
     """
 
-    def __init__(self, config: AgentConfig, *, plugins: Any = None) -> None:
+    def __init__(
+        self, config: AgentConfig, *, plugins: Any = None, provider_pool: ProviderPool | None = None
+    ) -> None:
         self.config = config
         self._plugins = plugins
+        self._pool = provider_pool
         self._history: tuple[LLMMessage, ...] = load_messages(config.history, allow_empty=True)
         tools: dict[str, Tool] = {}
         for item in config.tools:
@@ -120,7 +125,7 @@ class Agent:
         self._owns_provider = False
         self._target: ModelTarget | None = None
         self._backend: Any = None
-        self._lock = asyncio.Lock()
+        self._lock: asyncio.Lock | None = None  # made in the loop that first prompts
         self._lock_loop: asyncio.AbstractEventLoop | None = None
 
     # -- the public API --------------------------------------------------------------------
@@ -267,7 +272,7 @@ class Agent:
     def _prompt_lock(self) -> asyncio.Lock:
         """The lock of the running event loop (``prompt_sync`` runs each call in a new loop)."""
         loop = asyncio.get_running_loop()
-        if self._lock_loop is not loop:
+        if self._lock is None or self._lock_loop is not loop:
             self._lock, self._lock_loop = asyncio.Lock(), loop
         return self._lock
 
@@ -324,11 +329,12 @@ class Agent:
         if isinstance(config.provider, str):
             spec = self._host().provider_spec(config.provider)
             settings = ProviderSettings(config.base_url, config.api_key, config.provider_options)
-            provider = spec.factory(settings)
+            pool = self._pool if spec.shared else None
+            provider = spec.factory(settings) if pool is None else pool.get(spec, settings)
             capabilities = spec.capabilities
             display_name = spec.display_name
             model = config.model or spec.default_model
-            self._owns_provider = True
+            self._owns_provider = pool is None
         else:
             provider = config.provider
             declared = getattr(provider, "capabilities", None)

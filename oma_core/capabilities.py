@@ -145,7 +145,9 @@ class ProviderSpec:
     """A provider a plugin offers, returned from ``oma_register_providers``.
 
     ``factory`` is called on first use with the agent's ``ProviderSettings``; it is where the
-    plugin imports its SDK, so that loading plugins imports none.
+    plugin imports its SDK, so that loading plugins imports none. ``shared`` says one instance
+    may serve many runs at once (a stateless SDK client): ``OpenMultiAgent`` then keeps one per
+    event loop and settings instead of building a client and connection pool for every run.
     """
 
     name: str
@@ -156,6 +158,7 @@ class ProviderSpec:
     default_model: str | None = None
     default_base_url: str | None = None
     api_key_env: str | None = None
+    shared: bool = False
 
 
 @attrs.frozen

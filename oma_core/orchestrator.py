@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._controls import RunControls, RunObserver
+from ._pool import ProviderPool
 from .agent import Agent, AgentConfig, RunResult, RunStatus
 from .budgets import Budget, BudgetObserver, CostContext, CostEstimator
 from .errors import BudgetExceededError
@@ -182,6 +183,7 @@ class OpenMultiAgent:
             max_retries=max_retries, delay=retry_delay, backoff=retry_backoff
         )
         self._plugins = plugins
+        self._providers = ProviderPool()
         self._tracer_provider = tracer_provider
         self._tracer_cache: Any | None = None
         self._observers_host: PluginHost | None = None
@@ -255,6 +257,24 @@ class OpenMultiAgent:
             emit=self._emit_team,
         )
 
+    async def aclose(self) -> None:
+        """Score the queued evaluation cases, then close the provider clients runs shared.
+
+        Runs reuse one provider (SDK client and connection pool) per event loop and settings;
+        call this (or use ``async with OpenMultiAgent(...)``) before the loop ends. The object
+        stays usable: later runs make new providers.
+        """
+        try:
+            await self.evaluation.flush()
+        finally:
+            await self._providers.aclose()
+
+    async def __aenter__(self) -> OpenMultiAgent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     def progress_stats(self) -> ProgressStats:
         """How progress delivery went: events delivered, observers that failed or timed out."""
         return attrs.evolve(self._progress.stats)
@@ -282,7 +302,7 @@ class OpenMultiAgent:
     ) -> _Prepared:
         if not isinstance(config, AgentConfig):
             raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
-        agent = Agent(config, plugins=self._plugins)
+        agent = Agent(config, plugins=self._plugins, provider_pool=self._providers)
         checked = agent._check_input(input)
         if run_id is not None and not isinstance(run_id, str):
             raise TypeError(f"run_id must be a str, got {type(run_id).__name__}")

@@ -515,3 +515,20 @@ async def test_a_provider_without_complete_can_still_be_run(host: PluginHost) ->
 def test_a_provider_that_is_neither_name_nor_provider_is_refused() -> None:
     with pytest.raises(TypeError, match="provider"):
         AgentConfig(name="a", provider=42)
+
+
+@pytest.mark.parametrize("bad", [None, -5, float("nan"), "12", True])
+async def test_a_provider_reporting_bad_usage_counts_does_not_fail_the_run(bad: object) -> None:
+    """Usage counts that are missing, negative or not numbers count as 0 in the result."""
+    class Sloppy:
+        name = display_name = "sloppy"
+
+        async def complete(self, request: object) -> ProviderResponse:
+            usage = Usage.__new__(Usage)
+            object.__setattr__(usage, "input_tokens", bad)
+            object.__setattr__(usage, "output_tokens", 7)
+            return ProviderResponse(LLMMessage("assistant", (TextBlock("ok"),)), usage=usage)
+
+    result = await Agent(AgentConfig(name="a", provider=Sloppy())).run("hi")
+    assert result.success, result.status.error
+    assert result.usage == Usage(0, 7)

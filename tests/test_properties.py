@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -232,4 +233,5 @@ def test_accepted_urls_are_absolute_http_urls_with_a_host(text: str) -> None:
         assert scheme.lower() in ("http", "https")
         assert rest and rest[0] not in "/?#"
         assert not any(c.isspace() or c == "\\" for c in url)
-        assert "@" not in rest.split("/")[0]
+        authority = re.split(r"[/?#]", rest, maxsplit=1)[0]  # the authority ends at / ? or #
+        assert "@" not in authority

@@ -197,5 +197,6 @@ def oma_register_providers() -> list[ProviderSpec]:
             factory=EchoProvider,
             capabilities=Capabilities.everything(),
             description="Offline: answers with a description of the request it received.",
+            shared=True,
         )
     ]
