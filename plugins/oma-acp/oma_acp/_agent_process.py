@@ -1,0 +1,140 @@
+"""One running ACP agent: its process group, its connection, its stderr, and how it ended."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import cast
+
+from acp import PROTOCOL_VERSION, Client
+from acp.client.connection import ClientSideConnection
+from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+
+from oma_core.errors import BackendError
+
+from ._client import OmaClient
+from ._options import AcpOptions
+from ._posix import (
+    StderrTail,
+    child_environment,
+    configured_values,
+    describe_exit,
+    stop_process_group,
+    wait_exit,
+)
+from ._transport import LineTransport
+
+__all__ = ["AgentProcess"]
+
+
+class AgentProcess:
+    """A started agent. ``usable`` turns False for good once it dies, misbehaves or is
+    stopped: a dead connection is never reused."""
+
+    def __init__(self, options: AcpOptions, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None and process.stdin is not None
+        assert process.stderr is not None
+        self.options = options
+        self.process = process
+        self.transport = LineTransport(process.stdout, process.stdin, options.max_message_bytes)
+        self.client = OmaClient(options)
+        # OmaClient implements the methods of acp's Client protocol that oma offers, not all.
+        self.connection = ClientSideConnection(cast(Client, self.client), self.transport)
+        self.broken = False
+        self._stderr = StderrTail(options.max_stderr_bytes)
+        self._stderr_task = asyncio.create_task(self._stderr.drain(process.stderr))
+        self._watcher = asyncio.create_task(self._watch())
+
+    @classmethod
+    async def start(cls, options: AcpOptions) -> AgentProcess:
+        name = os.path.basename(options.command)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                options.command,
+                *options.args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=child_environment(options.env),
+                cwd=options.cwd,
+                start_new_session=True,
+                limit=options.max_message_bytes + 2,
+            )
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise BackendError(
+                f"acp backend: cannot start {name!r}: {reason}", backend="acp"
+            ) from None
+        return cls(options, process)
+
+    async def initialize(self) -> None:
+        fs = self.options.fs
+        await self.connection.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(
+                    read_text_file=fs != "none", write_text_file=fs == "read-write"
+                ),
+                terminal=False,
+            ),
+            client_info=Implementation(name="oma", version="0.1.0"),
+        )
+
+    @property
+    def usable(self) -> bool:
+        return (
+            not self.broken
+            and self.process.returncode is None
+            and not self.transport.ended.is_set()
+        )
+
+    async def failure(self, during: str) -> BackendError:
+        """The error for a connection that broke ``during`` something; stops the agent."""
+        self.broken = True
+        grace = self.options.kill_grace
+        if self.transport.failure is None and self.process.returncode is None:
+            await wait_exit(self.process, max(grace, 0.5))
+        returncode = self.process.returncode
+        await self.stop()
+        tail = self._stderr.text(configured_values(self.options.env))
+        exit_code = signal_number = None
+        if self.transport.failure is not None:
+            message = f"acp backend: {self.transport.failure}; the agent was stopped"
+        elif returncode is not None:
+            how, exit_code, signal_number = describe_exit(returncode)
+            message = f"acp backend: the agent {how} during {during}"
+        else:
+            message = f"acp backend: the agent closed the connection during {during}"
+        if tail:
+            message += f"; stderr ends with: {tail[-500:]}"
+        return BackendError(
+            message,
+            backend="acp",
+            exit_code=exit_code,
+            signal=signal_number,
+            stderr_tail=tail or None,
+        )
+
+    async def stop(self) -> None:
+        """Close the connection (stdin EOF), stop the process group and reap it."""
+        self.broken = True
+        try:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.connection.close(), 1.0)
+        finally:
+            await stop_process_group(self.process, self.options.kill_grace)
+            # Both end by themselves once the process is gone (unless a grandchild that left
+            # the group still holds stderr open): give them a moment, then cancel.
+            tasks = (self._stderr_task, self._watcher)
+            await asyncio.wait(tasks, timeout=1.0)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _watch(self) -> None:
+        """When the process ends, fail every request still waiting on it, at once."""
+        await wait_exit(self.process, None, interval=0.2)
+        self.broken = True
+        with contextlib.suppress(Exception):
+            await self.connection.close()

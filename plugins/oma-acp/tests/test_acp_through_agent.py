@@ -1,0 +1,127 @@
+"""The ACP backend end to end: a real ACP agent through Agent.run/stream/prompt and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oma_core import Agent, AgentConfig, ToolResultBlock, ToolUseBlock, image_url
+from oma_core.errors import BackendError, InvalidMessageError
+
+AGENT = str(Path(__file__).with_name("acp_agent.py"))
+
+
+def _agent(tmp_path: Path, system_prompt: str | None = None, **options: Any) -> Agent:
+    backend = {
+        "kind": "acp",
+        "command": sys.executable,
+        "args": [AGENT],
+        "cwd": str(tmp_path),
+        "kill_grace": 5.0,
+        **options,
+    }
+    return Agent(AgentConfig(name="acp", system_prompt=system_prompt, backend=backend))
+
+
+async def test_run_returns_the_agent_message(tmp_path: Path) -> None:
+    async with _agent(tmp_path) as agent:
+        result = await agent.run("stream")
+    assert result.success, result.status
+    assert result.output == "Hello, world"
+
+
+async def test_stream_maps_reasoning_text_and_tool_events(tmp_path: Path) -> None:
+    async with _agent(tmp_path, permission="allow") as agent:
+        events = [event async for event in agent.stream("tool")]
+        thoughts = [event async for event in agent.stream("stream")]
+    kinds = [e.type for e in events]
+    assert kinds[:3] == ["tool_use", "tool_result", "text"] and kinds[-1] == "done"
+    assert isinstance(events[0].data, ToolUseBlock) and events[0].data.id == "call-1"
+    assert isinstance(events[1].data, ToolResultBlock) and not events[1].data.is_error
+    assert [e.data for e in thoughts if e.type == "reasoning"] == ["thinking"]
+
+
+async def test_prompt_turns_share_one_session_and_the_system_prompt_goes_first_only(
+    tmp_path: Path,
+) -> None:
+    async with _agent(tmp_path, system_prompt="SYS") as agent:
+        first = json.loads((await agent.prompt("echo")).output)
+        second = json.loads((await agent.prompt("echo")).output)
+        fresh = json.loads((await agent.run("echo")).output)
+    assert (first["text"], first["turn"]) == ("SYS\n\necho", 1)
+    assert (second["text"], second["turn"]) == ("echo", 2)
+    assert second["session"] == first["session"]
+    assert fresh["text"] == "SYS\n\necho" and fresh["session"] != first["session"]
+    assert [m.role for m in agent.get_history()] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_structured_input_is_refused_before_the_agent_starts(tmp_path: Path) -> None:
+    log = tmp_path / "spawns.txt"
+    async with _agent(tmp_path, env={"SPAWN_LOG": str(log)}) as agent:
+        image = image_url("https://example.com/cat.png")
+        structured = [{"role": "user", "content": [image, {"type": "text", "text": "hi"}]}]
+        with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
+            await agent.run(structured)
+        with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
+            agent.stream(structured)
+        with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
+            await agent.prompt([image])
+        assert not log.exists()
+        assert (await agent.run("stream")).success
+    assert log.read_text().count("spawned") == 1
+
+
+async def test_cancelling_agent_run_cancels_the_turn_and_keeps_the_agent(tmp_path: Path) -> None:
+    async with _agent(tmp_path) as agent:
+        pid = json.loads((await agent.run("pid")).output)["pid"]
+        task = asyncio.ensure_future(agent.run("sleep"))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert json.loads((await agent.run("pid")).output)["pid"] == pid
+
+
+async def test_a_crash_fails_the_run_and_the_next_run_gets_a_fresh_agent(tmp_path: Path) -> None:
+    async with _agent(tmp_path) as agent:
+        failed = await agent.run("crash")
+        assert not failed.success and failed.status.code == "error"
+        assert isinstance(failed.status.error, BackendError)
+        assert failed.status.error.exit_code == 3
+        assert (await agent.run("stream")).output == "Hello, world"
+
+
+async def test_agent_aclose_stops_the_agent_process_group(tmp_path: Path) -> None:
+    agent = _agent(tmp_path)
+    pid = json.loads((await agent.run("pid")).output)["pid"]
+    await agent.aclose()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+
+
+def test_the_cli_runs_an_acp_backend(tmp_path: Path) -> None:
+    command = [
+        sys.executable, "-c", "from oma_core.cli import main; main()",
+        "run", "--backend", "acp", "--command", sys.executable, f"--arg={AGENT}", "stream",
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Hello, world" in done.stdout
+
+
+def test_oma_plugins_lists_the_acp_backend_as_text_only() -> None:
+    command = [sys.executable, "-c", "from oma_core.cli import main; main()", "plugins", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    backend = json.loads(done.stdout)["backends"]["acp"]
+    assert backend["text_only"] is True
+    assert backend["plugin"] == "acp" and backend["display_name"] == "ACP agent"

@@ -1,0 +1,212 @@
+"""The process backend: one fresh subprocess per run, prompt in, stdout streamed out.
+
+The command runs without a shell, in its own process group, with an allow-listed
+environment. stdout and stderr are drained concurrently (a chatty child never deadlocks on a
+full pipe); a timeout, a cancellation or too much output stops the whole group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from oma_core.backends import BackendEvent, BackendRequest, BackendResult
+from oma_core.errors import BackendError, RunTimeoutError
+from oma_core.providers import TextDelta
+
+from ._options import ProcessOptions
+from ._posix import (
+    StderrTail,
+    child_environment,
+    configured_values,
+    describe_exit,
+    stop_process_group,
+    wait_exit,
+)
+
+__all__ = ["ProcessBackend", "compose_prompt"]
+
+_CHUNK = 65536
+
+
+def compose_prompt(request: BackendRequest) -> str:
+    """The text a CLI receives: the system prompt and the user text, joined by a blank line."""
+    if request.system_prompt:
+        return f"{request.system_prompt}\n\n{request.prompt}"
+    return request.prompt
+
+
+class ProcessBackend:
+    """Runs ``command *args`` once per turn. Stateless: ``continue_session`` changes nothing.
+
+    ``spawn_count`` counts the processes started, for callers who want to check that
+    nothing ran.
+    """
+
+    kind = "process"
+    display_name = "Process"
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        self.options = ProcessOptions.from_mapping(options)
+        self.spawn_count = 0
+        self._running: set[asyncio.subprocess.Process] = set()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"ProcessBackend(command={self.options.command!r})"
+
+    async def run(self, request: BackendRequest) -> AsyncIterator[BackendEvent]:
+        """Run one turn; see the module docstring. Closing the generator early stops the child."""
+        if self._closed:
+            raise BackendError("process backend: the backend is closed", backend=self.kind)
+        opts = self.options
+        prompt = compose_prompt(request)
+        argv = [opts.command, *opts.args]
+        if opts.input == "argument":
+            argv.append(prompt)
+        limit = _effective_timeout(opts.timeout, request.timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if limit is None else loop.time() + limit
+        process = await self._spawn(argv)
+        self._running.add(process)
+        stderr = StderrTail(opts.max_stderr_bytes)
+        helpers = [asyncio.create_task(stderr.drain(_stream(process.stderr)))]
+        if opts.input == "stdin":
+            helpers.append(asyncio.create_task(_feed(process, prompt.encode("utf-8"))))
+        leftovers = asyncio.create_task(_stop_leftovers(process, opts.kill_grace))
+        try:
+            stdout = _stream(process.stdout)
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            parts: list[str] = []
+            received = 0
+            while True:
+                chunk = await _before(deadline, stdout.read(_CHUNK), loop)
+                if chunk is None:
+                    raise RunTimeoutError("run", limit or 0.0)
+                received += len(chunk)
+                if received > opts.max_output_bytes:
+                    raise BackendError(
+                        f"process backend: {self._name} wrote more than max_output_bytes="
+                        f"{opts.max_output_bytes} to stdout; the process was stopped",
+                        backend=self.kind,
+                    )
+                text = decoder.decode(chunk, final=not chunk)
+                if text:
+                    parts.append(text)
+                    yield TextDelta(text)
+                if not chunk:
+                    break
+            if not await _before(deadline, wait_exit(process, None), loop):
+                raise RunTimeoutError("run", limit or 0.0)
+            await _before(deadline, asyncio.gather(*helpers, return_exceptions=True), loop)
+            if process.returncode != 0:
+                raise self._failure(process.returncode or 0, stderr)
+            yield BackendResult(output="".join(parts))
+        finally:
+            leftovers.cancel()
+            for task in helpers:
+                task.cancel()
+            if process.stdin is not None:
+                process.stdin.close()
+            try:
+                await stop_process_group(process, opts.kill_grace)
+            finally:
+                await asyncio.gather(leftovers, *helpers, return_exceptions=True)
+                self._running.discard(process)
+
+    async def aclose(self) -> None:
+        """Stop every process a run left running (e.g. a generator that was never closed)."""
+        self._closed = True
+        running = list(self._running)
+        await asyncio.gather(
+            *(stop_process_group(p, self.options.kill_grace) for p in running),
+            return_exceptions=True,
+        )
+
+    @property
+    def _name(self) -> str:
+        return os.path.basename(self.options.command)
+
+    async def _spawn(self, argv: list[str]) -> asyncio.subprocess.Process:
+        opts = self.options
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE
+                if opts.input == "stdin"
+                else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=child_environment(opts.env),
+                cwd=opts.cwd,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, ValueError):
+                reason = "the prompt or an argument contains a NUL byte"
+            raise BackendError(
+                f"process backend: cannot start {self._name!r}: {reason}", backend=self.kind
+            ) from None
+        self.spawn_count += 1
+        return process
+
+    def _failure(self, returncode: int, stderr: StderrTail) -> BackendError:
+        how, exit_code, signal_number = describe_exit(returncode)
+        tail = stderr.text(configured_values(self.options.env))
+        message = f"process backend: {self._name} {how}"
+        if tail:
+            last = tail[-500:]
+            message += f"; stderr ends with: {last}"
+        return BackendError(
+            message,
+            backend=self.kind,
+            exit_code=exit_code,
+            signal=signal_number,
+            stderr_tail=tail,
+        )
+
+
+def _effective_timeout(option: float | None, request: float | None) -> float | None:
+    """The shorter of the backend's own limit and the run's remaining time."""
+    limits = [t for t in (option, request) if t is not None]
+    return min(limits) if limits else None
+
+
+async def _before(deadline: float | None, awaitable: Any, loop: asyncio.AbstractEventLoop) -> Any:
+    """Await ``awaitable`` until ``deadline``; None when the deadline passed first."""
+    if deadline is None:
+        return await awaitable
+    try:
+        return await asyncio.wait_for(awaitable, max(deadline - loop.time(), 0.0))
+    except TimeoutError:
+        return None
+
+
+def _stream(stream: asyncio.StreamReader | None) -> asyncio.StreamReader:
+    assert stream is not None  # created with PIPE
+    return stream
+
+
+async def _stop_leftovers(process: asyncio.subprocess.Process, grace: float) -> None:
+    """Once the command has exited, give what it started ``grace`` seconds, then stop its
+    group: a background child holding stdout open must not keep the run going forever."""
+    await wait_exit(process, None)
+    await asyncio.sleep(grace)
+    await stop_process_group(process, grace)
+
+
+async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write the prompt to stdin and close it; a child that stops reading early is fine."""
+    stdin = process.stdin
+    assert stdin is not None
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stdin.write(data)
+        await stdin.drain()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+        stdin.close()
+        await stdin.wait_closed()

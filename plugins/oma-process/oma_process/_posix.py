@@ -1,0 +1,215 @@
+"""Child processes done safely on POSIX: a clean environment, redacted stderr, group shutdown.
+
+Every child runs in its own session (its own process group), so stopping it means signalling
+the whole group: the CLI and everything it forked. A grandchild that calls ``setsid`` itself
+leaves the group and is out of reach. (oma-process and oma-acp each keep this same module:
+plugins never import each other.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+from collections.abc import Iterable, Mapping
+
+__all__ = [
+    "ALLOWED_ENV",
+    "StderrTail",
+    "child_environment",
+    "configured_values",
+    "describe_exit",
+    "redact",
+    "stop_process_group",
+    "wait_exit",
+]
+
+#: Variables a child inherits from the parent; everything else (API keys, tokens) stays behind.
+ALLOWED_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TERM",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TZ",
+)
+
+_REDACTED = "[REDACTED]"
+_PATTERNS = (
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
+    re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]+"),
+    re.compile(
+        r"(?i)\b([A-Z0-9_\-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_\-]*)"
+        r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
+    ),
+)
+
+
+def child_environment(extra: Mapping[str, str | None]) -> dict[str, str]:
+    """The allow-listed part of ``os.environ`` plus exactly what ``extra`` names.
+
+    A value of None copies that one variable from the parent (when it is set), so a config
+    can pass ``ANTHROPIC_API_KEY`` through without writing the key down.
+    """
+    env = {name: os.environ[name] for name in ALLOWED_ENV if name in os.environ}
+    for name, value in extra.items():
+        if value is None:
+            if name in os.environ:
+                env[name] = os.environ[name]
+        else:
+            env[name] = value
+    return env
+
+
+def configured_values(extra: Mapping[str, str | None]) -> list[str]:
+    """The values the variables named in ``extra`` get in the child: never shown in errors."""
+    values = [os.environ.get(name) if value is None else value for name, value in extra.items()]
+    return [value for value in values if value]
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Blank out what looks like a credential, and every literal value in ``secrets``."""
+    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, _REDACTED)
+    text = _PATTERNS[0].sub(_REDACTED, text)
+    text = _PATTERNS[1].sub(lambda m: f"{m.group(1)} {_REDACTED}", text)
+    return _PATTERNS[2].sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
+
+
+class StderrTail:
+    """Drains a stream, keeping only its last ``limit`` bytes (a chatty child never blocks)."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = max(limit, 0)
+        self._buffer = bytearray()
+        self.truncated = False
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self._buffer += chunk
+            if len(self._buffer) > self._limit:
+                del self._buffer[: len(self._buffer) - self._limit]
+                self.truncated = True
+
+    def text(self, secrets: Iterable[str] = ()) -> str:
+        text = self._buffer.decode("utf-8", errors="replace")
+        if self.truncated:
+            text = "..." + text
+        return redact(text, secrets).strip()
+
+
+def describe_exit(returncode: int) -> tuple[str, int | None, int | None]:
+    """A phrase for how a process ended, with its exit code or signal number."""
+    if returncode < 0:
+        number = -returncode
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"was killed by {name}", None, number
+    return f"exited with code {returncode}", returncode, None
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to the group; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reap_adopted(pgid: int) -> None:
+    """Reap members of the group that became our children (only when we are a subreaper)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        while True:
+            pid, _ = os.waitpid(-pgid, os.WNOHANG)
+            if pid == 0:
+                return
+
+
+async def stop_process_group(process: asyncio.subprocess.Process, grace: float) -> None:
+    """Stop ``process`` and its group: SIGTERM, ``grace`` seconds, then SIGKILL; reap the leader.
+
+    Safe to call on a process that already exited (it then stops what the leader left behind
+    in the group). Runs to completion even if the calling task is cancelled meanwhile.
+    """
+    pgid = process.pid  # start_new_session=True: the leader's pid is the group id
+    try:
+        if _signal_group(pgid, signal.SIGTERM):
+            _signal_group(pgid, signal.SIGCONT)  # a stopped member cannot act on SIGTERM
+            await _wait_group(process, pgid, grace)
+    finally:
+        # Whatever happened above (even a second cancellation), nothing of the group survives.
+        if process.returncode is None or _signal_group(pgid, 0):
+            _signal_group(pgid, signal.SIGKILL)
+        cancelled = False
+        for step in range(3):
+            if step == 0:
+                waiter = _wait_leader(process)
+            elif step == 1:
+                waiter = _wait_group(process, pgid, 1.0)
+            else:
+                waiter = _discard_stdout(process)
+            try:
+                await asyncio.shield(waiter)
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
+
+
+async def wait_exit(
+    process: asyncio.subprocess.Process, within: float | None, interval: float = 0.02
+) -> bool:
+    """Wait until ``process`` has exited; False if ``within`` seconds pass first.
+
+    Unlike ``process.wait()`` (which on Python 3.11 also waits for every pipe to close), this
+    returns as soon as the process itself is gone, even if a child it left holds stdout open.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = None if within is None else loop.time() + within
+    while process.returncode is None:
+        if deadline is not None and loop.time() >= deadline:
+            return False
+        await asyncio.sleep(interval)
+    return True
+
+
+async def _discard_stdout(process: asyncio.subprocess.Process) -> None:
+    """Read stdout to its end, so its pipe (and the subprocess transport) close now."""
+    if process.stdout is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(_read_to_eof(process.stdout), 0.5)
+
+
+async def _read_to_eof(stream: asyncio.StreamReader) -> None:
+    while await stream.read(65536):
+        pass
+
+
+async def _wait_leader(process: asyncio.subprocess.Process) -> None:
+    await wait_exit(process, 5.0)
+
+
+async def _wait_group(process: asyncio.subprocess.Process, pgid: int, within: float) -> None:
+    """Wait until the leader is reaped and the group is empty, or ``within`` seconds pass."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    await wait_exit(process, within)
+    while process.returncode is not None:
+        _reap_adopted(pgid)
+        if not _signal_group(pgid, 0) or loop.time() >= deadline:
+            return
+        await asyncio.sleep(0.02)

@@ -1,0 +1,101 @@
+"""A fake command-line agent for the process backend's tests; the first argument picks a mode.
+
+echo               print {"argv", "env", "stdin", "cwd"} as JSON
+cat                copy stdin to stdout
+chunks             print "alpha", "beta", "gamma" with pauses (and a 2-byte UTF-8 char split)
+flood N            write N bytes to stdout
+stderr-flood N     write N bytes to stderr, then "done" to stdout
+fail CODE TEXT     write TEXT to stderr and exit with CODE
+signal NAME        kill itself with signal NAME
+hang FILE          ignore SIGTERM, fork a grandchild that ignores it too, write both pids and the
+                   group id to FILE, say "ready", then sleep
+sleep SECONDS      sleep (SIGTERM ends it), then print "woke"
+linger FILE        fork a grandchild that keeps stdout open and sleeps, write the group id to
+                   FILE, print "parent done" and exit 0
+count FILE         append a line to FILE (one per spawn), then behave like cat
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+
+def _out(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def main(argv: list[str]) -> int:
+    mode = argv[0] if argv else "echo"
+    if mode == "echo":
+        stdin = sys.stdin.buffer.read().decode("utf-8") if not sys.stdin.closed else ""
+        _out(
+            json.dumps(
+                {"argv": argv, "env": dict(os.environ), "stdin": stdin, "cwd": os.getcwd()}
+            ).encode()
+        )
+    elif mode == "count":
+        with open(argv[1], "a") as handle:
+            handle.write("spawned\n")
+        while chunk := os.read(0, 65536):
+            _out(chunk)
+    elif mode == "cat":
+        while chunk := os.read(0, 65536):
+            _out(chunk)
+    elif mode == "chunks":
+        for piece in (b"alpha ", b"beta ", b"gamma \xc3", b"\xa9"):
+            _out(piece)
+            time.sleep(0.05)
+    elif mode == "flood":
+        remaining = int(argv[1])
+        block = b"x" * 65536
+        while remaining > 0:
+            _out(block[:remaining])
+            remaining -= len(block)
+    elif mode == "stderr-flood":
+        remaining = int(argv[1])
+        block = b"e" * 65535 + b"\n"
+        while remaining > 0:
+            sys.stderr.buffer.write(block[:remaining])
+            remaining -= len(block)
+        sys.stderr.buffer.flush()
+        _out(b"done")
+    elif mode == "fail":
+        sys.stderr.write(argv[2] if len(argv) > 2 else "failed")
+        sys.stderr.flush()
+        return int(argv[1])
+    elif mode == "signal":
+        os.kill(os.getpid(), getattr(signal, argv[1]))
+        time.sleep(5)
+    elif mode == "hang":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        grandchild = os.fork()
+        if grandchild == 0:
+            time.sleep(600)
+            os._exit(0)
+        with open(argv[1], "w") as handle:
+            json.dump({"pid": os.getpid(), "grandchild": grandchild, "pgid": os.getpgid(0)}, handle)
+        _out(b"ready")
+        time.sleep(600)
+    elif mode == "linger":
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+        with open(argv[1], "w") as handle:
+            json.dump({"pgid": os.getpgid(0)}, handle)
+        _out(b"parent done")
+    elif mode == "sleep":
+        time.sleep(float(argv[1]))
+        _out(b"woke")
+    else:
+        sys.stderr.write(f"unknown mode {mode}")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,296 @@
+"""The process backend driven through the Backend interface, with real subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from oma_process import ProcessBackend, oma_register_backends
+
+from oma_core import (
+    BackendError,
+    BackendRequest,
+    BackendResult,
+    BackendSpec,
+    RunTimeoutError,
+    TextDelta,
+)
+
+
+def _output(events: list[Any]) -> str:
+    assert isinstance(events[-1], BackendResult)
+    return str(events[-1].output)
+
+
+def _echo(events: list[Any]) -> dict[str, Any]:
+    return dict(json.loads(_output(events)))
+
+
+def _assert_group_gone(info: dict[str, int]) -> None:
+    with pytest.raises(ProcessLookupError):
+        os.killpg(info["pgid"], 0)
+    with pytest.raises(ChildProcessError):  # the child was reaped: no zombie left
+        os.waitpid(info["pid"], os.WNOHANG)
+
+
+def test_the_plugin_registers_a_text_only_process_backend() -> None:
+    (spec,) = oma_register_backends()
+    assert isinstance(spec, BackendSpec)
+    assert (spec.kind, spec.display_name, spec.text_only) == ("process", "Process", True)
+    backend = spec.factory({"command": "true"})
+    assert (backend.kind, backend.display_name) == ("process", "Process")
+
+
+async def test_prompt_with_shell_metacharacters_arrives_byte_exact_and_runs_nothing(
+    make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pwned"
+    prompt = f"$(touch {marker}); rm -rf ~; | & > < `touch {marker}` \"'\\ * ? ~ \n\t end"
+    events = await collect(make_backend("echo"), prompt)
+    assert _echo(events)["stdin"] == prompt
+    assert not marker.exists()
+
+
+async def test_system_prompt_and_prompt_are_joined_by_a_blank_line(
+    make_backend: Any, collect: Any
+) -> None:
+    events = await collect(make_backend("echo"), "question", system_prompt="be brief")
+    assert _echo(events)["stdin"] == "be brief\n\nquestion"
+
+
+async def test_a_five_mib_prompt_round_trips_through_stdin(make_backend: Any, collect: Any) -> None:
+    prompt = ("0123456789abcdef" * 65536 * 5)[: 5 * 1024 * 1024]
+    events = await collect(make_backend("cat"), prompt)
+    assert _output(events) == prompt
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == prompt
+
+
+async def test_parent_secrets_stay_out_of_the_child_environment(
+    make_backend: Any, collect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-parent-secret-123456")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-parent-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-parent-secret")
+    monkeypatch.setenv("PASSED_THROUGH", "inherited")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    backend = make_backend("echo", env={"MY_SETTING": "42", "PASSED_THROUGH": None})
+    env = _echo(await collect(backend, "hi"))["env"]
+    assert "OPENAI_API_KEY" not in env
+    assert "ANTHROPIC_API_KEY" not in env
+    assert "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["MY_SETTING"] == "42"
+    assert env["PASSED_THROUGH"] == "inherited"
+    assert env["LANG"] == "C.UTF-8"
+    assert env["PATH"] == os.environ["PATH"]
+
+
+async def test_argument_mode_passes_the_prompt_as_the_last_argument(
+    make_backend: Any, collect: Any
+) -> None:
+    prompt = "-rf --flag $(echo hi) ; | >"
+    events = await collect(make_backend("echo", input="argument"), prompt, system_prompt="sys")
+    echoed = _echo(events)
+    assert echoed["argv"] == ["echo", f"sys\n\n{prompt}"]
+    assert echoed["stdin"] == ""
+
+
+async def test_none_mode_sends_nothing(make_backend: Any, collect: Any) -> None:
+    echoed = _echo(await collect(make_backend("echo", input="none"), "secret prompt"))
+    assert echoed["stdin"] == ""
+    assert echoed["argv"] == ["echo"]
+
+
+async def test_cwd_option_sets_the_working_directory(
+    make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    echoed = _echo(await collect(make_backend("echo", cwd=str(tmp_path)), "hi"))
+    assert echoed["cwd"] == str(tmp_path)  # pytest gives tmp_path fully resolved
+
+
+async def test_stdout_streams_as_text_deltas_with_utf8_split_across_chunks(
+    make_backend: Any, collect: Any
+) -> None:
+    events = await collect(make_backend("chunks"), "")
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert len(deltas) >= 2
+    assert "".join(deltas) == "alpha beta gamma \u00e9"
+    assert _output(events) == "alpha beta gamma \u00e9"
+
+
+async def test_non_zero_exit_raises_with_exit_code_and_a_redacted_stderr_tail(
+    make_backend: Any, collect: Any
+) -> None:
+    noise = (
+        "boom: OPENAI_API_KEY=sk-abcdefghijklmnop Authorization: Bearer eyJhbGciOi.x.y "
+        "db_password: hunter2 configured-value-xyz"
+    )
+    backend = make_backend("fail", "3", noise, env={"MY_TOKEN": "configured-value-xyz"})
+    with pytest.raises(BackendError) as caught:
+        await collect(backend, "hi")
+    err = caught.value
+    assert err.exit_code == 3 and err.signal is None
+    assert err.stderr_tail is not None and "boom" in err.stderr_tail
+    for secret in ("sk-abcdefghijklmnop", "eyJhbGciOi", "hunter2", "configured-value-xyz"):
+        assert secret not in str(err)
+        assert secret not in err.stderr_tail
+    assert "exited with code 3" in str(err)
+
+
+async def test_an_inherited_variable_value_is_redacted_from_errors(
+    make_backend: Any, collect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERVICE_CREDENTIAL", "inherited-credential-value")
+    backend = make_backend(
+        "fail", "1", "auth failed for inherited-credential-value", env={"SERVICE_CREDENTIAL": None}
+    )
+    with pytest.raises(BackendError) as caught:
+        await collect(backend, "hi")
+    assert "inherited-credential-value" not in str(caught.value)
+    assert "auth failed for [REDACTED]" in (caught.value.stderr_tail or "")
+
+
+async def test_death_by_signal_is_reported_with_the_signal(make_backend: Any, collect: Any) -> None:
+    with pytest.raises(BackendError) as caught:
+        await collect(make_backend("signal", "SIGKILL"), "hi")
+    assert caught.value.signal == signal.SIGKILL
+    assert caught.value.exit_code is None
+    assert "SIGKILL" in str(caught.value)
+
+
+async def test_a_missing_binary_raises_backend_error(collect: Any, tmp_path: Path) -> None:
+    backend = ProcessBackend({"command": str(tmp_path / "no-such-cli")})
+    with pytest.raises(BackendError, match="cannot start 'no-such-cli'"):
+        await collect(backend, "hi")
+    assert backend.spawn_count == 0
+
+
+async def test_timeout_stops_the_whole_group_and_reaps_the_child(
+    make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    backend = make_backend("hang", str(info_file), timeout=0.8, kill_grace=0.2)
+    with pytest.raises(RunTimeoutError):
+        await collect(backend, "")
+    info = json.loads(info_file.read_text())
+    assert info["pgid"] == info["pid"]
+    _assert_group_gone(info)
+
+
+async def test_a_background_child_holding_stdout_does_not_keep_the_run_going(
+    make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pgid.json"
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    events = await collect(make_backend("linger", str(info_file), kill_grace=0.3), "")
+    assert _output(events) == "parent done"
+    assert loop.time() - started < 10
+    with pytest.raises(ProcessLookupError):
+        os.killpg(json.loads(info_file.read_text())["pgid"], 0)
+
+
+async def test_the_request_timeout_applies_when_shorter(make_backend: Any, collect: Any) -> None:
+    backend = make_backend("sleep", "30", timeout=60)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(RunTimeoutError):
+        await collect(backend, "", timeout=0.5)
+    assert loop.time() - started < 5
+
+
+async def test_closing_the_stream_early_stops_the_process_group(
+    make_backend: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    stream = make_backend("hang", str(info_file), kill_grace=0.2).run(BackendRequest(""))
+    first = await anext(stream)
+    assert first == TextDelta("ready")
+    await stream.aclose()
+    _assert_group_gone(json.loads(info_file.read_text()))
+
+
+async def test_cancelling_the_consuming_task_stops_the_process_group(
+    make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    task = asyncio.create_task(collect(make_backend("hang", str(info_file), kill_grace=0.2)))
+    for _ in range(200):
+        if info_file.exists() and info_file.read_text():
+            break
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    _assert_group_gone(json.loads(info_file.read_text()))
+
+
+async def test_backend_aclose_stops_a_run_left_suspended(make_backend: Any, tmp_path: Path) -> None:
+    info_file = tmp_path / "pids.json"
+    backend = make_backend("hang", str(info_file), kill_grace=0.2)
+    stream = backend.run(BackendRequest(""))
+    assert await anext(stream) == TextDelta("ready")
+    await backend.aclose()
+    _assert_group_gone(json.loads(info_file.read_text()))
+    await stream.aclose()
+    with pytest.raises(BackendError, match="closed"):
+        await anext(backend.run(BackendRequest("")))
+
+
+async def test_a_chatty_stderr_does_not_deadlock_and_its_tail_is_bounded(
+    make_backend: Any, collect: Any
+) -> None:
+    events = await asyncio.wait_for(
+        collect(make_backend("stderr-flood", str(8 * 1024 * 1024), timeout=20)), 30
+    )
+    assert _output(events) == "done"
+
+
+async def test_stderr_tail_keeps_only_the_last_max_stderr_bytes(
+    make_backend: Any, collect: Any
+) -> None:
+    text = "a" * 5000 + "THE END"
+    with pytest.raises(BackendError) as caught:
+        await collect(make_backend("fail", "1", text, max_stderr_bytes=100), "")
+    tail = caught.value.stderr_tail or ""
+    assert tail.endswith("THE END")
+    assert len(tail) <= 110
+
+
+async def test_output_past_the_cap_fails_the_run_and_stops_the_child(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend("flood", str(50 * 1024 * 1024), max_output_bytes=1024 * 1024)
+    with pytest.raises(BackendError, match="max_output_bytes"):
+        await collect(backend, "")
+    assert not backend._running
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"command": ""}, "command"),
+        ({"command": "x", "args": "-p"}, "args"),
+        ({"command": "x", "input": "file"}, "input"),
+        ({"command": "x", "timeout": -1}, "timeout"),
+        ({"command": "x", "comand": "typo"}, "unknown option"),
+        ({"command": "x", "env": {"A": 1}}, "env"),
+    ],
+)
+def test_invalid_options_are_refused_when_the_backend_is_made(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(BackendError, match=message):
+        ProcessBackend(options)
+
+
+async def test_each_run_starts_a_fresh_process(make_backend: Any, collect: Any) -> None:
+    backend = make_backend("echo")
+    first = await collect(backend, "one", continue_session=True)
+    second = await collect(backend, "two", continue_session=True)
+    assert _echo(first)["stdin"] == "one" and _echo(second)["stdin"] == "two"
+    assert backend.spawn_count == 2

@@ -1,0 +1,164 @@
+"""The process backend end to end: through Agent.run/stream/prompt, a team and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oma_core import Agent, AgentConfig, OpenMultiAgent, TaskSpec, Team, image_url
+from oma_core.errors import BackendError, InvalidMessageError
+
+FAKE_CLI = str(Path(__file__).with_name("fake_cli.py"))
+STRUCTURED = [
+    {
+        "role": "user",
+        "content": [
+            image_url("https://example.com/cat.png"),
+            {"type": "text", "text": "What is shown?"},
+        ],
+    }
+]
+
+
+def _agent(*mode: str, system_prompt: str | None = None, **options: Any) -> Agent:
+    backend = {"kind": "process", "command": sys.executable, "args": [FAKE_CLI, *mode]}
+    return Agent(
+        AgentConfig(name="cli", system_prompt=system_prompt, backend={**backend, **options})
+    )
+
+
+async def test_run_sends_the_system_prompt_and_prompt_and_returns_stdout() -> None:
+    async with _agent("cat", system_prompt="You are terse.") as agent:
+        result = await agent.run("Say hi")
+    assert result.success
+    assert result.output == "You are terse.\n\nSay hi"
+    assert [m.role for m in result.messages] == ["assistant"]
+
+
+async def test_stream_yields_text_events_then_done() -> None:
+    async with _agent("chunks") as agent:
+        events = [event async for event in agent.stream("go")]
+    texts = [e.data for e in events if e.type == "text"]
+    assert "".join(texts) == "alpha beta gamma \u00e9"
+    assert events[-1].type == "done" and events[-1].data.success
+
+
+async def test_prompt_turns_append_to_history_and_each_starts_a_fresh_process(
+    tmp_path: Path,
+) -> None:
+    counter = tmp_path / "spawns.txt"
+    async with _agent("count", str(counter)) as agent:
+        first = await agent.prompt("one")
+        second = await agent.prompt("two")
+    assert (first.output, second.output) == ("one", "two")
+    assert [m.role for m in agent.get_history()] == ["user", "assistant", "user", "assistant"]
+    assert counter.read_text().count("spawned") == 2
+
+
+async def test_structured_input_is_refused_before_any_process_starts(tmp_path: Path) -> None:
+    counter = tmp_path / "spawns.txt"
+    async with _agent("count", str(counter)) as agent:
+        with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
+            await agent.run(STRUCTURED)
+        with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
+            agent.stream(STRUCTURED)
+        with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
+            await agent.prompt([image_url("https://example.com/cat.png")])
+        assert not counter.exists()
+        assert (await agent.run("control")).output == "control"
+    assert counter.read_text().count("spawned") == 1
+
+
+async def test_a_failing_command_gives_a_failed_result_with_a_backend_error() -> None:
+    async with _agent("fail", "4", "bad things") as agent:
+        result = await agent.run("hi")
+    assert not result.success
+    assert result.status.code == "error"
+    assert isinstance(result.status.error, BackendError)
+    assert result.status.error.exit_code == 4
+
+
+async def test_the_backend_timeout_ends_the_run_with_status_timeout(tmp_path: Path) -> None:
+    info_file = tmp_path / "pids.json"
+    async with _agent("hang", str(info_file), timeout=0.5, kill_grace=0.2) as agent:
+        result = await agent.run("hi")
+    assert result.status.code == "timeout"
+    pgid = json.loads(info_file.read_text())["pgid"]
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+
+
+async def test_cancelling_agent_run_from_outside_stops_the_process_group(tmp_path: Path) -> None:
+    info_file = tmp_path / "pids.json"
+    agent = _agent("hang", str(info_file), kill_grace=0.2)
+    task = asyncio.ensure_future(agent.run("hi"))
+    for _ in range(250):
+        if info_file.exists() and info_file.read_text():
+            break
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await agent.aclose()
+    pgid = json.loads(info_file.read_text())["pgid"]
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+
+
+def _oma(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", "from oma_core.cli import main; main()", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_cli_runs_a_process_backend(tmp_path: Path) -> None:
+    done = _oma(
+        "run", "--backend", "process", "--command", sys.executable,
+        f"--arg={FAKE_CLI}", "--arg=cat", "hello from the cli",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "hello from the cli" in done.stdout
+
+
+def test_the_cli_refuses_an_image_for_a_process_backend_without_spawning(tmp_path: Path) -> None:
+    counter = tmp_path / "spawns.txt"
+    image = Path(__file__).resolve().parents[3] / "examples" / "cat.png"
+    done = _oma(
+        "run", "--backend", "process", "--command", sys.executable,
+        f"--arg={FAKE_CLI}", "--arg=count", f"--arg={counter}", "--image", str(image), "hi",
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "string prompts only" in done.stderr
+    assert not counter.exists()
+
+
+async def test_process_agents_run_as_a_team() -> None:
+    backend = {"kind": "process", "command": sys.executable, "args": [FAKE_CLI, "cat"]}
+    coder = AgentConfig(name="coder", backend=backend)
+    reviewer = AgentConfig(name="reviewer", system_prompt="REVIEW", backend=backend)
+    result = await OpenMultiAgent().run_tasks(
+        Team("ship-it", agents=[coder, reviewer]),
+        [
+            TaskSpec("fix", "Fix the failing test", assignee="coder"),
+            TaskSpec("review", "Review the fix", assignee="reviewer", depends_on=["fix"]),
+        ],
+    )
+    assert result.success
+    review = result.tasks["review"].result
+    assert review is not None
+    assert review.output.startswith("REVIEW\n\nReview the fix")
+    assert "Fix the failing test" in review.output
+
+
+def test_oma_plugins_lists_the_process_backend_as_text_only() -> None:
+    done = _oma("plugins", "--json")
+    assert done.returncode == 0, done.stderr
+    backend = json.loads(done.stdout)["backends"]["process"]
+    assert backend["text_only"] is True
+    assert backend["plugin"] == "process" and backend["display_name"] == "Process"
