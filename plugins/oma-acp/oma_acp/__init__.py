@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from oma_core import hookimpl
 from oma_core.capabilities import BackendSpec
+from oma_core.processes import ALLOWED_ENV
 
 from ._permissions import PermissionOption, PermissionRequest
-from ._posix import ALLOWED_ENV
 
 if TYPE_CHECKING:
     from ._backend import AcpBackend

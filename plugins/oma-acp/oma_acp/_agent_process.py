@@ -12,10 +12,7 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
 from oma_core.errors import BackendError
-
-from ._client import OmaClient
-from ._options import AcpOptions
-from ._posix import (
+from oma_core.processes import (
     StderrTail,
     child_environment,
     configured_values,
@@ -23,6 +20,9 @@ from ._posix import (
     stop_process_group,
     wait_exit,
 )
+
+from ._client import OmaClient
+from ._options import AcpOptions
 from ._transport import LineTransport
 
 __all__ = ["AgentProcess"]

@@ -19,12 +19,12 @@ from pydantic import ValidationError
 
 from oma_core.backends import BackendEvent, BackendRequest, BackendResult
 from oma_core.errors import BackendError, RunTimeoutError
+from oma_core.processes import configured_values, redact
 from oma_core.providers import Usage
 
 from ._agent_process import AgentProcess
 from ._client import PolicyFailed, Turn
 from ._options import AcpOptions
-from ._posix import configured_values, redact
 
 __all__ = ["AcpBackend"]
 

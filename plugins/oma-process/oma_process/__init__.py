@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from oma_core import hookimpl
 from oma_core.capabilities import BackendSpec
+from oma_core.processes import ALLOWED_ENV
 
 from ._backend import ProcessBackend, compose_prompt
-from ._posix import ALLOWED_ENV
 
 __all__ = ["ALLOWED_ENV", "ProcessBackend", "compose_prompt", "oma_register_backends"]
 

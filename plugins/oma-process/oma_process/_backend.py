@@ -16,10 +16,7 @@ from typing import Any
 
 from oma_core.backends import BackendEvent, BackendRequest, BackendResult
 from oma_core.errors import BackendError, RunTimeoutError
-from oma_core.providers import TextDelta
-
-from ._options import ProcessOptions
-from ._posix import (
+from oma_core.processes import (
     StderrTail,
     child_environment,
     configured_values,
@@ -27,6 +24,9 @@ from ._posix import (
     stop_process_group,
     wait_exit,
 )
+from oma_core.providers import TextDelta
+
+from ._options import ProcessOptions
 
 __all__ = ["ProcessBackend", "compose_prompt"]
 

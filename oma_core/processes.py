@@ -1,9 +1,10 @@
-"""Child processes done safely on POSIX: a clean environment, redacted stderr, group shutdown.
+"""Child processes done safely on POSIX, for backend plugins: a clean environment, redacted
+stderr, process-group shutdown.
 
 Every child runs in its own session (its own process group), so stopping it means signalling
 the whole group: the CLI and everything it forked. A grandchild that calls ``setsid`` itself
-leaves the group and is out of reach. (oma-process and oma-acp each keep this same module:
-plugins never import each other.)
+leaves the group and is out of reach. This module is an extension point for backend authors
+(oma-process and oma-acp use it); ``import oma_core`` does not load it.
 """
 
 from __future__ import annotations
