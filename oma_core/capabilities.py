@@ -89,9 +89,7 @@ class Capabilities:
                 if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
                     for part in block.content:
                         if part.type != "text":
-                            self._check_block(
-                                part.type, IN_TOOL_RESULT, _source_of(part), provider
-                            )
+                            self._check_block(part.type, IN_TOOL_RESULT, _source_of(part), provider)
 
     def _check_block(
         self, block_type: str, role: str, source: MediaSource | None, provider: str

@@ -15,9 +15,16 @@ import os
 import re
 import signal
 from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from .errors import BackendError
 
 __all__ = [
     "ALLOWED_ENV",
+    "CommandOptions",
+    "number_option",
     "StderrTail",
     "child_environment",
     "configured_values",
@@ -53,6 +60,62 @@ _PATTERNS = (
         r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
     ),
 )
+
+
+@attrs.frozen
+class CommandOptions:
+    """The options every command backend shares, checked: what to run, where, with what.
+
+    ``env`` adds variables to the allow-listed environment (None: copy that one from the
+    parent). ``from_mapping`` refuses unknown keys outside ``known`` with ``BackendError``.
+    """
+
+    command: str
+    args: tuple[str, ...]
+    env: Mapping[str, str | None] = attrs.field(repr=False)
+    cwd: str | None
+
+    @classmethod
+    def from_mapping(
+        cls, options: Mapping[str, Any], *, backend: str, known: Iterable[str], what: str
+    ) -> CommandOptions:
+        """Check ``command``, ``args``, ``env`` and ``cwd``; ``what`` names the program."""
+        unknown = sorted(set(options) - {"command", "args", "env", "cwd", *known})
+        if unknown:
+            raise _invalid(backend, f"unknown option(s) {', '.join(map(repr, unknown))}")
+        command = options.get("command")
+        if not isinstance(command, str) or not command:
+            raise _invalid(backend, f'"command" must be a non-empty string ({what})')
+        args = options.get("args", ())
+        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+            raise _invalid(backend, '"args" must be a list of strings')
+        env = options.get("env") or {}
+        if not isinstance(env, Mapping) or not all(
+            isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in env.items()
+        ):
+            raise _invalid(backend, '"env" must map variable names to strings (or None to inherit)')
+        cwd = options.get("cwd")
+        if cwd is not None and not isinstance(cwd, str | os.PathLike):
+            raise _invalid(backend, '"cwd" must be a path')
+        return cls(command, tuple(args), dict(env), None if cwd is None else os.fspath(cwd))
+
+
+def number_option(
+    options: Mapping[str, Any], name: str, default: Any, *, backend: str, allow_zero: bool = False
+) -> Any:
+    """``options[name]`` checked to be a positive number (or zero), else ``default``."""
+    value = options.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _invalid(backend, f'"{name}" must be a number')
+    if value < 0 or (value == 0 and not allow_zero):
+        raise _invalid(backend, f'"{name}" must be positive')
+    return value
+
+
+def _invalid(backend: str, reason: str) -> BackendError:
+    return BackendError(f"{backend} backend: {reason}", backend=backend)
 
 
 def child_environment(extra: Mapping[str, str | None]) -> dict[str, str]:

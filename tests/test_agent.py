@@ -520,6 +520,7 @@ def test_a_provider_that_is_neither_name_nor_provider_is_refused() -> None:
 @pytest.mark.parametrize("bad", [None, -5, float("nan"), "12", True])
 async def test_a_provider_reporting_bad_usage_counts_does_not_fail_the_run(bad: object) -> None:
     """Usage counts that are missing, negative or not numbers count as 0 in the result."""
+
     class Sloppy:
         name = display_name = "sloppy"
 

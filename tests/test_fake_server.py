@@ -13,6 +13,7 @@ import pytest
 from oma_core.testing.fake_server import (
     Delay,
     DropConnection,
+    EchoRequestError,
     ErrorMidStream,
     FakeServer,
     HTTPError,
@@ -195,3 +196,22 @@ def test_reset_forgets_requests_and_faults(server: FakeEcho) -> None:
     server.enqueue(HTTPError(500))
     server.reset()
     assert server.requests == [] and server.pending_faults == 0
+
+
+def test_negative_counts_keep_all_but_the_last_events(server: FakeEcho) -> None:
+    server.enqueue(TruncatedStream(after_events=-2), ErrorMidStream(after_events=-2))
+    with httpx.Client(base_url=server.url) as client:
+        truncated = client.post("/echo", json={"stream": 4}).text
+        errored = client.post("/echo", json={"stream": 4}).text
+    assert _events(truncated) == ["item", "item", "item"]
+    assert _events(errored) == ["item", "item", "item", "error"]
+
+
+def test_echo_request_error_repeats_headers_and_body(server: FakeEcho) -> None:
+    server.enqueue(EchoRequestError(422))
+    with httpx.Client(base_url=server.url) as client:
+        reply = client.post("/echo", json={"secret": "payload"}, headers={"x-api-key": "k-1"})
+    assert reply.status_code == 422
+    message = reply.json()["error"]["message"]
+    assert "x-api-key: k-1" in message and '{"secret":"payload"}' in message
+    assert len(server.requests) == 1

@@ -1,10 +1,16 @@
-"""What plugin authors and tests reuse: a scripted provider (and more, added over time)."""
+"""What plugin authors and tests reuse: a scripted provider and the fake-server kit.
+
+The conformance suite is ``oma_core.testing.conformance`` and the pytest plugin
+``oma_core.testing.pytest_plugin`` (both import pytest, so they are not re-exported here);
+see the "Testing a provider plugin" page of the docs.
+"""
 
 from __future__ import annotations
 
 from .fake_server import (
     Delay,
     DropConnection,
+    EchoRequestError,
     ErrorMidStream,
     FakeServer,
     Fault,
@@ -24,6 +30,7 @@ __all__ = [
     "Delay",
     "Delayed",
     "DropConnection",
+    "EchoRequestError",
     "ErrorMidStream",
     "FakeServer",
     "Fault",

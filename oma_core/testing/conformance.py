@@ -2,36 +2,80 @@
 
 A plugin subclasses ``ProviderConformance`` in its tests, names its provider, supplies a
 ``server`` fixture (its fake server, a ``FakeServer`` subclass) and three small hooks, and
-inherits the tests::
+inherits every ``test_...`` method. A worked example, for a plugin whose wire is Anthropic's
+Messages API (``tests/fake_anthropic.py`` holds the fake server, written from the provider's
+documentation)::
+
+    # tests/conftest.py
+    pytest_plugins = ["oma_core.testing.pytest_plugin"]   # the fake_server_factory fixture
+
+    # tests/test_conformance.py
+    from typing import Any
 
     import pytest
+    from fake_anthropic import FakeAnthropic
+
+    from oma_core.testing import RecordedRequest
     from oma_core.testing.conformance import ProviderConformance, Sample
 
+
     class TestAnthropicConformance(ProviderConformance):
-        provider_name = "anthropic"
+        provider_name = "anthropic"                 # the registered provider name
 
         @pytest.fixture
-        def server(self, fake_server_factory):      # from oma_core.testing.pytest_plugin
+        def server(self, fake_server_factory: Any) -> FakeAnthropic:
             return fake_server_factory(FakeAnthropic)
 
-        def script_text(self, server, text): server.reply_text(text)
-        def script_tool_call(self, server, call_id, name, arguments): ...
-        def assert_on_wire(self, sample, request): ...   # the block in this provider's shape
+        def script_text(self, server: FakeAnthropic, text: str) -> None:
+            server.reply_text(text)                 # the next reply is this text
 
-The tests drive the real path, ``Agent(AgentConfig(provider=NAME, base_url=server.url, ...))``
-over HTTP to the fake server, and check: every block the provider declares (its
-``Capabilities``) reaches the wire in the provider's shape; every block it does not declare is
-refused with ``UnsupportedContentBlockError`` and no request is sent; invalid input never
-reaches the wire; streaming and non-streaming agree; usage is reported; HTTP errors map to
-``ProviderError`` with the right ``status_code``, ``retryable`` and ``retry_after``; retries
-send exactly the expected number of requests; a cancelled stream closes its connection; 200
-concurrent runs all complete with at least 50 in flight; ``render`` is what reaches the wire.
+        def script_tool_call(self, server, call_id, name, arguments) -> None:
+            server.reply_tool_use(call_id, name, arguments)
+
+        def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
+            message, index, part = sample.locator   # where sample.block sits
+            sent = request.json["messages"][message]["content"][index]
+            if part is not None:                    # a part inside a tool result
+                sent = sent["content"][part]
+            assert sent["type"] == {"reasoning": "thinking", "file": "document"}.get(
+                sample.block_type, sample.block_type
+            )
+
+Hooks a plugin may override when its wire differs from the defaults:
+
+- ``base_url(server)``: what ``AgentConfig.base_url`` is set to, in the SDK's meaning (the
+  server root by default; Chat Completions SDKs want ``server.url + "/v1"``);
+- ``forwarded_refusal_status``: blocks the plugin *forwards* (``Mode.FORWARDED``) are judged
+  by the service; when the fake server, like the real one, refuses them, set the status it
+  answers with (e.g. 400) and the suite expects that ``ProviderError`` instead of a success
+  (``expected_refusal(sample)`` decides per sample);
+- ``encode_body(body)``: the bytes the SDK puts on the wire for a rendered body (compact
+  UTF-8 JSON by default), held equal to what the server received;
+- ``transient_stream_error``: the error type the fake server's ``error_event`` uses for a
+  transient failure inside a stream (``"overloaded_error"`` by default).
+
+The tests drive the real path, ``Agent(AgentConfig(provider=NAME, base_url=..., ...))`` and
+``OpenMultiAgent.run_agent`` over HTTP to the fake server, and check: every block the provider
+declares (its ``Capabilities``) reaches the wire in the provider's shape; every block it does
+not declare is refused with ``UnsupportedContentBlockError`` and no request is sent; invalid
+input never reaches the wire; streaming and non-streaming agree; usage is reported; HTTP
+errors map to ``ProviderError`` with the right ``status_code``, ``retryable`` and
+``retry_after``; with the core's retries on, exactly the expected number of requests reach the
+server (429 with retry-after, 500, 529, a connection dropped mid-body, an error event
+mid-stream, a truncated stream), and with them off exactly one (the SDK's own retries are
+off); error messages hold no API key and no base64 payload, even when the service echoes the
+request; a cancelled stream closes its connection; 200 concurrent runs all complete with at
+least 50 in flight; ``render`` is, byte for byte, what reaches the wire.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import os
+import time
+import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -39,7 +83,7 @@ import attrs
 import pytest
 
 from ..agent import Agent, AgentConfig, RunResult
-from ..capabilities import IN_TOOL_RESULT, Capabilities, ProviderSpec
+from ..capabilities import IN_TOOL_RESULT, Capabilities, Mode, ProviderSpec
 from ..errors import InvalidMessageError, ProviderError, UnsupportedContentBlockError
 from ..plugins import PluginHost
 from ..providers import (
@@ -55,10 +99,14 @@ from ..validation import load_messages
 from .fake_server import (
     Delay,
     DropConnection,
+    EchoRequestError,
+    ErrorMidStream,
     FakeServer,
+    Fault,
     HTTPError,
     RecordedRequest,
     SlowStream,
+    TruncatedStream,
 )
 
 __all__ = ["MEDIA_SAMPLES", "ProviderConformance", "Sample", "declared", "samples"]
@@ -263,6 +311,11 @@ class ProviderConformance:
     #: The model sent; None lets the provider's default stand.
     model: str | None = None
     api_key: str = "test-key"
+    #: The status the fake server answers a *forwarded* block with, when it refuses it as the
+    #: real service does (e.g. 400); None: forwarded blocks are accepted like native ones.
+    forwarded_refusal_status: int | None = None
+    #: The error type ``server.error_event`` takes for a transient failure inside a stream.
+    transient_stream_error: str = "overloaded_error"
 
     # -- what a plugin supplies ------------------------------------------------------------
 
@@ -282,20 +335,43 @@ class ProviderConformance:
 
     # -- helpers a plugin may use or override ------------------------------------------------
 
-    def settings(self, server: FakeServer, **options: Any) -> ProviderSettings:
-        return ProviderSettings(base_url=server.url, api_key=self.api_key, options=options)
+    def base_url(self, server: FakeServer) -> str:
+        """``AgentConfig.base_url`` for ``server``, in the SDK's meaning (default: its root)."""
+        return server.url
 
-    def agent(self, server: FakeServer, **config: Any) -> Agent:
+    def expected_refusal(self, sample: Sample) -> int | None:
+        """The HTTP status the server answers ``sample`` with, or None when it must succeed.
+
+        By default a forwarded block gets ``forwarded_refusal_status`` and a native one None.
+        """
+        capabilities = self.spec().capabilities
+        mode = capabilities.mode(sample.block_type, sample.where, sample.source)
+        return self.forwarded_refusal_status if mode is Mode.FORWARDED else None
+
+    def encode_body(self, body: Mapping[str, Any]) -> bytes:
+        """The bytes the SDK sends for the JSON ``body`` (compact UTF-8, key order kept)."""
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def settings(self, server: FakeServer, **options: Any) -> ProviderSettings:
+        return ProviderSettings(
+            base_url=self.base_url(server), api_key=self.api_key, options=options
+        )
+
+    def config(self, server: FakeServer, **config: Any) -> AgentConfig:
+        """The ``AgentConfig`` the suite's agents and ``run_agent`` calls use."""
         values: dict[str, Any] = {
             "name": "conformance",
             "provider": self.provider_name,
-            "base_url": server.url,
+            "base_url": self.base_url(server),
             "api_key": self.api_key,
             "model": self.model,
             "max_retries": 0,
         }
         values.update(config)
-        return Agent(AgentConfig(**values))
+        return AgentConfig(**values)
+
+    def agent(self, server: FakeServer, **config: Any) -> Agent:
+        return Agent(self.config(server, **config))
 
     def provider(self, server: FakeServer, **options: Any) -> Provider:
         return self.spec().factory(self.settings(server, **options))
@@ -321,7 +397,10 @@ class ProviderConformance:
         assert isinstance(spec.capabilities, Capabilities)
         assert spec.display_name
 
-    async def test_declared_blocks_reach_the_wire(self, server: FakeServer) -> None:
+    @pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+    async def test_declared_blocks_reach_the_wire(
+        self, server: FakeServer, streaming: bool
+    ) -> None:
         capabilities = self.spec().capabilities
         checked = []
         for sample in samples():
@@ -330,10 +409,17 @@ class ProviderConformance:
             if not _scaffolding_declared(capabilities, sample):
                 continue
             server.reset()
-            result = await self.run(server, sample.conversation)
-            assert result.success, f"{sample.id}: {result.status.error!r}"
+            if streaming:
+                async with (
+                    self.agent(server) as agent,
+                    agent.stream(list(sample.conversation)) as events,
+                ):
+                    result = [e async for e in events][-1].data
+            else:
+                result = await self.run(server, sample.conversation)
             assert len(server.requests) == 1, sample.id
             self.assert_on_wire(sample, server.requests[0])
+            _assert_outcome(result, self.expected_refusal(sample), sample.id)
             checked.append(sample.id)
         assert checked, "the provider declares no block the suite can send"
 
@@ -526,8 +612,153 @@ class ProviderConformance:
             async with self.agent(server, system_prompt="be brief") as agent:
                 rendered = agent.provider().render(agent.build_request(list(sample.conversation)))
                 result = await agent.run(list(sample.conversation))
-            assert result.success, sample.id
+            _assert_outcome(result, self.expected_refusal(sample), sample.id)
             assert server.requests[0].json == rendered, sample.id
+            assert server.requests[0].body == self.encode_body(rendered), sample.id
+
+    # -- retries, faults and secrets --------------------------------------------------------
+
+    @pytest.mark.parametrize(
+        ("fault", "requests", "success"),
+        [
+            pytest.param((HTTPError(429, retry_after=0.2),), 2, True, id="429-retry-after"),
+            pytest.param((HTTPError(500),), 2, True, id="500"),
+            pytest.param((HTTPError(529),) * 3, 3, False, id="529-until-out-of-retries"),
+            pytest.param((DropConnection("mid_body"),), 2, True, id="dropped-mid-body"),
+            pytest.param((DropConnection("before_response"),), 2, True, id="dropped-at-once"),
+            pytest.param((HTTPError(400),), 1, False, id="400-never-retried"),
+        ],
+    )
+    async def test_orchestrator_retries_send_one_request_per_attempt(
+        self, server: FakeServer, fault: tuple[Fault, ...], requests: int, success: bool
+    ) -> None:
+        from ..orchestrator import OpenMultiAgent
+
+        server.enqueue(*fault)
+        config = self.config(server, retry_delay=0.001)
+        started = time.monotonic()
+        result = await OpenMultiAgent().run_agent(config, "hi", max_retries=2)
+        elapsed = time.monotonic() - started
+        assert len(server.requests) == requests
+        assert result.success is success, result.status.error
+        if not success:
+            error = result.status.error
+            assert isinstance(error, ProviderError)
+            first = fault[0]
+            if isinstance(first, HTTPError):
+                assert error.status_code == first.status
+                assert error.retryable is (first.status != 400)
+        if isinstance(fault[0], HTTPError) and fault[0].retry_after is not None:
+            assert elapsed >= 0.2, "retry-after was not honoured"
+
+    @pytest.mark.parametrize("status", [500, 529])
+    async def test_the_sdk_does_not_retry_on_its_own(self, server: FakeServer, status: int) -> None:
+        server.enqueue(*[HTTPError(status)] * 3)
+        result = await _run_agent(self.config(server), max_retries=0)
+        assert len(server.requests) == 1
+        error = result.status.error
+        assert isinstance(error, ProviderError)
+        assert (error.status_code, error.retryable) == (status, True)
+        for streaming in (False, True):
+            server.reset()
+            server.enqueue(HTTPError(status))
+            error = await _failure(self.provider(server), self.request(), streaming)
+            assert len(server.requests) == 1, streaming
+            assert (error.status_code, error.retryable) == (status, True)
+
+    @pytest.mark.parametrize(
+        ("name", "requests", "success"),
+        [
+            ("error-event-before-any-output", 2, True),
+            ("error-event-after-output", 1, False),
+            ("truncated-before-any-output", 2, True),
+            ("truncated-after-output", 1, False),
+            ("aborted-before-any-output", 2, True),
+        ],
+    )
+    async def test_stream_faults_are_retried_only_before_any_output(
+        self, server: FakeServer, name: str, requests: int, success: bool
+    ) -> None:
+        faults: dict[str, Fault] = {
+            "error-event-before-any-output": ErrorMidStream(1, self.transient_stream_error),
+            "error-event-after-output": ErrorMidStream(-3, self.transient_stream_error),
+            "truncated-before-any-output": TruncatedStream(after_events=1),
+            "truncated-after-output": TruncatedStream(after_events=-3),
+            "aborted-before-any-output": TruncatedStream(after_events=1, abort=True),
+        }
+        text = "several words of a streamed answer"
+        for _ in range(requests):
+            self.script_text(server, text)
+        server.enqueue(faults[name])
+        agent = self.agent(server, max_retries=2, retry_delay=0.001)
+        async with agent, agent.stream("hi") as events:
+            seen = [e async for e in events]
+        result = seen[-1].data
+        assert len(server.requests) == requests
+        assert result.success is success, result.status.error
+        if success:
+            assert result.output == text
+        else:
+            error = result.status.error
+            assert isinstance(error, ProviderError)
+            assert error.retryable is True  # retryable, but output had reached the caller
+            assert [e.type for e in seen][-2:] == ["error", "done"]
+            assert any(e.type == "text" for e in seen)
+
+    @pytest.mark.parametrize("streaming", [False, True])
+    async def test_error_messages_hold_no_key_and_no_base64(
+        self, server: FakeServer, streaming: bool
+    ) -> None:
+        secret = "sk-" + os.urandom(24).hex()
+        payload = base64.b64encode(MEDIA_SAMPLES["image/png"] + os.urandom(3000)).decode()
+        image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": payload}}  # fmt: skip
+        conversation = [_user(_text("what is this?"), image)]
+        capabilities = self.spec().capabilities
+        if not declared(capabilities, Sample("image", "user", "base64", "image/png",
+                                             tuple(conversation), (0, 1, None))):  # fmt: skip
+            conversation = [_user(_text("hello " + payload))]
+        server.enqueue(EchoRequestError(400))
+        async with self.agent(server, api_key=secret) as agent:
+            if streaming:
+                async with agent.stream(conversation) as events:
+                    result = [e async for e in events][-1].data
+            else:
+                result = await agent.run(conversation)
+        assert len(server.requests) == 1
+        assert secret.encode() in server.requests[0].body + _header_bytes(server.requests[0])
+        error = result.status.error
+        assert isinstance(error, ProviderError)
+        assert error.status_code == 400
+        # A logged traceback prints chained errors: the SDK's, which may echo the request,
+        # must not ride along as the cause or the shown context.
+        shown = traceback.format_exception(error)
+        for text in (str(error), repr(error), error.message, "".join(shown)):
+            assert secret not in text
+            assert secret[3:19] not in text
+            for i in range(0, len(payload) - 32, 16):
+                assert payload[i : i + 32] not in text, "a base64 payload leaked"
+
+
+async def _run_agent(config: AgentConfig, **options: Any) -> RunResult:
+    from ..orchestrator import OpenMultiAgent
+
+    return await OpenMultiAgent().run_agent(config, "hi", **options)
+
+
+def _assert_outcome(result: RunResult, refusal: int | None, what: str) -> None:
+    """A success, or (for a block the service refuses) that status as a ``ProviderError``."""
+    if refusal is None:
+        assert result.success, f"{what}: {result.status.error!r}"
+        return
+    error = result.status.error
+    assert isinstance(error, ProviderError), f"{what}: {error!r}"
+    assert error.status_code == refusal, what
+    assert error.retryable is False, what
+
+
+def _header_bytes(request: RecordedRequest) -> bytes:
+    return "".join(f"{k}: {v}\n" for k, v in request.headers.items()).encode()
 
 
 def _scaffolding_declared(capabilities: Capabilities, sample: Sample) -> bool:

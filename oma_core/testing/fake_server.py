@@ -28,8 +28,9 @@ one method, ``handle``::
         assert server.max_in_flight >= 1
 
 Faults (``HTTPError``, ``DropConnection``, ``ErrorMidStream``, ``SlowStream``,
-``TruncatedStream``, ``Delay``) are applied one per request, in the order queued; each may call
-the handler first (so the real reply is cut or slowed) or replace it. ``error_response`` and
+``TruncatedStream``, ``Delay``, ``EchoRequestError``) are applied one per request, in the
+order queued; each may call the handler first (so the real reply is cut or slowed) or replace
+it. ``error_response`` and
 ``error_event`` give a provider's error shapes; subclasses override them.
 """
 
@@ -52,6 +53,7 @@ import attrs
 __all__ = [
     "Delay",
     "DropConnection",
+    "EchoRequestError",
     "ErrorMidStream",
     "Fault",
     "FakeServer",
@@ -219,6 +221,22 @@ class HTTPError(Fault):
 
 
 @attrs.frozen
+class EchoRequestError(Fault):
+    """Answer with ``status`` and the provider's error body whose message echoes the request
+    (its headers, then its body), as some services do: for proving that error messages hold
+    no API key and no base64 payload."""
+
+    status: int = 400
+
+    async def apply(
+        self, server: FakeServer, request: RecordedRequest, make: _MakeResponse
+    ) -> Response:
+        headers = "; ".join(f"{k}: {v}" for k, v in request.headers.items())
+        body = request.body.decode("utf-8", "replace")
+        return server.error_response(self.status, f"could not process {headers} {body}")
+
+
+@attrs.frozen
 class DropConnection(Fault):
     """Close the connection: before any response, after the headers, or halfway through the
     body (half the bytes of a JSON body, half the events of a stream)."""
@@ -235,8 +253,9 @@ class DropConnection(Fault):
 
 @attrs.frozen
 class ErrorMidStream(Fault):
-    """Send the first ``after_events`` events of the real stream, then the provider's error
-    event (``server.error_event``), then end the stream."""
+    """Send the first ``after_events`` events of the real stream (a negative number: all but
+    the last that many), then the provider's error event (``server.error_event``), then end
+    the stream."""
 
     after_events: int = 2
     error_type: str = "overloaded_error"
@@ -272,8 +291,9 @@ class SlowStream(Fault):
 @attrs.frozen
 class TruncatedStream(Fault):
     """Stop the stream before its final event: after ``after_events`` events (default: all but
-    the last). ``abort=True`` cuts the connection mid-body; ``False`` ends the body cleanly,
-    so only the provider's own end-of-stream event is missing."""
+    the last; a negative number: all but the last that many). ``abort=True`` cuts the
+    connection mid-body; ``False`` ends the body cleanly, so only the provider's own
+    end-of-stream events are missing."""
 
     after_events: int | None = None
     abort: bool = False
@@ -285,6 +305,8 @@ class TruncatedStream(Fault):
         if response.events is None:
             return response
         n = len(response.events) - 1 if self.after_events is None else self.after_events
+        if n < 0:
+            n = max(0, len(response.events) + n)
         if self.abort:
             return attrs.evolve(response, abort_after_events=n)
         return attrs.evolve(response, end_after_events=n)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import attrs
 
 from oma_core.errors import BackendError
+from oma_core.processes import CommandOptions, number_option
 
 if TYPE_CHECKING:
     from ._permissions import PermissionRequest
@@ -50,24 +51,11 @@ class AcpOptions:
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> AcpOptions:
-        known = {field.name for field in attrs.fields(cls)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise _invalid(f"unknown option(s) {', '.join(map(repr, unknown))}")
-        command = options.get("command")
-        if not isinstance(command, str) or not command:
-            raise _invalid('"command" must be a non-empty string (the agent program)')
-        args = options.get("args", ())
-        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
-            raise _invalid('"args" must be a list of strings')
-        env = options.get("env") or {}
-        if not isinstance(env, Mapping) or not all(
-            isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in env.items()
-        ):
-            raise _invalid('"env" must map variable names to strings (or None to inherit)')
-        cwd = options.get("cwd")
-        if cwd is not None and not isinstance(cwd, str | os.PathLike):
-            raise _invalid('"cwd" must be a path')
+        fields = {field.name for field in attrs.fields(cls)}
+        base = CommandOptions.from_mapping(
+            options, backend="acp", known=fields, what="the agent program"
+        )
+        cwd = base.cwd
         root = os.path.realpath(os.fspath(cwd) if cwd is not None else os.getcwd())
         if not os.path.isdir(root):
             raise _invalid(f'"cwd" is not a directory: {root}')
@@ -81,9 +69,9 @@ class AcpOptions:
         if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < 0:
             raise _invalid('"max_restarts" must be a whole number >= 0')
         return cls(
-            command=command,
-            args=tuple(args),
-            env=dict(env),
+            command=base.command,
+            args=base.args,
+            env=base.env,
             cwd=root,
             permission=permission,
             fs=fs,
@@ -99,14 +87,7 @@ class AcpOptions:
 def _number(
     options: Mapping[str, Any], name: str, default: Any, *, allow_zero: bool = False
 ) -> Any:
-    value = options.get(name, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _invalid(f'"{name}" must be a number')
-    if value < 0 or (value == 0 and not allow_zero):
-        raise _invalid(f'"{name}" must be positive')
-    return value
+    return number_option(options, name, default, backend="acp", allow_zero=allow_zero)
 
 
 def _invalid(reason: str) -> BackendError:

@@ -88,7 +88,7 @@ class AnthropicProvider:
             message = await client.messages.create(**_split(body))
             return response_from_message(message)
         except Exception as exc:
-            raise self._mapped(exc) from exc
+            raise self._mapped(exc) from None  # the SDK error may echo the request
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         body = self.render(request)
@@ -96,7 +96,7 @@ class AnthropicProvider:
         try:
             events = await client.messages.create(**_split(body), stream=True)
         except Exception as exc:
-            raise self._mapped(exc) from exc
+            raise self._mapped(exc) from None  # the SDK error may echo the request
         assembler = StreamAssembler()
         feed = assembler.feed
         try:
@@ -107,7 +107,7 @@ class AnthropicProvider:
                         yield out
                 response = assembler.finish()
             except Exception as exc:
-                raise self._mapped(exc) from exc
+                raise self._mapped(exc) from None  # the SDK error may echo the request
             yield ResponseComplete(response)
         finally:
             await events.close()

@@ -339,6 +339,8 @@ def _check_block(block: Any, role: str, where: str) -> str:
         _fields(block, where, {"text"}, {"citations", "cache_control"})
         if not isinstance(block["text"], str) or not block["text"]:
             raise _Refused(f"{where}.text: text content blocks must be non-empty")
+        if not block["text"].strip():
+            raise _Refused(f"{where}.text: text content blocks must contain non-whitespace text")
     elif kind == "image":
         if role != "user":
             raise _Refused(f"{where}: image content blocks are only allowed in user messages")

@@ -191,3 +191,55 @@ def test_oma_render_prints_the_body_that_reaches_the_wire(server: FakeAnthropic)
     )
     assert Agent(config).run_sync("hi").success
     assert server.requests[0].json == printed
+
+
+async def test_timeout_option_is_the_sdk_timeout(server: FakeAnthropic) -> None:
+    from oma_core.testing import Delay
+
+    server.enqueue(Delay(2.0))
+    provider = make(server, timeout=0.2)
+    try:
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(request())
+    finally:
+        await provider.aclose()
+    assert (caught.value.status_code, caught.value.retryable) == (None, True)
+    assert "timed out" in str(caught.value)
+    assert len(server.requests) == 1
+
+
+async def test_a_500_without_oma_retries_is_exactly_one_request(server: FakeAnthropic) -> None:
+    from oma_core import Agent, AgentConfig
+    from oma_core.testing import HTTPError
+
+    server.enqueue(HTTPError(500), HTTPError(500))
+    config = AgentConfig(
+        name="t", provider="anthropic", base_url=server.url, api_key="test-key", max_retries=0
+    )
+    async with Agent(config) as agent:
+        result = await agent.run("hi")
+    assert len(server.requests) == 1
+    error = result.status.error
+    assert isinstance(error, ProviderError)
+    assert (error.status_code, error.retryable) == (500, True)
+
+
+async def test_what_only_the_service_refuses_takes_the_normal_failure_path(
+    server: FakeAnthropic,
+) -> None:
+    # Empty text is a valid oma block; the Messages API refuses it, and the plugin neither
+    # drops it nor hides the refusal: one request, a non-retryable 400 ProviderError.
+    from oma_core import Agent, AgentConfig
+
+    config = AgentConfig(
+        name="t", provider="anthropic", base_url=server.url, api_key="test-key", max_retries=2
+    )
+    conversation = [{"role": "user", "content": [{"type": "text", "text": ""}]}]
+    async with Agent(config) as agent:
+        result = await agent.run(conversation)
+    assert server.requests[0].json["messages"][0]["content"] == [{"type": "text", "text": ""}]
+    assert len(server.requests) == 1
+    error = result.status.error
+    assert isinstance(error, ProviderError)
+    assert (error.status_code, error.retryable) == (400, False)
+    assert "non-empty" in str(error)

@@ -149,3 +149,60 @@ def test_stream_follows_the_documented_event_sequence(server: FakeAnthropic) -> 
     assert names[-2:] == ["message_delta", "message_stop"]
     assert names.count("content_block_start") == names.count("content_block_stop") == 2
     assert '"signature_delta"' in reply.text
+
+
+def test_whitespace_only_text_is_refused(server: FakeAnthropic) -> None:
+    reply = post(server, body(user({"type": "text", "text": " \n"})))
+    assert_refused(reply, "non-whitespace text")
+
+
+def test_tool_use_in_a_user_turn_is_refused(server: FakeAnthropic) -> None:
+    assert_refused(post(server, body(user(CALL))), "only allowed in assistant messages")
+
+
+def test_tool_result_in_an_assistant_turn_is_refused(server: FakeAnthropic) -> None:
+    reply = post(server, body(user(TEXT), assistant(RESULT)))
+    assert_refused(reply, "only allowed in user messages")
+
+
+def test_a_tool_result_answering_an_older_turn_is_refused(server: FakeAnthropic) -> None:
+    # the tool_use must be in the *previous* assistant turn, not any earlier one
+    reply = post(
+        server,
+        body(user(TEXT), assistant(CALL), user(RESULT), assistant(TEXT), user(RESULT)),
+    )
+    assert_refused(reply, "must have a corresponding `tool_use` block")
+
+
+def test_an_unknown_role_is_refused(server: FakeAnthropic) -> None:
+    reply = post(server, body({"role": "system", "content": [TEXT]}))
+    assert_refused(reply, "Input should be 'user' or 'assistant'")
+
+
+def test_an_image_part_in_a_tool_result_is_accepted(server: FakeAnthropic) -> None:
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [TEXT, IMAGE]}
+    reply = post(server, body(user(TEXT), assistant(CALL), user(result)))
+    assert reply.status_code == 200, reply.text
+
+
+def test_a_video_inside_a_tool_result_is_refused(server: FakeAnthropic) -> None:
+    video = {"type": "video", "source": {"type": "url", "url": "https://e.com/v.mp4"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [video]}
+    reply = post(server, body(user(TEXT), assistant(CALL), user(result)))
+    assert_refused(reply, "Input tag 'video'")
+
+
+def test_temperature_above_one_is_refused(server: FakeAnthropic) -> None:
+    assert_refused(post(server, body(user(TEXT), temperature=1.5)), "temperature")
+
+
+def test_an_error_event_has_the_documented_shape(server: FakeAnthropic) -> None:
+    from oma_core.testing import ErrorMidStream
+
+    server.enqueue(ErrorMidStream(after_events=1, error_type="overloaded_error"))
+    reply = post(server, body(user(TEXT), stream=True))
+    assert reply.status_code == 200
+    assert reply.text.endswith(
+        'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
+        '"message": "scripted error mid-stream"}}\n\n'
+    )

@@ -31,9 +31,10 @@ from .presets import Preset
 
 __all__ = ["content_blocks", "media_note", "parse_arguments", "request_body", "tool_input"]
 
-#: ``ProviderRequest.options`` keys that configure the client, not the request body.
+#: ``provider_options`` keys that configure the SDK client, not the request body
+#: (``headers`` is an alias of ``default_headers``, the name the other plugins use).
 CLIENT_OPTIONS = frozenset(
-    {"organization", "project", "timeout", "default_headers", "default_query"}
+    {"organization", "project", "timeout", "default_headers", "default_query", "headers"}
 )
 #: Body fields the plugin owns; options cannot replace them.
 _OWN_FIELDS = frozenset({"model", "messages", "stream", "stream_options"})
@@ -44,11 +45,20 @@ def media_note(tool_call_id: str) -> str:
     return f"Media returned by tool call {tool_call_id}:"
 
 
-def request_body(request: ProviderRequest, preset: Preset, *, stream: bool) -> dict[str, Any]:
+def request_body(
+    request: ProviderRequest,
+    preset: Preset,
+    *,
+    stream: bool,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The JSON body of one ``POST /chat/completions`` for ``request``.
 
-    Key order follows the order the SDK would use for its own fields (model, stream, messages,
-    ...), which keeps the bytes on the wire equal to ``json.dumps`` of this dict.
+    ``options`` (the provider's ``provider_options``) and then ``request.options`` add body
+    fields (``seed``, ``reasoning_effort``, ``response_format``, ...); client options and the
+    fields the plugin owns are skipped. Key order follows the order the SDK would use for its
+    own fields (model, stream, messages, ...), which keeps the bytes on the wire equal to
+    ``json.dumps`` of this dict.
     """
     model = request.model or preset.default_model
     if not model:
@@ -69,9 +79,10 @@ def request_body(request: ProviderRequest, preset: Preset, *, stream: bool) -> d
         body["temperature"] = request.temperature
     if request.tools:
         body["tools"] = [_tool(t.name, t.description, t.input_schema) for t in request.tools]
-    for key, value in request.options.items():
-        if key not in CLIENT_OPTIONS and key not in _OWN_FIELDS:
-            body[key] = _plain(value)
+    for extra in (options, request.options):
+        for key, value in (extra or {}).items():
+            if key not in CLIENT_OPTIONS and key not in _OWN_FIELDS:
+                body[key] = _plain(value)
     return body
 
 

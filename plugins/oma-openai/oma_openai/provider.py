@@ -57,37 +57,36 @@ class OpenAIChatProvider:
         self._api_key = settings.api_key or (
             os.environ.get(preset.api_key_env) if preset.api_key_env else None
         )
-        self._client_options = {
-            k: v for k, v in settings.options.items() if k in CLIENT_OPTIONS and v is not None
-        }
+        self._client_options = _client_options(settings.options)
+        self._body_options = {k: v for k, v in settings.options.items() if k not in CLIENT_OPTIONS}
         self._sdk: openai.AsyncOpenAI | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- the Provider interface
 
     def render(self, request: ProviderRequest) -> dict[str, Any]:
-        return request_body(request, self.preset, stream=False)
+        return request_body(request, self.preset, stream=False, options=self._body_options)
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        body = request_body(request, self.preset, stream=False)
+        body = request_body(request, self.preset, stream=False, options=self._body_options)
         client = self._client()
         try:
             completion = await client.chat.completions.create(
                 model=body["model"], messages=(), extra_body=body
             )
         except openai.OpenAIError as exc:
-            raise from_sdk_error(exc, self.display_name, self._api_key) from exc
+            raise from_sdk_error(exc, self.display_name, self._api_key) from None
         return self._read_completion(completion)
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        body = request_body(request, self.preset, stream=True)
+        body = request_body(request, self.preset, stream=True, options=self._body_options)
         client = self._client()
         try:
             chunks = await client.chat.completions.create(
                 model=body["model"], messages=(), stream=True, extra_body=body
             )
         except openai.OpenAIError as exc:
-            raise from_sdk_error(exc, self.display_name, self._api_key) from exc
+            raise from_sdk_error(exc, self.display_name, self._api_key) from None
         assembly = _StreamAssembly(self.preset)
         try:
             while True:
@@ -96,7 +95,7 @@ class OpenAIChatProvider:
                 except StopAsyncIteration:
                     break
                 except openai.OpenAIError as exc:
-                    raise from_sdk_error(exc, self.display_name, self._api_key) from exc
+                    raise from_sdk_error(exc, self.display_name, self._api_key) from None
                 except ValueError as exc:  # an event whose data is not JSON
                     raise malformed(self.display_name, "a stream event is not JSON") from exc
                 for event in assembly.feed(chunk):
@@ -252,6 +251,18 @@ class _StreamAssembly:
             stop_reason=self._finish_reason,
             model=self._model,
         )
+
+
+def _client_options(options: Any) -> dict[str, Any]:
+    """The ``provider_options`` that configure the SDK client, as ``AsyncOpenAI`` keywords."""
+    chosen = {k: v for k, v in options.items() if k in CLIENT_OPTIONS and v is not None}
+    headers = chosen.pop("headers", None)
+    if headers:
+        chosen["default_headers"] = {**dict(headers), **dict(chosen.get("default_headers") or {})}
+    for key in ("default_headers", "default_query"):
+        if key in chosen:
+            chosen[key] = dict(chosen[key])
+    return chosen
 
 
 def _reasoning(message: Any) -> str:
