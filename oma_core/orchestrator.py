@@ -140,6 +140,10 @@ class OpenMultiAgent:
     ``retry_policy`` the base ladder (a seam for tests: its ``sleep``/``random``/``clock``);
     ``tracer_provider`` an OpenTelemetry tracer provider (default: the global one, once the
     application configured it); ``trace_content`` puts the redacted input and output in spans.
+    ``share_providers=True`` lets runs share one provider (SDK client and connection pool) per
+    event loop and settings, for providers whose spec says ``shared``: connections are reused
+    across runs and stay open until ``await oma.aclose()``. By default each run makes and
+    closes its own, so nothing stays open after ``run_agent`` returns.
     """
 
     def __init__(
@@ -160,6 +164,7 @@ class OpenMultiAgent:
         retry_policy: RetryPolicy | None = None,
         tracer_provider: Any | None = None,
         trace_content: bool = False,
+        share_providers: bool = False,
     ) -> None:
         if on_progress is not None and not callable(on_progress):
             raise TypeError("on_progress must be callable")
@@ -183,7 +188,7 @@ class OpenMultiAgent:
             max_retries=max_retries, delay=retry_delay, backoff=retry_backoff
         )
         self._plugins = plugins
-        self._providers = ProviderPool()
+        self._providers = ProviderPool() if share_providers else None
         self._tracer_provider = tracer_provider
         self._tracer_cache: Any | None = None
         self._observers_host: PluginHost | None = None
@@ -258,16 +263,16 @@ class OpenMultiAgent:
         )
 
     async def aclose(self) -> None:
-        """Score the queued evaluation cases, then close the provider clients runs shared.
+        """Score the queued evaluation cases, then close the providers runs shared.
 
-        Runs reuse one provider (SDK client and connection pool) per event loop and settings;
-        call this (or use ``async with OpenMultiAgent(...)``) before the loop ends. The object
-        stays usable: later runs make new providers.
+        With ``share_providers=True`` call this (or use ``async with OpenMultiAgent(...)``)
+        before the event loop ends. The object stays usable: later runs make new providers.
         """
         try:
             await self.evaluation.flush()
         finally:
-            await self._providers.aclose()
+            if self._providers is not None:
+                await self._providers.aclose()
 
     async def __aenter__(self) -> OpenMultiAgent:
         return self

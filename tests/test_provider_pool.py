@@ -1,4 +1,4 @@
-"""OpenMultiAgent shares providers that declare ``shared=True`` between its runs."""
+"""``OpenMultiAgent(share_providers=True)`` shares ``shared`` providers between its runs."""
 
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ class _Counting:
         ]
 
 
-def _oma(plugin: _Counting) -> OpenMultiAgent:
+def _oma(plugin: _Counting, *, share: bool = True) -> OpenMultiAgent:
     host = PluginHost(load_entrypoints=False)
     host.register(plugin, name="counting")
-    return OpenMultiAgent(plugins=host)
+    return OpenMultiAgent(plugins=host, share_providers=share)
 
 
 async def test_runs_share_one_provider_per_settings_and_aclose_closes_it() -> None:
@@ -74,3 +74,12 @@ def test_a_shared_provider_is_never_reused_on_another_event_loop() -> None:
     for _ in range(2):
         assert asyncio.run(oma.run_agent(config, "hi")).success
     assert len(plugin.made) == 2
+
+
+async def test_without_share_providers_every_run_makes_and_closes_its_own() -> None:
+    plugin = _Counting(shared=True)
+    oma = _oma(plugin, share=False)
+    for _ in range(2):
+        assert (await oma.run_agent(AgentConfig("a", provider="counting"), "hi")).success
+    assert len(plugin.made) == 2
+    assert all(p.closed for p in plugin.made)

@@ -651,6 +651,21 @@ class ProviderConformance:
         if isinstance(fault[0], HTTPError) and fault[0].retry_after is not None:
             assert elapsed >= 0.2, "retry-after was not honoured"
 
+    async def test_runs_that_share_the_provider_reuse_its_connection_until_aclose(
+        self, server: FakeServer
+    ) -> None:
+        from ..orchestrator import OpenMultiAgent
+
+        for _ in range(3):
+            self.script_text(server, "ok")
+        async with OpenMultiAgent(share_providers=True) as oma:
+            for _ in range(3):
+                result = await oma.run_agent(self.config(server), "hi")
+                assert result.success, result.status.error
+            # A shared provider keeps one client: the three calls ride one keep-alive connection.
+            assert server.total_connections == (1 if self.spec().shared else 3)
+        assert await server.async_wait_idle(), "aclose left a connection open"
+
     @pytest.mark.parametrize("status", [500, 529])
     async def test_the_sdk_does_not_retry_on_its_own(self, server: FakeServer, status: int) -> None:
         server.enqueue(*[HTTPError(status)] * 3)
@@ -743,7 +758,8 @@ class ProviderConformance:
 async def _run_agent(config: AgentConfig, **options: Any) -> RunResult:
     from ..orchestrator import OpenMultiAgent
 
-    return await OpenMultiAgent().run_agent(config, "hi", **options)
+    async with OpenMultiAgent() as oma:
+        return await oma.run_agent(config, "hi", **options)
 
 
 def _assert_outcome(result: RunResult, refusal: int | None, what: str) -> None:

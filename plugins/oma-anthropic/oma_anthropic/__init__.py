@@ -36,6 +36,7 @@ SPEC = ProviderSpec(
     description="Claude through the Anthropic Messages API (official anthropic SDK).",
     default_model="claude-sonnet-4-6",
     api_key_env="ANTHROPIC_API_KEY",
+    shared=True,  # one SDK client serves concurrent runs
 )
 
 

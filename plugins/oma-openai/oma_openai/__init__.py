@@ -55,6 +55,7 @@ def oma_register_providers() -> list[ProviderSpec]:
             default_model=p.default_model,
             default_base_url=p.base_url,
             api_key_env=p.api_key_env,
+            shared=True,  # one SDK client serves concurrent runs
         )
         for p in PRESETS
     ]
