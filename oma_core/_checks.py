@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, SupportsIndex
 
 import attrs
 
@@ -233,6 +233,79 @@ def check_url(value: object, path: str) -> str:
 
 # --- plain data (tool inputs) -----------------------------------------------------------
 
+
+class ReadOnlyError(TypeError, AttributeError):
+    """Raised on an attempt to change a frozen tool input.
+
+    A ``TypeError`` (like assigning into a mappingproxy or a tuple) and an ``AttributeError``
+    (like calling ``append`` on a tuple), so code written for either reading catches it.
+    """
+
+
+def _read_only(self: object, *args: object, **kwargs: object) -> Any:
+    raise ReadOnlyError(
+        f"{type(self).__name__} is read-only (a tool input); use plain_input() for a copy"
+    )
+
+
+class FrozenDict(dict[str, Any]):
+    """A read-only ``dict``: equal to the plain dict it copies and JSON-encodable as one."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if self:  # __init__ again on a built one would change it
+            _read_only(self)
+        super().__init__(*args, **kwargs)
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: object) -> FrozenDict:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+
+class FrozenList(list[Any]):
+    """A read-only ``list``: equal to the list (or tuple) it copies, JSON-encodable as a list."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = _read_only
+    append = clear = extend = insert = pop = remove = reverse = sort = _read_only
+
+    def __init__(self, *args: Any) -> None:
+        if self:
+            _read_only(self)
+        super().__init__(*args)
+
+    def __iadd__(self, other: Iterable[Any]) -> FrozenList:  # type: ignore[misc]
+        return FrozenList([*self, *other])  # rebinds, like a tuple's +=
+
+    def __imul__(self, count: SupportsIndex) -> FrozenList:
+        return FrozenList(list(self) * count)
+
+    def __eq__(self, other: object) -> bool:
+        # Equal to a tuple too: frozen inputs used to hold tuples, and callers compare both.
+        return list.__eq__(self, list(other) if isinstance(other, tuple) else other)
+
+    def __ne__(self, other: object) -> bool:
+        equal: Any = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: object) -> FrozenList:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+
 _PLAIN: Final = (
     "messages must contain cloneable structured data "
     "(dicts with string keys, lists, str, int, finite float, bool, None)"
@@ -258,8 +331,9 @@ def _entries(container: Any) -> Iterator[tuple[Any, Any]]:
 
 
 def freeze_json_object(value: object, path: str, max_depth: int) -> Mapping[str, Any]:
-    """A deep, read-only copy of a JSON object: MappingProxyType over private dicts, tuples
-    for lists. Refuses anything that is not plain data, and nesting past ``max_depth``.
+    """A deep, read-only copy of a JSON object: ``FrozenDict`` for objects, ``FrozenList`` for
+    arrays (equal to, and JSON-encodable like, plain dicts and lists). Refuses anything that
+    is not plain data, and nesting past ``max_depth``.
 
     Walked with an explicit stack, so no input can raise ``RecursionError`` (a cycle is
     refused as too deep).
@@ -319,14 +393,14 @@ def freeze_json_object(value: object, path: str, max_depth: int) -> Mapping[str,
         if pushed:
             continue
         frames.pop()
-        frozen: Any = MappingProxyType(out) if is_mapping else tuple(out)
+        frozen: Any = FrozenDict(out) if is_mapping else FrozenList(out)
         if frames:
             parent = frames[-1]
             if parent[2]:
                 parent[1][parent[3]] = frozen
             else:
                 parent[1].append(frozen)
-    return MappingProxyType(root)
+    return FrozenDict(root)
 
 
 def thaw_json(value: Any) -> Any:

@@ -158,11 +158,18 @@ class BudgetExceededError(OmaError):
 
     code = "BUDGET_EXCEEDED"
 
-    def __init__(self, kind: str, limit: float, used: float) -> None:
+    def __init__(self, kind: str, limit: float | None = None, used: float | None = None) -> None:
         self.kind = kind
         self.limit = limit
         self.used = used
-        super().__init__(f"{kind} budget exceeded: used {used:g} of {limit:g}")
+        if limit is None or used is None:
+            # BudgetExceededError("a message"), like any other exception.
+            super().__init__(kind)
+        else:
+            super().__init__(f"{kind} budget exceeded: used {used:g} of {limit:g}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.kind, self.limit, self.used))
 
 
 class RunTimeoutError(OmaError):

@@ -5,9 +5,10 @@ Objects are valid by construction: each constructor runs the same checks as load
 constructor carry a path relative to the object being built (``content[0].source.url must
 use HTTP or HTTPS``); ``load_messages`` names places from ``messages``.
 
-Sequences are tuples and a tool input is a read-only deep copy (``MappingProxyType`` over
-private dicts, tuples for lists), so nothing handed out can be changed through it. Copying
-shares the immutable strings: ``copy.deepcopy`` of a message returns the message itself.
+Sequences are tuples and a tool input is a read-only deep copy (read-only ``dict`` and
+``list`` subclasses that compare and JSON-encode like plain ones), so nothing handed out can be
+changed through it. Copying shares the immutable strings: ``copy.deepcopy`` of a message
+returns the message itself.
 """
 
 from __future__ import annotations
@@ -164,9 +165,10 @@ class VideoBlock(_Immutable):
 class ToolUseBlock(_Immutable):
     """A model's call of a tool; assistant turns only.
 
-    ``input`` is a read-only deep copy of a JSON object (mappings are ``MappingProxyType``,
-    lists are tuples); ``plain_input()`` gives a fresh mutable ``dict`` for ``json.dumps`` or
-    a tool function. Hashing uses ``id`` and ``name`` only.
+    ``input`` is a read-only deep copy of a JSON object (a read-only ``dict`` holding read-only
+    ``list``s: equal to the plain data it came from, and ``json.dumps`` takes it);
+    ``plain_input()`` gives a fresh mutable ``dict`` for a tool function. Hashing uses ``id``
+    and ``name`` only.
     """
 
     id: str
