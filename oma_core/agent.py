@@ -11,7 +11,7 @@ Cancellation propagates after cleanup. The engine itself lives in ``_runner``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -67,6 +67,13 @@ def _check_backend(_inst: object, _attribute: attrs.Attribute[Any], value: Any) 
         raise ValueError('backend must be a mapping with a string "kind", e.g. {"kind": "process"}')
 
 
+def _tool_tuple(
+    tools: Iterable[Tool | Callable[..., Any]],
+) -> tuple[Tool | Callable[..., Any], ...]:
+    # typed (unlike a bare ``tuple``), so ``AgentConfig(tools=[my_tool])`` type-checks
+    return tuple(tools)
+
+
 @attrs.frozen
 class AgentConfig:
     """Everything that defines an agent. ``api_key`` never appears in the repr.
@@ -86,7 +93,7 @@ class AgentConfig:
     description: str | None = None
     history: Sequence[Any] = ()
     before_run: Callable[[BeforeRunContext], Any] | None = None
-    tools: tuple[Tool | Callable[..., Any], ...] = attrs.field(default=(), converter=tuple)
+    tools: tuple[Tool | Callable[..., Any], ...] = attrs.field(default=(), converter=_tool_tuple)
     max_turns: int = attrs.field(default=10, validator=_positive_int)
     max_history_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
     max_retries: int | None = None

@@ -64,7 +64,11 @@ async def apply_before_run(
             new_messages: Any = value.messages
             new_prompt: Any = value.prompt
         elif isinstance(value, Mapping):
-            unknown = sorted(str(key) for key in value if key not in ("messages", "prompt"))
+            # "agent" is tolerated (and ignored) so a hook may hand back the whole context as
+            # a mapping, the way the reference's ``{...ctx, prompt}`` does; typos are refused.
+            unknown = sorted(
+                str(key) for key in value if key not in ("messages", "prompt", "agent")
+            )
             if unknown:
                 raise HookError(
                     f"{label} returned unknown keys {', '.join(unknown)}; "

@@ -73,6 +73,9 @@ _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>\\]+")
 _DATA_URL = re.compile(r"data:[A-Za-z0-9.+\-]+/[A-Za-z0-9.+\-]+;base64,[A-Za-z0-9+/=]+")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _PLAIN_RUN = re.compile(r"[a-z0-9/]*[a-z][a-z0-9/]*")
+# CamelCase words, such as UnsupportedContentBlockError or ScriptedProvider, are names, not
+# data: a payload is matched as one whole run, which almost surely breaks this shape.
+_CAMEL_RUN = re.compile(r"(?:[A-Z][a-z]+)+")
 
 
 def redact_url(url: str) -> str:
@@ -96,7 +99,7 @@ def redact_url(url: str) -> str:
 
 def _b64_run(match: re.Match[str]) -> str:
     run = match.group(0)
-    if _PLAIN_RUN.fullmatch(run):  # a lowercase word, a path, a hex digest
+    if _PLAIN_RUN.fullmatch(run) or _CAMEL_RUN.fullmatch(run):  # words, paths, hex digests
         return run
     return f"[base64-like data omitted; {len(run)} characters]"
 

@@ -45,6 +45,11 @@ def _backoff(_inst: object, attribute: attrs.Attribute[float], value: float) -> 
         raise ValueError(f"{attribute.name} must be a finite number >= 1, got {value!r}")
 
 
+def _sleep(seconds: float) -> Awaitable[object]:
+    # looked up at call time, so a test that patches asyncio.sleep makes back-off instant
+    return asyncio.sleep(seconds)
+
+
 @attrs.frozen
 class RetryPolicy:
     """Settings of the ladder, plus the sleep and the randomness it runs on.
@@ -59,9 +64,7 @@ class RetryPolicy:
     backoff: float = attrs.field(default=2.0, validator=_backoff)
     max_delay: float = attrs.field(default=30.0, validator=_non_negative)
     max_retry_after: float = attrs.field(default=60.0, validator=_non_negative)
-    sleep: Callable[[float], Awaitable[object]] = attrs.field(
-        default=asyncio.sleep, eq=False, repr=False
-    )
+    sleep: Callable[[float], Awaitable[object]] = attrs.field(default=_sleep, eq=False, repr=False)
     random: Callable[[], float] = attrs.field(default=_random.random, eq=False, repr=False)
 
     def override(

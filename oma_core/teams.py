@@ -20,7 +20,7 @@ from .errors import PlanError
 from .providers import Usage
 
 if TYPE_CHECKING:
-    from .agent import AgentConfig, RunResult
+    from .agent import Agent, AgentConfig, RunResult
 
 __all__ = ["TaskResult", "TaskSpec", "TaskStatus", "Team", "TeamRunResult", "parse_plan"]
 
@@ -41,8 +41,17 @@ def _check_team(team: Team, attribute: object, agents: tuple[AgentConfig, ...]) 
         raise ValueError(f"agent names in a team must be unique; repeated: {duplicates}")
 
 
-def _configs(agents: Iterable[AgentConfig]) -> tuple[AgentConfig, ...]:
-    return tuple(agents)  # typed, so that Team("t", [config]) type-checks
+def _configs(agents: Iterable[AgentConfig | Agent]) -> tuple[AgentConfig, ...]:
+    """The team's configs; an ``Agent`` stands for its config (each task is a fresh run)."""
+    from .agent import Agent, AgentConfig
+
+    configs = []
+    for item in agents:
+        config = item.config if isinstance(item, Agent) else item
+        if not isinstance(config, AgentConfig):
+            raise TypeError(f"team agents must be AgentConfigs, got {type(item).__name__}")
+        configs.append(config)
+    return tuple(configs)
 
 
 @attrs.frozen
@@ -247,11 +256,12 @@ Answer with JSON only, in this shape:
 {"tasks": [{"title": "short unique title", "description": "what to do, self-contained",
             "assignee": "an agent's name or null", "depends_on": ["titles of earlier tasks"]}]}"""
 
-_FENCED = re.compile(r"```[a-zA-Z]*[ \t]*\n(.*?)```", re.DOTALL)
+_FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 
 def parse_plan(text: str) -> tuple[TaskSpec, ...]:
-    """Read a coordinator's plan: bare JSON or the first fenced block holding JSON."""
+    """Read a coordinator's plan: bare JSON or the first fenced block holding JSON (failing
+    both, the first JSON object in the text that has a "tasks" key)."""
     data: Any = None
     for candidate in (text.strip(), *(m.group(1) for m in _FENCED.finditer(text))):
         try:
@@ -260,7 +270,9 @@ def parse_plan(text: str) -> tuple[TaskSpec, ...]:
             continue
         break
     else:
-        raise PlanError("the coordinator's answer holds no JSON plan")
+        data = _embedded_plan(text)
+        if data is None:
+            raise PlanError("the coordinator's answer holds no JSON plan")
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
         raise PlanError('the plan must be a JSON object with a "tasks" list')
     plan = []
@@ -278,6 +290,21 @@ def parse_plan(text: str) -> tuple[TaskSpec, ...]:
             raise PlanError(f"{where}.depends_on must be a list of titles")
         plan.append(TaskSpec(title, description, assignee, tuple(depends_on)))
     return tuple(plan)
+
+
+def _embedded_plan(text: str) -> Any:
+    """The first JSON object with a "tasks" key inside prose, or None."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            data, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and "tasks" in data:
+            return data
+        start = text.find("{", start + 1)
+    return None
 
 
 def _default_coordinator(team: Team) -> AgentConfig:

@@ -136,8 +136,10 @@ def test_clean_error_is_returned_unchanged() -> None:
 @given(st.binary(min_size=12, max_size=400), st.text(max_size=40))
 def test_no_16_character_piece_of_binary_base64_survives(raw: bytes, prefix: str) -> None:
     encoded = base64.b64encode(raw).decode()
-    # A run that reads as a lowercase word, path or hex digest is kept on purpose.
+    # A run that reads as a word (lowercase or CamelCase), a path or a hex digest is kept on
+    # purpose: error text names classes such as UnsupportedContentBlockError.
     assume(not re.fullmatch(r"[a-z0-9/]*[a-z][a-z0-9/]*", encoded.rstrip("=")))
+    assume(not re.fullmatch(r"(?:[A-Z][a-z]+)+", encoded.rstrip("=")))
     text = redact_text(f"{prefix} {encoded} tail")
     for start in range(len(encoded) - 15):
         assert encoded[start : start + 16] not in text
@@ -163,3 +165,11 @@ def test_an_error_that_copy_cannot_rebuild_keeps_its_class() -> None:
     assert isinstance(scrubbed, Picky)
     assert scrubbed.code == 7
     assert ANTHROPIC_KEY not in str(scrubbed)
+
+
+def test_long_identifiers_survive_while_base64_runs_do_not() -> None:
+    text = "UnsupportedContentBlockError from ScriptedProvider: iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB"
+    redacted = redact_text(text)
+    assert redacted.startswith("UnsupportedContentBlockError from ScriptedProvider: ")
+    assert "iVBORw0KGgo" not in redacted
+    assert "[base64-like data omitted; 32 characters]" in redacted

@@ -122,7 +122,7 @@ class ScriptedProvider:
         self.requests.append(request)
         if not self._queue:
             raise ProviderError(
-                f"ScriptedProvider has no responses left: call {len(self.requests)} "
+                f"ScriptedProvider is exhausted (no responses left): call {len(self.requests)} "
                 f"but only {self._given} responses were scripted",
                 provider=self.display_name,
                 retryable=False,
