@@ -364,14 +364,23 @@ class Run:
     # -- external backends -------------------------------------------------------------------
 
     async def _backend_turn(self, prompt: str) -> AsyncGenerator[StreamEvent, None]:
-        """One turn of an external agent, its events mapped onto the agent's."""
+        """One turn of an external agent, its events mapped onto the agent's.
+
+        The turn counts as one model call: observers (budgets, tracing) see it before it starts
+        and after it ends, and ``call_timeout`` bounds it.
+        """
         from .backends import BackendRequest, BackendResult, BackendToolCall, BackendToolResult
 
         backend = self.backend()
-        deadline = self.deadline
-        remaining = (
-            None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
-        )
+        observers = self.controls.observers
+        call = ProviderRequest(None, (_user_text(prompt),), self.config.system_prompt)
+        for observer in observers:
+            call = observer.before_call(call)
+        now = asyncio.get_running_loop().time()
+        call_timeout = self.controls.call_timeout
+        call_deadline = None if call_timeout is None else now + call_timeout
+        limits = [d for d in (self.deadline, call_deadline) if d is not None]
+        remaining = max(0.0, min(limits) - now) if limits else None
         streaming = self.streaming
         request = BackendRequest(prompt, self.config.system_prompt, self.session, remaining)
         events = backend.run(request)
@@ -379,7 +388,7 @@ class Run:
         try:
             while True:
                 try:
-                    event = await self._within(anext(events))
+                    event = await self._within(anext(events), call_deadline)
                 except StopAsyncIteration:
                     raise PluginError(
                         f"the external agent backend {backend.kind!r} ended without a result"
@@ -398,15 +407,23 @@ class Run:
                     if streaming:
                         yield StreamEvent("tool_result", _backend_tool_result(event))
                 elif isinstance(event, BackendResult):
-                    output = event.output if event.output or not parts else "".join(parts)
-                    self.usage = self.usage + _reported(event.usage)
-                    self.output = output
-                    self.produced.append(LLMMessage("assistant", (TextBlock(output),)))
-                    return
+                    result = event
+                    break
+        except Exception as exc:
+            partial = "".join(parts)
+            for observer in observers:
+                observer.after_call(call, Usage(), error=exc, partial_text=partial)
+            raise
         finally:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()
+        output = result.output if result.output or not parts else "".join(parts)
+        self.usage = self.usage + _reported(result.usage)
+        self.output = output
+        self.produced.append(LLMMessage("assistant", (TextBlock(output),)))
+        for observer in observers:  # may raise BudgetExceededError: the turn is recorded first
+            observer.after_call(call, result.usage, error=None, partial_text="")
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ __all__ = [
     "number_option",
     "StderrTail",
     "child_environment",
+    "close_pipes",
     "configured_values",
     "describe_exit",
     "redact",
@@ -52,13 +53,18 @@ ALLOWED_ENV = (
 )
 
 _REDACTED = "[REDACTED]"
-_PATTERNS = (
+_SHAPES = (
     re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
-    re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]+"),
-    re.compile(
-        r"(?i)\b([A-Z0-9_\-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_\-]*)"
-        r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
-    ),
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*"),
+)
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]+")
+_ASSIGNMENT = re.compile(
+    r"(?i)\b([A-Z0-9_\-]*(?:KEY|TOKEN(?!S)|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_\-]*[\"']?)"
+    r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&}]+)"
 )
 
 
@@ -141,12 +147,19 @@ def configured_values(extra: Mapping[str, str | None]) -> list[str]:
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """Blank out what looks like a credential, and every literal value in ``secrets``."""
+    """Blank out what looks like a credential, and every literal value in ``secrets``.
+
+    Credentials go by shape (API keys, AWS key ids, GitHub and Slack tokens, JWTs, ``Bearer``)
+    and by name: the value of any ``*KEY*``/``*TOKEN*``/``*SECRET*``/``*PASSWORD*`` assignment,
+    quoted JSON keys included. Unlike the core's ``redaction`` module it keeps long
+    base64-looking runs: a stderr tail is for reading.
+    """
     for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
         text = text.replace(secret, _REDACTED)
-    text = _PATTERNS[0].sub(_REDACTED, text)
-    text = _PATTERNS[1].sub(lambda m: f"{m.group(1)} {_REDACTED}", text)
-    return _PATTERNS[2].sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
+    for shape in _SHAPES:
+        text = shape.sub(_REDACTED, text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {_REDACTED}", text)
+    return _ASSIGNMENT.sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
 
 
 class StderrTail:
@@ -165,8 +178,12 @@ class StderrTail:
                 self.truncated = True
 
     def text(self, secrets: Iterable[str] = ()) -> str:
+        """The tail, redacted. When cut, its first partial line goes too: a credential cut in
+        half would no longer look like one."""
         text = self._buffer.decode("utf-8", errors="replace")
         if self.truncated:
+            if "\n" in text:
+                text = text[text.index("\n") + 1 :]
             text = "..." + text
         return redact(text, secrets).strip()
 
@@ -232,6 +249,18 @@ async def stop_process_group(process: asyncio.subprocess.Process, grace: float) 
                 cancelled = True
         if cancelled:
             raise asyncio.CancelledError
+
+
+def close_pipes(process: asyncio.subprocess.Process) -> None:
+    """Close the pipes to a stopped process now, unread data and all.
+
+    A grandchild that left the group (``setsid``) can hold stdout or stderr open forever; the
+    transport would then stay open until garbage collection, after its event loop closed.
+    """
+    transport = getattr(process, "_transport", None)  # asyncio offers no public close
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()
 
 
 async def wait_exit(

@@ -212,3 +212,52 @@ async def test_aclose_stops_the_backend(host: PluginHost, registry: Registry) ->
     async with make(host) as agent:
         await agent.run("x")
     assert registry.backends[0].closed
+
+
+# -- budgets and call limits apply to a backend turn as to a model call ------------------------
+
+
+def _config() -> AgentConfig:
+    return AgentConfig(name="cli", backend={"kind": "counting"}, system_prompt="sys")
+
+
+async def test_a_spent_shared_budget_stops_a_backend_run_before_it_starts(
+    host: PluginHost, registry: Registry
+) -> None:
+    from oma_core import Budget, OpenMultiAgent
+
+    oma = OpenMultiAgent(plugins=host)
+    budget = Budget(max_tokens=5)
+    first = await oma.run_agent(_config(), "one", budget=budget)
+    assert first.status.code == "budget_exhausted"  # 3 + 4 tokens reported: over 5
+    assert first.output == "answer: one"
+    second = await oma.run_agent(_config(), "two", budget=budget)
+    assert second.status.code == "budget_exhausted"
+    assert registry.spawns == 1, "a spent budget must not start the backend"
+
+
+async def test_backend_usage_counts_against_a_per_run_token_budget(
+    host: PluginHost, registry: Registry
+) -> None:
+    from oma_core import OpenMultiAgent
+
+    events: list[str] = []
+    oma = OpenMultiAgent(plugins=host, on_progress=lambda e: events.append(e.type))
+    result = await oma.run_agent(_config(), "hi", max_token_budget=5)
+    assert result.status.code == "budget_exhausted"
+    assert result.usage == Usage(3, 4)
+    assert "budget_exceeded" in events
+    roomy = await oma.run_agent(_config(), "hi", max_token_budget=100)
+    assert roomy.success
+
+
+async def test_call_timeout_bounds_a_backend_turn(host: PluginHost, registry: Registry) -> None:
+    from oma_core import OpenMultiAgent
+
+    registry.stall = True
+    started = asyncio.get_running_loop().time()
+    result = await OpenMultiAgent(plugins=host).run_agent(_config(), "hi", call_timeout=0.2)
+    assert result.status.code == "timeout"
+    assert asyncio.get_running_loop().time() - started < 5
+    assert registry.requests[-1].timeout is not None and registry.requests[-1].timeout <= 0.2
+    assert registry.stopped == 1

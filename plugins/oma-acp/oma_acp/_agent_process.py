@@ -15,6 +15,7 @@ from oma_core.errors import BackendError
 from oma_core.processes import (
     StderrTail,
     child_environment,
+    close_pipes,
     configured_values,
     describe_exit,
     stop_process_group,
@@ -42,6 +43,7 @@ class AgentProcess:
         # OmaClient implements the methods of acp's Client protocol that oma offers, not all.
         self.connection = ClientSideConnection(cast(Client, self.client), self.transport)
         self.broken = False
+        self.closed = False  # set by the backend's aclose: a failure then says so
         self._stderr = StderrTail(options.max_stderr_bytes)
         self._stderr_task = asyncio.create_task(self._stderr.drain(process.stderr))
         self._watcher = asyncio.create_task(self._watch())
@@ -99,7 +101,9 @@ class AgentProcess:
         await self.stop()
         tail = self._stderr.text(configured_values(self.options.env))
         exit_code = signal_number = None
-        if self.transport.failure is not None:
+        if self.closed:
+            message = f"acp backend: the backend was closed during {during}"
+        elif self.transport.failure is not None:
             message = f"acp backend: {self.transport.failure}; the agent was stopped"
         elif returncode is not None:
             how, exit_code, signal_number = describe_exit(returncode)
@@ -131,6 +135,7 @@ class AgentProcess:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            close_pipes(self.process)
 
     async def _watch(self) -> None:
         """When the process ends, fail every request still waiting on it, at once."""

@@ -99,6 +99,7 @@ class AcpBackend:
         self._session = None
         if agent is not None:
             self._skipped_before += agent.transport.skipped_lines
+            agent.closed = True
             await agent.stop()
 
     # -- the agent and its sessions ---------------------------------------------------------

@@ -5,12 +5,14 @@ answered by the policy, and file reads and writes stay inside the working direct
 from __future__ import annotations
 
 import asyncio
+import errno
 import inspect
 import json
 import logging
 import os
+import stat
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from acp import RequestError
 from acp.schema import (
@@ -238,9 +240,9 @@ def confine(root: str, path: str) -> str:
 
 def _read_text(path: str, line: int | None, limit: int | None, max_bytes: int) -> str:
     try:
-        if os.path.getsize(path) > max_bytes:
-            raise RequestError(-32602, "file is too large to send", {"path": path})
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with _open_regular(path, os.O_RDONLY) as handle:
+            if os.fstat(handle.fileno()).st_size > max_bytes:
+                raise RequestError(-32602, "file is too large to send", {"path": path})
             text = handle.read()
     except OSError as exc:
         raise RequestError.resource_not_found(path) from exc
@@ -254,9 +256,26 @@ def _read_text(path: str, line: int | None, limit: int | None, max_bytes: int) -
 
 def _write_text(path: str, content: str) -> None:
     try:
-        with open(path, "w", encoding="utf-8") as handle:
+        with _open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as handle:
             handle.write(content)
     except OSError as exc:
         raise RequestError(
             -32603, f"cannot write the file: {exc.strerror}", {"path": path}
         ) from exc
+
+
+def _open_regular(path: str, flags: int) -> TextIO:
+    """Open ``path`` (already resolved by ``confine``) as a UTF-8 text file, if it is a regular
+    file: never through a symlink swapped in since the check, never a FIFO or device that
+    would block a worker thread forever."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        if flags == os.O_RDONLY:
+            return open(fd, encoding="utf-8", errors="replace")
+        return open(fd, "w", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -6,6 +6,7 @@ echo               reply {"text": <whole prompt>, "session": id, "turn": n} as J
 stream             a thought, then "Hello", ", ", "world" as separate chunks
 tool               start a tool call, ask permission, finish the call; reply the chosen option
 ask FILE           ask permission and write the outcome to FILE (relative to the session cwd)
+ask-always-first   ask permission offering allow_always before allow_once; reply the outcome
 read PATH          read PATH through the client; reply its text or "error: <message>"
 write PATH TEXT    write TEXT to PATH through the client; reply "written" or "error: ..."
 sleep              wait for session/cancel, then stop with stopReason "cancelled"
@@ -119,6 +120,9 @@ class TestAgent:
             outcome = await self._ask(session_id, "call-ask")
             _write(os.path.join(state["cwd"], args[0]), outcome)
             await say(f"permission: {outcome}")
+        elif command == "ask-always-first":
+            outcome = await self._ask(session_id, "call-ask", always_first=True)
+            await say(f"permission: {outcome}")
         elif command == "read":
             try:
                 response = await self._conn.read_text_file(session_id=session_id, path=args[0])
@@ -168,15 +172,18 @@ class TestAgent:
             await say(f"unknown command {command!r}")
         return PromptResponse(stop_reason="end_turn")
 
-    async def _ask(self, session_id: str, call_id: str) -> str:
+    async def _ask(self, session_id: str, call_id: str, always_first: bool = False) -> str:
+        options = [
+            PermissionOption(option_id="yes-once", name="Allow once", kind="allow_once"),
+            PermissionOption(option_id="yes-always", name="Always", kind="allow_always"),
+            PermissionOption(option_id="no-once", name="Reject", kind="reject_once"),
+        ]
+        if always_first:
+            options = [options[1], options[2], options[0]]
         response = await self._conn.request_permission(
             session_id=session_id,
             tool_call=ToolCallUpdate(tool_call_id=call_id, title="write notes", kind="edit"),
-            options=[
-                PermissionOption(option_id="yes-once", name="Allow once", kind="allow_once"),
-                PermissionOption(option_id="yes-always", name="Always", kind="allow_always"),
-                PermissionOption(option_id="no-once", name="Reject", kind="reject_once"),
-            ],
+            options=options,
         )
         outcome = response.outcome
         return outcome.option_id if outcome.outcome == "selected" else "cancelled"

@@ -33,13 +33,6 @@ def _json(events: list[Any]) -> dict[str, Any]:
     return dict(json.loads(_result(events).output))
 
 
-def _assert_group_gone(pid: int) -> None:
-    with pytest.raises(ProcessLookupError):
-        os.killpg(pid, 0)
-    with pytest.raises(ChildProcessError):  # reaped: no zombie left
-        os.waitpid(pid, os.WNOHANG)
-
-
 async def _wait_for(predicate: Any, seconds: float = 10.0) -> None:
     for _ in range(int(seconds / 0.02)):
         if predicate():
@@ -295,7 +288,7 @@ async def test_cancelling_answers_a_pending_permission_request_as_cancelled(
 
 
 async def test_an_agent_dying_mid_turn_fails_it_and_the_next_run_starts_a_fresh_agent(
-    make_backend: Any, collect: Any
+    group_gone: Any, make_backend: Any, collect: Any
 ) -> None:
     backend = make_backend()
     first_pid = _json(await collect(backend, "pid"))["pid"]
@@ -306,7 +299,7 @@ async def test_an_agent_dying_mid_turn_fails_it_and_the_next_run_starts_a_fresh_
     assert "sk-leakedsecret123456" not in str(err)
     assert "sk-leakedsecret123456" not in (err.stderr_tail or "")
     assert "fatal" in (err.stderr_tail or "")
-    _assert_group_gone(first_pid)
+    group_gone(first_pid, first_pid)
     second_pid = _json(await collect(backend, "pid"))["pid"]
     assert second_pid != first_pid
     assert (backend.spawn_count, backend.restarts) == (2, 1)
@@ -359,13 +352,13 @@ async def test_non_json_lines_on_stdout_are_skipped_and_counted(
 
 
 async def test_an_oversized_message_fails_the_turn_and_stops_the_agent(
-    make_backend: Any, collect: Any
+    group_gone: Any, make_backend: Any, collect: Any
 ) -> None:
     backend = make_backend(max_message_bytes=64 * 1024)
     pid = _json(await collect(backend, "pid"))["pid"]
     with pytest.raises(BackendError, match="max_message_bytes=65536"):
         await collect(backend, "huge 300000")
-    _assert_group_gone(pid)
+    group_gone(pid, pid)
     assert _result(await collect(backend, "stream")).output == "Hello, world"
     await backend.aclose()
 
@@ -393,25 +386,25 @@ async def test_an_agent_that_misses_the_startup_timeout_is_stopped(
 
 
 async def test_an_agent_that_ignores_cancel_is_stopped_and_replaced(
-    make_backend: Any, collect: Any
+    group_gone: Any, make_backend: Any, collect: Any
 ) -> None:
     backend = make_backend(kill_grace=0.3)
     pid = _json(await collect(backend, "pid"))["pid"]
     with pytest.raises(RunTimeoutError):
         await collect(backend, "ignore-cancel", timeout=0.5)
-    _assert_group_gone(pid)
+    group_gone(pid, pid)
     assert _json(await collect(backend, "pid"))["pid"] != pid
     await backend.aclose()
 
 
 async def test_aclose_stops_and_reaps_the_agent_process_group(
-    make_backend: Any, collect: Any
+    group_gone: Any, make_backend: Any, collect: Any
 ) -> None:
     backend = make_backend()
     info = _json(await collect(backend, "pid"))
     assert info["pgid"] == info["pid"]
     await backend.aclose()
-    _assert_group_gone(info["pid"])
+    group_gone(info["pid"], info["pid"])
     with pytest.raises(BackendError, match="closed"):
         await collect(backend, "stream")
 
@@ -451,3 +444,63 @@ def test_invalid_options_are_refused_when_the_backend_is_made(
 ) -> None:
     with pytest.raises(BackendError, match=message):
         AcpBackend(options)
+
+
+async def test_the_allow_policy_prefers_a_one_time_allow_whatever_the_order(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend(permission="allow")
+    events = await collect(backend, "ask-always-first")
+    assert _result(events).output == "permission: yes-once"
+
+
+async def test_a_reject_policy_never_allows_whatever_the_order(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend(permission="reject")
+    events = await collect(backend, "ask-always-first")
+    assert _result(events).output == "permission: no-once"
+
+
+async def test_a_fifo_inside_cwd_is_refused_without_blocking(
+    make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    backend = make_backend()
+    read = await asyncio.wait_for(collect(backend, "read pipe"), 10)
+    assert _result(read).output.startswith("error:")
+    write = await asyncio.wait_for(collect(backend, "write pipe data"), 10)
+    assert _result(write).output.startswith("error:")
+    assert _result(await collect(backend, "stream")).output == "Hello, world"
+
+
+@pytest.mark.parametrize("path", ["link/planted.txt", "../planted.txt", "ABSOLUTE"])
+async def test_file_writes_escaping_cwd_by_symlink_dots_or_absolute_path_are_refused(
+    make_backend: Any, collect: Any, tmp_path: Path, path: str
+) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workdir / "link").symlink_to(outside)
+    (workdir / "dangling").symlink_to(tmp_path / "planted.txt")
+    target = str(outside / "planted.txt") if path == "ABSOLUTE" else path
+    backend = make_backend(cwd=str(workdir))
+    for attempt in (target, "dangling"):
+        output = _result(await collect(backend, f"write {attempt} data")).output
+        assert output.startswith("error: path is outside")
+    assert not (outside / "planted.txt").exists()
+    assert not (tmp_path / "planted.txt").exists()
+
+
+async def test_aclose_during_a_turn_fails_it_as_closed_and_reaps_the_agent(
+    group_gone: Any, make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend()
+    pid = _json(await collect(backend, "pid"))["pid"]
+    task = asyncio.create_task(collect(backend, "sleep"))
+    await asyncio.sleep(0.5)
+    await backend.aclose()
+    with pytest.raises(BackendError, match="the backend was closed"):
+        await asyncio.wait_for(task, 10)
+    group_gone(pid, pid)

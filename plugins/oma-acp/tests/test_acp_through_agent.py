@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,15 @@ from typing import Any
 
 import pytest
 
-from oma_core import Agent, AgentConfig, ToolResultBlock, ToolUseBlock, image_url
+from oma_core import (
+    Agent,
+    AgentConfig,
+    OpenMultiAgent,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    image_url,
+)
 from oma_core.errors import BackendError, InvalidMessageError
 
 AGENT = str(Path(__file__).with_name("acp_agent.py"))
@@ -98,12 +105,11 @@ async def test_a_crash_fails_the_run_and_the_next_run_gets_a_fresh_agent(tmp_pat
         assert (await agent.run("stream")).output == "Hello, world"
 
 
-async def test_agent_aclose_stops_the_agent_process_group(tmp_path: Path) -> None:
+async def test_agent_aclose_stops_the_agent_process_group(group_gone: Any, tmp_path: Path) -> None:
     agent = _agent(tmp_path)
     pid = json.loads((await agent.run("pid")).output)["pid"]
     await agent.aclose()
-    with pytest.raises(ProcessLookupError):
-        os.killpg(pid, 0)
+    group_gone(pid, pid)
 
 
 def test_the_cli_runs_an_acp_backend(tmp_path: Path) -> None:
@@ -125,3 +131,31 @@ def test_oma_plugins_lists_the_acp_backend_as_text_only() -> None:
     backend = json.loads(done.stdout)["backends"]["acp"]
     assert backend["text_only"] is True
     assert backend["plugin"] == "acp" and backend["display_name"] == "ACP agent"
+
+
+async def test_after_a_crash_prompt_turns_start_a_fresh_session_with_the_system_prompt(
+    tmp_path: Path,
+) -> None:
+    async with _agent(tmp_path, system_prompt="SYS") as agent:
+        first = json.loads((await agent.prompt("echo")).output)
+        crashed = await agent.prompt("crash")
+        assert crashed.status.code == "error"
+        after = json.loads((await agent.prompt("echo")).output)
+    assert (first["text"], first["turn"]) == ("SYS\n\necho", 1)
+    assert (after["text"], after["turn"]) == ("SYS\n\necho", 1)
+    assert [m.role for m in agent.get_history()] == ["user", "assistant"] * 2
+
+
+async def test_run_agent_reports_progress_and_a_timeout_for_an_acp_agent(tmp_path: Path) -> None:
+    events: list[Any] = []
+    oma = OpenMultiAgent(on_progress=events.append)
+    config = AgentConfig(
+        name="acp",
+        backend={"kind": "acp", "command": sys.executable, "args": [AGENT], "cwd": str(tmp_path)},
+    )
+    done = await oma.run_agent(config, "usage")
+    assert done.success and done.output == "counted" and done.usage == Usage(10, 5)
+    assert [e.type for e in events] == ["agent_start", "agent_complete"]
+    assert events[0].data == {"prompt": "usage"}
+    timed_out = await oma.run_agent(config, "sleep", timeout=0.5)
+    assert timed_out.status.code == "timeout"

@@ -19,6 +19,7 @@ from oma_core.errors import BackendError, RunTimeoutError
 from oma_core.processes import (
     StderrTail,
     child_environment,
+    close_pipes,
     configured_values,
     describe_exit,
     stop_process_group,
@@ -31,6 +32,8 @@ from ._options import ProcessOptions
 __all__ = ["ProcessBackend", "compose_prompt"]
 
 _CHUNK = 65536
+#: How long output may still trickle in once the command's group was stopped.
+_QUIET = 0.25
 
 
 def compose_prompt(request: BackendRequest) -> str:
@@ -64,10 +67,11 @@ class ProcessBackend:
         if self._closed:
             raise BackendError("process backend: the backend is closed", backend=self.kind)
         opts = self.options
-        prompt = compose_prompt(request)
-        argv = [opts.command, *opts.args]
+        # Encoded before the spawn: a prompt that cannot be delivered starts nothing.
+        data = self._encode(compose_prompt(request))
+        argv: list[str | bytes] = [opts.command, *opts.args]
         if opts.input == "argument":
-            argv.append(prompt)
+            argv.append(data)  # the exact UTF-8 bytes, whatever the locale
         limit = _effective_timeout(opts.timeout, request.timeout)
         loop = asyncio.get_running_loop()
         deadline = None if limit is None else loop.time() + limit
@@ -76,15 +80,15 @@ class ProcessBackend:
         stderr = StderrTail(opts.max_stderr_bytes)
         helpers = [asyncio.create_task(stderr.drain(_stream(process.stderr)))]
         if opts.input == "stdin":
-            helpers.append(asyncio.create_task(_feed(process, prompt.encode("utf-8"))))
+            helpers.append(asyncio.create_task(_feed(process, data)))
         leftovers = asyncio.create_task(_stop_leftovers(process, opts.kill_grace))
         try:
-            stdout = _stream(process.stdout)
+            stdout = _Stdout(_stream(process.stdout), leftovers, loop)
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             parts: list[str] = []
             received = 0
             while True:
-                chunk = await _before(deadline, stdout.read(_CHUNK), loop)
+                chunk = await stdout.read(deadline)
                 if chunk is None:
                     raise RunTimeoutError("run", limit or 0.0)
                 received += len(chunk)
@@ -102,7 +106,11 @@ class ProcessBackend:
                     break
             if not await _before(deadline, wait_exit(process, None), loop):
                 raise RunTimeoutError("run", limit or 0.0)
-            await _before(deadline, asyncio.gather(*helpers, return_exceptions=True), loop)
+            await _before(deadline, _settle(helpers, leftovers), loop)
+            if self._closed:  # aclose() stopped it meanwhile: not the command's own failure
+                raise BackendError(
+                    "process backend: the backend was closed during the run", backend=self.kind
+                )
             if process.returncode != 0:
                 raise self._failure(process.returncode or 0, stderr)
             yield BackendResult(output="".join(parts))
@@ -116,6 +124,7 @@ class ProcessBackend:
                 await stop_process_group(process, opts.kill_grace)
             finally:
                 await asyncio.gather(leftovers, *helpers, return_exceptions=True)
+                close_pipes(process)
                 self._running.discard(process)
 
     async def aclose(self) -> None:
@@ -131,7 +140,23 @@ class ProcessBackend:
     def _name(self) -> str:
         return os.path.basename(self.options.command)
 
-    async def _spawn(self, argv: list[str]) -> asyncio.subprocess.Process:
+    def _encode(self, prompt: str) -> bytes:
+        """The prompt as UTF-8, refused with ``BackendError`` when it cannot be delivered."""
+        try:
+            data = prompt.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BackendError(
+                "process backend: the prompt is not valid Unicode (it contains a lone surrogate)",
+                backend=self.kind,
+            ) from None
+        if self.options.input == "argument" and b"\0" in data:
+            raise BackendError(
+                "process backend: a prompt containing a NUL byte cannot be passed as an argument",
+                backend=self.kind,
+            )
+        return data
+
+    async def _spawn(self, argv: list[str | bytes]) -> asyncio.subprocess.Process:
         opts = self.options
         try:
             process = await asyncio.create_subprocess_exec(
@@ -146,14 +171,21 @@ class ProcessBackend:
                 start_new_session=True,
             )
         except (OSError, ValueError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            if isinstance(exc, ValueError):
-                reason = "the prompt or an argument contains a NUL byte"
             raise BackendError(
-                f"process backend: cannot start {self._name!r}: {reason}", backend=self.kind
+                f"process backend: cannot start {self._name!r}: {self._start_failure(exc)}",
+                backend=self.kind,
             ) from None
         self.spawn_count += 1
         return process
+
+    def _start_failure(self, exc: OSError | ValueError) -> str:
+        """Why the spawn failed, in words (a missing cwd reads like a missing binary)."""
+        cwd = self.options.cwd
+        if isinstance(exc, ValueError):
+            return "an argument contains a NUL byte"
+        if cwd is not None and not os.path.isdir(cwd):
+            return f"cwd is not a directory: {cwd}"
+        return exc.strerror or str(exc)
 
     def _failure(self, returncode: int, stderr: StderrTail) -> BackendError:
         how, exit_code, signal_number = describe_exit(returncode)
@@ -190,6 +222,61 @@ async def _before(deadline: float | None, awaitable: Any, loop: asyncio.Abstract
 def _stream(stream: asyncio.StreamReader | None) -> asyncio.StreamReader:
     assert stream is not None  # created with PIPE
     return stream
+
+
+class _Stdout:
+    """The command's stdout, read to its end — or, once the command has exited and its group
+    was stopped, until it goes quiet: a writer that left the group (``setsid``) and still
+    holds the pipe cannot keep the run going."""
+
+    def __init__(
+        self,
+        stream: asyncio.StreamReader,
+        group_stopped: asyncio.Task[None],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self._stream = stream
+        self._group_stopped = group_stopped
+        self._loop = loop
+        self._cutoff: float | None = None
+
+    async def read(self, deadline: float | None) -> bytes | None:
+        """The next chunk; ``b""`` at the end; None when ``deadline`` passed first."""
+        loop = self._loop
+        if self._cutoff is None:
+            read = asyncio.ensure_future(self._stream.read(_CHUNK))
+            try:
+                remaining = None if deadline is None else max(deadline - loop.time(), 0.0)
+                done, _ = await asyncio.wait(
+                    {read, self._group_stopped},
+                    timeout=remaining,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                if not read.done():
+                    read.cancel()  # unread data stays in the stream's buffer
+                    await asyncio.wait({read})
+            if not read.cancelled():
+                return read.result()
+            if not done:
+                return None
+            self._cutoff = loop.time() + _QUIET
+        stop = self._cutoff if deadline is None else min(deadline, self._cutoff)
+        try:
+            return await asyncio.wait_for(self._stream.read(_CHUNK), max(stop - loop.time(), 0.0))
+        except TimeoutError:
+            if deadline is not None and deadline < self._cutoff:
+                return None
+            return b""
+
+
+async def _settle(helpers: list[asyncio.Task[None]], group_stopped: asyncio.Task[None]) -> None:
+    """Let stderr's drain and stdin's feed finish; once the group was stopped, give them
+    ``_QUIET`` seconds more (a pipe held open outside the group never closes)."""
+    finished: asyncio.Future[Any] = asyncio.gather(*helpers, return_exceptions=True)
+    await asyncio.wait([finished, group_stopped], return_when=asyncio.FIRST_COMPLETED)
+    if not finished.done():
+        await asyncio.wait({finished}, timeout=_QUIET)
 
 
 async def _stop_leftovers(process: asyncio.subprocess.Process, grace: float) -> None:

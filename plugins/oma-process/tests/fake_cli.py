@@ -13,6 +13,10 @@ sleep SECONDS      sleep (SIGTERM ends it), then print "woke"
 linger FILE        fork a grandchild that keeps stdout open and sleeps, write the group id to
                    FILE, print "parent done" and exit 0
 count FILE         append a line to FILE (one per spawn), then behave like cat
+interleave N       write N bytes to stderr in blocks, with 100 KB of stdout after every tenth
+                   block, then "end" to stdout
+escape FILE        fork a grandchild that calls setsid (leaving the group), keeps stdout and
+                   stderr open and sleeps; write its pid to FILE, print "parent done", exit 0
 """
 
 from __future__ import annotations
@@ -87,6 +91,26 @@ def main(argv: list[str]) -> int:
             os._exit(0)
         with open(argv[1], "w") as handle:
             json.dump({"pgid": os.getpgid(0)}, handle)
+        _out(b"parent done")
+    elif mode == "interleave":
+        remaining, count = int(argv[1]), 0
+        block = b"e" * 65536
+        while remaining > 0:
+            sys.stderr.buffer.write(block[:remaining])
+            sys.stderr.buffer.flush()
+            remaining -= len(block)
+            if count % 10 == 0:
+                _out(b"o" * 100_000)
+            count += 1
+        _out(b"end")
+    elif mode == "escape":
+        grandchild = os.fork()
+        if grandchild == 0:
+            os.setsid()
+            time.sleep(60)
+            os._exit(0)
+        with open(argv[1], "w") as handle:
+            json.dump({"grandchild": grandchild}, handle)
         _out(b"parent done")
     elif mode == "sleep":
         time.sleep(float(argv[1]))

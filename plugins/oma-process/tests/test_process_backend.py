@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -29,13 +30,6 @@ def _output(events: list[Any]) -> str:
 
 def _echo(events: list[Any]) -> dict[str, Any]:
     return dict(json.loads(_output(events)))
-
-
-def _assert_group_gone(info: dict[str, int]) -> None:
-    with pytest.raises(ProcessLookupError):
-        os.killpg(info["pgid"], 0)
-    with pytest.raises(ChildProcessError):  # the child was reaped: no zombie left
-        os.waitpid(info["pid"], os.WNOHANG)
 
 
 def test_the_plugin_registers_a_text_only_process_backend() -> None:
@@ -170,7 +164,7 @@ async def test_a_missing_binary_raises_backend_error(collect: Any, tmp_path: Pat
 
 
 async def test_timeout_stops_the_whole_group_and_reaps_the_child(
-    make_backend: Any, collect: Any, tmp_path: Path
+    group_gone: Any, make_backend: Any, collect: Any, tmp_path: Path
 ) -> None:
     info_file = tmp_path / "pids.json"
     backend = make_backend("hang", str(info_file), timeout=0.8, kill_grace=0.2)
@@ -178,11 +172,11 @@ async def test_timeout_stops_the_whole_group_and_reaps_the_child(
         await collect(backend, "")
     info = json.loads(info_file.read_text())
     assert info["pgid"] == info["pid"]
-    _assert_group_gone(info)
+    group_gone(info["pgid"], info["pid"])
 
 
 async def test_a_background_child_holding_stdout_does_not_keep_the_run_going(
-    make_backend: Any, collect: Any, tmp_path: Path
+    group_gone: Any, make_backend: Any, collect: Any, tmp_path: Path
 ) -> None:
     info_file = tmp_path / "pgid.json"
     loop = asyncio.get_running_loop()
@@ -190,8 +184,7 @@ async def test_a_background_child_holding_stdout_does_not_keep_the_run_going(
     events = await collect(make_backend("linger", str(info_file), kill_grace=0.3), "")
     assert _output(events) == "parent done"
     assert loop.time() - started < 10
-    with pytest.raises(ProcessLookupError):
-        os.killpg(json.loads(info_file.read_text())["pgid"], 0)
+    group_gone(json.loads(info_file.read_text())["pgid"])
 
 
 async def test_the_request_timeout_applies_when_shorter(make_backend: Any, collect: Any) -> None:
@@ -204,18 +197,19 @@ async def test_the_request_timeout_applies_when_shorter(make_backend: Any, colle
 
 
 async def test_closing_the_stream_early_stops_the_process_group(
-    make_backend: Any, tmp_path: Path
+    group_gone: Any, make_backend: Any, tmp_path: Path
 ) -> None:
     info_file = tmp_path / "pids.json"
     stream = make_backend("hang", str(info_file), kill_grace=0.2).run(BackendRequest(""))
     first = await anext(stream)
     assert first == TextDelta("ready")
     await stream.aclose()
-    _assert_group_gone(json.loads(info_file.read_text()))
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
 
 
 async def test_cancelling_the_consuming_task_stops_the_process_group(
-    make_backend: Any, collect: Any, tmp_path: Path
+    group_gone: Any, make_backend: Any, collect: Any, tmp_path: Path
 ) -> None:
     info_file = tmp_path / "pids.json"
     task = asyncio.create_task(collect(make_backend("hang", str(info_file), kill_grace=0.2)))
@@ -226,16 +220,20 @@ async def test_cancelling_the_consuming_task_stops_the_process_group(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    _assert_group_gone(json.loads(info_file.read_text()))
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
 
 
-async def test_backend_aclose_stops_a_run_left_suspended(make_backend: Any, tmp_path: Path) -> None:
+async def test_backend_aclose_stops_a_run_left_suspended(
+    group_gone: Any, make_backend: Any, tmp_path: Path
+) -> None:
     info_file = tmp_path / "pids.json"
     backend = make_backend("hang", str(info_file), kill_grace=0.2)
     stream = backend.run(BackendRequest(""))
     assert await anext(stream) == TextDelta("ready")
     await backend.aclose()
-    _assert_group_gone(json.loads(info_file.read_text()))
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
     await stream.aclose()
     with pytest.raises(BackendError, match="closed"):
         await anext(backend.run(BackendRequest("")))
@@ -294,3 +292,146 @@ async def test_each_run_starts_a_fresh_process(make_backend: Any, collect: Any) 
     second = await collect(backend, "two", continue_session=True)
     assert _echo(first)["stdin"] == "one" and _echo(second)["stdin"] == "two"
     assert backend.spawn_count == 2
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "-rf --help",
+        "--version",
+        "Grüße, 世界 🚀 \u00e9\u0301 \u200b",
+        "-n\n$HOME `id` $(id) '\"\\ \x00 nul inside",
+    ],
+)
+async def test_stdin_prompts_arrive_byte_exact_and_never_become_arguments(
+    make_backend: Any, collect: Any, prompt: str
+) -> None:
+    echoed = _echo(await collect(make_backend("echo"), prompt))
+    assert echoed["stdin"] == prompt
+    assert echoed["argv"] == ["echo"]
+
+
+async def test_argument_mode_passes_non_ascii_as_one_exact_utf8_argument(
+    make_backend: Any, collect: Any
+) -> None:
+    prompt = "-x Grüße 世界 🚀 $(id) * ?"
+    echoed = _echo(await collect(make_backend("echo", input="argument"), prompt))
+    assert echoed["argv"] == ["echo", prompt]
+
+
+async def test_a_prompt_with_a_lone_surrogate_is_refused_before_any_spawn(
+    make_backend: Any, collect: Any
+) -> None:
+    for mode in ("stdin", "argument"):
+        backend = make_backend("echo", input=mode)
+        with pytest.raises(BackendError, match="not valid Unicode"):
+            await collect(backend, "bad \ud800 text")
+        assert backend.spawn_count == 0
+
+
+async def test_a_nul_byte_cannot_be_an_argument_and_nothing_is_spawned(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend("echo", input="argument")
+    with pytest.raises(BackendError, match="NUL byte"):
+        await collect(backend, "a\x00b")
+    assert backend.spawn_count == 0
+
+
+async def test_a_missing_cwd_is_named_in_the_error(make_backend: Any, collect: Any) -> None:
+    backend = make_backend("echo", cwd="/no/such/directory")
+    with pytest.raises(BackendError, match="cwd is not a directory: /no/such/directory"):
+        await collect(backend, "hi")
+
+
+async def test_ten_mib_of_stderr_interleaved_with_stdout_never_deadlocks(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend("interleave", str(10 * 1024 * 1024), timeout=30)
+    events = await asyncio.wait_for(collect(backend, ""), 40)
+    output = _output(events)
+    assert output.endswith("end")
+    assert output.count("o") == 100_000 * 16  # 160 blocks of stderr: stdout after every tenth
+
+
+async def test_a_grandchild_that_left_the_group_cannot_keep_the_run_going(
+    make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "escaped.json"
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        events = await collect(make_backend("escape", str(info_file), kill_grace=0.2), "")
+        assert _output(events) == "parent done"
+        assert loop.time() - started < 10  # it sleeps 60 s holding stdout and stderr
+    finally:
+        grandchild = json.loads(info_file.read_text())["grandchild"]
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(grandchild, signal.SIGKILL)  # out of the backend's reach, as documented
+        with contextlib.suppress(ChildProcessError):
+            await asyncio.to_thread(os.waitpid, grandchild, 0)  # ours to reap as subreaper
+
+
+async def test_the_grace_period_passes_before_sigkill_for_a_child_ignoring_sigterm(
+    group_gone: Any, make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    loop = asyncio.get_running_loop()
+    backend = make_backend("hang", str(info_file), timeout=0.5, kill_grace=1.0)
+    started = loop.time()
+    with pytest.raises(RunTimeoutError):
+        await collect(backend, "")
+    assert loop.time() - started >= 1.4  # the timeout, then the whole grace period
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
+
+
+async def test_credentials_of_common_shapes_are_redacted_from_the_stderr_tail(
+    make_backend: Any, collect: Any
+) -> None:
+    secrets = (
+        "json-quoted-value-123",
+        "AKIAABCDEFGHIJKLMNOP",
+        "ghp_abcdefghijklmnopqrstuvwx1234",
+        "eyJhbGciOiJI.eyJzdWIiOiIx.c2lnbmF0dXJl",
+        "ghs-short-token",
+    )
+    noise = (
+        f'config {{"api_key": "{secrets[0]}"}} aws {secrets[1]} gh {secrets[2]} '
+        f"jwt {secrets[3]} GITHUB_TOKEN={secrets[4]} but /usr/lib/python3/x.py stays"
+    )
+    with pytest.raises(BackendError) as caught:
+        await collect(make_backend("fail", "2", noise), "")
+    tail = caught.value.stderr_tail or ""
+    assert "/usr/lib/python3/x.py stays" in tail
+    for secret in secrets:
+        assert secret not in tail and secret not in str(caught.value)
+
+
+async def test_aclose_during_a_run_fails_it_as_closed_and_stops_the_group(
+    group_gone: Any, make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    backend = make_backend("hang", str(info_file), kill_grace=0.2)
+    task = asyncio.create_task(collect(backend, ""))
+    for _ in range(250):
+        if info_file.exists() and info_file.read_text():
+            break
+        await asyncio.sleep(0.02)
+    await backend.aclose()
+    with pytest.raises(BackendError, match="the backend was closed"):
+        await asyncio.wait_for(task, 10)
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
+
+
+async def test_a_credential_cut_in_half_by_the_tail_limit_is_not_shown(
+    make_backend: Any, collect: Any
+) -> None:
+    secret_end = "TAILOFSECRET0123456789"
+    text = "OPENAI_API_KEY=sk-" + "k" * 200 + secret_end + "\nlast line of the error"
+    with pytest.raises(BackendError) as caught:
+        await collect(make_backend("fail", "1", text, max_stderr_bytes=60), "")
+    tail = caught.value.stderr_tail or ""
+    assert tail.endswith("last line of the error")
+    assert secret_end not in tail and secret_end not in str(caught.value)

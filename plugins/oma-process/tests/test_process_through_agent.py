@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -85,17 +84,20 @@ async def test_a_failing_command_gives_a_failed_result_with_a_backend_error() ->
     assert result.status.error.exit_code == 4
 
 
-async def test_the_backend_timeout_ends_the_run_with_status_timeout(tmp_path: Path) -> None:
+async def test_the_backend_timeout_ends_the_run_with_status_timeout(
+    group_gone: Any, tmp_path: Path
+) -> None:
     info_file = tmp_path / "pids.json"
     async with _agent("hang", str(info_file), timeout=0.5, kill_grace=0.2) as agent:
         result = await agent.run("hi")
     assert result.status.code == "timeout"
-    pgid = json.loads(info_file.read_text())["pgid"]
-    with pytest.raises(ProcessLookupError):
-        os.killpg(pgid, 0)
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
 
 
-async def test_cancelling_agent_run_from_outside_stops_the_process_group(tmp_path: Path) -> None:
+async def test_cancelling_agent_run_from_outside_stops_the_process_group(
+    group_gone: Any, tmp_path: Path
+) -> None:
     info_file = tmp_path / "pids.json"
     agent = _agent("hang", str(info_file), kill_grace=0.2)
     task = asyncio.ensure_future(agent.run("hi"))
@@ -107,9 +109,8 @@ async def test_cancelling_agent_run_from_outside_stops_the_process_group(tmp_pat
     with pytest.raises(asyncio.CancelledError):
         await task
     await agent.aclose()
-    pgid = json.loads(info_file.read_text())["pgid"]
-    with pytest.raises(ProcessLookupError):
-        os.killpg(pgid, 0)
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
 
 
 def _oma(*args: str) -> subprocess.CompletedProcess[str]:
@@ -162,3 +163,70 @@ def test_oma_plugins_lists_the_process_backend_as_text_only() -> None:
     backend = json.loads(done.stdout)["backends"]["process"]
     assert backend["text_only"] is True
     assert backend["plugin"] == "process" and backend["display_name"] == "Process"
+
+
+async def test_run_agent_reports_progress_and_its_timeout_stops_the_group(
+    group_gone: Any, tmp_path: Path
+) -> None:
+    events: list[Any] = []
+    oma = OpenMultiAgent(on_progress=events.append)
+    backend = {"kind": "process", "command": sys.executable, "args": [FAKE_CLI, "cat"]}
+    done = await oma.run_agent(AgentConfig(name="cli", backend=backend), "hello")
+    assert done.success and done.output == "hello"
+    assert [(e.type, e.agent) for e in events] == [
+        ("agent_start", "cli"),
+        ("agent_complete", "cli"),
+    ]
+    assert events[0].data == {"prompt": "hello"}
+    info_file = tmp_path / "pids.json"
+    hanging = {**backend, "args": [FAKE_CLI, "hang", str(info_file)], "kill_grace": 0.2}
+    events.clear()
+    timed_out = await oma.run_agent(AgentConfig(name="slow", backend=hanging), "hi", timeout=0.5)
+    assert timed_out.status.code == "timeout"
+    assert events[-1].type == "agent_complete"
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
+
+
+async def test_run_agent_refuses_structured_input_without_spawning(tmp_path: Path) -> None:
+    counter = tmp_path / "spawns.txt"
+    events: list[Any] = []
+    backend = {
+        "kind": "process",
+        "command": sys.executable,
+        "args": [FAKE_CLI, "count", str(counter)],
+    }
+    with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
+        await OpenMultiAgent(on_progress=events.append).run_agent(
+            AgentConfig(name="cli", backend=backend), STRUCTURED
+        )
+    assert not counter.exists()
+    assert events == []
+
+
+async def test_a_before_run_hook_may_rewrite_the_prompt_but_not_the_messages(
+    tmp_path: Path,
+) -> None:
+    counter = tmp_path / "spawns.txt"
+    backend = {
+        "kind": "process",
+        "command": sys.executable,
+        "args": [FAKE_CLI, "count", str(counter)],
+    }
+    rewrite = Agent(
+        AgentConfig(name="cli", backend=backend, before_run=lambda ctx: {"prompt": "rewritten"})
+    )
+    replace = Agent(
+        AgentConfig(
+            name="cli",
+            backend=backend,
+            before_run=lambda ctx: {
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
+            },
+        )
+    )
+    async with rewrite, replace:
+        assert (await rewrite.run("original")).output == "rewritten"
+        failed = await replace.run("original")
+    assert not failed.success and "cannot be forwarded without loss" in str(failed.status.error)
+    assert counter.read_text().count("spawned") == 1
