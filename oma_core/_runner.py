@@ -244,12 +244,7 @@ class Run:
                     observer.after_call(attempt, Usage(), error=exc, partial_text="")
                 retry = await self._before_retry(exc, retry)
                 continue
-            self.usage = self.usage + _reported(response.usage)
-            for observer in observers:
-                on_response = getattr(observer, "on_response", None)  # the finish reason, for spans
-                if on_response is not None:
-                    on_response(attempt, response)
-                observer.after_call(attempt, response.usage, error=None, partial_text="")
+            self._succeeded(attempt, response)
             return response
 
     async def _stream_call(
@@ -317,14 +312,18 @@ class Run:
                 retry = await self._before_retry(exc, retry)
                 continue
             assert response is not None
-            self.usage = self.usage + _reported(response.usage)
-            for observer in observers:
-                on_response = getattr(observer, "on_response", None)  # the finish reason, for spans
-                if on_response is not None:
-                    on_response(attempt, response)
-                observer.after_call(attempt, response.usage, error=None, partial_text="")
+            self._succeeded(attempt, response)
             self._response = response
             return
+
+    def _succeeded(self, attempt: ProviderRequest, response: ProviderResponse) -> None:
+        """Count a successful attempt's usage and tell the observers."""
+        self.usage = self.usage + _reported(response.usage)
+        for observer in self.controls.observers:
+            on_response = getattr(observer, "on_response", None)  # the finish reason, for spans
+            if on_response is not None:
+                on_response(attempt, response)
+            observer.after_call(attempt, response.usage, error=None, partial_text="")
 
     async def _before_retry(self, error: Exception, retry: int) -> int:
         """Wait for the next attempt, or re-raise ``error`` when it may not be retried."""

@@ -94,9 +94,7 @@ def _media_block(value: str, kind: str) -> ContentBlock:
     if inline:  # a data: URL carries the bytes: it becomes a base64 block, like a file
         header, data = inline.groups()
         media_type = header[len("data:") :].split(";", 1)[0].strip().lower()
-        if kind == "image":
-            return media.image_base64(data, media_type)
-        return media.video_base64(data, media_type)
+        return _base64_block(kind, data, media_type)
     if _is_url(value):
         return media.image_url(value) if kind == "image" else media.video_url(value)
     path = Path(value)
@@ -110,7 +108,12 @@ def _media_block(value: str, kind: str) -> ContentBlock:
             f"cannot tell the {kind} type of {path.name}; known extensions: {known}",
             param_hint=f"--{kind}",
         )
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return _base64_block(kind, base64.b64encode(path.read_bytes()).decode("ascii"), media_type)
+
+
+def _base64_block(kind: str, data: str, media_type: str) -> ContentBlock:
+    from . import media
+
     if kind == "image":
         return media.image_base64(data, media_type)
     return media.video_base64(data, media_type)

@@ -342,7 +342,7 @@ class Evaluator:
         wanted = len(self._queue)
         while self._idle and wanted > 0:
             waiter = self._idle.pop()
-            if not waiter.done() and not waiter.get_loop().is_closed():
+            if _pending(waiter):
                 waiter.set_result(True)
                 wanted -= 1
         if wanted > 0:
@@ -368,14 +368,14 @@ class Evaluator:
 
     def _prune(self) -> None:
         for task in list(self._workers):
-            if task.done() or task.get_loop().is_closed():
+            if not _pending(task):
                 self._workers.discard(task)
-        self._idle = [w for w in self._idle if not w.done() and not w.get_loop().is_closed()]
+        self._idle = [w for w in self._idle if _pending(w)]
 
     def _retire_idle(self) -> None:
         idle, self._idle = self._idle, []
         for waiter in idle:
-            if not waiter.done() and not waiter.get_loop().is_closed():
+            if _pending(waiter):
                 waiter.set_result(False)
 
     def _wake(self) -> None:
@@ -383,7 +383,7 @@ class Evaluator:
             return
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
-            if not waiter.done() and not waiter.get_loop().is_closed():
+            if _pending(waiter):
                 waiter.set_result(None)
 
     async def _work(self) -> None:
@@ -522,6 +522,11 @@ class Evaluator:
 def _being_cancelled() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def _pending(future: asyncio.Future[Any]) -> bool:
+    """Whether ``future`` is not done yet and its loop still runs (so it can be set)."""
+    return not future.done() and not future.get_loop().is_closed()
 
 
 def _settle(waiter: asyncio.Future[bool], value: bool) -> None:

@@ -448,7 +448,7 @@ def _tool_result_fields(
         if not content:
             raise InvalidMessageError(where, "must be a string or a non-empty list of parts")
         budget.take(len(content), where)
-        checked = tuple([_part(part, f"{where}[{i}]", budget) for i, part in enumerate(content)])
+        checked = tuple([_part(part, f"{where}[{i}]") for i, part in enumerate(content)])
     else:
         raise InvalidMessageError(
             where,
@@ -551,7 +551,7 @@ def _role_rule(tag: str, role: Role, path: str) -> None:
         )
 
 
-def _part(value: object, path: str, budget: _Budget) -> ToolResultPart:
+def _part(value: object, path: str) -> ToolResultPart:
     kind = type(value)
     if kind is TextBlock or kind is FilePart:
         return value  # type: ignore[return-value]

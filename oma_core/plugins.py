@@ -21,7 +21,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias, TypeVar
 
 import attrs
 import pluggy
@@ -34,6 +34,10 @@ __all__ = ["HookCall", "PluginFailure", "PluginHost", "PluginInfo"]
 
 #: The entry-point group, and pluggy's project name.
 ENTRY_POINT_GROUP = "oma"
+
+_Spec = TypeVar("_Spec", ProviderSpec, BackendSpec)
+#: What one plugin's registration hooks returned: providers, backends, scorers.
+_Offered: TypeAlias = tuple[list[ProviderSpec], list[BackendSpec], list[Any]]
 
 _HOOK_NAMES = frozenset(name for name in vars(hookspecs) if name.startswith("oma_"))
 
@@ -98,13 +102,13 @@ class _Registry:
     """What the registration hooks returned, merged; rebuilt when the set of plugins changes."""
 
     key: tuple[tuple[str, int], ...]
-    providers: dict[str, ProviderSpec]
-    provider_owner: dict[str, str]
-    backends: dict[str, BackendSpec]
-    backend_owner: dict[str, str]
-    scorers: list[Any]
-    by_plugin: dict[str, tuple[list[ProviderSpec], list[BackendSpec], list[Any]]]
-    shadowed: list[str]
+    providers: dict[str, ProviderSpec] = attrs.Factory(dict)
+    provider_owner: dict[str, str] = attrs.Factory(dict)
+    backends: dict[str, BackendSpec] = attrs.Factory(dict)
+    backend_owner: dict[str, str] = attrs.Factory(dict)
+    scorers: list[Any] = attrs.Factory(list)
+    by_plugin: dict[str, _Offered] = attrs.Factory(dict)
+    shadowed: list[str] = attrs.Factory(list)
 
 
 @attrs.frozen
@@ -217,15 +221,7 @@ class PluginHost:
 
     def provider_spec(self, name: str) -> ProviderSpec:
         """The provider registered as ``name``; ``PluginError`` names the available ones."""
-        registry = self._collected()
-        spec = registry.providers.get(name)
-        if spec is None:
-            raise PluginError(
-                f"unknown provider {name!r}; available providers: "
-                f"{', '.join(registry.providers) or 'none'}{self._failure_hint()}",
-                name=name,
-            )
-        return spec
+        return self._lookup(self._collected().providers, name, "provider", "providers")
 
     def backend_specs(self) -> dict[str, BackendSpec]:
         """Every registered external-agent backend, by kind, sorted by kind."""
@@ -233,15 +229,7 @@ class PluginHost:
 
     def backend_spec(self, kind: str) -> BackendSpec:
         """The backend registered as ``kind``; ``PluginError`` names the available ones."""
-        registry = self._collected()
-        spec = registry.backends.get(kind)
-        if spec is None:
-            raise PluginError(
-                f"unknown backend kind {kind!r}; available backends: "
-                f"{', '.join(registry.backends) or 'none'}{self._failure_hint()}",
-                name=kind,
-            )
-        return spec
+        return self._lookup(self._collected().backends, kind, "backend kind", "backends")
 
     def scorers(self) -> list[Any]:
         """The online-evaluation scorers plugins ship, in pluggy's call order."""
@@ -385,7 +373,7 @@ class PluginHost:
             return self._registry
 
     def _collect(self, key: tuple[tuple[str, int], ...]) -> _Registry:
-        registry = _Registry(key, {}, {}, {}, {}, [], {}, [])
+        registry = _Registry(key)
         for name, plugin in self.pm.list_name_plugin():
             if plugin is None:
                 continue
@@ -397,30 +385,37 @@ class PluginHost:
         # pluggy's order: the plugin registered last is called first and wins a clash.
         for name in reversed(list(registry.by_plugin)):
             providers, backends, scorers = registry.by_plugin[name]
-            for spec in providers:
-                _claim(
-                    registry.providers,
-                    registry.provider_owner,
-                    spec.name,
-                    spec,
-                    name,
-                    "provider",
-                    registry.shadowed,
-                )
-            for bspec in backends:
-                _claim(
-                    registry.backends,
-                    registry.backend_owner,
-                    bspec.kind,
-                    bspec,
-                    name,
-                    "backend",
-                    registry.shadowed,
-                )
+            claims: list[tuple[dict[str, Any], dict[str, str], str, str, Any]] = [
+                (registry.providers, registry.provider_owner, "provider", spec.name, spec)
+                for spec in providers
+            ]
+            claims += [
+                (registry.backends, registry.backend_owner, "backend", spec.kind, spec)
+                for spec in backends
+            ]
+            for table, owners, what, claimed, spec in claims:
+                if claimed in table:
+                    registry.shadowed.append(
+                        f"{what} {claimed!r} of plugin {name!r} is shadowed by plugin "
+                        f"{owners[claimed]!r}"
+                    )
+                else:
+                    table[claimed] = spec
+                    owners[claimed] = name
             registry.scorers.extend(scorers)
         registry.providers = dict(sorted(registry.providers.items()))
         registry.backends = dict(sorted(registry.backends.items()))
         return registry
+
+    def _lookup(self, table: Mapping[str, _Spec], key: str, what: str, plural: str) -> _Spec:
+        spec = table.get(key)
+        if spec is None:
+            raise PluginError(
+                f"unknown {what} {key!r}; available {plural}: "
+                f"{', '.join(table) or 'none'}{self._failure_hint()}",
+                name=key,
+            )
+        return spec
 
     def _failure_hint(self) -> str:
         if not self.failures:
@@ -441,25 +436,7 @@ class _HookFault(Exception):
     """A registration hook raised or returned something unusable."""
 
 
-def _claim(
-    table: dict[str, Any],
-    owners: dict[str, str],
-    key: str,
-    spec: Any,
-    plugin: str,
-    what: str,
-    notes: list[str],
-) -> None:
-    if key in table:
-        notes.append(f"{what} {key!r} of plugin {plugin!r} is shadowed by plugin {owners[key]!r}")
-        return
-    table[key] = spec
-    owners[key] = plugin
-
-
-def _probe(
-    pm: pluggy.PluginManager, plugin_name: str
-) -> tuple[list[ProviderSpec], list[BackendSpec], list[Any]]:
+def _probe(pm: pluggy.PluginManager, plugin_name: str) -> _Offered:
     """Call one plugin's registration hooks and check what they return."""
     providers = _call_own(pm, plugin_name, "oma_register_providers", ProviderSpec)
     backends = _call_own(pm, plugin_name, "oma_register_backends", BackendSpec)

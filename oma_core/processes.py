@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from .errors import BackendError
+from .redaction import _JWT, _VENDOR_TOKENS, REDACTED
 
 __all__ = [
     "ALLOWED_ENV",
@@ -52,15 +53,9 @@ ALLOWED_ENV = (
     "TZ",
 )
 
-_REDACTED = "[REDACTED]"
-_SHAPES = (
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*"),
-)
+# The core's credential shapes, but any ``sk-`` key of 6+ characters (a stderr tail may show
+# a short or cut one); ``Bearer`` keeps its word and assignments keep their quotes, below.
+_SHAPES = (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), *_VENDOR_TOKENS, _JWT)
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]+")
 _ASSIGNMENT = re.compile(
     r"(?i)\b([A-Z0-9_\-]*(?:KEY|TOKEN(?!S)|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_\-]*[\"']?)"
@@ -155,11 +150,11 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     base64-looking runs: a stderr tail is for reading.
     """
     for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, _REDACTED)
+        text = text.replace(secret, REDACTED)
     for shape in _SHAPES:
-        text = shape.sub(_REDACTED, text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {_REDACTED}", text)
-    return _ASSIGNMENT.sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
+        text = shape.sub(REDACTED, text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    return _ASSIGNMENT.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 
 
 class StderrTail:

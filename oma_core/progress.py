@@ -130,16 +130,7 @@ class ProgressDispatcher:
         the caller must not keep using its ``data``.
         """
         if len(observers) == 1:  # the common case, kept cheap: no copy needed
-            observer = observers[0]
-            try:
-                outcome = observer(event)
-            except (Exception, asyncio.CancelledError) as error:
-                self._failed(observer, error)
-                return
-            if outcome is None:
-                self.stats.delivered += 1
-                return
-            self._settle(observer, outcome, pending)
+            self._deliver(observers[0], event, pending)
             return
         copies = [event]
         for _ in range(len(observers) - 1):  # copied up front: observer 1 may mutate its copy

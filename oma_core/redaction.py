@@ -49,17 +49,24 @@ _SECRET_KEY = re.compile(
     r"cookie|signature)"
 )
 
+# Shapes ``processes.redact`` reuses for stderr: a JWT, and tokens with a vendor's prefix
+# (AWS key ids, Google, GitHub, Slack).
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*")
+_VENDOR_TOKENS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+)
+
 # Ordered: the more specific shapes first.
 _SHAPES: tuple[re.Pattern[str], ...] = (
     re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"),
     re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=\-]{8,}"),
     re.compile(r"(?i)\bbasic\s+[A-Za-z0-9+/=]{8,}"),
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*"),
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    _JWT,
+    *_VENDOR_TOKENS,
 )
 
 # key = value / key: value in free text (headers, query strings, env dumps).

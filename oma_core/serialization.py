@@ -19,6 +19,7 @@ from ._checks import DEFAULT_LIMITS, thaw_json, type_name
 from .errors import InvalidMessageError
 from .messages import (
     _BLOCK_TYPES,
+    _TAG_OF,
     Base64Source,
     ContentBlock,
     FilePart,
@@ -42,17 +43,7 @@ from .validation import load_messages
 
 __all__ = ["dump_messages", "message_converter"]
 
-_TAGS: dict[type, str] = {
-    Base64Source: "base64",
-    UrlSource: "url",
-    TextBlock: "text",
-    ImageBlock: "image",
-    VideoBlock: "video",
-    ToolUseBlock: "tool_use",
-    ToolResultBlock: "tool_result",
-    ReasoningBlock: "reasoning",
-    FilePart: "file",
-}
+_TAGS: dict[type, str] = {Base64Source: "base64", UrlSource: "url", **_TAG_OF}
 
 
 def _tag(cls: type) -> str:
@@ -87,7 +78,7 @@ def _make_converter() -> cattrs.Converter:
             if tag in ("base64", "url"):
                 return _source(_with_type(value, tag), "source")
             if tag == "file":
-                return _part(_with_type(value, tag), "part", budget())
+                return _part(_with_type(value, tag), "part")
             return _block_from(_with_type(value, tag), tag, tag, budget())
 
         return structure
@@ -129,7 +120,7 @@ def _make_converter() -> cattrs.Converter:
     # The unions dispatch on "type" through validation too, so an unknown tag is an
     # InvalidMessageError rather than a KeyError.
     conv.register_structure_hook(MediaSource, lambda value, _: _source(value, "source"))
-    conv.register_structure_hook(ToolResultPart, lambda value, _: _part(value, "part", budget()))
+    conv.register_structure_hook(ToolResultPart, lambda value, _: _part(value, "part"))
     conv.register_structure_hook(ContentBlock, lambda value, _: _any_block(value, budget()))
 
     return conv

@@ -147,7 +147,7 @@ class RunTrace(RunObserver):
         """
         return _SpanCloser(self)
 
-    def _on_response(self, request: ProviderRequest, response: ProviderResponse) -> None:
+    def _on_response(self, response: ProviderResponse) -> None:
         if self._calls:
             span = self._calls[-1]
             if response.stop_reason:
@@ -155,9 +155,7 @@ class RunTrace(RunObserver):
             if response.model:
                 span.set_attribute("gen_ai.response.model", response.model)
 
-    def _after_call(
-        self, request: ProviderRequest, usage: Usage, error: BaseException | None
-    ) -> None:
+    def _after_call(self, usage: Usage, error: BaseException | None) -> None:
         if not self._calls:
             return
         span = self._calls.pop()
@@ -254,7 +252,7 @@ class _SpanCloser(RunObserver):
         self._trace = trace
 
     def on_response(self, request: ProviderRequest, response: ProviderResponse) -> None:
-        self._trace._on_response(request, response)
+        self._trace._on_response(response)
 
     def after_call(
         self,
@@ -264,4 +262,4 @@ class _SpanCloser(RunObserver):
         error: BaseException | None,
         partial_text: str,
     ) -> None:
-        self._trace._after_call(request, usage, error)
+        self._trace._after_call(usage, error)

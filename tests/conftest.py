@@ -78,6 +78,14 @@ def conversation(png_base64: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
+def host() -> Any:
+    """A PluginHost with the built-in plugins only, so installed packages cannot add hooks."""
+    from oma_core import PluginHost
+
+    return PluginHost(load_entrypoints=False)
+
+
+@pytest.fixture
 def no_io(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Make opening a socket or a file fail for the duration of a test."""
 

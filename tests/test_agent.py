@@ -25,12 +25,6 @@ from oma_core.testing import Delayed, ScriptedProvider
 PNG = "iVBORw0KGgo="
 
 
-@pytest.fixture
-def host() -> PluginHost:
-    """Built-in plugins only, so installed packages cannot add hooks to these tests."""
-    return PluginHost(load_entrypoints=False)
-
-
 def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
     provider = ScriptedProvider(responses)
     return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider

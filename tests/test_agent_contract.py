@@ -29,11 +29,6 @@ from oma_core.testing.fake_server import FakeServer, RecordedRequest, Response, 
 PNG = "iVBORw0KGgo="
 
 
-@pytest.fixture
-def host() -> PluginHost:
-    return PluginHost(load_entrypoints=False)
-
-
 def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
     provider = ScriptedProvider(responses or ("ok",))
     return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider

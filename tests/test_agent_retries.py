@@ -24,11 +24,6 @@ from oma_core.retry import RetryPolicy
 from oma_core.testing import Delayed, ScriptedProvider
 
 
-@pytest.fixture
-def host() -> PluginHost:
-    return PluginHost(load_entrypoints=False)
-
-
 class FakeSleep:
     def __init__(self) -> None:
         self.waits: list[float] = []

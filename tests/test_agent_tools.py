@@ -14,11 +14,6 @@ from oma_core.testing import ScriptedProvider
 PNG = "iVBORw0KGgo="
 
 
-@pytest.fixture
-def host() -> PluginHost:
-    return PluginHost(load_entrypoints=False)
-
-
 def calls(*items: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
     """An assistant turn calling tools: (id, name, input) each."""
     return {

@@ -27,11 +27,6 @@ def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
-@pytest.fixture
-def host() -> PluginHost:
-    return PluginHost(load_entrypoints=False)
-
-
 def make(host: PluginHost, hook: Any = None, *responses: object) -> tuple[Agent, ScriptedProvider]:
     provider = ScriptedProvider(responses or ("ok",))
     return Agent(AgentConfig(name="a", provider=provider, before_run=hook), plugins=host), provider

@@ -70,12 +70,10 @@ def _describe_source(source: MediaSource) -> str:
 
 
 def _describe_part(part: ToolResultPart) -> str:
-    if isinstance(part, TextBlock):
-        return f"text {_quote(part.text)}"
     if isinstance(part, FilePart):
         filename = json.dumps(part.filename, ensure_ascii=False)
         return f"file {filename} {_describe_source(part.source)}"
-    return f"image {_describe_source(part.source)}"
+    return describe_block(part)  # text, or an image (never with a detail inside a result)
 
 
 def describe_block(block: ContentBlock) -> str:

@@ -23,9 +23,6 @@ from .fake_server import (
 )
 from .scripted import Delayed, ScriptedProvider
 
-# The conformance suite (oma_core.testing.conformance) and the pytest plugin
-# (oma_core.testing.pytest_plugin) import pytest, so they are imported by path, not from here.
-
 __all__ = [
     "Delay",
     "Delayed",

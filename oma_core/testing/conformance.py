@@ -275,10 +275,9 @@ def declared(capabilities: Capabilities, sample: Sample) -> bool:
     messages = load_messages(sample.conversation)
     message, index, part = sample.locator
     block = messages[message].content[index]
-    if part is None:
-        single = (attrs.evolve(messages[message], content=(block,)),)
-    else:
-        single = (attrs.evolve(messages[message], content=(_only_part(block, part),)),)
+    if part is not None:
+        block = _only_part(block, part)
+    single = (attrs.evolve(messages[message], content=(block,)),)
     try:
         capabilities.check(single, "probe")
     except UnsupportedContentBlockError:
@@ -389,6 +388,19 @@ class ProviderConformance:
         async with self.agent(server, **config) as agent:
             return await agent.run(list(conversation))
 
+    async def _complete_and_stream(
+        self, server: FakeServer
+    ) -> tuple[ProviderResponse, list[Any], ProviderResponse]:
+        """One provider's ``complete`` response, then its stream's events before
+        ``ResponseComplete`` and that event's response; the provider is closed after."""
+        provider = self.provider(server)
+        try:
+            whole = await provider.complete(self.request())
+            events, final = await _drain(provider, self.request())
+        finally:
+            await provider.aclose()
+        return whole, events, final
+
     # -- the suite ---------------------------------------------------------------------------
 
     def test_provider_is_registered_with_its_capabilities(self) -> None:
@@ -401,22 +413,11 @@ class ProviderConformance:
     async def test_declared_blocks_reach_the_wire(
         self, server: FakeServer, streaming: bool
     ) -> None:
-        capabilities = self.spec().capabilities
         checked = []
-        for sample in samples():
-            if not declared(capabilities, sample):
-                continue
-            if not _scaffolding_declared(capabilities, sample):
-                continue
+        for sample in _sendable(self.spec().capabilities):
             server.reset()
-            if streaming:
-                async with (
-                    self.agent(server) as agent,
-                    agent.stream(list(sample.conversation)) as events,
-                ):
-                    result = [e async for e in events][-1].data
-            else:
-                result = await self.run(server, sample.conversation)
+            async with self.agent(server) as agent:
+                result = await _outcome(agent, list(sample.conversation), streaming)
             assert len(server.requests) == 1, sample.id
             self.assert_on_wire(sample, server.requests[0])
             _assert_outcome(result, self.expected_refusal(sample), sample.id)
@@ -454,12 +455,7 @@ class ProviderConformance:
         text = "The quick brown fox jumps over the lazy dog, twice."
         self.script_text(server, text)
         self.script_text(server, text)
-        provider = self.provider(server)
-        try:
-            whole = await provider.complete(self.request())
-            deltas, final = await _drain(provider, self.request())
-        finally:
-            await provider.aclose()
+        whole, deltas, final = await self._complete_and_stream(server)
         assert final == whole
         assert "".join(d.text for d in deltas if isinstance(d, TextDelta)) == text
         assert [b.type for b in whole.message.content] == ["text"]
@@ -468,12 +464,7 @@ class ProviderConformance:
         arguments = {"city": "Paris", "days": 3, "units": ["C"], "nested": {"a": None}}
         self.script_tool_call(server, "call_42", "forecast", arguments)
         self.script_tool_call(server, "call_42", "forecast", arguments)
-        provider = self.provider(server)
-        try:
-            whole = await provider.complete(self.request())
-            events, final = await _drain(provider, self.request())
-        finally:
-            await provider.aclose()
+        whole, events, final = await self._complete_and_stream(server)
         assert final == whole
         calls = [e.block for e in events if isinstance(e, ToolCall)]
         assert [c.id for c in calls] == ["call_42"]
@@ -495,12 +486,7 @@ class ProviderConformance:
         assert ran.usage == done.usage
 
     async def test_usage_is_reported(self, server: FakeServer) -> None:
-        provider = self.provider(server)
-        try:
-            whole = await provider.complete(self.request())
-            _, final = await _drain(provider, self.request())
-        finally:
-            await provider.aclose()
+        whole, _, final = await self._complete_and_stream(server)
         for response in (whole, final):
             assert response.usage.input_tokens > 0
             assert response.usage.output_tokens > 0
@@ -543,11 +529,7 @@ class ProviderConformance:
     ) -> None:
         server.enqueue(HTTPError(429, retry_after_ms=10), HTTPError(503))
         async with self.agent(server, max_retries=2, retry_delay=0.01) as agent:
-            if streaming:
-                async with agent.stream("hi") as events:
-                    result = [e async for e in events][-1].data
-            else:
-                result = await agent.run("hi")
+            result = await _outcome(agent, "hi", streaming)
         assert result.success
         assert len(server.requests) == 3
         server.reset()
@@ -602,12 +584,7 @@ class ProviderConformance:
         assert server.max_in_flight >= 50
 
     async def test_render_is_what_reaches_the_wire(self, server: FakeServer) -> None:
-        capabilities = self.spec().capabilities
-        for sample in samples():
-            if not declared(capabilities, sample):
-                continue
-            if not _scaffolding_declared(capabilities, sample):
-                continue
+        for sample in _sendable(self.spec().capabilities):
             server.reset()
             async with self.agent(server, system_prompt="be brief") as agent:
                 rendered = agent.provider().render(agent.build_request(list(sample.conversation)))
@@ -735,11 +712,7 @@ class ProviderConformance:
             conversation = [_user(_text("hello " + payload))]
         server.enqueue(EchoRequestError(400))
         async with self.agent(server, api_key=secret) as agent:
-            if streaming:
-                async with agent.stream(conversation) as events:
-                    result = [e async for e in events][-1].data
-            else:
-                result = await agent.run(conversation)
+            result = await _outcome(agent, conversation, streaming)
         assert len(server.requests) == 1
         assert secret.encode() in server.requests[0].body + _header_bytes(server.requests[0])
         error = result.status.error
@@ -753,6 +726,14 @@ class ProviderConformance:
             assert secret[3:19] not in text
             for i in range(0, len(payload) - 32, 16):
                 assert payload[i : i + 32] not in text, "a base64 payload leaked"
+
+
+async def _outcome(agent: Agent, run_input: Any, streaming: bool) -> RunResult:
+    """The result of ``agent.run(run_input)``, or of the ``done`` event of its stream."""
+    if streaming:
+        async with agent.stream(run_input) as events:
+            return [e async for e in events][-1].data  # type: ignore[no-any-return]
+    return await agent.run(run_input)
 
 
 async def _run_agent(config: AgentConfig, **options: Any) -> RunResult:
@@ -775,6 +756,13 @@ def _assert_outcome(result: RunResult, refusal: int | None, what: str) -> None:
 
 def _header_bytes(request: RecordedRequest) -> bytes:
     return "".join(f"{k}: {v}\n" for k, v in request.headers.items()).encode()
+
+
+def _sendable(capabilities: Capabilities) -> Iterator[Sample]:
+    """The samples whose block, and the blocks around it, ``capabilities`` all carry."""
+    for sample in samples():
+        if declared(capabilities, sample) and _scaffolding_declared(capabilities, sample):
+            yield sample
 
 
 def _scaffolding_declared(capabilities: Capabilities, sample: Sample) -> bool:

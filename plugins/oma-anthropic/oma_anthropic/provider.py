@@ -37,7 +37,6 @@ __all__ = ["CLIENT_OPTIONS", "AnthropicProvider"]
 CLIENT_OPTIONS = ("headers", "timeout")
 _REQUEST_OPTIONS = frozenset({*BODY_OPTIONS, "max_tokens", "model", "extra_body"})
 _KNOWN_OPTIONS = frozenset({*CLIENT_OPTIONS, *_REQUEST_OPTIONS})
-_REQUIRED = ("max_tokens", "messages", "model")
 
 
 def _sdk_keys() -> frozenset[str]:
