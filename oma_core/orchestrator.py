@@ -137,7 +137,7 @@ class OpenMultiAgent:
 
     ``on_progress`` is a sync or async callable receiving ``ProgressEvent``s (the
     ``oma_progress`` hooks receive them too); ``evaluation`` an ``OnlineEvaluationConfig``;
-    ``retry_policy`` the base ladder (a seam for tests: its ``sleep``/``random``/``clock``);
+    ``retry_policy`` the base ladder (a seam for tests: its ``sleep`` and ``random``);
     ``tracer_provider`` an OpenTelemetry tracer provider (default: the global one, once the
     application configured it); ``trace_content`` puts the redacted input and output in spans.
     ``share_providers=True`` lets runs share one provider (SDK client and connection pool) per
