@@ -1,10 +1,12 @@
-"""Provider objects shared by the runs of one ``OpenMultiAgent``.
+"""Provider objects shared by several runs.
 
 ``run_agent`` builds a fresh ``Agent`` per run; without a pool each run would build (and
-close) its own SDK client and connection pool, paying a new TCP/TLS handshake per call. The
-pool keeps one provider per event loop and per settings (name, base URL, key, options) and
-closes them in ``OpenMultiAgent.aclose``. Clients are bound to the loop they were made in, so
-a provider is never handed to a run on another loop.
+close) its own provider. A pool keeps one provider per event loop and per settings (name, base
+URL, key, options). Two pools exist: ``OpenMultiAgent(share_providers=True)`` shares the
+providers whose spec says ``shared`` (SDK clients: one connection pool instead of a handshake
+per run) until ``OpenMultiAgent.aclose``; a team run shares every provider among its tasks and
+its coordinator (so a scripted queue is played in order across them) until the team run ends.
+Clients are bound to the loop they were made in, so a provider is never handed to another loop.
 """
 
 from __future__ import annotations
@@ -24,19 +26,26 @@ _Key = tuple[str, str | None, str | None, str]
 
 
 class ProviderPool:
-    """One provider object per event loop and settings, owned by the pool."""
+    """One provider object per event loop and settings, owned by the pool.
 
-    def __init__(self) -> None:
+    ``every_provider`` pools providers whatever their spec says; otherwise only ``shared`` ones.
+    """
+
+    def __init__(self, *, every_provider: bool = False) -> None:
+        self._every_provider = every_provider
         self._by_loop: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[_Key, Provider]
         ] = weakref.WeakKeyDictionary()
 
-    def get(self, spec: ProviderSpec, settings: ProviderSettings) -> Provider:
-        """The pooled provider for these settings on the running loop, made on first use."""
+    def get(self, spec: ProviderSpec, settings: ProviderSettings) -> Provider | None:
+        """The pooled provider for these settings on the running loop, made on first use;
+        None when this pool does not share the spec's providers (the caller makes its own)."""
+        if not (spec.shared or self._every_provider):
+            return None
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop (e.g. rendering a request): nothing to share
-            return spec.factory(settings)
+            return None
         providers = self._by_loop.get(loop)
         if providers is None:
             providers = self._by_loop[loop] = {}
@@ -46,9 +55,6 @@ class ProviderPool:
         if provider is None:
             provider = providers[key] = spec.factory(settings)
         return provider
-
-    def __len__(self) -> int:
-        return sum(len(providers) for providers in self._by_loop.values())
 
     async def aclose(self) -> None:
         """Close the providers made on the running loop; forget those of other loops."""

@@ -336,12 +336,12 @@ class Agent:
         if isinstance(config.provider, str):
             spec = self._host().provider_spec(config.provider)
             settings = ProviderSettings(config.base_url, config.api_key, config.provider_options)
-            pool = self._pool if spec.shared else None
-            provider = spec.factory(settings) if pool is None else pool.get(spec, settings)
+            pooled = None if self._pool is None else self._pool.get(spec, settings)
+            provider = spec.factory(settings) if pooled is None else pooled
             capabilities = spec.capabilities
             display_name = spec.display_name
             model = config.model or spec.default_model
-            self._owns_provider = pool is None
+            self._owns_provider = pooled is None
         else:
             provider = config.provider
             declared = getattr(provider, "capabilities", None)

@@ -16,11 +16,20 @@ passed as ``budget=`` is shared by every run it is passed to.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 import math
 import os
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -240,7 +249,8 @@ class OpenMultiAgent:
         """Run a caller's plan on ``team``; each task is one ``run_agent`` on its assignee."""
         from . import teams
 
-        return await teams.run_tasks(team, tasks, run_agent=self._task_run, emit=self._emit_team)
+        async with self._team_providers() as run_agent:
+            return await teams.run_tasks(team, tasks, run_agent=run_agent, emit=self._emit_team)
 
     async def run_team(
         self,
@@ -253,14 +263,15 @@ class OpenMultiAgent:
         """Ask a coordinator for a plan for ``goal``, run it, then ask for the final answer."""
         from . import teams
 
-        return await teams.run_team(
-            team,
-            goal,
-            coordinator=coordinator,
-            plan_only=plan_only,
-            run_agent=self._task_run,
-            emit=self._emit_team,
-        )
+        async with self._team_providers() as run_agent:
+            return await teams.run_team(
+                team,
+                goal,
+                coordinator=coordinator,
+                plan_only=plan_only,
+                run_agent=run_agent,
+                emit=self._emit_team,
+            )
 
     async def aclose(self) -> None:
         """Score the queued evaluation cases, then close the providers runs shared.
@@ -296,6 +307,7 @@ class OpenMultiAgent:
         config: AgentConfig,
         input: str | Sequence[Any],
         *,
+        pool: ProviderPool | None = None,
         task: str | None,
         run_id: str | None,
         metadata: Mapping[str, Any] | None,
@@ -307,7 +319,9 @@ class OpenMultiAgent:
     ) -> _Prepared:
         if not isinstance(config, AgentConfig):
             raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
-        agent = Agent(config, plugins=self._plugins, provider_pool=self._providers)
+        agent = Agent(
+            config, plugins=self._plugins, provider_pool=self._providers if pool is None else pool
+        )
         checked = agent._check_input(input)
         if run_id is not None and not isinstance(run_id, str):
             raise TypeError(f"run_id must be a str, got {type(run_id).__name__}")
@@ -510,10 +524,30 @@ class OpenMultiAgent:
 
     # -- teams ---------------------------------------------------------------------------------
 
-    async def _task_run(self, config: AgentConfig, prompt: str, task: str | None) -> RunResult:
+    @contextlib.asynccontextmanager
+    async def _team_providers(self) -> AsyncIterator[Callable[..., Awaitable[RunResult]]]:
+        """A ``run_agent`` for one team run whose tasks and coordinator share providers.
+
+        An agent is one provider for the whole team run (a scripted queue plays in order
+        across its tasks; an SDK client keeps its connections); all are closed at the end.
+        """
+        pool = ProviderPool(every_provider=True)
+
+        async def run_agent(config: AgentConfig, prompt: str, task: str | None) -> RunResult:
+            return await self._task_run(config, prompt, task, pool)
+
+        try:
+            yield run_agent
+        finally:
+            await pool.aclose()
+
+    async def _task_run(
+        self, config: AgentConfig, prompt: str, task: str | None, pool: ProviderPool | None
+    ) -> RunResult:
         prepared = self._prepare(
             config,
             prompt,
+            pool=pool,
             task=task,
             run_id=None,
             metadata={"task": task} if task is not None else None,

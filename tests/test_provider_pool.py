@@ -83,3 +83,43 @@ async def test_without_share_providers_every_run_makes_and_closes_its_own() -> N
         assert (await oma.run_agent(AgentConfig("a", provider="counting"), "hi")).success
     assert len(plugin.made) == 2
     assert all(p.closed for p in plugin.made)
+
+
+# -- a team run shares every provider among its tasks and its coordinator ----------------------
+
+PLAN = '{"tasks": [{"title": "a", "description": "do a", "assignee": "w"},'
+PLAN += ' {"title": "b", "description": "do b", "assignee": "w", "depends_on": ["a"]}]}'
+
+
+async def test_a_scripted_coordinator_from_options_plays_plan_then_answer() -> None:
+    from oma_core import Team
+
+    worker = AgentConfig("w", provider="scripted", provider_options={"responses": ["A", "B"]})
+    lead = AgentConfig("lead", provider="scripted", provider_options={"responses": [PLAN, "done"]})
+    result = await OpenMultiAgent().run_team(Team("t", [worker]), "goal", coordinator=lead)
+    assert result.success, result.error
+    assert [result.tasks["a"].output, result.tasks["b"].output] == ["A", "B"]
+    assert result.output == "done"
+
+
+async def test_one_scripted_agent_can_be_worker_and_default_coordinator() -> None:
+    from oma_core import Team
+
+    responses = [PLAN, "A", "B", "final answer"]
+    worker = AgentConfig("w", provider="scripted", provider_options={"responses": responses})
+    result = await OpenMultiAgent().run_team(Team("t", [worker]), "goal")
+    assert result.success, result.error
+    assert result.output == "final answer"
+
+
+async def test_team_providers_are_made_once_per_settings_and_closed_at_the_end() -> None:
+    from oma_core import TaskSpec, Team
+
+    plugin = _Counting(shared=False)
+    oma = _oma(plugin, share=False)
+    team = Team("t", [AgentConfig("w", provider="counting")])
+    tasks = [TaskSpec("a", "do a"), TaskSpec("b", "do b"), TaskSpec("c", "do c")]
+    result = await oma.run_tasks(team, tasks)
+    assert result.success
+    assert len(plugin.made) == 1
+    assert plugin.made[0].closed
