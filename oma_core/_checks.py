@@ -25,6 +25,7 @@ __all__ = [
     "check_string",
     "check_url",
     "freeze_json_object",
+    "got",
     "join",
     "key_segment",
     "thaw_json",
@@ -51,6 +52,19 @@ DEFAULT_LIMITS: Final = ValidationLimits()
 def type_name(value: object) -> str:
     """The type of ``value`` as Python names it, with ``None`` for None."""
     return "None" if value is None else type(value).__name__
+
+
+def got(value: object) -> str:
+    """``got <type>`` for a message about a value of the wrong type. A value that is not plain
+    data at all (a function, a set, bytes, a datetime, ...) is also named as such, so every
+    refusal of such an object carries the same phrase wherever in the input it sits."""
+    if (
+        value is None
+        or isinstance(value, dict | list | tuple | str | int | float | MappingProxyType)
+        or type(value).__module__.startswith("oma_core.")  # a message object in the wrong place
+    ):
+        return f"got {type_name(value)}"
+    return f"got {type_name(value)}, but {_PLAIN}"
 
 
 def join(path: str, name: str) -> str:
@@ -81,7 +95,7 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 def check_string(value: object, path: str, what: str = "a string") -> str:
     """A ``str`` without lone surrogates (which no provider can encode as UTF-8)."""
     if not isinstance(value, str):
-        raise InvalidMessageError(path, f"must be {what}, got {type_name(value)}")
+        raise InvalidMessageError(path, f"must be {what}, {got(value)}")
     value = _exact(value)
     if not value.isascii() and _SURROGATE.search(value) is not None:
         raise InvalidMessageError(path, "must not contain lone surrogates (invalid Unicode)")
@@ -101,9 +115,9 @@ def check_media_type(value: object, path: str) -> str:
     if isinstance(value, str):
         value = _exact(value)
     if not isinstance(value, str) or _MEDIA_TYPE.fullmatch(value) is None:
-        got = f", got {type_name(value)}" if not isinstance(value, str) else ""
+        wrong = f", {got(value)}" if not isinstance(value, str) else ""
         raise InvalidMessageError(
-            path, f"must be a lowercase MIME type without parameters, like image/png{got}"
+            path, f"must be a lowercase MIME type without parameters, like image/png{wrong}"
         )
     return value
 
@@ -127,7 +141,7 @@ def check_base64(value: object, path: str) -> str:
     padding are arithmetic, and the stray bits live in the last character alone.
     """
     if not isinstance(value, str):
-        raise InvalidMessageError(path, f"{_RAW} in a string, got {type_name(value)}")
+        raise InvalidMessageError(path, f"{_RAW} in a string, {got(value)}")
     value = _exact(value)
     size = len(value)
     if size == 0:
@@ -179,7 +193,7 @@ def check_url(value: object, path: str) -> str:
     kept exactly as given; nothing is normalised or resolved.
     """
     if not isinstance(value, str):
-        raise InvalidMessageError(path, f"{_ABSOLUTE} in a string, got {type_name(value)}")
+        raise InvalidMessageError(path, f"{_ABSOLUTE} in a string, {got(value)}")
     value = _exact(value)
     colon = value.find(":")
     scheme = value[:colon] if colon > 0 else ""
@@ -339,7 +353,7 @@ def freeze_json_object(value: object, path: str, max_depth: int) -> Mapping[str,
     refused as too deep).
     """
     if not isinstance(value, dict | MappingProxyType):
-        raise InvalidMessageError(path, f"must be a JSON object (a dict), got {type_name(value)}")
+        raise InvalidMessageError(path, f"must be a JSON object (a dict), {got(value)}")
     root: dict[str, Any] = {}
     # frame: [iterator of (key, child), output container, is_mapping, current key]
     frames: list[list[Any]] = [[_entries(value), root, True, None]]

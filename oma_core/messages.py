@@ -27,10 +27,10 @@ from ._checks import (
     check_string,
     check_url,
     freeze_json_object,
+    got,
     join,
     key_segment,
     thaw_json,
-    type_name,
 )
 from .errors import InvalidMessageError
 
@@ -364,8 +364,8 @@ def _role(value: object, path: str) -> Role:
             return "user"
         if value == "assistant":
             return "assistant"
-    got = repr(str.__str__(value)) if isinstance(value, str) and len(value) <= 20 else ""
-    raise InvalidMessageError(path, f'must be "user" or "assistant", got {got or type_name(value)}')
+    shown = f"got {str.__str__(value)!r}" if isinstance(value, str) and len(value) <= 20 else ""
+    raise InvalidMessageError(path, f'must be "user" or "assistant", {shown or got(value)}')
 
 
 _DETAILS: Final[dict[str, Literal["low", "high", "auto"]]] = {
@@ -425,7 +425,7 @@ def _source(value: object, path: str) -> MediaSource:
     if isinstance(value, Base64Source | UrlSource):
         return value
     raise InvalidMessageError(
-        path, f"must be a media source (a dict, Base64Source or UrlSource), got {type_name(value)}"
+        path, f"must be a media source (a dict, Base64Source or UrlSource), {got(value)}"
     )
 
 
@@ -452,11 +452,11 @@ def _tool_result_fields(
     else:
         raise InvalidMessageError(
             where,
-            f"must be a string or a list of text, image and file parts, got {type_name(content)}",
+            f"must be a string or a list of text, image and file parts, {got(content)}",
         )
     if type(is_error) is not bool:
         raise InvalidMessageError(
-            join(path, "is_error"), f"must be true or false (a bool), got {type_name(is_error)}"
+            join(path, "is_error"), f"must be true or false (a bool), {got(is_error)}"
         )
     if is_error and not isinstance(checked, str):
         raise InvalidMessageError(where, "must be a string for an error tool result")
@@ -532,13 +532,13 @@ def _block(value: object, path: str, role: Role, budget: _Budget) -> ContentBloc
         return value  # type: ignore[return-value]
     if not isinstance(value, Mapping):
         raise InvalidMessageError(
-            path, f"must be a content block (a dict or block object), got {type_name(value)}"
+            path, f"must be a content block (a dict or block object), {got(value)}"
         )
     found = value.get("type", _MISSING)
     if type(found) is not str or found not in _BLOCK_TYPES:
-        got = " (it is missing)" if found is _MISSING else ""
+        missing = " (it is missing)" if found is _MISSING else ""
         names = ", ".join(f'"{t}"' for t in _BLOCK_TYPES)
-        raise InvalidMessageError(join(path, "type"), f"must be one of {names}{got}")
+        raise InvalidMessageError(join(path, "type"), f"must be one of {names}{missing}")
     _role_rule(found, role, path)
     return _block_from(value, found, path, budget)
 
@@ -565,7 +565,7 @@ def _part(value: object, path: str) -> ToolResultPart:
         return value
     if isinstance(value, _ALL_CLASSES) or not isinstance(value, Mapping):
         raise InvalidMessageError(
-            path, f"must be a tool result part (text, image or file), got {type_name(value)}"
+            path, f"must be a tool result part (text, image or file), {got(value)}"
         )
     tag = value.get("type", _MISSING)
     if tag == "text" and type(tag) is str:
@@ -581,13 +581,13 @@ def _part(value: object, path: str) -> ToolResultPart:
             filename=check_string(_require(value, "filename", path), f"{path}.filename"),
             source=_source(_require(value, "source", path), f"{path}.source"),
         )
-    got = " (it is missing)" if tag is _MISSING else ""
-    raise InvalidMessageError(join(path, "type"), f'must be "text", "image" or "file"{got}')
+    missing = " (it is missing)" if tag is _MISSING else ""
+    raise InvalidMessageError(join(path, "type"), f'must be "text", "image" or "file"{missing}')
 
 
 def _content(value: object, path: str, role: Role, budget: _Budget) -> tuple[ContentBlock, ...]:
     if not isinstance(value, list | tuple):
-        raise InvalidMessageError(path, f"must be a list of content blocks, got {type_name(value)}")
+        raise InvalidMessageError(path, f"must be a list of content blocks, {got(value)}")
     if not value:
         raise InvalidMessageError(path, "must contain at least one content block")
     budget.take(len(value), path)
@@ -600,9 +600,7 @@ def _message(value: object, path: str, budget: _Budget) -> LLMMessage:
         budget.take(len(value.content), f"{path}.content")
         return value
     if not isinstance(value, Mapping):
-        raise InvalidMessageError(
-            path, f"must be a message (a dict or LLMMessage), got {type_name(value)}"
-        )
+        raise InvalidMessageError(path, f"must be a message (a dict or LLMMessage), {got(value)}")
     _only_keys(value, _MESSAGE_KEYS, path, "a message")
     role = _role(_require(value, "role", path), f"{path}.role")
     content = _content(_require(value, "content", path), f"{path}.content", role, budget)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._checks import DEFAULT_LIMITS, ValidationLimits, type_name
+from ._checks import DEFAULT_LIMITS, ValidationLimits, got
 from .errors import InvalidMessageError
 from .messages import ContentBlock, LLMMessage, _Budget, _content, _message, _new
 
@@ -35,7 +35,7 @@ def load_messages(
     ``messages[2].content[1].source.url must use HTTP or HTTPS``.
     """
     if not isinstance(data, list | tuple):
-        raise InvalidMessageError(path, f"must be a list, got {type_name(data)}")
+        raise InvalidMessageError(path, f"must be a list, {got(data)}")
     if not data and not allow_empty:
         raise InvalidMessageError(path, "must contain at least one message")
     checked = limits or DEFAULT_LIMITS

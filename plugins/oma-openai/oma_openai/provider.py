@@ -52,6 +52,9 @@ class OpenAIChatProvider:
     def __init__(self, preset: Preset, settings: ProviderSettings) -> None:
         self.name = preset.name
         self.display_name = preset.display_name
+        # What the core checks a request against when this object is passed as
+        # ``AgentConfig(provider=...)`` rather than by its registered name.
+        self.capabilities = preset.capabilities
         self.preset = preset
         self.base_url = settings.base_url or preset.base_url
         self._api_key = settings.api_key or (
