@@ -64,7 +64,7 @@ def got(value: object) -> str:
         or type(value).__module__.startswith("oma_core.")  # a message object in the wrong place
     ):
         return f"got {type_name(value)}"
-    return f"got {type_name(value)}, but {_PLAIN}"
+    return f"got {type_name(value)}: {_PLAIN}"
 
 
 def join(path: str, name: str) -> str:
