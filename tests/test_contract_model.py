@@ -16,7 +16,6 @@ from typing import Any
 import attrs
 import pytest
 
-import oma_core
 from oma_core import (
     IMAGE_MEDIA_TYPES,
     Base64Source,
@@ -48,51 +47,6 @@ PNG_B64 = (
 )
 IMG_URL = "https://example.com/cat.png"
 VID_URL = "https://example.com/clip.mp4"
-
-SECTION_8_CORE_NAMES = [
-    "Agent",
-    "AgentConfig",
-    "RunResult",
-    "RunStatus",
-    "Usage",
-    "StreamEvent",
-    "ProgressEvent",
-    "OpenMultiAgent",
-    "OnlineEvaluationConfig",
-    "EvalCase",
-    "Budget",
-    "LLMMessage",
-    "TextBlock",
-    "ImageBlock",
-    "VideoBlock",
-    "ToolUseBlock",
-    "ToolResultBlock",
-    "ReasoningBlock",
-    "Base64Source",
-    "UrlSource",
-    "load_messages",
-    "dump_messages",
-    "estimate_tokens",
-    "image_url",
-    "image_base64",
-    "video_url",
-    "video_base64",
-    "IMAGE_MEDIA_TYPES",
-    "OmaError",
-    "InvalidMessageError",
-    "UnsupportedContentBlockError",
-    "ProviderError",
-    "BudgetExceededError",
-    "hookimpl",
-    "ProviderSpec",
-    "BackendSpec",
-    "Capabilities",
-    "PluginHost",
-    "Team",
-    "TaskSpec",
-    "TeamRunResult",
-    "tool",
-]
 
 
 def user(*blocks: Any) -> dict[str, Any]:
@@ -185,10 +139,7 @@ def full_conversation() -> list[dict[str, Any]]:
 # --- section 8: public names ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", SECTION_8_CORE_NAMES)
-def test_every_section_8_name_is_importable_from_oma_core(name: str) -> None:
-    assert getattr(oma_core, name) is not None
-    assert name in oma_core.__all__
+# (every section 8 name is checked in test_contract_agent.py)
 
 
 def test_testing_names_are_importable() -> None:
