@@ -85,6 +85,21 @@ class ModelTarget:
     tools: Mapping[str, Tool]
     tool_defs: tuple[ToolDefinition, ...]
     max_turns: int
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: tuple[str, ...] | None = None
+
+    def request(self, messages: tuple[LLMMessage, ...]) -> ProviderRequest:
+        """The model call for ``messages`` with this agent's settings."""
+        return ProviderRequest(
+            self.model,
+            messages,
+            self.system_prompt,
+            self.tool_defs,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            stop=self.stop,
+        )
 
 
 @attrs.define
@@ -176,9 +191,7 @@ class Run:
             # Messages are immutable: each is checked once, the input before the first call.
             target.capabilities.check(conversation[checked:], target.display_name)
             checked = len(conversation)
-            request = ProviderRequest(
-                target.model, tuple(conversation), target.system_prompt, target.tool_defs
-            )
+            request = target.request(tuple(conversation))
             turns += 1
             emitted: set[str] = set()
             if streamed:
@@ -378,8 +391,11 @@ class Run:
         now = asyncio.get_running_loop().time()
         call_timeout = self.controls.call_timeout
         call_deadline = None if call_timeout is None else now + call_timeout
-        limits = [d for d in (self.deadline, call_deadline) if d is not None]
-        remaining = max(0.0, min(limits) - now) if limits else None
+        # A limit is never float arithmetic on the clock: (now + 0.2) - now may not be 0.2.
+        limits = [call_timeout] if call_timeout is not None else []
+        if self.deadline is not None:
+            limits.append(max(0.0, self.deadline - now))
+        remaining = min(limits) if limits else None
         streaming = self.streaming
         request = BackendRequest(prompt, self.config.system_prompt, self.session, remaining)
         events = backend.run(request)

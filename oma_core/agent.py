@@ -67,6 +67,24 @@ def _check_backend(_inst: object, _attribute: attrs.Attribute[Any], value: Any) 
         raise ValueError('backend must be a mapping with a string "kind", e.g. {"kind": "process"}')
 
 
+def _temperature(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e9:
+        raise ValueError(f"{attribute.name} must be a finite number >= 0 or None, got {value!r}")
+
+
+def _stop_tuple(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(f"stop must be a list of strings or None, got {type(value).__name__}")
+    stop = tuple(value)
+    if not all(isinstance(item, str) and item for item in stop):
+        raise TypeError("stop must be a list of non-empty strings")
+    return stop
+
+
 def _tool_tuple(
     tools: Iterable[Tool | Callable[..., Any]],
 ) -> tuple[Tool | Callable[..., Any], ...]:
@@ -101,6 +119,9 @@ class AgentConfig:
     retry_backoff: float | None = None
     backend: Mapping[str, Any] | None = attrs.field(default=None, validator=_check_backend)
     provider_options: Mapping[str, Any] = attrs.field(factory=dict)
+    temperature: float | None = attrs.field(default=None, validator=_temperature)
+    max_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
+    stop: tuple[str, ...] | None = attrs.field(default=None, converter=_stop_tuple)
 
 
 class Agent:
@@ -181,7 +202,7 @@ class Agent:
         checked = self._check_input(input)
         messages = (_user_text(checked),) if isinstance(checked, str) else checked
         target = self._model_target()
-        return ProviderRequest(target.model, messages, target.system_prompt, target.tool_defs)
+        return target.request(messages)
 
     async def aclose(self) -> None:
         """Close the provider and backend this agent created; the next use creates new ones."""
@@ -363,6 +384,9 @@ class Agent:
             tools=self._tools,
             tool_defs=tuple(t.definition() for t in self._tools.values()),
             max_turns=config.max_turns,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            stop=config.stop,
         )
 
     def _backend_object(self) -> Any:

@@ -81,6 +81,8 @@ class ProviderRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     options: Mapping[str, Any] = attrs.field(factory=dict)
+    #: Stop sequences (portable: every provider maps them to its wire); None: not set.
+    stop: tuple[str, ...] | None = None
 
 
 @attrs.frozen

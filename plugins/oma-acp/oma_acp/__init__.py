@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from oma_core import hookimpl
-from oma_core.capabilities import BackendSpec
-from oma_core.processes import ALLOWED_ENV
+from oma_core.toolkit import ALLOWED_ENV, BackendSpec
 
 from ._permissions import PermissionOption, PermissionRequest
 

@@ -17,10 +17,16 @@ import attrs
 from acp import RequestError, text_block
 from pydantic import ValidationError
 
-from oma_core.backends import BackendEvent, BackendRequest, BackendResult
-from oma_core.errors import BackendError, RunTimeoutError
-from oma_core.processes import configured_values, redact
-from oma_core.providers import Usage
+from oma_core.toolkit import (
+    BackendError,
+    BackendEvent,
+    BackendRequest,
+    BackendResult,
+    RunTimeoutError,
+    Usage,
+    configured_values,
+    redact,
+)
 
 from ._agent_process import AgentProcess
 from ._client import PolicyFailed, Turn

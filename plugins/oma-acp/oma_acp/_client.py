@@ -28,8 +28,13 @@ from acp.schema import (
 )
 from acp.schema import PermissionOption as _AcpPermissionOption
 
-from oma_core.backends import BackendEvent, BackendToolCall, BackendToolResult
-from oma_core.providers import ReasoningDelta, TextDelta
+from oma_core.toolkit import (
+    BackendEvent,
+    BackendToolCall,
+    BackendToolResult,
+    ReasoningDelta,
+    TextDelta,
+)
 
 from ._options import AcpOptions
 from ._permissions import PermissionOption, PermissionRequest

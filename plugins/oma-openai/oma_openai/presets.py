@@ -11,7 +11,7 @@ from __future__ import annotations
 import attrs
 
 from oma_core import BlockSupport, Capabilities, Mode
-from oma_core.capabilities import IN_TOOL_RESULT
+from oma_core.toolkit import IN_TOOL_RESULT
 
 __all__ = ["PRESETS", "Preset", "preset"]
 

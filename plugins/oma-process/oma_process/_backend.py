@@ -14,10 +14,14 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from oma_core.backends import BackendEvent, BackendRequest, BackendResult
-from oma_core.errors import BackendError, RunTimeoutError
-from oma_core.processes import (
+from oma_core.toolkit import (
+    BackendError,
+    BackendEvent,
+    BackendRequest,
+    BackendResult,
+    RunTimeoutError,
     StderrTail,
+    TextDelta,
     child_environment,
     close_pipes,
     configured_values,
@@ -25,7 +29,6 @@ from oma_core.processes import (
     stop_process_group,
     wait_exit,
 )
-from oma_core.providers import TextDelta
 
 from ._options import ProcessOptions
 
