@@ -21,6 +21,7 @@ from .fake_server import (
     SSEEvent,
     TruncatedStream,
 )
+from .leaks import assert_holds_no_secret, reachable_secrets
 from .scripted import Delayed, ScriptedProvider
 
 __all__ = [
@@ -38,4 +39,6 @@ __all__ = [
     "ScriptedProvider",
     "SlowStream",
     "TruncatedStream",
+    "assert_holds_no_secret",
+    "reachable_secrets",
 ]
