@@ -24,6 +24,8 @@ KINDS = {
     "oma_before_run": "chain",
     "oma_progress": "observe",
     "oma_evaluation_result": "observe",
+    "oma_model_call": "wrap",
+    "oma_tool_call": "wrap",
 }
 
 
