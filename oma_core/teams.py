@@ -223,8 +223,7 @@ class _Graph:
         reason = f"the dependencies of {sorted(names)} form a cycle"
         reason += f" ({' -> '.join(shown)}: each waits for the next)"
         if stuck:
-            verb = "tasks wait" if stuck > 1 else "task waits"
-            reason += f"; {stuck} other {verb} for it"
+            reason += f"; {stuck} other task{'s' if stuck > 1 else ''} cannot run either"
         raise PlanError(reason)
 
     def _a_cycle(self, left: list[int], position: Mapping[str, int]) -> list[int]:

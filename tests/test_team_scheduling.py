@@ -507,7 +507,7 @@ def test_a_cycle_names_its_own_tasks_not_those_waiting_for_it() -> None:
     reason = caught.value.reason
     assert reason.startswith("the dependencies of ['a', 'b', 'c'] form a cycle")
     assert "'a' -> 'c' -> 'b' -> 'a'" in reason
-    assert "1 other task waits for it" in reason
+    assert "1 other task cannot run either" in reason
     assert "after" not in reason and "free" not in reason
 
 
