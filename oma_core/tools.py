@@ -1,23 +1,32 @@
 """Tools: typed Python functions the model may call, with a JSON-schema input.
 
 ``@tool`` reads a function's signature (str, int, float, bool, ``Literal``, ``Enum``, list and
-dict of those, ``Optional``, attrs classes, ``Annotated[T, "description"]``) and docstring
-(first paragraph: the description; an ``Args:`` section: per-parameter descriptions). The
-model's arguments are checked against the schema before the call; a mismatch, an unknown tool
-or a tool that raises becomes an ``is_error`` tool result the model reads, never a crash.
+dict of those, ``Optional``, datetimes and dates, attrs classes, dataclasses, TypedDicts,
+pydantic models, ``Annotated[T, "description"]``) and docstring (first paragraph: the
+description; an ``Args:`` section: per-parameter descriptions). The model's arguments are
+checked against the schema before the call, then turned into the annotated types by a cattrs
+converter; a mismatch, an unknown tool or a tool that raises becomes an ``is_error`` tool result
+the model reads, never a crash.
+
+pydantic is never imported here: a pydantic model is recognised only when pydantic is already
+loaded (as it is when the tool's own module uses it). cattrs loads on the first tool call.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import enum
+import functools
 import inspect
 import json
 import math
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import attrs
 
@@ -35,6 +44,9 @@ from .messages import (
     VideoBlock,
 )
 from .providers import ToolDefinition
+
+if TYPE_CHECKING:
+    import cattrs
 
 __all__ = ["Tool", "as_tool", "call_tool", "tool", "tool_result_content"]
 
@@ -81,17 +93,34 @@ class Tool:
         """The first way ``arguments`` break the input schema, or None when they fit."""
         return _check(self.input_schema, arguments, "input")
 
+    def structure_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments for the function: ``arguments`` (which passed
+        ``check_arguments``) turned into the annotated Python types.
+
+        Raises ``ValueError`` naming the first place that cannot be turned into its type (a
+        date-time that is not ISO 8601, a value a dataclass or pydantic model refuses).
+        """
+        if self._params is None:
+            return dict(arguments)
+        converter = _converter()
+        kwargs: dict[str, Any] = {}
+        for key, value in arguments.items():
+            if key not in self._params:
+                continue
+            try:
+                kwargs[key] = converter.structure(value, self._params[key])
+            except Exception as error:  # cattrs' validation groups, a model's own refusal
+                problem = _structure_problem(error, f"input.{key}")
+            else:
+                continue
+            raise ValueError(problem)
+        return kwargs
+
     async def invoke(self, arguments: Mapping[str, Any]) -> Any:
         """Run the tool on arguments that passed ``check_arguments``; return what it returned."""
-        kwargs = (
-            dict(arguments)
-            if self._params is None
-            else {
-                key: _structure(value, self._params[key])
-                for key, value in arguments.items()
-                if key in self._params
-            }
-        )
+        return await self._run(self.structure_arguments(arguments))
+
+    async def _run(self, kwargs: dict[str, Any]) -> Any:
         if self._is_async:
             return await self.function(**kwargs)
         import asyncio
@@ -230,6 +259,8 @@ def _signature_schema(
             default = param.default
             if isinstance(default, enum.Enum):  # the schema speaks JSON: the member's value
                 default = default.value
+            elif isinstance(default, datetime.date | datetime.time):
+                default = default.isoformat()
             if _is_json(default):
                 prop = {**prop, "default": default}
         properties[param.name] = prop
@@ -278,65 +309,209 @@ def _schema_for(annotation: Any, seen: set[type]) -> dict[str, Any]:
             raise TypeError("dict keys must be str")
         value = _schema_for(args[1], seen) if args else {}
         return {"type": "object", "additionalProperties": value}
-    if isinstance(annotation, type) and attrs.has(annotation):
+    if annotation in _FORMATS:
+        return {"type": "string", "format": _FORMATS[annotation]}
+    if origin is typing.Required or origin is typing.NotRequired:
+        return _schema_for(args[0], seen)
+    fields = _record_fields(annotation)
+    if fields is not None:
         if annotation in seen:
-            raise TypeError(f"recursive attrs class {annotation.__name__} is not supported")
-        hints = typing.get_type_hints(annotation, include_extras=True)
+            raise TypeError(f"recursive type {annotation.__name__} is not supported")
         properties: dict[str, Any] = {}
         required: list[str] = []
-        for field in attrs.fields(annotation):
-            if not field.init:
-                continue
-            key = field.alias or field.name
-            properties[key] = _schema_for(hints.get(field.name, Any), seen | {annotation})
-            if field.default is attrs.NOTHING:
+        for key, field_type, is_required in fields:
+            properties[key] = _schema_for(field_type, seen | {annotation})
+            if is_required:
                 required.append(key)
         described: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
             described["required"] = required
         described["additionalProperties"] = False
         return described
+    if _is_pydantic_model(annotation):
+        return _inline_refs(annotation.model_json_schema())
     raise TypeError(f"unsupported type {annotation!r}")
 
 
-def _structure(value: Any, annotation: Any) -> Any:
-    """Turn a checked JSON value into the Python value the annotation asks for."""
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Annotated:
-        return _structure(value, args[0])
-    if value is None or annotation is Any:
+_FORMATS: dict[Any, str] = {
+    datetime.datetime: "date-time",
+    datetime.date: "date",
+    datetime.time: "time",
+}
+
+
+def _record_fields(annotation: Any) -> list[tuple[str, Any, bool]] | None:
+    """(key, type, required) of each field of an attrs class, a dataclass or a TypedDict;
+    None for any other type."""
+    if not isinstance(annotation, type):
+        return None
+    if attrs.has(annotation):
+        hints = typing.get_type_hints(annotation, include_extras=True)
+        return [
+            (field.alias or field.name, hints.get(field.name, Any), field.default is attrs.NOTHING)
+            for field in attrs.fields(annotation)
+            if field.init
+        ]
+    if dataclasses.is_dataclass(annotation):
+        hints = typing.get_type_hints(annotation, include_extras=True)
+        return [
+            (
+                field.name,
+                hints.get(field.name, Any),
+                field.default is dataclasses.MISSING
+                and field.default_factory is dataclasses.MISSING,
+            )
+            for field in dataclasses.fields(annotation)
+            if field.init
+        ]
+    if _is_typeddict(annotation):
+        hints = typing.get_type_hints(annotation, include_extras=True)
+        required_keys: frozenset[str] = getattr(annotation, "__required_keys__", frozenset())
+        # The markers are read from the hints too: under ``from __future__ import
+        # annotations`` Python 3.11 cannot see them when it builds ``__required_keys__``.
+        return [
+            (
+                key,
+                hint,
+                typing.get_origin(hint) is typing.Required
+                or (typing.get_origin(hint) is not typing.NotRequired and key in required_keys),
+            )
+            for key, hint in hints.items()
+        ]
+    return None
+
+
+def _is_typeddict(annotation: type) -> bool:
+    """A TypedDict class, from ``typing`` or ``typing_extensions``."""
+    return issubclass(annotation, dict) and hasattr(annotation, "__required_keys__")
+
+
+def _is_pydantic_model(annotation: Any) -> bool:
+    """A pydantic model class; pydantic is looked up, never imported."""
+    pydantic = sys.modules.get("pydantic")
+    return (
+        pydantic is not None
+        and isinstance(annotation, type)
+        and issubclass(annotation, pydantic.BaseModel)
+    )
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic schema with its ``$defs`` written in place of each ``$ref``, so it can sit
+    inside a tool's input schema and be checked like any other part of it."""
+    definitions: dict[str, Any] = schema.pop("$defs", {})
+
+    def resolve(node: Any, active: frozenset[str]) -> Any:
+        if isinstance(node, list):
+            return [resolve(item, active) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in active:
+                raise TypeError(f"recursive model {name} is not supported")
+            target = resolve(definitions[name], active | {name})
+            rest = {key: resolve(value, active) for key, value in node.items() if key != "$ref"}
+            return {**target, **rest}
+        return {key: resolve(value, active) for key, value in node.items()}
+
+    resolved: dict[str, Any] = resolve(schema, frozenset())
+    return resolved
+
+
+class _Refusal(ValueError):
+    """A value the converter cannot turn into its type; ``reason`` says why, ``where`` is the
+    place inside the value (for a pydantic model's own errors), relative to it."""
+
+    def __init__(self, reason: str, where: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.where = where
+
+
+def _structure_iso(value: Any, cls: type[Any]) -> Any:
+    name = {datetime.datetime: "date-time", datetime.date: "date", datetime.time: "time"}[cls]
+    if not isinstance(value, str):
+        raise _Refusal(f"must be an ISO 8601 {name} string, got {_json_name(value)}")
+    try:
+        return cls.fromisoformat(value)
+    except ValueError:
+        raise _Refusal(f"must be an ISO 8601 {name}, got {_short(value)}") from None
+
+
+def _structure_pydantic(value: Any, cls: Any) -> Any:
+    pydantic = sys.modules["pydantic"]
+    try:
+        return cls.model_validate(value)
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+        reason = str(first["msg"])
+    raise _Refusal(reason[:1].lower() + reason[1:], where)
+
+
+@functools.cache
+def _converter() -> cattrs.Converter:
+    """The converter that turns checked JSON arguments into annotated Python values.
+
+    Unions take the first member whose schema the value fits (as the check read it); field
+    keys are the attrs aliases the schema names; ``Sequence[X]`` becomes a list.
+    """
+    import cattrs
+
+    converter = cattrs.Converter(use_alias=True)
+    for cls in _FORMATS:
+        converter.register_structure_hook(cls, _structure_iso)
+    converter.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
+    converter.register_structure_hook_func(
+        lambda t: t is object or t is None or t is type(None), lambda value, _: value
+    )
+    schemas: dict[Any, dict[str, Any]] = {}
+
+    def is_union(annotation: Any) -> bool:
+        return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+    def structure_union(value: Any, annotation: Any) -> Any:
+        for option in typing.get_args(annotation):
+            if option is type(None):
+                if value is None:
+                    return None
+                continue
+            schema = schemas.get(option)
+            if schema is None:
+                schema = schemas[option] = _schema_for(option, set())
+            if _check(schema, value, "") is None:
+                return converter.structure(value, option)
         return value
-    if isinstance(annotation, type):
-        if issubclass(annotation, enum.Enum):
-            return annotation(value)
-        if annotation is float and isinstance(value, int):
-            return float(value)
-        if annotation is int and isinstance(value, float):
-            return int(value)
-        if attrs.has(annotation):
-            hints = typing.get_type_hints(annotation, include_extras=True)
-            kwargs = {}
-            for field in attrs.fields(annotation):
-                key = field.alias or field.name
-                if field.init and key in value:
-                    kwargs[key] = _structure(value[key], hints.get(field.name, Any))
-            return annotation(**kwargs)
-        if annotation in (list, tuple, dict):
-            return annotation(value)
-        return value
-    if origin in (typing.Union, types.UnionType):
-        for option in args:
-            if option is not type(None) and _check(_schema_for(option, set()), value, "") is None:
-                return _structure(value, option)
-        return value
-    if origin in (list, Sequence):
-        return [_structure(v, args[0] if args else Any) for v in value]
-    if origin is tuple:
-        return tuple(_structure(v, args[0]) for v in value)
-    if origin in (dict, Mapping):
-        return {k: _structure(v, args[1] if args else Any) for k, v in value.items()}
-    return value
+
+    def is_sequence(annotation: Any) -> bool:
+        return typing.get_origin(annotation) is Sequence
+
+    def structure_sequence(value: Any, annotation: Any) -> list[Any]:
+        (item,) = typing.get_args(annotation) or (Any,)
+        return [converter.structure(v, item) for v in value]
+
+    converter.register_structure_hook_func(is_union, structure_union)
+    converter.register_structure_hook_func(is_sequence, structure_sequence)
+    return converter
+
+
+def _structure_problem(error: BaseException, path: str) -> str:
+    """``f"{place} {reason}"`` for the first failure inside a structuring error."""
+    import cattrs
+
+    def describe(exc: BaseException, _type: Any) -> str:
+        if isinstance(exc, _Refusal):
+            return f"{exc.where}\x1f{exc.reason}"
+        if isinstance(exc, KeyError):
+            return "\x1fis missing a required field"
+        return f"\x1fis invalid: {_describe(exc)}"
+
+    found = cattrs.transform_error(error, path=path, format_exception=describe)
+    text, _, where = found[0].rpartition(" @ ") if found else ("", "", path)
+    inner, _, reason = text.partition("\x1f")
+    return f"{where}{inner} {reason or 'is invalid'}"
 
 
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
@@ -439,6 +614,12 @@ def _json_default(value: Any) -> Any:
         return value.value
     if attrs.has(type(value)):
         return attrs.asdict(value, recurse=True)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if _is_pydantic_model(type(value)):
+        return value.model_dump(mode="json")
     if isinstance(value, tuple | set | frozenset):
         return list(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
@@ -509,7 +690,11 @@ async def call_tool(tools: Mapping[str, Tool], call: ToolUseBlock) -> ToolResult
             call.id, f"invalid arguments for tool {call.name!r}: {problem}", True
         )
     try:
-        value = await found.invoke(arguments)
+        kwargs = found.structure_arguments(arguments)
+    except ValueError as exc:
+        return ToolResultBlock(call.id, f"invalid arguments for tool {call.name!r}: {exc}", True)
+    try:
+        value = await found._run(kwargs)
     except Exception as exc:
         return ToolResultBlock(call.id, f"tool {call.name!r} failed: {_describe(exc)}", True)
     try:
