@@ -321,3 +321,14 @@ def test_building_tools_imports_neither_pydantic_nor_cattrs() -> None:
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"
+
+
+def test_the_tool_types_module_stands_on_nothing_else_of_oma() -> None:
+    import ast
+    import pathlib
+
+    import oma_core._tool_types as module
+
+    tree = ast.parse(pathlib.Path(module.__file__).read_text())
+    relative = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 0]
+    assert relative == []
