@@ -14,6 +14,8 @@ from typing import Any, Literal, NotRequired, Required, TypedDict
 import attrs
 import pydantic
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oma_core import ToolResultBlock, tool
 from oma_core.errors import ToolError
@@ -63,14 +65,6 @@ class Person(pydantic.BaseModel):
 
 async def _call(fn: Tool, arguments: dict[str, Any]) -> ToolResultBlock:
     return await call_tool({fn.name: fn}, ToolUseBlock("t1", fn.name, arguments))
-
-
-def _echo(seen: dict[str, Any]) -> Any:
-    def record(**kwargs: Any) -> str:
-        seen.update(kwargs)
-        return "ok"
-
-    return record
 
 
 # --- schemas ------------------------------------------------------------------------------
@@ -332,3 +326,63 @@ def test_the_tool_types_module_stands_on_nothing_else_of_oma() -> None:
     tree = ast.parse(pathlib.Path(module.__file__).read_text())
     relative = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 0]
     assert relative == []
+
+
+# --- properties ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Record:
+    count: int
+    ratio: float
+    name: str
+    when: datetime.datetime
+    tags: list[str]
+    priority: Priority
+    note: str | None = None
+
+
+_finite = st.floats(allow_nan=False, allow_infinity=False)
+_zones = st.none() | st.builds(
+    lambda minutes: datetime.timezone(datetime.timedelta(minutes=minutes)),
+    st.integers(-23 * 60, 23 * 60),
+)
+_records = st.builds(
+    Record,
+    count=st.integers(-(2**53), 2**53),
+    ratio=_finite,
+    name=st.text(),
+    when=st.datetimes(timezones=_zones),
+    tags=st.lists(st.text(), max_size=3),
+    priority=st.sampled_from(Priority),
+    note=st.none() | st.text(),
+)
+
+
+def _as_arguments(record: Record) -> dict[str, Any]:
+    """The JSON a model would send for ``record``."""
+    data = dataclasses.asdict(record)
+    data["when"] = record.when.isoformat()
+    data["priority"] = record.priority.value
+    return data
+
+
+@given(_records)
+def test_a_dataclass_comes_back_from_the_json_a_model_sends_for_it(record: Record) -> None:
+    @tool
+    def store(record: Record) -> str:
+        return ""
+
+    arguments = {"record": _as_arguments(record)}
+    assert store.check_arguments(json.loads(json.dumps(arguments))) is None
+    assert store.structure_arguments(json.loads(json.dumps(arguments))) == {"record": record}
+
+
+@given(st.datetimes(timezones=_zones))
+def test_any_iso_datetime_is_received_as_the_datetime_it_names(moment: datetime.datetime) -> None:
+    @tool
+    def remind(at: datetime.datetime) -> str:
+        return ""
+
+    received = remind.structure_arguments({"at": moment.isoformat()})["at"]
+    assert received == moment and received.tzinfo == moment.tzinfo
