@@ -91,7 +91,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 # Plugin-author names that ``oma_core`` still resolves for code written before
-# ``oma_core.toolkit`` existed; they are not part of ``__all__``: import them from the toolkit.
+# ``oma_core.toolkit`` existed. TRANSITION: listed in ``__all__`` until every bundled plugin
+# imports them from ``oma_core.toolkit`` (this session); then they leave it.
 _TOOLKIT_ALIASES = frozenset(
     {
         "Backend",
@@ -116,33 +117,19 @@ _TOOLKIT_ALIASES = frozenset(
 )
 
 __all__ = [
-    # TRANSITION: the toolkit aliases stay listed until every bundled plugin imports them
-    # from oma_core.toolkit (they are merged in this session); then they leave __all__.
-    "Backend",
-    "BackendRequest",
-    "BackendResult",
-    "BackendToolCall",
-    "BackendToolResult",
-    "BlockSupport",
-    "Mode",
-    "Provider",
-    "ProviderEvent",
-    "ProviderRequest",
-    "ProviderResponse",
-    "ProviderSettings",
-    "ReasoningDelta",
-    "ResponseComplete",
-    "TextDelta",
-    "ToolCall",
-    "ToolDefinition",
-    "parse_retry_after",
     "Agent",
     "AgentConfig",
     "AgentStream",
+    "Backend",
     "BackendError",
+    "BackendRequest",
+    "BackendResult",
     "BackendSpec",
+    "BackendToolCall",
+    "BackendToolResult",
     "Base64Source",
     "BeforeRunContext",
+    "BlockSupport",
     "Budget",
     "BudgetExceededError",
     "Capabilities",
@@ -158,6 +145,7 @@ __all__ = [
     "LLMMessage",
     "MaxTurnsExceededError",
     "MediaSource",
+    "Mode",
     "OmaError",
     "OnlineEvaluationConfig",
     "OpenMultiAgent",
@@ -166,9 +154,16 @@ __all__ = [
     "PluginHost",
     "ProgressEvent",
     "ProgressStats",
+    "Provider",
     "ProviderError",
+    "ProviderEvent",
+    "ProviderRequest",
+    "ProviderResponse",
+    "ProviderSettings",
     "ProviderSpec",
     "ReasoningBlock",
+    "ReasoningDelta",
+    "ResponseComplete",
     "RetryPolicy",
     "RunError",
     "RunResult",
@@ -182,7 +177,10 @@ __all__ = [
     "Team",
     "TeamRunResult",
     "TextBlock",
+    "TextDelta",
     "Tool",
+    "ToolCall",
+    "ToolDefinition",
     "ToolError",
     "ToolResultBlock",
     "ToolUseBlock",
@@ -199,6 +197,7 @@ __all__ = [
     "image_base64",
     "image_url",
     "load_messages",
+    "parse_retry_after",
     "tool",
     "video_base64",
     "video_url",

@@ -420,9 +420,9 @@ class Evaluator:
     def _scorer_list(self) -> tuple[tuple[str, Scorer], ...]:
         if self._resolved is None:
             scorers: list[Scorer] = list(self.config.scorers)
-            if self.config.plugin_scorers and self._plugins is not None:
+            if self.config.plugin_scorers:
                 try:
-                    scorers.extend(self._plugins.scorers())
+                    scorers.extend(self._host().scorers())
                 except Exception as error:
                     _log.warning("could not collect plugin scorers: %s", type(error).__name__)
             taken: set[str] = set()
@@ -498,15 +498,22 @@ class Evaluator:
         )
         await self._deliver(result)
 
+    def _host(self) -> PluginHost:
+        """The host given, or the process-wide one (where the orchestrator's runs look too)."""
+        if self._plugins is None:
+            from .plugins import PluginHost
+
+            self._plugins = PluginHost.default()
+        return self._plugins
+
     async def _deliver(self, result: EvalResult) -> None:
         sinks: list[Callable[[EvalResult], Any]] = []
         if self.config.on_result is not None:
             sinks.append(self.config.on_result)
-        if self._plugins is not None:
-            try:
-                sinks.extend(self._plugins.hook_calls("oma_evaluation_result"))
-            except Exception as error:
-                _log.warning("could not list evaluation hooks: %s", type(error).__name__)
+        try:  # the plugins' result hooks, after the config's own
+            sinks.extend(self._host().hook_calls("oma_evaluation_result"))
+        except Exception as error:
+            _log.warning("could not list evaluation hooks: %s", type(error).__name__)
         for sink in sinks:
             try:
                 await self._bounded(sink(result))

@@ -195,3 +195,26 @@ async def test_shutdown_is_idempotent_and_later_cases_are_dropped(cancel: bool) 
     assert len(results) == (0 if cancel else 1)
     assert evaluator.stats().dropped == (2 if cancel else 1)
     assert _workers() == set()
+
+
+async def test_an_orchestrator_without_a_host_delivers_to_the_default_hosts_result_hooks() -> None:
+    from oma_core import AgentConfig, OpenMultiAgent, PluginHost, hookimpl
+
+    delivered: list[EvalResult] = []
+
+    class Sink:
+        @hookimpl
+        def oma_evaluation_result(self, result: EvalResult) -> None:
+            delivered.append(result)
+
+    host = PluginHost(load_entrypoints=False)
+    host.register(Sink(), "sink")
+    previous = PluginHost.set_default(host)
+    try:
+        config = OnlineEvaluationConfig(scorers=[lambda case: 1.0])
+        oma = OpenMultiAgent(evaluation=config)
+        await oma.run_agent(AgentConfig(name="a"), "hi", run_id="r1")
+        await oma.evaluation.flush()
+    finally:
+        PluginHost.set_default(previous)
+    assert [r.run_id for r in delivered] == ["r1"]
