@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +40,51 @@ async def make_backend() -> AsyncIterator[Callable[..., ProcessBackend]]:
     yield make
     for backend in made:
         await backend.aclose()
+    await _no_task_left()
+
+
+async def _no_task_left() -> None:
+    """Fail unless every task but this one has ended (within a generous bound)."""
+    current = asyncio.current_task()
+    for _ in range(500):
+        left = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+        if not left:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"tasks still running after every backend was closed: {left}")
+
+
+@pytest.fixture
+def generators_closed() -> Callable[[], contextlib.AbstractContextManager[None]]:
+    """``with generators_closed(): ...``: see ``_generators_closed``."""
+    return _generators_closed
+
+
+@contextlib.contextmanager
+def _generators_closed() -> Iterator[None]:
+    """Fail if an async generator first iterated inside the block is left to the garbage
+    collector (asyncio's finalizer) instead of being closed: its cleanup would run late, in
+    a task of its own, after the caller was told the work had stopped."""
+    hooks = sys.get_asyncgen_hooks()
+    leaked: list[str] = []
+
+    def finalizer(generator: Any) -> None:
+        leaked.append(generator.__qualname__)
+        if hooks.finalizer is not None:
+            hooks.finalizer(generator)
+
+    sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=finalizer)
+    try:
+        yield
+        gc.collect()
+    finally:
+        sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=hooks.finalizer)
+    assert not leaked, f"async generators left to the garbage collector: {leaked}"
 
 
 async def _collect(backend: ProcessBackend, prompt: str = "", **request: Any) -> list[BackendEvent]:
-    return [event async for event in backend.run(BackendRequest(prompt, **request))]
+    with _generators_closed():
+        return [event async for event in backend.run(BackendRequest(prompt, **request))]
 
 
 @pytest.fixture
