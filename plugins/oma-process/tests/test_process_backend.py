@@ -471,6 +471,40 @@ async def test_a_command_that_closes_stdout_then_exits_within_exit_grace_succeed
     assert _output(events) == "answer"
 
 
+async def test_a_timeout_during_the_exit_grace_stops_the_group(
+    group_gone: Any, make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    backend = make_backend("close-stdout", str(info_file), exit_grace=600, kill_grace=0.2)
+    with pytest.raises(RunTimeoutError):
+        await asyncio.wait_for(collect(backend, "", timeout=0.5), 60)
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
+
+
+async def test_cancelling_during_the_exit_grace_stops_the_group(
+    group_gone: Any, make_backend: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    backend = make_backend("close-stdout", str(info_file), exit_grace=600, kill_grace=0.2)
+    answered = asyncio.Event()
+
+    async def run() -> None:
+        async for event in backend.run(BackendRequest("")):
+            if event == TextDelta("answer"):
+                answered.set()
+
+    task = asyncio.create_task(run())
+    await asyncio.wait_for(answered.wait(), 30)
+    await asyncio.sleep(0.2)  # most likely past the end of stdout by now; either way it stops
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
+    assert not backend._running
+
+
 def test_exit_grace_must_be_a_number_of_seconds() -> None:
     for value in (-1, "5", True):
         with pytest.raises(BackendError, match="exit_grace"):
