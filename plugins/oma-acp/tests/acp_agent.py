@@ -65,6 +65,8 @@ MALFORMED = (
     {"jsonrpc": "2.0", "id": {"n": 2}, "result": {}},
     {"jsonrpc": "2.0", "id": True, "result": {}},
     {"jsonrpc": "2.0", "id": 2.5, "result": {}},
+    # Equal to the first turn's prompt request id (2) as a dict key: it would answer that turn.
+    {"jsonrpc": "2.0", "id": 2.0, "result": {"stopReason": "end_turn"}},
     {"jsonrpc": "2.0", "id": 9999, "result": {}, "error": {"code": 1, "message": "x"}},
     {"jsonrpc": "2.0", "id": 9999},
     {"jsonrpc": "2.0", "id": 9999, "error": "boom"},
