@@ -9,7 +9,7 @@ ask FILE           ask permission and write the outcome to FILE (relative to the
 ask-always-first   ask permission offering allow_always before allow_once; reply the outcome
 read PATH          read PATH through the client; reply its text or "error: <message>"
 write PATH TEXT    write TEXT to PATH through the client; reply "written" or "error: ..."
-guarded FILE       start a tool call, ask permission, wait (10 s at most) for session/cancel;
+guarded FILE       start a tool call, ask permission, wait (60 s at most) for session/cancel;
                    write "<outcome> cancel=yes|no" to FILE, then end the turn
 malformed          write malformed JSON-RPC messages to stdout, then reply "after malformed"
 leak               write terminal control sequences, the prompt and $AGENT_SECRET to stderr,
@@ -171,7 +171,7 @@ class TestAgent:
             )
             outcome = await self._ask(session_id, "call-g")
             try:
-                await asyncio.wait_for(state["cancel"].wait(), 10)
+                await asyncio.wait_for(state["cancel"].wait(), 60)
                 heard = "yes"
             except TimeoutError:
                 heard = "no"

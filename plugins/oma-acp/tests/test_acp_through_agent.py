@@ -173,12 +173,12 @@ async def test_leaving_a_stream_with_a_permission_pending_waits_for_the_cancel(
         await asyncio.Event().wait()
         return "yes-once"
 
-    async with _agent(tmp_path, permission=never_decides) as agent:
+    async with _agent(tmp_path, permission=never_decides, kill_grace=30) as agent:
         with generators_closed():
             async with agent.stream("guarded outcome.txt") as events:
                 async for event in events:
                     if event.type == "tool_use":
-                        await asyncio.wait_for(asked.wait(), 10)
+                        await asyncio.wait_for(asked.wait(), 30)
                         break
             # The agent wrote this before it ended the turn: leaving the block waited for it.
             assert (tmp_path / "outcome.txt").read_text() == "cancelled cancel=yes"

@@ -467,7 +467,7 @@ async def test_a_command_that_closes_stdout_and_lingers_is_stopped_after_exit_gr
 async def test_a_command_that_closes_stdout_then_exits_within_exit_grace_succeeds(
     make_backend: Any, collect: Any
 ) -> None:
-    events = await collect(make_backend("close-then-exit"), "")  # default exit_grace: 10 s
+    events = await collect(make_backend("close-then-exit", exit_grace=60), "")
     assert _output(events) == "answer"
 
 
