@@ -48,7 +48,8 @@ class AcpBackend:
     """Drives one ACP agent process; see the module docstring.
 
     ``spawn_count`` counts agent processes started, ``restarts`` the starts after the first,
-    and ``skipped_lines`` the non-JSON lines the agents wrote to stdout (skipped, not fatal).
+    and ``skipped_lines`` the lines the agents wrote to stdout that were not valid JSON-RPC 2.0
+    messages (skipped, not fatal).
     """
 
     kind = "acp"
