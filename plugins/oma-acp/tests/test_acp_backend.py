@@ -516,7 +516,7 @@ async def test_aclose_during_a_turn_fails_it_as_closed_and_reaps_the_agent(
 
 
 async def test_closing_the_stream_with_a_permission_pending_returns_after_the_cancel(
-    make_backend: Any, collect: Any, generators_closed: Any, tmp_path: Path
+    make_backend: Any, collect: Any, tmp_path: Path
 ) -> None:
     asked = asyncio.Event()
 
@@ -526,13 +526,12 @@ async def test_closing_the_stream_with_a_permission_pending_returns_after_the_ca
         return "yes-once"
 
     backend = make_backend(permission=never_decides, kill_grace=30)  # generous: only a bound
-    with generators_closed():
-        stream = backend.run(BackendRequest("guarded outcome.txt"))
-        assert isinstance(await anext(stream), BackendToolCall)
-        await asyncio.wait_for(asked.wait(), 30)
-        await asyncio.wait_for(stream.aclose(), 60)
-        # Written by the agent before it ended the turn: aclose() waited for that end.
-        assert (tmp_path / "outcome.txt").read_text() == "cancelled cancel=yes"
+    stream = backend.run(BackendRequest("guarded outcome.txt"))
+    assert isinstance(await anext(stream), BackendToolCall)
+    await asyncio.wait_for(asked.wait(), 30)
+    await asyncio.wait_for(stream.aclose(), 60)
+    # Written by the agent before it ended the turn: aclose() waited for that end.
+    assert (tmp_path / "outcome.txt").read_text() == "cancelled cancel=yes"
     assert _result(await collect(backend, "stream")).output == "Hello, world"
     assert backend.spawn_count == 1
 

@@ -164,7 +164,7 @@ async def test_run_agent_reports_progress_and_a_timeout_for_an_acp_agent(tmp_pat
 
 
 async def test_leaving_a_stream_with_a_permission_pending_waits_for_the_cancel(
-    generators_closed: Any, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     asked = asyncio.Event()
 
@@ -174,14 +174,13 @@ async def test_leaving_a_stream_with_a_permission_pending_waits_for_the_cancel(
         return "yes-once"
 
     async with _agent(tmp_path, permission=never_decides, kill_grace=30) as agent:
-        with generators_closed():
-            async with agent.stream("guarded outcome.txt") as events:
-                async for event in events:
-                    if event.type == "tool_use":
-                        await asyncio.wait_for(asked.wait(), 30)
-                        break
-            # The agent wrote this before it ended the turn: leaving the block waited for it.
-            assert (tmp_path / "outcome.txt").read_text() == "cancelled cancel=yes"
+        async with agent.stream("guarded outcome.txt") as events:
+            async for event in events:
+                if event.type == "tool_use":
+                    await asyncio.wait_for(asked.wait(), 30)
+                    break
+        # The agent wrote this before it ended the turn: leaving the block waited for it.
+        assert (tmp_path / "outcome.txt").read_text() == "cancelled cancel=yes"
         assert (await agent.run("stream")).output == "Hello, world"
 
 

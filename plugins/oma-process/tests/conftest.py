@@ -1,10 +1,17 @@
-"""Shared builders: a backend that runs tests/fake_cli.py in some mode, and event collection."""
+"""Shared builders: a backend that runs tests/fake_cli.py in some mode, and event collection.
+
+Two checks apply to every test here: an async test fails if it leaves an async generator to
+the garbage collector (``_generators_closed``), and ``make_backend`` fails a test that leaves a
+task running once its backends are closed.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
+import inspect
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -54,17 +61,34 @@ async def _no_task_left() -> None:
     raise AssertionError(f"tasks still running after every backend was closed: {left}")
 
 
-@pytest.fixture
-def generators_closed() -> Callable[[], contextlib.AbstractContextManager[None]]:
-    """``with generators_closed(): ...``: see ``_generators_closed``."""
-    return _generators_closed
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Run every async test inside ``_generators_closed``."""
+    test = getattr(item, "obj", None)
+    if not inspect.iscoroutinefunction(test):
+        return (yield)
+
+    @functools.wraps(test)
+    async def checked(*args: Any, **kwargs: Any) -> Any:
+        with _generators_closed():
+            return await test(*args, **kwargs)
+
+    item.obj = checked  # type: ignore[attr-defined]
+    try:
+        return (yield)
+    finally:
+        item.obj = test  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager
 def _generators_closed() -> Iterator[None]:
     """Fail if an async generator first iterated inside the block is left to the garbage
-    collector (asyncio's finalizer) instead of being closed: its cleanup would run late, in
-    a task of its own, after the caller was told the work had stopped."""
+    collector instead of being closed.
+
+    asyncio then closes it late, in a task of its own: the cleanup it was promised (a stopped
+    process, a sent cancel) happens after the caller was told the work had stopped. The
+    finalizer hook (``sys.set_asyncgen_hooks``) is called for exactly those generators.
+    """
     hooks = sys.get_asyncgen_hooks()
     leaked: list[str] = []
 
@@ -83,8 +107,7 @@ def _generators_closed() -> Iterator[None]:
 
 
 async def _collect(backend: ProcessBackend, prompt: str = "", **request: Any) -> list[BackendEvent]:
-    with _generators_closed():
-        return [event async for event in backend.run(BackendRequest(prompt, **request))]
+    return [event async for event in backend.run(BackendRequest(prompt, **request))]
 
 
 @pytest.fixture

@@ -573,14 +573,3 @@ async def test_refusals_before_the_spawn_hold_nothing_of_what_failed(
     for caught in (refused, not_started):
         assert caught.value.__context__ is None and caught.value.__cause__ is None
         assert_holds_no_secret(caught.value, PROMPT_SECRET)  # a part of the surrogate prompt
-
-
-async def test_closing_the_stream_early_leaves_no_generator_to_the_garbage_collector(
-    generators_closed: Any, make_backend: Any, tmp_path: Path
-) -> None:
-    with generators_closed():
-        stream = make_backend("hang", str(tmp_path / "pids.json"), kill_grace=0.2).run(
-            BackendRequest("")
-        )
-        assert await anext(stream) == TextDelta("ready")
-        await stream.aclose()

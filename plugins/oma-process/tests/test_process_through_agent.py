@@ -246,12 +246,14 @@ async def test_failed_and_timed_out_runs_hold_neither_the_prompt_nor_a_passed_se
         assert_holds_no_secret(result.status, secret, prompt)
 
 
-async def test_leaving_a_stream_early_leaves_no_generator_to_the_garbage_collector(
-    generators_closed: Any,
+async def test_leaving_a_stream_early_stops_the_process_group(
+    group_gone: Any, tmp_path: Path
 ) -> None:
-    async with _agent("chunks") as agent:
-        with generators_closed():
-            async with agent.stream("hi") as events:
-                async for event in events:
-                    assert event.type == "text"
-                    break
+    info_file = tmp_path / "pids.json"
+    async with _agent("hang", str(info_file), kill_grace=0.2) as agent:
+        async with agent.stream("hi") as events:
+            async for event in events:
+                assert (event.type, event.data) == ("text", "ready")
+                break
+        info = json.loads(info_file.read_text())
+        group_gone(info["pgid"], info["pid"])  # stopped by leaving the block, not by aclose
