@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -573,3 +574,8 @@ async def test_refusals_before_the_spawn_hold_nothing_of_what_failed(
     for caught in (refused, not_started):
         assert caught.value.__context__ is None and caught.value.__cause__ is None
         assert_holds_no_secret(caught.value, PROMPT_SECRET)  # a part of the surrogate prompt
+
+
+async def test_every_async_test_runs_with_the_leaked_generator_check() -> None:
+    finalizer = sys.get_asyncgen_hooks().finalizer
+    assert "_generators_closed" in getattr(finalizer, "__qualname__", "")  # see conftest.py
