@@ -77,11 +77,8 @@ def test_the_two_families_split_called_wrong_from_run_failed() -> None:
     assert all(issubclass(cls, errors.UsageError) for cls in called_wrong)
     assert all(issubclass(cls, errors.RunError) for cls in run_failed)
     assert not any(issubclass(cls, errors.RunError) for cls in called_wrong)
-    assert ALL_CLASSES == called_wrong | run_failed | {
-        errors.OmaError,
-        errors.UsageError,
-        errors.RunError,
-    }
+    bases = {errors.OmaError, errors.UsageError, errors.RunError}
+    assert called_wrong | run_failed | bases == ALL_CLASSES
 
 
 def test_invalid_message_error_is_still_a_value_error() -> None:

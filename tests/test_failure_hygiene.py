@@ -30,7 +30,10 @@ from oma_core.toolkit import ProviderRequest, ProviderResponse, ResponseComplete
 
 KEY = "sk-test-0123456789abcdefSECRET"
 PROMPT = "the secret plan is to paint the moon"
-PIXELS = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+PIXELS = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAA"
+    "BJRU5ErkJggg=="
+)
 
 
 class _Response:
