@@ -17,7 +17,12 @@ The groups:
 - errors to raise: ``ProviderError``, ``BackendError``, ``PluginError``,
   ``UnsupportedContentBlockError``, ``RunTimeoutError``;
 - helpers: ``parse_retry_after``, redaction (``redact_text``, ``REDACTED``) and the POSIX
-  child-process helpers backends share (``child_environment``, ``stop_process_group``, ...).
+  child-process helpers backends share (``child_environment``, ``stop_process_group``, ...);
+- HTTP providers (httpx and httpx-sse, imported on first use; a plugin using these declares
+  both): ``http_client`` with ``HttpTimeouts``, ``post_json``, ``stream_sse`` / ``sse_events``
+  (bounded events), ``error_from_response`` / ``error_from_streamed_response`` /
+  ``error_from_exception`` / ``malformed_response`` (failures as ``ProviderError``, scrubbed
+  by ``scrub``), ``encode_json``, ``error_fields`` and ``ToolCallAssembler``.
 """
 
 from __future__ import annotations
@@ -78,6 +83,21 @@ _EXPORTS: dict[str, str] = {
     "parse_retry_after": "retry",
     "REDACTED": "redaction",
     "redact_text": "redaction",
+    # HTTP providers (httpx and httpx-sse load on first use)
+    "HttpTimeouts": "_http",
+    "http_client": "_http",
+    "post_json": "_http",
+    "encode_json": "_http",
+    "error_fields": "_http",
+    "error_from_response": "_http",
+    "error_from_streamed_response": "_http",
+    "error_from_exception": "_http",
+    "malformed_response": "_http",
+    "scrub": "_http",
+    "DEFAULT_MAX_EVENT_BYTES": "_sse",
+    "sse_events": "_sse",
+    "stream_sse": "_sse",
+    "ToolCallAssembler": "_tool_calls",
     # child processes (POSIX), for backend plugins
     "ALLOWED_ENV": "processes",
     "CommandOptions": "processes",
@@ -107,7 +127,9 @@ __all__ = [
     "Capabilities",
     "CommandOptions",
     "ContentBlock",
+    "DEFAULT_MAX_EVENT_BYTES",
     "FilePart",
+    "HttpTimeouts",
     "IN_TOOL_RESULT",
     "ImageBlock",
     "LLMMessage",
@@ -131,6 +153,7 @@ __all__ = [
     "TextBlock",
     "TextDelta",
     "ToolCall",
+    "ToolCallAssembler",
     "ToolDefinition",
     "ToolResultBlock",
     "ToolResultPart",
@@ -143,12 +166,23 @@ __all__ = [
     "close_pipes",
     "configured_values",
     "describe_exit",
+    "encode_json",
+    "error_fields",
+    "error_from_exception",
+    "error_from_response",
+    "error_from_streamed_response",
     "hookimpl",
+    "http_client",
+    "malformed_response",
     "number_option",
     "parse_retry_after",
+    "post_json",
     "redact",
     "redact_text",
+    "scrub",
+    "sse_events",
     "stop_process_group",
+    "stream_sse",
     "wait_exit",
 ]
 
@@ -173,6 +207,20 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from . import hookimpl
+    from ._http import (
+        HttpTimeouts,
+        encode_json,
+        error_fields,
+        error_from_exception,
+        error_from_response,
+        error_from_streamed_response,
+        http_client,
+        malformed_response,
+        post_json,
+        scrub,
+    )
+    from ._sse import DEFAULT_MAX_EVENT_BYTES, sse_events, stream_sse
+    from ._tool_calls import ToolCallAssembler
     from .backends import (
         Backend,
         BackendEvent,

@@ -1,0 +1,433 @@
+"""The HTTP toolkit of ``oma_core.toolkit``, against real servers on 127.0.0.1.
+
+A client with real timeouts and limits; error responses, transport faults and unreadable
+replies as ``ProviderError`` (status, retryable, retry_after, a scrubbed message, nothing
+reachable that holds the key or the payload); server-sent events with a bounded size;
+streamed tool calls assembled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oma_core import ProviderError, ToolUseBlock
+from oma_core.testing import (
+    DropConnection,
+    EchoRequestError,
+    FakeServer,
+    HTTPError,
+    RecordedRequest,
+    Response,
+    SlowStream,
+    SSEEvent,
+    TruncatedStream,
+    assert_holds_no_secret,
+)
+from oma_core.toolkit import (
+    HttpTimeouts,
+    ToolCallAssembler,
+    error_from_exception,
+    error_from_response,
+    http_client,
+    malformed_response,
+    post_json,
+    scrub,
+    sse_events,
+    stream_sse,
+)
+
+KEY = "sk-" + "k3y" * 16
+PAYLOAD = base64.b64encode(os.urandom(3000)).decode()
+
+
+class FakeService(FakeServer):
+    """``POST /json`` echoes the body; ``POST /events`` streams ``self.events``; anything else
+    answers what ``self.raw`` says."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[SSEEvent] = [SSEEvent({"n": i}) for i in range(4)]
+        self.raw: Response | None = None
+
+    def handle(self, request: RecordedRequest) -> Response:
+        if self.raw is not None:
+            return self.raw
+        if request.path == "/json":
+            return Response.json({"echo": request.json})
+        if request.path == "/events":
+            return Response.sse(self.events)
+        return self.error_response(404, "no such path")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeService]:
+    srv = FakeService().start()
+    try:
+        yield srv  # type: ignore[misc]
+    finally:
+        srv.close()
+    assert srv.handler_errors == []
+
+
+@pytest.fixture
+async def client(server: FakeService) -> AsyncIterator[httpx.AsyncClient]:
+    async with http_client(base_url=server.url, headers={"x-api-key": KEY}) as c:
+        yield c
+
+
+async def _failure(coro: Any) -> ProviderError:
+    with pytest.raises(ProviderError) as caught:
+        await coro
+    return caught.value
+
+
+async def _events(
+    client: httpx.AsyncClient, path: str = "/events", **kw: Any
+) -> list[dict[str, Any]]:
+    events = stream_sse(client, path, {"q": 1}, provider="Svc", secrets=[KEY], **kw)
+    return [e.json() async for e in events]
+
+
+# -- the client ------------------------------------------------------------------------------
+
+
+class TestHttpClient:
+    def test_has_real_timeouts_and_limits(self) -> None:
+        client = http_client(timeouts=HttpTimeouts(read=42.0), max_connections=7)
+        try:
+            assert client.timeout == httpx.Timeout(connect=5.0, read=42.0, write=60.0, pool=60.0)
+            pool = client._transport._pool  # type: ignore[attr-defined]
+            assert pool._max_connections == 7
+            assert pool._max_keepalive_connections == 7  # httpx caps keep-alive at the maximum
+            assert client.follow_redirects is False
+        finally:
+            asyncio.run(client.aclose())
+
+    def test_default_timeouts_are_short_to_connect_and_long_to_read(self) -> None:
+        t = HttpTimeouts()
+        assert (t.connect, t.read, t.write, t.pool) == (5.0, 600.0, 60.0, 60.0)
+
+    @pytest.mark.parametrize("bad", [0, -1.0])
+    def test_a_timeout_must_be_positive(self, bad: float) -> None:
+        with pytest.raises(ValueError, match=r"HttpTimeouts\.read"):
+            HttpTimeouts(read=bad)
+
+    async def test_a_read_timeout_is_a_retryable_error_naming_the_host(
+        self, server: FakeService
+    ) -> None:
+        server.raw = Response.json({}, headers={})
+        server.response_delay = 1.0
+        async with http_client(base_url=server.url, timeouts=HttpTimeouts(read=0.05)) as client:
+            error = await _failure(post_json(client, "/json?key=" + KEY, {}, provider="Svc"))
+        assert error.retryable is True and error.status_code is None
+        assert "timed out" in error.message and f"127.0.0.1:{server.port}" in error.message
+        assert KEY not in error.message and "/json" not in error.message
+        assert await server.async_wait_idle(timeout=5)
+
+    def test_importing_the_toolkit_imports_neither_httpx_nor_httpx_sse(self) -> None:
+        code = "import sys, oma_core, oma_core.toolkit; print(sorted(m for m in sys.modules "
+        code += "if m.split('.')[0] in ('httpx', 'httpx_sse', 'httpcore')))"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "[]"
+
+
+# -- JSON requests and their failures ----------------------------------------------------------
+
+
+class TestPostJson:
+    async def test_sends_compact_utf8_json_and_decodes_the_reply(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        reply = await post_json(client, "/json", {"a": "é", "b": [1]}, provider="Svc")
+        assert reply == {"echo": {"a": "é", "b": [1]}}
+        assert server.requests[0].body == '{"a":"é","b":[1]}'.encode()
+        assert server.requests[0].headers["content-type"] == "application/json"
+
+    @pytest.mark.parametrize(
+        ("status", "retryable"), [(400, False), (401, False), (408, True), (429, True), (503, True)]
+    )
+    async def test_an_error_status_keeps_its_code_and_the_core_policy_decides_retries(
+        self, server: FakeService, client: httpx.AsyncClient, status: int, retryable: bool
+    ) -> None:
+        server.enqueue(HTTPError(status, message="it broke"))
+        error = await _failure(post_json(client, "/json", {}, provider="Svc"))
+        assert (error.status_code, error.retryable, error.provider) == (status, retryable, "Svc")
+        assert error.message == f"Svc returned HTTP {status} (error): it broke"
+
+    async def test_retry_after_is_read_from_the_headers(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        server.enqueue(HTTPError(429, retry_after=7), HTTPError(429, retry_after_ms=250))
+        assert (await _failure(post_json(client, "/json", {}, provider="S"))).retry_after == 7.0
+        assert (await _failure(post_json(client, "/json", {}, provider="S"))).retry_after == 0.25
+
+    async def test_an_echoed_request_leaves_no_key_and_no_payload_reachable(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        server.enqueue(EchoRequestError(400))
+        body = {"prompt": "hello", "image": PAYLOAD}
+        error = await _failure(post_json(client, "/json", body, provider="S", secrets=[KEY]))
+        assert server.requests[0].headers["x-api-key"] == KEY  # the service saw the key
+        assert_holds_no_secret(error, KEY, PAYLOAD[:64], PAYLOAD[1000:1064])
+        assert error.__cause__ is None and error.__context__ is None
+        assert len(error.message) < 400
+
+    @pytest.mark.parametrize("stage", ["before_response", "mid_body"])
+    async def test_a_dropped_connection_is_retryable_without_status(
+        self, server: FakeService, client: httpx.AsyncClient, stage: str
+    ) -> None:
+        server.enqueue(DropConnection(stage))  # type: ignore[arg-type]
+        error = await _failure(post_json(client, "/json", {}, provider="Svc", secrets=[KEY]))
+        assert (error.status_code, error.retryable) == (None, True)
+        assert error.__cause__ is None and error.__context__ is None
+        assert_holds_no_secret(error, KEY)
+
+    async def test_a_reply_that_is_not_json_is_malformed_and_retryable(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        server.raw = Response.raw(b"<html>gateway</html>")
+        error = await _failure(post_json(client, "/json", {}, provider="Svc"))
+        assert error.retryable is True and error.status_code is None
+        assert "malformed" in error.message and "<html>" not in error.message
+        assert error.__context__ is None
+
+    async def test_a_refused_connection_names_the_host_only(self) -> None:
+        async with http_client(timeouts=HttpTimeouts(connect=2.0)) as client:
+            url = f"http://127.0.0.1:{_free_port()}/v1/x?key={KEY}"
+            error = await _failure(post_json(client, url, {}, provider="Svc"))
+        assert error.retryable is True
+        assert "127.0.0.1" in error.message and KEY not in error.message
+        assert "/v1/x" not in error.message
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class TestErrorFromResponse:
+    @pytest.mark.parametrize(
+        ("body", "expected"),
+        [
+            ({"error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}},
+             "S returned HTTP 400 (INVALID_ARGUMENT): bad"),
+            ({"object": "error", "message": "nope", "type": "invalid_request"},
+             "S returned HTTP 400 (invalid_request): nope"),
+            ({"detail": [{"loc": ["body"], "msg": "x"}]},
+             'S returned HTTP 400: [{"loc": ["body"], "msg": "x"}]'),
+            ([{"error": {"message": "listed", "status": "X"}}], "S returned HTTP 400 (X): listed"),
+            ("plain words", "S returned HTTP 400: plain words"),
+        ],
+    )  # fmt: skip
+    def test_reads_the_common_error_shapes(self, body: Any, expected: str) -> None:
+        content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        response = httpx.Response(400, content=content)
+        assert error_from_response(response, provider="S").message == expected
+
+    def test_the_given_secrets_and_credential_shapes_are_scrubbed(self) -> None:
+        text = f"key {KEY} and AIza{'x' * 35} and data {PAYLOAD}"
+        response = httpx.Response(401, json={"error": {"message": text}})
+        error = error_from_response(response, provider="S", secrets=[KEY])
+        assert KEY not in error.message and "AIza" not in error.message
+        assert PAYLOAD[:32] not in error.message
+
+    def test_keeps_no_reference_to_the_response(self) -> None:
+        request = httpx.Request("POST", "https://x.test/v1", headers={"x-api-key": KEY})
+        response = httpx.Response(500, json={"error": {"message": "x"}}, request=request)
+        error = error_from_response(response, provider="S", secrets=[KEY])
+        assert_holds_no_secret(error, KEY, "x.test")
+
+
+class TestErrorFromException:
+    def test_a_provider_error_is_returned_as_it_is(self) -> None:
+        error = ProviderError("x", provider="S")
+        assert error_from_exception(error, provider="S") is error
+
+    def test_a_status_error_becomes_an_error_response(self) -> None:
+        request = httpx.Request("GET", "https://x.test/")
+        response = httpx.Response(503, request=request, headers={"retry-after": "2"})
+        exc = httpx.HTTPStatusError("boom", request=request, response=response)
+        error = error_from_exception(exc, provider="S")
+        assert (error.status_code, error.retryable, error.retry_after) == (503, True, 2.0)
+
+    def test_anything_else_is_not_retryable_and_named_by_type(self) -> None:
+        error = error_from_exception(KeyError(KEY), provider="S")
+        assert error.retryable is False and "KeyError" in error.message
+        assert_holds_no_secret(error, KEY)
+
+
+class TestMalformedResponse:
+    def test_is_retryable_and_names_the_provider(self) -> None:
+        error = malformed_response("Svc", "the reply has no candidates")
+        assert error.retryable is True and error.status_code is None
+        assert error.message == "Svc sent a malformed response: the reply has no candidates"
+
+
+class TestScrub:
+    def test_removes_each_secret_and_cuts_long_text(self) -> None:
+        assert scrub(f"a {KEY} b", [KEY]) == "a [REDACTED] b"
+        assert len(scrub("word " * 200)) == 303
+
+    @given(st.text(min_size=8, max_size=40, alphabet="abcdefXYZ0123456789-_"), st.text())
+    def test_a_given_secret_never_survives(self, secret: str, around: str) -> None:
+        assert secret not in scrub(around + secret + around, [secret])
+
+
+# -- server-sent events ------------------------------------------------------------------------
+
+
+class TestStreamSse:
+    async def test_yields_each_event_and_returns_the_connection(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        assert await _events(client) == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}]
+        assert server.requests[0].headers["accept"] == "text/event-stream"
+        assert server.requests[0].json == {"q": 1}
+        await _events(client)  # a finished stream's connection went back to the pool
+        assert [r.connection for r in server.requests] == [1, 1]
+
+    async def test_event_names_and_multiline_data_are_kept(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        server.events = [SSEEvent("line one\nline two", event="delta"), SSEEvent("[DONE]")]
+        events = [e async for e in stream_sse(client, "/events", {}, provider="S")]
+        assert [(e.event, e.data) for e in events] == [
+            ("delta", "line one\nline two"),
+            ("message", "[DONE]"),
+        ]
+
+    async def test_an_error_status_is_a_provider_error_with_its_retry_after(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        server.enqueue(HTTPError(429, message="slow down", retry_after=3))
+        error = await _failure(_events(client))
+        assert (error.status_code, error.retryable, error.retry_after) == (429, True, 3.0)
+        assert error.message.endswith("slow down")
+        assert error.__context__ is None
+
+    async def test_a_stream_cut_mid_way_is_retryable_after_the_events_that_came(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        server.enqueue(TruncatedStream(after_events=2, abort=True))
+        seen = []
+        with pytest.raises(ProviderError) as caught:
+            async for event in stream_sse(client, "/events", {}, provider="S", secrets=[KEY]):
+                seen.append(event.json())
+        assert seen == [{"n": 0}, {"n": 1}]
+        assert (caught.value.status_code, caught.value.retryable) == (None, True)
+        assert caught.value.__context__ is None
+        assert_holds_no_secret(caught.value, KEY)
+
+    async def test_a_reply_that_is_not_an_event_stream_is_malformed(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        server.raw = Response.json({"not": "events"})
+        error = await _failure(_events(client))
+        assert error.retryable is True and "not an event stream" in error.message
+
+    async def test_an_oversized_event_is_malformed_and_not_read_whole(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        server.events = [SSEEvent({"n": 0}), SSEEvent("x" * 200_000), SSEEvent({"n": 2})]
+        seen = []
+        with pytest.raises(ProviderError) as caught:
+            async for event in stream_sse(
+                client, "/events", {}, provider="S", max_event_bytes=10_000
+            ):
+                seen.append(event.data)
+        assert seen == ['{"n": 0}']
+        assert "exceeds 10000 bytes" in caught.value.message
+        assert caught.value.retryable is True
+        assert await server.async_wait_idle(timeout=2)
+
+    async def test_many_events_in_one_chunk_do_not_count_as_one(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        server.events = [SSEEvent({"n": i, "pad": "p" * 50}) for i in range(500)]
+        assert len(await _events(client, max_event_bytes=200)) == 500
+
+    async def test_closing_the_stream_early_closes_its_connection(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        server.events = [SSEEvent({"n": i}) for i in range(50)]
+        server.enqueue(SlowStream(event_delay=0.05))
+        events = stream_sse(client, "/events", {}, provider="S")
+        first = await anext(events)
+        assert first.json() == {"n": 0}
+        await events.aclose()
+        assert await server.async_wait_idle(timeout=2)
+
+    async def test_sse_events_reads_an_already_open_response(
+        self, server: FakeService, client: httpx.AsyncClient
+    ) -> None:
+        async with client.stream("GET", "/events") as response:
+            data = [e.json()["n"] async for e in sse_events(response, provider="S")]
+        assert data == [0, 1, 2, 3]
+
+
+# -- tool calls --------------------------------------------------------------------------------
+
+
+class TestToolCallAssembler:
+    def test_assembles_deltas_by_index_in_order(self) -> None:
+        calls = ToolCallAssembler("S")
+        calls.feed(1, id="b", name="second", arguments='{"y"')
+        calls.feed(0, id="a", name="first", arguments="")
+        calls.feed(1, arguments=": 2}")
+        calls.feed(0, arguments={"x": 1})
+        assert calls.finish() == (
+            ToolUseBlock(id="a", name="first", input={"x": 1}),
+            ToolUseBlock(id="b", name="second", input={"y": 2}),
+        )
+
+    def test_empty_arguments_are_an_empty_object(self) -> None:
+        calls = ToolCallAssembler("S")
+        calls.feed(0, id="a", name="f")
+        assert calls.finish()[0].input == {}
+
+    @pytest.mark.parametrize("arguments", ['{"x": ', "[1, 2]", "nul"])
+    def test_arguments_that_are_not_a_json_object_are_malformed(self, arguments: str) -> None:
+        calls = ToolCallAssembler("S")
+        calls.feed(0, id="a", name="f", arguments=arguments)
+        with pytest.raises(ProviderError, match="tool call 0 \\(f\\) are not a JSON object") as e:
+            calls.finish()
+        assert e.value.retryable is True
+
+    def test_a_call_without_a_name_is_malformed(self) -> None:
+        calls = ToolCallAssembler("S")
+        calls.feed(0, id="a", arguments="{}")
+        with pytest.raises(ProviderError, match="has no name"):
+            calls.finish()
+
+    @given(
+        st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=4),
+        st.lists(st.integers(min_value=1, max_value=7), max_size=20),
+    )
+    def test_any_split_of_the_arguments_gives_the_same_call(
+        self, arguments: dict[str, Any], cuts: list[int]
+    ) -> None:
+        text = json.dumps(arguments)
+        calls = ToolCallAssembler("S")
+        calls.feed(0, id="c", name="f")
+        i = 0
+        for size in cuts:
+            calls.feed(0, arguments=text[i : i + size])
+            i += size
+        calls.feed(0, arguments=text[i:])
+        assert calls.finish()[0].plain_input() == arguments
