@@ -10,7 +10,9 @@ chained). httpx is imported on first use, so ``import oma_core.toolkit`` stays c
 
 from __future__ import annotations
 
+import asyncio
 import json
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HttpTimeouts",
+    "LoopLocalClient",
     "error_from_exception",
     "error_from_response",
     "http_client",
@@ -81,6 +84,52 @@ def http_client(
         ),
         follow_redirects=False,
     )
+
+
+class LoopLocalClient:
+    """An ``http_client`` per event loop, made on first use: a connection pool belongs to the
+    loop that opened it, so a provider used from a second loop (a second ``asyncio.run``)
+    gets a fresh client instead of a pool bound to a closed loop. ``aclose`` closes the
+    client of the running loop; one left on a finished loop is released when collected."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeouts: HttpTimeouts | None = None,
+        max_connections: int = 100,
+        max_keepalive_connections: int = 20,
+    ) -> None:
+        self._options: dict[str, Any] = {
+            "base_url": base_url,
+            "headers": dict(headers or {}),
+            "timeouts": timeouts,
+            "max_connections": max_connections,
+            "max_keepalive_connections": max_keepalive_connections,
+        }
+        self._client: httpx.AsyncClient | None = None
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def get(self) -> httpx.AsyncClient:
+        """The client of the running loop (call from a coroutine)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is None or self._loop() is not loop:
+            self._client = http_client(**self._options)
+            self._loop = weakref.ref(loop)
+        return self._client
+
+    async def aclose(self) -> None:
+        client, loop_ref = self._client, self._loop
+        self._client = self._loop = None
+        if client is None or loop_ref is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if loop_ref() is running:
+            await client.aclose()
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:

@@ -19,10 +19,11 @@ The groups:
 - helpers: ``parse_retry_after``, redaction (``redact_text``, ``REDACTED``) and the POSIX
   child-process helpers backends share (``child_environment``, ``stop_process_group``, ...);
 - HTTP providers (httpx and httpx-sse, imported on first use; a plugin using these declares
-  both): ``http_client`` with ``HttpTimeouts``, ``post_json``, ``stream_sse`` / ``sse_events``
-  (bounded events), ``error_from_response`` / ``error_from_streamed_response`` /
-  ``error_from_exception`` / ``malformed_response`` (failures as ``ProviderError``, scrubbed
-  by ``scrub``), ``encode_json``, ``error_fields`` and ``ToolCallAssembler``.
+  both): ``http_client`` with ``HttpTimeouts`` (``LoopLocalClient``: one per event loop),
+  ``post_json``, ``stream_sse`` / ``sse_events`` (bounded events), ``error_from_response`` /
+  ``error_from_streamed_response`` / ``error_from_exception`` / ``malformed_response``
+  (failures as ``ProviderError``, scrubbed by ``scrub``), ``encode_json``, ``error_fields``
+  and ``ToolCallAssembler``.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     # HTTP providers (httpx and httpx-sse load on first use)
     "HttpTimeouts": "_http",
     "http_client": "_http",
+    "LoopLocalClient": "_http",
     "post_json": "_http",
     "encode_json": "_http",
     "error_fields": "_http",
@@ -133,6 +135,7 @@ __all__ = [
     "IN_TOOL_RESULT",
     "ImageBlock",
     "LLMMessage",
+    "LoopLocalClient",
     "MediaSource",
     "Mode",
     "OmaError",
@@ -209,6 +212,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from . import hookimpl
     from ._http import (
         HttpTimeouts,
+        LoopLocalClient,
         encode_json,
         error_fields,
         error_from_exception,
