@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ __all__ = [
     "http_client",
     "malformed_response",
     "post_json",
+    "retry_delay",
     "scrub",
 ]
 
@@ -164,7 +166,8 @@ def error_from_response(
     """The ``ProviderError`` for an error response whose body has been read.
 
     ``status_code`` decides ``retryable`` (the core's policy: 408, 409, 429 and 5xx);
-    ``retry_after`` comes from ``retry-after-ms`` / ``retry-after``; the message names the
+    ``retry_after`` comes from ``retry-after-ms`` / ``retry-after``, or else from a
+    Google-style body's ``RetryInfo`` (``retry_delay``); the message names the
     status and the service's error type and text, scrubbed. The error keeps no reference to
     the response or its request.
     """
@@ -219,12 +222,33 @@ def _status_error(
         message += f" ({scrub(kind, secrets)})"
     if text:
         message += f": {scrub(text, secrets)}"
-    return ProviderError(
-        message,
-        status_code=status,
-        provider=provider,
-        retry_after=parse_retry_after(dict(headers.items())),
-    )
+    retry_after = parse_retry_after(dict(headers.items()))
+    if retry_after is None:
+        retry_after = _body_retry_delay(body)
+    return ProviderError(message, status_code=status, provider=provider, retry_after=retry_after)
+
+
+_RETRY_DELAY = re.compile(r"(\d+(?:\.\d+)?)s")
+
+
+def retry_delay(error: Mapping[str, Any]) -> float | None:
+    """The wait a Google-style error asks for: ``google.rpc.RetryInfo``'s ``retryDelay``
+    (``"17s"``) among its ``details``; None if absent."""
+    for detail in error.get("details") or ():
+        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("RetryInfo"):
+            match = _RETRY_DELAY.fullmatch(str(detail.get("retryDelay", "")).strip())
+            if match:
+                return float(match.group(1))
+    return None
+
+
+def _body_retry_delay(body: bytes) -> float | None:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, Mapping) else None
+    return retry_delay(error) if isinstance(error, Mapping) else None
 
 
 def error_fields(body: bytes | str | Any) -> tuple[str | None, str | None]:

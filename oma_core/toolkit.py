@@ -22,8 +22,8 @@ The groups:
   both): ``http_client`` with ``HttpTimeouts`` (``LoopLocalClient``: one per event loop),
   ``post_json``, ``stream_sse`` / ``sse_events`` (bounded events), ``error_from_response`` /
   ``error_from_streamed_response`` / ``error_from_exception`` / ``malformed_response``
-  (failures as ``ProviderError``, scrubbed by ``scrub``), ``encode_json``, ``error_fields``
-  and ``ToolCallAssembler``.
+  (failures as ``ProviderError``, scrubbed by ``scrub``), ``encode_json``, ``error_fields``,
+  ``retry_delay`` (Google's ``RetryInfo``) and ``ToolCallAssembler``.
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ _EXPORTS: dict[str, str] = {
     "error_from_streamed_response": "_http",
     "error_from_exception": "_http",
     "malformed_response": "_http",
+    "retry_delay": "_http",
     "scrub": "_http",
     "DEFAULT_MAX_EVENT_BYTES": "_sse",
     "sse_events": "_sse",
@@ -182,6 +183,7 @@ __all__ = [
     "post_json",
     "redact",
     "redact_text",
+    "retry_delay",
     "scrub",
     "sse_events",
     "stop_process_group",
@@ -221,6 +223,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         http_client,
         malformed_response,
         post_json,
+        retry_delay,
         scrub,
     )
     from ._sse import DEFAULT_MAX_EVENT_BYTES, sse_events, stream_sse

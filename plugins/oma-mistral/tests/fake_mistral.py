@@ -120,9 +120,8 @@ class FakeMistral(FakeServer):
         if not isinstance(messages, list) or not messages:
             raise _Refused("messages: Field required", 422, "invalid_request_message_error")
         stop = body.get("stop")
-        if stop is not None and not (
-            isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(s, str) for s in stop))
-        ):
+        strings = isinstance(stop, list) and all(isinstance(s, str) for s in stop)
+        if stop is not None and not (isinstance(stop, str) or strings):
             raise _Refused("stop: must be a string or a list of strings", 422)
         for tool in body.get("tools") or ():
             if tool.get("type") != "function" or not tool.get("function", {}).get("name"):
@@ -157,9 +156,8 @@ class FakeMistral(FakeServer):
                     raise _Refused(f"messages[{i}].tool_calls: function name and arguments")
                 pending.add(call_id)
         last = messages[-1]
-        if pending or not (
-            last.get("role") in ("user", "tool") or (last["role"] == "assistant" and last.get("prefix"))
-        ):
+        prefix = last.get("role") == "assistant" and last.get("prefix")
+        if pending or not (last.get("role") in ("user", "tool") or prefix):
             raise _Refused(f"Expected last role User or Tool (or Assistant with prefix True) "
                            f"for serving but got {last.get('role')}")  # fmt: skip
 
