@@ -144,7 +144,7 @@ class FakeGemini(FakeServer):
         if request.method != "POST" or match is None:
             return self.error_response(404, f"Method not found: {request.path}")
         query = parse_qs(request.query)
-        key = request.headers.get("x-goog-api-key") or (query.get("key") or [None])[0]
+        key = request.headers.get("x-goog-api-key") or next(iter(query.get("key", [])), None)
         if key != self.api_key:
             return self.error_response(400, "API key not valid. Please pass a valid API key.")
         try:
@@ -161,7 +161,7 @@ class FakeGemini(FakeServer):
         chunks = self._chunks(reply, model)
         if query.get("alt") == ["sse"]:
             return Response.sse(SSEEvent(c) for c in chunks)
-        return Response.json(chunks)  # type: ignore[arg-type]
+        return Response.json(chunks)
 
     def _check(self, body: dict[str, Any], size: int) -> None:
         for key in body:
