@@ -38,10 +38,18 @@ WIRE_MEDIA_TYPE = {
 }
 VIDEO_MEDIA_TYPES = frozenset(
     {
-        "video/mp4", "video/mpeg", "video/mov", "video/avi", "video/x-flv", "video/mpg",
-        "video/webm", "video/wmv", "video/3gpp", *WIRE_MEDIA_TYPE,
+        "video/mp4",
+        "video/mpeg",
+        "video/mov",
+        "video/avi",
+        "video/x-flv",
+        "video/mpg",
+        "video/webm",
+        "video/wmv",
+        "video/3gpp",
+        *WIRE_MEDIA_TYPE,
     }
-)  # fmt: skip
+)
 TOOL_FILE_MEDIA_TYPES = frozenset({"application/pdf", "text/plain"})
 
 _YOUTUBE_HOSTS = frozenset({"youtube.com", "www.youtube.com", "m.youtube.com", "youtu.be"})

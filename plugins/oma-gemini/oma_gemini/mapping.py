@@ -57,11 +57,21 @@ STOP_REASONS = {"STOP": "end_turn", "MAX_TOKENS": "max_tokens"}
 #: Finish reasons that withhold the answer: a ``ProviderError``, never a silent success.
 BLOCKED_FINISH_REASONS = frozenset(
     {
-        "SAFETY", "RECITATION", "LANGUAGE", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
-        "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "OTHER",
-        "FINISH_REASON_UNSPECIFIED", "NO_IMAGE", "IMAGE_OTHER",
+        "SAFETY",
+        "RECITATION",
+        "LANGUAGE",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+        "OTHER",
+        "FINISH_REASON_UNSPECIFIED",
+        "NO_IMAGE",
+        "IMAGE_OTHER",
     }
-)  # fmt: skip
+)
 #: Finish reasons where the model produced a broken call: retrying may well succeed.
 _RETRY_FINISH_REASONS = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
 
@@ -139,14 +149,18 @@ def _part(
                 f"messages[{index}] answers tool call {block.tool_use_id!r}, which is not in the "
                 "conversation: Gemini's functionResponse needs the function's name",
             )
-        text = block.content if isinstance(block.content, str) else "\n".join(
-            p.text for p in block.content if isinstance(p, TextBlock)
-        )  # fmt: skip
+        text = (
+            block.content
+            if isinstance(block.content, str)
+            else "\n".join(p.text for p in block.content if isinstance(p, TextBlock))
+        )
         key = "error" if block.is_error else "result"
         response = {"id": block.tool_use_id, "name": name, "response": {key: text}}
-        media = [] if isinstance(block.content, str) else [
-            _media(p, budget) for p in block.content if not isinstance(p, TextBlock)
-        ]  # fmt: skip
+        media = (
+            []
+            if isinstance(block.content, str)
+            else [_media(p, budget) for p in block.content if not isinstance(p, TextBlock)]
+        )
         return [{"functionResponse": response}, *media]
     if isinstance(block, ReasoningBlock):
         if not block.text:

@@ -98,9 +98,12 @@ class GeminiProvider:
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body = self.render(request)
         reply = await post_json(
-            self._client(), self._url(request, "generateContent"), body,
-            provider=DISPLAY_NAME, secrets=self._secrets(),
-        )  # fmt: skip
+            self._client(),
+            self._url(request, "generateContent"),
+            body,
+            provider=DISPLAY_NAME,
+            secrets=self._secrets(),
+        )
         if not isinstance(reply, dict):
             raise malformed_response(DISPLAY_NAME, "the reply is not a JSON object")
         blocks, reason = read_candidate(reply)
@@ -112,9 +115,13 @@ class GeminiProvider:
         reason: str | None = None
         usage, model = Usage(), None
         events = stream_sse(
-            self._client(), self._url(request, "streamGenerateContent"), body,
-            provider=DISPLAY_NAME, secrets=self._secrets(), params={"alt": "sse"},
-        )  # fmt: skip
+            self._client(),
+            self._url(request, "streamGenerateContent"),
+            body,
+            provider=DISPLAY_NAME,
+            secrets=self._secrets(),
+            params={"alt": "sse"},
+        )
         async with aclosing(events):
             async for event in events:
                 reply = _event_json(event.data)

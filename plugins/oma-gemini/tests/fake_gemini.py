@@ -44,34 +44,103 @@ _PATH = re.compile(
     r"(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$"
 )
 _TOP_LEVEL = frozenset(
-    {"contents", "systemInstruction", "tools", "toolConfig", "safetySettings",
-     "generationConfig", "cachedContent", "labels"}
-)  # fmt: skip
+    {
+        "contents",
+        "systemInstruction",
+        "tools",
+        "toolConfig",
+        "safetySettings",
+        "generationConfig",
+        "cachedContent",
+        "labels",
+    }
+)
 _GENERATION_CONFIG = frozenset(
-    {"temperature", "maxOutputTokens", "stopSequences", "topP", "topK", "candidateCount",
-     "responseMimeType", "responseSchema", "responseJsonSchema", "seed", "presencePenalty",
-     "frequencyPenalty", "responseLogprobs", "logprobs", "thinkingConfig",
-     "responseModalities", "mediaResolution", "speechConfig"}
-)  # fmt: skip
-_DATA_FIELDS = ("text", "inlineData", "fileData", "functionCall", "functionResponse",
-                "executableCode", "codeExecutionResult")  # fmt: skip
+    {
+        "temperature",
+        "maxOutputTokens",
+        "stopSequences",
+        "topP",
+        "topK",
+        "candidateCount",
+        "responseMimeType",
+        "responseSchema",
+        "responseJsonSchema",
+        "seed",
+        "presencePenalty",
+        "frequencyPenalty",
+        "responseLogprobs",
+        "logprobs",
+        "thinkingConfig",
+        "responseModalities",
+        "mediaResolution",
+        "speechConfig",
+    }
+)
+_DATA_FIELDS = (
+    "text",
+    "inlineData",
+    "fileData",
+    "functionCall",
+    "functionResponse",
+    "executableCode",
+    "codeExecutionResult",
+)
 _PART_FIELDS = frozenset({*_DATA_FIELDS, "thought", "thoughtSignature", "videoMetadata"})
 _MIME_TYPES = frozenset(
-    {"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif",
-     "video/mp4", "video/mpeg", "video/mov", "video/avi", "video/x-flv", "video/mpg",
-     "video/webm", "video/wmv", "video/3gpp", "application/pdf", "text/plain",
-     "audio/wav", "audio/mp3", "audio/aiff", "audio/aac", "audio/ogg", "audio/flac"}
-)  # fmt: skip
-_YOUTUBE = re.compile(r"https?://(?:www\.|m\.)?(?:youtube\.com/(?:watch\?v=|shorts/)|youtu\.be/)"
-                      r"[\w-]+")  # fmt: skip
+    {
+        "image/png",
+        "image/jpeg",
+        "image/webp",
+        "image/heic",
+        "image/heif",
+        "video/mp4",
+        "video/mpeg",
+        "video/mov",
+        "video/avi",
+        "video/x-flv",
+        "video/mpg",
+        "video/webm",
+        "video/wmv",
+        "video/3gpp",
+        "application/pdf",
+        "text/plain",
+        "audio/wav",
+        "audio/mp3",
+        "audio/aiff",
+        "audio/aac",
+        "audio/ogg",
+        "audio/flac",
+    }
+)
+_YOUTUBE = re.compile(
+    r"https?://(?:www\.|m\.)?(?:youtube\.com/(?:watch\?v=|shorts/)|youtu\.be/)"
+    r"[\w-]+"
+)
 _FILE_URI = re.compile(r"https://generativelanguage\.googleapis\.com/v\d+\w*/files/[\w-]+")
 # Values the API treats as data, whose keys are not field names.
-_OPAQUE = frozenset({"args", "response", "parameters", "responseSchema", "responseJsonSchema",
-                     "parametersJsonSchema", "labels"})  # fmt: skip
+_OPAQUE = frozenset(
+    {
+        "args",
+        "response",
+        "parameters",
+        "responseSchema",
+        "responseJsonSchema",
+        "parametersJsonSchema",
+        "labels",
+    }
+)
 _WORDS = re.compile(r"\S+\s*|\s+")
-_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-           404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
-           504: "DEADLINE_EXCEEDED"}  # fmt: skip
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 
 
 @attrs.frozen
@@ -129,8 +198,11 @@ class FakeGemini(FakeServer):
             self._replies.extend(replies)
 
     def error_response(self, status: int, message: str, error_type: str | None = None) -> Response:
-        error = {"code": status, "message": message, "status": error_type or _STATUS.get(
-            status, "UNKNOWN")}  # fmt: skip
+        error = {
+            "code": status,
+            "message": message,
+            "status": error_type or _STATUS.get(status, "UNKNOWN"),
+        }
         return Response.json({"error": error}, status=status)
 
     def error_event(self, error_type: str, message: str) -> SSEEvent:
@@ -166,8 +238,9 @@ class FakeGemini(FakeServer):
     def _check(self, body: dict[str, Any], size: int) -> None:
         for key in body:
             if key not in _TOP_LEVEL:
-                raise _Refused(f'Invalid JSON payload received. Unknown name "{key}": '
-                               "Cannot find field.")  # fmt: skip
+                raise _Refused(
+                    f'Invalid JSON payload received. Unknown name "{key}": Cannot find field.'
+                )
         if size > INLINE_LIMIT * 2:
             raise _Refused("Request payload size exceeds the limit.", 413)
         config = body.get("generationConfig") or {}
@@ -196,16 +269,20 @@ class FakeGemini(FakeServer):
                 raise _Refused(f"Please use a valid role: user, model. (contents[{i}])")
             parts = content.get("parts")
             if not isinstance(parts, list) or not parts:
-                raise _Refused(f"* GenerateContentRequest.contents[{i}].parts: contents.parts "
-                               "must not be empty.")  # fmt: skip
+                raise _Refused(
+                    f"* GenerateContentRequest.contents[{i}].parts: contents.parts "
+                    "must not be empty."
+                )
             responses = 0
             for j, part in enumerate(parts):
                 inline += self._check_part(part, role, f"contents[{i}].parts[{j}]")
                 responses += "functionResponse" in part
             if responses and responses != calls:
-                raise _Refused("Please ensure that the number of function response parts is "
-                               "equal to the number of function call parts of the function "
-                               "call turn.")  # fmt: skip
+                raise _Refused(
+                    "Please ensure that the number of function response parts is "
+                    "equal to the number of function call parts of the function "
+                    "call turn."
+                )
             calls = sum("functionCall" in p for p in parts) if role == "model" else 0
         if inline > INLINE_LIMIT:
             raise _Refused("Request payload size exceeds the limit: 20971520 bytes.", 400)
@@ -213,8 +290,10 @@ class FakeGemini(FakeServer):
     def _check_part(self, part: dict[str, Any], role: str, where: str) -> int:
         unknown = sorted(set(part) - _PART_FIELDS)
         if unknown:
-            raise _Refused(f'Invalid JSON payload received. Unknown name "{unknown[0]}" at '
-                           f"'{where}': Cannot find field.")  # fmt: skip
+            raise _Refused(
+                f'Invalid JSON payload received. Unknown name "{unknown[0]}" at '
+                f"'{where}': Cannot find field."
+            )
         data = [f for f in _DATA_FIELDS if f in part]
         if len(data) != 1:
             raise _Refused(f"* {where}: a part must hold exactly one of its data fields")
@@ -225,14 +304,17 @@ class FakeGemini(FakeServer):
             try:
                 return len(base64.b64decode(blob.get("data", ""), validate=True))
             except (binascii.Error, ValueError):
-                raise _Refused(f"Invalid value at '{where}.inline_data.data' (TYPE_BYTES), "
-                               "Base64 decoding failed") from None  # fmt: skip
+                raise _Refused(
+                    f"Invalid value at '{where}.inline_data.data' (TYPE_BYTES), "
+                    "Base64 decoding failed"
+                ) from None
         if kind == "fileData":
             blob = part["fileData"]
             uri = blob.get("fileUri", "")
             if not (_FILE_URI.fullmatch(uri) or _YOUTUBE.match(uri)):
-                raise _Refused(f"* {where}.file_data.file_uri: Invalid or unsupported file uri: "
-                               f"{uri}")  # fmt: skip
+                raise _Refused(
+                    f"* {where}.file_data.file_uri: Invalid or unsupported file uri: {uri}"
+                )
             if "mimeType" in blob:
                 self._check_mime(blob["mimeType"], where)
         if kind == "functionCall" and (role != "model" or not part["functionCall"].get("name")):
@@ -283,12 +365,22 @@ class FakeGemini(FakeServer):
 
     def _whole(self, reply: Reply, model: str) -> dict[str, Any]:
         if reply.block_reason:
-            return {"promptFeedback": {"blockReason": reply.block_reason},
-                    "usageMetadata": self._usage(reply), "modelVersion": model}  # fmt: skip
-        candidate = {"content": {"role": "model", "parts": self._parts(reply) or [{"text": ""}]},
-                     "finishReason": reply.finish_reason, "index": 0}  # fmt: skip
-        return {"candidates": [candidate], "usageMetadata": self._usage(reply),
-                "modelVersion": model, "responseId": "fake-response"}  # fmt: skip
+            return {
+                "promptFeedback": {"blockReason": reply.block_reason},
+                "usageMetadata": self._usage(reply),
+                "modelVersion": model,
+            }
+        candidate = {
+            "content": {"role": "model", "parts": self._parts(reply) or [{"text": ""}]},
+            "finishReason": reply.finish_reason,
+            "index": 0,
+        }
+        return {
+            "candidates": [candidate],
+            "usageMetadata": self._usage(reply),
+            "modelVersion": model,
+            "responseId": "fake-response",
+        }
 
     def _chunks(self, reply: Reply, model: str) -> list[dict[str, Any]]:
         if reply.block_reason:
@@ -298,8 +390,12 @@ class FakeGemini(FakeServer):
             candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
             if final:
                 candidate["finishReason"] = reply.finish_reason
-            return {"candidates": [candidate], "usageMetadata": self._usage(reply, final),
-                    "modelVersion": model, "responseId": "fake-response"}  # fmt: skip
+            return {
+                "candidates": [candidate],
+                "usageMetadata": self._usage(reply, final),
+                "modelVersion": model,
+                "responseId": "fake-response",
+            }
 
         whole = self._parts(reply)
         chunks = [chunk([{"text": ""}])]
@@ -307,9 +403,14 @@ class FakeGemini(FakeServer):
             if "text" in part and len(_WORDS.findall(part["text"])) > 1:
                 words = _WORDS.findall(part["text"])
                 extra = {k: v for k, v in part.items() if k != "text"}
-                chunks.extend(chunk([{**extra, "text": w}] if i == 0 else [
-                    {"text": w, **({"thought": True} if part.get("thought") else {})}])
-                    for i, w in enumerate(words))  # fmt: skip
+                chunks.extend(
+                    chunk(
+                        [{**extra, "text": w}]
+                        if i == 0
+                        else [{"text": w, **({"thought": True} if part.get("thought") else {})}]
+                    )
+                    for i, w in enumerate(words)
+                )
             else:
                 chunks.append(chunk([part]))
         chunks.append(chunk([{"text": ""}], final=True))

@@ -25,8 +25,9 @@ def expected_on_wire(sample: Sample) -> Any:
         return {"functionCall": {"id": block["id"], "name": block["name"], "args": block["input"]}}
     if kind == "tool_result":
         response = {"result": block["content"]}
-        return {"functionResponse": {"id": block["tool_use_id"], "name": "lookup",
-                                     "response": response}}  # fmt: skip
+        return {
+            "functionResponse": {"id": block["tool_use_id"], "name": "lookup", "response": response}
+        }
     if kind == "reasoning":
         return {"text": block["text"], "thought": True, "thoughtSignature": block["signature"]}
     raise AssertionError(f"no expectation for {sample.id}")

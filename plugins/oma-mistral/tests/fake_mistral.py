@@ -32,12 +32,26 @@ API_KEY = "test-key"
 
 _TOP_LEVEL = frozenset(
     {
-        "model", "messages", "temperature", "top_p", "max_tokens", "stream", "stop",
-        "random_seed", "response_format", "tools", "tool_choice", "presence_penalty",
-        "frequency_penalty", "n", "prediction", "parallel_tool_calls", "safe_prompt",
+        "model",
+        "messages",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "stream",
+        "stop",
+        "random_seed",
+        "response_format",
+        "tools",
+        "tool_choice",
+        "presence_penalty",
+        "frequency_penalty",
+        "n",
+        "prediction",
+        "parallel_tool_calls",
+        "safe_prompt",
         "prompt_mode",
     }
-)  # fmt: skip
+)
 _ID = re.compile(r"[A-Za-z0-9]{9}")
 _IMAGE_DATA_URL = re.compile(r"data:image/(?:png|jpeg|webp|gif);base64,(.*)", re.S)
 _WORDS = re.compile(r"\S+\s*|\s+")
@@ -112,8 +126,9 @@ class FakeMistral(FakeServer):
     def _check(self, body: dict[str, Any]) -> None:
         extra = sorted(set(body) - _TOP_LEVEL)
         if extra:
-            raise _Refused(f"Extra inputs are not permitted: {extra}", 422,
-                           "invalid_request_message_error")  # fmt: skip
+            raise _Refused(
+                f"Extra inputs are not permitted: {extra}", 422, "invalid_request_message_error"
+            )
         if not isinstance(body.get("model"), str) or not body["model"]:
             raise _Refused("model: Field required", 422, "invalid_request_message_error")
         messages = body.get("messages")
@@ -132,15 +147,19 @@ class FakeMistral(FakeServer):
             if role == "tool":
                 call_id = message.get("tool_call_id")
                 if call_id not in pending:
-                    raise _Refused(f"messages[{i}]: unexpected tool call id {call_id}",
-                                   kind="invalid_function_call")  # fmt: skip
+                    raise _Refused(
+                        f"messages[{i}]: unexpected tool call id {call_id}",
+                        kind="invalid_function_call",
+                    )
                 pending.discard(call_id)
                 if not isinstance(message.get("content"), str):
                     raise _Refused(f"messages[{i}].content: a tool result is a string")
                 continue
             if pending:
-                raise _Refused(f"messages[{i}]: tool calls {sorted(pending)} have no result",
-                               kind="invalid_function_call")  # fmt: skip
+                raise _Refused(
+                    f"messages[{i}]: tool calls {sorted(pending)} have no result",
+                    kind="invalid_function_call",
+                )
             if role not in ("system", "user", "assistant"):
                 raise _Refused(f"messages[{i}].role: unknown role {role!r}", 422)
             self._check_content(message.get("content"), role, i)
@@ -149,8 +168,11 @@ class FakeMistral(FakeServer):
                     raise _Refused(f"messages[{i}]: only assistant messages call tools")
                 call_id = call.get("id")
                 if not isinstance(call_id, str) or not _ID.fullmatch(call_id):
-                    raise _Refused(f"Tool call id was {call_id} but must be a-z, A-Z, 0-9, "
-                                   "with a length of 9.", kind="invalid_function_call")  # fmt: skip
+                    raise _Refused(
+                        f"Tool call id was {call_id} but must be a-z, A-Z, 0-9, "
+                        "with a length of 9.",
+                        kind="invalid_function_call",
+                    )
                 function = call.get("function") or {}
                 if not function.get("name") or not isinstance(function.get("arguments"), str):
                     raise _Refused(f"messages[{i}].tool_calls: function name and arguments")
@@ -158,8 +180,10 @@ class FakeMistral(FakeServer):
         last = messages[-1]
         prefix = last.get("role") == "assistant" and last.get("prefix")
         if pending or not (last.get("role") in ("user", "tool") or prefix):
-            raise _Refused(f"Expected last role User or Tool (or Assistant with prefix True) "
-                           f"for serving but got {last.get('role')}")  # fmt: skip
+            raise _Refused(
+                f"Expected last role User or Tool (or Assistant with prefix True) "
+                f"for serving but got {last.get('role')}"
+            )
 
     def _check_content(self, content: Any, role: str, i: int) -> None:
         if content is None or isinstance(content, str):
@@ -197,32 +221,48 @@ class FakeMistral(FakeServer):
 
     def _completion(self, reply: Reply, model: str) -> dict[str, Any]:
         calls = [
-            {"id": call_id, "type": "function",
-             "function": {"name": name, "arguments": arguments}}
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
             for call_id, name, arguments in reply.tool_calls
-        ]  # fmt: skip
-        message = {"role": "assistant", "content": reply.text, "tool_calls": calls or None,
-                   "prefix": False}  # fmt: skip
+        ]
+        message = {
+            "role": "assistant",
+            "content": reply.text,
+            "tool_calls": calls or None,
+            "prefix": False,
+        }
         return {
-            "id": "cmpl-fake", "object": "chat.completion", "created": 1700000000,
+            "id": "cmpl-fake",
+            "object": "chat.completion",
+            "created": 1700000000,
             "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
             "usage": _usage(reply),
-        }  # fmt: skip
+        }
 
     def _chunks(self, reply: Reply, model: str) -> list[SSEEvent]:
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> SSEEvent:
             choice = {"index": 0, "delta": delta, "finish_reason": finish}
-            return SSEEvent({"id": "cmpl-fake", "object": "chat.completion.chunk",
-                             "created": 1700000000, "model": model, "choices": [choice],
-                             **extra})  # fmt: skip
+            return SSEEvent(
+                {
+                    "id": "cmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": 1700000000,
+                    "model": model,
+                    "choices": [choice],
+                    **extra,
+                }
+            )
 
         events = [chunk({"role": "assistant", "content": ""})]
         events.extend(chunk({"content": word}) for word in _WORDS.findall(reply.text))
         for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
             half = len(arguments) // 2  # the service sends whole calls; halves test assembly
-            first = {"id": call_id, "type": "function", "index": index,
-                     "function": {"name": name, "arguments": arguments[:half]}}  # fmt: skip
+            first = {
+                "id": call_id,
+                "type": "function",
+                "index": index,
+                "function": {"name": name, "arguments": arguments[:half]},
+            }
             events.append(chunk({"tool_calls": [first]}))
             rest = {"index": index, "function": {"arguments": arguments[half:]}}
             events.append(chunk({"tool_calls": [rest]}))
@@ -237,8 +277,11 @@ def _finish(reply: Reply) -> str:
 
 def _usage(reply: Reply) -> dict[str, int]:
     total = reply.prompt_tokens + reply.completion_tokens
-    return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-            "total_tokens": total}  # fmt: skip
+    return {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": total,
+    }
 
 
 def tool_reply(call_id: str, name: str, arguments: Any) -> Reply:

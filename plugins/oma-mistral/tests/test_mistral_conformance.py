@@ -19,15 +19,22 @@ def expected_on_wire(sample: Sample) -> Any:
         return {"role": sample.where, "content": block["text"]}
     if sample.block_type == "image":
         source = block["source"]
-        url = (f"data:{source['media_type']};base64,{source['data']}"
-               if source["type"] == "base64" else source["url"])  # fmt: skip
+        url = (
+            f"data:{source['media_type']};base64,{source['data']}"
+            if source["type"] == "base64"
+            else source["url"]
+        )
         return {"type": "image_url", "image_url": url}
     if sample.block_type == "tool_use":
         function = {"name": block["name"], "arguments": json.dumps(block["input"])}
         return {"id": wire_id(block["id"]), "type": "function", "function": function}
     if sample.block_type == "tool_result":
-        return {"role": "tool", "tool_call_id": wire_id(block["tool_use_id"]), "name": "lookup",
-                "content": block["content"]}  # fmt: skip
+        return {
+            "role": "tool",
+            "tool_call_id": wire_id(block["tool_use_id"]),
+            "name": "lookup",
+            "content": block["content"],
+        }
     raise AssertionError(f"no expectation for {sample.id}")
 
 
