@@ -225,16 +225,22 @@ class TestErrorFromResponse:
     @pytest.mark.parametrize(
         ("body", "expected"),
         [
-            ({"error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}},
-             "S returned HTTP 400 (INVALID_ARGUMENT): bad"),
-            ({"object": "error", "message": "nope", "type": "invalid_request"},
-             "S returned HTTP 400 (invalid_request): nope"),
-            ({"detail": [{"loc": ["body"], "msg": "x"}]},
-             'S returned HTTP 400: [{"loc": ["body"], "msg": "x"}]'),
+            (
+                {"error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}},
+                "S returned HTTP 400 (INVALID_ARGUMENT): bad",
+            ),
+            (
+                {"object": "error", "message": "nope", "type": "invalid_request"},
+                "S returned HTTP 400 (invalid_request): nope",
+            ),
+            (
+                {"detail": [{"loc": ["body"], "msg": "x"}]},
+                'S returned HTTP 400: [{"loc": ["body"], "msg": "x"}]',
+            ),
             ([{"error": {"message": "listed", "status": "X"}}], "S returned HTTP 400 (X): listed"),
             ("plain words", "S returned HTTP 400: plain words"),
         ],
-    )  # fmt: skip
+    )
     def test_reads_the_common_error_shapes(self, body: Any, expected: str) -> None:
         content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         response = httpx.Response(400, content=content)
@@ -431,3 +437,70 @@ class TestToolCallAssembler:
             i += size
         calls.feed(0, arguments=text[i:])
         assert calls.finish()[0].plain_input() == arguments
+
+
+# -- the tutorial ------------------------------------------------------------------------------
+
+
+def test_the_provider_tutorial_passes_the_conformance_kit(tmp_path: Any) -> None:
+    """docs/writing-a-provider.md, every file it shows, run with the kit: an empty folder to a
+    provider on the toolkit that passes ``ProviderConformance``."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "docs" / "writing-a-provider.md").read_text(encoding="utf-8")
+    fence = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```\s*$", re.M | re.S)
+    blocks = [(m.group(1), m.group(2), m.group(3)) for m in fence.finditer(text)]
+    python = [(attrs, code) for lang, attrs, code in blocks if lang == "python"]
+    (pyproject,) = [code for lang, _, code in blocks if lang == "toml"]
+    files = {
+        "oma_acme/__init__.py": python[0][1],
+        "oma_acme/_provider.py": python[1][1],
+        "tests/test_acme.py": python[2][1],
+    }
+    for attrs_text, code in python[3:]:
+        title = re.search(r'title="([^"]+)"', attrs_text)
+        assert title, "a block after the three of the package names its file"
+        files[title.group(1)] = code
+    assert "tests/test_acme_conformance.py" in files
+    for name, code in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(code, encoding="utf-8")
+    project = tomllib.loads(pyproject)["project"]
+    info = tmp_path / "oma_acme-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
+    entry_points = "\n".join(f"{k} = {v}" for k, v in project["entry-points"]["oma"].items())
+    (info / "entry_points.txt").write_text(f"[oma]\n{entry_points}\n")
+    options = tomllib.loads(pyproject)["tool"]["pytest"]["ini_options"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env.pop("OMA_LOAD_PLUGINS", None)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "error::ResourceWarning",
+            "-W",
+            "error::pytest.PytestUnraisableExceptionWarning",
+            *(f"-o{key}={value}" for key, value in options.items()),
+            "tests",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    summary = run.stdout.strip().splitlines()[-1]
+    passed = int(re.search(r"(\d+) passed", summary).group(1))  # type: ignore[union-attr]
+    assert passed >= 40 and "skipped" not in summary and "failed" not in summary, summary

@@ -42,7 +42,7 @@ def _image(source: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def _run(provider: UrlOnlyMistral, conversation: Any) -> Any:
-    async with Agent(AgentConfig(name="a", provider=provider)) as agent:  # type: ignore[arg-type]
+    async with Agent(AgentConfig(name="a", provider=provider)) as agent:
         return await agent.run(conversation)
 
 
