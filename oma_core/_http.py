@@ -27,8 +27,10 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "CLIENT_OPTIONS",
     "HttpTimeouts",
     "LoopLocalClient",
+    "error_from_event",
     "error_from_exception",
     "error_from_response",
     "http_client",
@@ -38,6 +40,8 @@ __all__ = [
     "scrub",
 ]
 
+#: The provider options ``LoopLocalClient.from_options`` reads (the rest usually go in the body).
+CLIENT_OPTIONS = ("timeout", "headers")
 #: How much of a service's error text a message keeps (characters).
 MESSAGE_LIMIT = 300
 #: How much of an error body is read from a streamed response (bytes).
@@ -112,6 +116,19 @@ class LoopLocalClient:
         }
         self._client: httpx.AsyncClient | None = None
         self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> LoopLocalClient:
+        """A client configured by the provider options every HTTP plugin takes (the keys of
+        ``CLIENT_OPTIONS``): ``timeout`` (the read timeout, seconds) and ``headers`` (extra
+        headers; ``headers`` given here, such as the key's, win)."""
+        timeout = options.get("timeout")
+        return cls(
+            headers={**dict(options.get("headers") or {}), **dict(headers or {})},
+            timeouts=HttpTimeouts(read=float(timeout)) if timeout else None,
+        )
 
     def get(self) -> httpx.AsyncClient:
         """The client of the running loop (call from a coroutine)."""
@@ -282,6 +299,33 @@ def error_fields(body: bytes | str | Any) -> tuple[str | None, str | None]:
         if detail is not None:
             text = detail if isinstance(detail, str) else json.dumps(detail)
     return kind, text
+
+
+def error_from_event(
+    data: Mapping[str, Any], *, provider: str, secrets: Iterable[str] = ()
+) -> ProviderError:
+    """The ``ProviderError`` for an error object a service sends inside a 200 stream, e.g.
+    ``{"error": {"code": 503, "message", "status"}}`` or ``{"object": "error", "message",
+    "type", "code"}``. A numeric HTTP-like ``code`` becomes ``status_code`` (and decides
+    ``retryable``); without one the fault is transient, so retryable. A Google-style
+    ``RetryInfo`` gives ``retry_after``."""
+    error = data.get("error", data)
+    error = error if isinstance(error, Mapping) else data
+    kind, text = error_fields(data)
+    code = error.get("code")
+    status = code if isinstance(code, int) and 400 <= code <= 599 else None
+    message = f"{provider} stream failed"
+    if kind:
+        message += f" ({scrub(kind, secrets)})"
+    if text:
+        message += f": {scrub(text, secrets)}"
+    return ProviderError(
+        message,
+        status_code=status,
+        provider=provider,
+        retryable=None if status else True,
+        retry_after=retry_delay(error),
+    )
 
 
 def error_from_exception(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ._http import (
     _json_headers,
     encode_json,
+    error_from_event,
     error_from_exception,
     error_from_streamed_response,
     malformed_response,
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     import httpx
     from httpx_sse import ServerSentEvent
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "sse_events", "stream_sse"]
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "event_json", "sse_events", "stream_sse"]
 
 #: The largest event ``sse_events`` accepts by default (bytes on the wire, field names and
 #: line ends included): 16 MiB, more than any model's single streamed chunk.
@@ -154,3 +156,25 @@ async def stream_sse(
                 await events.aclose()
     if error is not None:
         raise error
+
+
+def event_json(
+    event: ServerSentEvent, *, provider: str, secrets: Iterable[str] = ()
+) -> dict[str, Any]:
+    """An event's ``data`` as a JSON object. Data that is not one is a malformed-response
+    ``ProviderError``; an error object (an ``"error"`` member, or ``"object"`` / ``"type"``
+    equal to ``"error"``) is raised as ``error_from_event``, so a provider's loop only ever
+    sees the service's real events."""
+    try:
+        data = json.loads(event.data)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise malformed_response(provider, "a stream event is not a JSON object")
+    if (
+        isinstance(data.get("error"), dict | str)
+        or data.get("object") == "error"
+        or data.get("type") == "error"
+    ):
+        raise error_from_event(data, provider=provider, secrets=secrets)
+    return data

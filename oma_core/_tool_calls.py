@@ -10,6 +10,7 @@ each delta to ``ToolCallAssembler.feed`` and, when the stream ends, takes the ca
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ._http import malformed_response
@@ -56,6 +57,17 @@ class ToolCallAssembler:
             call.arguments = [json.dumps(arguments)]
         elif arguments:
             call.arguments.append(arguments)
+
+    def feed_chat(self, call: Mapping[str, Any], index: int | None = None) -> None:
+        """Add a Chat Completions tool call, or a delta of one: ``{"index", "id",
+        "function": {"name", "arguments"}}`` (``index`` defaults to the call's own, else 0)."""
+        function = call.get("function") or {}
+        self.feed(
+            call.get("index", 0) if index is None else index,
+            id=call.get("id"),
+            name=function.get("name"),
+            arguments=function.get("arguments"),
+        )
 
     def finish(self) -> tuple[ToolUseBlock, ...]:
         """The calls, in index order. Empty arguments mean ``{}``."""

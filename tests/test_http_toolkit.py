@@ -36,16 +36,37 @@ from oma_core.testing import (
     assert_holds_no_secret,
 )
 from oma_core.toolkit import (
+    CLIENT_OPTIONS,
+    Base64Source,
     HttpTimeouts,
+    LoopLocalClient,
+    ResponseComplete,
+    TextBlock,
+    ToolCall,
     ToolCallAssembler,
+    ToolDefinition,
+    ToolResultBlock,
+    UrlSource,
+    Usage,
+    assistant_response,
+    chat_text,
+    chat_tools,
+    chat_usage,
+    error_from_event,
     error_from_exception,
     error_from_response,
+    event_json,
     http_client,
     malformed_response,
+    media_url,
+    missing_api_key,
     post_json,
+    retry_delay,
     scrub,
     sse_events,
     stream_sse,
+    tool_call_events,
+    tool_result_text,
 )
 
 KEY = "sk-" + "k3y" * 16
@@ -437,6 +458,154 @@ class TestToolCallAssembler:
             i += size
         calls.feed(0, arguments=text[i:])
         assert calls.finish()[0].plain_input() == arguments
+
+
+# -- one client per event loop ----------------------------------------------------------------
+
+
+class TestLoopLocalClient:
+    async def test_gives_one_client_per_loop_and_closes_it(self) -> None:
+        clients = LoopLocalClient(timeouts=HttpTimeouts(read=7.0))
+        client = clients.get()
+        assert clients.get() is client
+        assert client.timeout.read == 7.0
+        await clients.aclose()
+        assert client.is_closed
+
+    def test_a_second_loop_gets_a_fresh_client(self) -> None:
+        clients = LoopLocalClient()
+
+        async def get() -> httpx.AsyncClient:
+            return clients.get()
+
+        first = asyncio.run(get())
+        second = asyncio.run(get())
+        assert first is not second
+        asyncio.run(first.aclose())
+        asyncio.run(clients.aclose())  # the running loop is not the client's: left to GC
+        asyncio.run(second.aclose())
+
+    def test_from_options_reads_timeout_and_headers_and_lets_given_headers_win(self) -> None:
+        options = {"timeout": 12, "headers": {"x-a": "1", "authorization": "no"}, "other": 1}
+        clients = LoopLocalClient.from_options(options, headers={"authorization": "Bearer k"})
+
+        async def get() -> httpx.AsyncClient:
+            client = clients.get()
+            await clients.aclose()
+            return client
+
+        client = asyncio.run(get())
+        assert client.timeout.read == 12.0
+        assert (client.headers["x-a"], client.headers["authorization"]) == ("1", "Bearer k")
+        assert set(CLIENT_OPTIONS) == {"timeout", "headers"}
+
+
+# -- errors inside a stream --------------------------------------------------------------------
+
+
+class TestErrorEvents:
+    @pytest.mark.parametrize(
+        ("data", "status", "retryable"),
+        [
+            ({"error": {"code": 503, "message": "busy", "status": "UNAVAILABLE"}}, 503, True),
+            ({"object": "error", "message": "bad", "type": "invalid", "code": 400}, 400, False),
+            ({"type": "error", "error": {"type": "overloaded_error", "message": "x"}}, None, True),
+            ({"error": "plain words"}, None, True),
+        ],
+    )
+    def test_keep_a_numeric_code_else_are_transient(
+        self, data: dict[str, Any], status: int | None, retryable: bool
+    ) -> None:
+        error = error_from_event(data, provider="S", secrets=[KEY])
+        assert (error.status_code, error.retryable) == (status, retryable)
+        assert error.message.startswith("S stream failed")
+
+    def test_a_google_retry_info_gives_retry_after(self) -> None:
+        details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "2.5s"}]
+        error = error_from_event({"error": {"code": 429, "details": details}}, provider="S")
+        assert (error.status_code, error.retry_after) == (429, 2.5)
+        assert retry_delay({"details": [{"@type": "x.RetryInfo", "retryDelay": "soon"}]}) is None
+
+    def test_a_google_retry_info_in_an_error_body_gives_retry_after(self) -> None:
+        details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "17s"}]
+        response = httpx.Response(429, json={"error": {"code": 429, "details": details}})
+        assert error_from_response(response, provider="S").retry_after == 17.0
+        with_header = httpx.Response(
+            429, headers={"retry-after": "3"}, json={"error": {"details": details}}
+        )
+        assert error_from_response(with_header, provider="S").retry_after == 3.0
+
+    def test_event_json_decodes_objects_and_raises_errors_and_garbage(self) -> None:
+        from httpx_sse import ServerSentEvent
+
+        assert event_json(ServerSentEvent(data='{"a": 1}'), provider="S") == {"a": 1}
+        with pytest.raises(ProviderError, match="not a JSON object") as bad:
+            event_json(ServerSentEvent(data="[1]"), provider="S")
+        assert bad.value.retryable is True
+        with pytest.raises(ProviderError, match="busy") as failed:
+            event_json(
+                ServerSentEvent(data='{"error": {"code": 500, "message": "busy"}}'), provider="S"
+            )
+        assert failed.value.status_code == 500 and failed.value.__context__ is None
+
+
+# -- mapping helpers ---------------------------------------------------------------------------
+
+
+class TestMappingHelpers:
+    def test_assistant_response_puts_text_before_calls_and_drops_empty_text(self) -> None:
+        call = ToolUseBlock("c", "f", {})
+        usage = Usage(3, 4)
+        both = assistant_response("hi", [call], usage, "tool_use", "m")
+        assert both.message.content == (TextBlock("hi"), call)
+        assert (both.usage, both.stop_reason, both.model) == (usage, "tool_use", "m")
+        assert assistant_response("", [call]).message.content == (call,)
+        assert assistant_response("").message.content == (TextBlock(""),)
+        assert [e.block for e in tool_call_events(both)] == [call]
+        assert all(isinstance(e, ToolCall) for e in tool_call_events(both))
+        assert not isinstance(next(iter(tool_call_events(both))), ResponseComplete)
+
+    def test_tool_result_text_joins_text_parts(self) -> None:
+        parts = (TextBlock("a"), TextBlock("b"))
+        assert tool_result_text(ToolResultBlock("c", parts)) == "a\nb"
+        assert tool_result_text(ToolResultBlock("c", "plain")) == "plain"
+
+    def test_media_url_is_the_url_or_a_data_url(self) -> None:
+        assert media_url(UrlSource("image/png", "https://x.test/a.png")) == "https://x.test/a.png"
+        assert media_url(Base64Source("image/png", "iVBORw0KGgo=")) == (
+            "data:image/png;base64,iVBORw0KGgo="
+        )
+
+    def test_missing_api_key_names_where_a_key_comes_from(self) -> None:
+        error = missing_api_key("S", "S_API_KEY", "OTHER_KEY")
+        assert (
+            error.message == "S needs an API key: set AgentConfig.api_key or S_API_KEY or OTHER_KEY"
+        )
+        assert error.retryable is False
+
+    def test_chat_helpers(self) -> None:
+        tool = ToolDefinition("f", "does f", {"type": "object"})
+        assert chat_tools([tool]) == [
+            {
+                "type": "function",
+                "function": {
+                    "name": "f",
+                    "description": "does f",
+                    "parameters": {"type": "object"},
+                },
+            }
+        ]
+        assert chat_usage({"usage": {"prompt_tokens": 2, "completion_tokens": 5}}) == Usage(2, 5)
+        assert chat_usage({"usage": None}) is None and chat_usage({}) is None
+        assert chat_text([{"type": "text", "text": "a"}, {"type": "thinking"}, "x"]) == "a"
+        assert (chat_text("s"), chat_text(None)) == ("s", "")
+
+    def test_feed_chat_reads_chat_completions_calls_and_deltas(self) -> None:
+        calls = ToolCallAssembler("S")
+        calls.feed_chat({"index": 1, "id": "b", "function": {"name": "g", "arguments": "{}"}})
+        calls.feed_chat({"id": "a", "function": {"name": "f", "arguments": '{"x"'}}, index=0)
+        calls.feed_chat({"index": 0, "function": {"arguments": ": 1}"}})
+        assert calls.finish() == (ToolUseBlock("a", "f", {"x": 1}), ToolUseBlock("b", "g", {}))
 
 
 # -- the tutorial ------------------------------------------------------------------------------

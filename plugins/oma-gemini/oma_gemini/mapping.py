@@ -36,6 +36,7 @@ from oma_core.toolkit import (
     VideoBlock,
     malformed_response,
     scrub,
+    tool_result_text,
 )
 
 from .capabilities import DISPLAY_NAME, WIRE_MEDIA_TYPE
@@ -149,11 +150,7 @@ def _part(
                 f"messages[{index}] answers tool call {block.tool_use_id!r}, which is not in the "
                 "conversation: Gemini's functionResponse needs the function's name",
             )
-        text = (
-            block.content
-            if isinstance(block.content, str)
-            else "\n".join(p.text for p in block.content if isinstance(p, TextBlock))
-        )
+        text = tool_result_text(block)
         key = "error" if block.is_error else "result"
         response = {"id": block.tool_use_id, "name": name, "response": {key: text}}
         media = (

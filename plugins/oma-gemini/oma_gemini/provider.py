@@ -9,7 +9,6 @@ per event with no end marker: a stream that ends before a ``finishReason`` was c
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
@@ -17,10 +16,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from oma_core.toolkit import (
-    HttpTimeouts,
+    CLIENT_OPTIONS,
     LoopLocalClient,
     PluginError,
-    ProviderError,
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
@@ -33,11 +31,10 @@ from oma_core.toolkit import (
     ToolCall,
     ToolUseBlock,
     Usage,
-    error_fields,
+    event_json,
     malformed_response,
+    missing_api_key,
     post_json,
-    retry_delay,
-    scrub,
     stream_sse,
 )
 
@@ -50,7 +47,7 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 DEFAULT_MODEL = "gemini-2.5-flash"
 #: ``provider_options`` the provider reads itself; any other key goes into the body as it is
 #: (``safetySettings``, ``toolConfig``, ``cachedContent``, ``generationConfig`` fields, ...).
-CLIENT_OPTIONS = ("timeout", "headers", "inline_limit")
+OWN_OPTIONS = (*CLIENT_OPTIONS, "inline_limit")
 
 
 def api_root(base_url: str | None) -> str:
@@ -79,13 +76,9 @@ class GeminiProvider:
             settings.api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         )
         self._root = api_root(settings.base_url)
-        self._options = {k: v for k, v in options.items() if k not in CLIENT_OPTIONS}
-        timeout = options.get("timeout")
+        self._options = {k: v for k, v in options.items() if k not in OWN_OPTIONS}
         key = {"x-goog-api-key": self._key} if self._key else {}
-        self._clients = LoopLocalClient(
-            headers={**dict(options.get("headers") or {}), **key},
-            timeouts=HttpTimeouts(read=float(timeout)) if timeout else None,
-        )
+        self._clients = LoopLocalClient.from_options(options, headers=key)
 
     # -- the provider interface
 
@@ -124,7 +117,7 @@ class GeminiProvider:
         )
         async with aclosing(events):
             async for event in events:
-                reply = _event_json(event.data)
+                reply = event_json(event, provider=DISPLAY_NAME, secrets=self._secrets())
                 got, reason = read_candidate(reply)
                 if reply.get("usageMetadata"):
                     usage = read_usage(reply)
@@ -157,36 +150,8 @@ class GeminiProvider:
 
     def _client(self) -> Any:
         if not self._key:
-            raise ProviderError(
-                f"{DISPLAY_NAME} needs an API key: set AgentConfig.api_key, GEMINI_API_KEY or "
-                "GOOGLE_API_KEY",
-                provider=DISPLAY_NAME,
-                retryable=False,
-            )
+            raise missing_api_key(DISPLAY_NAME, "GEMINI_API_KEY", "GOOGLE_API_KEY")
         return self._clients.get()
 
     def _secrets(self) -> tuple[str, ...]:
         return (self._key,) if self._key else ()
-
-
-def _event_json(data: str) -> dict[str, Any]:
-    """One streamed ``GenerateContentResponse``, or the error the stream carries instead."""
-    try:
-        reply = json.loads(data)
-    except ValueError:
-        reply = None
-    if not isinstance(reply, dict):
-        raise malformed_response(DISPLAY_NAME, "a stream event is not a JSON object")
-    error = reply.get("error")
-    if isinstance(error, dict):
-        kind, message = error_fields(reply)
-        code = error.get("code")
-        status = code if isinstance(code, int) and 400 <= code < 600 else None
-        raise ProviderError(
-            f"{DISPLAY_NAME} stream failed ({kind}): {scrub(message or '')}",
-            status_code=status,
-            provider=DISPLAY_NAME,
-            retryable=None if status else True,
-            retry_after=retry_delay(error),
-        )
-    return reply

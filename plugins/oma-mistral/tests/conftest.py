@@ -20,8 +20,8 @@ def server(fake_server_factory: Callable[..., Any]) -> FakeMistral:
 
 @pytest.fixture
 async def provider(server: FakeMistral) -> AsyncIterator[Provider]:
-    from oma_mistral import create_provider
+    from oma_mistral import MistralProvider
 
-    built = create_provider(ProviderSettings(base_url=server.base_url, api_key=API_KEY))
+    built = MistralProvider(ProviderSettings(base_url=server.base_url, api_key=API_KEY))
     yield built
     await built.aclose()

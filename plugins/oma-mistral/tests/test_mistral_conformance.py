@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from fake_mistral import FakeMistral, Reply, tool_reply
-from oma_mistral._provider import wire_id
+from oma_mistral import wire_id
 
 from oma_core.testing import FakeServer, RecordedRequest
 from oma_core.testing.conformance import ProviderConformance, Sample

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from fake_mistral import API_KEY, FakeMistral, Reply
-from oma_mistral import create_provider
+from oma_mistral import MistralProvider
 
 from oma_core import ProviderError, load_messages
 from oma_core.testing import (
@@ -37,7 +37,7 @@ async def _error(
     server: FakeMistral, streaming: bool, request: ProviderRequest | None = None, **settings: Any
 ) -> ProviderError:
     settings.setdefault("api_key", API_KEY)
-    provider = create_provider(ProviderSettings(base_url=server.base_url, **settings))
+    provider = MistralProvider(ProviderSettings(base_url=server.base_url, **settings))
     try:
         with pytest.raises(ProviderError) as caught:
             if streaming:

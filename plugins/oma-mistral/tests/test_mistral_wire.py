@@ -11,8 +11,7 @@ import pytest
 from fake_mistral import API_KEY, FakeMistral, Reply, tool_reply
 from hypothesis import given
 from hypothesis import strategies as st
-from oma_mistral import create_provider
-from oma_mistral._provider import wire_id
+from oma_mistral import MistralProvider, wire_id
 
 from oma_core import (
     Agent,
@@ -45,7 +44,7 @@ async def _run(server: FakeMistral, conversation: Any, **config: Any) -> Any:
 
 
 def _render(request: ProviderRequest, **options: Any) -> dict[str, Any]:
-    return create_provider(ProviderSettings(options=options)).render(request)
+    return MistralProvider(ProviderSettings(options=options)).render(request)
 
 
 class TestTheRequest:

@@ -7,7 +7,7 @@ import base64
 from typing import Any
 
 from fake_mistral import API_KEY, FakeMistral
-from oma_mistral import create_provider
+from oma_mistral import MistralProvider
 
 from oma_core import Agent, AgentConfig, UnsupportedContentBlockError
 from oma_core.testing.conformance import MEDIA_SAMPLES
@@ -29,7 +29,7 @@ class UrlOnlyMistral:
     name = "url-only-mistral"
 
     def __init__(self, server: FakeMistral) -> None:
-        self._inner: Any = create_provider(
+        self._inner: Any = MistralProvider(
             ProviderSettings(base_url=server.base_url, api_key=API_KEY)
         )
         self.complete, self.stream = self._inner.complete, self._inner.stream
