@@ -153,10 +153,16 @@ def _source_of(block: object) -> MediaSource | None:
 class ProviderSpec:
     """A provider a plugin offers, returned from ``oma_register_providers``.
 
-    ``factory`` is called on first use with the agent's ``ProviderSettings``; it is where the
-    plugin imports its SDK, so that loading plugins imports none. ``shared`` says one instance
-    may serve many runs at once (a stateless SDK client): ``OpenMultiAgent`` then keeps one per
-    event loop and settings instead of building a client and connection pool for every run.
+    ``name`` is what ``AgentConfig.provider`` names; ``display_name`` names the provider in
+    errors and in ``oma plugins``; ``capabilities`` is what every request is checked against
+    before any I/O. ``factory`` is called on first use with the agent's ``ProviderSettings``;
+    it is where the plugin imports its SDK, so that loading plugins imports none.
+    ``default_model`` is the model when ``AgentConfig.model`` is None. ``shared`` says one
+    instance may serve many runs at once (a stateless SDK client): ``OpenMultiAgent`` then
+    keeps one per event loop and settings instead of building a client and connection pool
+    for every run. ``default_base_url`` and ``api_key_env`` are not read by the core: they
+    document what the provider itself falls back to when ``ProviderSettings.base_url`` or
+    ``api_key`` is None (``docs/writing-a-provider.md`` has the table).
     """
 
     name: str
