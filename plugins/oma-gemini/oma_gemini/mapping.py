@@ -246,7 +246,10 @@ def _call_id(name: str, args: Any) -> str:
 
 
 def finish(reason: str | None, has_calls: bool) -> str:
-    """oma's ``stop_reason`` for Gemini's ``finishReason``; raises for a withheld answer."""
+    """oma's ``stop_reason`` for Gemini's ``finishReason``; raises for a withheld answer, and
+    for none at all (a reply cut short or garbled: retryable)."""
+    if reason is None:
+        raise malformed_response(DISPLAY_NAME, "the reply has no candidate with a finishReason")
     if reason in _RETRY_FINISH_REASONS:
         raise ProviderError(
             f"{DISPLAY_NAME} stopped: the model produced a malformed tool call ({reason})",

@@ -156,9 +156,11 @@ class TestMalformed200:
         [
             Response.raw(b"<html>oops</html>", content_type="text/html"),
             Response.json(["not", "an", "object"]),
+            Response.json({"usageMetadata": {"promptTokenCount": 1}}),
+            Response.json({"candidates": [{"content": {"parts": [{"text": "no end"}]}}]}),
             Response.json({"candidates": [{"content": {"parts": "not a list of parts"}}]}),
         ],
-        ids=["not-json", "not-an-object", "bad-parts"],
+        ids=["not-json", "not-an-object", "no-candidates", "no-finish-reason", "bad-parts"],
     )
     async def test_an_unreadable_reply_is_retryable(
         self, server: FakeGemini, response: Response
