@@ -389,6 +389,23 @@ class TestStreamSse:
         server.events = [SSEEvent({"n": i, "pad": "p" * 50}) for i in range(500)]
         assert len(await _events(client, max_event_bytes=200)) == 500
 
+    @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+    async def test_event_sizes_are_counted_from_each_boundary_whatever_the_line_ends(
+        self, newline: str
+    ) -> None:
+        event = f'data: {{"pad": "{"p" * 60}"}}{newline}{newline}'.encode()
+        chunks = [event * 3, event[:5], event[5:] + event[:-1], event[-1:], event * 2]
+        data = [
+            e.json()
+            async for e in sse_events(_streamed(chunks), provider="S", max_event_bytes=len(event))
+        ]
+        assert len(data) == 7  # 3, one split after 5 bytes, one before its last byte, 2
+
+    async def test_an_event_split_over_chunks_is_still_bounded(self) -> None:
+        chunks = [b"data: ", b"x" * 600, b"x" * 600, b"\n\n"]
+        with pytest.raises(ProviderError, match="exceeds 1000 bytes"):
+            [e async for e in sse_events(_streamed(chunks), provider="S", max_event_bytes=1000)]
+
     async def test_closing_the_stream_early_closes_its_connection(
         self, server: FakeService, client: httpx.AsyncClient
     ) -> None:
@@ -406,6 +423,16 @@ class TestStreamSse:
         async with client.stream("GET", "/events") as response:
             data = [e.json()["n"] async for e in sse_events(response, provider="S")]
         assert data == [0, 1, 2, 3]
+
+
+def _streamed(chunks: list[bytes]) -> httpx.Response:
+    """A response whose body arrives in exactly these chunks."""
+
+    async def body() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
 
 # -- tool calls --------------------------------------------------------------------------------
