@@ -334,10 +334,11 @@ def error_from_exception(
     """The ``ProviderError`` for an exception raised while sending or reading a request.
 
     httpx timeouts and transport faults (refused, reset, cut mid-body) are retryable without a
-    status; the message names the host, never the URL's path or query. An
-    ``httpx.HTTPStatusError`` becomes ``error_from_response``; a ``ProviderError`` is returned
-    as it is; anything else is a non-retryable failure named by its type. Build the error in
-    the ``except`` block and raise it after, so it is not chained to ``exc``.
+    status (a request that cannot be sent at all, such as a URL without http(s), is not); the
+    message names the host, never the URL's path or query. An ``httpx.HTTPStatusError``
+    becomes ``error_from_response``; a ``ProviderError`` is returned as it is; anything else is
+    a non-retryable failure named by its type. Build the error in the ``except`` block and
+    raise it after, so it is not chained to ``exc``.
     """
     if isinstance(exc, ProviderError):
         return exc
@@ -350,6 +351,14 @@ def error_from_exception(
     if isinstance(exc, httpx.TimeoutException):
         return ProviderError(
             f"{provider} request{where} timed out ({name})", provider=provider, retryable=True
+        )
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
+        # the request itself is wrong (a base_url without http(s), an invalid header):
+        # sending it again cannot help
+        return ProviderError(
+            f"{provider} request{where} could not be sent ({name})",
+            provider=provider,
+            retryable=False,
         )
     if isinstance(exc, httpx.TransportError):
         return ProviderError(

@@ -293,6 +293,11 @@ class TestErrorFromException:
         error = error_from_exception(exc, provider="S")
         assert (error.status_code, error.retryable, error.retry_after) == (503, True, 2.0)
 
+    async def test_a_url_that_cannot_be_sent_is_not_retryable(self) -> None:
+        async with http_client() as client:
+            error = await _failure(post_json(client, "ftp://127.0.0.1/x", {}, provider="S"))
+        assert error.retryable is False and "could not be sent" in error.message
+
     def test_anything_else_is_not_retryable_and_named_by_type(self) -> None:
         error = error_from_exception(KeyError(KEY), provider="S")
         assert error.retryable is False and "KeyError" in error.message
