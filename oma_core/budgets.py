@@ -2,14 +2,19 @@
 
 A ``Budget`` is a ledger. The orchestrator gives each run its own ledger for the per-run caps
 (``max_token_budget``/``max_cost_budget``, the lowest setting wins) and also charges any
-``Budget`` passed as ``budget=``, which several runs may share. Before a call: a spent ledger
+``Budget`` passed as ``budget=``, which several runs may share; they reach the run as
+``RunSettings.budgets``. The built-in plugin ``oma_core.default_plugins.budgets`` enforces
+them: the outermost ``oma_model_call`` wrapper. Before a call: a spent ledger
 stops the run, and the call's ``max_tokens`` is clamped to the tokens left. After a call (also a
-failed or cut-short one): the usage is charged, and a ledger over its cap stops the run. So a
-run may overshoot by at most one call.
+failed or cut-short one): the usage is charged, and a ledger over its cap stops the run — after
+the answer that arrived was handed on, so the run's result keeps it. So a run may overshoot by
+at most one call.
 
 Reported usage is trusted only when it is sane. Missing, negative or non-numeric counts are
 replaced by an estimate (``estimate_tokens`` of the request plus characters / 4 of the system
-prompt and of the text that arrived), so bad usage reporting never switches a budget off. A
+prompt and of the text that arrived), so bad usage reporting never switches a budget off. An
+``estimate_cost`` that raises, or returns anything but a finite number >= 0 (``"0.01"``, NaN,
+None), prices the call as unlimited: a cost cap is never silently switched off. A
 call that failed or was cut short after it may have reached the provider — a timeout, a
 dropped connection, a 5xx, an error mid-stream, the run cancelled from outside while the call
 was in flight — is charged at least that estimate of its input, never zero. Only a call the
@@ -23,19 +28,25 @@ so concurrent runs sharing a ``Budget`` never lose an update.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._controls import RunObserver
-from .errors import BudgetExceededError, InvalidMessageError, UnsupportedContentBlockError
+from .errors import BudgetExceededError, UsageError
 from .providers import Usage
 
 if TYPE_CHECKING:
     from .providers import ProviderRequest
 
-__all__ = ["Budget", "BudgetObserver", "CostContext", "CostEstimator", "estimate_request_tokens"]
+__all__ = [
+    "Budget",
+    "CostContext",
+    "CostEstimator",
+    "charged_usage",
+    "estimate_request_tokens",
+    "reported_usage",
+]
 
 
 def _limit(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -114,7 +125,7 @@ def estimate_request_tokens(request: ProviderRequest) -> int:
 def _refused(error: BaseException) -> bool:
     """Whether ``error`` proves the call did no work: it never left oma, or the service
     refused it outright with a client-error status (400, 401, 413, 429, ...)."""
-    if isinstance(error, InvalidMessageError | UnsupportedContentBlockError | BudgetExceededError):
+    if isinstance(error, UsageError | BudgetExceededError):
         return True
     status = getattr(error, "status_code", None)
     return isinstance(status, int) and not isinstance(status, bool) and 400 <= status < 500
@@ -128,100 +139,38 @@ def _count(value: object) -> int | None:
     return int(value)
 
 
-class BudgetObserver(RunObserver):
-    """Enforces ``budgets`` on one run; ``emit`` reports a stop as a progress event."""
+def reported_usage(usage: object) -> Usage:
+    """The usage a provider reported, with missing, negative or non-numeric counts as 0.
 
-    def __init__(
-        self,
-        budgets: Sequence[Budget],
-        *,
-        estimate_cost: CostEstimator | None,
-        context: CostContext,
-        on_exceeded: Callable[[BudgetExceededError], None],
-    ) -> None:
-        self.budgets = tuple(budgets)
-        self.estimate_cost = estimate_cost
-        self.context = context
-        self.on_exceeded = on_exceeded
-        self._reported = False
-        self._in_flight: ProviderRequest | None = None
+    What a run's ``RunResult.usage`` adds up; budgets charge ``charged_usage`` instead.
+    """
+    return Usage(
+        _count(getattr(usage, "input_tokens", None)) or 0,
+        _count(getattr(usage, "output_tokens", None)) or 0,
+    )
 
-    def _stop(self, error: BudgetExceededError) -> BudgetExceededError:
-        if not self._reported:
-            self._reported = True
-            self.on_exceeded(error)
-        return error
 
-    def before_call(self, request: ProviderRequest) -> ProviderRequest:
-        left: int | None = None
-        for budget in self.budgets:
-            error = budget.exhausted()
-            if error is not None:
-                raise self._stop(error)
-            remaining = budget.remaining_tokens
-            if remaining is not None:
-                left = remaining if left is None else min(left, remaining)
-        if left is not None and (request.max_tokens is None or request.max_tokens > left):
-            request = attrs.evolve(request, max_tokens=max(1, left))
-        self._in_flight = request
-        return request
+def charged_usage(
+    request: ProviderRequest,
+    usage: object,
+    *,
+    arrived: int = 0,
+    error: BaseException | None = None,
+) -> Usage:
+    """What one call is charged: the reported counts where they are sane, an estimate where
+    they are not (the request's input; a quarter of the ``arrived`` characters of output).
 
-    def charge_in_flight(self) -> None:
-        """Charge the call still in flight, if any, its estimated input (the run was cancelled
-        from outside, so ``after_call`` never came). Never raises: the run is already over."""
-        request, self._in_flight = self._in_flight, None
-        if request is None:
-            return
-        try:
-            self._charge(Usage(estimate_request_tokens(request), 0))
-        except Exception:  # a broken estimator must not mask the cancellation
-            return
-
-    def after_call(
-        self,
-        request: ProviderRequest,
-        usage: Usage,
-        *,
-        error: BaseException | None,
-        partial_text: str,
-    ) -> None:
-        self._in_flight = None
-        charged = self._sane_usage(request, usage, error=error, partial_text=partial_text)
-        self._charge(charged)
-        for budget in self.budgets:
-            exceeded = budget.exceeded()
-            if exceeded is not None:
-                raise self._stop(exceeded)
-
-    def _charge(self, charged: Usage) -> None:
-        cost = 0.0
-        if self.estimate_cost is not None and charged.total_tokens:
-            try:
-                cost = float(self.estimate_cost(charged, self.context))
-            except Exception:
-                cost = math.nan
-            if not math.isfinite(cost) or cost < 0:
-                # A broken estimator must not switch the cost cap off: count it as spent.
-                cost = math.inf
-        for budget in self.budgets:
-            budget.charge(charged.total_tokens, cost if budget.max_cost is not None else 0.0)
-            if cost == math.inf and budget.max_cost is not None:
-                budget.used_cost = math.inf
-
-    @staticmethod
-    def _sane_usage(
-        request: ProviderRequest, usage: object, *, error: BaseException | None, partial_text: str
-    ) -> Usage:
-        input_tokens = _count(getattr(usage, "input_tokens", None))
-        output_tokens = _count(getattr(usage, "output_tokens", None))
-        arrived = math.ceil(len(partial_text) / 4) if partial_text else 0
-        reported = (input_tokens or 0) + (output_tokens or 0)
-        if error is not None and reported == 0 and not partial_text and _refused(error):
-            return Usage(0, 0)  # refused before any work (e.g. a 429): nothing to charge
-        if reported == 0:
-            input_tokens = output_tokens = None  # nothing reported for work that was (maybe) done
-        if input_tokens is None:
-            input_tokens = estimate_request_tokens(request)
-        if output_tokens is None or output_tokens < arrived:
-            output_tokens = arrived
-        return Usage(input_tokens, output_tokens)
+    A call that failed is charged that estimate unless ``error`` proves it did no work.
+    """
+    input_tokens = _count(getattr(usage, "input_tokens", None))
+    output_tokens = _count(getattr(usage, "output_tokens", None))
+    if error is not None and not arrived and _refused(error):
+        return Usage(0, 0)  # refused before any work (e.g. a 429): nothing to charge
+    if not input_tokens and not output_tokens:
+        input_tokens = output_tokens = None  # nothing reported for work that was (maybe) done
+    if input_tokens is None:
+        input_tokens = estimate_request_tokens(request)
+    estimate = math.ceil(arrived / 4)
+    if output_tokens is None or output_tokens < estimate:
+        output_tokens = estimate
+    return Usage(input_tokens, output_tokens)

@@ -13,6 +13,8 @@ The groups:
   ``ProviderSettings``, its events (``TextDelta``, ``ReasoningDelta``, ``ToolCall``,
   ``ResponseComplete``), ``ToolDefinition``, ``Usage``;
 - the backend interface: ``Backend``, ``BackendRequest``, its events and ``BackendResult``;
+- call middleware: ``ModelCall``, ``ToolInvocation``, ``RunContext`` (with ``RunSettings``),
+  ``CallEvent`` — what ``oma_model_call`` / ``oma_tool_call`` wrappers receive;
 - the message model a mapping reads (``LLMMessage`` and its blocks and sources);
 - errors to raise: ``ProviderError``, ``BackendError``, ``PluginError``,
   ``UnsupportedContentBlockError``, ``RunTimeoutError``;
@@ -77,6 +79,12 @@ _EXPORTS: dict[str, str] = {
     "MediaSource": "messages",
     "Base64Source": "messages",
     "UrlSource": "messages",
+    # call middleware (the oma_model_call / oma_tool_call hooks)
+    "CallEvent": "calls",
+    "ModelCall": "calls",
+    "RunContext": "calls",
+    "ToolInvocation": "calls",
+    "RunSettings": "settings",
     # errors
     "OmaError": "errors",
     "ProviderError": "errors",
@@ -125,12 +133,19 @@ _EXPORTS: dict[str, str] = {
     "configured_values": "processes",
     "describe_exit": "processes",
     "number_option": "processes",
+    "prompt_fragments": "processes",
+    "strip_terminal_controls": "processes",
     "redact": "processes",
     "stop_process_group": "processes",
     "wait_exit": "processes",
 }
 
 __all__ = [
+    "RunSettings",
+    "ToolInvocation",
+    "RunContext",
+    "ModelCall",
+    "CallEvent",
     "ALLOWED_ENV",
     "Backend",
     "BackendError",
@@ -205,6 +220,7 @@ __all__ = [
     "number_option",
     "parse_retry_after",
     "post_json",
+    "prompt_fragments",
     "redact",
     "redact_text",
     "retry_delay",
@@ -212,6 +228,7 @@ __all__ = [
     "sse_events",
     "stop_process_group",
     "stream_sse",
+    "strip_terminal_controls",
     "tool_call_events",
     "tool_result_text",
     "wait_exit",
@@ -272,6 +289,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         BackendToolCall,
         BackendToolResult,
     )
+    from .calls import CallEvent, ModelCall, RunContext, ToolInvocation
     from .capabilities import (
         IN_TOOL_RESULT,
         BackendSpec,
@@ -312,8 +330,10 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         configured_values,
         describe_exit,
         number_option,
+        prompt_fragments,
         redact,
         stop_process_group,
+        strip_terminal_controls,
         wait_exit,
     )
     from .providers import (
@@ -331,3 +351,4 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from .redaction import REDACTED, redact_text
     from .retry import parse_retry_after
+    from .settings import RunSettings
