@@ -14,7 +14,7 @@ import codecs
 import contextlib
 import json
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._http import (
@@ -43,38 +43,66 @@ _BOUNDARY = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
 
 class _BoundedBody:
     """What ``EventSource`` reads: the response's headers and its text, counted in bytes since
-    the last blank line; past ``limit`` the read fails with a malformed-response error."""
+    the last blank line; past ``limit`` the read fails with a malformed-response error.
+
+    ``aiter_text`` returns this object, an iterator rather than an async generator: httpx-sse
+    does not close the iterator it reads, and a generator left open would be finalised late by
+    the garbage collector. ``aclose`` closes the response's byte iterator under it.
+    """
 
     def __init__(self, response: httpx.Response, limit: int, provider: str) -> None:
         self._response = response
         self._limit = limit
         self._provider = provider
         self.headers = response.headers
+        self._chunks: AsyncGenerator[bytes, None] | None = None
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._pending = 0  # bytes since the last event boundary
+        self._tail = b""  # the last bytes of the previous chunk (a boundary may straddle two)
+        self._ended = False
 
-    async def aiter_text(self) -> AsyncIterator[str]:
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        pending = 0  # bytes since the last event boundary
-        tail = b""  # the last bytes of the previous chunk (a boundary may straddle chunks)
-        async for chunk in self._response.aiter_bytes():
-            window = tail + chunk
-            last = None
-            for match in _BOUNDARY.finditer(window):
-                last = match
-            if last is not None and last.end() > len(tail):
-                pending = len(window) - last.end()
-            else:
-                pending += len(chunk)
-            if pending > self._limit:
-                raise malformed_response(
-                    self._provider, f"a server-sent event exceeds {self._limit} bytes"
-                )
-            tail = window[-3:]
-            text = decoder.decode(chunk)
+    def aiter_text(self) -> _BoundedBody:
+        self._chunks = self._response.aiter_bytes()  # type: ignore[assignment]
+        return self
+
+    def __aiter__(self) -> _BoundedBody:
+        return self
+
+    async def __anext__(self) -> str:
+        assert self._chunks is not None, "aiter_text() first"
+        while not self._ended:
+            try:
+                chunk = await anext(self._chunks)
+            except StopAsyncIteration:
+                self._ended = True
+                rest = self._decoder.decode(b"", final=True)
+                if rest:
+                    return rest
+                break
+            self._count(chunk)
+            text = self._decoder.decode(chunk)
             if text:
-                yield text
-        rest = decoder.decode(b"", final=True)
-        if rest:
-            yield rest
+                return text
+        raise StopAsyncIteration
+
+    def _count(self, chunk: bytes) -> None:
+        window = self._tail + chunk
+        last = None
+        for match in _BOUNDARY.finditer(window):
+            last = match
+        if last is not None and last.end() > len(self._tail):
+            self._pending = len(window) - last.end()
+        else:
+            self._pending += len(chunk)
+        if self._pending > self._limit:
+            raise malformed_response(
+                self._provider, f"a server-sent event exceeds {self._limit} bytes"
+            )
+        self._tail = window[-3:]
+
+    async def aclose(self) -> None:
+        if self._chunks is not None:
+            await self._chunks.aclose()
 
 
 async def sse_events(
@@ -92,7 +120,8 @@ async def sse_events(
     """
     from httpx_sse import EventSource, SSEError
 
-    source = EventSource(_BoundedBody(response, max_event_bytes, provider))  # type: ignore[arg-type]
+    body = _BoundedBody(response, max_event_bytes, provider)
+    source = EventSource(body)  # type: ignore[arg-type]
     error: ProviderError | None = None
     events = source.aiter_sse()
     try:
@@ -102,6 +131,7 @@ async def sse_events(
         error = malformed_response(provider, "the reply is not an event stream")
     finally:
         await events.aclose()
+        await body.aclose()
     if error is not None:
         raise error
 
