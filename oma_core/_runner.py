@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from .before_run import NamedHook, apply_before_run, text_of
-from .budgets import charged_usage, reported_usage
+from ._before_run import NamedHook, apply_before_run, text_of
+from ._usage import charged_usage, reported_usage
 from .calls import ModelCall, RunContext, ToolInvocation
 from .errors import MaxTurnsExceededError, RunTimeoutError
 from .messages import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock

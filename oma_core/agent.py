@@ -18,10 +18,10 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._before_run import NamedHook, prompt_of
 from ._runner import ModelTarget, Run, RunInput
-from .before_run import BeforeRunContext, NamedHook, prompt_of
 from .capabilities import Capabilities
-from .config import AgentConfig
+from .config import AgentConfig, BeforeRunContext
 from .errors import HookError, InvalidMessageError, ToolError
 from .messages import LLMMessage, TextBlock
 from .providers import ProviderRequest, ProviderSettings
@@ -278,7 +278,7 @@ class Agent:
                 return result
             window = (*self._history, turn)
             if self.config.max_history_tokens is not None:
-                from .history import trim_history
+                from ._history import trim_history
 
                 window = trim_history(window, self.config.max_history_tokens)
             result = await self._result(self._events(window, settings, False, True))

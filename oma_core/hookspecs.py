@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .before_run import BeforeRunContext
     from .calls import CallEvents, ModelCall, RunContext, ToolInvocation
     from .capabilities import BackendSpec, ProviderSpec
+    from .config import BeforeRunContext
     from .evaluation import EvalResult
     from .messages import ToolResultBlock
     from .progress import ProgressEvent
