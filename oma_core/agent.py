@@ -79,7 +79,6 @@ class Agent:
                 raise ToolError(f"two tools are named {built.name!r}", tool=built.name)
             tools[built.name] = built
         self._tools = tools
-        self._retry = config.retry_policy()
         self._provider: Any = None
         self._owns_provider = False
         self._target: ModelTarget | None = None
@@ -196,7 +195,7 @@ class Agent:
             self._host(),
             config,
             settings,
-            settings.retry or self._retry,
+            settings.retry or config.retry_policy(),
             streaming=streaming,
             session=session,
         )
