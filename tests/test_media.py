@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import mimetypes
 from typing import Any
 
 import pytest
+from _builders import IMG_URL, PNG_B64, VID_URL
 
 from oma_core import (
     IMAGE_MEDIA_TYPES,
@@ -146,3 +148,126 @@ def test_describe_source_names_type_kind_and_size_or_url(png_base64: str) -> Non
         describe_source(UrlSource("video/mp4", "https://example.com/c.mp4"))
         == "video/mp4, url, https://example.com/c.mp4"
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "media_type"),
+    [
+        ("https://example.com/a.png", "image/png"),
+        ("https://example.com/a.jpg", "image/jpeg"),
+        ("https://example.com/a.jpeg", "image/jpeg"),
+        ("https://example.com/a.gif", "image/gif"),
+        ("https://example.com/a.webp", "image/webp"),
+        ("https://example.com/dir/a.PNG", "image/png"),
+        ("https://example.com/a.png?size=large#top", "image/png"),
+    ],
+)
+def test_image_url_looks_up_the_media_type(url: str, media_type: str) -> None:
+    block = image_url(url)
+    assert isinstance(block, ImageBlock)
+    assert block.source == UrlSource(media_type=media_type, url=url)
+    assert block.detail is None
+
+
+@pytest.mark.parametrize(
+    ("url", "media_type"),
+    [
+        ("https://example.com/clip.mp4", "video/mp4"),
+        ("https://example.com/clip.webm", "video/webm"),
+        ("https://example.com/clip.mov", "video/quicktime"),
+    ],
+)
+def test_video_url_looks_up_the_media_type(url: str, media_type: str) -> None:
+    block = video_url(url)
+    assert isinstance(block, VideoBlock)
+    assert block.source == UrlSource(media_type=media_type, url=url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/photo",
+        "https://example.com/photo.xyzzy",
+        "https://example.com/",
+        "https://example.com/a.png/",
+    ],
+)
+def test_unknown_extension_without_media_type_is_refused(url: str) -> None:
+    with pytest.raises(InvalidMessageError):
+        image_url(url)
+    with pytest.raises(InvalidMessageError):
+        video_url(url)
+
+
+def test_host_suffix_is_not_an_extension() -> None:
+    with pytest.raises(InvalidMessageError):
+        image_url("https://example.png")
+
+
+def test_helper_media_type_table_is_fixed_not_mimetypes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("mimetypes consulted")
+
+    monkeypatch.setattr(mimetypes, "guess_type", boom)
+    monkeypatch.setattr(mimetypes, "init", boom)
+    assert image_url("https://example.com/a.webp").source.media_type == "image/webp"
+    assert video_url("https://example.com/a.mp4").source.media_type == "video/mp4"
+
+
+def test_explicit_media_type_and_detail_are_kept() -> None:
+    block = image_url("https://example.com/render", media_type="image/png", detail="high")
+    assert block.source.media_type == "image/png"
+    assert block.detail == "high"
+    assert video_url(VID_URL, media_type="video/webm").source.media_type == "video/webm"
+
+
+def test_helpers_check_like_load() -> None:
+    with pytest.raises(InvalidMessageError):
+        image_url(IMG_URL, detail="medium")
+    with pytest.raises(InvalidMessageError):
+        image_url("https://example.com/clip.mp4")
+    with pytest.raises(InvalidMessageError):
+        video_url("https://example.com/a.png")
+    with pytest.raises(InvalidMessageError, match="must use HTTP or HTTPS"):
+        image_url("file:///tmp/a.png")
+    with pytest.raises(InvalidMessageError):
+        image_url("data:image/png;base64,AAAA")
+    with pytest.raises(InvalidMessageError):
+        video_url("mm_file://abc", media_type="video/mp4")
+    with pytest.raises(InvalidMessageError):
+        image_url(IMG_URL, media_type="image/png; charset=x")
+
+
+def test_base64_helpers_build_base64_sources() -> None:
+    img = image_base64(PNG_B64, "image/png", detail="low")
+    assert img == ImageBlock(
+        source=Base64Source(media_type="image/png", data=PNG_B64), detail="low"
+    )
+    vid = video_base64("AAAA", "video/mp4")
+    assert vid == VideoBlock(source=Base64Source(media_type="video/mp4", data="AAAA"))
+    assert image_base64("AAA", "image/gif").source.data == "AAA="
+
+
+def test_base64_helpers_refuse_data_urls_and_wrong_kinds() -> None:
+    with pytest.raises(InvalidMessageError, match="must contain raw base64 data"):
+        image_base64("data:image/png;base64,AAAA", "image/png")
+    with pytest.raises(InvalidMessageError, match="must contain raw base64 data"):
+        video_base64("data:video/mp4;base64,AAAA", "video/mp4")
+    with pytest.raises(InvalidMessageError):
+        video_base64("AAAA", "image/png")
+    with pytest.raises(InvalidMessageError):
+        image_base64("AAAA", "video/mp4")
+    with pytest.raises(InvalidMessageError):
+        image_base64("AAAA", "image/png", detail="medium")
+
+
+def test_helper_errors_do_not_echo_base64() -> None:
+    with pytest.raises(InvalidMessageError) as info:
+        image_base64("SECRETPAYLOAD" * 5 + "%", "image/png")
+    assert "SECRETPAYLOAD" not in str(info.value)
+
+
+def test_image_media_types_lists_the_common_image_formats() -> None:
+    for media_type in ("image/jpeg", "image/png", "image/gif", "image/webp"):
+        assert media_type in IMAGE_MEDIA_TYPES
+    assert all(m.startswith("image/") for m in IMAGE_MEDIA_TYPES)

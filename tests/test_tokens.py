@@ -5,8 +5,23 @@ from __future__ import annotations
 import json
 
 import pytest
+from _builders import (
+    PNG_B64,
+    assistant,
+    b64_source,
+    image,
+    text,
+    tool_result,
+    tool_use,
+    url_source,
+    video,
+)
 
-from oma_core import InvalidMessageError, estimate_tokens
+from oma_core import (
+    InvalidMessageError,
+    estimate_tokens,
+    load_messages,
+)
 
 
 def user(*blocks: object) -> dict[str, object]:
@@ -83,3 +98,60 @@ def test_objects_and_empty_input_are_accepted() -> None:
 def test_invalid_input_is_refused() -> None:
     with pytest.raises(InvalidMessageError):
         estimate_tokens([user({"type": "text", "text": 1})])
+
+
+def test_estimate_of_nothing_is_zero() -> None:
+    assert estimate_tokens([]) == 0
+
+
+@pytest.mark.parametrize(("chars", "tokens"), [(0, 0), (1, 1), (4, 1), (5, 2), (8, 2), (9, 3)])
+def test_text_costs_ceil_of_a_quarter_of_its_characters(chars: int, tokens: int) -> None:
+    assert estimate_tokens([user(text("x" * chars))]) == tokens
+
+
+def test_characters_not_bytes_are_counted() -> None:
+    assert estimate_tokens([user(text("é" * 8))]) == 2
+
+
+def test_each_image_costs_image_tokens() -> None:
+    messages = [user(image(), image(b64_source(PNG_B64)))]
+    assert estimate_tokens(messages) == 2000
+    assert estimate_tokens(messages, image_tokens=85) == 170
+    assert estimate_tokens(messages, image_tokens=0) == 0
+
+
+def test_video_costs_a_quarter_of_its_payload_or_url() -> None:
+    url = "https://example.com/clip.mp4"  # 28 characters
+    assert estimate_tokens([user(video(url_source(url, "video/mp4")))]) == 7
+    assert estimate_tokens([user(video(b64_source("AAAA" * 10, "video/mp4")))]) == 10
+    assert estimate_tokens([user(video(b64_source("AAAAAA==", "video/mp4")))]) == 2
+
+
+def test_reasoning_text_counts() -> None:
+    assert estimate_tokens([assistant({"type": "reasoning", "text": "x" * 12})]) == 3
+
+
+def test_tool_input_counts_as_json() -> None:
+    value = {"q": "x"}  # '{"q": "x"}' is 10 characters; '{"q":"x"}' 9: both 3 tokens
+    assert estimate_tokens([assistant(tool_use(value))]) == 3
+
+
+def test_tool_result_text_counts() -> None:
+    assert estimate_tokens([user(tool_result("x" * 8))]) == 2
+    assert estimate_tokens([user(tool_result([text("x" * 4), text("y" * 4)]))]) == 2
+
+
+def test_a_whole_conversation_adds_up() -> None:
+    data = [
+        user(text("x" * 8), image(), video(url_source("https://e.co/v.mp4", "video/mp4"))),
+        assistant({"type": "reasoning", "text": "y" * 4}, tool_use({"q": "x"})),
+        user(tool_result("z" * 4)),
+    ]
+    # text 2 + image 1000 + video ceil(18/4)=5 + reasoning 1 + input 3 + result 1
+    assert estimate_tokens(data) == 2 + 1000 + 5 + 1 + 3 + 1
+    assert estimate_tokens(load_messages(data)) == estimate_tokens(data)
+
+
+def test_estimate_refuses_invalid_input() -> None:
+    with pytest.raises(InvalidMessageError):
+        estimate_tokens([user(text(5))])

@@ -5,8 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _builders import image, refused, text, tool_result, url_source, user, video
 
-from oma_core import InvalidMessageError, UrlSource, load_messages
+from oma_core import (
+    InvalidMessageError,
+    UrlSource,
+    load_messages,
+)
 
 ABSOLUTE = "must be an absolute HTTP(S) URL"
 SCHEME = "must use HTTP or HTTPS"
@@ -133,3 +138,141 @@ def test_hand_built_url_sources_run_the_same_checks() -> None:
         UrlSource("image/png", "file:///etc/passwd")
     assert str(info.value) == "url must use HTTP or HTTPS, not file:"
     assert info.value.path == "url"
+
+
+def test_uppercase_url_scheme_is_accepted() -> None:
+    (message,) = load_messages([user(image(url_source("HTTPS://example.com/a.png")))])
+    assert message.content[0].source.url.lower().startswith("https://")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/a.png",
+        "http://example.com/a.png",
+        "HTTP://EXAMPLE.COM/a.png",
+        "hTTpS://example.com",
+        "https://example.com:8443/a.png?x=1&y=2#frag",
+        "http://127.0.0.1/a.png",
+        "http://[::1]:8080/a.png",
+    ],
+)
+def test_absolute_http_urls_are_accepted(url: str) -> None:
+    (message,) = load_messages([user(image(url_source(url)))])
+    assert message.content[0].source.url == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "ftp://example.com/a.png",
+        "s3://bucket/a.png",
+        "gs://bucket/a.png",
+        "FILE:///tmp/a.png",
+        "mailto:someone@example.com",
+    ],
+)
+def test_other_schemes_must_use_http_or_https(url: str) -> None:
+    refused(
+        [user(image(url_source(url)))],
+        "messages[0].content[0].source.url",
+        "must use HTTP or HTTPS",
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mm_file://abc",
+        "/images/a.png",
+        "a.png",
+        "example.com/a.png",
+        "//example.com/a.png",
+        "https://",
+        "https:///a.png",
+        "http:example.com",
+        "https://exa mple.com/a.png",
+        "https://example.com/a b.png",
+        " https://example.com/a.png",
+        "https://example.com/a.png\n",
+        "https://example.com/\ta.png",
+        "https://example.com/\x00a.png",
+        "https://example.com/\x7fa.png",
+        "https://example.com\\a.png",
+        "https://user:hunter2@example.com/a.png",
+        "https://user@example.com/a.png",
+        "",
+    ],
+)
+def test_urls_must_be_absolute_http_urls(url: str) -> None:
+    refused(
+        [user(image(url_source(url)))],
+        "messages[0].content[0].source.url",
+        "must be an absolute HTTP(S) URL",
+    )
+
+
+def test_data_url_in_the_url_field_is_refused() -> None:
+    refused(
+        [user(image(url_source("data:image/png;base64,AAAA")))],
+        "messages[0].content[0].source.url",
+    )
+
+
+def test_url_credentials_are_never_echoed() -> None:
+    err = refused([user(image(url_source("https://bob:hunter2@example.com/a.png")))])
+    assert "hunter2" not in str(err)
+
+
+def test_url_must_be_a_string() -> None:
+    err = refused([user(video(url_source(None, "video/mp4")))])  # type: ignore[arg-type]
+    assert err.path == "messages[0].content[0].source.url"
+    assert "got None" in str(err)
+
+
+def test_url_errors_inside_tool_result_parts_name_the_part() -> None:
+    part = {"type": "image", "source": url_source("file:///x.png")}
+    refused(
+        [user(tool_result([text("a"), part]))],
+        "messages[0].content[0].content[1].source.url",
+        "must use HTTP or HTTPS",
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(1)",
+        "urn:isbn:0451450523",
+        "mm-file://abc",
+        "mm+file://abc",
+        "ws://x.org/a",
+    ],
+)
+def test_valid_rfc_3986_schemes_other_than_http_must_use_http_or_https(url: str) -> None:
+    refused(
+        [user(image(url_source(url)))],
+        "messages[0].content[0].source.url",
+        "must use HTTP or HTTPS",
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "1http://example.com/a.png",
+        "https:/example.com/a.png",
+        "https://example.com/a\u2028.png",
+        "https://example.com/a\u00a0.png",
+        "https://example.com/a\x85.png",
+        "https://example.com/a\x1f.png",
+        "https://:pw@example.com/a.png",
+    ],
+)
+def test_more_urls_that_are_not_absolute_http_urls(url: str) -> None:
+    refused(
+        [user(image(url_source(url)))],
+        "messages[0].content[0].source.url",
+        "must be an absolute HTTP(S) URL",
+    )
