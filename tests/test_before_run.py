@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -9,7 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oma_core import Agent, AgentConfig, BeforeRunContext, PluginHost, hookimpl
+from oma_core import (
+    Agent,
+    AgentConfig,
+    BeforeRunContext,
+    PluginHost,
+    dump_messages,
+    hookimpl,
+    load_messages,
+)
 from oma_core.before_run import prompt_of, replace_prompt
 from oma_core.errors import HookError, InvalidMessageError
 from oma_core.messages import ImageBlock, LLMMessage, TextBlock
@@ -30,6 +41,75 @@ def text(value: str) -> dict[str, Any]:
 def make(host: PluginHost, hook: Any = None, *responses: object) -> tuple[Agent, ScriptedProvider]:
     provider = ScriptedProvider(responses or ("ok",))
     return Agent(AgentConfig(name="a", provider=provider, before_run=hook), plugins=host), provider
+
+
+def _img(name: str) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
+    }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _agent(
+    responses: list[Any], host: PluginHost | None = None, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
+    return agent, provider
+
+
+def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
+    return dump_messages(provider.requests[index].messages)
+
+
+REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
+
+
+def _assistant_says(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(text)]}
+
+
+def _png(kind: str = "base64") -> dict[str, Any]:
+    if kind == "base64":
+        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
+    else:
+        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
+    return {"type": "image", "source": source}
+
+
+def _reference_conversation() -> list[dict[str, Any]]:
+    """The conversation of the page's first example."""
+    return [
+        _user("Keep answers concise."),
+        _assistant_says("Understood."),
+        _user("What is shown here?", _png()),
+    ]
+
+
+def _host(*plugins: object) -> PluginHost:
+    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
+    host = PluginHost(load_entrypoints=False)
+    for plugin in plugins:
+        host.register(plugin)
+    return host
+
+
+def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
+    return agent, provider
 
 
 async def test_ctx_prompt_joins_the_latest_user_texts_without_separator(host: PluginHost) -> None:
@@ -224,3 +304,233 @@ def test_a_rewritten_turn_has_one_text_block_and_keeps_the_rest_in_order(
         b for b in blocks if not isinstance(b, TextBlock)
     ]
     assert prompt_of((turn,)) == prompt
+
+
+async def test_before_run_context_carries_messages_prompt_and_agent() -> None:
+    seen: list[Any] = []
+    conv = [_user("old"), _assistant("r"), _user("a", _img("x.png"), "b")]
+    agent, _ = _agent(["ok"], before_run=seen.append)
+    await agent.run(conv)
+    (ctx,) = seen
+    assert isinstance(ctx.messages, tuple)
+    assert all(isinstance(m, LLMMessage) for m in ctx.messages)
+    assert dump_messages(ctx.messages) == conv
+    assert ctx.prompt == "ab"
+    agent_view = ctx.agent
+    name = agent_view.name if hasattr(agent_view, "name") else agent_view.config.name
+    assert name == "a"
+
+
+async def test_before_run_prompt_is_empty_for_an_image_only_turn() -> None:
+    seen: list[Any] = []
+    agent, _ = _agent(["ok"], before_run=seen.append)
+    await agent.run([_user(_img("x.png"))])
+    assert seen[0].prompt == ""
+
+
+async def test_before_run_returning_none_leaves_the_input_unchanged() -> None:
+    agent, provider = _agent(["ok"], before_run=lambda ctx: None)
+    await agent.run([_user("t1", "t2")])
+    assert _sent(provider) == [_user("t1", "t2")]
+
+
+async def test_before_run_worked_example_replaces_first_text_and_drops_the_others() -> None:
+    agent, provider = _agent(["ok"], before_run=lambda ctx: {"prompt": "new"})
+    await agent.run([_user(_img("A.png"), "t1", _img("B.png"), "t2")])
+    assert _sent(provider) == [_user(_img("A.png"), "new", _img("B.png"))]
+
+
+async def test_before_run_evolved_context_rewrites_the_prompt() -> None:
+    agent, provider = _agent(["ok"], before_run=lambda ctx: attrs.evolve(ctx, prompt="new"))
+    await agent.run([_user("old"), _assistant("r"), _user("t1")])
+    assert _sent(provider) == [_user("old"), _assistant("r"), _user("new")]
+
+
+async def test_before_run_prepends_a_text_block_to_a_turn_without_text() -> None:
+    agent, provider = _agent(["ok"], before_run=lambda ctx: {"prompt": "new"})
+    await agent.run([_user(_img("A.png"))])
+    assert _sent(provider) == [_user("new", _img("A.png"))]
+
+
+async def test_before_run_appends_a_user_turn_when_there_is_none() -> None:
+    def hook(ctx: Any) -> Mapping[str, Any]:
+        return {"messages": [_assistant("only")], "prompt": "new"}
+
+    agent, provider = _agent(["ok"], before_run=hook)
+    await agent.run("original")
+    assert _sent(provider) == [_assistant("only"), _user("new")]
+
+
+async def test_before_run_messages_replace_first_then_prompt_applies() -> None:
+    def hook(ctx: Any) -> Mapping[str, Any]:
+        return {
+            "messages": [_user("m1"), _assistant("m2"), _user("x", _img("A.png"), "y")],
+            "prompt": "P",
+        }
+
+    agent, provider = _agent(["ok"], before_run=hook)
+    await agent.run("original")
+    assert _sent(provider) == [_user("m1"), _assistant("m2"), _user("P", _img("A.png"))]
+
+
+async def test_before_run_prompt_equal_to_the_received_one_changes_nothing() -> None:
+    agent, provider = _agent(["ok"], before_run=lambda ctx: {"prompt": ctx.prompt})
+    await agent.run([_user("t1", _img("A.png"), "t2")])
+    assert _sent(provider) == [_user("t1", _img("A.png"), "t2")]
+
+
+async def test_before_run_async_hook_is_awaited() -> None:
+    async def hook(ctx: Any) -> Mapping[str, Any]:
+        await asyncio.sleep(0)
+        return {"prompt": "async"}
+
+    agent, provider = _agent(["ok"], before_run=hook)
+    await agent.run("x")
+    assert _sent(provider) == [_user("async")]
+
+
+async def test_prompt_hook_context_holds_history_plus_the_new_turn() -> None:
+    seen: list[Any] = []
+    agent, _ = _agent(["r"], history=[_user("old"), _assistant("older")], before_run=seen.append)
+    await agent.prompt([_text("new"), _img("n.png")])
+    assert dump_messages(seen[0].messages) == [
+        _user("old"),
+        _assistant("older"),
+        _user("new", _img("n.png")),
+    ]
+    assert seen[0].prompt == "new"
+
+
+async def test_a_hook_may_return_the_whole_context_as_a_mapping() -> None:
+    def hook(ctx: Any) -> Mapping[str, Any]:
+        return {"messages": ctx.messages, "prompt": "new", "agent": ctx.agent}
+
+    agent, provider = _agent(["ok"], before_run=hook)
+    await agent.run([_user("t1", _img("A.png"), "t2")])
+    assert _sent(provider) == [_user("new", _img("A.png"))]
+
+
+async def test_before_run_receives_a_message_copy_and_the_latest_user_text() -> None:
+    seen: list[Any] = []
+    agent, _ = _scripted(["ok"], before_run=seen.append)
+    conversation = [
+        _user("old text"),
+        _assistant_says("a"),
+        _user("What is ", _png("url"), "shown here?"),
+    ]
+    await agent.run(conversation)
+    (ctx,) = seen
+    assert ctx.messages == load_messages(conversation)
+    assert ctx.prompt == "What is shown here?"
+
+
+async def test_an_image_only_turn_has_an_empty_prompt_but_full_messages() -> None:
+    seen: list[Any] = []
+    agent, _ = _scripted(["ok"], before_run=seen.append)
+    await agent.run([_user("earlier"), _assistant_says("a"), _user(_png())])
+    assert seen[0].prompt == ""
+    assert isinstance(seen[0].messages[-1].content[0], ImageBlock)
+
+
+async def test_before_run_may_return_the_context_spread_with_changes() -> None:
+    def hook(ctx: Any) -> dict[str, Any]:
+        return {"messages": ctx.messages, "prompt": ctx.prompt, "agent": ctx.agent}
+
+    agent, provider = _scripted(["ok"], before_run=hook)
+    conversation = _reference_conversation()
+    assert (await agent.run(conversation)).success
+    assert provider.requests[0].messages == load_messages(conversation)
+
+
+@pytest.mark.parametrize("style", ["evolve", "mapping", "async", "none"])
+async def test_before_run_return_forms(style: str) -> None:
+    def hook(ctx: Any) -> Any:
+        if style == "evolve":
+            return attrs.evolve(ctx, prompt="changed")
+        if style == "mapping":
+            return {"prompt": "changed"}
+        return None
+
+    async def async_hook(ctx: Any) -> Any:
+        await asyncio.sleep(0)
+        return {"prompt": "changed"}
+
+    agent, provider = _scripted(["ok"], before_run=async_hook if style == "async" else hook)
+    await agent.run([_user("orig", _png("url"))])
+    expected = "orig" if style == "none" else "changed"
+    assert dump_messages(provider.requests[0].messages) == [_user(expected, _png("url"))]
+
+
+async def test_a_prompt_rewrite_of_an_image_only_turn_prepends_a_text_block() -> None:
+    agent, provider = _scripted(["ok"], before_run=lambda ctx: {"prompt": "Describe it."})
+    await agent.run([_user(_png("url"), _png())])
+    assert dump_messages(provider.requests[0].messages) == [
+        _user("Describe it.", _png("url"), _png())
+    ]
+
+
+async def test_before_run_on_prompt_sees_history_plus_the_new_turn() -> None:
+    seen: list[Any] = []
+    agent, _ = _scripted(
+        ["r"], history=[_user("old"), _assistant_says("a")], before_run=seen.append
+    )
+    await agent.prompt([_png("url"), _text("new question")])
+    assert dump_messages(seen[0].messages) == [
+        _user("old"),
+        _assistant_says("a"),
+        _user(_png("url"), "new question"),
+    ]
+    assert seen[0].prompt == "new question"
+
+
+async def test_returning_messages_replaces_the_complete_input() -> None:
+    replacement = [_user("a whole new conversation")]
+    agent, provider = _scripted(["ok"], before_run=lambda ctx: {"messages": replacement})
+    await agent.run(_reference_conversation())
+    assert provider.requests[0].messages == load_messages(replacement)
+
+
+async def test_a_spread_context_with_new_messages_and_the_old_prompt_keeps_the_new_text() -> None:
+    def hook(ctx: Any) -> dict[str, Any]:
+        return {"agent": ctx.agent, "prompt": ctx.prompt, "messages": [_user("replacement")]}
+
+    agent, provider = _scripted(["ok"], before_run=hook)
+    await agent.run("original")
+    assert dump_messages(provider.requests[0].messages) == [_user("replacement")]
+
+
+async def test_evolving_only_the_messages_replaces_the_input() -> None:
+    def hook(ctx: Any) -> Any:
+        return attrs.evolve(ctx, messages=load_messages([_user("replacement", _png("url"))]))
+
+    agent, provider = _scripted(["ok"], before_run=hook)
+    await agent.run("original")
+    assert dump_messages(provider.requests[0].messages) == [_user("replacement", _png("url"))]
+
+
+async def test_messages_are_replaced_first_then_the_prompt_and_non_text_keeps_order() -> None:
+    a = _png("url")
+    b = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG},
+    }
+
+    def hook(ctx: Any) -> dict[str, Any]:
+        return {
+            "messages": [_user("ignored"), _assistant_says("x"), _user(a, "t1", b, "t2")],
+            "prompt": "new",
+        }
+
+    agent, provider = _scripted(["ok"], before_run=hook)
+    await agent.run("original")
+    sent = dump_messages(provider.requests[0].messages)
+    assert sent[0] == _user("ignored")  # only the latest user turn's text is replaced
+    assert sent[-1] == _user(a, "new", b)
+
+
+async def test_a_prompt_rewrite_alone_replaces_the_latest_user_text_blocks() -> None:
+    agent, provider = _scripted(["ok"], before_run=lambda ctx: {"prompt": ctx.prompt.upper()})
+    await agent.run([_user("first"), _assistant_says("a"), _user("one ", _png("url"), "two")])
+    sent = dump_messages(provider.requests[0].messages)
+    assert sent[0] == _user("first")
+    assert sent[-1] == _user("ONE TWO", _png("url"))

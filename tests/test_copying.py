@@ -4,6 +4,11 @@ changed afterwards.
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import contextlib
+import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,17 +24,117 @@ from _builders import (
 )
 
 from oma_core import (
+    Agent,
+    AgentConfig,
+    EvalCase,
+    OnlineEvaluationConfig,
+    OpenMultiAgent,
+    PluginHost,
     ToolUseBlock,
     dump_messages,
     image_base64,
     load_messages,
 )
+from oma_core.evaluation import StorePayloads
+from oma_core.testing import ScriptedProvider
 
 URL_SOURCE = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
 
 
 def tool_call(input: Any) -> dict[str, Any]:
     return {"type": "tool_use", "id": "t1", "name": "f", "input": input}
+
+
+def _img(name: str) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
+    }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _agent(
+    responses: list[Any], host: PluginHost | None = None, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
+    return agent, provider
+
+
+def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
+    return dump_messages(provider.requests[index].messages)
+
+
+REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
+
+
+def _assistant_says(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(text)]}
+
+
+def _png(kind: str = "base64") -> dict[str, Any]:
+    if kind == "base64":
+        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
+    else:
+        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
+    return {"type": "image", "source": source}
+
+
+def _reference_conversation() -> list[dict[str, Any]]:
+    """The conversation of the page's first example."""
+    return [
+        _user("Keep answers concise."),
+        _assistant_says("Understood."),
+        _user("What is shown here?", _png()),
+    ]
+
+
+def _host(*plugins: object) -> PluginHost:
+    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
+    host = PluginHost(load_entrypoints=False)
+    for plugin in plugins:
+        host.register(plugin)
+    return host
+
+
+def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
+    return agent, provider
+
+
+def _collect(into: list[EvalCase]) -> Callable[[EvalCase], float]:
+    """A scorer that keeps every case it sees."""
+
+    def scorer(case: EvalCase) -> float:
+        into.append(case)
+        return 1.0
+
+    return scorer
+
+
+async def _evaluated(input: Any, store_payloads: StorePayloads) -> EvalCase:
+    cases: list[EvalCase] = []
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(scorers=[_collect(cases)], store_payloads=store_payloads),
+        plugins=_host(),
+    )
+    result = await oma.run_agent(AgentConfig(name="v"), input)
+    await oma.evaluation.flush()
+    (case,) = cases
+    assert case.output == result.output  # scorers see the output in every mode
+    return case
 
 
 def test_mutating_the_callers_data_after_loading_changes_nothing() -> None:
@@ -158,3 +263,192 @@ def test_tool_input_mutators_all_refuse() -> None:
     assert copy.deepcopy(block) == block
     assert pickle.loads(pickle.dumps(block)) == block
     assert block.input["l"] == (1, 2)
+
+
+async def test_mutating_run_result_messages_changes_no_history() -> None:
+    agent, _ = _agent(["r"])
+    result = await agent.prompt("q")
+    result.messages.clear() if isinstance(result.messages, list) else None
+    assert len(agent.get_history()) == 2
+
+
+async def test_mutating_input_after_run_is_called_changes_nothing() -> None:
+    conv = [_user("orig", _img("a.png"))]
+    agent, provider = _agent(["ok"])
+    coro = agent.run(conv)
+    conv[0]["content"][0]["text"] = "changed"
+    conv[0]["content"][1]["source"]["url"] = "https://evil.example/b.png"
+    conv.append(_assistant("extra"))
+    await coro
+    assert _sent(provider) == [_user("orig", _img("a.png"))]
+
+
+async def test_mutating_input_after_stream_is_called_changes_nothing() -> None:
+    conv = [_user("orig")]
+    agent, provider = _agent(["ok"])
+    events = agent.stream(conv)
+    conv[0]["content"][0]["text"] = "changed"
+    async for _ in events:
+        pass
+    assert _sent(provider) == [_user("orig")]
+
+
+async def test_mutating_blocks_after_prompt_is_called_changes_nothing() -> None:
+    blocks = [_text("orig")]
+    agent, provider = _agent(["ok"])
+    coro = agent.prompt(blocks)
+    blocks[0]["text"] = "changed"
+    blocks.append(_text("more"))
+    await coro
+    assert _sent(provider) == [_user("orig")]
+    assert dump_messages(agent.get_history())[0] == _user("orig")
+
+
+async def test_mutating_input_after_run_agent_is_called_changes_nothing() -> None:
+    conv = [_user("orig")]
+    provider = ScriptedProvider(["ok"])
+    oma = OpenMultiAgent()
+    coro = oma.run_agent(AgentConfig(name="a", provider=provider), conv)
+    conv[0]["content"][0]["text"] = "changed"
+    await coro
+    assert dump_messages(provider.requests[0].messages) == [_user("orig")]
+
+
+async def test_a_hook_rewrite_mutates_neither_caller_data_nor_the_stored_prompt_turn() -> None:
+    conv = [_user("orig")]
+    agent, provider = _agent(["ok", "ok2"], before_run=lambda ctx: {"prompt": "rewritten"})
+    await agent.run(conv)
+    assert conv == [_user("orig")]
+    await agent.prompt("mine")
+    assert _sent(provider, 1) == [_user("rewritten")]
+    assert dump_messages(agent.get_history())[0] == _user("mine")
+
+
+async def test_mutating_the_history_list_after_construction_changes_nothing() -> None:
+    history = [_user("old"), _assistant("older")]
+    agent, provider = _agent(["r"], history=history)
+    history[0]["content"][0]["text"] = "changed"
+    history.clear()
+    await agent.prompt("q")
+    assert _sent(provider) == [_user("old"), _assistant("older"), _user("q")]
+
+
+async def test_mutating_the_callers_data_after_the_call_does_not_change_the_run() -> None:
+    agent, provider = _scripted(["ok"])
+    tool_call: dict[str, Any] = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "zoom", "input": {"factor": [2]}}],
+    }
+    result_turn = _user({"type": "tool_result", "tool_use_id": "t1", "content": "zoomed"})
+    image = _png("url")
+    conversation = [_user("look", image), tool_call, result_turn]
+    expected = dump_messages(load_messages(conversation))
+    pending = agent.run(conversation)
+    # mutate arrays, blocks, the image source and the tool input before the run starts
+    conversation[0]["content"].append(_text("injected"))
+    image["source"]["url"] = "https://evil.example/b.png"
+    tool_call["content"][0]["input"]["factor"].append(99)
+    conversation.append(_user("later"))
+    assert (await pending).success
+    assert dump_messages(provider.requests[0].messages) == expected
+
+
+@pytest.mark.parametrize("entry", ["run", "stream", "run_agent", "prompt"])
+async def test_every_entry_point_copies_its_input_when_called(entry: str) -> None:
+    provider = ScriptedProvider(["ok"])
+    config = AgentConfig(name="v", provider=provider)
+    agent = Agent(config, plugins=_host())
+    image = _png("url")
+    turn = _user("What is shown?", image)
+    if entry == "run":
+        pending: Any = agent.run([turn])
+    elif entry == "stream":
+        pending = agent.stream([turn])
+    elif entry == "run_agent":
+        pending = OpenMultiAgent(plugins=_host()).run_agent(config, [turn])
+    else:
+        pending = agent.prompt(turn["content"])
+    turn["content"][0]["text"] = "changed"
+    image["source"]["url"] = "https://evil.example/x.png"
+    turn["content"].clear()
+    if entry == "stream":
+        async with pending as events:
+            kinds = [event.type async for event in events]
+        assert kinds[-1] == "done"
+    else:
+        assert (await pending).success
+    sent = dump_messages(provider.requests[0].messages)
+    assert sent == [_user("What is shown?", _png("url"))]
+    if entry == "prompt":
+        assert dump_messages(agent.get_history())[0] == _user("What is shown?", _png("url"))
+
+
+async def test_mutating_a_run_result_does_not_change_history() -> None:
+    agent, _ = _scripted(["reply"])
+    result = await agent.prompt("hi")
+    result.messages.append(load_messages([_user("injected")])[0])
+    assert dump_messages(agent.get_history()) == [_user("hi"), _assistant_says("reply")]
+
+
+async def test_history_messages_cannot_be_changed_through_what_get_history_returns() -> None:
+    call = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "zoom", "input": {"xs": [1]}}],
+    }
+    result_turn = _user({"type": "tool_result", "tool_use_id": "t1", "content": "done"})
+    agent, _ = _scripted([], history=[_user("go"), call, result_turn, _assistant_says("ok")])
+    block = agent.get_history()[1].content[0]
+    for mutate in (
+        lambda: block.input.__setitem__("xs", []),  # type: ignore[union-attr,index]
+        lambda: block.input["xs"].append(2),  # type: ignore[union-attr]
+        lambda: setattr(block, "name", "other"),
+    ):
+        with contextlib.suppress(TypeError, AttributeError):
+            mutate()
+    assert dump_messages(agent.get_history())[1] == call
+
+
+async def test_get_history_returns_a_copy() -> None:
+    agent, _ = _scripted(["r"])
+    await agent.prompt("hi")
+    history = agent.get_history()
+    history.clear()
+    assert len(agent.get_history()) == 2
+    assert agent.get_history() is not agent.get_history()
+
+
+async def test_before_run_messages_are_a_copy_the_hook_cannot_change_in_place() -> None:
+    def hook(ctx: Any) -> None:
+        assert isinstance(ctx.messages, tuple)
+        with pytest.raises((TypeError, AttributeError)):
+            ctx.messages[0].content[0].text = "hacked"
+
+    agent, provider = _scripted(["ok"], before_run=hook)
+    result = await agent.run([_user("safe")])
+    assert result.success
+    assert dump_messages(provider.requests[0].messages) == [_user("safe")]
+
+
+async def test_a_hook_rewrite_does_not_touch_caller_data_or_the_stored_prompt_turn() -> None:
+    agent, provider = _scripted(["ok"], before_run=lambda ctx: {"prompt": "rewritten"})
+    blocks = [_png("url"), _text("original")]
+    snapshot = json.dumps(blocks)
+    result = await agent.prompt(blocks)
+    assert result.success
+    assert json.dumps(blocks) == snapshot
+    assert dump_messages(provider.requests[0].messages)[-1] == _user(_png("url"), "rewritten")
+    assert dump_messages(agent.get_history())[0] == _user(_png("url"), "original")
+
+
+async def test_evaluation_gets_a_separate_copy_of_structured_input() -> None:
+    conversation = _reference_conversation()
+    case = await _evaluated(conversation, "full")
+    conversation[0]["content"][0]["text"] = "changed afterwards"
+    assert json.loads(case.input)[0]["content"][0]["text"] == "Keep answers concise."
+
+
+async def test_concurrent_runs_on_one_agent_do_not_share_input() -> None:
+    agent, provider = _scripted(["a", "b"])
+    await asyncio.gather(agent.run([_user("one")]), agent.run([_user("two")]))
+    texts = sorted(r.messages[0].content[0].text for r in provider.requests)  # type: ignore[union-attr]
+    assert texts == ["one", "two"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
+from typing import Any
 
 import pytest
 
@@ -41,6 +42,28 @@ def user(*blocks: object) -> LLMMessage:
 
 def request(*messages: LLMMessage, **kwargs: object) -> ProviderRequest:
     return ProviderRequest(model=None, messages=messages, **kwargs)  # type: ignore[arg-type]
+
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode("ascii")
+
+
+PNG_BYTES = len(base64.b64decode(PNG))
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
+    return _assistant({"type": "tool_use", "id": call_id, "name": name, "input": args})
 
 
 def test_text_and_base64_image_are_described_on_one_line() -> None:
@@ -178,3 +201,59 @@ async def test_the_agent_runs_offline_on_echo_by_default(stream: bool) -> None:
     else:
         result = await agent.run(conversation)
     assert result.output == 'user: text "What?"; image image/png base64 1234 bytes'
+
+
+async def test_echo_describes_roles_block_types_text_and_media() -> None:
+    conv = [
+        _user(
+            "hello echo",
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+        ),
+        _assistant("reply"),
+        _user(
+            {
+                "type": "video",
+                "source": {
+                    "type": "url",
+                    "media_type": "video/mp4",
+                    "url": "https://example.com/clip.mp4",
+                },
+            }
+        ),
+    ]
+    result = await Agent(AgentConfig(name="e")).run(conv)
+    out = result.output
+    assert result.success
+    for piece in ("user", "assistant", "text", "image", "video", "hello echo", "reply"):
+        assert piece in out
+    assert "image/png" in out and "base64" in out and str(PNG_BYTES) in out
+    assert "video/mp4" in out and "https://example.com/clip.mp4" in out and "url" in out
+    assert PNG not in out
+
+
+async def test_echo_shortens_text_past_200_characters() -> None:
+    out = (await Agent(AgentConfig(name="e")).run("a" * 300 + " " + "b" * 200)).output
+    assert "a" * 150 in out
+    assert "a" * 201 not in out and "b" * 200 not in out
+    full = (await Agent(AgentConfig(name="e")).run("c" * 200)).output
+    assert "c" * 200 in full
+
+
+async def test_echo_streams_in_chunks() -> None:
+    events = [e async for e in Agent(AgentConfig(name="e")).stream("hello " * 20)]
+    texts = [e for e in events if e.type == "text"]
+    assert len(texts) > 1
+    assert "".join(e.data for e in texts) == events[-1].data.output
+
+
+async def test_echo_names_tool_blocks() -> None:
+    conv = [
+        _user("q"),
+        _tool_call("zoom", {"f": 2}),
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "zoomed"}],
+        },
+    ]
+    out = (await Agent(AgentConfig(name="e")).run(conv)).output
+    assert "tool_use" in out and "tool_result" in out

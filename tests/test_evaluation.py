@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from oma_core import AgentConfig, OpenMultiAgent, dump_messages, hookimpl, load_messages
+from oma_core import (
+    AgentConfig,
+    OpenMultiAgent,
+    dump_messages,
+    hookimpl,
+    load_messages,
+)
 from oma_core.evaluation import (
     EvalCase,
     EvalResult,
@@ -42,6 +49,23 @@ def _evaluator(**kwargs: Any) -> tuple[Evaluator, list[EvalCase], list[EvalResul
 
 def _submit(evaluator: Evaluator, value: Any = "twelve chars", output: str = "out") -> None:
     evaluator.submit(value, output, run_id="r1", metadata={"user": "u"}, status="ok", agent="a")
+
+
+def _collect(into: list[Any]) -> Callable[[EvalCase], float]:
+    """A scorer that keeps every case it sees."""
+
+    def scorer(case: EvalCase) -> float:
+        into.append(case)
+        return 1.0
+
+    return scorer
+
+
+def _host(*plugins: object) -> PluginHost:
+    host = PluginHost(load_entrypoints=False)
+    for plugin in plugins:
+        host.register(plugin)
+    return host
 
 
 @pytest.mark.parametrize("bad", ["all", "", None, "NONE", 1])
@@ -264,3 +288,93 @@ async def test_metadata_is_copied_when_run_agent_is_called() -> None:
     await oma.evaluation.flush()
     assert evaluator_cases[0].metadata == {"tags": ["a"]}
     assert evaluator_cases[0].run_id == "run-7"
+
+
+def test_online_evaluation_config_defaults() -> None:
+    config = OnlineEvaluationConfig(scorers=[lambda case: 1.0])
+    assert config.sample == 1.0
+    assert config.store_payloads == "none"
+
+
+async def test_sampling_zero_scores_nothing() -> None:
+    scored: list[Any] = []
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[_collect(scored)], sample=0.0))
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    await oma.evaluation.flush()
+    assert scored == [] and oma.evaluation.stats().scored == 0
+
+
+async def test_a_failing_scorer_is_counted_and_never_fails_the_run() -> None:
+    def bad(case: EvalCase) -> float:
+        raise RuntimeError("scorer broke")
+
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[bad]))
+    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    await oma.evaluation.flush()
+    assert result.success
+    assert oma.evaluation.stats().failed >= 1
+
+
+async def test_async_scorers_and_the_result_hook_receive_the_sample() -> None:
+    results: list[Any] = []
+
+    class Sink:
+        @hookimpl
+        def oma_evaluation_result(self, result: Any) -> None:
+            results.append(result)
+
+    async def scorer(case: EvalCase) -> float:
+        await asyncio.sleep(0)
+        return 0.5
+
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[scorer]), plugins=_host(Sink()))
+    await oma.run_agent(
+        AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hello", run_id="z"
+    )
+    await oma.evaluation.flush()
+    assert len(results) == 1
+    assert results[0].run_id == "z"
+    assert results[0].input == "[string input omitted; 5 characters]"
+
+
+async def test_scorer_may_return_a_score_with_a_reason() -> None:
+    from oma_core import Score
+
+    results: list[Any] = []
+
+    class Sink:
+        @hookimpl
+        def oma_evaluation_result(self, result: Any) -> None:
+            results.append(result)
+
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(scorers=[lambda case: Score(0.25, "meh")]),
+        plugins=_host(Sink()),
+    )
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    await oma.evaluation.flush()
+    (score,) = results[0].scores.values()
+    assert score.value == 0.25 and score.reason == "meh"
+
+
+async def test_evaluation_metadata_is_copied_at_the_call() -> None:
+    cases: list[EvalCase] = []
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[_collect(cases)]))
+    metadata = {"k": "v"}
+    coro = oma.run_agent(
+        AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi", metadata=metadata
+    )
+    metadata["k"] = "changed"
+    await coro
+    await oma.evaluation.flush()
+    assert cases[0].metadata == {"k": "v"}
+
+
+async def test_after_shutdown_runs_are_not_scored_but_counted_as_dropped() -> None:
+    scored: list[Any] = []
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[_collect(scored)]))
+    await oma.evaluation.shutdown()
+    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    await oma.evaluation.flush()
+    assert result.success and scored == []
+    assert oma.evaluation.stats().dropped == 1

@@ -14,14 +14,38 @@ from oma_core import (
     Base64Source,
     ImageBlock,
     InvalidMessageError,
+    LLMMessage,
     UrlSource,
     VideoBlock,
+    dump_messages,
     image_base64,
     image_url,
+    load_messages,
     video_base64,
     video_url,
 )
 from oma_core.media import decoded_size, describe_source, guess_media_type
+
+REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
+
+
+REFERENCE_MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(range(100))).decode("ascii")
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _png(kind: str = "base64") -> dict[str, Any]:
+    if kind == "base64":
+        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
+    else:
+        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
+    return {"type": "image", "source": source}
 
 
 def test_image_media_types_are_the_four_common_ones() -> None:
@@ -271,3 +295,96 @@ def test_image_media_types_lists_the_common_image_formats() -> None:
     for media_type in ("image/jpeg", "image/png", "image/gif", "image/webp"):
         assert media_type in IMAGE_MEDIA_TYPES
     assert all(m.startswith("image/") for m in IMAGE_MEDIA_TYPES)
+
+
+def test_image_url_references_a_remote_image() -> None:
+    block = image_url("https://example.com/photo.jpg")
+    assert isinstance(block, ImageBlock)
+    assert block.source == UrlSource("image/jpeg", "https://example.com/photo.jpg")
+    assert block.detail is None
+    assert dump_messages([LLMMessage("user", (block,))])[0]["content"][0] == {
+        "type": "image",
+        "source": {
+            "type": "url",
+            "media_type": "image/jpeg",
+            "url": "https://example.com/photo.jpg",
+        },
+    }
+
+
+def test_image_url_takes_a_media_type_and_a_detail() -> None:
+    block = image_url("https://example.com/photo", media_type="image/jpeg", detail="high")
+    assert block.source.media_type == "image/jpeg"
+    assert block.detail == "high"
+
+
+@pytest.mark.parametrize("detail", ["low", "high", "auto"])
+def test_detail_is_low_high_or_auto(detail: str) -> None:
+    assert image_url("https://example.com/a.png", detail=detail).detail == detail  # type: ignore[arg-type]
+    (message,) = load_messages([_user({**_png(), "detail": detail})])
+    assert message.content[0].detail == detail  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("detail", ["medium", "HIGH", "", 1])
+def test_any_other_detail_is_refused(detail: Any) -> None:
+    with pytest.raises(InvalidMessageError):
+        image_url("https://example.com/a.png", detail=detail)
+    with pytest.raises(InvalidMessageError):
+        load_messages([_user({**_png(), "detail": detail})])
+
+
+def test_image_url_without_an_inferable_media_type_is_refused() -> None:
+    with pytest.raises(InvalidMessageError, match="media_type"):
+        image_url("https://example.com/photo")
+
+
+def test_image_base64_embeds_raw_base64() -> None:
+    block = image_base64(REFERENCE_PNG, "image/png")
+    assert block.source == Base64Source("image/png", REFERENCE_PNG)
+    assert dump_messages([LLMMessage("user", (block,))])[0]["content"][0] == _png()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "data:image/png;base64," + REFERENCE_PNG,
+        REFERENCE_PNG[:16] + " " + REFERENCE_PNG[16:],
+        "",
+        "not base64!",
+    ],
+)
+def test_image_base64_refuses_anything_but_raw_base64(data: str) -> None:
+    with pytest.raises(InvalidMessageError, match="raw base64") as caught:
+        image_base64(data, "image/png")
+    assert REFERENCE_PNG not in str(caught.value)
+
+
+def test_image_base64_refuses_bytes() -> None:
+    with pytest.raises(InvalidMessageError):
+        image_base64(base64.b64decode(REFERENCE_PNG), "image/png")  # type: ignore[arg-type]
+
+
+def test_an_image_helper_refuses_a_non_image_media_type() -> None:
+    with pytest.raises(InvalidMessageError):
+        image_base64(REFERENCE_PNG, "video/mp4")
+    with pytest.raises(InvalidMessageError):
+        video_base64(REFERENCE_MP4, "image/png")
+
+
+def test_image_media_types_are_the_four_every_provider_takes() -> None:
+    four = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+    assert four == IMAGE_MEDIA_TYPES
+
+
+@pytest.mark.parametrize(
+    ("url", "media_type"),
+    [
+        ("https://example.com/a.jpg", "image/jpeg"),
+        ("https://example.com/a.JPEG", "image/jpeg"),
+        ("https://example.com/a.png?size=large", "image/png"),
+        ("https://example.com/a.gif#frame", "image/gif"),
+        ("https://example.com/a.webp", "image/webp"),
+    ],
+)
+def test_the_media_type_is_looked_up_from_the_file_extension(url: str, media_type: str) -> None:
+    assert image_url(url).source.media_type == media_type

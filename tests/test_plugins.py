@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import sys
 import textwrap
 import tomllib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from oma_core import BackendSpec, Capabilities, PluginError, ProviderSpec, hookimpl
+from oma_core import (
+    Agent,
+    AgentConfig,
+    BackendSpec,
+    Capabilities,
+    PluginError,
+    ProviderSpec,
+    hookimpl,
+)
+from oma_core.backends import BackendRequest, BackendResult
 from oma_core.plugins import PluginHost
+from oma_core.providers import (
+    TextDelta,
+)
 from oma_core.testing import ScriptedProvider
 
 PLUGINS = Path(__file__).parent / "plugins"
@@ -61,6 +74,98 @@ def _provider_plugin(name: str, display: str = "Test") -> object:
 
 
 # -- built-ins and discovery --------------------------------------------------------------------
+
+
+def _host(*plugins: object) -> PluginHost:
+    host = PluginHost(load_entrypoints=False)
+    for plugin in plugins:
+        host.register(plugin)
+    return host
+
+
+class _TinyBackend:
+    kind = "tiny"
+    display_name = "Tiny"
+
+    def __init__(self, log: list[BackendRequest]) -> None:
+        self.log = log
+        self.closed = 0
+        self.turn_closed = 0
+        self.started = asyncio.Event()
+
+    async def run(self, request: BackendRequest) -> AsyncIterator[Any]:
+        self.log.append(request)
+        try:
+            yield TextDelta("re:" + request.prompt)
+            if request.prompt == "hang":
+                self.started.set()
+                await asyncio.sleep(30)
+            yield BackendResult(output="re:" + request.prompt)
+        finally:
+            self.turn_closed += 1
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+class _TinyBackendPlugin:
+    def __init__(self) -> None:
+        self.requests: list[BackendRequest] = []
+        self.built = 0
+        self.backend: _TinyBackend | None = None
+        self.made = asyncio.Event()
+
+    def _factory(self, options: Mapping[str, Any]) -> _TinyBackend:
+        self.built += 1
+        self.backend = _TinyBackend(self.requests)
+        self.made.set()
+        return self.backend
+
+    @hookimpl
+    def oma_register_backends(self) -> list[BackendSpec]:
+        return [BackendSpec(kind="tiny", display_name="Tiny", factory=self._factory)]
+
+
+_GOOD_PLUGIN = """
+from oma_core import Capabilities, ProviderSpec, hookimpl
+from oma_core.testing import ScriptedProvider
+
+
+@hookimpl
+def oma_register_providers():
+    return [ProviderSpec(name="ctgood", display_name="CT Good",
+                         factory=lambda settings: ScriptedProvider(["from ctgood"]),
+                         capabilities=Capabilities.everything())]
+"""
+
+
+_BROKEN_PLUGINS = {
+    "oma_ctimport": "raise ImportError('this plugin cannot import')\n",
+    "oma_ctbadhook": (
+        "from oma_core import hookimpl\n\n"
+        "@hookimpl\ndef oma_progress(evt, extra):\n    return None\n"
+    ),
+    "oma_ctraise": (
+        "from oma_core import hookimpl\n\n"
+        "@hookimpl\ndef oma_register_providers():\n    raise RuntimeError('cannot register')\n"
+    ),
+}
+
+
+@pytest.fixture
+def entry_point_plugins(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four distributions with ``oma`` entry points: one good, three broken in different ways."""
+    modules = {"oma_ctgood": _GOOD_PLUGIN, **_BROKEN_PLUGINS}
+    for module, source in modules.items():
+        (tmp_path / f"{module}.py").write_text(source)
+        dist = module.replace("_", "-")
+        info = tmp_path / f"{module}-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(f"[oma]\n{module[4:]} = {module}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("OMA_LOAD_PLUGINS", raising=False)
+    monkeypatch.delenv("OMA_DISABLE_PLUGINS", raising=False)
 
 
 def test_builtin_providers_load_without_entry_points() -> None:
@@ -380,3 +485,52 @@ def test_loading_plugins_imports_no_sdk_or_cli() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_oma_load_plugins_empty_loads_no_external_plugin_but_the_builtins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
+    monkeypatch.delenv("OMA_DISABLE_PLUGINS", raising=False)
+    specs = PluginHost().provider_specs()
+    assert {"echo", "scripted"} <= set(specs)
+    assert "anthropic" not in specs and "openai" not in specs
+
+
+def test_a_registered_in_process_plugin_offers_its_backend() -> None:
+    host = _host(_TinyBackendPlugin())
+    assert "tiny" in host.backend_specs()
+
+
+@pytest.mark.usefixtures("entry_point_plugins")
+async def test_broken_entry_point_plugins_are_skipped_and_reported() -> None:
+    host = PluginHost()
+    assert "ctgood" in host.provider_specs()
+    failed = {failure.name for failure in host.failures}
+    assert {"ctimport", "ctbadhook", "ctraise"} <= failed
+    agent = Agent(AgentConfig(name="g", provider="ctgood"), plugins=host)
+    assert (await agent.run("x")).output == "from ctgood"
+
+
+@pytest.mark.usefixtures("entry_point_plugins")
+def test_oma_load_plugins_loads_only_the_named_entry_point_plugins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "ctgood")
+    host = PluginHost()
+    specs = host.provider_specs()
+    assert "ctgood" in specs and "anthropic" not in specs
+    assert {"echo", "scripted"} <= set(specs)
+    assert host.failures == []
+
+
+@pytest.mark.usefixtures("entry_point_plugins")
+def test_oma_disable_plugins_blocks_named_entry_point_plugins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OMA_DISABLE_PLUGINS", "ctgood,ctimport,ctbadhook,ctraise,echo,scripted")
+    host = PluginHost()
+    specs = host.provider_specs()
+    assert "ctgood" not in specs
+    assert {"echo", "scripted"} <= set(specs), "built-in providers always load"
+    assert not {"ctimport", "ctbadhook", "ctraise"} & {f.name for f in host.failures}

@@ -3,12 +3,102 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import time
+from collections.abc import Callable
+from typing import Any
 
+from oma_core import (
+    AgentConfig,
+    EvalCase,
+    LLMMessage,
+    OnlineEvaluationConfig,
+    OpenMultiAgent,
+    PluginHost,
+    TextBlock,
+    dump_messages,
+    hookimpl,
+    load_messages,
+)
 from oma_core.progress import ProgressDispatcher, ProgressEvent
+from oma_core.testing import ScriptedProvider
 
 
 def _event() -> ProgressEvent:
     return ProgressEvent("agent_start", "a", None, {"prompt": "hi", "extra": {"k": [1]}})
+
+
+def _img(name: str) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
+    }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _host(*plugins: object) -> PluginHost:
+    host = PluginHost(load_entrypoints=False)
+    for plugin in plugins:
+        host.register(plugin)
+    return host
+
+
+class _Recorder:
+    """An in-process plugin recording before_run and progress calls."""
+
+    def __init__(self) -> None:
+        self.before_run: list[Any] = []
+        self.progress: list[Any] = []
+
+    @hookimpl
+    def oma_before_run(self, ctx: Any) -> None:
+        self.before_run.append(ctx)
+
+    @hookimpl
+    def oma_progress(self, event: Any) -> None:
+        self.progress.append(event)
+
+
+REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
+
+
+def _assistant_says(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(text)]}
+
+
+def _png(kind: str = "base64") -> dict[str, Any]:
+    if kind == "base64":
+        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
+    else:
+        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
+    return {"type": "image", "source": source}
+
+
+def _reference_conversation() -> list[dict[str, Any]]:
+    """The conversation of the page's first example."""
+    return [
+        _user("Keep answers concise."),
+        _assistant_says("Understood."),
+        _user("What is shown here?", _png()),
+    ]
+
+
+def _collect(into: list[EvalCase]) -> Callable[[EvalCase], float]:
+    """A scorer that keeps every case it sees."""
+
+    def scorer(case: EvalCase) -> float:
+        into.append(case)
+        return 1.0
+
+    return scorer
 
 
 async def test_sync_observers_are_called_in_order_as_the_event_happens() -> None:
@@ -97,3 +187,178 @@ async def test_cancel_stops_running_async_observers() -> None:
     tasks = list(pending)
     await ProgressDispatcher.cancel(pending)
     assert all(task.cancelled() for task in tasks)
+
+
+async def test_agent_start_carries_the_prompt_for_string_input() -> None:
+    events: list[ProgressEvent] = []
+    oma = OpenMultiAgent(on_progress=events.append)
+    result = await oma.run_agent(AgentConfig(name="vision", provider=ScriptedProvider(["r"])), "hi")
+    assert result.success
+    start = next(e for e in events if e.type == "agent_start")
+    assert isinstance(start, ProgressEvent)
+    assert start.agent == "vision"
+    assert start.data == {"prompt": "hi"}
+    assert any(e.type == "agent_complete" for e in events)
+    assert [e.type for e in events].index("agent_start") < [e.type for e in events].index(
+        "agent_complete"
+    )
+
+
+async def test_agent_start_carries_message_tuple_for_structured_input() -> None:
+    events: list[ProgressEvent] = []
+    conv = [_user("a", _img("x.png"))]
+    oma = OpenMultiAgent(on_progress=events.append)
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), conv)
+    start = next(e for e in events if e.type == "agent_start")
+    assert set(start.data) == {"messages"}
+    assert isinstance(start.data["messages"], tuple)
+    assert all(isinstance(m, LLMMessage) for m in start.data["messages"])
+    assert dump_messages(start.data["messages"]) == conv
+
+
+async def test_an_observer_mutating_the_event_changes_nothing() -> None:
+    def meddle(event: ProgressEvent) -> None:
+        if event.type == "agent_start" and isinstance(event.data, dict):
+            event.data["prompt"] = "meddled"
+
+    provider = ScriptedProvider(["r"])
+    await OpenMultiAgent(on_progress=meddle).run_agent(
+        AgentConfig(name="v", provider=provider), "hi"
+    )
+    assert dump_messages(provider.requests[0].messages) == [_user("hi")]
+
+
+async def test_async_observers_are_awaited_before_run_agent_returns() -> None:
+    seen: list[str] = []
+
+    async def observer(event: ProgressEvent) -> None:
+        await asyncio.sleep(0.01)
+        seen.append(event.type)
+
+    oma = OpenMultiAgent(on_progress=observer)
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    assert "agent_start" in seen and "agent_complete" in seen
+
+
+async def test_a_raising_observer_never_fails_the_run() -> None:
+    calls: list[str] = []
+
+    def observer(event: ProgressEvent) -> None:
+        calls.append(event.type)
+        raise RuntimeError("observer broke")
+
+    oma = OpenMultiAgent(on_progress=observer)
+    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    assert result.success and result.output == "r"
+    assert "agent_start" in calls and "agent_complete" in calls
+
+
+async def test_package_progress_hooks_observe_run_agent() -> None:
+    recorder = _Recorder()
+    oma = OpenMultiAgent(plugins=_host(recorder))
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    types = [e.type for e in recorder.progress]
+    assert "agent_start" in types and "agent_complete" in types
+    assert len(recorder.before_run) == 1
+
+
+async def test_sync_observers_see_events_in_order_as_they_happen() -> None:
+    events: list[ProgressEvent] = []
+    oma = OpenMultiAgent(on_progress=events.append)
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    types = [e.type for e in events]
+    assert types[0] == "agent_start" and types[-1] == "agent_complete"
+
+
+async def test_a_slow_async_observer_is_skipped_after_its_time_limit() -> None:
+    async def slow(event: ProgressEvent) -> None:
+        await asyncio.sleep(10)
+
+    oma = OpenMultiAgent(on_progress=slow, observer_timeout=0.05)
+    start = time.monotonic()
+    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    assert result.success
+    assert time.monotonic() - start < 3
+
+
+async def test_progress_events_of_run_agent_have_no_task() -> None:
+    events: list[ProgressEvent] = []
+    await OpenMultiAgent(on_progress=events.append).run_agent(
+        AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi"
+    )
+    assert events and all(e.task is None and e.agent == "v" for e in events)
+
+
+async def test_on_progress_runs_before_the_package_observers_for_each_event() -> None:
+    order: list[str] = []
+
+    class Hook:
+        @hookimpl
+        def oma_progress(self, event: Any) -> None:
+            order.append(f"hook:{event.type}")
+
+    oma = OpenMultiAgent(
+        on_progress=lambda event: order.append(f"on:{event.type}"), plugins=_host(Hook())
+    )
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    assert order[:2] == ["on:agent_start", "hook:agent_start"]
+    assert order[-2:] == ["on:agent_complete", "hook:agent_complete"]
+
+
+async def test_agent_start_carries_the_string_prompt_of_run_agent() -> None:
+    progress: list[ProgressEvent] = []
+    oma = OpenMultiAgent(on_progress=progress.append, plugins=_host())
+    await oma.run_agent(AgentConfig(name="vision"), "What is shown?")
+    start = next(e for e in progress if e.type == "agent_start")
+    assert start.agent == "vision"
+    assert start.data == {"prompt": "What is shown?"}
+
+
+async def test_agent_start_carries_the_messages_for_structured_input() -> None:
+    progress: list[ProgressEvent] = []
+    oma = OpenMultiAgent(on_progress=progress.append, plugins=_host())
+    conversation = _reference_conversation()
+    await oma.run_agent(AgentConfig(name="vision"), conversation)
+    start = next(e for e in progress if e.type == "agent_start")
+    assert set(start.data) == {"messages"}
+    assert isinstance(start.data["messages"], tuple)
+    assert start.data["messages"] == load_messages(conversation)
+
+
+async def test_progress_callback_mutations_cannot_affect_execution_or_evaluation() -> None:
+    def meddle(event: ProgressEvent) -> None:
+        if event.type == "agent_start":
+            event.data["messages"] = (LLMMessage("user", (TextBlock("tampered"),)),)
+            event.data.clear()
+
+    cases: list[EvalCase] = []
+    provider = ScriptedProvider(["fine"])
+    oma = OpenMultiAgent(
+        on_progress=meddle,
+        evaluation=OnlineEvaluationConfig(scorers=[_collect(cases)], store_payloads="full"),
+        plugins=_host(),
+    )
+    conversation = [_user("original question")]
+    result = await oma.run_agent(AgentConfig(name="v", provider=provider), conversation)
+    await oma.evaluation.flush()
+    assert result.success
+    assert dump_messages(provider.requests[0].messages) == conversation
+    assert json.loads(cases[0].input) == conversation
+
+
+async def test_one_observer_mutating_its_event_does_not_change_what_another_sees() -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Watcher:
+        @hookimpl
+        def oma_progress(self, event: ProgressEvent) -> None:
+            if event.type == "agent_start":
+                seen.append(dict(event.data))
+
+    def meddle(event: ProgressEvent) -> None:
+        event.data.clear()
+
+    oma = OpenMultiAgent(on_progress=meddle, plugins=_host(Watcher()))
+    conversation = _reference_conversation()
+    await oma.run_agent(AgentConfig(name="v"), conversation)
+    assert seen == [{"messages": load_messages(conversation)}]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import time
+from typing import Any
 
 import pytest
 
@@ -19,6 +22,8 @@ from oma_core import (
     ToolCall,
     ToolDefinition,
     ToolUseBlock,
+    load_messages,
+    tool,
 )
 from oma_core.plugins import PluginHost
 from oma_core.testing import Delayed, ScriptedProvider
@@ -36,6 +41,28 @@ TOOL_TURN = {
         {"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Paris"}},
     ],
 }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _agent(
+    responses: list[Any], host: PluginHost | None = None, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
+    return agent, provider
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
 
 
 async def test_text_responses_are_played_in_order() -> None:
@@ -144,3 +171,53 @@ async def test_an_agent_on_the_scripted_provider_plays_the_script() -> None:
     config = AgentConfig(name="a", provider="scripted", provider_options={"responses": ["hello"]})
     result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("x")
     assert result.output == "hello"
+
+
+async def test_scripted_plays_strings_messages_and_dicts_in_order() -> None:
+    message = load_messages([_assistant("from object")])[0]
+    agent, provider = _agent(["one", message, _assistant("from dict")])
+    outputs = [(await agent.run("x")).output for _ in range(3)]
+    assert outputs == ["one", "from object", "from dict"]
+    assert len(provider.requests) == 3
+
+
+async def test_scripted_raises_an_exception_instance_when_reached() -> None:
+    boom = ProviderError("nope", status_code=400)
+    agent, _ = _agent(["first", boom])
+    assert (await agent.run("x")).success
+    result = await agent.run("y")
+    assert result.status.error is boom
+
+
+async def test_scripted_delayed_waits_before_answering() -> None:
+    agent, _ = _agent([Delayed(0.2, "late")])
+    start = time.monotonic()
+    result = await agent.run("x")
+    assert result.output == "late"
+    assert time.monotonic() - start >= 0.19
+
+
+async def test_an_exhausted_script_raises_an_error_that_says_so() -> None:
+    agent, _ = _agent(["only"])
+    await agent.run("x")
+    result = await agent.run("y")
+    assert not result.success
+    assert re.search(r"exhaust|no more|ran out|empty", str(result.status.error), re.I)
+
+
+async def test_scripted_records_messages_system_prompt_and_tools() -> None:
+    agent, provider = _agent(["ok"], system_prompt="be brief", tools=[add])
+    await agent.run("x")
+    (request,) = provider.requests
+    assert isinstance(request.messages, tuple)
+    assert all(isinstance(m, LLMMessage) for m in request.messages)
+    assert request.system_prompt == "be brief"
+    assert [t.name for t in request.tools] == ["add"]
+
+
+async def test_the_registered_scripted_provider_reads_provider_options_responses() -> None:
+    agent = Agent(
+        AgentConfig(name="s", provider="scripted", provider_options={"responses": ["a", "b"]})
+    )
+    assert (await agent.run("x")).output == "a"
+    assert (await agent.run("y")).output == "b"

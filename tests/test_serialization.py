@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import pathlib
 import types
@@ -46,6 +47,53 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
 VIDEO_SOURCE = {"type": "url", "media_type": "video/mp4", "url": "https://example.com/a.mp4"}
+
+
+REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
+
+
+REFERENCE_MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(range(100))).decode("ascii")
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _assistant_says(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(text)]}
+
+
+def _png(kind: str = "base64") -> dict[str, Any]:
+    if kind == "base64":
+        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
+    else:
+        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
+    return {"type": "image", "source": source}
+
+
+def _video(kind: str = "url") -> dict[str, Any]:
+    if kind == "base64":
+        source = {"type": "base64", "media_type": "video/mp4", "data": REFERENCE_MP4}
+    else:
+        source = {
+            "type": "url",
+            "media_type": "video/mp4",
+            "url": "https://example.com/clip.mp4",
+        }
+    return {"type": "video", "source": source}
+
+
+def _reference_conversation() -> list[dict[str, Any]]:
+    """The conversation of the page's first example."""
+    return [
+        _user("Keep answers concise."),
+        _assistant_says("Understood."),
+        _user("What is shown here?", _png()),
+    ]
 
 
 def test_dump_gives_back_the_dicts_that_were_loaded(conversation: list[dict[str, Any]]) -> None:
@@ -363,3 +411,9 @@ def test_loaded_tool_input_equals_the_plain_data_it_came_from() -> None:
     assert json.loads(json.dumps(block.input)) == value
     assert block.plain_input() == value
     assert ToolUseBlock(id="t1", name="zoom", input=value) == block
+
+
+def test_load_and_dump_invert_each_other_on_the_reference_shapes() -> None:
+    conversation = [*_reference_conversation(), _user(_video("url"), _video("base64"))]
+    assert dump_messages(load_messages(conversation)) == conversation
+    assert load_messages(dump_messages(load_messages(conversation))) == load_messages(conversation)

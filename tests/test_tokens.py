@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import math
+from typing import Any
 
 import pytest
 from _builders import (
@@ -18,14 +21,76 @@ from _builders import (
 )
 
 from oma_core import (
+    Agent,
+    AgentConfig,
+    ImageBlock,
     InvalidMessageError,
+    LLMMessage,
+    PluginHost,
+    TextBlock,
+    ToolResultBlock,
     estimate_tokens,
+    image_base64,
+    image_url,
     load_messages,
 )
+from oma_core.testing import ScriptedProvider
 
 
 def user(*blocks: object) -> dict[str, object]:
     return {"role": "user", "content": list(blocks)}
+
+
+REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
+
+
+REFERENCE_MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(range(100))).decode("ascii")
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _assistant_says(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(text)]}
+
+
+def _png(kind: str = "base64") -> dict[str, Any]:
+    if kind == "base64":
+        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
+    else:
+        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
+    return {"type": "image", "source": source}
+
+
+def _video(kind: str = "url") -> dict[str, Any]:
+    if kind == "base64":
+        source = {"type": "base64", "media_type": "video/mp4", "data": REFERENCE_MP4}
+    else:
+        source = {
+            "type": "url",
+            "media_type": "video/mp4",
+            "url": "https://example.com/clip.mp4",
+        }
+    return {"type": "video", "source": source}
+
+
+def _host(*plugins: object) -> PluginHost:
+    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
+    host = PluginHost(load_entrypoints=False)
+    for plugin in plugins:
+        host.register(plugin)
+    return host
+
+
+def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
+    return agent, provider
 
 
 def test_text_costs_a_quarter_of_its_characters_rounded_up() -> None:
@@ -155,3 +220,50 @@ def test_a_whole_conversation_adds_up() -> None:
 def test_estimate_refuses_invalid_input() -> None:
     with pytest.raises(InvalidMessageError):
         estimate_tokens([user(text(5))])
+
+
+def test_an_image_costs_a_flat_thousand_tokens_regardless_of_size() -> None:
+    small = image_base64(REFERENCE_PNG, "image/png")
+    large = image_base64(base64.b64encode(bytes(200_000)).decode("ascii"), "image/png")
+    remote = image_url("https://example.com/a-very-long-name-for-a-large-image.png")
+    for block in (small, large, remote):
+        assert estimate_tokens([LLMMessage("user", (block,))]) == 1000
+
+
+def test_the_image_estimate_adds_to_the_text_estimate() -> None:
+    text = "x" * 10  # ceil(10 / 4) == 3
+    messages = [_user(text, _png(), _png("url"))]
+    assert estimate_tokens(messages) == 3 + 2 * 1000
+    assert estimate_tokens(messages, image_tokens=85) == 3 + 2 * 85
+
+
+@pytest.mark.parametrize("detail", ["low", "high", "auto"])
+def test_detail_does_not_change_the_flat_image_estimate(detail: str) -> None:
+    block = {**_png(), "detail": detail}
+    assert estimate_tokens([_user(block)]) == 1000
+
+
+def test_a_video_costs_a_quarter_of_its_payload_or_url__2() -> None:
+    url = "https://example.com/clip.mp4"
+    assert estimate_tokens([_user(_video("url"))]) == math.ceil(len(url) / 4)
+    assert estimate_tokens([_user(_video("base64"))]) == math.ceil(len(REFERENCE_MP4) / 4)
+
+
+def test_images_inside_tool_results_count_too() -> None:
+    block = ToolResultBlock("t1", (TextBlock("abcd"), image_url("https://example.com/a.png")))
+    assert estimate_tokens([LLMMessage("user", (block,))]) == 1 + 1000
+
+
+async def test_the_flat_image_estimate_drives_max_history_tokens() -> None:
+    # each old turn holds one image (1000 tokens); a 2,500-token window keeps at most two
+    history: list[dict[str, Any]] = []
+    for index in range(4):
+        history += [_user(f"turn {index}", _png("url")), _assistant_says(f"reply {index}")]
+    agent, provider = _scripted(["ok"], history=history, max_history_tokens=2500)
+    await agent.prompt("now")
+    sent = provider.requests[0].messages
+    assert estimate_tokens(sent) <= 2500
+    assert sent[0].role == "user"
+    images = sum(isinstance(b, ImageBlock) for m in sent for b in m.content)
+    assert images == 2
+    assert sent[-1].content == (TextBlock("now"),)

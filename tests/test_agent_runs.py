@@ -1,0 +1,286 @@
+"""Agent.run: what a run sends to the provider and what its RunResult holds."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from oma_core import (
+    Agent,
+    AgentConfig,
+    ImageBlock,
+    LLMMessage,
+    OpenMultiAgent,
+    PluginHost,
+    ProviderError,
+    RunResult,
+    RunStatus,
+    StreamEvent,
+    TextBlock,
+    Usage,
+    dump_messages,
+    image_url,
+    load_messages,
+    tool,
+)
+from oma_core.providers import (
+    ProviderRequest,
+    ProviderResponse,
+    ResponseComplete,
+    TextDelta,
+    ToolCall,
+)
+from oma_core.testing import ScriptedProvider
+
+
+def _img(name: str) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
+    }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
+    return _assistant({"type": "tool_use", "id": call_id, "name": name, "input": args})
+
+
+def _agent(
+    responses: list[Any], host: PluginHost | None = None, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
+    return agent, provider
+
+
+def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
+    return dump_messages(provider.requests[index].messages)
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+class _CostlyProvider:
+    """A provider reporting 100 + 100 tokens per call, always calling the ``add`` tool."""
+
+    name = "costly"
+    display_name = "Costly"
+
+    def __init__(self, tool_calls: bool = True) -> None:
+        self.calls = 0
+        self.tool_calls = tool_calls
+
+    def _response(self) -> ProviderResponse:
+        self.calls += 1
+        if self.tool_calls:
+            message = load_messages([_tool_call("add", {"a": 1, "b": 1}, f"c{self.calls}")])[0]
+        else:
+            message = load_messages([_assistant("fine")])[0]
+        return ProviderResponse(message=message, usage=Usage(100, 100))
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        return self._response()
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
+        response = self._response()
+        for block in response.message.content:
+            if block.type == "tool_use":
+                yield ToolCall(block)
+            elif isinstance(block, TextBlock):
+                yield TextDelta(block.text)
+        yield ResponseComplete(response)
+
+    def render(self, request: ProviderRequest) -> dict[str, Any]:
+        return {}
+
+    async def aclose(self) -> None:
+        return None
+
+
+REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
+
+
+def _assistant_says(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(text)]}
+
+
+def _png(kind: str = "base64") -> dict[str, Any]:
+    if kind == "base64":
+        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
+    else:
+        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
+    return {"type": "image", "source": source}
+
+
+def _reference_conversation() -> list[dict[str, Any]]:
+    """The conversation of the page's first example."""
+    return [
+        _user("Keep answers concise."),
+        _assistant_says("Understood."),
+        _user("What is shown here?", _png()),
+    ]
+
+
+def _host(*plugins: object) -> PluginHost:
+    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
+    host = PluginHost(load_entrypoints=False)
+    for plugin in plugins:
+        host.register(plugin)
+    return host
+
+
+def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
+    return agent, provider
+
+
+async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
+    return [event async for event in agent.stream(input)]
+
+
+async def test_run_with_a_string_sends_one_user_text_message() -> None:
+    agent, provider = _agent(["hello"])
+    result = await agent.run("What is shown?")
+    assert isinstance(result, RunResult)
+    assert result.success and result.output == "hello"
+    assert result.status == RunStatus("ok", None) or (
+        result.status.code == "ok" and result.status.error is None
+    )
+    assert _sent(provider) == [_user("What is shown?")]
+
+
+async def test_run_with_messages_sends_the_complete_conversation() -> None:
+    conv = [_user("a", _img("x.png")), _assistant("b"), _user("c")]
+    agent, provider = _agent(["ok"])
+    await agent.run(conv)
+    assert _sent(provider) == conv
+
+
+def test_run_sync_and_prompt_sync_wrap_the_async_calls() -> None:
+    agent, provider = _agent(["a", "b"])
+    assert agent.run_sync("x").output == "a"
+    assert agent.prompt_sync("y").output == "b"
+    assert len(agent.get_history()) == 2
+    assert len(provider.requests) == 2
+
+
+async def test_run_result_messages_are_the_produced_turns_only() -> None:
+    agent, _ = _agent([_tool_call("add", {"a": 2, "b": 3}), "five"], tools=[add])
+    result = await agent.run([_user("2+3?")])
+    assert isinstance(result.messages, list)
+    dumped = dump_messages(result.messages)
+    assert [m["role"] for m in dumped] == ["assistant", "user", "assistant"]
+    assert dumped[0]["content"][0]["type"] == "tool_use"
+    tool_result = dumped[1]["content"][0]
+    assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == "c1"
+    assert "5" in json.dumps(tool_result["content"])
+    assert not tool_result.get("is_error", False)
+    assert dumped[2] == _assistant("five")
+    assert result.output == "five"
+
+
+async def test_run_result_usage_is_a_usage_with_token_counts() -> None:
+    agent, _ = _agent(["ok"])
+    result = await agent.run("x")
+    assert isinstance(result.usage, Usage)
+    assert isinstance(result.usage.input_tokens, int)
+    assert isinstance(result.usage.output_tokens, int)
+
+
+async def test_a_provider_error_is_a_failed_result_with_the_exception() -> None:
+    boom = ProviderError("bad request", status_code=400)
+    agent, _ = _agent([boom])
+    result = await agent.run("x")
+    assert result.success is False
+    assert isinstance(result.status, RunStatus)
+    assert result.status.code == "error"
+    assert result.status.error is boom
+
+
+async def test_run_usage_sums_every_model_call() -> None:
+    class TwoCalls(_CostlyProvider):
+        def _response(self) -> ProviderResponse:
+            self.tool_calls = self.calls == 0
+            return super()._response()
+
+    provider = TwoCalls()
+    result = await Agent(AgentConfig(name="v", provider=provider, tools=[add])).run("go")
+    assert result.success and provider.calls == 2
+    assert result.usage == Usage(200, 200)
+
+
+async def test_the_string_form_is_shorthand_for_one_user_text_message() -> None:
+    agent, provider = _scripted(["a", "b"])
+    await agent.run("What is shown?")
+    await agent.run([_user("What is shown?")])
+    first, second = provider.requests
+    assert first.messages == (LLMMessage("user", (TextBlock("What is shown?"),)),)
+    assert first.messages == second.messages
+
+
+async def test_run_agent_accepts_the_reference_conversation_with_a_base64_image() -> None:
+    oma = OpenMultiAgent(plugins=_host())
+    result = await oma.run_agent(
+        AgentConfig(name="vision", model="claude-sonnet-4-6"), _reference_conversation()
+    )
+    assert result.success
+    # echo describes every message it received: all three turns and the image arrived
+    assert "Keep answers concise." in result.output
+    assert "Understood." in result.output
+    assert "image/png" in result.output and "base64" in result.output
+
+
+async def test_run_stream_and_run_agent_send_the_complete_conversation() -> None:
+    conversation = _reference_conversation()
+    expected = load_messages(conversation)
+    agent, provider = _scripted(["1", "2"])
+    await agent.run(conversation)
+    await _events(agent, conversation)
+    oma_provider = ScriptedProvider(["3"])
+    oma = OpenMultiAgent(plugins=_host())
+    await oma.run_agent(AgentConfig(name="v", provider=oma_provider), conversation)
+    assert [r.messages for r in provider.requests] == [expected, expected]
+    assert oma_provider.requests[0].messages == expected
+
+
+async def test_messages_and_blocks_may_be_objects_or_dicts_mixed_freely() -> None:
+    agent, provider = _scripted(["ok"])
+    message = LLMMessage("user", (TextBlock("from an object"),))
+    await agent.run(
+        [message, _assistant_says("r"), _user(image_url("https://example.com/a.png"), "t")]
+    )
+    sent = provider.requests[0].messages
+    assert sent[0] == message
+    assert isinstance(sent[2].content[0], ImageBlock)
+
+
+async def test_one_input_built_once_runs_on_several_agents_at_once() -> None:
+    shared = [image_url("https://example.com/diagram.png"), _text("Explain this diagram.")]
+    snapshot = list(shared)
+    providers = [ScriptedProvider([f"answer {i}"]) for i in range(3)]
+    agents = [
+        Agent(AgentConfig(name=f"a{i}", provider=p), plugins=_host())
+        for i, p in enumerate(providers)
+    ]
+    results = await asyncio.gather(*(agent.prompt(shared) for agent in agents))
+    assert [r.output for r in results] == ["answer 0", "answer 1", "answer 2"]
+    assert shared == snapshot
+    assert len({p.requests[0].messages for p in providers}) == 1

@@ -1,0 +1,184 @@
+"""Package before_run hooks, their order with the agent's own hook, and hooks that fail."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from oma_core import (
+    Agent,
+    AgentConfig,
+    PluginHost,
+    RunResult,
+    StreamEvent,
+    TextBlock,
+    dump_messages,
+    hookimpl,
+)
+from oma_core.testing import ScriptedProvider
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _agent(
+    responses: list[Any], host: PluginHost | None = None, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
+    return agent, provider
+
+
+def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
+    return dump_messages(provider.requests[index].messages)
+
+
+def _host(*plugins: object) -> PluginHost:
+    host = PluginHost(load_entrypoints=False)
+    for plugin in plugins:
+        host.register(plugin)
+    return host
+
+
+class _PromptSuffix:
+    def __init__(self, suffix: str, log: list[str]) -> None:
+        self.suffix = suffix
+        self.log = log
+
+    @hookimpl
+    def oma_before_run(self, ctx: Any) -> Mapping[str, Any]:
+        self.log.append(f"{self.suffix}<-{ctx.prompt}")
+        return {"prompt": ctx.prompt + self.suffix}
+
+
+def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
+    return agent, provider
+
+
+async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
+    return [event async for event in agent.stream(input)]
+
+
+async def test_package_hooks_run_in_pluggy_order_then_the_agents_own_hook() -> None:
+    log: list[str] = []
+    host = _host(_PromptSuffix("A", log), _PromptSuffix("B", log))
+
+    def own(ctx: Any) -> Mapping[str, Any]:
+        log.append(f"own<-{ctx.prompt}")
+        return {"prompt": ctx.prompt + "!"}
+
+    agent, provider = _agent(["ok"], host=host, before_run=own)
+    await agent.run("p")
+    # pluggy calls the plugin registered last first
+    assert log == ["B<-p", "A<-pB", "own<-pBA"]
+    assert _sent(provider) == [_user("pBA!")]
+
+
+async def test_a_raising_before_run_hook_fails_the_run_without_raising() -> None:
+    def hook(ctx: Any) -> None:
+        raise RuntimeError("hook broke")
+
+    agent, provider = _agent(["ok"], before_run=hook)
+    result = await agent.run("x")
+    assert not result.success
+    assert result.status.code == "error"
+    assert result.status.error is not None
+    assert provider.requests == []
+
+
+async def test_a_package_hook_that_raises_fails_the_run_without_raising() -> None:
+    class Broken:
+        @hookimpl
+        def oma_before_run(self, ctx: Any) -> None:
+            raise RuntimeError("package hook broke")
+
+    agent, provider = _agent(["ok"], host=_host(Broken()))
+    result = await agent.run("x")
+    assert not result.success and provider.requests == []
+
+
+@pytest.mark.parametrize(
+    "returned",
+    [42, {"messages": [{"role": "robot", "content": [_text("x")]}]}, {"prompt": 7}],
+    ids=["int", "invalid-messages", "non-string-prompt"],
+)
+async def test_a_before_run_hook_returning_garbage_fails_the_run(returned: Any) -> None:
+    agent, provider = _agent(["ok"], before_run=lambda ctx: returned)
+    result = await agent.run("x")
+    assert not result.success
+    assert result.status.code == "error"
+    assert provider.requests == []
+
+
+async def test_a_raising_hook_in_stream_yields_error_then_done() -> None:
+    def hook(ctx: Any) -> None:
+        raise RuntimeError("hook broke")
+
+    agent, _ = _agent(["ok"], before_run=hook)
+    events = [event async for event in agent.stream("x")]
+    assert [e.type for e in events][-2:] == ["error", "done"]
+    assert isinstance(events[-2].data, BaseException)
+    assert isinstance(events[-1].data, RunResult) and not events[-1].data.success
+
+
+async def test_an_async_package_hook_is_awaited_and_tryfirst_is_respected() -> None:
+    log: list[str] = []
+
+    class Late:
+        @hookimpl(trylast=True)
+        async def oma_before_run(self, ctx: Any) -> Mapping[str, Any]:
+            await asyncio.sleep(0)
+            log.append("late")
+            return {"prompt": ctx.prompt + "-late"}
+
+    class Early:
+        @hookimpl(tryfirst=True)
+        def oma_before_run(self, ctx: Any) -> None:
+            log.append("early")
+
+    # registered in the order that pluggy would otherwise call last-first
+    agent, provider = _agent(["ok"], host=_host(Early(), Late()))
+    await agent.run("p")
+    assert log == ["early", "late"]
+    assert _sent(provider) == [_user("p-late")]
+
+
+async def test_package_before_run_hooks_run_first_then_the_agents_own() -> None:
+    order: list[str] = []
+
+    class Package:
+        @hookimpl
+        def oma_before_run(self, ctx: Any) -> dict[str, Any]:
+            order.append("package:" + ctx.prompt)
+            return {"prompt": ctx.prompt + " +pkg"}
+
+    def own(ctx: Any) -> dict[str, Any]:
+        order.append("agent:" + ctx.prompt)
+        return {"prompt": ctx.prompt + " +own"}
+
+    provider = ScriptedProvider(["ok"])
+    agent = Agent(
+        AgentConfig(name="v", provider=provider, before_run=own), plugins=_host(Package())
+    )
+    await agent.run("hi")
+    assert order == ["package:hi", "agent:hi +pkg"]
+    assert provider.requests[0].messages[-1].content == (TextBlock("hi +pkg +own"),)
+
+
+async def test_a_hook_returning_invalid_messages_fails_the_run_without_raising() -> None:
+    agent, provider = _scripted(["never"], before_run=lambda ctx: {"messages": [{"role": "x"}]})
+    result = await agent.run("hi")
+    assert not result.success and provider.requests == []
+    events = await _events(_scripted(["never"], before_run=lambda ctx: 1 / 0)[0], [_user("hi")])
+    assert [e.type for e in events] == ["error", "done"]
+    assert events[-1].data.success is False

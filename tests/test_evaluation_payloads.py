@@ -1,0 +1,297 @@
+"""What online evaluation stores of a run under each store_payloads policy, and its bounds."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from oma_core import (
+    AgentConfig,
+    EvalCase,
+    OnlineEvaluationConfig,
+    OpenMultiAgent,
+    PluginHost,
+    hookimpl,
+)
+from oma_core.evaluation import StorePayloads
+from oma_core.testing import ScriptedProvider
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode("ascii")
+
+
+PNG_BYTES = len(base64.b64decode(PNG))
+
+
+def _img(name: str) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
+    }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _host(*plugins: object) -> PluginHost:
+    host = PluginHost(load_entrypoints=False)
+    for plugin in plugins:
+        host.register(plugin)
+    return host
+
+
+async def _evaluate(
+    input: Any, store_payloads: StorePayloads = "none", output: str = "the answer", **kwargs: Any
+) -> tuple[EvalCase, OpenMultiAgent]:
+    cases: list[EvalCase] = []
+
+    def scorer(case: EvalCase) -> float:
+        cases.append(case)
+        return 1.0
+
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(scorers=[scorer], store_payloads=store_payloads)
+    )
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider([output])), input, **kwargs)
+    await oma.evaluation.flush()
+    assert len(cases) == 1
+    return cases[0], oma
+
+
+REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
+
+
+def _assistant_says(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(text)]}
+
+
+def _png(kind: str = "base64") -> dict[str, Any]:
+    if kind == "base64":
+        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
+    else:
+        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
+    return {"type": "image", "source": source}
+
+
+def _reference_conversation() -> list[dict[str, Any]]:
+    """The conversation of the page's first example."""
+    return [
+        _user("Keep answers concise."),
+        _assistant_says("Understood."),
+        _user("What is shown here?", _png()),
+    ]
+
+
+def _collect(into: list[EvalCase]) -> Callable[[EvalCase], float]:
+    """A scorer that keeps every case it sees."""
+
+    def scorer(case: EvalCase) -> float:
+        into.append(case)
+        return 1.0
+
+    return scorer
+
+
+async def _evaluated(input: Any, store_payloads: StorePayloads) -> EvalCase:
+    cases: list[EvalCase] = []
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(scorers=[_collect(cases)], store_payloads=store_payloads),
+        plugins=_host(),
+    )
+    result = await oma.run_agent(AgentConfig(name="v"), input)
+    await oma.evaluation.flush()
+    (case,) = cases
+    assert case.output == result.output  # scorers see the output in every mode
+    return case
+
+
+def _flat(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A source dict with any nested mapping's keys lifted to the top."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(item, Mapping):
+            out.update(_flat(item))
+        else:
+            out[key] = item
+    return out
+
+
+@pytest.mark.parametrize("mode", ["all", "", "FULL", None])
+def test_any_other_store_payloads_value_is_refused(mode: Any) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        OnlineEvaluationConfig(scorers=[], store_payloads=mode)
+
+
+async def test_eval_case_under_none_holds_a_string_placeholder() -> None:
+    case, oma = await _evaluate("hello world!", run_id="r1", metadata={"k": "v"})
+    assert case.input == "[string input omitted; 12 characters]"
+    assert case.output == "the answer"
+    assert case.run_id == "r1"
+    assert case.metadata == {"k": "v"}
+    stats = oma.evaluation.stats()
+    assert stats.sampled == 1 and stats.scored == 1
+    assert stats.dropped == 0 and stats.failed == 0
+    oma.evaluation.shutdown()
+
+
+async def test_eval_case_under_none_holds_an_array_placeholder() -> None:
+    case, _ = await _evaluate([_user("a"), _assistant("b"), _user("c")])
+    assert case.input == "[array input omitted; 3 items]"
+    assert case.output == "the answer"
+
+
+async def test_eval_case_under_full_holds_the_input_json() -> None:
+    conv = [_user("a", _img("x.png?sig=1"))]
+    case, _ = await _evaluate(conv, "full")
+    assert json.loads(case.input) == conv
+
+
+async def test_full_payloads_are_cut_at_8192_characters_with_a_marker() -> None:
+    conv = [_user("z" * 20_000)]
+    case, _ = await _evaluate(conv, "full")
+    whole = json.dumps(conv)
+    assert len(case.input) > 8192
+    assert case.input[:8192] == whole[:8192]
+    assert "z" * 8000 in case.input
+    assert len(case.input) < 8192 + 200
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(case.input)
+
+
+async def test_redacted_payloads_replace_media_and_strip_url_queries() -> None:
+    conv = [
+        _user(
+            "look",
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+            _img("x.png?signature=secret"),
+        )
+    ]
+    case, _ = await _evaluate(conv, "redacted")
+    assert PNG not in case.input and "secret" not in case.input
+    data = json.loads(case.input)
+    blocks = data[0]["content"]
+    assert blocks[0] == _text("look")
+    digest = hashlib.sha256(base64.b64decode(PNG)).hexdigest()
+    expected = {"media_type": "image/png", "bytes": PNG_BYTES, "sha256": digest}
+    # the payload (the source, or its data) is replaced by the media summary
+    source = blocks[1]["source"]
+    assert (
+        source == expected
+        or source.get("data") == expected
+        or ({k: source.get(k) for k in expected} == expected)
+    )
+    assert blocks[2]["source"]["url"] == "https://example.com/x.png"
+
+
+async def test_evaluation_output_is_the_run_output_in_every_mode() -> None:
+    for mode in ("none", "full", "redacted"):
+        case, _ = await _evaluate("hi", mode, output="same output")
+        assert case.output == "same output"
+
+
+async def test_redacted_payloads_drop_credentials() -> None:
+    secret = "sk-ant-" + "a1B2c3D4" * 4
+    case, _ = await _evaluate([_user(f"my key is {secret}")], "redacted")
+    assert secret not in case.input
+    assert "my key is" in case.input
+
+
+async def test_what_is_stored_follows_the_payload_policy() -> None:
+    stored: list[Any] = []
+
+    class Sink:
+        @hookimpl
+        def oma_evaluation_result(self, result: Any) -> None:
+            stored.append(result)
+
+    for mode in ("none", "redacted"):
+        oma = OpenMultiAgent(
+            evaluation=OnlineEvaluationConfig(scorers=[lambda c: 1.0], store_payloads=mode),
+            plugins=_host(Sink()),
+        )
+        text = "see https://example.com/doc?token=abc123secret now"
+        await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["answer"])), text)
+        await oma.evaluation.flush()
+    none, redacted = stored
+    assert "answer" not in none.output and "omitted" in none.output
+    assert "abc123secret" not in redacted.input
+    assert "https://example.com/doc" in redacted.input
+
+
+async def test_evaluation_under_none_omits_the_content() -> None:
+    string_case = await _evaluated("What is shown?", "none")
+    assert string_case.input == "[string input omitted; 14 characters]"
+    array_case = await _evaluated(_reference_conversation(), "none")
+    assert array_case.input == "[array input omitted; 3 items]"
+    assert REFERENCE_PNG not in array_case.input
+
+
+async def test_evaluation_under_full_serializes_the_input() -> None:
+    string_case = await _evaluated("What is shown?", "full")
+    assert json.loads(string_case.input) == "What is shown?"
+    conversation = _reference_conversation()
+    array_case = await _evaluated(conversation, "full")
+    assert json.loads(array_case.input) == conversation
+
+
+async def test_evaluation_under_redacted_replaces_media_and_strips_url_queries() -> None:
+    secret_url = "https://example.com/clip.mp4?sig=SECRET"
+    video = {
+        "type": "video",
+        "source": {"type": "url", "media_type": "video/mp4", "url": secret_url},
+    }
+    case = await _evaluated([_user("look", _png(), video)], "redacted")
+    assert REFERENCE_PNG not in case.input and "SECRET" not in case.input
+    payload = json.loads(case.input)
+    image_source = payload[0]["content"][1]["source"]
+    raw = base64.b64decode(REFERENCE_PNG)
+    assert {
+        "media_type": "image/png",
+        "bytes": len(raw),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+    }.items() <= _flat(image_source).items()
+    assert "example.com/clip.mp4" in case.input
+
+
+async def test_evaluation_payloads_are_bounded() -> None:
+    long_text = "word " * 5000
+    case = await _evaluated([_user(long_text)], "full")
+    assert 8192 <= len(case.input) < 8192 + 200
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(case.input)
+
+
+async def test_what_is_stored_under_none_omits_input_and_output() -> None:
+    stored: list[Any] = []
+    cases: list[EvalCase] = []
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(
+            scorers=[_collect(cases)], store_payloads="none", on_result=stored.append
+        ),
+        plugins=_host(),
+    )
+    result = await oma.run_agent(AgentConfig(name="v"), _reference_conversation())
+    await oma.evaluation.flush()
+    (record,) = stored
+    assert record.input == "[array input omitted; 3 items]"
+    assert "Keep answers concise" not in record.output and REFERENCE_PNG not in record.output
+    assert cases[0].output == result.output  # the scorer itself saw the real output
+    assert oma.evaluation.stats().sampled == 1 and oma.evaluation.stats().scored == 1
+
+
+def test_an_unknown_store_payloads_policy_is_refused() -> None:
+    with pytest.raises(ValueError):
+        OnlineEvaluationConfig(store_payloads="everything")  # type: ignore[arg-type]

@@ -1,0 +1,261 @@
+"""Agent.prompt keeps a history; run, stream and run_agent are fresh; a failed prompt changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from oma_core import (
+    Agent,
+    AgentConfig,
+    InvalidMessageError,
+    LLMMessage,
+    OpenMultiAgent,
+    PluginHost,
+    ProviderError,
+    StreamEvent,
+    dump_messages,
+    image_url,
+)
+from oma_core.testing import ScriptedProvider
+
+
+def _img(name: str) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
+    }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+
+
+def _agent(
+    responses: list[Any], host: PluginHost | None = None, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
+    return agent, provider
+
+
+def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
+    return dump_messages(provider.requests[index].messages)
+
+
+def _assistant_says(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [_text(text)]}
+
+
+def _host(*plugins: object) -> PluginHost:
+    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
+    host = PluginHost(load_entrypoints=False)
+    for plugin in plugins:
+        host.register(plugin)
+    return host
+
+
+def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
+    return agent, provider
+
+
+async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
+    return [event async for event in agent.stream(input)]
+
+
+def test_an_invalid_history_makes_agent_construction_raise() -> None:
+    with pytest.raises(InvalidMessageError):
+        Agent(AgentConfig(name="a", history=[{"role": "robot", "content": [_text("x")]}]))
+
+
+async def test_run_is_fresh_and_neither_reads_nor_updates_history() -> None:
+    agent, provider = _agent(["r1", "r2"], history=[_user("old"), _assistant("older")])
+    await agent.run("x")
+    assert _sent(provider) == [_user("x")]
+    assert dump_messages(agent.get_history()) == [_user("old"), _assistant("older")]
+    async for _ in agent.stream("y"):
+        pass
+    assert _sent(provider, 1) == [_user("y")]
+    assert len(agent.get_history()) == 2
+
+
+async def test_history_seeds_prompt_and_prompt_appends_turn_and_reply() -> None:
+    agent, provider = _agent(["r1", "r2"], history=[_user("old"), _assistant("older")])
+    first = await agent.prompt("q1")
+    assert first.success
+    assert _sent(provider) == [_user("old"), _assistant("older"), _user("q1")]
+    await agent.prompt([_img("p.png"), _text("q2")])
+    assert _sent(provider, 1) == [
+        _user("old"),
+        _assistant("older"),
+        _user("q1"),
+        _assistant("r1"),
+        _user(_img("p.png"), "q2"),
+    ]
+    assert dump_messages(agent.get_history())[-2:] == [_user(_img("p.png"), "q2"), _assistant("r2")]
+
+
+async def test_a_failed_prompt_leaves_history_as_it_was() -> None:
+    agent, _ = _agent(["r1", ProviderError("bad request", status_code=400)])
+    await agent.prompt("q1")
+    before = dump_messages(agent.get_history())
+    result = await agent.prompt("q2")
+    assert not result.success
+    assert dump_messages(agent.get_history()) == before
+
+
+async def test_invalid_prompt_blocks_raise_as_messages_0_content_and_append_nothing() -> None:
+    agent, provider = _agent(["r"])
+    with pytest.raises(InvalidMessageError) as info:
+        agent.prompt([{"type": "text"}])
+    assert str(info.value).startswith("messages[0].content[0]")
+    with pytest.raises(InvalidMessageError):
+        agent.prompt([{"type": "tool_use", "id": "1", "name": "n", "input": {}}])
+    assert agent.get_history() == []
+    assert provider.requests == []
+
+
+async def test_get_history_returns_a_new_list_each_time() -> None:
+    agent, _ = _agent(["r"])
+    await agent.prompt("q")
+    history = agent.get_history()
+    assert isinstance(history, list)
+    assert all(isinstance(m, LLMMessage) for m in history)
+    history.clear()
+    assert len(agent.get_history()) == 2
+    assert agent.get_history() is not agent.get_history()
+
+
+async def test_a_prompt_whose_hook_fails_leaves_history_as_it_was() -> None:
+    def hook(ctx: Any) -> None:
+        raise RuntimeError("no")
+
+    agent, _ = _agent(["r"], history=[_user("old"), _assistant("older")], before_run=hook)
+    result = await agent.prompt("q")
+    assert not result.success
+    assert dump_messages(agent.get_history()) == [_user("old"), _assistant("older")]
+
+
+async def test_run_agent_is_fresh_and_ignores_config_history() -> None:
+    provider = ScriptedProvider(["r"])
+    config = AgentConfig(name="v", provider=provider, history=[_user("old"), _assistant("o")])
+    await OpenMultiAgent().run_agent(config, "now")
+    assert dump_messages(provider.requests[0].messages) == [_user("now")]
+
+
+async def test_run_does_not_read_or_update_persistent_history() -> None:
+    agent, provider = _scripted(["r1", "r2"], history=[_user("old"), _assistant_says("older")])
+    await agent.run("fresh")
+    await _events(agent, [_user("also fresh")])
+    assert [len(r.messages) for r in provider.requests] == [1, 1]
+    assert dump_messages(agent.get_history()) == [_user("old"), _assistant_says("older")]
+
+
+async def test_prompt_appends_the_turn_and_the_response_to_history() -> None:
+    agent, provider = _scripted(["a cat"], history=[_user("hi"), _assistant_says("hello")])
+    result = await agent.prompt([image_url("https://example.com/a.png"), _text("What is it?")])
+    assert result.success
+    sent = provider.requests[0].messages
+    assert [m.role for m in sent] == ["user", "assistant", "user"]  # history is kept, not replaced
+    history = dump_messages(agent.get_history())
+    assert history[:2] == [_user("hi"), _assistant_says("hello")]
+    assert history[2]["role"] == "user" and history[2]["content"][0]["type"] == "image"
+    assert history[3] == _assistant_says("a cat")
+
+
+async def test_prompt_takes_a_tuple_of_blocks_as_one_user_turn() -> None:
+    agent, provider = _scripted(["ok"])
+    await agent.prompt((_text("a"), image_url("https://example.com/a.png")))
+    (turn,) = provider.requests[0].messages
+    assert turn.role == "user" and [b.type for b in turn.content] == ["text", "image"]
+
+
+@pytest.mark.parametrize(
+    ("blocks", "path", "reason"),
+    [
+        ([], "messages[0].content", "at least one content block"),
+        (
+            [
+                _text("ok"),
+                {
+                    "type": "image",
+                    "source": {"type": "url", "media_type": "image/png", "url": "file:///x.png"},
+                },
+            ],
+            "messages[0].content[1].source.url",
+            "must use HTTP or HTTPS",
+        ),
+        (
+            [_text("ok"), {"type": "tool_use", "id": "t", "name": "n", "input": {}}],
+            "messages[0].content[1]",
+            "only assistant messages",
+        ),
+    ],
+)
+def test_prompt_checks_its_blocks_as_the_first_messages_content(
+    blocks: list[Any], path: str, reason: str
+) -> None:
+    agent, _ = _scripted([])
+    with pytest.raises(InvalidMessageError, match=re.escape(reason)) as caught:
+        agent.prompt(blocks)
+    assert caught.value.path == path
+    assert str(caught.value).startswith(path)
+
+
+async def test_history_seeds_prompt_only() -> None:
+    agent, provider = _scripted(["p", "r"], history=[_user("seed"), _assistant_says("ok")])
+    await agent.prompt("next")
+    await agent.run("alone")
+    assert len(provider.requests[0].messages) == 3
+    assert len(provider.requests[1].messages) == 1
+
+
+async def test_prompt_cannot_insert_assistant_turns() -> None:
+    agent, provider = _scripted(["never"])
+    with pytest.raises(InvalidMessageError):
+        agent.prompt([_assistant_says("I said so")])
+    with pytest.raises(InvalidMessageError):
+        agent.prompt([{"type": "tool_use", "id": "t", "name": "n", "input": {}}])
+    assert agent.get_history() == [] and provider.requests == []
+
+
+def test_an_invalid_history_makes_the_agent_constructor_raise() -> None:
+    with pytest.raises(InvalidMessageError):
+        Agent(AgentConfig(name="a", history=[_user({"type": "image"})]), plugins=_host())
+
+
+async def test_run_agent_is_a_fresh_one_off_agent_each_time() -> None:
+    provider = ScriptedProvider(["a", "b"])
+    oma = OpenMultiAgent(plugins=_host())
+    config = AgentConfig(name="v", provider=provider, history=[_user("seed"), _assistant_says("k")])
+    await oma.run_agent(config, "one")
+    await oma.run_agent(config, "two")
+    assert [len(r.messages) for r in provider.requests] == [1, 1]
+
+
+async def test_an_invalid_prompt_is_not_appended_to_history() -> None:
+    agent, _ = _scripted(["r"], history=[_user("a"), _assistant_says("b")])
+    with pytest.raises(InvalidMessageError):
+        agent.prompt([{"type": "image", "source": {"type": "url", "url": "file:///x.png"}}])
+    assert dump_messages(agent.get_history()) == [_user("a"), _assistant_says("b")]
+
+
+async def test_a_failed_prompt_leaves_history_as_it_was__2() -> None:
+    agent, _ = _scripted([ProviderError("down", status_code=400)])
+    result = await agent.prompt("hello")
+    assert not result.success
+    assert agent.get_history() == []
