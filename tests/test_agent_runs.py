@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
+from contextlib import aclosing
 from typing import Any
+
+import pytest
 
 from oma_core import (
     Agent,
@@ -17,15 +20,18 @@ from oma_core import (
     PluginHost,
     ProviderError,
     RunResult,
+    RunSettings,
     RunStatus,
     StreamEvent,
     TextBlock,
     Usage,
     dump_messages,
+    hookimpl,
     image_url,
     load_messages,
     tool,
 )
+from oma_core.messages import ToolResultBlock
 from oma_core.providers import (
     ProviderRequest,
     ProviderResponse,
@@ -33,7 +39,9 @@ from oma_core.providers import (
     TextDelta,
     ToolCall,
 )
+from oma_core.retry import RetryPolicy
 from oma_core.testing import ScriptedProvider
+from oma_core.toolkit import CallEvent, ModelCall, RunContext, ToolInvocation
 
 
 def _img(name: str) -> dict[str, Any]:
@@ -154,6 +162,92 @@ def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvi
 
 async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
     return [event async for event in agent.stream(input)]
+
+
+def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+def text_msg(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "content": [{"type": "text", "text": text}]}
+
+
+def make_replying_ok(
+    host: PluginHost, *responses: object, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses or ("ok",))
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+class FakeSleep:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+class Recorder:
+    """Call middleware that records every call, retry and tool call it sees."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[Any, ...]] = []
+
+    @hookimpl(wrapper=True)
+    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+        events = yield
+        return self._around(events, call)
+
+    async def _around(
+        self, events: AsyncGenerator[CallEvent, None], call: ModelCall
+    ) -> AsyncGenerator[CallEvent, None]:
+        if call.retry_of is not None:
+            self.log.append(("on_retry", call.attempt - 1, call.retry_delay))
+        self.log.append(("before_call",))
+        partial: list[str] = []
+        usage = Usage()
+        try:
+            async with aclosing(events) as inner:
+                async for event in inner:
+                    if isinstance(event, TextDelta):
+                        partial.append(event.text)
+                    elif isinstance(event, ResponseComplete):
+                        usage = event.response.usage
+                    yield event
+        except Exception as error:
+            self.log.append(("after_call", Usage(), type(error).__name__, "".join(partial)))
+            raise
+        self.log.append(("after_call", usage, None, ""))
+
+    @hookimpl(wrapper=True)
+    def oma_tool_call(self, call: ToolInvocation, run: RunContext) -> Generator[None, Any, Any]:
+        result = yield
+        return self._tool(result, call)
+
+    async def _tool(self, result: Awaitable[ToolResultBlock], call: ToolInvocation) -> Any:
+        self.log.append(("before_tool", call.block.id))
+        outcome = await result
+        self.log.append(("after_tool", call.block.id, outcome.content))
+        return outcome
+
+
+def start(
+    agent: Agent,
+    input: Any,
+    *,
+    mode: str = "run",
+    observers: tuple[object, ...] = (),
+    **settings: Any,
+) -> Any:
+    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
+    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
+    for observer in observers:
+        agent.plugins.register(observer)
+    run_settings = RunSettings(**settings)
+    if mode == "stream":
+        return agent.stream(input, settings=run_settings)
+    return agent.run(input, settings=run_settings)
 
 
 async def test_run_with_a_string_sends_one_user_text_message() -> None:
@@ -284,3 +378,86 @@ async def test_one_input_built_once_runs_on_several_agents_at_once() -> None:
     assert [r.output for r in results] == ["answer 0", "answer 1", "answer 2"]
     assert shared == snapshot
     assert len({p.requests[0].messages for p in providers}) == 1
+
+
+async def test_run_with_a_string_sends_one_user_text_message__2(host: PluginHost) -> None:
+    agent, provider = make(host, "hello")
+    result = await agent.run("hi")
+    assert result.success and result.status.code == "ok" and result.status.error is None
+    assert result.output == "hello"
+    assert provider.requests[0].messages == (LLMMessage("user", (TextBlock("hi"),)),)
+
+
+async def test_run_result_messages_are_what_the_run_produced(host: PluginHost) -> None:
+    agent, _ = make(host, "answer")
+    conversation = [text_msg("user", "q1"), text_msg("assistant", "a1"), text_msg("user", "q2")]
+    result = await agent.run(conversation)
+    assert result.messages == [LLMMessage("assistant", (TextBlock("answer"),))]
+    assert isinstance(result.messages, list)
+
+
+async def test_run_sends_the_complete_conversation(host: PluginHost) -> None:
+    agent, provider = make(host, "ok", system_prompt="be brief")
+    conversation = [text_msg("user", "q1"), text_msg("assistant", "a1"), text_msg("user", "q2")]
+    await agent.run(conversation)
+    request = provider.requests[0]
+    assert [m.role for m in request.messages] == ["user", "assistant", "user"]
+    assert request.system_prompt == "be brief"
+
+
+async def test_run_reports_usage(host: PluginHost) -> None:
+    agent, _ = make(host, "four")
+    result = await agent.run("abcd")
+    assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
+
+
+async def test_a_provider_failure_is_a_failed_result_not_an_exception(host: PluginHost) -> None:
+    agent, _ = make(host, ProviderError("bad request", status_code=400))
+    result = await agent.run("hi")
+    assert not result.success
+    assert result.status.code == "error"
+    assert isinstance(result.status.error, ProviderError)
+
+
+def test_run_sync_runs_a_script(host: PluginHost) -> None:
+    agent, _ = make(host, "sync answer")
+    assert agent.run_sync("hi").output == "sync answer"
+
+
+def test_prompt_sync_keeps_history(host: PluginHost) -> None:
+    agent, _ = make(host, "a", "b")
+    agent.prompt_sync("one")
+    agent.prompt_sync("two")
+    assert len(agent.get_history()) == 4
+
+
+async def test_run_sync_inside_a_running_loop_is_an_error(host: PluginHost) -> None:
+    agent, provider = make(host, "never")
+    with pytest.raises(RuntimeError, match="running event loop"):
+        agent.run_sync("hi")
+    assert provider.requests == []
+
+
+@pytest.mark.parametrize("call", [lambda a: a.run_sync("x"), lambda a: a.prompt_sync("x")])
+def test_sync_wrappers_return_the_result_outside_a_loop(
+    host: PluginHost, call: Callable[[Agent], RunResult]
+) -> None:
+    agent, provider = make_replying_ok(host, "sync")
+    result = call(agent)
+    assert result.success and result.output == "sync"
+    assert provider.requests[0].messages == (LLMMessage("user", (TextBlock("x"),)),)
+
+
+async def test_usage_sums_every_call_of_the_run(host: PluginHost) -> None:
+    def noop() -> str:
+        return ""
+
+    turn = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "noop", "input": {}}],
+    }
+    agent, _ = make(host, turn, "done", tools=[noop])
+    recorder = Recorder()
+    result = await start(agent, "hi", observers=(recorder,))
+    per_call = [e[1] for e in recorder.log if e[0] == "after_call"]
+    assert result.usage == per_call[0] + per_call[1]

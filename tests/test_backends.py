@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import attrs
 import pytest
 
 from oma_core import (
     Agent,
     AgentConfig,
     BackendSpec,
+    BeforeRunContext,
     InvalidMessageError,
+    OnlineEvaluationConfig,
     OpenMultiAgent,
     PluginHost,
     ProgressEvent,
+    RetryPolicy,
     StreamEvent,
     TextBlock,
     dump_messages,
@@ -23,9 +28,13 @@ from oma_core import (
     image_url,
     load_messages,
 )
-from oma_core.backends import BackendRequest, BackendResult
+from oma_core.backends import BackendRequest, BackendResult, BackendToolCall, BackendToolResult
+from oma_core.errors import BackendError, HookError
+from oma_core.messages import ToolResultBlock, ToolUseBlock
 from oma_core.providers import (
+    ReasoningDelta,
     TextDelta,
+    Usage,
 )
 
 
@@ -141,6 +150,117 @@ class _BackendPlugin:
             BackendSpec(kind=k, display_name=k, factory=self._factory(k))
             for k in ("process", "acp")
         ]
+
+
+class CountingBackend:
+    """An in-process stand-in for a CLI agent: counts what it was asked to start."""
+
+    kind = "counting"
+    display_name = "Counting CLI"
+
+    def __init__(self, options: Mapping[str, Any], registry: Registry) -> None:
+        self.options = dict(options)
+        self.registry = registry
+        self.closed = False
+
+    async def run(self, request: BackendRequest) -> AsyncIterator[Any]:
+        self.registry.spawns += 1
+        self.registry.requests.append(request)
+        try:
+            if self.registry.fail:
+                raise BackendError("the CLI exited with 2", backend="counting", exit_code=2)
+            yield ReasoningDelta("thinking")
+            yield BackendToolCall("c1", "grep", {"pattern": "x"})
+            yield BackendToolResult("c1", "3 matches")
+            yield TextDelta("answer: ")
+            yield TextDelta(request.prompt)
+            if self.registry.stall:
+                await asyncio.sleep(30)
+            yield BackendResult(f"answer: {request.prompt}", Usage(3, 4))
+        finally:
+            self.registry.stopped += 1
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@attrs.define
+class Registry:
+    spawns: int = 0
+    stopped: int = 0
+    backends: list[CountingBackend] = attrs.Factory(list)
+    requests: list[BackendRequest] = attrs.Factory(list)
+    fail: bool = False
+    stall: bool = False
+
+
+@pytest.fixture
+def registry() -> Registry:
+    return Registry()
+
+
+@pytest.fixture
+def host(registry: Registry) -> PluginHost:
+    host = PluginHost(load_entrypoints=False)
+
+    def factory(options: Mapping[str, Any]) -> CountingBackend:
+        backend = CountingBackend(options, registry)
+        registry.backends.append(backend)
+        return backend
+
+    class Plugin:
+        @hookimpl
+        def oma_register_backends(self) -> list[BackendSpec]:
+            return [BackendSpec("counting", "Counting CLI", factory)]
+
+    host.register(Plugin(), name="counting-backend")
+    return host
+
+
+def make(host: PluginHost, **config: Any) -> Agent:
+    return Agent(
+        AgentConfig(
+            name="cli", backend={"kind": "counting", "flag": 1}, system_prompt="sys", **config
+        ),
+        plugins=host,
+    )
+
+
+STRUCTURED = [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
+
+
+def _config() -> AgentConfig:
+    return AgentConfig(name="cli", backend={"kind": "counting"}, system_prompt="sys")
+
+
+IMAGE = base64.b64encode(bytes(range(200))).decode()
+
+
+def _three_turn_conversation() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is shown?"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE},
+                },
+            ],
+        },
+    ]
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
 
 
 async def test_external_backend_runs_string_prompts() -> None:
@@ -320,3 +440,171 @@ async def test_history_does_not_seed_an_external_transport(kind: str) -> None:
     assert result.success
     assert plugin.requests[0].prompt == "now"
     assert "secret" not in plugin.requests[0].prompt
+
+
+@pytest.mark.parametrize("method", ["run", "stream", "prompt"])
+async def test_structured_input_fails_fast_before_anything_starts(
+    host: PluginHost, registry: Registry, method: str
+) -> None:
+    calls: list[object] = []
+    agent = make(host, before_run=calls.append)
+    data = STRUCTURED if method != "prompt" else STRUCTURED[0]["content"]
+    with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
+        getattr(agent, method)(data)
+    assert registry.spawns == 0 and registry.backends == [] and calls == []
+    assert agent.get_history() == []
+
+
+async def test_run_sends_a_fresh_string_turn(host: PluginHost, registry: Registry) -> None:
+    agent = make(host)
+    result = await agent.run("hello")
+    assert result.success and result.output == "answer: hello"
+    assert result.usage == Usage(3, 4)
+    assert registry.requests == [BackendRequest("hello", "sys", False, None)]
+    assert registry.backends[0].options == {"flag": 1}
+
+
+async def test_prompt_continues_the_session(host: PluginHost, registry: Registry) -> None:
+    agent = make(host)
+    await agent.prompt("one")
+    await agent.prompt("two")
+    assert [r.continue_session for r in registry.requests] == [True, True]
+    assert len(registry.backends) == 1  # one backend object per agent
+
+
+async def test_history_does_not_seed_a_backend(host: PluginHost, registry: Registry) -> None:
+    agent = make(host, history=[{"role": "user", "content": [{"type": "text", "text": "old"}]}])
+    await agent.prompt("new")
+    assert registry.requests[0].prompt == "new"
+
+
+async def test_a_hook_may_rewrite_the_prompt(host: PluginHost, registry: Registry) -> None:
+    agent = make(host, before_run=lambda ctx: attrs.evolve(ctx, prompt="rewritten"))
+    result = await agent.run("x")
+    assert result.success and registry.requests[0].prompt == "rewritten"
+
+
+async def test_a_hook_that_changes_messages_fails_the_run(
+    host: PluginHost, registry: Registry
+) -> None:
+    def hook(ctx: BeforeRunContext) -> dict[str, Any]:
+        return {
+            "messages": [
+                *ctx.messages,
+                {"role": "assistant", "content": [{"type": "text", "text": "extra"}]},
+                {"role": "user", "content": [{"type": "text", "text": "x"}]},
+            ]
+        }
+
+    agent = make(host, before_run=hook)
+    result = await agent.run("x")
+    assert result.status.code == "error"
+    assert isinstance(result.status.error, HookError)
+    assert "cannot be forwarded without loss" in str(result.status.error)
+    assert registry.spawns == 0
+
+
+async def test_backend_events_map_onto_stream_events(host: PluginHost) -> None:
+    agent = make(host)
+    events = [event async for event in agent.stream("q")]
+    assert [e.type for e in events] == [
+        "reasoning",
+        "tool_use",
+        "tool_result",
+        "text",
+        "text",
+        "done",
+    ]
+    assert isinstance(events[1].data, ToolUseBlock) and events[1].data.name == "grep"
+    assert isinstance(events[2].data, ToolResultBlock) and events[2].data.content == "3 matches"
+    assert events[-1].data.output == "answer: q"
+
+
+async def test_a_backend_failure_is_a_failed_result(host: PluginHost, registry: Registry) -> None:
+    registry.fail = True
+    result = await make(host).run("x")
+    assert result.status.code == "error" and isinstance(result.status.error, BackendError)
+
+
+async def test_closing_a_backend_stream_early_stops_the_turn(
+    host: PluginHost, registry: Registry
+) -> None:
+    registry.stall = True
+    async with make(host).stream("x") as events:
+        async for event in events:
+            if event.type == "text":
+                break
+    assert registry.spawns == 1 and registry.stopped == 1
+
+
+async def test_a_run_timeout_reaches_the_backend_request(
+    host: PluginHost, registry: Registry
+) -> None:
+    from oma_core import RunSettings
+
+    registry.stall = True
+    agent = make(host)
+    result = await agent.run("x", settings=RunSettings(timeout=0.05))
+    assert result.status.code == "timeout"
+    timeout = registry.requests[0].timeout
+    assert timeout is not None and 0 < timeout <= 0.05
+    assert registry.stopped == 1
+
+
+async def test_aclose_stops_the_backend(host: PluginHost, registry: Registry) -> None:
+    async with make(host) as agent:
+        await agent.run("x")
+    assert registry.backends[0].closed
+
+
+async def test_a_spent_shared_budget_stops_a_backend_run_before_it_starts(
+    host: PluginHost, registry: Registry
+) -> None:
+    from oma_core import Budget, OpenMultiAgent
+
+    oma = OpenMultiAgent(plugins=host)
+    budget = Budget(max_tokens=5)
+    first = await oma.run_agent(_config(), "one", budget=budget)
+    assert first.status.code == "budget_exhausted"  # 3 + 4 tokens reported: over 5
+    assert first.output == "answer: one"
+    second = await oma.run_agent(_config(), "two", budget=budget)
+    assert second.status.code == "budget_exhausted"
+    assert registry.spawns == 1, "a spent budget must not start the backend"
+
+
+async def test_backend_usage_counts_against_a_per_run_token_budget(
+    host: PluginHost, registry: Registry
+) -> None:
+    from oma_core import OpenMultiAgent
+
+    events: list[str] = []
+    oma = OpenMultiAgent(plugins=host, on_progress=lambda e: events.append(e.type))
+    result = await oma.run_agent(_config(), "hi", max_token_budget=5)
+    assert result.status.code == "budget_exhausted"
+    assert result.usage == Usage(3, 4)
+    assert "budget_exceeded" in events
+    roomy = await oma.run_agent(_config(), "hi", max_token_budget=100)
+    assert roomy.success
+
+
+async def test_call_timeout_bounds_a_backend_turn(host: PluginHost, registry: Registry) -> None:
+    from oma_core import OpenMultiAgent
+
+    registry.stall = True
+    started = asyncio.get_running_loop().time()
+    result = await OpenMultiAgent(plugins=host).run_agent(_config(), "hi", call_timeout=0.2)
+    assert result.status.code == "timeout"
+    assert asyncio.get_running_loop().time() - started < 5
+    assert registry.requests[-1].timeout is not None and registry.requests[-1].timeout <= 0.2
+    assert registry.stopped == 1
+
+
+async def test_structured_input_to_an_external_backend_raises_before_anything() -> None:
+    events: list[ProgressEvent] = []
+    oma = _oma(on_progress=events.append, evaluation=OnlineEvaluationConfig([lambda c: 1.0]))
+    config = AgentConfig("cli", backend={"kind": "process", "command": ["true"]})
+    with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
+        oma.run_agent(config, _three_turn_conversation())
+    await oma.evaluation.flush()
+    assert events == []
+    assert oma.evaluation.stats().sampled == 0

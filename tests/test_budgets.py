@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Generator
+from contextlib import aclosing
 from typing import Any
 
+import attrs
+import pytest
+
 from oma_core import (
+    Agent,
     AgentConfig,
     Budget,
     OpenMultiAgent,
+    PluginHost,
+    ProgressEvent,
+    RunSettings,
     TextBlock,
     Usage,
+    estimate_tokens,
+    hookimpl,
     load_messages,
     tool,
 )
+from oma_core.errors import BudgetExceededError, ProviderError
+from oma_core.messages import LLMMessage
 from oma_core.providers import (
     ProviderRequest,
     ProviderResponse,
@@ -21,6 +34,9 @@ from oma_core.providers import (
     TextDelta,
     ToolCall,
 )
+from oma_core.retry import RetryPolicy
+from oma_core.testing import Delayed, ScriptedProvider
+from oma_core.toolkit import CallEvent, ModelCall, RunContext
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -76,6 +92,120 @@ class _CostlyProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+class FakeSleep:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def start(
+    agent: Agent,
+    input: Any,
+    *,
+    mode: str = "run",
+    observers: tuple[object, ...] = (),
+    **settings: Any,
+) -> Any:
+    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
+    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
+    for observer in observers:
+        agent.plugins.register(observer)
+    run_settings = RunSettings(**settings)
+    if mode == "stream":
+        return agent.stream(input, settings=run_settings)
+    return agent.run(input, settings=run_settings)
+
+
+def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+class BudgetMiddleware:
+    """Call middleware standing in for a budget: refuses before, stops after, or clamps."""
+
+    def __init__(self, *, before: bool = False, after: bool = False, max_tokens: int = 0) -> None:
+        self.before = before
+        self.after = after
+        self.max_tokens = max_tokens
+
+    @hookimpl(wrapper=True)
+    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+        events = yield
+        return self._around(events, call)
+
+    async def _around(
+        self, events: AsyncGenerator[CallEvent, None], call: ModelCall
+    ) -> AsyncGenerator[CallEvent, None]:
+        if self.before:
+            raise BudgetExceededError("tokens", 10, 12)
+        if self.max_tokens:
+            call.request = attrs.evolve(call.request, max_tokens=self.max_tokens)
+        async with aclosing(events) as inner:
+            async for event in inner:
+                yield event
+        if self.after:
+            raise BudgetExceededError("tokens", 10, 12)
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
+
+
+def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig("vision", provider=provider, **kwargs)
+
+
+def _tool_turn(index: int) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": f"t{index}", "name": "missing", "input": {}}],
+    }
+
+
+PROMPT = "p" * 400  # 100 tokens by the estimate
+
+
+SYSTEM = "s" * 40  # 10 tokens
+
+
+def _input_estimate() -> int:
+    return estimate_tokens([{"role": "user", "content": [{"type": "text", "text": PROMPT}]}]) + 10
+
+
+class _StreamOnly:
+    """A provider with ``stream`` only, whose stream breaks after some text."""
+
+    name = "cut"
+    display_name = "Cut"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
+        self.calls += 1
+        yield TextDelta("x" * 200)
+        raise ProviderError("connection dropped mid-stream", retryable=False)
+
+
+class _Garbage:
+    """A provider answering with usage counts that are negative."""
+
+    name = "garbage"
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        usage = Usage(-50, -3)
+        return ProviderResponse(LLMMessage("assistant", (TextBlock("ok"),)), usage, "end_turn")
 
 
 def test_budget_defaults() -> None:
@@ -156,3 +286,205 @@ async def test_a_cost_budget_ends_the_run_as_budget_exhausted() -> None:
     result = await oma.run_agent(config, "go", max_cost_budget=1.5)
     assert result.status.code == "budget_exhausted"
     assert provider.calls == 2
+
+
+async def test_a_budget_refusing_before_the_call_ends_the_run(host: PluginHost) -> None:
+    agent, provider = make(host, "never")
+    result = await start(agent, "hi", observers=(BudgetMiddleware(before=True),))
+    assert result.status.code == "budget_exhausted"
+    assert isinstance(result.status.error, BudgetExceededError)
+    assert provider.requests == []
+
+
+async def test_a_budget_exceeded_after_the_call_keeps_the_usage(host: PluginHost) -> None:
+    agent, provider = make(host, "answer", max_retries=5)
+    result = await start(agent, "hi", observers=(BudgetMiddleware(after=True),))
+    assert result.status.code == "budget_exhausted"
+    assert result.usage.total_tokens > 0
+    assert len(provider.requests) == 1
+
+
+async def test_before_call_may_clamp_max_tokens(host: PluginHost) -> None:
+    agent, provider = make(host, "ok")
+    await start(agent, "hi", observers=(BudgetMiddleware(max_tokens=77),))
+    assert provider.requests[0].max_tokens == 77
+
+
+async def test_token_budget_stops_the_run_with_usage_so_far() -> None:
+    provider = ScriptedProvider([_tool_turn(i) for i in range(5)] + ["done"])
+    events: list[ProgressEvent] = []
+    result = await _oma(on_progress=events.append).run_agent(
+        _config(provider), "x" * 400, max_token_budget=150
+    )
+    assert result.status.code == "budget_exhausted"
+    assert not result.success
+    assert result.usage.total_tokens > 0
+    assert len(provider.requests) < 6
+    exceeded = [e for e in events if e.type == "budget_exceeded"]
+    assert len(exceeded) == 1 and exceeded[0].data["kind"] == "tokens"
+
+
+async def test_lowest_per_run_token_cap_wins() -> None:
+    provider = ScriptedProvider([_tool_turn(i) for i in range(5)] + ["done"])
+    oma = _oma(max_token_budget=100_000)
+    result = await oma.run_agent(_config(provider), "x" * 400, max_token_budget=150)
+    assert result.status.code == "budget_exhausted"
+
+
+async def test_call_max_tokens_is_clamped_to_what_is_left() -> None:
+    provider = ScriptedProvider(["ok"])
+    await _oma().run_agent(_config(provider), "hi", budget=Budget(max_tokens=64))
+    assert provider.requests[0].max_tokens == 64
+
+
+async def test_cost_budget_without_a_price_is_refused() -> None:
+    with pytest.raises(ValueError, match="estimate_cost"):
+        _oma(max_cost_budget=1.0)
+    with pytest.raises(ValueError, match="estimate_cost"):
+        _oma().run_agent(_config(ScriptedProvider(["x"])), "hi", budget=Budget(max_cost=1.0))
+
+
+async def test_cost_budget_stops_the_run() -> None:
+    provider = ScriptedProvider([_tool_turn(i) for i in range(5)] + ["done"])
+    oma = _oma(estimate_cost=lambda usage, ctx: 1.0)
+    result = await oma.run_agent(_config(provider), "hi", max_cost_budget=2.5)
+    assert result.status.code == "budget_exhausted"
+    assert len(provider.requests) == 3
+
+
+async def test_fifty_concurrent_runs_share_one_budget_without_lost_updates() -> None:
+    budget = Budget(max_tokens=1_000_000)
+    oma = _oma()
+    probe = await oma.run_agent(_config(ScriptedProvider(["answer"])), "question")
+    per_run = probe.usage.total_tokens
+    runs = [
+        oma.run_agent(
+            _config(ScriptedProvider([Delayed(0.001 * (i % 7), "answer")])),
+            "question",
+            budget=budget,
+        )
+        for i in range(50)
+    ]
+    results = await asyncio.gather(*runs)
+    assert all(r.success for r in results)
+    assert budget.used_tokens == 50 * per_run
+    assert budget.used_tokens == sum(r.usage.total_tokens for r in results)
+
+
+async def test_a_shared_budget_stops_later_runs() -> None:
+    budget = Budget(max_tokens=1)
+    oma = _oma()
+    first = await oma.run_agent(_config(ScriptedProvider(["a"])), "hi", budget=budget)
+    second_provider = ScriptedProvider(["b"])
+    second = await oma.run_agent(_config(second_provider), "hi", budget=budget)
+    assert first.status.code == "budget_exhausted"
+    assert second.status.code == "budget_exhausted"
+    assert second_provider.requests == []
+
+
+async def test_a_call_failing_at_the_provider_is_charged_its_input_never_zero() -> None:
+    budget = Budget(max_tokens=1_000_000)
+    provider = ScriptedProvider([ProviderError("upstream broke", status_code=500)])
+    config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
+    result = await _oma().run_agent(config, PROMPT, budget=budget, max_retries=0)
+    assert result.status.code == "error"
+    assert budget.used_tokens == _input_estimate()
+
+
+async def test_every_failed_attempt_is_charged() -> None:
+    budget = Budget(max_tokens=1_000_000)
+    provider = ScriptedProvider([ProviderError("reset", retryable=True)] * 3)
+    config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
+    await _oma().run_agent(config, PROMPT, budget=budget, max_retries=2)
+    assert len(provider.requests) == 3
+    assert budget.used_tokens == 3 * _input_estimate()
+
+
+async def test_a_call_cut_short_by_call_timeout_is_charged() -> None:
+    budget = Budget(max_tokens=1_000_000)
+    provider = ScriptedProvider([Delayed(5, "late")])
+    config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
+    result = await _oma().run_agent(config, PROMPT, budget=budget, call_timeout=0.02, max_retries=0)
+    assert result.status.code == "timeout"
+    assert budget.used_tokens >= _input_estimate()
+
+
+async def test_a_stream_cut_short_inside_run_agent_is_charged_never_zero() -> None:
+    budget = Budget(max_tokens=1_000_000)
+    provider = _StreamOnly()
+    config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
+    result = await _oma().run_agent(config, PROMPT, budget=budget)
+    assert result.status.code == "error"
+    assert provider.calls == 1
+    assert budget.used_tokens >= _input_estimate()
+
+
+async def test_a_call_refused_with_a_4xx_costs_nothing() -> None:
+    budget = Budget(max_tokens=1_000_000)
+    provider = ScriptedProvider([ProviderError("slow down", status_code=429)] * 3)
+    await _oma().run_agent(AgentConfig("a", provider=provider), PROMPT, budget=budget)
+    assert len(provider.requests) == 3
+    assert budget.used_tokens == 0
+
+
+async def test_a_run_cancelled_mid_call_charges_the_shared_budget() -> None:
+    budget = Budget(max_tokens=1_000_000)
+    provider = ScriptedProvider([Delayed(10, "late")])
+    config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
+    task = asyncio.ensure_future(_oma().run_agent(config, PROMPT, budget=budget))
+    await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert budget.used_tokens == _input_estimate()
+
+
+async def test_a_run_cancelled_between_calls_is_not_charged_twice() -> None:
+    budget = Budget(max_tokens=1_000_000)
+    gate = asyncio.Event()
+
+    async def sleep_forever(seconds: float) -> None:
+        gate.set()
+        await asyncio.sleep(10)
+
+    provider = ScriptedProvider([ProviderError("busy", status_code=503), "late"])
+    oma = _oma(retry_policy=RetryPolicy(sleep=sleep_forever))
+    config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
+    task = asyncio.ensure_future(oma.run_agent(config, PROMPT, budget=budget))
+    await asyncio.wait_for(gate.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert budget.used_tokens == _input_estimate()  # the failed attempt, once
+
+
+async def test_negative_usage_never_disables_the_budget() -> None:
+    budget = Budget(max_tokens=1_000_000)
+    result = await _oma().run_agent(AgentConfig("a", provider=_Garbage()), PROMPT, budget=budget)
+    assert result.success
+    assert budget.used_tokens >= 100
+
+
+async def test_a_budget_stop_reports_the_event_and_keeps_usage_so_far() -> None:
+    tool_turn = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t", "name": "missing", "input": {}}],
+    }
+    provider = ScriptedProvider([tool_turn, "never"])
+    events: list[ProgressEvent] = []
+    budget = Budget(max_tokens=50)
+    result = await _oma(on_progress=events.append).run_agent(
+        AgentConfig("a", provider=provider), PROMPT, budget=budget
+    )
+    assert result.status.code == "budget_exhausted"
+    assert result.usage.total_tokens == budget.used_tokens > 50
+    (stop,) = [e for e in events if e.type == "budget_exceeded"]
+    assert stop.data == {"kind": "tokens", "limit": 50, "used": budget.used_tokens}
+    assert [e.type for e in events][-2:] == ["error", "agent_complete"]
+
+
+async def test_per_run_caps_do_not_leak_between_runs() -> None:
+    oma = _oma(max_token_budget=500)
+    for _ in range(3):
+        result = await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), PROMPT)
+        assert result.success

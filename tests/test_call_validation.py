@@ -4,6 +4,7 @@ evaluation.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import re
 from collections.abc import Callable
@@ -14,12 +15,14 @@ import pytest
 from oma_core import (
     Agent,
     AgentConfig,
+    BeforeRunContext,
     EvalCase,
     InvalidMessageError,
     OnlineEvaluationConfig,
     OpenMultiAgent,
     PluginHost,
     ProgressEvent,
+    RetryPolicy,
     hookimpl,
     load_messages,
 )
@@ -91,6 +94,39 @@ def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvi
     provider = ScriptedProvider(responses)
     agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
     return agent, provider
+
+
+PNG = "iVBORw0KGgo="
+
+
+def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+def image(data: str = PNG) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
+def make_replying_ok(
+    host: PluginHost, *responses: object, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses or ("ok",))
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
+
+
+def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 def test_run_with_a_mapping_raises_at_the_call_site() -> None:
@@ -257,3 +293,87 @@ async def test_stream_validates_when_called_before_the_iterator_starts() -> None
     with pytest.raises(InvalidMessageError, match="messages must be a list, got dict"):
         agent.stream(_user("not wrapped in a list"))  # type: ignore[arg-type]
     assert provider.requests == []
+
+
+async def test_an_empty_conversation_is_refused(host: PluginHost) -> None:
+    agent, _ = make(host)
+    with pytest.raises(InvalidMessageError):
+        agent.run([])
+
+
+async def test_invalid_run_input_raises_at_the_call_and_nothing_runs(host: PluginHost) -> None:
+    calls: list[object] = []
+    agent, provider = make(host, "never", before_run=lambda ctx: calls.append(ctx))
+    with pytest.raises(InvalidMessageError, match=r"messages\[0\]"):
+        agent.run([{"role": "robot", "content": [{"type": "text", "text": "x"}]}])
+    with pytest.raises(InvalidMessageError):
+        agent.stream([{"role": "user", "content": "not a list"}])
+    assert calls == [] and provider.requests == []
+
+
+async def test_invalid_prompt_input_leaves_hooks_provider_and_history_alone(
+    host: PluginHost,
+) -> None:
+    calls: list[object] = []
+    agent, provider = make(host, "never", before_run=lambda ctx: calls.append(ctx))
+    with pytest.raises(InvalidMessageError, match=r"messages\[0\]\.content"):
+        agent.prompt(
+            [
+                {
+                    "type": "image",
+                    "source": {
+                        "type": "url",
+                        "media_type": "image/png",
+                        "url": "file:///etc/passwd",
+                    },
+                }
+            ]
+        )
+    assert calls == [] and provider.requests == [] and agent.get_history() == []
+
+
+@pytest.mark.parametrize(
+    ("method", "value", "message"),
+    [
+        ("run", {"role": "user"}, "messages must be a list, got dict"),
+        ("stream", None, "messages must be a list, got None"),
+        ("run", [{"role": "user", "content": "hi"}], "messages[0].content must be a list"),
+        ("stream", [], "messages"),
+        ("prompt", None, "messages[0].content must be a str or a list of content blocks, got None"),
+        ("prompt", [], "messages[0].content"),
+        ("prompt", [{"type": "tool_use", "id": "1", "name": "n", "input": {}}], "messages[0]"),
+    ],
+)
+async def test_invalid_input_raises_at_the_call_site_and_nothing_else_happens(
+    host: PluginHost, method: str, value: object, message: str
+) -> None:
+    hooked: list[BeforeRunContext] = []
+    agent, provider = make_replying_ok(host, before_run=hooked.append)
+    with pytest.raises(InvalidMessageError) as info:
+        getattr(agent, method)(value)
+    assert message in str(info.value)
+    await asyncio.sleep(0)
+    assert hooked == [] and provider.requests == [] and agent.get_history() == []
+    assert agent._provider is None  # no provider was even created
+
+
+async def test_invalid_input_raises_at_the_call_before_any_progress() -> None:
+    events: list[ProgressEvent] = []
+    oma = _oma(on_progress=events.append, evaluation=OnlineEvaluationConfig([lambda c: 1.0]))
+    with pytest.raises(InvalidMessageError, match="must be a list"):
+        oma.run_agent(_config(ScriptedProvider(["x"])), {"role": "user"})  # no await needed
+    with pytest.raises(InvalidMessageError):
+        oma.run_agent(_config(ScriptedProvider(["x"])), [])
+    assert events == []
+    assert oma.evaluation.stats().sampled == 0
+
+
+def test_run_agent_is_a_plain_method_that_checks_before_returning() -> None:
+    oma = _oma(evaluation=OnlineEvaluationConfig([lambda case: 1.0]))
+    config = AgentConfig("a", provider=ScriptedProvider(["x"]))
+    with pytest.raises(InvalidMessageError, match=r"messages\[0\]"):
+        oma.run_agent(config, [{"role": "user", "content": "not a list"}])  # no loop needed
+    coroutine = oma.run_agent(config, "fine")
+    assert asyncio.iscoroutine(coroutine)
+    coroutine.close()
+    assert oma.evaluation.stats().sampled == 0

@@ -13,12 +13,23 @@ from oma_core import (
     AgentConfig,
     OpenMultiAgent,
     PluginHost,
+    ProgressEvent,
+    RunSettings,
+    StreamEvent,
+    hookimpl,
 )
+from oma_core.errors import (
+    ProviderError,
+)
+from oma_core.messages import LLMMessage, TextBlock
 from oma_core.providers import (
     ProviderRequest,
     ProviderResponse,
+    ResponseComplete,
     TextDelta,
+    Usage,
 )
+from oma_core.retry import RetryPolicy
 from oma_core.testing import Delayed, ScriptedProvider
 
 
@@ -62,6 +73,131 @@ class _HangingProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+class ClosingProvider:
+    """Streams many chunks and records whether its stream was closed."""
+
+    name = display_name = "closing"
+
+    def __init__(self, chunks: int = 100) -> None:
+        self.chunks = chunks
+        self.opened = 0
+        self.closed = 0
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        return ProviderResponse(LLMMessage("assistant", (TextBlock("x"),)))
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
+        self.opened += 1
+        try:
+            for _ in range(self.chunks):
+                yield TextDelta("x")
+                await asyncio.sleep(0)
+            message = LLMMessage("assistant", (TextBlock("x" * self.chunks),))
+            yield ResponseComplete(ProviderResponse(message, Usage(1, 1)))
+        finally:
+            self.closed += 1
+
+
+class FakeSleep:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def start(
+    agent: Agent,
+    input: Any,
+    *,
+    mode: str = "run",
+    observers: tuple[object, ...] = (),
+    **settings: Any,
+) -> Any:
+    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
+    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
+    for observer in observers:
+        agent.plugins.register(observer)
+    run_settings = RunSettings(**settings)
+    if mode == "stream":
+        return agent.stream(input, settings=run_settings)
+    return agent.run(input, settings=run_settings)
+
+
+class SlowStream:
+    """Streams one chunk, then stalls (or fails, or finishes); records calls and closing."""
+
+    name = display_name = "slow"
+
+    def __init__(
+        self,
+        *,
+        fail_first: BaseException | None = None,
+        fail_after_text: BaseException | None = None,
+        stall: bool = True,
+    ) -> None:
+        self.fail_first = fail_first
+        self.fail_after_text = fail_after_text
+        self.stall = stall
+        self.calls = 0
+        self.closed = 0
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        raise NotImplementedError
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
+        self.calls += 1
+        try:
+            if self.fail_first is not None and self.calls == 1:
+                raise self.fail_first
+            yield TextDelta("partial ")
+            if self.fail_after_text is not None:
+                raise self.fail_after_text
+            if self.stall:
+                await asyncio.sleep(30)
+            message = LLMMessage("assistant", (TextBlock("partial"),))
+            yield ResponseComplete(ProviderResponse(message, Usage(1, 1)))
+        finally:
+            self.closed += 1
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
+
+
+def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig("vision", provider=provider, **kwargs)
+
+
+class _Probe:
+    """A plugin offering a provider whose instances record being closed."""
+
+    def __init__(self) -> None:
+        self.made: list[ScriptedProvider] = []
+
+    @hookimpl
+    def oma_register_providers(self) -> list[Any]:
+        from oma_core import Capabilities, ProviderSpec
+
+        def factory(settings: Any) -> ScriptedProvider:
+            provider = ScriptedProvider(list(settings.options.get("responses", ())))
+            self.made.append(provider)
+            return provider
+
+        return [ProviderSpec("probe", "Probe", factory, Capabilities.everything())]
 
 
 async def test_cancelling_run_propagates_cancelled_error() -> None:
@@ -119,3 +255,126 @@ async def test_cancellation_closes_the_provider_call_then_propagates(how: str) -
     with pytest.raises(asyncio.CancelledError):
         await task
     assert provider.closed
+
+
+async def test_cancelling_a_stream_closes_the_provider_stream(host: PluginHost) -> None:
+    provider = ClosingProvider(chunks=10_000)
+    agent = Agent(AgentConfig(name="a", provider=provider), plugins=host)
+    seen: list[StreamEvent] = []
+    first = asyncio.Event()
+
+    async def consume() -> None:
+        async with agent.stream("hi") as events:
+            async for event in events:
+                seen.append(event)
+                first.set()
+
+    task = asyncio.create_task(consume())
+    await first.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert provider.closed == 1
+
+
+async def test_cancelling_run_propagates(host: PluginHost) -> None:
+    agent, _ = make(host, Delayed(30, "late"))
+    task = asyncio.create_task(agent.run("hi"))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_cancelling_a_run_during_backoff_returns_at_once(host: PluginHost) -> None:
+    agent, _ = make(host, ProviderError("busy", status_code=503), "ok")
+    task = asyncio.create_task(start(agent, "hi", retry=RetryPolicy(delay=30.0)))
+    await asyncio.sleep(0.01)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert loop.time() - began < 1.0
+
+
+async def test_outside_cancellation_propagates_after_closing_the_stream(host: PluginHost) -> None:
+    provider = SlowStream()
+    agent = Agent(AgentConfig(name="a", provider=provider), plugins=host)
+    started = asyncio.Event()
+
+    async def consume() -> None:
+        async for _ in agent.stream("hi"):
+            started.set()
+
+    task = asyncio.create_task(consume())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert provider.closed == 1
+
+
+async def test_cancelling_run_agent_propagates_and_leaks_no_task() -> None:
+    async def slow_observer(event: ProgressEvent) -> None:
+        await asyncio.sleep(10)
+
+    before = asyncio.all_tasks()
+    oma = _oma(on_progress=slow_observer)
+    task = asyncio.ensure_future(
+        oma.run_agent(_config(ScriptedProvider([Delayed(10, "late")])), "hi")
+    )
+    await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() == before
+
+
+async def test_an_enclosing_timeout_cancels_cleanly() -> None:
+    before = asyncio.all_tasks()
+    provider = ScriptedProvider([Delayed(10, "late")])
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.02):
+            await _oma().run_agent(_config(provider), "hi")
+    assert asyncio.all_tasks() == before
+
+
+async def test_cancelling_during_the_back_off_returns_at_once() -> None:
+    provider = ScriptedProvider([ProviderError("busy", status_code=503), "late"])
+    oma = _oma(retry_policy=RetryPolicy(delay=30.0, random=lambda: 1.0))
+    task = asyncio.ensure_future(oma.run_agent(AgentConfig("a", provider=provider), "hi"))
+    await asyncio.sleep(0.05)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert loop.time() - started < 1.0
+    assert len(provider.requests) == 1
+
+
+async def test_a_cancelled_run_closes_the_provider_it_created() -> None:
+    probe = _Probe()
+    host = PluginHost(load_entrypoints=False)
+    host.register(probe, name="probe")
+    oma = _oma(plugins=host)
+    config = AgentConfig("a", provider="probe", provider_options={"responses": [Delayed(10, "x")]})
+    task = asyncio.ensure_future(oma.run_agent(config, "hi"))
+    await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (made,) = probe.made
+    assert made.closed
+
+
+async def test_a_finished_run_closes_the_provider_it_created() -> None:
+    probe = _Probe()
+    host = PluginHost(load_entrypoints=False)
+    host.register(probe, name="probe")
+    config = AgentConfig("a", provider="probe", provider_options={"responses": ["ok"]})
+    result = await _oma(plugins=host).run_agent(config, "hi")
+    assert result.success
+    assert [p.closed for p in probe.made] == [True]

@@ -104,6 +104,13 @@ async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
     return [event async for event in agent.stream(input)]
 
 
+PNG = "iVBORw0KGgo="
+
+
+def image(data: str = PNG) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
 async def test_an_unsupported_block_fails_before_any_io_and_is_never_retried() -> None:
     plugin = _TextOnlyPlugin()
     agent = Agent(
@@ -216,3 +223,18 @@ def test_the_reference_typescript_block_shapes_are_not_oma_blocks() -> None:
     ):
         with pytest.raises(InvalidMessageError):
             load_messages([_user(block)])
+
+
+async def test_an_unsupported_block_fails_before_the_provider_and_is_not_retried(
+    host: PluginHost,
+) -> None:
+    provider = ScriptedProvider(
+        ["never"], display_name="Text Only", capabilities=Capabilities((BlockSupport("text"),))
+    )
+    agent = Agent(AgentConfig(name="a", provider=provider, max_retries=5), plugins=host)
+    result = await agent.run([{"role": "user", "content": [image()]}])
+    assert result.status.code == "error"
+    error = result.status.error
+    assert isinstance(error, UnsupportedContentBlockError)
+    assert str(error).startswith('Text Only cannot represent the "image" content block')
+    assert provider.requests == []

@@ -8,7 +8,7 @@ import asyncio
 import base64
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -30,12 +30,16 @@ from oma_core import (
     OnlineEvaluationConfig,
     OpenMultiAgent,
     PluginHost,
+    RetryPolicy,
+    RunResult,
+    StreamEvent,
     ToolUseBlock,
     dump_messages,
     image_base64,
     load_messages,
 )
 from oma_core.evaluation import StorePayloads
+from oma_core.messages import ImageBlock, LLMMessage, TextBlock
 from oma_core.testing import ScriptedProvider
 
 URL_SOURCE = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
@@ -135,6 +139,94 @@ async def _evaluated(input: Any, store_payloads: StorePayloads) -> EvalCase:
     (case,) = cases
     assert case.output == result.output  # scorers see the output in every mode
     return case
+
+
+PNG = "iVBORw0KGgo="
+
+
+def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+def text_msg(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "content": [{"type": "text", "text": text}]}
+
+
+def image(data: str = PNG) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
+def make_replying_ok(
+    host: PluginHost, *responses: object, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses or ("ok",))
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+async def _drain(value: Awaitable[RunResult] | AsyncIterator[StreamEvent]) -> RunResult:
+    """The result of a pending run or stream."""
+    if isinstance(value, AsyncIterator):
+        events = [event async for event in value]
+        assert [e.type for e in events].count("done") == 1
+        result: RunResult = events[-1].data
+        return result
+    return await value
+
+
+def _conversation() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "look"}, image()]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "s", "input": {"q": ["a"]}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]},
+    ]
+
+
+def _mutate(conversation: list[dict[str, Any]]) -> None:
+    """Change every layer the caller owns: the list, a text, an image's data, a tool input."""
+    conversation[0]["content"][0]["text"] = "changed"
+    conversation[0]["content"][1]["source"]["data"] = "AAAA"
+    conversation[0]["content"][1]["source"]["media_type"] = "image/gif"
+    conversation[1]["content"][0]["input"]["q"].append("b")
+    conversation[1]["content"][0]["input"]["extra"] = 1
+    conversation.append({"role": "assistant", "content": [{"type": "text", "text": "injected"}]})
+
+
+IMAGE = base64.b64encode(bytes(range(200))).decode()
+
+
+def _three_turn_conversation() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is shown?"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE},
+                },
+            ],
+        },
+    ]
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
+
+
+def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 def test_mutating_the_callers_data_after_loading_changes_nothing() -> None:
@@ -452,3 +544,114 @@ async def test_concurrent_runs_on_one_agent_do_not_share_input() -> None:
     await asyncio.gather(agent.run([_user("one")]), agent.run([_user("two")]))
     texts = sorted(r.messages[0].content[0].text for r in provider.requests)  # type: ignore[union-attr]
     assert texts == ["one", "two"]
+
+
+async def test_mutating_the_list_after_the_call_changes_nothing(host: PluginHost) -> None:
+    agent, provider = make(host, "ok")
+    conversation = [text_msg("user", "q")]
+    pending = agent.run(conversation)
+    conversation.append(text_msg("assistant", "injected"))
+    conversation[0]["content"][0]["text"] = "changed"
+    await pending
+    assert provider.requests[0].messages == (LLMMessage("user", (TextBlock("q"),)),)
+
+
+async def test_mutating_an_image_source_after_the_call_changes_nothing(host: PluginHost) -> None:
+    agent, provider = make(host, "ok")
+    block = image()
+    pending = agent.run([{"role": "user", "content": [block]}])
+    block["source"]["data"] = "AAAA"
+    block["source"]["media_type"] = "image/gif"
+    await pending
+    sent = provider.requests[0].messages[0].content[0]
+    assert isinstance(sent, ImageBlock)
+    assert sent.source.media_type == "image/png"
+    assert getattr(sent.source, "data", None) == PNG
+
+
+async def test_mutating_a_tool_input_after_the_call_changes_nothing(host: PluginHost) -> None:
+    agent, provider = make(host, "ok")
+    arguments = {"q": "cats", "tags": ["a"]}
+    conversation = [
+        text_msg("user", "look"),
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "s", "input": arguments}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]},
+    ]
+    pending = agent.run(conversation)
+    arguments["q"] = "dogs"
+    arguments["tags"].append("b")
+    await pending
+    sent = provider.requests[0].messages[1].content[0]
+    assert isinstance(sent, ToolUseBlock)
+    assert sent.input["q"] == "cats"
+    assert list(sent.input["tags"]) == ["a"]
+
+
+async def test_mutating_prompt_blocks_after_the_call_changes_nothing(host: PluginHost) -> None:
+    agent, provider = make(host, "ok")
+    blocks = [{"type": "text", "text": "look"}, image()]
+    pending = agent.prompt(blocks)
+    blocks[0]["text"] = "changed"
+    blocks.append({"type": "text", "text": "more"})
+    await pending
+    assert provider.text_of() == "look"
+    assert len(provider.requests[0].messages[0].content) == 2
+
+
+@pytest.mark.parametrize("method", ["run", "stream"])
+async def test_caller_mutation_after_the_call_never_reaches_the_provider(
+    host: PluginHost, method: str
+) -> None:
+    agent, provider = make_replying_ok(host)
+    conversation = _conversation()
+    pending = getattr(agent, method)(conversation)
+    _mutate(conversation)
+    assert (await _drain(pending)).success
+    sent = provider.requests[0].messages
+    assert len(sent) == 3
+    assert sent[0].content[0] == TextBlock("look")
+    picture = sent[0].content[1]
+    assert isinstance(picture, ImageBlock)
+    assert (picture.source.media_type, getattr(picture.source, "data", None)) == ("image/png", PNG)
+    call = sent[1].content[0]
+    assert isinstance(call, ToolUseBlock)
+    assert json.loads(json.dumps(call.plain_input())) == {"q": ["a"]}
+
+
+async def test_caller_mutation_of_prompt_blocks_after_the_call_never_reaches_history(
+    host: PluginHost,
+) -> None:
+    agent, provider = make_replying_ok(host)
+    blocks = [{"type": "text", "text": "look"}, image()]
+    pending = agent.prompt(blocks)
+    blocks[0]["text"] = "changed"
+    blocks[1]["source"]["data"] = "AAAA"
+    blocks.append({"type": "text", "text": "more"})
+    await pending
+    (turn, _reply) = agent.get_history()
+    assert turn == provider.requests[0].messages[0]
+    assert turn.content[0] == TextBlock("look")
+    assert getattr(turn.content[1], "source").data == PNG  # noqa: B009
+
+
+async def test_run_result_messages_and_history_are_copies(host: PluginHost) -> None:
+    agent, _ = make_replying_ok(host, "one", "two")
+    result = await agent.prompt("q")
+    result.messages.clear()
+    agent.get_history().clear()
+    assert len(agent.get_history()) == 2
+    second = await agent.prompt("q2")
+    assert second.success and len(agent.get_history()) == 4
+
+
+async def test_caller_mutation_after_the_call_changes_nothing() -> None:
+    provider = ScriptedProvider(["ok"])
+    conversation = _three_turn_conversation()
+    coro = _oma().run_agent(_config(provider), conversation)
+    conversation[2]["content"][0]["text"] = "mutated"
+    conversation.append({"role": "assistant", "content": [{"type": "text", "text": "x"}]})
+    await coro
+    assert provider.requests[0].messages == load_messages(_three_turn_conversation())

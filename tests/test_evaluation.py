@@ -12,6 +12,7 @@ import pytest
 from oma_core import (
     AgentConfig,
     OpenMultiAgent,
+    RetryPolicy,
     dump_messages,
     hookimpl,
     load_messages,
@@ -25,7 +26,7 @@ from oma_core.evaluation import (
     build_payload,
 )
 from oma_core.plugins import PluginHost
-from oma_core.testing import ScriptedProvider
+from oma_core.testing import Delayed, ScriptedProvider
 
 CONVERSATION = [
     {"role": "user", "content": [{"type": "text", "text": "hello"}]},
@@ -66,6 +67,20 @@ def _host(*plugins: object) -> PluginHost:
     for plugin in plugins:
         host.register(plugin)
     return host
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
+
+
+def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 @pytest.mark.parametrize("bad", ["all", "", None, "NONE", 1])
@@ -378,3 +393,56 @@ async def test_after_shutdown_runs_are_not_scored_but_counted_as_dropped() -> No
     await oma.evaluation.flush()
     assert result.success and scored == []
     assert oma.evaluation.stats().dropped == 1
+
+
+async def test_cancelling_with_evaluation_leaks_no_task_after_flush() -> None:
+    oma = _oma(evaluation=OnlineEvaluationConfig([lambda c: 1.0]))
+    await oma.run_agent(_config(ScriptedProvider(["ok"])), "hi")
+    await oma.evaluation.flush()
+    before = asyncio.all_tasks()
+    task = asyncio.ensure_future(
+        oma.run_agent(_config(ScriptedProvider([Delayed(10, "late")])), "hi")
+    )
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await oma.evaluation.flush()
+    assert asyncio.all_tasks() == before
+    assert oma.evaluation.stats().sampled == 1  # the cancelled run is not evaluated
+
+
+async def test_async_result_sinks_are_awaited_by_flush() -> None:
+    delivered: list[str | None] = []
+
+    async def sink(result: Any) -> None:
+        await asyncio.sleep(0.01)
+        delivered.append(result.run_id)
+
+    oma = _oma(evaluation=OnlineEvaluationConfig([lambda c: 1.0], on_result=sink))
+    await oma.run_agent(_config(ScriptedProvider(["ok"])), "hi", run_id="r-1")
+    await oma.evaluation.flush()
+    assert delivered == ["r-1"]
+
+
+async def test_a_scorer_raising_cancelled_error_itself_is_counted_as_failed() -> None:
+    def rogue(case: Any) -> float:
+        raise asyncio.CancelledError
+
+    async def rogue_async(case: Any) -> float:
+        raise asyncio.CancelledError
+
+    results: list[Any] = []
+    oma = _oma(
+        evaluation=OnlineEvaluationConfig(
+            {"rogue": rogue, "rogue_async": rogue_async, "fine": lambda case: 0.5},
+            on_result=results.append,
+        )
+    )
+    await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi")
+    await asyncio.wait_for(oma.evaluation.flush(), 5)
+    stats = oma.evaluation.stats()
+    assert (stats.sampled, stats.scored, stats.failed) == (1, 1, 2)
+    (stored,) = results
+    assert stored.scores["fine"].value == 0.5
+    assert set(stored.errors) == {"rogue", "rogue_async"}

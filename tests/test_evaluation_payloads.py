@@ -16,7 +16,10 @@ from oma_core import (
     OnlineEvaluationConfig,
     OpenMultiAgent,
     PluginHost,
+    RetryPolicy,
+    dump_messages,
     hookimpl,
+    load_messages,
 )
 from oma_core.evaluation import StorePayloads
 from oma_core.testing import ScriptedProvider
@@ -127,6 +130,40 @@ def _flat(value: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[key] = item
     return out
+
+
+IMAGE = base64.b64encode(bytes(range(200))).decode()
+
+
+def _three_turn_conversation() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is shown?"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE},
+                },
+            ],
+        },
+    ]
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
+
+
+def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 @pytest.mark.parametrize("mode", ["all", "", "FULL", None])
@@ -295,3 +332,28 @@ async def test_what_is_stored_under_none_omits_input_and_output() -> None:
 def test_an_unknown_store_payloads_policy_is_refused() -> None:
     with pytest.raises(ValueError):
         OnlineEvaluationConfig(store_payloads="everything")  # type: ignore[arg-type]
+
+
+async def test_full_payload_round_trips_below_the_limit_and_is_marked_above() -> None:
+    cases: list[EvalCase] = []
+    oma = _oma(
+        evaluation=OnlineEvaluationConfig([lambda c: cases.append(c) or 1.0], store_payloads="full")
+    )
+    small = _three_turn_conversation()
+    big = [{"role": "user", "content": [{"type": "text", "text": "y" * 10_000}]}]
+    await oma.run_agent(_config(ScriptedProvider(["a", "b"])), small)
+    await oma.run_agent(_config(ScriptedProvider(["c"])), big)
+    await oma.evaluation.flush()
+    assert json.loads(cases[0].input) == dump_messages(load_messages(small))
+    assert cases[0].output == "a"
+    assert len(cases[1].input) > 8192 and "truncated" in cases[1].input[8192:]
+
+
+async def test_string_input_under_full_is_the_json_string() -> None:
+    cases: list[EvalCase] = []
+    oma = _oma(
+        evaluation=OnlineEvaluationConfig([lambda c: cases.append(c) or 1.0], store_payloads="full")
+    )
+    await oma.run_agent(_config(ScriptedProvider(["ok"])), "twelve chars")
+    await oma.evaluation.flush()
+    assert json.loads(cases[0].input) == "twelve chars"

@@ -6,7 +6,7 @@ points."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator, Awaitable, Generator
 from contextlib import aclosing
 from typing import Any
 
@@ -26,6 +26,9 @@ from oma_core import (
     hookimpl,
     tool,
 )
+from oma_core.messages import ToolResultBlock
+from oma_core.providers import ResponseComplete, Usage
+from oma_core.retry import RetryPolicy
 from oma_core.testing import ScriptedProvider
 from oma_core.toolkit import (
     BackendRequest,
@@ -35,6 +38,7 @@ from oma_core.toolkit import (
     ModelCall,
     RunContext,
     TextDelta,
+    ToolInvocation,
 )
 
 
@@ -51,6 +55,81 @@ def _run(provider: ScriptedProvider, **metadata: Any) -> Any:
 
 
 # -- the door, from outside: distributions found through entry points ------------------------
+
+
+class FakeSleep:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+class Recorder:
+    """Call middleware that records every call, retry and tool call it sees."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[Any, ...]] = []
+
+    @hookimpl(wrapper=True)
+    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+        events = yield
+        return self._around(events, call)
+
+    async def _around(
+        self, events: AsyncGenerator[CallEvent, None], call: ModelCall
+    ) -> AsyncGenerator[CallEvent, None]:
+        if call.retry_of is not None:
+            self.log.append(("on_retry", call.attempt - 1, call.retry_delay))
+        self.log.append(("before_call",))
+        partial: list[str] = []
+        usage = Usage()
+        try:
+            async with aclosing(events) as inner:
+                async for event in inner:
+                    if isinstance(event, TextDelta):
+                        partial.append(event.text)
+                    elif isinstance(event, ResponseComplete):
+                        usage = event.response.usage
+                    yield event
+        except Exception as error:
+            self.log.append(("after_call", Usage(), type(error).__name__, "".join(partial)))
+            raise
+        self.log.append(("after_call", usage, None, ""))
+
+    @hookimpl(wrapper=True)
+    def oma_tool_call(self, call: ToolInvocation, run: RunContext) -> Generator[None, Any, Any]:
+        result = yield
+        return self._tool(result, call)
+
+    async def _tool(self, result: Awaitable[ToolResultBlock], call: ToolInvocation) -> Any:
+        self.log.append(("before_tool", call.block.id))
+        outcome = await result
+        self.log.append(("after_tool", call.block.id, outcome.content))
+        return outcome
+
+
+def start(
+    agent: Agent,
+    input: Any,
+    *,
+    mode: str = "run",
+    observers: tuple[object, ...] = (),
+    **settings: Any,
+) -> Any:
+    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
+    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
+    for observer in observers:
+        agent.plugins.register(observer)
+    run_settings = RunSettings(**settings)
+    if mode == "stream":
+        return agent.stream(input, settings=run_settings)
+    return agent.run(input, settings=run_settings)
+
+
+def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
 
 
 def test_the_middleware_distributions_load_through_entry_points() -> None:
@@ -280,3 +359,37 @@ def test_a_model_call_timeout_is_reported_exactly_when_the_loop_clock_is_large()
     assert result.status.code == "timeout"
     assert result.status.error.scope == "call"
     assert result.status.error.timeout == 0.05
+
+
+async def test_middleware_sees_calls_and_tools_in_order(host: PluginHost) -> None:
+    def echo(text: str) -> str:
+        return text
+
+    turn = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "echo", "input": {"text": "x"}}],
+    }
+    agent, _ = make(host, turn, "done", tools=[echo])
+    recorder = Recorder()
+    result = await start(agent, "hi", observers=(recorder,))
+    assert [e[0] for e in recorder.log] == [
+        "before_call",
+        "after_call",
+        "before_tool",
+        "after_tool",
+        "before_call",
+        "after_call",
+    ]
+    assert recorder.log[3] == ("after_tool", "t1", "x")
+    assert result.success
+
+
+async def test_a_pass_through_middleware_changes_nothing(host: PluginHost) -> None:
+    class PassThrough:
+        @hookimpl(wrapper=True)
+        def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+            return (yield)
+
+    agent, provider = make(host, "ok")
+    result = await start(agent, "hi", observers=(PassThrough(),))
+    assert result.success and provider.requests[0].max_tokens is None

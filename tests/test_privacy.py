@@ -16,7 +16,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from oma_core import AgentConfig, OnlineEvaluationConfig, OpenMultiAgent, ProviderError
+from oma_core import (
+    AgentConfig,
+    OnlineEvaluationConfig,
+    OpenMultiAgent,
+    ProviderError,
+    RetryPolicy,
+)
 from oma_core.evaluation import EvalCase, EvalResult, Score
 from oma_core.plugins import PluginHost
 from oma_core.testing import ScriptedProvider
@@ -47,6 +53,20 @@ def _leaks(text: str) -> list[str]:
     if any(IMAGE[i : i + 16] in text for i in range(len(IMAGE) - 15)):
         found.append("image")
     return found
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
+
+
+def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 @pytest.mark.parametrize("policy", ["none", "redacted"])
@@ -114,3 +134,13 @@ async def test_redacted_payload_keeps_the_shape_and_a_media_digest() -> None:
     assert image["source"]["media_type"] == "image/png"
     assert image["source"]["bytes"] == 600
     assert len(image["source"]["sha256"]) == 64
+
+
+async def test_failed_run_error_text_is_redacted() -> None:
+    key = "sk-ant-api03-" + "Q" * 30
+    provider = ScriptedProvider([ProviderError(f"bad request echo {key}", status_code=400)])
+    result = await _oma().run_agent(_config(provider), "hi")
+    assert result.status.code == "error"
+    assert isinstance(result.status.error, ProviderError)
+    assert result.status.error.status_code == 400
+    assert key not in str(result.status.error)

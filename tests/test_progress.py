@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import time
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,17 +15,14 @@ from oma_core import (
     OnlineEvaluationConfig,
     OpenMultiAgent,
     PluginHost,
+    ProviderError,
+    RetryPolicy,
     TextBlock,
     dump_messages,
-    hookimpl,
     load_messages,
 )
-from oma_core.progress import ProgressDispatcher, ProgressEvent
+from oma_core.progress import ProgressEvent
 from oma_core.testing import ScriptedProvider
-
-
-def _event() -> ProgressEvent:
-    return ProgressEvent("agent_start", "a", None, {"prompt": "hi", "extra": {"k": [1]}})
 
 
 def _img(name: str) -> dict[str, Any]:
@@ -49,22 +45,6 @@ def _host(*plugins: object) -> PluginHost:
     for plugin in plugins:
         host.register(plugin)
     return host
-
-
-class _Recorder:
-    """An in-process plugin recording before_run and progress calls."""
-
-    def __init__(self) -> None:
-        self.before_run: list[Any] = []
-        self.progress: list[Any] = []
-
-    @hookimpl
-    def oma_before_run(self, ctx: Any) -> None:
-        self.before_run.append(ctx)
-
-    @hookimpl
-    def oma_progress(self, event: Any) -> None:
-        self.progress.append(event)
 
 
 REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
@@ -101,92 +81,45 @@ def _collect(into: list[EvalCase]) -> Callable[[EvalCase], float]:
     return scorer
 
 
-async def test_sync_observers_are_called_in_order_as_the_event_happens() -> None:
-    seen: list[str] = []
-    dispatcher = ProgressDispatcher()
-    pending: list[asyncio.Task[None]] = []
-    dispatcher.emit(_event(), [lambda e: seen.append("one"), lambda e: seen.append("two")], pending)
-    assert seen == ["one", "two"]
-    assert pending == []
-    assert dispatcher.stats.delivered == 2
+IMAGE = base64.b64encode(bytes(range(200))).decode()
 
 
-async def test_each_observer_gets_its_own_data_dicts() -> None:
-    received: list[ProgressEvent] = []
-
-    def vandal(event: ProgressEvent) -> None:
-        event.data["prompt"] = "changed"
-        event.data["extra"]["k"].append(2)
-        received.append(event)
-
-    ProgressDispatcher().emit(_event(), [vandal, received.append, received.append], [])
-    assert received[1].data == {"prompt": "hi", "extra": {"k": [1]}}
-    assert received[2].data == {"prompt": "hi", "extra": {"k": [1]}}
-    assert received[1].data is not received[2].data
-
-
-async def test_a_raising_observer_is_counted_and_the_next_still_runs() -> None:
-    seen: list[str] = []
-
-    def broken(event: ProgressEvent) -> None:
-        raise RuntimeError("boom")
-
-    dispatcher = ProgressDispatcher()
-    dispatcher.emit(_event(), [broken, lambda e: seen.append(e.type)], [])
-    assert seen == ["agent_start"]
-    assert dispatcher.stats.failed == 1
+def _three_turn_conversation() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is shown?"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE},
+                },
+            ],
+        },
+    ]
 
 
-async def test_async_observers_are_awaited_by_drain() -> None:
-    seen: list[str] = []
-
-    async def slow(event: ProgressEvent) -> None:
-        await asyncio.sleep(0.01)
-        seen.append(event.type)
-
-    dispatcher = ProgressDispatcher()
-    pending: list[asyncio.Task[None]] = []
-    dispatcher.emit(_event(), [slow], pending)
-    assert seen == []
-    await dispatcher.drain(pending)
-    assert seen == ["agent_start"]
-    assert dispatcher.stats.delivered == 1
+async def _no_sleep(seconds: float) -> None:
+    return None
 
 
-async def test_a_slow_async_observer_times_out_and_is_counted() -> None:
-    async def stuck(event: ProgressEvent) -> None:
-        await asyncio.sleep(10)
-
-    dispatcher = ProgressDispatcher(timeout=0.05)
-    pending: list[asyncio.Task[None]] = []
-    dispatcher.emit(_event(), [stuck], pending)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    await dispatcher.drain(pending)
-    assert loop.time() - started < 1.0
-    assert dispatcher.stats.timed_out == 1
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
 
 
-async def test_a_raising_async_observer_is_counted() -> None:
-    async def broken(event: ProgressEvent) -> None:
-        raise ValueError("nope")
-
-    dispatcher = ProgressDispatcher()
-    pending: list[asyncio.Task[None]] = []
-    dispatcher.emit(_event(), [broken], pending)
-    await dispatcher.drain(pending)
-    assert dispatcher.stats.failed == 1
+def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig("vision", provider=provider, **kwargs)
 
 
-async def test_cancel_stops_running_async_observers() -> None:
-    async def stuck(event: ProgressEvent) -> None:
-        await asyncio.sleep(10)
-
-    pending: list[asyncio.Task[None]] = []
-    ProgressDispatcher().emit(_event(), [stuck], pending)
-    tasks = list(pending)
-    await ProgressDispatcher.cancel(pending)
-    assert all(task.cancelled() for task in tasks)
+def _tool_turn(index: int) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": f"t{index}", "name": "missing", "input": {}}],
+    }
 
 
 async def test_agent_start_carries_the_prompt_for_string_input() -> None:
@@ -216,93 +149,12 @@ async def test_agent_start_carries_message_tuple_for_structured_input() -> None:
     assert dump_messages(start.data["messages"]) == conv
 
 
-async def test_an_observer_mutating_the_event_changes_nothing() -> None:
-    def meddle(event: ProgressEvent) -> None:
-        if event.type == "agent_start" and isinstance(event.data, dict):
-            event.data["prompt"] = "meddled"
-
-    provider = ScriptedProvider(["r"])
-    await OpenMultiAgent(on_progress=meddle).run_agent(
-        AgentConfig(name="v", provider=provider), "hi"
-    )
-    assert dump_messages(provider.requests[0].messages) == [_user("hi")]
-
-
-async def test_async_observers_are_awaited_before_run_agent_returns() -> None:
-    seen: list[str] = []
-
-    async def observer(event: ProgressEvent) -> None:
-        await asyncio.sleep(0.01)
-        seen.append(event.type)
-
-    oma = OpenMultiAgent(on_progress=observer)
-    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
-    assert "agent_start" in seen and "agent_complete" in seen
-
-
-async def test_a_raising_observer_never_fails_the_run() -> None:
-    calls: list[str] = []
-
-    def observer(event: ProgressEvent) -> None:
-        calls.append(event.type)
-        raise RuntimeError("observer broke")
-
-    oma = OpenMultiAgent(on_progress=observer)
-    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
-    assert result.success and result.output == "r"
-    assert "agent_start" in calls and "agent_complete" in calls
-
-
-async def test_package_progress_hooks_observe_run_agent() -> None:
-    recorder = _Recorder()
-    oma = OpenMultiAgent(plugins=_host(recorder))
-    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
-    types = [e.type for e in recorder.progress]
-    assert "agent_start" in types and "agent_complete" in types
-    assert len(recorder.before_run) == 1
-
-
-async def test_sync_observers_see_events_in_order_as_they_happen() -> None:
-    events: list[ProgressEvent] = []
-    oma = OpenMultiAgent(on_progress=events.append)
-    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
-    types = [e.type for e in events]
-    assert types[0] == "agent_start" and types[-1] == "agent_complete"
-
-
-async def test_a_slow_async_observer_is_skipped_after_its_time_limit() -> None:
-    async def slow(event: ProgressEvent) -> None:
-        await asyncio.sleep(10)
-
-    oma = OpenMultiAgent(on_progress=slow, observer_timeout=0.05)
-    start = time.monotonic()
-    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
-    assert result.success
-    assert time.monotonic() - start < 3
-
-
 async def test_progress_events_of_run_agent_have_no_task() -> None:
     events: list[ProgressEvent] = []
     await OpenMultiAgent(on_progress=events.append).run_agent(
         AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi"
     )
     assert events and all(e.task is None and e.agent == "v" for e in events)
-
-
-async def test_on_progress_runs_before_the_package_observers_for_each_event() -> None:
-    order: list[str] = []
-
-    class Hook:
-        @hookimpl
-        def oma_progress(self, event: Any) -> None:
-            order.append(f"hook:{event.type}")
-
-    oma = OpenMultiAgent(
-        on_progress=lambda event: order.append(f"on:{event.type}"), plugins=_host(Hook())
-    )
-    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
-    assert order[:2] == ["on:agent_start", "hook:agent_start"]
-    assert order[-2:] == ["on:agent_complete", "hook:agent_complete"]
 
 
 async def test_agent_start_carries_the_string_prompt_of_run_agent() -> None:
@@ -346,19 +198,88 @@ async def test_progress_callback_mutations_cannot_affect_execution_or_evaluation
     assert json.loads(cases[0].input) == conversation
 
 
-async def test_one_observer_mutating_its_event_does_not_change_what_another_sees() -> None:
-    seen: list[dict[str, Any]] = []
+async def test_string_input_emits_a_prompt_payload() -> None:
+    events: list[ProgressEvent] = []
+    result = await _oma(on_progress=events.append).run_agent(
+        _config(ScriptedProvider(["fine"])), "hello"
+    )
+    assert result.success and result.output == "fine"
+    start = events[0]
+    assert (start.type, start.agent, start.task) == ("agent_start", "vision", None)
+    assert start.data == {"prompt": "hello"}
+    assert events[-1].type == "agent_complete"
 
-    class Watcher:
-        @hookimpl
-        def oma_progress(self, event: ProgressEvent) -> None:
-            if event.type == "agent_start":
-                seen.append(dict(event.data))
 
-    def meddle(event: ProgressEvent) -> None:
-        event.data.clear()
+async def test_structured_input_emits_a_messages_payload() -> None:
+    events: list[ProgressEvent] = []
+    await _oma(on_progress=events.append).run_agent(
+        _config(ScriptedProvider(["a cat"])), _three_turn_conversation()
+    )
+    assert events[0].data == {"messages": load_messages(_three_turn_conversation())}
+    assert isinstance(events[0].data["messages"], tuple)
 
-    oma = OpenMultiAgent(on_progress=meddle, plugins=_host(Watcher()))
-    conversation = _reference_conversation()
-    await oma.run_agent(AgentConfig(name="v"), conversation)
-    assert seen == [{"messages": load_messages(conversation)}]
+
+async def test_progress_mutation_reaches_neither_provider_nor_scorer() -> None:
+    provider = ScriptedProvider(["ok"])
+    cases: list[EvalCase] = []
+
+    def vandal(event: ProgressEvent) -> None:
+        if event.type == "agent_start":
+            event.data["messages"] = ()
+            event.data["extra"] = "x"
+
+    oma = _oma(
+        on_progress=vandal,
+        evaluation=OnlineEvaluationConfig(
+            [lambda case: cases.append(case) or 1.0], store_payloads="full"
+        ),
+    )
+    conversation = _three_turn_conversation()
+    await oma.run_agent(_config(provider), conversation)
+    await oma.evaluation.flush()
+    assert provider.requests[0].messages == load_messages(conversation)
+    assert json.loads(cases[0].input) == dump_messages(load_messages(conversation))
+
+
+async def test_a_failed_run_emits_error_then_agent_complete() -> None:
+    events: list[ProgressEvent] = []
+    provider = ScriptedProvider([ProviderError("bad", status_code=400)])
+    await _oma(on_progress=events.append).run_agent(_config(provider), "hi")
+    assert [e.type for e in events] == ["agent_start", "error", "agent_complete"]
+    assert events[1].data["code"] == "error"
+    assert events[2].data["success"] is False
+
+
+async def test_a_tool_error_result_is_reported_as_a_warning() -> None:
+    events: list[ProgressEvent] = []
+    provider = ScriptedProvider([_tool_turn(0), "done"])
+    result = await _oma(on_progress=events.append).run_agent(_config(provider), "hi")
+    assert result.success
+    (warning,) = [e for e in events if e.type == "warning"]
+    assert warning.data["tool"] == "missing"
+
+
+async def test_run_id_is_on_every_event_and_generated_when_not_given() -> None:
+    events: list[ProgressEvent] = []
+    oma = _oma(on_progress=events.append)
+    await oma.run_agent(_config(ScriptedProvider(["a"])), "hi", run_id="mine")
+    await oma.run_agent(_config(ScriptedProvider(["b"])), "hi")
+    assert [e.run_id for e in events[:2]] == ["mine", "mine"]
+    generated = {e.run_id for e in events[2:]}
+    assert len(generated) == 1 and None not in generated and "mine" not in generated
+
+
+async def test_agent_complete_carries_the_outcome() -> None:
+    events: list[ProgressEvent] = []
+    result = await _oma(on_progress=events.append).run_agent(
+        AgentConfig("a", provider=ScriptedProvider(["fine"])), "hi", run_id="r1"
+    )
+    complete = events[-1]
+    assert complete.type == "agent_complete" and complete.run_id == "r1"
+    assert complete.data == {
+        "success": True,
+        "output": "fine",
+        "usage": result.usage,
+        "status": "ok",
+    }
+    assert not math.isnan(result.usage.total_tokens)

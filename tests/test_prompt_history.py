@@ -4,6 +4,7 @@ nothing.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from oma_core import (
     Agent,
     AgentConfig,
+    BeforeRunContext,
     InvalidMessageError,
     LLMMessage,
     OpenMultiAgent,
@@ -21,6 +23,7 @@ from oma_core import (
     dump_messages,
     image_url,
 )
+from oma_core.messages import TextBlock
 from oma_core.testing import ScriptedProvider
 
 
@@ -75,6 +78,29 @@ def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvi
 
 async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
     return [event async for event in agent.stream(input)]
+
+
+PNG = "iVBORw0KGgo="
+
+
+def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+def text_msg(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "content": [{"type": "text", "text": text}]}
+
+
+def image(data: str = PNG) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
+def make_replying_ok(
+    host: PluginHost, *responses: object, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses or ("ok",))
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
 
 
 def test_an_invalid_history_makes_agent_construction_raise() -> None:
@@ -259,3 +285,114 @@ async def test_a_failed_prompt_leaves_history_as_it_was__2() -> None:
     result = await agent.prompt("hello")
     assert not result.success
     assert agent.get_history() == []
+
+
+async def test_run_neither_reads_nor_writes_history(host: PluginHost) -> None:
+    seed = [text_msg("user", "old"), text_msg("assistant", "x")]
+    agent, provider = make(host, "ok", history=seed)
+    await agent.run("new")
+    assert len(provider.requests[0].messages) == 1
+    assert len(agent.get_history()) == 2
+
+
+async def test_prompt_appends_the_turn_and_the_reply(host: PluginHost) -> None:
+    agent, provider = make(host, "first answer", "second answer")
+    await agent.prompt("one")
+    await agent.prompt([{"type": "text", "text": "two"}, image()])
+    history = agent.get_history()
+    assert [m.role for m in history] == ["user", "assistant", "user", "assistant"]
+    assert len(provider.requests[1].messages) == 3
+    assert history[2].content[0] == TextBlock("two")
+
+
+async def test_history_seeds_prompt(host: PluginHost) -> None:
+    seed = [text_msg("user", "earlier"), text_msg("assistant", "noted")]
+    agent, provider = make(host, "ok", history=seed)
+    seed.append(text_msg("user", "mutated after the agent was built"))
+    await agent.prompt("now")
+    assert [m.role for m in provider.requests[0].messages] == ["user", "assistant", "user"]
+
+
+def test_an_invalid_history_makes_the_agent_raise(host: PluginHost) -> None:
+    config = AgentConfig(name="a", history=[{"role": "user", "content": []}])
+    with pytest.raises(InvalidMessageError):
+        Agent(config, plugins=host)
+
+
+async def test_a_failed_prompt_leaves_history_as_it_was__3(host: PluginHost) -> None:
+    agent, _ = make(host, "ok", ProviderError("boom", status_code=400))
+    await agent.prompt("one")
+    before = agent.get_history()
+    result = await agent.prompt("two")
+    assert not result.success
+    assert agent.get_history() == before
+
+
+async def test_get_history_returns_a_new_list(host: PluginHost) -> None:
+    agent, _ = make(host, "ok")
+    await agent.prompt("one")
+    history = agent.get_history()
+    history.clear()
+    assert len(agent.get_history()) == 2
+
+
+async def test_prompt_refuses_a_whole_message(host: PluginHost) -> None:
+    agent, _ = make(host, "ok")
+    with pytest.raises(InvalidMessageError):
+        agent.prompt({"role": "user", "content": [{"type": "text", "text": "x"}]})  # type: ignore[arg-type]
+
+
+async def test_max_history_tokens_trims_the_oldest_turns(host: PluginHost) -> None:
+    agent, provider = make(host, "a" * 40, "b" * 40, "c", max_history_tokens=30)
+    await agent.prompt("x" * 40)
+    await agent.prompt("y" * 40)
+    await agent.prompt("z" * 40)
+    sent = provider.requests[2].messages
+    assert sent[-1] == LLMMessage("user", (TextBlock("z" * 40),))
+    assert len(sent) < 5
+    assert sent[0].role == "user"
+
+
+async def test_a_failed_prompt_after_a_tool_round_leaves_history_as_it_was(
+    host: PluginHost,
+) -> None:
+    def lookup() -> str:
+        return "found"
+
+    call = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t", "name": "lookup", "input": {}}],
+    }
+    agent, _ = make_replying_ok(
+        host, "first", call, ProviderError("down", status_code=400), tools=[lookup]
+    )
+    await agent.prompt("one")
+    before = agent.get_history()
+    result = await agent.prompt("two")
+    assert not result.success and len(result.messages) == 2  # the tool round happened
+    assert agent.get_history() == before
+
+
+async def test_concurrent_prompts_take_turns_and_both_reach_history(host: PluginHost) -> None:
+    from oma_core.testing import Delayed
+
+    agent, provider = make_replying_ok(host, Delayed(0.02, "a1"), "b1")
+    results = await asyncio.gather(agent.prompt("a"), agent.prompt("b"))
+    assert [r.output for r in results] == ["a1", "b1"]
+    texts = [m.content[0].text for m in agent.get_history()]  # type: ignore[union-attr]
+    assert texts == ["a", "a1", "b", "b1"]
+    assert len(provider.requests[1].messages) == 3  # the second prompt saw the first
+
+
+async def test_prompt_history_keeps_the_callers_turn_when_a_hook_rewrites_messages(
+    host: PluginHost,
+) -> None:
+    def hook(ctx: BeforeRunContext) -> dict[str, Any]:
+        return {"messages": [{"role": "user", "content": [{"type": "text", "text": "hooked"}]}]}
+
+    agent, provider = make_replying_ok(host, before_run=hook)
+    await agent.prompt([{"type": "text", "text": "mine"}, image()])
+    assert provider.text_of() == "hooked"
+    turn = agent.get_history()[0]
+    assert [b.type for b in turn.content] == ["text", "image"]
+    assert turn.content[0] == TextBlock("mine")

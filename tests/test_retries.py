@@ -5,7 +5,10 @@ cannot succeed.
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Generator
+from contextlib import aclosing
 from typing import Any
 
 import pytest
@@ -13,12 +16,21 @@ import pytest
 from oma_core import (
     Agent,
     AgentConfig,
+    Capabilities,
     OpenMultiAgent,
     PluginHost,
+    ProgressEvent,
     ProviderError,
+    RunSettings,
+    UnsupportedContentBlockError,
+    hookimpl,
     tool,
 )
+from oma_core.messages import LLMMessage, TextBlock, ToolResultBlock
+from oma_core.providers import ProviderRequest, ProviderResponse, ResponseComplete, TextDelta, Usage
+from oma_core.retry import RetryPolicy
 from oma_core.testing import ScriptedProvider
+from oma_core.toolkit import CallEvent, ModelCall, RunContext, ToolInvocation
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -54,6 +66,152 @@ def _record_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
     monkeypatch.setattr(asyncio, "sleep", fake_sleep)
     return waits
+
+
+class FakeSleep:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+class Recorder:
+    """Call middleware that records every call, retry and tool call it sees."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[Any, ...]] = []
+
+    @hookimpl(wrapper=True)
+    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+        events = yield
+        return self._around(events, call)
+
+    async def _around(
+        self, events: AsyncGenerator[CallEvent, None], call: ModelCall
+    ) -> AsyncGenerator[CallEvent, None]:
+        if call.retry_of is not None:
+            self.log.append(("on_retry", call.attempt - 1, call.retry_delay))
+        self.log.append(("before_call",))
+        partial: list[str] = []
+        usage = Usage()
+        try:
+            async with aclosing(events) as inner:
+                async for event in inner:
+                    if isinstance(event, TextDelta):
+                        partial.append(event.text)
+                    elif isinstance(event, ResponseComplete):
+                        usage = event.response.usage
+                    yield event
+        except Exception as error:
+            self.log.append(("after_call", Usage(), type(error).__name__, "".join(partial)))
+            raise
+        self.log.append(("after_call", usage, None, ""))
+
+    @hookimpl(wrapper=True)
+    def oma_tool_call(self, call: ToolInvocation, run: RunContext) -> Generator[None, Any, Any]:
+        result = yield
+        return self._tool(result, call)
+
+    async def _tool(self, result: Awaitable[ToolResultBlock], call: ToolInvocation) -> Any:
+        self.log.append(("before_tool", call.block.id))
+        outcome = await result
+        self.log.append(("after_tool", call.block.id, outcome.content))
+        return outcome
+
+
+def start(
+    agent: Agent,
+    input: Any,
+    *,
+    mode: str = "run",
+    observers: tuple[object, ...] = (),
+    **settings: Any,
+) -> Any:
+    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
+    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
+    for observer in observers:
+        agent.plugins.register(observer)
+    run_settings = RunSettings(**settings)
+    if mode == "stream":
+        return agent.stream(input, settings=run_settings)
+    return agent.run(input, settings=run_settings)
+
+
+def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+class SlowStream:
+    """Streams one chunk, then stalls (or fails, or finishes); records calls and closing."""
+
+    name = display_name = "slow"
+
+    def __init__(
+        self,
+        *,
+        fail_first: BaseException | None = None,
+        fail_after_text: BaseException | None = None,
+        stall: bool = True,
+    ) -> None:
+        self.fail_first = fail_first
+        self.fail_after_text = fail_after_text
+        self.stall = stall
+        self.calls = 0
+        self.closed = 0
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        raise NotImplementedError
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
+        self.calls += 1
+        try:
+            if self.fail_first is not None and self.calls == 1:
+                raise self.fail_first
+            yield TextDelta("partial ")
+            if self.fail_after_text is not None:
+                raise self.fail_after_text
+            if self.stall:
+                await asyncio.sleep(30)
+            message = LLMMessage("assistant", (TextBlock("partial"),))
+            yield ResponseComplete(ProviderResponse(message, Usage(1, 1)))
+        finally:
+            self.closed += 1
+
+
+IMAGE = base64.b64encode(bytes(range(200))).decode()
+
+
+def _three_turn_conversation() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is shown?"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE},
+                },
+            ],
+        },
+    ]
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
+
+
+def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 async def test_default_ladder_retries_twice_with_equal_jitter_from_half_a_second() -> None:
@@ -172,3 +330,174 @@ async def test_a_retried_model_call_never_runs_a_tool_twice() -> None:
     assert result.success and result.output == "final"
     assert runs == [1]
     assert len(provider.requests) == 4
+
+
+async def test_a_transient_error_is_retried_on_the_ladder(host: PluginHost) -> None:
+    agent, provider = make(
+        host, ProviderError("busy", status_code=503), ProviderError("busy", status_code=429), "ok"
+    )
+    sleep = FakeSleep()
+    recorder = Recorder()
+    result = await start(
+        agent, "hi", retry=RetryPolicy(sleep=sleep, random=lambda: 1.0), observers=(recorder,)
+    )
+    assert result.success and result.output == "ok"
+    assert len(provider.requests) == 3
+    assert sleep.waits == [0.5, 1.0]
+    assert [e for e in recorder.log if e[0] == "on_retry"] == [
+        ("on_retry", 1, 0.5),
+        ("on_retry", 2, 1.0),
+    ]
+
+
+async def test_config_retry_settings_are_used_by_run(host: PluginHost) -> None:
+    agent, provider = make(
+        host, *[ProviderError("busy", status_code=500)] * 4, "ok", max_retries=4, retry_delay=0.0
+    )
+    result = await agent.run("hi")
+    assert result.success and len(provider.requests) == 5
+
+
+async def test_retries_stop_after_max_retries(host: PluginHost) -> None:
+    agent, provider = make(host, *[ProviderError("busy", status_code=500)] * 5)
+    result = await start(agent, "hi")
+    assert result.status.code == "error" and len(provider.requests) == 3
+
+
+async def test_a_client_error_is_not_retried(host: PluginHost) -> None:
+    agent, provider = make(host, ProviderError("bad", status_code=400), "never")
+    result = await start(agent, "hi")
+    assert result.status.code == "error" and len(provider.requests) == 1
+
+
+async def test_a_sane_retry_after_is_honoured(host: PluginHost) -> None:
+    agent, _ = make(host, ProviderError("slow", status_code=429, retry_after=3.0), "ok")
+    sleep = FakeSleep()
+    await start(agent, "hi", retry=RetryPolicy(sleep=sleep))
+    assert sleep.waits == [3.0]
+
+
+async def test_a_stream_that_already_yielded_is_not_retried(host: PluginHost) -> None:
+    provider = SlowStream(fail_after_text=ProviderError("reset", retryable=True))
+    agent = Agent(AgentConfig(name="a", provider=provider), plugins=host)
+    recorder = Recorder()
+    events = [e async for e in start(agent, "hi", mode="stream", observers=(recorder,))]
+    assert [e.type for e in events] == ["text", "error", "done"]
+    assert provider.calls == 1
+    result = events[-1].data
+    assert result.usage.output_tokens > 0  # the cut-short call is counted (an estimate)
+    after = [e for e in recorder.log if e[0] == "after_call"]
+    assert after[0][2] == "ProviderError" and after[0][3] == "partial "
+
+
+async def test_a_stream_that_failed_before_output_is_retried(host: PluginHost) -> None:
+    provider = SlowStream(fail_first=ProviderError("refused", retryable=True), stall=False)
+    agent = Agent(AgentConfig(name="a", provider=provider), plugins=host)
+    events = [e async for e in start(agent, "hi", mode="stream")]
+    assert [e.type for e in events] == ["text", "done"]
+    assert events[-1].data.success
+    assert provider.calls == 2 and provider.closed == 2
+
+
+async def test_unsupported_content_block_is_not_retried() -> None:
+    provider = ScriptedProvider(["never"], capabilities=Capabilities.text_only())
+    events: list[ProgressEvent] = []
+    result = await _oma(on_progress=events.append).run_agent(
+        _config(provider), _three_turn_conversation(), max_retries=5
+    )
+    assert not result.success
+    assert isinstance(result.status.error, UnsupportedContentBlockError)
+    assert provider.requests == []
+    assert not [e for e in events if e.type == "retry"]
+
+
+async def test_a_429_is_retried_exactly_max_retries_times() -> None:
+    provider = ScriptedProvider([ProviderError("slow down", status_code=429)] * 4 + ["late"])
+    events: list[ProgressEvent] = []
+    result = await _oma(on_progress=events.append).run_agent(_config(provider), "hi", max_retries=3)
+    assert not result.success
+    assert len(provider.requests) == 4  # the call and 3 retries
+    assert [e.data["attempt"] for e in events if e.type == "retry"] == [1, 2, 3]
+
+
+async def test_retry_settings_most_specific_wins__2() -> None:
+    def failing() -> ScriptedProvider:
+        return ScriptedProvider([ProviderError("busy", status_code=503)] * 10)
+
+    oma = _oma(max_retries=4)
+    first = failing()
+    await oma.run_agent(_config(first), "hi")
+    assert len(first.requests) == 5  # orchestrator default
+    second = failing()
+    await oma.run_agent(_config(second, max_retries=2), "hi")
+    assert len(second.requests) == 3  # the config beats the orchestrator
+    third = failing()
+    await oma.run_agent(_config(third, max_retries=2), "hi", max_retries=0)
+    assert len(third.requests) == 1  # the call beats the config
+
+
+async def test_the_retry_ladder_on_a_fake_clock() -> None:
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    errors = [ProviderError("busy", status_code=503) for _ in range(5)]
+    errors[3] = ProviderError("later", status_code=429, retry_after=7.0)
+    provider = ScriptedProvider([*errors, "finally"])
+    events: list[ProgressEvent] = []
+    oma = _oma(
+        on_progress=events.append,
+        retry_policy=RetryPolicy(sleep=fake_sleep, random=lambda: 1.0),
+    )
+    result = await oma.run_agent(AgentConfig("a", provider=provider), "hi", max_retries=5)
+    assert result.success and result.output == "finally"
+    assert slept == [0.5, 1.0, 2.0, 7.0, 8.0]
+    retries = [e for e in events if e.type == "retry"]
+    assert [e.data["attempt"] for e in retries] == [1, 2, 3, 4, 5]
+    assert [e.data["delay"] for e in retries] == slept
+    assert all(isinstance(e.data["error"], ProviderError) for e in retries)
+
+
+async def test_equal_jitter_waits_at_least_half_the_nominal_delay() -> None:
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    provider = ScriptedProvider([ProviderError("busy", status_code=502)] * 3 + ["ok"])
+    oma = _oma(retry_policy=RetryPolicy(sleep=fake_sleep, random=lambda: 0.0))
+    await oma.run_agent(AgentConfig("a", provider=provider), "hi")
+    assert slept == [0.25, 0.5]  # the default two retries, each at half its nominal wait
+
+
+async def test_retry_delay_and_backoff_follow_the_most_specific_setting() -> None:
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    def failing() -> ScriptedProvider:
+        return ScriptedProvider([ProviderError("busy", status_code=503)] * 3)
+
+    oma = _oma(
+        retry_delay=1.0,
+        retry_backoff=3.0,
+        retry_policy=RetryPolicy(sleep=fake_sleep, random=lambda: 1.0),
+    )
+    await oma.run_agent(AgentConfig("a", provider=failing()), "hi")
+    assert slept == [1.0, 3.0]
+    slept.clear()
+    await oma.run_agent(AgentConfig("a", provider=failing(), retry_delay=2.0), "hi")
+    assert slept == [2.0, 6.0]
+    slept.clear()
+    config = AgentConfig("a", provider=failing(), retry_delay=2.0, retry_backoff=2.0)
+    await oma.run_agent(config, "hi", retry_delay=0.1, max_retries=1)
+    assert slept == [0.1]
+
+
+async def test_a_non_retryable_4xx_is_tried_once_even_with_many_retries() -> None:
+    provider = ScriptedProvider([ProviderError("bad", status_code=400)] * 6)
+    result = await _oma().run_agent(AgentConfig("a", provider=provider), "hi", max_retries=5)
+    assert result.status.code == "error"
+    assert len(provider.requests) == 1

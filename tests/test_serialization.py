@@ -23,6 +23,8 @@ from _builders import (
     user,
     video,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import oma_core._parse as messages_module
 from oma_core import (
@@ -94,6 +96,108 @@ def _reference_conversation() -> list[dict[str, Any]]:
         _assistant_says("Understood."),
         _user("What is shown here?", _png()),
     ]
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
+
+
+JSON_VALUES = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        TEXT,
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(TEXT, children, max_size=3)
+    ),
+    max_leaves=15,
+)
+
+
+@st.composite
+def sources(draw: Any, family: str) -> dict[str, Any]:
+    subtype = draw(
+        st.sampled_from(["png", "jpeg", "webp"] if family == "image" else ["mp4", "webm"])
+    )
+    media_type = f"{family}/{subtype}"
+    if draw(st.booleans()):
+        data = base64.b64encode(draw(st.binary(min_size=1, max_size=40))).decode()
+        return {"type": "base64", "media_type": media_type, "data": data}
+    path = draw(st.text(alphabet="abcdefghij/._-~%", max_size=15))
+    return {"type": "url", "media_type": media_type, "url": f"https://example.com/{path}"}
+
+
+@st.composite
+def user_blocks(draw: Any) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["text", "image", "video", "tool_result"]))
+    if kind == "text":
+        return {"type": "text", "text": draw(TEXT)}
+    if kind == "image":
+        block = {"type": "image", "source": draw(sources("image"))}
+        detail = draw(st.sampled_from([None, "low", "high", "auto"]))
+        return block if detail is None else {**block, "detail": detail}
+    if kind == "video":
+        return {"type": "video", "source": draw(sources("video"))}
+    if draw(st.booleans()):
+        return {
+            "type": "tool_result",
+            "tool_use_id": draw(TEXT),
+            "content": draw(TEXT),
+            "is_error": True,
+        }
+    parts = draw(
+        st.lists(
+            st.one_of(
+                st.builds(lambda t: {"type": "text", "text": t}, TEXT),
+                st.builds(lambda s: {"type": "image", "source": s}, sources("image")),
+                st.builds(
+                    lambda n, s: {"type": "file", "filename": n, "source": s},
+                    TEXT,
+                    sources("video"),
+                ),
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    return {"type": "tool_result", "tool_use_id": draw(TEXT), "content": parts}
+
+
+ASSISTANT_BLOCKS = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, TEXT),
+    st.builds(
+        lambda i, n, v: {"type": "tool_use", "id": i, "name": n, "input": v},
+        TEXT,
+        TEXT,
+        st.dictionaries(TEXT, JSON_VALUES, max_size=3),
+    ),
+    st.builds(
+        lambda t, s: {"type": "reasoning", "text": t, **({"signature": s} if s else {})},
+        TEXT,
+        st.one_of(st.none(), TEXT.filter(bool)),
+    ),
+)
+
+
+CONVERSATIONS = st.lists(
+    st.one_of(
+        st.builds(
+            lambda c: {"role": "user", "content": c},
+            st.lists(user_blocks(), min_size=1, max_size=4),
+        ),
+        st.builds(
+            lambda c: {"role": "assistant", "content": c},
+            st.lists(ASSISTANT_BLOCKS, min_size=1, max_size=4),
+        ),
+    ),
+    min_size=1,
+    max_size=4,
+)
 
 
 def test_dump_gives_back_the_dicts_that_were_loaded(conversation: list[dict[str, Any]]) -> None:
@@ -417,3 +521,12 @@ def test_load_and_dump_invert_each_other_on_the_reference_shapes() -> None:
     conversation = [*_reference_conversation(), _user(_video("url"), _video("base64"))]
     assert dump_messages(load_messages(conversation)) == conversation
     assert load_messages(dump_messages(load_messages(conversation))) == load_messages(conversation)
+
+
+@SETTINGS
+@given(CONVERSATIONS)
+def test_valid_conversations_round_trip_exactly(conversation: list[dict[str, Any]]) -> None:
+    loaded = load_messages(conversation)
+    dumped = dump_messages(loaded)
+    assert dumped == conversation
+    assert load_messages(dumped) == loaded

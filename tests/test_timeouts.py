@@ -2,13 +2,105 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import AsyncIterator
+from typing import Any
 
 from oma_core import (
+    Agent,
     AgentConfig,
     OpenMultiAgent,
+    PluginHost,
+    RunSettings,
 )
+from oma_core.errors import ProviderError, RunTimeoutError
+from oma_core.messages import LLMMessage, TextBlock
+from oma_core.providers import ProviderRequest, ProviderResponse, ResponseComplete, TextDelta, Usage
+from oma_core.retry import RetryPolicy
 from oma_core.testing import Delayed, ScriptedProvider
+
+
+class FakeSleep:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def start(
+    agent: Agent,
+    input: Any,
+    *,
+    mode: str = "run",
+    observers: tuple[object, ...] = (),
+    **settings: Any,
+) -> Any:
+    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
+    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
+    for observer in observers:
+        agent.plugins.register(observer)
+    run_settings = RunSettings(**settings)
+    if mode == "stream":
+        return agent.stream(input, settings=run_settings)
+    return agent.run(input, settings=run_settings)
+
+
+def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
+
+
+class SlowStream:
+    """Streams one chunk, then stalls (or fails, or finishes); records calls and closing."""
+
+    name = display_name = "slow"
+
+    def __init__(
+        self,
+        *,
+        fail_first: BaseException | None = None,
+        fail_after_text: BaseException | None = None,
+        stall: bool = True,
+    ) -> None:
+        self.fail_first = fail_first
+        self.fail_after_text = fail_after_text
+        self.stall = stall
+        self.calls = 0
+        self.closed = 0
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        raise NotImplementedError
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
+        self.calls += 1
+        try:
+            if self.fail_first is not None and self.calls == 1:
+                raise self.fail_first
+            yield TextDelta("partial ")
+            if self.fail_after_text is not None:
+                raise self.fail_after_text
+            if self.stall:
+                await asyncio.sleep(30)
+            message = LLMMessage("assistant", (TextBlock("partial"),))
+            yield ResponseComplete(ProviderResponse(message, Usage(1, 1)))
+        finally:
+            self.closed += 1
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _oma(**kwargs: Any) -> OpenMultiAgent:
+    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    return OpenMultiAgent(**kwargs)
+
+
+def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 async def test_a_run_timeout_ends_with_status_timeout() -> None:
@@ -37,3 +129,70 @@ async def test_an_orchestrator_timeout_applies_to_its_runs() -> None:
         AgentConfig(name="v", provider=provider), "x"
     )
     assert result.status.code == "timeout"
+
+
+async def test_a_wait_past_the_run_deadline_fails_at_once(host: PluginHost) -> None:
+    agent, provider = make(host, ProviderError("slow", status_code=429, retry_after=30.0), "ok")
+    sleep = FakeSleep()
+    result = await start(agent, "hi", retry=RetryPolicy(sleep=sleep), timeout=5.0)
+    assert result.status.code == "error"
+    assert sleep.waits == [] and len(provider.requests) == 1
+
+
+async def test_call_timeout_is_retried_then_ends_as_timeout(host: PluginHost) -> None:
+    agent, provider = make(host, *[Delayed(5, "late")] * 3)
+    result = await start(agent, "hi", call_timeout=0.02)
+    assert result.status.code == "timeout"
+    error = result.status.error
+    assert isinstance(error, RunTimeoutError) and error.scope == "call"
+    assert len(provider.requests) == 3
+
+
+async def test_call_timeout_recovers_when_a_retry_is_fast(host: PluginHost) -> None:
+    agent, _ = make(host, Delayed(5, "late"), "fast")
+    result = await start(agent, "hi", call_timeout=0.05)
+    assert result.success and result.output == "fast"
+
+
+async def test_run_timeout_ends_the_run_as_timeout(host: PluginHost) -> None:
+    agent, provider = make(host, Delayed(5, "late"), "never")
+    result = await start(agent, "hi", timeout=0.05)
+    assert result.status.code == "timeout"
+    error = result.status.error
+    assert isinstance(error, RunTimeoutError) and error.scope == "run"
+    assert len(provider.requests) == 1
+
+
+async def test_run_timeout_closes_the_provider_stream(host: PluginHost) -> None:
+    provider = SlowStream()
+    agent = Agent(AgentConfig(name="a", provider=provider), plugins=host)
+    events = [e async for e in start(agent, "hi", mode="stream", timeout=0.05)]
+    assert [e.type for e in events] == ["text", "error", "done"]
+    assert events[-1].data.status.code == "timeout"
+    assert provider.closed == 1
+
+
+async def test_a_stalled_stream_past_call_timeout_after_output_ends_as_timeout(
+    host: PluginHost,
+) -> None:
+    provider = SlowStream()
+    agent = Agent(AgentConfig(name="a", provider=provider), plugins=host)
+    events = [e async for e in start(agent, "hi", mode="stream", call_timeout=0.02)]
+    result = events[-1].data
+    assert result.status.code == "timeout"
+    assert isinstance(result.status.error, RunTimeoutError)
+    assert result.status.error.scope == "call"
+    assert provider.calls == 1 and provider.closed == 1  # output was shown: no retry
+
+
+async def test_run_timeout_ends_with_status_timeout() -> None:
+    provider = ScriptedProvider([Delayed(5, "late")])
+    result = await _oma().run_agent(_config(provider), "hi", timeout=0.05)
+    assert result.status.code == "timeout"
+
+
+async def test_call_timeout_ends_with_status_timeout_after_retries() -> None:
+    provider = ScriptedProvider([Delayed(5, "late")] * 3)
+    result = await _oma().run_agent(_config(provider), "hi", call_timeout=0.02, max_retries=1)
+    assert result.status.code == "timeout"
+    assert len(provider.requests) == 2

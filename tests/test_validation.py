@@ -15,6 +15,8 @@ from _builders import (
     tool_use,
     url_source,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from oma_core import (
     InvalidMessageError,
@@ -55,6 +57,72 @@ def refused_saying(data: Any, message: str, path: str | None = None) -> InvalidM
 
 
 # --- the top level ------------------------------------------------------------------------
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+KEYS = st.sampled_from(
+    [
+        "role",
+        "content",
+        "type",
+        "text",
+        "source",
+        "media_type",
+        "data",
+        "url",
+        "detail",
+        "id",
+        "name",
+        "input",
+        "tool_use_id",
+        "is_error",
+        "filename",
+        "signature",
+        "redacted_data",
+        "x",
+    ]
+)
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.sampled_from(
+        [
+            "user",
+            "assistant",
+            "text",
+            "image",
+            "video",
+            "tool_use",
+            "tool_result",
+            "reasoning",
+            "file",
+            "base64",
+            "url",
+            "image/png",
+            "video/mp4",
+            "QUJD",
+            "https://example.com/a.png",
+            "low",
+        ]
+    ),
+)
+
+
+JSON_LIKE = st.recursive(
+    SCALARS,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.one_of(KEYS, st.text(max_size=5)), children, max_size=5),
+    ),
+    max_leaves=30,
+)
 
 
 @pytest.mark.parametrize(
@@ -287,3 +355,20 @@ def test_role_error_in_first_message_wins_over_later_ones() -> None:
     data = [{"role": "system", "content": [text()]}, {"role": "user", "content": None}]
     err = refused(data)
     assert err.path.startswith("messages[0]")
+
+
+@SETTINGS
+@given(JSON_LIKE)
+def test_any_json_like_input_loads_or_is_refused_cleanly(data: Any) -> None:
+    for candidate in (
+        data,
+        [data],
+        [{"role": "user", "content": data}],
+        [{"role": "assistant", "content": [data]}],
+    ):
+        try:
+            loaded = load_messages(candidate)
+        except InvalidMessageError as error:
+            assert str(error).startswith(error.path)
+        else:
+            assert load_messages(dump_messages(loaded)) == loaded

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import time
 from typing import Any
 
 import pytest
 from _builders import PNG_B64, b64_source, image, refused, user, video
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from oma_core import (
     Base64Source,
@@ -15,6 +18,7 @@ from oma_core import (
     dump_messages,
     load_messages,
 )
+from oma_core._checks import check_base64
 
 RAW = "must contain raw base64 data"
 PATH = "messages[0].content[0].source"
@@ -23,6 +27,9 @@ PATH = "messages[0].content[0].source"
 def load_video(data: Any, media_type: Any = "video/mp4") -> Any:
     source = {"type": "base64", "media_type": media_type, "data": data}
     return load_messages([{"role": "user", "content": [{"type": "video", "source": source}]}])
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize(
@@ -193,3 +200,23 @@ def test_valid_payload_is_not_echoed_by_a_later_error() -> None:
 @pytest.mark.parametrize("data", ["AB", "AAB", "AAAA=", "AAAA=A"])
 def test_more_non_canonical_base64(data: str) -> None:
     refused([user(image(b64_source(data)))], phrase="must contain raw base64 data")
+
+
+@SETTINGS
+@given(st.binary(max_size=64))
+def test_every_standard_encoding_is_accepted(raw: bytes) -> None:
+    encoded = base64.b64encode(raw).decode()
+    if raw:
+        assert check_base64(encoded, "data") is encoded
+        assert check_base64(encoded.rstrip("="), "data") == encoded
+
+
+@SETTINGS
+@given(st.text(alphabet="ABCQRSabcz019+/=-_ \n", max_size=12))
+def test_accepted_base64_is_exactly_what_the_encoder_produces(text: str) -> None:
+    try:
+        padded = check_base64(text, "data")
+    except InvalidMessageError:
+        return
+    decoded = binascii.a2b_base64(padded, strict_mode=True)
+    assert base64.b64encode(decoded).decode() == padded

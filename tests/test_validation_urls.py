@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from _builders import image, refused, text, tool_result, url_source, user, video
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from oma_core import (
     InvalidMessageError,
     UrlSource,
     load_messages,
 )
+from oma_core._checks import check_url
 
 ABSOLUTE = "must be an absolute HTTP(S) URL"
 SCHEME = "must use HTTP or HTTPS"
@@ -28,6 +32,9 @@ def load_url(url: Any) -> Any:
             }
         ]
     )
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize(
@@ -276,3 +283,20 @@ def test_more_urls_that_are_not_absolute_http_urls(url: str) -> None:
         "messages[0].content[0].source.url",
         "must be an absolute HTTP(S) URL",
     )
+
+
+@SETTINGS
+@given(st.one_of(st.text(max_size=40), st.text(alphabet="htps:/\\@[]:.%?#aZ09 \t", max_size=30)))
+def test_accepted_urls_are_absolute_http_urls_with_a_host(text: str) -> None:
+    for url in (text, "https://" + text, "http://example.com/" + text):
+        try:
+            check_url(url, "url")
+        except InvalidMessageError as error:
+            assert "HTTP" in str(error)
+            continue
+        scheme, _, rest = url.partition("://")
+        assert scheme.lower() in ("http", "https")
+        assert rest and rest[0] not in "/?#"
+        assert not any(c.isspace() or c == "\\" for c in url)
+        authority = re.split(r"[/?#]", rest, maxsplit=1)[0]  # the authority ends at / ? or #
+        assert "@" not in authority

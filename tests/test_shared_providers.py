@@ -1,4 +1,4 @@
-"""``OpenMultiAgent(share_providers=True)`` shares ``shared`` providers between its runs."""
+"""OpenMultiAgent shares one provider per settings between runs and closes it on aclose."""
 
 from __future__ import annotations
 
@@ -34,6 +34,12 @@ def _oma(plugin: _Counting, *, share: bool = True) -> OpenMultiAgent:
     host = PluginHost(load_entrypoints=False)
     host.register(plugin, name="counting")
     return OpenMultiAgent(plugins=host, share_providers=share)
+
+
+PLAN = '{"tasks": [{"title": "a", "description": "do a", "assignee": "w"},'
+
+
+PLAN += ' {"title": "b", "description": "do b", "assignee": "w", "depends_on": ["a"]}]}'
 
 
 async def test_runs_share_one_provider_per_settings_and_aclose_closes_it() -> None:
@@ -83,12 +89,6 @@ async def test_without_share_providers_every_run_makes_and_closes_its_own() -> N
         assert (await oma.run_agent(AgentConfig("a", provider="counting"), "hi")).success
     assert len(plugin.made) == 2
     assert all(p.closed for p in plugin.made)
-
-
-# -- a team run shares every provider among its tasks and its coordinator ----------------------
-
-PLAN = '{"tasks": [{"title": "a", "description": "do a", "assignee": "w"},'
-PLAN += ' {"title": "b", "description": "do b", "assignee": "w", "depends_on": ["a"]}]}'
 
 
 async def test_a_scripted_coordinator_from_options_plays_plan_then_answer() -> None:
