@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _builders import make, text_msg
 
 from oma_core import Agent, AgentConfig, PluginHost
 from oma_core.capabilities import Capabilities, ProviderSpec
@@ -21,15 +22,6 @@ from oma_core.providers import (
     Usage,
 )
 from oma_core.testing import ScriptedProvider
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
-def text_msg(role: str, text: str) -> dict[str, Any]:
-    return {"role": role, "content": [{"type": "text", "text": text}]}
 
 
 def counting_spec(made: list[ProviderSettings], name: str = "counting") -> ProviderSpec:

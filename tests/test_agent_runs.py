@@ -3,13 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
-from contextlib import aclosing
-from typing import Any
+from collections.abc import Callable
 
 import pytest
+from _builders import (
+    Recorder,
+    _agent,
+    _assistant,
+    _assistant_says,
+    _CostlyProvider,
+    _events,
+    _host,
+    _img,
+    _reference_conversation,
+    _scripted,
+    _sent,
+    _text,
+    _tool_call,
+    _user,
+    add,
+    make,
+    make_replying_ok,
+    start,
+    text_msg,
+)
 
 from oma_core import (
     Agent,
@@ -20,234 +38,17 @@ from oma_core import (
     PluginHost,
     ProviderError,
     RunResult,
-    RunSettings,
     RunStatus,
-    StreamEvent,
     TextBlock,
     Usage,
     dump_messages,
-    hookimpl,
     image_url,
     load_messages,
-    tool,
 )
-from oma_core.messages import ToolResultBlock
 from oma_core.providers import (
-    ProviderRequest,
     ProviderResponse,
-    ResponseComplete,
-    TextDelta,
-    ToolCall,
 )
-from oma_core.retry import RetryPolicy
 from oma_core.testing import ScriptedProvider
-from oma_core.toolkit import CallEvent, ModelCall, RunContext, ToolInvocation
-
-
-def _img(name: str) -> dict[str, Any]:
-    return {
-        "type": "image",
-        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
-    }
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
-    return _assistant({"type": "tool_use", "id": call_id, "name": name, "input": args})
-
-
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
-
-
-def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
-    return dump_messages(provider.requests[index].messages)
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-class _CostlyProvider:
-    """A provider reporting 100 + 100 tokens per call, always calling the ``add`` tool."""
-
-    name = "costly"
-    display_name = "Costly"
-
-    def __init__(self, tool_calls: bool = True) -> None:
-        self.calls = 0
-        self.tool_calls = tool_calls
-
-    def _response(self) -> ProviderResponse:
-        self.calls += 1
-        if self.tool_calls:
-            message = load_messages([_tool_call("add", {"a": 1, "b": 1}, f"c{self.calls}")])[0]
-        else:
-            message = load_messages([_assistant("fine")])[0]
-        return ProviderResponse(message=message, usage=Usage(100, 100))
-
-    async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        return self._response()
-
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
-        response = self._response()
-        for block in response.message.content:
-            if block.type == "tool_use":
-                yield ToolCall(block)
-            elif isinstance(block, TextBlock):
-                yield TextDelta(block.text)
-        yield ResponseComplete(response)
-
-    def render(self, request: ProviderRequest) -> dict[str, Any]:
-        return {}
-
-    async def aclose(self) -> None:
-        return None
-
-
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
-
-
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
-
-
-def _reference_conversation() -> list[dict[str, Any]]:
-    """The conversation of the page's first example."""
-    return [
-        _user("Keep answers concise."),
-        _assistant_says("Understood."),
-        _user("What is shown here?", _png()),
-    ]
-
-
-def _host(*plugins: object) -> PluginHost:
-    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
-    return agent, provider
-
-
-async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
-    return [event async for event in agent.stream(input)]
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
-def text_msg(role: str, text: str) -> dict[str, Any]:
-    return {"role": role, "content": [{"type": "text", "text": text}]}
-
-
-def make_replying_ok(
-    host: PluginHost, *responses: object, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses or ("ok",))
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
-class FakeSleep:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-class Recorder:
-    """Call middleware that records every call, retry and tool call it sees."""
-
-    def __init__(self) -> None:
-        self.log: list[tuple[Any, ...]] = []
-
-    @hookimpl(wrapper=True)
-    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
-        events = yield
-        return self._around(events, call)
-
-    async def _around(
-        self, events: AsyncGenerator[CallEvent, None], call: ModelCall
-    ) -> AsyncGenerator[CallEvent, None]:
-        if call.retry_of is not None:
-            self.log.append(("on_retry", call.attempt - 1, call.retry_delay))
-        self.log.append(("before_call",))
-        partial: list[str] = []
-        usage = Usage()
-        try:
-            async with aclosing(events) as inner:
-                async for event in inner:
-                    if isinstance(event, TextDelta):
-                        partial.append(event.text)
-                    elif isinstance(event, ResponseComplete):
-                        usage = event.response.usage
-                    yield event
-        except Exception as error:
-            self.log.append(("after_call", Usage(), type(error).__name__, "".join(partial)))
-            raise
-        self.log.append(("after_call", usage, None, ""))
-
-    @hookimpl(wrapper=True)
-    def oma_tool_call(self, call: ToolInvocation, run: RunContext) -> Generator[None, Any, Any]:
-        result = yield
-        return self._tool(result, call)
-
-    async def _tool(self, result: Awaitable[ToolResultBlock], call: ToolInvocation) -> Any:
-        self.log.append(("before_tool", call.block.id))
-        outcome = await result
-        self.log.append(("after_tool", call.block.id, outcome.content))
-        return outcome
-
-
-def start(
-    agent: Agent,
-    input: Any,
-    *,
-    mode: str = "run",
-    observers: tuple[object, ...] = (),
-    **settings: Any,
-) -> Any:
-    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
-    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
-    for observer in observers:
-        agent.plugins.register(observer)
-    run_settings = RunSettings(**settings)
-    if mode == "stream":
-        return agent.stream(input, settings=run_settings)
-    return agent.run(input, settings=run_settings)
 
 
 async def test_run_with_a_string_sends_one_user_text_message() -> None:

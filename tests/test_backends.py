@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import attrs
 import pytest
+from _builders import (
+    _assistant,
+    _assistant_says,
+    _events,
+    _oma,
+    _text,
+    _three_turn_conversation,
+    _TinyBackendPlugin,
+    _user,
+)
 
 from oma_core import (
     Agent,
@@ -20,8 +29,6 @@ from oma_core import (
     OpenMultiAgent,
     PluginHost,
     ProgressEvent,
-    RetryPolicy,
-    StreamEvent,
     TextBlock,
     dump_messages,
     hookimpl,
@@ -38,18 +45,6 @@ from oma_core.providers import (
 )
 
 
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
 def _host(*plugins: object) -> PluginHost:
     host = PluginHost(load_entrypoints=False)
     for plugin in plugins:
@@ -57,62 +52,11 @@ def _host(*plugins: object) -> PluginHost:
     return host
 
 
-class _TinyBackend:
-    kind = "tiny"
-    display_name = "Tiny"
-
-    def __init__(self, log: list[BackendRequest]) -> None:
-        self.log = log
-        self.closed = 0
-        self.turn_closed = 0
-        self.started = asyncio.Event()
-
-    async def run(self, request: BackendRequest) -> AsyncIterator[Any]:
-        self.log.append(request)
-        try:
-            yield TextDelta("re:" + request.prompt)
-            if request.prompt == "hang":
-                self.started.set()
-                await asyncio.sleep(30)
-            yield BackendResult(output="re:" + request.prompt)
-        finally:
-            self.turn_closed += 1
-
-    async def aclose(self) -> None:
-        self.closed += 1
-
-
-class _TinyBackendPlugin:
-    def __init__(self) -> None:
-        self.requests: list[BackendRequest] = []
-        self.built = 0
-        self.backend: _TinyBackend | None = None
-        self.made = asyncio.Event()
-
-    def _factory(self, options: Mapping[str, Any]) -> _TinyBackend:
-        self.built += 1
-        self.backend = _TinyBackend(self.requests)
-        self.made.set()
-        return self.backend
-
-    @hookimpl
-    def oma_register_backends(self) -> list[BackendSpec]:
-        return [BackendSpec(kind="tiny", display_name="Tiny", factory=self._factory)]
-
-
 def _backend_agent(**config: Any) -> tuple[Agent, _TinyBackendPlugin, PluginHost]:
     plugin = _TinyBackendPlugin()
     host = _host(plugin)
     agent = Agent(AgentConfig(name="ext", backend={"kind": "tiny"}, **config), plugins=host)
     return agent, plugin, host
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
-
-
-async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
-    return [event async for event in agent.stream(input)]
 
 
 class _TextBackend:
@@ -231,36 +175,6 @@ STRUCTURED = [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
 
 def _config() -> AgentConfig:
     return AgentConfig(name="cli", backend={"kind": "counting"}, system_prompt="sys")
-
-
-IMAGE = base64.b64encode(bytes(range(200))).decode()
-
-
-def _three_turn_conversation() -> list[dict[str, Any]]:
-    return [
-        {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "What is shown?"},
-                {
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE},
-                },
-            ],
-        },
-    ]
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
 
 
 async def test_external_backend_runs_string_prompts() -> None:

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 import pytest
+from _builders import (
+    REFERENCE_PNG,
+    _agent,
+    _assistant,
+    _assistant_says,
+    _img,
+    _png,
+    _reference_conversation,
+    _scripted,
+    _sent,
+    _text,
+    _user,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,75 +53,6 @@ def text(value: str) -> dict[str, Any]:
 def make(host: PluginHost, hook: Any = None, *responses: object) -> tuple[Agent, ScriptedProvider]:
     provider = ScriptedProvider(responses or ("ok",))
     return Agent(AgentConfig(name="a", provider=provider, before_run=hook), plugins=host), provider
-
-
-def _img(name: str) -> dict[str, Any]:
-    return {
-        "type": "image",
-        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
-    }
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
-
-
-def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
-    return dump_messages(provider.requests[index].messages)
-
-
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
-
-
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
-
-
-def _reference_conversation() -> list[dict[str, Any]]:
-    """The conversation of the page's first example."""
-    return [
-        _user("Keep answers concise."),
-        _assistant_says("Understood."),
-        _user("What is shown here?", _png()),
-    ]
-
-
-def _host(*plugins: object) -> PluginHost:
-    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
-    return agent, provider
 
 
 async def test_ctx_prompt_joins_the_latest_user_texts_without_separator(host: PluginHost) -> None:

@@ -7,45 +7,16 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from _builders import _agent, _events, _host, _scripted, _sent, _text, _user
 
 from oma_core import (
     Agent,
     AgentConfig,
-    PluginHost,
     RunResult,
-    StreamEvent,
     TextBlock,
-    dump_messages,
     hookimpl,
 )
 from oma_core.testing import ScriptedProvider
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
-
-
-def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
-    return dump_messages(provider.requests[index].messages)
-
-
-def _host(*plugins: object) -> PluginHost:
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
 
 
 class _PromptSuffix:
@@ -57,16 +28,6 @@ class _PromptSuffix:
     def oma_before_run(self, ctx: Any) -> Mapping[str, Any]:
         self.log.append(f"{self.suffix}<-{ctx.prompt}")
         return {"prompt": ctx.prompt + self.suffix}
-
-
-def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
-    return agent, provider
-
-
-async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
-    return [event async for event in agent.stream(input)]
 
 
 async def test_package_hooks_run_in_pluggy_order_then_the_agents_own_hook() -> None:

@@ -9,120 +9,37 @@ from typing import Any
 
 import attrs
 import pytest
+from _builders import (
+    _config,
+    _CostlyProvider,
+    _oma,
+    _tool_turn,
+    add,
+    make,
+    start,
+)
 
 from oma_core import (
-    Agent,
     AgentConfig,
     Budget,
     OpenMultiAgent,
     PluginHost,
     ProgressEvent,
-    RunSettings,
     TextBlock,
     Usage,
     estimate_tokens,
     hookimpl,
-    load_messages,
-    tool,
 )
 from oma_core.errors import BudgetExceededError, ProviderError
 from oma_core.messages import LLMMessage
 from oma_core.providers import (
     ProviderRequest,
     ProviderResponse,
-    ResponseComplete,
     TextDelta,
-    ToolCall,
 )
 from oma_core.retry import RetryPolicy
 from oma_core.testing import Delayed, ScriptedProvider
 from oma_core.toolkit import CallEvent, ModelCall, RunContext
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
-    return _assistant({"type": "tool_use", "id": call_id, "name": name, "input": args})
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-class _CostlyProvider:
-    """A provider reporting 100 + 100 tokens per call, always calling the ``add`` tool."""
-
-    name = "costly"
-    display_name = "Costly"
-
-    def __init__(self, tool_calls: bool = True) -> None:
-        self.calls = 0
-        self.tool_calls = tool_calls
-
-    def _response(self) -> ProviderResponse:
-        self.calls += 1
-        if self.tool_calls:
-            message = load_messages([_tool_call("add", {"a": 1, "b": 1}, f"c{self.calls}")])[0]
-        else:
-            message = load_messages([_assistant("fine")])[0]
-        return ProviderResponse(message=message, usage=Usage(100, 100))
-
-    async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        return self._response()
-
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
-        response = self._response()
-        for block in response.message.content:
-            if block.type == "tool_use":
-                yield ToolCall(block)
-            elif isinstance(block, TextBlock):
-                yield TextDelta(block.text)
-        yield ResponseComplete(response)
-
-    def render(self, request: ProviderRequest) -> dict[str, Any]:
-        return {}
-
-    async def aclose(self) -> None:
-        return None
-
-
-class FakeSleep:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-def start(
-    agent: Agent,
-    input: Any,
-    *,
-    mode: str = "run",
-    observers: tuple[object, ...] = (),
-    **settings: Any,
-) -> Any:
-    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
-    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
-    for observer in observers:
-        agent.plugins.register(observer)
-    run_settings = RunSettings(**settings)
-    if mode == "stream":
-        return agent.stream(input, settings=run_settings)
-    return agent.run(input, settings=run_settings)
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
 
 
 class BudgetMiddleware:
@@ -150,27 +67,6 @@ class BudgetMiddleware:
                 yield event
         if self.after:
             raise BudgetExceededError("tokens", 10, 12)
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
-
-
-def _tool_turn(index: int) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "tool_use", "id": f"t{index}", "name": "missing", "input": {}}],
-    }
 
 
 PROMPT = "p" * 400  # 100 tokens by the estimate

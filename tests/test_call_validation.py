@@ -7,10 +7,25 @@ from __future__ import annotations
 import asyncio
 import datetime
 import re
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _builders import (
+    PNG,
+    _agent,
+    _assistant_says,
+    _collect,
+    _config,
+    _host,
+    _oma,
+    _Recorder,
+    _scripted,
+    _text,
+    _tool_call,
+    _user,
+    make,
+    make_replying_ok,
+)
 
 from oma_core import (
     Agent,
@@ -22,111 +37,13 @@ from oma_core import (
     OpenMultiAgent,
     PluginHost,
     ProgressEvent,
-    RetryPolicy,
-    hookimpl,
     load_messages,
 )
 from oma_core.testing import ScriptedProvider
 
 
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
-    return _assistant({"type": "tool_use", "id": call_id, "name": name, "input": args})
-
-
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
-
-
-def _collect(into: list[Any]) -> Callable[[EvalCase], float]:
-    """A scorer that keeps every case it sees."""
-
-    def scorer(case: EvalCase) -> float:
-        into.append(case)
-        return 1.0
-
-    return scorer
-
-
-def _host(*plugins: object) -> PluginHost:
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-class _Recorder:
-    """An in-process plugin recording before_run and progress calls."""
-
-    def __init__(self) -> None:
-        self.before_run: list[Any] = []
-        self.progress: list[Any] = []
-
-    @hookimpl
-    def oma_before_run(self, ctx: Any) -> None:
-        self.before_run.append(ctx)
-
-    @hookimpl
-    def oma_progress(self, event: Any) -> None:
-        self.progress.append(event)
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
-
-
-def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
-    return agent, provider
-
-
-PNG = "iVBORw0KGgo="
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
 def image(data: str = PNG) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
-
-
-def make_replying_ok(
-    host: PluginHost, *responses: object, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses or ("ok",))
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 def test_run_with_a_mapping_raises_at_the_call_site() -> None:

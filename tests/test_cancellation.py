@@ -7,6 +7,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _builders import (
+    ClosingProvider,
+    SlowStream,
+    _agent,
+    _config,
+    _oma,
+    make,
+    start,
+)
 
 from oma_core import (
     Agent,
@@ -14,31 +23,19 @@ from oma_core import (
     OpenMultiAgent,
     PluginHost,
     ProgressEvent,
-    RunSettings,
     StreamEvent,
     hookimpl,
 )
 from oma_core.errors import (
     ProviderError,
 )
-from oma_core.messages import LLMMessage, TextBlock
 from oma_core.providers import (
     ProviderRequest,
     ProviderResponse,
-    ResponseComplete,
     TextDelta,
-    Usage,
 )
 from oma_core.retry import RetryPolicy
 from oma_core.testing import Delayed, ScriptedProvider
-
-
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
 
 
 class _HangingProvider:
@@ -73,113 +70,6 @@ class _HangingProvider:
 
     async def aclose(self) -> None:
         return None
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
-class ClosingProvider:
-    """Streams many chunks and records whether its stream was closed."""
-
-    name = display_name = "closing"
-
-    def __init__(self, chunks: int = 100) -> None:
-        self.chunks = chunks
-        self.opened = 0
-        self.closed = 0
-
-    async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        return ProviderResponse(LLMMessage("assistant", (TextBlock("x"),)))
-
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
-        self.opened += 1
-        try:
-            for _ in range(self.chunks):
-                yield TextDelta("x")
-                await asyncio.sleep(0)
-            message = LLMMessage("assistant", (TextBlock("x" * self.chunks),))
-            yield ResponseComplete(ProviderResponse(message, Usage(1, 1)))
-        finally:
-            self.closed += 1
-
-
-class FakeSleep:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-def start(
-    agent: Agent,
-    input: Any,
-    *,
-    mode: str = "run",
-    observers: tuple[object, ...] = (),
-    **settings: Any,
-) -> Any:
-    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
-    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
-    for observer in observers:
-        agent.plugins.register(observer)
-    run_settings = RunSettings(**settings)
-    if mode == "stream":
-        return agent.stream(input, settings=run_settings)
-    return agent.run(input, settings=run_settings)
-
-
-class SlowStream:
-    """Streams one chunk, then stalls (or fails, or finishes); records calls and closing."""
-
-    name = display_name = "slow"
-
-    def __init__(
-        self,
-        *,
-        fail_first: BaseException | None = None,
-        fail_after_text: BaseException | None = None,
-        stall: bool = True,
-    ) -> None:
-        self.fail_first = fail_first
-        self.fail_after_text = fail_after_text
-        self.stall = stall
-        self.calls = 0
-        self.closed = 0
-
-    async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        raise NotImplementedError
-
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
-        self.calls += 1
-        try:
-            if self.fail_first is not None and self.calls == 1:
-                raise self.fail_first
-            yield TextDelta("partial ")
-            if self.fail_after_text is not None:
-                raise self.fail_after_text
-            if self.stall:
-                await asyncio.sleep(30)
-            message = LLMMessage("assistant", (TextBlock("partial"),))
-            yield ResponseComplete(ProviderResponse(message, Usage(1, 1)))
-        finally:
-            self.closed += 1
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 class _Probe:

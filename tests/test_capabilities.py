@@ -4,10 +4,21 @@ retried.
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import pytest
+from _builders import (
+    PNG,
+    REFERENCE_PNG,
+    _events,
+    _host,
+    _img,
+    _png,
+    _scripted,
+    _text,
+    _user,
+    _video,
+)
 
 from oma_core import (
     Agent,
@@ -20,7 +31,6 @@ from oma_core import (
     ProgressEvent,
     ProviderError,
     ProviderSpec,
-    StreamEvent,
     UnsupportedContentBlockError,
     hookimpl,
     image_base64,
@@ -28,28 +38,6 @@ from oma_core import (
     load_messages,
 )
 from oma_core.testing import ScriptedProvider
-
-
-def _img(name: str) -> dict[str, Any]:
-    return {
-        "type": "image",
-        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
-    }
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _host(*plugins: object) -> PluginHost:
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
 
 
 class _TextOnlyPlugin:
@@ -66,45 +54,6 @@ class _TextOnlyPlugin:
                 capabilities=Capabilities.text_only(),
             )
         ]
-
-
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
-REFERENCE_MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(range(100))).decode("ascii")
-
-
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
-
-
-def _video(kind: str = "url") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "video/mp4", "data": REFERENCE_MP4}
-    else:
-        source = {
-            "type": "url",
-            "media_type": "video/mp4",
-            "url": "https://example.com/clip.mp4",
-        }
-    return {"type": "video", "source": source}
-
-
-def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
-    return agent, provider
-
-
-async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
-    return [event async for event in agent.stream(input)]
-
-
-PNG = "iVBORw0KGgo="
 
 
 def image(data: str = PNG) -> dict[str, Any]:

@@ -5,18 +5,32 @@ changed afterwards.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import pytest
 from _builders import (
+    PNG,
+    URL_SOURCE,
+    _agent,
+    _config,
+    _evaluated,
+    _host,
+    _img,
+    _oma,
+    _png,
+    _scripted,
+    _sent,
+    _three_turn_conversation,
     assistant,
     b64_source,
     full_conversation,
+    make,
+    make_replying_ok,
     text,
+    tool_call,
     tool_use,
     url_source,
     user,
@@ -26,11 +40,8 @@ from _builders import (
 from oma_core import (
     Agent,
     AgentConfig,
-    EvalCase,
-    OnlineEvaluationConfig,
     OpenMultiAgent,
     PluginHost,
-    RetryPolicy,
     RunResult,
     StreamEvent,
     ToolUseBlock,
@@ -38,22 +49,8 @@ from oma_core import (
     image_base64,
     load_messages,
 )
-from oma_core.evaluation import StorePayloads
 from oma_core.messages import ImageBlock, LLMMessage, TextBlock
 from oma_core.testing import ScriptedProvider
-
-URL_SOURCE = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-
-
-def tool_call(input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": "t1", "name": "f", "input": input}
-
-
-def _img(name: str) -> dict[str, Any]:
-    return {
-        "type": "image",
-        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
-    }
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -68,31 +65,8 @@ def _assistant(*blocks: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
 
 
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
-
-
-def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
-    return dump_messages(provider.requests[index].messages)
-
-
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
 def _assistant_says(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": [_text(text)]}
-
-
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
 
 
 def _reference_conversation() -> list[dict[str, Any]]:
@@ -104,64 +78,12 @@ def _reference_conversation() -> list[dict[str, Any]]:
     ]
 
 
-def _host(*plugins: object) -> PluginHost:
-    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
-    return agent, provider
-
-
-def _collect(into: list[EvalCase]) -> Callable[[EvalCase], float]:
-    """A scorer that keeps every case it sees."""
-
-    def scorer(case: EvalCase) -> float:
-        into.append(case)
-        return 1.0
-
-    return scorer
-
-
-async def _evaluated(input: Any, store_payloads: StorePayloads) -> EvalCase:
-    cases: list[EvalCase] = []
-    oma = OpenMultiAgent(
-        evaluation=OnlineEvaluationConfig(scorers=[_collect(cases)], store_payloads=store_payloads),
-        plugins=_host(),
-    )
-    result = await oma.run_agent(AgentConfig(name="v"), input)
-    await oma.evaluation.flush()
-    (case,) = cases
-    assert case.output == result.output  # scorers see the output in every mode
-    return case
-
-
-PNG = "iVBORw0KGgo="
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
 def text_msg(role: str, text: str) -> dict[str, Any]:
     return {"role": role, "content": [{"type": "text", "text": text}]}
 
 
 def image(data: str = PNG) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
-
-
-def make_replying_ok(
-    host: PluginHost, *responses: object, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses or ("ok",))
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
 
 
 async def _drain(value: Awaitable[RunResult] | AsyncIterator[StreamEvent]) -> RunResult:
@@ -193,40 +115,6 @@ def _mutate(conversation: list[dict[str, Any]]) -> None:
     conversation[1]["content"][0]["input"]["q"].append("b")
     conversation[1]["content"][0]["input"]["extra"] = 1
     conversation.append({"role": "assistant", "content": [{"type": "text", "text": "injected"}]})
-
-
-IMAGE = base64.b64encode(bytes(range(200))).decode()
-
-
-def _three_turn_conversation() -> list[dict[str, Any]]:
-    return [
-        {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "What is shown?"},
-                {
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE},
-                },
-            ],
-        },
-    ]
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 def test_mutating_the_callers_data_after_loading_changes_nothing() -> None:

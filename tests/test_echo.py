@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any
 
 import pytest
+from _builders import _assistant, _tool_call, _user
 
 from oma_core import (
     Agent,
@@ -48,22 +48,6 @@ PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode("ascii")
 
 
 PNG_BYTES = len(base64.b64decode(PNG))
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
-    return _assistant({"type": "tool_use", "id": call_id, "name": name, "input": args})
 
 
 def test_text_and_base64_image_are_described_on_one_line() -> None:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _builders import _collect, _config, _host, _oma
 
 from oma_core import (
     AgentConfig,
     OpenMultiAgent,
-    RetryPolicy,
     dump_messages,
     hookimpl,
     load_messages,
@@ -50,37 +49,6 @@ def _evaluator(**kwargs: Any) -> tuple[Evaluator, list[EvalCase], list[EvalResul
 
 def _submit(evaluator: Evaluator, value: Any = "twelve chars", output: str = "out") -> None:
     evaluator.submit(value, output, run_id="r1", metadata={"user": "u"}, status="ok", agent="a")
-
-
-def _collect(into: list[Any]) -> Callable[[EvalCase], float]:
-    """A scorer that keeps every case it sees."""
-
-    def scorer(case: EvalCase) -> float:
-        into.append(case)
-        return 1.0
-
-    return scorer
-
-
-def _host(*plugins: object) -> PluginHost:
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 @pytest.mark.parametrize("bad", ["all", "", None, "NONE", 1])

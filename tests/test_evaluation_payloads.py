@@ -5,18 +5,31 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from _builders import (
+    REFERENCE_PNG,
+    _assistant,
+    _collect,
+    _config,
+    _evaluated,
+    _host,
+    _img,
+    _oma,
+    _png,
+    _reference_conversation,
+    _text,
+    _three_turn_conversation,
+    _user,
+)
 
 from oma_core import (
     AgentConfig,
     EvalCase,
     OnlineEvaluationConfig,
     OpenMultiAgent,
-    PluginHost,
-    RetryPolicy,
     dump_messages,
     hookimpl,
     load_messages,
@@ -28,32 +41,6 @@ PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode("ascii")
 
 
 PNG_BYTES = len(base64.b64decode(PNG))
-
-
-def _img(name: str) -> dict[str, Any]:
-    return {
-        "type": "image",
-        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
-    }
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _host(*plugins: object) -> PluginHost:
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
 
 
 async def _evaluate(
@@ -74,53 +61,6 @@ async def _evaluate(
     return cases[0], oma
 
 
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
-
-
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
-
-
-def _reference_conversation() -> list[dict[str, Any]]:
-    """The conversation of the page's first example."""
-    return [
-        _user("Keep answers concise."),
-        _assistant_says("Understood."),
-        _user("What is shown here?", _png()),
-    ]
-
-
-def _collect(into: list[EvalCase]) -> Callable[[EvalCase], float]:
-    """A scorer that keeps every case it sees."""
-
-    def scorer(case: EvalCase) -> float:
-        into.append(case)
-        return 1.0
-
-    return scorer
-
-
-async def _evaluated(input: Any, store_payloads: StorePayloads) -> EvalCase:
-    cases: list[EvalCase] = []
-    oma = OpenMultiAgent(
-        evaluation=OnlineEvaluationConfig(scorers=[_collect(cases)], store_payloads=store_payloads),
-        plugins=_host(),
-    )
-    result = await oma.run_agent(AgentConfig(name="v"), input)
-    await oma.evaluation.flush()
-    (case,) = cases
-    assert case.output == result.output  # scorers see the output in every mode
-    return case
-
-
 def _flat(value: Mapping[str, Any]) -> dict[str, Any]:
     """A source dict with any nested mapping's keys lifted to the top."""
     out: dict[str, Any] = {}
@@ -130,40 +70,6 @@ def _flat(value: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[key] = item
     return out
-
-
-IMAGE = base64.b64encode(bytes(range(200))).decode()
-
-
-def _three_turn_conversation() -> list[dict[str, Any]]:
-    return [
-        {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "What is shown?"},
-                {
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE},
-                },
-            ],
-        },
-    ]
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 @pytest.mark.parametrize("mode", ["all", "", "FULL", None])

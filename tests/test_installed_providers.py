@@ -4,12 +4,12 @@ absent).
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from typing import Any
 
 import pytest
+from _builders import REFERENCE_MP4, REFERENCE_PNG, _events, _host, _png, _user, _video
 
 from oma_core import (
     IMAGE_MEDIA_TYPES,
@@ -23,7 +23,6 @@ from oma_core import (
     ProviderError,
     ProviderRequest,
     ProviderSettings,
-    StreamEvent,
     TextBlock,
     UnsupportedContentBlockError,
     image_base64,
@@ -32,51 +31,6 @@ from oma_core import (
 )
 from oma_core.capabilities import Mode
 from oma_core.testing.fake_server import FakeServer, RecordedRequest, Response, SSEEvent
-
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
-REFERENCE_MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(range(100))).decode("ascii")
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
-
-
-def _video(kind: str = "url") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "video/mp4", "data": REFERENCE_MP4}
-    else:
-        source = {
-            "type": "url",
-            "media_type": "video/mp4",
-            "url": "https://example.com/clip.mp4",
-        }
-    return {"type": "video", "source": source}
-
-
-def _host(*plugins: object) -> PluginHost:
-    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
-    return [event async for event in agent.stream(input)]
 
 
 def _plugin_capabilities(name: str) -> Capabilities:

@@ -7,7 +7,7 @@ import mimetypes
 from typing import Any
 
 import pytest
-from _builders import IMG_URL, PNG_B64, VID_URL
+from _builders import IMG_URL, PNG_B64, REFERENCE_MP4, REFERENCE_PNG, VID_URL, _png, _user
 
 from oma_core import (
     IMAGE_MEDIA_TYPES,
@@ -25,27 +25,6 @@ from oma_core import (
     video_url,
 )
 from oma_core.media import decoded_size, describe_source, guess_media_type
-
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
-REFERENCE_MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(range(100))).decode("ascii")
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
 
 
 def test_image_media_types_are_the_four_common_ones() -> None:

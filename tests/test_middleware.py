@@ -6,13 +6,14 @@ points."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Generator
+from collections.abc import AsyncGenerator, Generator
 from contextlib import aclosing
 from typing import Any
 
 import oma_cachecalls
 import oma_logcalls
 import pytest
+from _builders import Recorder, make, start
 
 from oma_core import (
     Agent,
@@ -26,9 +27,6 @@ from oma_core import (
     hookimpl,
     tool,
 )
-from oma_core.messages import ToolResultBlock
-from oma_core.providers import ResponseComplete, Usage
-from oma_core.retry import RetryPolicy
 from oma_core.testing import ScriptedProvider
 from oma_core.toolkit import (
     BackendRequest,
@@ -38,7 +36,6 @@ from oma_core.toolkit import (
     ModelCall,
     RunContext,
     TextDelta,
-    ToolInvocation,
 )
 
 
@@ -55,81 +52,6 @@ def _run(provider: ScriptedProvider, **metadata: Any) -> Any:
 
 
 # -- the door, from outside: distributions found through entry points ------------------------
-
-
-class FakeSleep:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-class Recorder:
-    """Call middleware that records every call, retry and tool call it sees."""
-
-    def __init__(self) -> None:
-        self.log: list[tuple[Any, ...]] = []
-
-    @hookimpl(wrapper=True)
-    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
-        events = yield
-        return self._around(events, call)
-
-    async def _around(
-        self, events: AsyncGenerator[CallEvent, None], call: ModelCall
-    ) -> AsyncGenerator[CallEvent, None]:
-        if call.retry_of is not None:
-            self.log.append(("on_retry", call.attempt - 1, call.retry_delay))
-        self.log.append(("before_call",))
-        partial: list[str] = []
-        usage = Usage()
-        try:
-            async with aclosing(events) as inner:
-                async for event in inner:
-                    if isinstance(event, TextDelta):
-                        partial.append(event.text)
-                    elif isinstance(event, ResponseComplete):
-                        usage = event.response.usage
-                    yield event
-        except Exception as error:
-            self.log.append(("after_call", Usage(), type(error).__name__, "".join(partial)))
-            raise
-        self.log.append(("after_call", usage, None, ""))
-
-    @hookimpl(wrapper=True)
-    def oma_tool_call(self, call: ToolInvocation, run: RunContext) -> Generator[None, Any, Any]:
-        result = yield
-        return self._tool(result, call)
-
-    async def _tool(self, result: Awaitable[ToolResultBlock], call: ToolInvocation) -> Any:
-        self.log.append(("before_tool", call.block.id))
-        outcome = await result
-        self.log.append(("after_tool", call.block.id, outcome.content))
-        return outcome
-
-
-def start(
-    agent: Agent,
-    input: Any,
-    *,
-    mode: str = "run",
-    observers: tuple[object, ...] = (),
-    **settings: Any,
-) -> Any:
-    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
-    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
-    for observer in observers:
-        agent.plugins.register(observer)
-    run_settings = RunSettings(**settings)
-    if mode == "stream":
-        return agent.stream(input, settings=run_settings)
-    return agent.run(input, settings=run_settings)
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
 
 
 def test_the_middleware_distributions_load_through_entry_points() -> None:

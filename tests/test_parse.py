@@ -7,6 +7,7 @@ import pathlib
 from typing import Any
 
 import pytest
+from _builders import URL_SOURCE
 
 import oma_core._parse as parse_module
 from oma_core import (
@@ -25,7 +26,6 @@ from oma_core.serialization import message_converter
 
 CORE = pathlib.Path(__file__).resolve().parent.parent / "oma_core"
 MODEL_MODULES = ("messages", "_parse", "validation", "serialization", "media", "_checks")
-URL_SOURCE = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
 
 
 def _runtime_imports(module: str) -> list[ast.ImportFrom]:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import subprocess
 import sys
 import textwrap
 import tomllib
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _builders import _host, _TinyBackendPlugin
 
 from oma_core import (
     Agent,
@@ -24,11 +24,7 @@ from oma_core import (
     ProviderSpec,
     hookimpl,
 )
-from oma_core.backends import BackendRequest, BackendResult
 from oma_core.plugins import PluginHost
-from oma_core.providers import (
-    TextDelta,
-)
 from oma_core.testing import ScriptedProvider
 
 PLUGINS = Path(__file__).parent / "plugins"
@@ -74,56 +70,6 @@ def _provider_plugin(name: str, display: str = "Test") -> object:
 
 
 # -- built-ins and discovery --------------------------------------------------------------------
-
-
-def _host(*plugins: object) -> PluginHost:
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-class _TinyBackend:
-    kind = "tiny"
-    display_name = "Tiny"
-
-    def __init__(self, log: list[BackendRequest]) -> None:
-        self.log = log
-        self.closed = 0
-        self.turn_closed = 0
-        self.started = asyncio.Event()
-
-    async def run(self, request: BackendRequest) -> AsyncIterator[Any]:
-        self.log.append(request)
-        try:
-            yield TextDelta("re:" + request.prompt)
-            if request.prompt == "hang":
-                self.started.set()
-                await asyncio.sleep(30)
-            yield BackendResult(output="re:" + request.prompt)
-        finally:
-            self.turn_closed += 1
-
-    async def aclose(self) -> None:
-        self.closed += 1
-
-
-class _TinyBackendPlugin:
-    def __init__(self) -> None:
-        self.requests: list[BackendRequest] = []
-        self.built = 0
-        self.backend: _TinyBackend | None = None
-        self.made = asyncio.Event()
-
-    def _factory(self, options: Mapping[str, Any]) -> _TinyBackend:
-        self.built += 1
-        self.backend = _TinyBackend(self.requests)
-        self.made.set()
-        return self.backend
-
-    @hookimpl
-    def oma_register_backends(self) -> list[BackendSpec]:
-        return [BackendSpec(kind="tiny", display_name="Tiny", factory=self._factory)]
 
 
 _GOOD_PLUGIN = """

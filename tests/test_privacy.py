@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 import pytest
+from _builders import _config, _oma
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -21,7 +22,6 @@ from oma_core import (
     OnlineEvaluationConfig,
     OpenMultiAgent,
     ProviderError,
-    RetryPolicy,
 )
 from oma_core.evaluation import EvalCase, EvalResult, Score
 from oma_core.plugins import PluginHost
@@ -53,20 +53,6 @@ def _leaks(text: str) -> list[str]:
     if any(IMAGE[i : i + 16] in text for i in range(len(IMAGE) - 15)):
         found.append("image")
     return found
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 @pytest.mark.parametrize("policy", ["none", "redacted"])

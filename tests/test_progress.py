@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import math
-from collections.abc import Callable
-from typing import Any
+
+from _builders import (
+    _collect,
+    _config,
+    _host,
+    _img,
+    _oma,
+    _reference_conversation,
+    _three_turn_conversation,
+    _tool_turn,
+    _user,
+)
 
 from oma_core import (
     AgentConfig,
@@ -14,112 +23,13 @@ from oma_core import (
     LLMMessage,
     OnlineEvaluationConfig,
     OpenMultiAgent,
-    PluginHost,
     ProviderError,
-    RetryPolicy,
     TextBlock,
     dump_messages,
     load_messages,
 )
 from oma_core.progress import ProgressEvent
 from oma_core.testing import ScriptedProvider
-
-
-def _img(name: str) -> dict[str, Any]:
-    return {
-        "type": "image",
-        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
-    }
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _host(*plugins: object) -> PluginHost:
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
-
-
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
-
-
-def _reference_conversation() -> list[dict[str, Any]]:
-    """The conversation of the page's first example."""
-    return [
-        _user("Keep answers concise."),
-        _assistant_says("Understood."),
-        _user("What is shown here?", _png()),
-    ]
-
-
-def _collect(into: list[EvalCase]) -> Callable[[EvalCase], float]:
-    """A scorer that keeps every case it sees."""
-
-    def scorer(case: EvalCase) -> float:
-        into.append(case)
-        return 1.0
-
-    return scorer
-
-
-IMAGE = base64.b64encode(bytes(range(200))).decode()
-
-
-def _three_turn_conversation() -> list[dict[str, Any]]:
-    return [
-        {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "What is shown?"},
-                {
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE},
-                },
-            ],
-        },
-    ]
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
-
-
-def _tool_turn(index: int) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "tool_use", "id": f"t{index}", "name": "missing", "input": {}}],
-    }
 
 
 async def test_agent_start_carries_the_prompt_for_string_input() -> None:

@@ -5,15 +5,22 @@ isolated.
 from __future__ import annotations
 
 import asyncio
-import base64
 import time
 from typing import Any
+
+from _builders import (
+    _config,
+    _host,
+    _oma,
+    _Recorder,
+    _reference_conversation,
+    _user,
+)
 
 from oma_core import (
     AgentConfig,
     OpenMultiAgent,
     ProgressEvent,
-    RetryPolicy,
     dump_messages,
     hookimpl,
     load_messages,
@@ -24,77 +31,8 @@ from oma_core.providers import ProviderRequest, ProviderResponse
 from oma_core.testing import ScriptedProvider
 
 
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
-
-
 def _event() -> ProgressEvent:
     return ProgressEvent("agent_start", "a", None, {"prompt": "hi", "extra": {"k": [1]}})
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _host(*plugins: object) -> PluginHost:
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-class _Recorder:
-    """An in-process plugin recording before_run and progress calls."""
-
-    def __init__(self) -> None:
-        self.before_run: list[Any] = []
-        self.progress: list[Any] = []
-
-    @hookimpl
-    def oma_before_run(self, ctx: Any) -> None:
-        self.before_run.append(ctx)
-
-    @hookimpl
-    def oma_progress(self, event: Any) -> None:
-        self.progress.append(event)
-
-
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
-
-
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
-
-
-def _reference_conversation() -> list[dict[str, Any]]:
-    """The conversation of the page's first example."""
-    return [
-        _user("Keep answers concise."),
-        _assistant_says("Understood."),
-        _user("What is shown here?", _png()),
-    ]
 
 
 async def test_a_raising_observer_never_fails_the_run_and_is_counted() -> None:

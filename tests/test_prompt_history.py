@@ -9,6 +9,22 @@ import re
 from typing import Any
 
 import pytest
+from _builders import (
+    PNG,
+    _agent,
+    _assistant,
+    _assistant_says,
+    _events,
+    _host,
+    _img,
+    _scripted,
+    _sent,
+    _text,
+    _user,
+    make,
+    make_replying_ok,
+    text_msg,
+)
 
 from oma_core import (
     Agent,
@@ -19,7 +35,6 @@ from oma_core import (
     OpenMultiAgent,
     PluginHost,
     ProviderError,
-    StreamEvent,
     dump_messages,
     image_url,
 )
@@ -27,80 +42,8 @@ from oma_core.messages import TextBlock
 from oma_core.testing import ScriptedProvider
 
 
-def _img(name: str) -> dict[str, Any]:
-    return {
-        "type": "image",
-        "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
-    }
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
-
-
-def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
-    return dump_messages(provider.requests[index].messages)
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
-
-
-def _host(*plugins: object) -> PluginHost:
-    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
-    return agent, provider
-
-
-async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
-    return [event async for event in agent.stream(input)]
-
-
-PNG = "iVBORw0KGgo="
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
-def text_msg(role: str, text: str) -> dict[str, Any]:
-    return {"role": role, "content": [{"type": "text", "text": text}]}
-
-
 def image(data: str = PNG) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
-
-
-def make_replying_ok(
-    host: PluginHost, *responses: object, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses or ("ok",))
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
 
 
 def test_an_invalid_history_makes_agent_construction_raise() -> None:

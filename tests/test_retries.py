@@ -5,13 +5,22 @@ cannot succeed.
 from __future__ import annotations
 
 import asyncio
-import base64
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Generator
-from contextlib import aclosing
 from typing import Any
 
 import pytest
+from _builders import (
+    FakeSleep,
+    Recorder,
+    SlowStream,
+    _agent,
+    _config,
+    _oma,
+    _three_turn_conversation,
+    _tool_call,
+    make,
+    start,
+)
 
 from oma_core import (
     Agent,
@@ -21,36 +30,11 @@ from oma_core import (
     PluginHost,
     ProgressEvent,
     ProviderError,
-    RunSettings,
     UnsupportedContentBlockError,
-    hookimpl,
     tool,
 )
-from oma_core.messages import LLMMessage, TextBlock, ToolResultBlock
-from oma_core.providers import ProviderRequest, ProviderResponse, ResponseComplete, TextDelta, Usage
 from oma_core.retry import RetryPolicy
 from oma_core.testing import ScriptedProvider
-from oma_core.toolkit import CallEvent, ModelCall, RunContext, ToolInvocation
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
-    return _assistant({"type": "tool_use", "id": call_id, "name": name, "input": args})
-
-
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
 
 
 def _unavailable() -> ProviderError:
@@ -66,152 +50,6 @@ def _record_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
     monkeypatch.setattr(asyncio, "sleep", fake_sleep)
     return waits
-
-
-class FakeSleep:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-class Recorder:
-    """Call middleware that records every call, retry and tool call it sees."""
-
-    def __init__(self) -> None:
-        self.log: list[tuple[Any, ...]] = []
-
-    @hookimpl(wrapper=True)
-    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
-        events = yield
-        return self._around(events, call)
-
-    async def _around(
-        self, events: AsyncGenerator[CallEvent, None], call: ModelCall
-    ) -> AsyncGenerator[CallEvent, None]:
-        if call.retry_of is not None:
-            self.log.append(("on_retry", call.attempt - 1, call.retry_delay))
-        self.log.append(("before_call",))
-        partial: list[str] = []
-        usage = Usage()
-        try:
-            async with aclosing(events) as inner:
-                async for event in inner:
-                    if isinstance(event, TextDelta):
-                        partial.append(event.text)
-                    elif isinstance(event, ResponseComplete):
-                        usage = event.response.usage
-                    yield event
-        except Exception as error:
-            self.log.append(("after_call", Usage(), type(error).__name__, "".join(partial)))
-            raise
-        self.log.append(("after_call", usage, None, ""))
-
-    @hookimpl(wrapper=True)
-    def oma_tool_call(self, call: ToolInvocation, run: RunContext) -> Generator[None, Any, Any]:
-        result = yield
-        return self._tool(result, call)
-
-    async def _tool(self, result: Awaitable[ToolResultBlock], call: ToolInvocation) -> Any:
-        self.log.append(("before_tool", call.block.id))
-        outcome = await result
-        self.log.append(("after_tool", call.block.id, outcome.content))
-        return outcome
-
-
-def start(
-    agent: Agent,
-    input: Any,
-    *,
-    mode: str = "run",
-    observers: tuple[object, ...] = (),
-    **settings: Any,
-) -> Any:
-    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
-    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
-    for observer in observers:
-        agent.plugins.register(observer)
-    run_settings = RunSettings(**settings)
-    if mode == "stream":
-        return agent.stream(input, settings=run_settings)
-    return agent.run(input, settings=run_settings)
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
-class SlowStream:
-    """Streams one chunk, then stalls (or fails, or finishes); records calls and closing."""
-
-    name = display_name = "slow"
-
-    def __init__(
-        self,
-        *,
-        fail_first: BaseException | None = None,
-        fail_after_text: BaseException | None = None,
-        stall: bool = True,
-    ) -> None:
-        self.fail_first = fail_first
-        self.fail_after_text = fail_after_text
-        self.stall = stall
-        self.calls = 0
-        self.closed = 0
-
-    async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        raise NotImplementedError
-
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
-        self.calls += 1
-        try:
-            if self.fail_first is not None and self.calls == 1:
-                raise self.fail_first
-            yield TextDelta("partial ")
-            if self.fail_after_text is not None:
-                raise self.fail_after_text
-            if self.stall:
-                await asyncio.sleep(30)
-            message = LLMMessage("assistant", (TextBlock("partial"),))
-            yield ResponseComplete(ProviderResponse(message, Usage(1, 1)))
-        finally:
-            self.closed += 1
-
-
-IMAGE = base64.b64encode(bytes(range(200))).decode()
-
-
-def _three_turn_conversation() -> list[dict[str, Any]]:
-    return [
-        {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "What is shown?"},
-                {
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE},
-                },
-            ],
-        },
-    ]
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 async def test_default_ladder_retries_twice_with_equal_jitter_from_half_a_second() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from typing import Any
 
 import pytest
+from _builders import _agent, _assistant, add
 
 from oma_core import (
     Agent,
@@ -23,7 +23,6 @@ from oma_core import (
     ToolDefinition,
     ToolUseBlock,
     load_messages,
-    tool,
 )
 from oma_core.plugins import PluginHost
 from oma_core.testing import Delayed, ScriptedProvider
@@ -41,28 +40,6 @@ TOOL_TURN = {
         {"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Paris"}},
     ],
 }
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
 
 
 async def test_text_responses_are_played_in_order() -> None:

@@ -12,6 +12,10 @@ import attrs
 import pytest
 from _builders import (
     IMG_URL,
+    SETTINGS,
+    VIDEO_SOURCE,
+    _png,
+    _video,
     assistant,
     b64_source,
     full_conversation,
@@ -23,7 +27,7 @@ from _builders import (
     user,
     video,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import oma_core._parse as messages_module
@@ -48,15 +52,6 @@ from oma_core.serialization import message_converter
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
-VIDEO_SOURCE = {"type": "url", "media_type": "video/mp4", "url": "https://example.com/a.mp4"}
-
-
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
-REFERENCE_MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(range(100))).decode("ascii")
-
-
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
@@ -69,26 +64,6 @@ def _assistant_says(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": [_text(text)]}
 
 
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
-
-
-def _video(kind: str = "url") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "video/mp4", "data": REFERENCE_MP4}
-    else:
-        source = {
-            "type": "url",
-            "media_type": "video/mp4",
-            "url": "https://example.com/clip.mp4",
-        }
-    return {"type": "video", "source": source}
-
-
 def _reference_conversation() -> list[dict[str, Any]]:
     """The conversation of the page's first example."""
     return [
@@ -96,9 +71,6 @@ def _reference_conversation() -> list[dict[str, Any]]:
         _assistant_says("Understood."),
         _user("What is shown here?", _png()),
     ]
-
-
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _builders import (
+    ClosingProvider,
+    _agent,
+    _assistant,
+    _tool_call,
+    _user,
+    add,
+    make,
+    make_replying_ok,
+    start,
+)
 
 from oma_core import (
     Agent,
@@ -15,9 +25,7 @@ from oma_core import (
     PluginHost,
     ProviderError,
     RunResult,
-    RunSettings,
     StreamEvent,
-    tool,
 )
 from oma_core.messages import LLMMessage, TextBlock
 from oma_core.providers import (
@@ -27,76 +35,8 @@ from oma_core.providers import (
     TextDelta,
     Usage,
 )
-from oma_core.retry import RetryPolicy
-from oma_core.testing import Delayed, ScriptedProvider
+from oma_core.testing import Delayed
 from oma_core.testing.fake_server import FakeServer, RecordedRequest, Response, SSEEvent
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
-    return _assistant({"type": "tool_use", "id": call_id, "name": name, "input": args})
-
-
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
-class ClosingProvider:
-    """Streams many chunks and records whether its stream was closed."""
-
-    name = display_name = "closing"
-
-    def __init__(self, chunks: int = 100) -> None:
-        self.chunks = chunks
-        self.opened = 0
-        self.closed = 0
-
-    async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        return ProviderResponse(LLMMessage("assistant", (TextBlock("x"),)))
-
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
-        self.opened += 1
-        try:
-            for _ in range(self.chunks):
-                yield TextDelta("x")
-                await asyncio.sleep(0)
-            message = LLMMessage("assistant", (TextBlock("x" * self.chunks),))
-            yield ResponseComplete(ProviderResponse(message, Usage(1, 1)))
-        finally:
-            self.closed += 1
-
-
-def make_replying_ok(
-    host: PluginHost, *responses: object, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses or ("ok",))
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
 
 
 class Failing:
@@ -147,32 +87,6 @@ class HTTPStreamingProvider:
 
     async def aclose(self) -> None:
         await self.client.aclose()
-
-
-class FakeSleep:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-def start(
-    agent: Agent,
-    input: Any,
-    *,
-    mode: str = "run",
-    observers: tuple[object, ...] = (),
-    **settings: Any,
-) -> Any:
-    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
-    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
-    for observer in observers:
-        agent.plugins.register(observer)
-    run_settings = RunSettings(**settings)
-    if mode == "stream":
-        return agent.stream(input, settings=run_settings)
-    return agent.run(input, settings=run_settings)
 
 
 async def test_stream_ends_with_exactly_one_done_carrying_the_run_result() -> None:

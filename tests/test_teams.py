@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 import pytest
+from _builders import _host, _text, _user
 
 import oma_core
 from oma_core import (
@@ -14,7 +14,6 @@ from oma_core import (
     AgentConfig,
     InvalidMessageError,
     OpenMultiAgent,
-    PluginHost,
     ProgressEvent,
     ProviderError,
     TaskSpec,
@@ -22,15 +21,6 @@ from oma_core import (
     TeamRunResult,
 )
 from oma_core.testing import Delayed, ScriptedProvider
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
 
 PLAN = {
     "tasks": [
@@ -43,14 +33,6 @@ PLAN = {
         },
     ]
 }
-
-
-def _host(*plugins: object) -> PluginHost:
-    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
 
 
 def test_team_and_task_spec_defaults() -> None:

@@ -2,105 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+
+from _builders import FakeSleep, SlowStream, _config, _oma, make, start
 
 from oma_core import (
     Agent,
     AgentConfig,
     OpenMultiAgent,
     PluginHost,
-    RunSettings,
 )
 from oma_core.errors import ProviderError, RunTimeoutError
-from oma_core.messages import LLMMessage, TextBlock
-from oma_core.providers import ProviderRequest, ProviderResponse, ResponseComplete, TextDelta, Usage
 from oma_core.retry import RetryPolicy
 from oma_core.testing import Delayed, ScriptedProvider
-
-
-class FakeSleep:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-def start(
-    agent: Agent,
-    input: Any,
-    *,
-    mode: str = "run",
-    observers: tuple[object, ...] = (),
-    **settings: Any,
-) -> Any:
-    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
-    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
-    for observer in observers:
-        agent.plugins.register(observer)
-    run_settings = RunSettings(**settings)
-    if mode == "stream":
-        return agent.stream(input, settings=run_settings)
-    return agent.run(input, settings=run_settings)
-
-
-def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    return Agent(AgentConfig(name="a", provider=provider, **config), plugins=host), provider
-
-
-class SlowStream:
-    """Streams one chunk, then stalls (or fails, or finishes); records calls and closing."""
-
-    name = display_name = "slow"
-
-    def __init__(
-        self,
-        *,
-        fail_first: BaseException | None = None,
-        fail_after_text: BaseException | None = None,
-        stall: bool = True,
-    ) -> None:
-        self.fail_first = fail_first
-        self.fail_after_text = fail_after_text
-        self.stall = stall
-        self.calls = 0
-        self.closed = 0
-
-    async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        raise NotImplementedError
-
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
-        self.calls += 1
-        try:
-            if self.fail_first is not None and self.calls == 1:
-                raise self.fail_first
-            yield TextDelta("partial ")
-            if self.fail_after_text is not None:
-                raise self.fail_after_text
-            if self.stall:
-                await asyncio.sleep(30)
-            message = LLMMessage("assistant", (TextBlock("partial"),))
-            yield ResponseComplete(ProviderResponse(message, Usage(1, 1)))
-        finally:
-            self.closed += 1
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
-
-
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
-    return AgentConfig("vision", provider=provider, **kwargs)
 
 
 async def test_a_run_timeout_ends_with_status_timeout() -> None:

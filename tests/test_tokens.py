@@ -10,6 +10,11 @@ from typing import Any
 import pytest
 from _builders import (
     PNG_B64,
+    REFERENCE_MP4,
+    REFERENCE_PNG,
+    _png,
+    _scripted,
+    _video,
     assistant,
     b64_source,
     image,
@@ -17,16 +22,14 @@ from _builders import (
     tool_result,
     tool_use,
     url_source,
+    user,
     video,
 )
 
 from oma_core import (
-    Agent,
-    AgentConfig,
     ImageBlock,
     InvalidMessageError,
     LLMMessage,
-    PluginHost,
     TextBlock,
     ToolResultBlock,
     estimate_tokens,
@@ -34,17 +37,6 @@ from oma_core import (
     image_url,
     load_messages,
 )
-from oma_core.testing import ScriptedProvider
-
-
-def user(*blocks: object) -> dict[str, object]:
-    return {"role": "user", "content": list(blocks)}
-
-
-REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
-
-
-REFERENCE_MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(range(100))).decode("ascii")
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -57,40 +49,6 @@ def _user(*blocks: Any) -> dict[str, Any]:
 
 def _assistant_says(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": [_text(text)]}
-
-
-def _png(kind: str = "base64") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
-    else:
-        source = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-    return {"type": "image", "source": source}
-
-
-def _video(kind: str = "url") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "video/mp4", "data": REFERENCE_MP4}
-    else:
-        source = {
-            "type": "url",
-            "media_type": "video/mp4",
-            "url": "https://example.com/clip.mp4",
-        }
-    return {"type": "video", "source": source}
-
-
-def _host(*plugins: object) -> PluginHost:
-    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
-    return agent, provider
 
 
 def test_text_costs_a_quarter_of_its_characters_rounded_up() -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import enum
 import json
 from typing import Any, Literal
 
 import attrs
 import pytest
+from _builders import PNG, Color, _agent, _tool_call
 
 from oma_core import (
     Agent,
@@ -22,35 +22,10 @@ from oma_core.messages import ImageBlock, TextBlock, ToolResultBlock
 from oma_core.testing import ScriptedProvider
 
 
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
-    return _assistant({"type": "tool_use", "id": call_id, "name": name, "input": args})
-
-
-def _agent(
-    responses: list[Any], host: PluginHost | None = None, **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="a", provider=provider, **config), plugins=host)
-    return agent, provider
-
-
 @tool(name="add")
 def add_tool(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
-
-
-class Color(enum.Enum):
-    RED = "red"
-    BLUE = "blue"
 
 
 @attrs.define
@@ -85,9 +60,6 @@ def _schema(provider: ScriptedProvider, name: str) -> dict[str, Any]:
         if definition.name == name:
             return dict(definition.input_schema)
     raise AssertionError(f"no tool {name}")
-
-
-PNG = "iVBORw0KGgo="
 
 
 def calls(*items: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:

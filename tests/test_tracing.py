@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 import pytest
+from _builders import _oma
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -52,16 +53,6 @@ def _by_name(spans: tuple[ReadableSpan, ...], prefix: str) -> list[ReadableSpan]
 def lookup(city: str) -> str:
     """Look a city up."""
     return f"{city}: sunny"
-
-
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
-def _oma(**kwargs: Any) -> OpenMultiAgent:
-    kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
-    return OpenMultiAgent(**kwargs)
 
 
 async def test_a_run_has_run_chat_and_tool_spans_with_genai_attributes(

@@ -7,15 +7,20 @@ from typing import Any
 
 import pytest
 from _builders import (
+    SETTINGS,
+    URL_SOURCE,
     b64_source,
     full_conversation,
     image,
     refused,
+    refused_saying,
+    tool_call,
     tool_result,
     tool_use,
     url_source,
+    user,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from oma_core import (
@@ -27,12 +32,6 @@ from oma_core import (
 )
 from oma_core.validation import load_user_content
 
-URL_SOURCE = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-
-
-def user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": list(blocks)}
-
 
 def assistant(*blocks: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": list(blocks)}
@@ -42,24 +41,7 @@ def text(value: Any = "hi") -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
-def tool_call(input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": "t1", "name": "f", "input": input}
-
-
-def refused_saying(data: Any, message: str, path: str | None = None) -> InvalidMessageError:
-    with pytest.raises(InvalidMessageError) as info:
-        load_messages(data)
-    assert message in str(info.value)
-    if path is not None:
-        assert info.value.path == path
-        assert str(info.value).startswith(path + " ")
-    return info.value
-
-
 # --- the top level ------------------------------------------------------------------------
-
-
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 KEYS = st.sampled_from(

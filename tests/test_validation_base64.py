@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 import pytest
-from _builders import PNG_B64, b64_source, image, refused, user, video
-from hypothesis import HealthCheck, given, settings
+from _builders import PNG_B64, SETTINGS, b64_source, image, load_video, refused, user, video
+from hypothesis import given
 from hypothesis import strategies as st
 
 from oma_core import (
@@ -22,14 +22,6 @@ from oma_core._checks import check_base64
 
 RAW = "must contain raw base64 data"
 PATH = "messages[0].content[0].source"
-
-
-def load_video(data: Any, media_type: Any = "video/mp4") -> Any:
-    source = {"type": "base64", "media_type": media_type, "data": data}
-    return load_messages([{"role": "user", "content": [{"type": "video", "source": source}]}])
-
-
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize(

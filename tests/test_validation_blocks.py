@@ -9,11 +9,15 @@ from typing import Any
 import pytest
 from _builders import (
     PNG_B64,
+    URL_SOURCE,
     VID_URL,
+    VIDEO_SOURCE,
     assistant,
     image,
     refused,
+    refused_saying,
     text,
+    tool_call,
     tool_result,
     tool_use,
     url_source,
@@ -23,31 +27,11 @@ from _builders import (
 
 from oma_core import (
     ImageBlock,
-    InvalidMessageError,
     TextBlock,
     ToolUseBlock,
     dump_messages,
     load_messages,
 )
-
-URL_SOURCE = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
-
-
-VIDEO_SOURCE = {"type": "url", "media_type": "video/mp4", "url": "https://example.com/a.mp4"}
-
-
-def tool_call(input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": "t1", "name": "f", "input": input}
-
-
-def refused_saying(data: Any, message: str, path: str | None = None) -> InvalidMessageError:
-    with pytest.raises(InvalidMessageError) as info:
-        load_messages(data)
-    assert message in str(info.value)
-    if path is not None:
-        assert info.value.path == path
-        assert str(info.value).startswith(path + " ")
-    return info.value
 
 
 @pytest.mark.parametrize(

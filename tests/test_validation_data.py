@@ -8,27 +8,12 @@ import math
 from typing import Any
 
 import pytest
-from _builders import assistant, refused, tool_use
+from _builders import assistant, refused, refused_saying, tool_call, tool_use
 
 from oma_core import (
-    InvalidMessageError,
     dump_messages,
     load_messages,
 )
-
-
-def tool_call(input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": "t1", "name": "f", "input": input}
-
-
-def refused_saying(data: Any, message: str, path: str | None = None) -> InvalidMessageError:
-    with pytest.raises(InvalidMessageError) as info:
-        load_messages(data)
-    assert message in str(info.value)
-    if path is not None:
-        assert info.value.path == path
-        assert str(info.value).startswith(path + " ")
-    return info.value
 
 
 class Colour(enum.IntEnum):

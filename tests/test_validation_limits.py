@@ -6,27 +6,13 @@ import time
 from typing import Any
 
 import pytest
-from _builders import assistant, nested, refused, text, tool_use, user
+from _builders import assistant, nested, refused, refused_saying, text, tool_call, tool_use, user
 
 from oma_core import (
     InvalidMessageError,
     ValidationLimits,
     load_messages,
 )
-
-
-def tool_call(input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": "t1", "name": "f", "input": input}
-
-
-def refused_saying(data: Any, message: str, path: str | None = None) -> InvalidMessageError:
-    with pytest.raises(InvalidMessageError) as info:
-        load_messages(data)
-    assert message in str(info.value)
-    if path is not None:
-        assert info.value.path == path
-        assert str(info.value).startswith(path + " ")
-    return info.value
 
 
 def _nested(depth: int) -> dict[str, Any]:

@@ -5,7 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _builders import IMG_URL, VID_URL, image, refused, tool_result, url_source, user, video
+from _builders import (
+    IMG_URL,
+    VID_URL,
+    image,
+    load_video,
+    refused,
+    tool_result,
+    url_source,
+    user,
+    video,
+)
 
 from oma_core import (
     InvalidMessageError,
@@ -14,11 +24,6 @@ from oma_core import (
 )
 
 PATH = "messages[0].content[0].source"
-
-
-def load_video(data: Any, media_type: Any = "video/mp4") -> Any:
-    source = {"type": "base64", "media_type": media_type, "data": data}
-    return load_messages([{"role": "user", "content": [{"type": "video", "source": source}]}])
 
 
 @pytest.mark.parametrize(

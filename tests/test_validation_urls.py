@@ -6,8 +6,8 @@ import re
 from typing import Any
 
 import pytest
-from _builders import image, refused, text, tool_result, url_source, user, video
-from hypothesis import HealthCheck, given, settings
+from _builders import SETTINGS, image, refused, text, tool_result, url_source, user, video
+from hypothesis import given
 from hypothesis import strategies as st
 
 from oma_core import (
@@ -32,9 +32,6 @@ def load_url(url: Any) -> Any:
             }
         ]
     )
-
-
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize(

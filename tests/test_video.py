@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 import re
 from typing import Any
 
 import pytest
+from _builders import REFERENCE_MP4, _events, _host, _scripted, _text, _user, _video
 
 from oma_core import (
     Agent,
@@ -14,8 +14,6 @@ from oma_core import (
     Base64Source,
     InvalidMessageError,
     OpenMultiAgent,
-    PluginHost,
-    StreamEvent,
     UrlSource,
     VideoBlock,
     dump_messages,
@@ -24,46 +22,6 @@ from oma_core import (
     video_url,
 )
 from oma_core.testing import ScriptedProvider
-
-REFERENCE_MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(range(100))).decode("ascii")
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _video(kind: str = "url") -> dict[str, Any]:
-    if kind == "base64":
-        source = {"type": "base64", "media_type": "video/mp4", "data": REFERENCE_MP4}
-    else:
-        source = {
-            "type": "url",
-            "media_type": "video/mp4",
-            "url": "https://example.com/clip.mp4",
-        }
-    return {"type": "video", "source": source}
-
-
-def _host(*plugins: object) -> PluginHost:
-    """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
-    host = PluginHost(load_entrypoints=False)
-    for plugin in plugins:
-        host.register(plugin)
-    return host
-
-
-def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
-    return agent, provider
-
-
-async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
-    return [event async for event in agent.stream(input)]
 
 
 def _file_video() -> dict[str, Any]:
