@@ -598,3 +598,7 @@ def _oma(**kwargs: Any) -> OpenMultiAgent:
     kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
     kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
     return OpenMultiAgent(**kwargs)
+
+
+def png_image(data: str = PNG) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}

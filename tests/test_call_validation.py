@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from _builders import (
-    PNG,
     _agent,
     _assistant_says,
     _collect,
@@ -40,10 +39,6 @@ from oma_core import (
     load_messages,
 )
 from oma_core.testing import ScriptedProvider
-
-
-def image(data: str = PNG) -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
 
 
 def test_run_with_a_mapping_raises_at_the_call_site() -> None:

@@ -4,11 +4,8 @@ retried.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from _builders import (
-    PNG,
     REFERENCE_PNG,
     _events,
     _host,
@@ -18,6 +15,7 @@ from _builders import (
     _text,
     _user,
     _video,
+    png_image,
 )
 
 from oma_core import (
@@ -54,10 +52,6 @@ class _TextOnlyPlugin:
                 capabilities=Capabilities.text_only(),
             )
         ]
-
-
-def image(data: str = PNG) -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
 
 
 async def test_an_unsupported_block_fails_before_any_io_and_is_never_retried() -> None:
@@ -181,7 +175,7 @@ async def test_an_unsupported_block_fails_before_the_provider_and_is_not_retried
         ["never"], display_name="Text Only", capabilities=Capabilities((BlockSupport("text"),))
     )
     agent = Agent(AgentConfig(name="a", provider=provider, max_retries=5), plugins=host)
-    result = await agent.run([{"role": "user", "content": [image()]}])
+    result = await agent.run([{"role": "user", "content": [png_image()]}])
     assert result.status.code == "error"
     error = result.status.error
     assert isinstance(error, UnsupportedContentBlockError)

@@ -15,21 +15,28 @@ from _builders import (
     PNG,
     URL_SOURCE,
     _agent,
+    _assistant,
+    _assistant_says,
     _config,
     _evaluated,
     _host,
     _img,
     _oma,
     _png,
+    _reference_conversation,
     _scripted,
     _sent,
+    _text,
     _three_turn_conversation,
+    _user,
     assistant,
     b64_source,
     full_conversation,
     make,
     make_replying_ok,
+    png_image,
     text,
+    text_msg,
     tool_call,
     tool_use,
     url_source,
@@ -53,39 +60,6 @@ from oma_core.messages import ImageBlock, LLMMessage, TextBlock
 from oma_core.testing import ScriptedProvider
 
 
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
-
-
-def _reference_conversation() -> list[dict[str, Any]]:
-    """The conversation of the page's first example."""
-    return [
-        _user("Keep answers concise."),
-        _assistant_says("Understood."),
-        _user("What is shown here?", _png()),
-    ]
-
-
-def text_msg(role: str, text: str) -> dict[str, Any]:
-    return {"role": role, "content": [{"type": "text", "text": text}]}
-
-
-def image(data: str = PNG) -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
-
-
 async def _drain(value: Awaitable[RunResult] | AsyncIterator[StreamEvent]) -> RunResult:
     """The result of a pending run or stream."""
     if isinstance(value, AsyncIterator):
@@ -98,7 +72,7 @@ async def _drain(value: Awaitable[RunResult] | AsyncIterator[StreamEvent]) -> Ru
 
 def _conversation() -> list[dict[str, Any]]:
     return [
-        {"role": "user", "content": [{"type": "text", "text": "look"}, image()]},
+        {"role": "user", "content": [{"type": "text", "text": "look"}, png_image()]},
         {
             "role": "assistant",
             "content": [{"type": "tool_use", "id": "t1", "name": "s", "input": {"q": ["a"]}}],
@@ -320,13 +294,13 @@ async def test_mutating_the_callers_data_after_the_call_does_not_change_the_run(
         "content": [{"type": "tool_use", "id": "t1", "name": "zoom", "input": {"factor": [2]}}],
     }
     result_turn = _user({"type": "tool_result", "tool_use_id": "t1", "content": "zoomed"})
-    image = _png("url")
-    conversation = [_user("look", image), tool_call, result_turn]
+    png_image = _png("url")
+    conversation = [_user("look", png_image), tool_call, result_turn]
     expected = dump_messages(load_messages(conversation))
     pending = agent.run(conversation)
     # mutate arrays, blocks, the image source and the tool input before the run starts
     conversation[0]["content"].append(_text("injected"))
-    image["source"]["url"] = "https://evil.example/b.png"
+    png_image["source"]["url"] = "https://evil.example/b.png"
     tool_call["content"][0]["input"]["factor"].append(99)
     conversation.append(_user("later"))
     assert (await pending).success
@@ -338,8 +312,8 @@ async def test_every_entry_point_copies_its_input_when_called(entry: str) -> Non
     provider = ScriptedProvider(["ok"])
     config = AgentConfig(name="v", provider=provider)
     agent = Agent(config, plugins=_host())
-    image = _png("url")
-    turn = _user("What is shown?", image)
+    png_image = _png("url")
+    turn = _user("What is shown?", png_image)
     if entry == "run":
         pending: Any = agent.run([turn])
     elif entry == "stream":
@@ -349,7 +323,7 @@ async def test_every_entry_point_copies_its_input_when_called(entry: str) -> Non
     else:
         pending = agent.prompt(turn["content"])
     turn["content"][0]["text"] = "changed"
-    image["source"]["url"] = "https://evil.example/x.png"
+    png_image["source"]["url"] = "https://evil.example/x.png"
     turn["content"].clear()
     if entry == "stream":
         async with pending as events:
@@ -446,7 +420,7 @@ async def test_mutating_the_list_after_the_call_changes_nothing(host: PluginHost
 
 async def test_mutating_an_image_source_after_the_call_changes_nothing(host: PluginHost) -> None:
     agent, provider = make(host, "ok")
-    block = image()
+    block = png_image()
     pending = agent.run([{"role": "user", "content": [block]}])
     block["source"]["data"] = "AAAA"
     block["source"]["media_type"] = "image/gif"
@@ -480,7 +454,7 @@ async def test_mutating_a_tool_input_after_the_call_changes_nothing(host: Plugin
 
 async def test_mutating_prompt_blocks_after_the_call_changes_nothing(host: PluginHost) -> None:
     agent, provider = make(host, "ok")
-    blocks = [{"type": "text", "text": "look"}, image()]
+    blocks = [{"type": "text", "text": "look"}, png_image()]
     pending = agent.prompt(blocks)
     blocks[0]["text"] = "changed"
     blocks.append({"type": "text", "text": "more"})
@@ -513,7 +487,7 @@ async def test_caller_mutation_of_prompt_blocks_after_the_call_never_reaches_his
     host: PluginHost,
 ) -> None:
     agent, provider = make_replying_ok(host)
-    blocks = [{"type": "text", "text": "look"}, image()]
+    blocks = [{"type": "text", "text": "look"}, png_image()]
     pending = agent.prompt(blocks)
     blocks[0]["text"] = "changed"
     blocks[1]["source"]["data"] = "AAAA"

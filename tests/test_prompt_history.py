@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from _builders import (
-    PNG,
     _agent,
     _assistant,
     _assistant_says,
@@ -23,6 +22,7 @@ from _builders import (
     _user,
     make,
     make_replying_ok,
+    png_image,
     text_msg,
 )
 
@@ -40,10 +40,6 @@ from oma_core import (
 )
 from oma_core.messages import TextBlock
 from oma_core.testing import ScriptedProvider
-
-
-def image(data: str = PNG) -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
 
 
 def test_an_invalid_history_makes_agent_construction_raise() -> None:
@@ -241,7 +237,7 @@ async def test_run_neither_reads_nor_writes_history(host: PluginHost) -> None:
 async def test_prompt_appends_the_turn_and_the_reply(host: PluginHost) -> None:
     agent, provider = make(host, "first answer", "second answer")
     await agent.prompt("one")
-    await agent.prompt([{"type": "text", "text": "two"}, image()])
+    await agent.prompt([{"type": "text", "text": "two"}, png_image()])
     history = agent.get_history()
     assert [m.role for m in history] == ["user", "assistant", "user", "assistant"]
     assert len(provider.requests[1].messages) == 3
@@ -334,7 +330,7 @@ async def test_prompt_history_keeps_the_callers_turn_when_a_hook_rewrites_messag
         return {"messages": [{"role": "user", "content": [{"type": "text", "text": "hooked"}]}]}
 
     agent, provider = make_replying_ok(host, before_run=hook)
-    await agent.prompt([{"type": "text", "text": "mine"}, image()])
+    await agent.prompt([{"type": "text", "text": "mine"}, png_image()])
     assert provider.text_of() == "hooked"
     turn = agent.get_history()[0]
     assert [b.type for b in turn.content] == ["text", "image"]

@@ -14,7 +14,8 @@ from _builders import (
     IMG_URL,
     SETTINGS,
     VIDEO_SOURCE,
-    _png,
+    _reference_conversation,
+    _user,
     _video,
     assistant,
     b64_source,
@@ -50,27 +51,6 @@ from oma_core.messages import ContentBlock
 from oma_core.serialization import message_converter
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
-
-
-def _reference_conversation() -> list[dict[str, Any]]:
-    """The conversation of the page's first example."""
-    return [
-        _user("Keep answers concise."),
-        _assistant_says("Understood."),
-        _user("What is shown here?", _png()),
-    ]
 
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)

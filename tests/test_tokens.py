@@ -12,8 +12,10 @@ from _builders import (
     PNG_B64,
     REFERENCE_MP4,
     REFERENCE_PNG,
+    _assistant_says,
     _png,
     _scripted,
+    _user,
     _video,
     assistant,
     b64_source,
@@ -37,18 +39,6 @@ from oma_core import (
     image_url,
     load_messages,
 )
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
-
-
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
 
 
 def test_text_costs_a_quarter_of_its_characters_rounded_up() -> None:

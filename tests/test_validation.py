@@ -9,11 +9,13 @@ import pytest
 from _builders import (
     SETTINGS,
     URL_SOURCE,
+    assistant,
     b64_source,
     full_conversation,
     image,
     refused,
     refused_saying,
+    text,
     tool_call,
     tool_result,
     tool_use,
@@ -31,15 +33,6 @@ from oma_core import (
     load_messages,
 )
 from oma_core.validation import load_user_content
-
-
-def assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": list(blocks)}
-
-
-def text(value: Any = "hi") -> dict[str, Any]:
-    return {"type": "text", "text": value}
-
 
 # --- the top level ------------------------------------------------------------------------
 
