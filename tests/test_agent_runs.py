@@ -51,7 +51,7 @@ from oma_core.providers import (
 from oma_core.testing import ScriptedProvider
 
 
-async def test_run_with_a_string_sends_one_user_text_message() -> None:
+async def test_run_with_a_string_sends_one_user_text_message(host: PluginHost) -> None:
     agent, provider = _agent(["hello"])
     result = await agent.run("What is shown?")
     assert isinstance(result, RunResult)
@@ -61,12 +61,32 @@ async def test_run_with_a_string_sends_one_user_text_message() -> None:
     )
     assert _sent(provider) == [_user("What is shown?")]
 
+    agent, provider = make(host, "hello")
+    result = await agent.run("hi")
+    assert result.success and result.status.code == "ok" and result.status.error is None
+    assert result.output == "hello"
+    assert provider.requests[0].messages == (LLMMessage("user", (TextBlock("hi"),)),)
 
-async def test_run_with_messages_sends_the_complete_conversation() -> None:
+    agent, provider = _scripted(["a", "b"])
+    await agent.run("What is shown?")
+    await agent.run([_user("What is shown?")])
+    first, second = provider.requests
+    assert first.messages == (LLMMessage("user", (TextBlock("What is shown?"),)),)
+    assert first.messages == second.messages
+
+
+async def test_run_with_messages_sends_the_complete_conversation(host: PluginHost) -> None:
     conv = [_user("a", _img("x.png")), _assistant("b"), _user("c")]
     agent, provider = _agent(["ok"])
     await agent.run(conv)
     assert _sent(provider) == conv
+
+    agent, provider = make(host, "ok", system_prompt="be brief")
+    conversation = [text_msg("user", "q1"), text_msg("assistant", "a1"), text_msg("user", "q2")]
+    await agent.run(conversation)
+    request = provider.requests[0]
+    assert [m.role for m in request.messages] == ["user", "assistant", "user"]
+    assert request.system_prompt == "be brief"
 
 
 def test_run_sync_and_prompt_sync_wrap_the_async_calls() -> None:
@@ -77,7 +97,7 @@ def test_run_sync_and_prompt_sync_wrap_the_async_calls() -> None:
     assert len(provider.requests) == 2
 
 
-async def test_run_result_messages_are_the_produced_turns_only() -> None:
+async def test_run_result_messages_are_the_produced_turns_only(host: PluginHost) -> None:
     agent, _ = _agent([_tool_call("add", {"a": 2, "b": 3}), "five"], tools=[add])
     result = await agent.run([_user("2+3?")])
     assert isinstance(result.messages, list)
@@ -91,6 +111,12 @@ async def test_run_result_messages_are_the_produced_turns_only() -> None:
     assert dumped[2] == _assistant("five")
     assert result.output == "five"
 
+    agent, _ = make(host, "answer")
+    conversation = [text_msg("user", "q1"), text_msg("assistant", "a1"), text_msg("user", "q2")]
+    result = await agent.run(conversation)
+    assert result.messages == [LLMMessage("assistant", (TextBlock("answer"),))]
+    assert isinstance(result.messages, list)
+
 
 async def test_run_result_usage_is_a_usage_with_token_counts() -> None:
     agent, _ = _agent(["ok"])
@@ -100,7 +126,9 @@ async def test_run_result_usage_is_a_usage_with_token_counts() -> None:
     assert isinstance(result.usage.output_tokens, int)
 
 
-async def test_a_provider_error_is_a_failed_result_with_the_exception() -> None:
+async def test_a_provider_failure_is_a_failed_result_holding_the_exception_not_raised(
+    host: PluginHost,
+) -> None:
     boom = ProviderError("bad request", status_code=400)
     agent, _ = _agent([boom])
     result = await agent.run("x")
@@ -109,8 +137,14 @@ async def test_a_provider_error_is_a_failed_result_with_the_exception() -> None:
     assert result.status.code == "error"
     assert result.status.error is boom
 
+    agent, _ = make(host, ProviderError("bad request", status_code=400))
+    result = await agent.run("hi")
+    assert not result.success
+    assert result.status.code == "error"
+    assert isinstance(result.status.error, ProviderError)
 
-async def test_run_usage_sums_every_model_call() -> None:
+
+async def test_run_usage_sums_every_model_call(host: PluginHost) -> None:
     class TwoCalls(_CostlyProvider):
         def _response(self) -> ProviderResponse:
             self.tool_calls = self.calls == 0
@@ -121,14 +155,18 @@ async def test_run_usage_sums_every_model_call() -> None:
     assert result.success and provider.calls == 2
     assert result.usage == Usage(200, 200)
 
+    def noop() -> str:
+        return ""
 
-async def test_the_string_form_is_shorthand_for_one_user_text_message() -> None:
-    agent, provider = _scripted(["a", "b"])
-    await agent.run("What is shown?")
-    await agent.run([_user("What is shown?")])
-    first, second = provider.requests
-    assert first.messages == (LLMMessage("user", (TextBlock("What is shown?"),)),)
-    assert first.messages == second.messages
+    turn = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "noop", "input": {}}],
+    }
+    agent, _ = make(host, turn, "done", tools=[noop])
+    recorder = Recorder()
+    result = await start(agent, "hi", observers=(recorder,))
+    per_call = [e[1] for e in recorder.log if e[0] == "after_call"]
+    assert result.usage == per_call[0] + per_call[1]
 
 
 async def test_run_agent_accepts_the_reference_conversation_with_a_base64_image() -> None:
@@ -181,43 +219,10 @@ async def test_one_input_built_once_runs_on_several_agents_at_once() -> None:
     assert len({p.requests[0].messages for p in providers}) == 1
 
 
-async def test_run_with_a_string_sends_one_user_text_message__2(host: PluginHost) -> None:
-    agent, provider = make(host, "hello")
-    result = await agent.run("hi")
-    assert result.success and result.status.code == "ok" and result.status.error is None
-    assert result.output == "hello"
-    assert provider.requests[0].messages == (LLMMessage("user", (TextBlock("hi"),)),)
-
-
-async def test_run_result_messages_are_what_the_run_produced(host: PluginHost) -> None:
-    agent, _ = make(host, "answer")
-    conversation = [text_msg("user", "q1"), text_msg("assistant", "a1"), text_msg("user", "q2")]
-    result = await agent.run(conversation)
-    assert result.messages == [LLMMessage("assistant", (TextBlock("answer"),))]
-    assert isinstance(result.messages, list)
-
-
-async def test_run_sends_the_complete_conversation(host: PluginHost) -> None:
-    agent, provider = make(host, "ok", system_prompt="be brief")
-    conversation = [text_msg("user", "q1"), text_msg("assistant", "a1"), text_msg("user", "q2")]
-    await agent.run(conversation)
-    request = provider.requests[0]
-    assert [m.role for m in request.messages] == ["user", "assistant", "user"]
-    assert request.system_prompt == "be brief"
-
-
 async def test_run_reports_usage(host: PluginHost) -> None:
     agent, _ = make(host, "four")
     result = await agent.run("abcd")
     assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
-
-
-async def test_a_provider_failure_is_a_failed_result_not_an_exception(host: PluginHost) -> None:
-    agent, _ = make(host, ProviderError("bad request", status_code=400))
-    result = await agent.run("hi")
-    assert not result.success
-    assert result.status.code == "error"
-    assert isinstance(result.status.error, ProviderError)
 
 
 def test_run_sync_runs_a_script(host: PluginHost) -> None:
@@ -247,18 +252,3 @@ def test_sync_wrappers_return_the_result_outside_a_loop(
     result = call(agent)
     assert result.success and result.output == "sync"
     assert provider.requests[0].messages == (LLMMessage("user", (TextBlock("x"),)),)
-
-
-async def test_usage_sums_every_call_of_the_run(host: PluginHost) -> None:
-    def noop() -> str:
-        return ""
-
-    turn = {
-        "role": "assistant",
-        "content": [{"type": "tool_use", "id": "t1", "name": "noop", "input": {}}],
-    }
-    agent, _ = make(host, turn, "done", tools=[noop])
-    recorder = Recorder()
-    result = await start(agent, "hi", observers=(recorder,))
-    per_call = [e[1] for e in recorder.log if e[0] == "after_call"]
-    assert result.usage == per_call[0] + per_call[1]

@@ -200,13 +200,40 @@ async def test_external_backend_refuses_structured_input_before_anything_starts(
     assert plugin.built == 0 and plugin.requests == [] and progress == []
     assert agent.get_history() == []
 
+    events: list[ProgressEvent] = []
+    oma = _oma(on_progress=events.append, evaluation=OnlineEvaluationConfig([lambda c: 1.0]))
+    config = AgentConfig("cli", backend={"kind": "process", "command": ["true"]})
+    with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
+        oma.run_agent(config, _three_turn_conversation())
+    await oma.evaluation.flush()
+    assert events == []
+    assert oma.evaluation.stats().sampled == 0
 
-async def test_a_hook_changing_messages_fails_an_external_run() -> None:
+
+async def test_a_hook_changing_messages_fails_an_external_run(
+    host: PluginHost, registry: Registry
+) -> None:
     agent, plugin, _ = _backend_agent(before_run=lambda ctx: {"messages": [_user("other")]})
     result = await agent.run("hello")
     assert not result.success
     assert "cannot be forwarded without loss" in str(result.status.error)
     assert plugin.requests == []
+
+    def hook(ctx: BeforeRunContext) -> dict[str, Any]:
+        return {
+            "messages": [
+                *ctx.messages,
+                {"role": "assistant", "content": [{"type": "text", "text": "extra"}]},
+                {"role": "user", "content": [{"type": "text", "text": "x"}]},
+            ]
+        }
+
+    agent = make(host, before_run=hook)
+    result = await agent.run("x")
+    assert result.status.code == "error"
+    assert isinstance(result.status.error, HookError)
+    assert "cannot be forwarded without loss" in str(result.status.error)
+    assert registry.spawns == 0
 
 
 async def test_a_hook_rewriting_the_prompt_reaches_an_external_backend() -> None:
@@ -216,12 +243,18 @@ async def test_a_hook_rewriting_the_prompt_reaches_an_external_backend() -> None
     assert plugin.requests[0].prompt == "hello!"
 
 
-async def test_history_does_not_seed_an_external_backend() -> None:
+async def test_history_does_not_seed_an_external_backend(
+    host: PluginHost, registry: Registry
+) -> None:
     agent, plugin, _ = _backend_agent(history=[_user("secret old turn"), _assistant("r")])
     result = await agent.prompt("now")
     assert result.success
     assert plugin.requests[0].prompt == "now"
     assert plugin.requests[0].continue_session is True
+
+    agent = make(host, history=[{"role": "user", "content": [{"type": "text", "text": "old"}]}])
+    await agent.prompt("new")
+    assert registry.requests[0].prompt == "new"
 
 
 async def test_an_external_backend_streams_text_then_done() -> None:
@@ -386,36 +419,10 @@ async def test_prompt_continues_the_session(host: PluginHost, registry: Registry
     assert len(registry.backends) == 1  # one backend object per agent
 
 
-async def test_history_does_not_seed_a_backend(host: PluginHost, registry: Registry) -> None:
-    agent = make(host, history=[{"role": "user", "content": [{"type": "text", "text": "old"}]}])
-    await agent.prompt("new")
-    assert registry.requests[0].prompt == "new"
-
-
 async def test_a_hook_may_rewrite_the_prompt(host: PluginHost, registry: Registry) -> None:
     agent = make(host, before_run=lambda ctx: attrs.evolve(ctx, prompt="rewritten"))
     result = await agent.run("x")
     assert result.success and registry.requests[0].prompt == "rewritten"
-
-
-async def test_a_hook_that_changes_messages_fails_the_run(
-    host: PluginHost, registry: Registry
-) -> None:
-    def hook(ctx: BeforeRunContext) -> dict[str, Any]:
-        return {
-            "messages": [
-                *ctx.messages,
-                {"role": "assistant", "content": [{"type": "text", "text": "extra"}]},
-                {"role": "user", "content": [{"type": "text", "text": "x"}]},
-            ]
-        }
-
-    agent = make(host, before_run=hook)
-    result = await agent.run("x")
-    assert result.status.code == "error"
-    assert isinstance(result.status.error, HookError)
-    assert "cannot be forwarded without loss" in str(result.status.error)
-    assert registry.spawns == 0
 
 
 async def test_backend_events_map_onto_stream_events(host: PluginHost) -> None:
@@ -511,14 +518,3 @@ async def test_call_timeout_bounds_a_backend_turn(host: PluginHost, registry: Re
     assert asyncio.get_running_loop().time() - started < 5
     assert registry.requests[-1].timeout is not None and registry.requests[-1].timeout <= 0.2
     assert registry.stopped == 1
-
-
-async def test_structured_input_to_an_external_backend_raises_before_anything() -> None:
-    events: list[ProgressEvent] = []
-    oma = _oma(on_progress=events.append, evaluation=OnlineEvaluationConfig([lambda c: 1.0]))
-    config = AgentConfig("cli", backend={"kind": "process", "command": ["true"]})
-    with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
-        oma.run_agent(config, _three_turn_conversation())
-    await oma.evaluation.flush()
-    assert events == []
-    assert oma.evaluation.stats().sampled == 0

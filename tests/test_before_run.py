@@ -70,44 +70,6 @@ async def test_ctx_prompt_joins_the_latest_user_texts_without_separator(host: Pl
     assert seen[0].agent.name == "a"
 
 
-async def test_an_image_only_turn_has_an_empty_prompt(host: PluginHost) -> None:
-    seen: list[BeforeRunContext] = []
-    agent, _ = make(host, seen.append)
-    await agent.run([{"role": "user", "content": [image(PNG_A)]}])
-    assert seen[0].prompt == ""
-    assert isinstance(seen[0].messages[0].content[0], ImageBlock)
-
-
-async def test_returning_none_leaves_the_input_unchanged(host: PluginHost) -> None:
-    agent, provider = make(host, lambda ctx: None)
-    await agent.run("hello")
-    assert provider.text_of() == "hello"
-
-
-async def test_messages_then_prompt_rewrite_keeps_non_text_blocks_in_order(
-    host: PluginHost,
-) -> None:
-    replacement = [
-        {"role": "user", "content": [image(PNG_A), text("t1"), image(PNG_B), text("t2")]}
-    ]
-
-    def hook(ctx: BeforeRunContext) -> dict[str, Any]:
-        return {"messages": replacement, "prompt": "new"}
-
-    agent, provider = make(host, hook)
-    caller_input = [{"role": "user", "content": [text("original")]}]
-    await agent.run(caller_input)
-    sent = provider.requests[0].messages
-    assert len(sent) == 1
-    content = sent[0].content
-    assert [block.type for block in content] == ["image", "text", "image"]
-    assert content[1] == TextBlock("new")
-    assert isinstance(content[0], ImageBlock) and content[0].source.data == PNG_A  # type: ignore[union-attr]
-    assert isinstance(content[2], ImageBlock) and content[2].source.data == PNG_B  # type: ignore[union-attr]
-    assert caller_input == [{"role": "user", "content": [text("original")]}]
-    assert replacement[0]["content"][1] == text("t1")
-
-
 async def test_a_prompt_rewrite_via_evolve_replaces_the_first_text_block(host: PluginHost) -> None:
     agent, provider = make(host, lambda ctx: attrs.evolve(ctx, prompt=ctx.prompt.upper()))
     await agent.run([{"role": "user", "content": [text("a"), image(PNG_A), text("b")]}])
@@ -264,17 +226,14 @@ async def test_before_run_context_carries_messages_prompt_and_agent() -> None:
     assert name == "a"
 
 
-async def test_before_run_prompt_is_empty_for_an_image_only_turn() -> None:
-    seen: list[Any] = []
-    agent, _ = _agent(["ok"], before_run=seen.append)
-    await agent.run([_user(_img("x.png"))])
-    assert seen[0].prompt == ""
-
-
-async def test_before_run_returning_none_leaves_the_input_unchanged() -> None:
+async def test_before_run_returning_none_leaves_the_input_unchanged(host: PluginHost) -> None:
     agent, provider = _agent(["ok"], before_run=lambda ctx: None)
     await agent.run([_user("t1", "t2")])
     assert _sent(provider) == [_user("t1", "t2")]
+
+    agent, provider = make(host, lambda ctx: None)
+    await agent.run("hello")
+    assert provider.text_of() == "hello"
 
 
 async def test_before_run_worked_example_replaces_first_text_and_drops_the_others() -> None:
@@ -304,18 +263,6 @@ async def test_before_run_appends_a_user_turn_when_there_is_none() -> None:
     assert _sent(provider) == [_assistant("only"), _user("new")]
 
 
-async def test_before_run_messages_replace_first_then_prompt_applies() -> None:
-    def hook(ctx: Any) -> Mapping[str, Any]:
-        return {
-            "messages": [_user("m1"), _assistant("m2"), _user("x", _img("A.png"), "y")],
-            "prompt": "P",
-        }
-
-    agent, provider = _agent(["ok"], before_run=hook)
-    await agent.run("original")
-    assert _sent(provider) == [_user("m1"), _assistant("m2"), _user("P", _img("A.png"))]
-
-
 async def test_before_run_prompt_equal_to_the_received_one_changes_nothing() -> None:
     agent, provider = _agent(["ok"], before_run=lambda ctx: {"prompt": ctx.prompt})
     await agent.run([_user("t1", _img("A.png"), "t2")])
@@ -330,18 +277,6 @@ async def test_before_run_async_hook_is_awaited() -> None:
     agent, provider = _agent(["ok"], before_run=hook)
     await agent.run("x")
     assert _sent(provider) == [_user("async")]
-
-
-async def test_prompt_hook_context_holds_history_plus_the_new_turn() -> None:
-    seen: list[Any] = []
-    agent, _ = _agent(["r"], history=[_user("old"), _assistant("older")], before_run=seen.append)
-    await agent.prompt([_text("new"), _img("n.png")])
-    assert dump_messages(seen[0].messages) == [
-        _user("old"),
-        _assistant("older"),
-        _user("new", _img("n.png")),
-    ]
-    assert seen[0].prompt == "new"
 
 
 async def test_a_hook_may_return_the_whole_context_as_a_mapping() -> None:
@@ -367,12 +302,23 @@ async def test_before_run_receives_a_message_copy_and_the_latest_user_text() -> 
     assert ctx.prompt == "What is shown here?"
 
 
-async def test_an_image_only_turn_has_an_empty_prompt_but_full_messages() -> None:
+async def test_an_image_only_turn_has_an_empty_prompt_but_full_messages(host: PluginHost) -> None:
     seen: list[Any] = []
     agent, _ = _scripted(["ok"], before_run=seen.append)
     await agent.run([_user("earlier"), _assistant_says("a"), _user(_png())])
     assert seen[0].prompt == ""
     assert isinstance(seen[0].messages[-1].content[0], ImageBlock)
+
+    seen: list[BeforeRunContext] = []
+    agent, _ = make(host, seen.append)
+    await agent.run([{"role": "user", "content": [image(PNG_A)]}])
+    assert seen[0].prompt == ""
+    assert isinstance(seen[0].messages[0].content[0], ImageBlock)
+
+    seen: list[Any] = []
+    agent, _ = _agent(["ok"], before_run=seen.append)
+    await agent.run([_user(_img("x.png"))])
+    assert seen[0].prompt == ""
 
 
 async def test_before_run_may_return_the_context_spread_with_changes() -> None:
@@ -425,6 +371,16 @@ async def test_before_run_on_prompt_sees_history_plus_the_new_turn() -> None:
     ]
     assert seen[0].prompt == "new question"
 
+    seen: list[Any] = []
+    agent, _ = _agent(["r"], history=[_user("old"), _assistant("older")], before_run=seen.append)
+    await agent.prompt([_text("new"), _img("n.png")])
+    assert dump_messages(seen[0].messages) == [
+        _user("old"),
+        _assistant("older"),
+        _user("new", _img("n.png")),
+    ]
+    assert seen[0].prompt == "new"
+
 
 async def test_returning_messages_replaces_the_complete_input() -> None:
     replacement = [_user("a whole new conversation")]
@@ -451,7 +407,9 @@ async def test_evolving_only_the_messages_replaces_the_input() -> None:
     assert dump_messages(provider.requests[0].messages) == [_user("replacement", _png("url"))]
 
 
-async def test_messages_are_replaced_first_then_the_prompt_and_non_text_keeps_order() -> None:
+async def test_messages_are_replaced_first_then_the_prompt_and_non_text_keeps_order(
+    host: PluginHost,
+) -> None:
     a = _png("url")
     b = {
         "type": "image",
@@ -469,6 +427,36 @@ async def test_messages_are_replaced_first_then_the_prompt_and_non_text_keeps_or
     sent = dump_messages(provider.requests[0].messages)
     assert sent[0] == _user("ignored")  # only the latest user turn's text is replaced
     assert sent[-1] == _user(a, "new", b)
+
+    replacement = [
+        {"role": "user", "content": [image(PNG_A), text("t1"), image(PNG_B), text("t2")]}
+    ]
+
+    def hook(ctx: BeforeRunContext) -> dict[str, Any]:
+        return {"messages": replacement, "prompt": "new"}
+
+    agent, provider = make(host, hook)
+    caller_input = [{"role": "user", "content": [text("original")]}]
+    await agent.run(caller_input)
+    sent = provider.requests[0].messages
+    assert len(sent) == 1
+    content = sent[0].content
+    assert [block.type for block in content] == ["image", "text", "image"]
+    assert content[1] == TextBlock("new")
+    assert isinstance(content[0], ImageBlock) and content[0].source.data == PNG_A  # type: ignore[union-attr]
+    assert isinstance(content[2], ImageBlock) and content[2].source.data == PNG_B  # type: ignore[union-attr]
+    assert caller_input == [{"role": "user", "content": [text("original")]}]
+    assert replacement[0]["content"][1] == text("t1")
+
+    def hook(ctx: Any) -> Mapping[str, Any]:
+        return {
+            "messages": [_user("m1"), _assistant("m2"), _user("x", _img("A.png"), "y")],
+            "prompt": "P",
+        }
+
+    agent, provider = _agent(["ok"], before_run=hook)
+    await agent.run("original")
+    assert _sent(provider) == [_user("m1"), _assistant("m2"), _user("P", _img("A.png"))]
 
 
 async def test_a_prompt_rewrite_alone_replaces_the_latest_user_text_blocks() -> None:

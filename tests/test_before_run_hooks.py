@@ -44,6 +44,26 @@ async def test_package_hooks_run_in_pluggy_order_then_the_agents_own_hook() -> N
     assert log == ["B<-p", "A<-pB", "own<-pBA"]
     assert _sent(provider) == [_user("pBA!")]
 
+    order: list[str] = []
+
+    class Package:
+        @hookimpl
+        def oma_before_run(self, ctx: Any) -> dict[str, Any]:
+            order.append("package:" + ctx.prompt)
+            return {"prompt": ctx.prompt + " +pkg"}
+
+    def own(ctx: Any) -> dict[str, Any]:
+        order.append("agent:" + ctx.prompt)
+        return {"prompt": ctx.prompt + " +own"}
+
+    provider = ScriptedProvider(["ok"])
+    agent = Agent(
+        AgentConfig(name="v", provider=provider, before_run=own), plugins=_host(Package())
+    )
+    await agent.run("hi")
+    assert order == ["package:hi", "agent:hi +pkg"]
+    assert provider.requests[0].messages[-1].content == (TextBlock("hi +pkg +own"),)
+
 
 async def test_a_raising_before_run_hook_fails_the_run_without_raising() -> None:
     def hook(ctx: Any) -> None:
@@ -112,28 +132,6 @@ async def test_an_async_package_hook_is_awaited_and_tryfirst_is_respected() -> N
     await agent.run("p")
     assert log == ["early", "late"]
     assert _sent(provider) == [_user("p-late")]
-
-
-async def test_package_before_run_hooks_run_first_then_the_agents_own() -> None:
-    order: list[str] = []
-
-    class Package:
-        @hookimpl
-        def oma_before_run(self, ctx: Any) -> dict[str, Any]:
-            order.append("package:" + ctx.prompt)
-            return {"prompt": ctx.prompt + " +pkg"}
-
-    def own(ctx: Any) -> dict[str, Any]:
-        order.append("agent:" + ctx.prompt)
-        return {"prompt": ctx.prompt + " +own"}
-
-    provider = ScriptedProvider(["ok"])
-    agent = Agent(
-        AgentConfig(name="v", provider=provider, before_run=own), plugins=_host(Package())
-    )
-    await agent.run("hi")
-    assert order == ["package:hi", "agent:hi +pkg"]
-    assert provider.requests[0].messages[-1].content == (TextBlock("hi +pkg +own"),)
 
 
 async def test_a_hook_returning_invalid_messages_fails_the_run_without_raising() -> None:

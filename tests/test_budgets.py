@@ -183,6 +183,12 @@ async def test_a_cost_budget_ends_the_run_as_budget_exhausted() -> None:
     assert result.status.code == "budget_exhausted"
     assert provider.calls == 2
 
+    provider = ScriptedProvider([_tool_turn(i) for i in range(5)] + ["done"])
+    oma = _oma(estimate_cost=lambda usage, ctx: 1.0)
+    result = await oma.run_agent(_config(provider), "hi", max_cost_budget=2.5)
+    assert result.status.code == "budget_exhausted"
+    assert len(provider.requests) == 3
+
 
 async def test_a_budget_refusing_before_the_call_ends_the_run(host: PluginHost) -> None:
     agent, provider = make(host, "never")
@@ -238,14 +244,6 @@ async def test_cost_budget_without_a_price_is_refused() -> None:
         _oma(max_cost_budget=1.0)
     with pytest.raises(ValueError, match="estimate_cost"):
         _oma().run_agent(_config(ScriptedProvider(["x"])), "hi", budget=Budget(max_cost=1.0))
-
-
-async def test_cost_budget_stops_the_run() -> None:
-    provider = ScriptedProvider([_tool_turn(i) for i in range(5)] + ["done"])
-    oma = _oma(estimate_cost=lambda usage, ctx: 1.0)
-    result = await oma.run_agent(_config(provider), "hi", max_cost_budget=2.5)
-    assert result.status.code == "budget_exhausted"
-    assert len(provider.requests) == 3
 
 
 async def test_fifty_concurrent_runs_share_one_budget_without_lost_updates() -> None:

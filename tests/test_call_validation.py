@@ -54,12 +54,6 @@ def test_an_empty_conversation_is_refused_by_run_and_stream(method: str) -> None
         getattr(agent, method)([])
 
 
-def test_stream_validates_when_called_before_iteration() -> None:
-    agent, _ = _agent(["ok"])
-    with pytest.raises(InvalidMessageError, match=r"messages\[1\]\.content must be a list"):
-        agent.stream([_user("x"), {"role": "assistant", "content": "nope"}])
-
-
 def test_uncloneable_data_is_refused_at_the_call_site() -> None:
     agent, _ = _agent(["ok"])
     conv = [_user("x"), _tool_call("t", {"when": {1, 2}})]
@@ -205,6 +199,10 @@ async def test_stream_validates_when_called_before_the_iterator_starts() -> None
     with pytest.raises(InvalidMessageError, match="messages must be a list, got dict"):
         agent.stream(_user("not wrapped in a list"))  # type: ignore[arg-type]
     assert provider.requests == []
+
+    agent, _ = _agent(["ok"])
+    with pytest.raises(InvalidMessageError, match=r"messages\[1\]\.content must be a list"):
+        agent.stream([_user("x"), {"role": "assistant", "content": "nope"}])
 
 
 async def test_an_empty_conversation_is_refused(host: PluginHost) -> None:

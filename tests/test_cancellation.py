@@ -90,10 +90,17 @@ class _Probe:
         return [ProviderSpec("probe", "Probe", factory, Capabilities.everything())]
 
 
-async def test_cancelling_run_propagates_cancelled_error() -> None:
+async def test_cancelling_run_propagates_cancelled_error(host: PluginHost) -> None:
     agent, _ = _agent([Delayed(5.0, "late")])
     task = asyncio.ensure_future(agent.run("x"))
     await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    agent, _ = make(host, Delayed(30, "late"))
+    task = asyncio.create_task(agent.run("hi"))
+    await asyncio.sleep(0.01)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -167,15 +174,6 @@ async def test_cancelling_a_stream_closes_the_provider_stream(host: PluginHost) 
     assert provider.closed == 1
 
 
-async def test_cancelling_run_propagates(host: PluginHost) -> None:
-    agent, _ = make(host, Delayed(30, "late"))
-    task = asyncio.create_task(agent.run("hi"))
-    await asyncio.sleep(0.01)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-
-
 async def test_cancelling_a_run_during_backoff_returns_at_once(host: PluginHost) -> None:
     agent, _ = make(host, ProviderError("busy", status_code=503), "ok")
     task = asyncio.create_task(start(agent, "hi", retry=RetryPolicy(delay=30.0)))
@@ -186,6 +184,18 @@ async def test_cancelling_a_run_during_backoff_returns_at_once(host: PluginHost)
     with pytest.raises(asyncio.CancelledError):
         await task
     assert loop.time() - began < 1.0
+
+    provider = ScriptedProvider([ProviderError("busy", status_code=503), "late"])
+    oma = _oma(retry_policy=RetryPolicy(delay=30.0, random=lambda: 1.0))
+    task = asyncio.ensure_future(oma.run_agent(AgentConfig("a", provider=provider), "hi"))
+    await asyncio.sleep(0.05)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert loop.time() - started < 1.0
+    assert len(provider.requests) == 1
 
 
 async def test_outside_cancellation_propagates_after_closing_the_stream(host: PluginHost) -> None:
@@ -229,20 +239,6 @@ async def test_an_enclosing_timeout_cancels_cleanly() -> None:
         async with asyncio.timeout(0.02):
             await _oma().run_agent(_config(provider), "hi")
     assert asyncio.all_tasks() == before
-
-
-async def test_cancelling_during_the_back_off_returns_at_once() -> None:
-    provider = ScriptedProvider([ProviderError("busy", status_code=503), "late"])
-    oma = _oma(retry_policy=RetryPolicy(delay=30.0, random=lambda: 1.0))
-    task = asyncio.ensure_future(oma.run_agent(AgentConfig("a", provider=provider), "hi"))
-    await asyncio.sleep(0.05)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert loop.time() - started < 1.0
-    assert len(provider.requests) == 1
 
 
 async def test_a_cancelled_run_closes_the_provider_it_created() -> None:

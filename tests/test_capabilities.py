@@ -54,7 +54,9 @@ class _TextOnlyPlugin:
         ]
 
 
-async def test_an_unsupported_block_fails_before_any_io_and_is_never_retried() -> None:
+async def test_an_unsupported_block_fails_before_any_io_and_is_never_retried(
+    host: PluginHost,
+) -> None:
     plugin = _TextOnlyPlugin()
     agent = Agent(
         AgentConfig(name="t", provider="textonly", max_retries=3, retry_delay=0.01),
@@ -66,6 +68,17 @@ async def test_an_unsupported_block_fails_before_any_io_and_is_never_retried() -
     assert isinstance(error, UnsupportedContentBlockError)
     assert str(error).startswith('Text Only cannot represent the "image" content block')
     assert plugin.provider.requests == []
+
+    provider = ScriptedProvider(
+        ["never"], display_name="Text Only", capabilities=Capabilities((BlockSupport("text"),))
+    )
+    agent = Agent(AgentConfig(name="a", provider=provider, max_retries=5), plugins=host)
+    result = await agent.run([{"role": "user", "content": [png_image()]}])
+    assert result.status.code == "error"
+    error = result.status.error
+    assert isinstance(error, UnsupportedContentBlockError)
+    assert str(error).startswith('Text Only cannot represent the "image" content block')
+    assert provider.requests == []
 
 
 async def test_a_supported_request_reaches_a_text_only_provider() -> None:
@@ -166,18 +179,3 @@ def test_the_reference_typescript_block_shapes_are_not_oma_blocks() -> None:
     ):
         with pytest.raises(InvalidMessageError):
             load_messages([_user(block)])
-
-
-async def test_an_unsupported_block_fails_before_the_provider_and_is_not_retried(
-    host: PluginHost,
-) -> None:
-    provider = ScriptedProvider(
-        ["never"], display_name="Text Only", capabilities=Capabilities((BlockSupport("text"),))
-    )
-    agent = Agent(AgentConfig(name="a", provider=provider, max_retries=5), plugins=host)
-    result = await agent.run([{"role": "user", "content": [png_image()]}])
-    assert result.status.code == "error"
-    error = result.status.error
-    assert isinstance(error, UnsupportedContentBlockError)
-    assert str(error).startswith('Text Only cannot represent the "image" content block')
-    assert provider.requests == []

@@ -105,6 +105,19 @@ def test_mutating_the_callers_data_after_loading_changes_nothing() -> None:
     data.clear()
     assert repr(loaded) == snapshot
 
+    data = full_conversation()
+    messages = load_messages(data)
+    before = dump_messages(messages)
+    data[0]["content"][0]["text"] = "changed"
+    data[0]["content"].append(text("more"))
+    data[0]["content"][1]["source"]["url"] = "https://evil.example/x.png"
+    data[1]["content"][3]["input"]["nested"]["list"].append("more")
+    data[1]["content"][3]["input"]["factor"] = 99
+    data[2]["content"][0]["content"][0]["text"] = "changed"
+    data[2]["content"][0]["content"].clear()
+    data.append(user(text("extra")))
+    assert dump_messages(messages) == before
+
 
 def test_a_loaded_tool_input_cannot_be_mutated() -> None:
     block = load_messages([assistant(tool_call({"tags": ["a"], "opts": {"k": 1}}))])[0].content[0]
@@ -123,21 +136,6 @@ def test_a_complete_media_string_is_shared_not_copied(data: str) -> None:
     source = {"type": "base64", "media_type": "image/png", "data": data}
     loaded = load_messages([user({"type": "image", "source": source})])
     assert loaded[0].content[0].source.data is data
-
-
-def test_mutating_caller_data_after_load_changes_nothing() -> None:
-    data = full_conversation()
-    messages = load_messages(data)
-    before = dump_messages(messages)
-    data[0]["content"][0]["text"] = "changed"
-    data[0]["content"].append(text("more"))
-    data[0]["content"][1]["source"]["url"] = "https://evil.example/x.png"
-    data[1]["content"][3]["input"]["nested"]["list"].append("more")
-    data[1]["content"][3]["input"]["factor"] = 99
-    data[2]["content"][0]["content"][0]["text"] = "changed"
-    data[2]["content"][0]["content"].clear()
-    data.append(user(text("extra")))
-    assert dump_messages(messages) == before
 
 
 def test_mutating_a_dump_changes_nothing() -> None:
@@ -219,14 +217,7 @@ def test_tool_input_mutators_all_refuse() -> None:
     assert block.input["l"] == (1, 2)
 
 
-async def test_mutating_run_result_messages_changes_no_history() -> None:
-    agent, _ = _agent(["r"])
-    result = await agent.prompt("q")
-    result.messages.clear() if isinstance(result.messages, list) else None
-    assert len(agent.get_history()) == 2
-
-
-async def test_mutating_input_after_run_is_called_changes_nothing() -> None:
+async def test_mutating_input_after_run_is_called_changes_nothing(host: PluginHost) -> None:
     conv = [_user("orig", _img("a.png"))]
     agent, provider = _agent(["ok"])
     coro = agent.run(conv)
@@ -235,6 +226,14 @@ async def test_mutating_input_after_run_is_called_changes_nothing() -> None:
     conv.append(_assistant("extra"))
     await coro
     assert _sent(provider) == [_user("orig", _img("a.png"))]
+
+    agent, provider = make(host, "ok")
+    conversation = [text_msg("user", "q")]
+    pending = agent.run(conversation)
+    conversation.append(text_msg("assistant", "injected"))
+    conversation[0]["content"][0]["text"] = "changed"
+    await pending
+    assert provider.requests[0].messages == (LLMMessage("user", (TextBlock("q"),)),)
 
 
 async def test_mutating_input_after_stream_is_called_changes_nothing() -> None:
@@ -247,7 +246,7 @@ async def test_mutating_input_after_stream_is_called_changes_nothing() -> None:
     assert _sent(provider) == [_user("orig")]
 
 
-async def test_mutating_blocks_after_prompt_is_called_changes_nothing() -> None:
+async def test_mutating_blocks_after_prompt_is_called_changes_nothing(host: PluginHost) -> None:
     blocks = [_text("orig")]
     agent, provider = _agent(["ok"])
     coro = agent.prompt(blocks)
@@ -256,6 +255,27 @@ async def test_mutating_blocks_after_prompt_is_called_changes_nothing() -> None:
     await coro
     assert _sent(provider) == [_user("orig")]
     assert dump_messages(agent.get_history())[0] == _user("orig")
+
+    agent, provider = make(host, "ok")
+    blocks = [{"type": "text", "text": "look"}, png_image()]
+    pending = agent.prompt(blocks)
+    blocks[0]["text"] = "changed"
+    blocks.append({"type": "text", "text": "more"})
+    await pending
+    assert provider.text_of() == "look"
+    assert len(provider.requests[0].messages[0].content) == 2
+
+    agent, provider = make_replying_ok(host)
+    blocks = [{"type": "text", "text": "look"}, png_image()]
+    pending = agent.prompt(blocks)
+    blocks[0]["text"] = "changed"
+    blocks[1]["source"]["data"] = "AAAA"
+    blocks.append({"type": "text", "text": "more"})
+    await pending
+    (turn, _reply) = agent.get_history()
+    assert turn == provider.requests[0].messages[0]
+    assert turn.content[0] == TextBlock("look")
+    assert getattr(turn.content[1], "source").data == PNG  # noqa: B009
 
 
 async def test_mutating_input_after_run_agent_is_called_changes_nothing() -> None:
@@ -267,15 +287,13 @@ async def test_mutating_input_after_run_agent_is_called_changes_nothing() -> Non
     await coro
     assert dump_messages(provider.requests[0].messages) == [_user("orig")]
 
-
-async def test_a_hook_rewrite_mutates_neither_caller_data_nor_the_stored_prompt_turn() -> None:
-    conv = [_user("orig")]
-    agent, provider = _agent(["ok", "ok2"], before_run=lambda ctx: {"prompt": "rewritten"})
-    await agent.run(conv)
-    assert conv == [_user("orig")]
-    await agent.prompt("mine")
-    assert _sent(provider, 1) == [_user("rewritten")]
-    assert dump_messages(agent.get_history())[0] == _user("mine")
+    provider = ScriptedProvider(["ok"])
+    conversation = _three_turn_conversation()
+    coro = _oma().run_agent(_config(provider), conversation)
+    conversation[2]["content"][0]["text"] = "mutated"
+    conversation.append({"role": "assistant", "content": [{"type": "text", "text": "x"}]})
+    await coro
+    assert provider.requests[0].messages == load_messages(_three_turn_conversation())
 
 
 async def test_mutating_the_history_list_after_construction_changes_nothing() -> None:
@@ -337,11 +355,24 @@ async def test_every_entry_point_copies_its_input_when_called(entry: str) -> Non
         assert dump_messages(agent.get_history())[0] == _user("What is shown?", _png("url"))
 
 
-async def test_mutating_a_run_result_does_not_change_history() -> None:
+async def test_mutating_a_run_result_does_not_change_history(host: PluginHost) -> None:
     agent, _ = _scripted(["reply"])
     result = await agent.prompt("hi")
     result.messages.append(load_messages([_user("injected")])[0])
     assert dump_messages(agent.get_history()) == [_user("hi"), _assistant_says("reply")]
+
+    agent, _ = _agent(["r"])
+    result = await agent.prompt("q")
+    result.messages.clear() if isinstance(result.messages, list) else None
+    assert len(agent.get_history()) == 2
+
+    agent, _ = make_replying_ok(host, "one", "two")
+    result = await agent.prompt("q")
+    result.messages.clear()
+    agent.get_history().clear()
+    assert len(agent.get_history()) == 2
+    second = await agent.prompt("q2")
+    assert second.success and len(agent.get_history()) == 4
 
 
 async def test_history_messages_cannot_be_changed_through_what_get_history_returns() -> None:
@@ -393,6 +424,14 @@ async def test_a_hook_rewrite_does_not_touch_caller_data_or_the_stored_prompt_tu
     assert dump_messages(provider.requests[0].messages)[-1] == _user(_png("url"), "rewritten")
     assert dump_messages(agent.get_history())[0] == _user(_png("url"), "original")
 
+    conv = [_user("orig")]
+    agent, provider = _agent(["ok", "ok2"], before_run=lambda ctx: {"prompt": "rewritten"})
+    await agent.run(conv)
+    assert conv == [_user("orig")]
+    await agent.prompt("mine")
+    assert _sent(provider, 1) == [_user("rewritten")]
+    assert dump_messages(agent.get_history())[0] == _user("mine")
+
 
 async def test_evaluation_gets_a_separate_copy_of_structured_input() -> None:
     conversation = _reference_conversation()
@@ -406,16 +445,6 @@ async def test_concurrent_runs_on_one_agent_do_not_share_input() -> None:
     await asyncio.gather(agent.run([_user("one")]), agent.run([_user("two")]))
     texts = sorted(r.messages[0].content[0].text for r in provider.requests)  # type: ignore[union-attr]
     assert texts == ["one", "two"]
-
-
-async def test_mutating_the_list_after_the_call_changes_nothing(host: PluginHost) -> None:
-    agent, provider = make(host, "ok")
-    conversation = [text_msg("user", "q")]
-    pending = agent.run(conversation)
-    conversation.append(text_msg("assistant", "injected"))
-    conversation[0]["content"][0]["text"] = "changed"
-    await pending
-    assert provider.requests[0].messages == (LLMMessage("user", (TextBlock("q"),)),)
 
 
 async def test_mutating_an_image_source_after_the_call_changes_nothing(host: PluginHost) -> None:
@@ -452,17 +481,6 @@ async def test_mutating_a_tool_input_after_the_call_changes_nothing(host: Plugin
     assert list(sent.input["tags"]) == ["a"]
 
 
-async def test_mutating_prompt_blocks_after_the_call_changes_nothing(host: PluginHost) -> None:
-    agent, provider = make(host, "ok")
-    blocks = [{"type": "text", "text": "look"}, png_image()]
-    pending = agent.prompt(blocks)
-    blocks[0]["text"] = "changed"
-    blocks.append({"type": "text", "text": "more"})
-    await pending
-    assert provider.text_of() == "look"
-    assert len(provider.requests[0].messages[0].content) == 2
-
-
 @pytest.mark.parametrize("method", ["run", "stream"])
 async def test_caller_mutation_after_the_call_never_reaches_the_provider(
     host: PluginHost, method: str
@@ -481,39 +499,3 @@ async def test_caller_mutation_after_the_call_never_reaches_the_provider(
     call = sent[1].content[0]
     assert isinstance(call, ToolUseBlock)
     assert json.loads(json.dumps(call.plain_input())) == {"q": ["a"]}
-
-
-async def test_caller_mutation_of_prompt_blocks_after_the_call_never_reaches_history(
-    host: PluginHost,
-) -> None:
-    agent, provider = make_replying_ok(host)
-    blocks = [{"type": "text", "text": "look"}, png_image()]
-    pending = agent.prompt(blocks)
-    blocks[0]["text"] = "changed"
-    blocks[1]["source"]["data"] = "AAAA"
-    blocks.append({"type": "text", "text": "more"})
-    await pending
-    (turn, _reply) = agent.get_history()
-    assert turn == provider.requests[0].messages[0]
-    assert turn.content[0] == TextBlock("look")
-    assert getattr(turn.content[1], "source").data == PNG  # noqa: B009
-
-
-async def test_run_result_messages_and_history_are_copies(host: PluginHost) -> None:
-    agent, _ = make_replying_ok(host, "one", "two")
-    result = await agent.prompt("q")
-    result.messages.clear()
-    agent.get_history().clear()
-    assert len(agent.get_history()) == 2
-    second = await agent.prompt("q2")
-    assert second.success and len(agent.get_history()) == 4
-
-
-async def test_caller_mutation_after_the_call_changes_nothing() -> None:
-    provider = ScriptedProvider(["ok"])
-    conversation = _three_turn_conversation()
-    coro = _oma().run_agent(_config(provider), conversation)
-    conversation[2]["content"][0]["text"] = "mutated"
-    conversation.append({"role": "assistant", "content": [{"type": "text", "text": "x"}]})
-    await coro
-    assert provider.requests[0].messages == load_messages(_three_turn_conversation())

@@ -75,11 +75,6 @@ def test_base64_video_shows_its_decoded_size() -> None:
     )
 
 
-def test_text_past_200_characters_is_shortened() -> None:
-    line = describe_message(user(TextBlock("a" * 250)))
-    assert line == f'user: text "{"a" * 200}..." (250 characters)'
-
-
 def test_tool_use_shows_name_and_input_json() -> None:
     message = LLMMessage(
         role="assistant", content=(ToolUseBlock("call_1", "weather", {"city": "Paris"}),)
@@ -221,6 +216,9 @@ async def test_echo_shortens_text_past_200_characters() -> None:
     assert "a" * 201 not in out and "b" * 200 not in out
     full = (await Agent(AgentConfig(name="e")).run("c" * 200)).output
     assert "c" * 200 in full
+
+    line = describe_message(user(TextBlock("a" * 250)))
+    assert line == f'user: text "{"a" * 200}..." (250 characters)'
 
 
 async def test_echo_streams_in_chunks() -> None:

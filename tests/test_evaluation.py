@@ -94,35 +94,11 @@ async def test_scorers_may_be_async_and_return_a_score() -> None:
     assert results[0].scores == {"judge": Score(0.5, "half right")}
 
 
-async def test_a_raising_scorer_is_isolated_and_counted() -> None:
-    def broken(case: EvalCase) -> float:
-        raise RuntimeError("scorer bug")
-
-    def good(case: EvalCase) -> float:
-        return 0.25
-
-    evaluator, _, results = _evaluator(scorers=[broken, good])
-    _submit(evaluator)
-    await evaluator.flush()
-    stats = evaluator.stats()
-    assert (stats.sampled, stats.scored, stats.failed) == (1, 1, 1)
-    assert results[0].scores == {"good": Score(0.25)}
-    assert "broken" in results[0].errors
-
-
 async def test_a_scorer_returning_garbage_counts_as_failed() -> None:
     evaluator, _, _ = _evaluator(scorers=[lambda case: "great"])
     _submit(evaluator)
     await evaluator.flush()
     assert evaluator.stats().failed == 1
-
-
-async def test_sample_zero_samples_nothing() -> None:
-    evaluator, cases, _ = _evaluator(sample=0.0)
-    for _ in range(5):
-        _submit(evaluator)
-    await evaluator.flush()
-    assert evaluator.stats().sampled == 0 and cases == []
 
 
 async def test_a_predicate_decides_per_case() -> None:
@@ -254,25 +230,6 @@ async def test_evaluation_never_delays_the_run_result() -> None:
     assert oma.evaluation.stats().scored == 1
 
 
-async def test_metadata_is_copied_when_run_agent_is_called() -> None:
-    evaluator_cases: list[EvalCase] = []
-    metadata = {"tags": ["a"]}
-    oma = OpenMultiAgent(
-        evaluation=OnlineEvaluationConfig(
-            scorers=[lambda c: evaluator_cases.append(c) or 1.0], store_payloads="full"
-        ),
-        plugins=PluginHost(load_entrypoints=False),
-    )
-    coro = oma.run_agent(
-        AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi", metadata=metadata, run_id="run-7"
-    )
-    metadata["tags"].append("b")
-    await coro
-    await oma.evaluation.flush()
-    assert evaluator_cases[0].metadata == {"tags": ["a"]}
-    assert evaluator_cases[0].run_id == "run-7"
-
-
 def test_online_evaluation_config_defaults() -> None:
     config = OnlineEvaluationConfig(scorers=[lambda case: 1.0])
     assert config.sample == 1.0
@@ -286,6 +243,12 @@ async def test_sampling_zero_scores_nothing() -> None:
     await oma.evaluation.flush()
     assert scored == [] and oma.evaluation.stats().scored == 0
 
+    evaluator, cases, _ = _evaluator(sample=0.0)
+    for _ in range(5):
+        _submit(evaluator)
+    await evaluator.flush()
+    assert evaluator.stats().sampled == 0 and cases == []
+
 
 async def test_a_failing_scorer_is_counted_and_never_fails_the_run() -> None:
     def bad(case: EvalCase) -> float:
@@ -296,6 +259,20 @@ async def test_a_failing_scorer_is_counted_and_never_fails_the_run() -> None:
     await oma.evaluation.flush()
     assert result.success
     assert oma.evaluation.stats().failed >= 1
+
+    def broken(case: EvalCase) -> float:
+        raise RuntimeError("scorer bug")
+
+    def good(case: EvalCase) -> float:
+        return 0.25
+
+    evaluator, _, results = _evaluator(scorers=[broken, good])
+    _submit(evaluator)
+    await evaluator.flush()
+    stats = evaluator.stats()
+    assert (stats.sampled, stats.scored, stats.failed) == (1, 1, 1)
+    assert results[0].scores == {"good": Score(0.25)}
+    assert "broken" in results[0].errors
 
 
 async def test_async_scorers_and_the_result_hook_receive_the_sample() -> None:
@@ -351,6 +328,23 @@ async def test_evaluation_metadata_is_copied_at_the_call() -> None:
     await coro
     await oma.evaluation.flush()
     assert cases[0].metadata == {"k": "v"}
+
+    evaluator_cases: list[EvalCase] = []
+    metadata = {"tags": ["a"]}
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(
+            scorers=[lambda c: evaluator_cases.append(c) or 1.0], store_payloads="full"
+        ),
+        plugins=PluginHost(load_entrypoints=False),
+    )
+    coro = oma.run_agent(
+        AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi", metadata=metadata, run_id="run-7"
+    )
+    metadata["tags"].append("b")
+    await coro
+    await oma.evaluation.flush()
+    assert evaluator_cases[0].metadata == {"tags": ["a"]}
+    assert evaluator_cases[0].run_id == "run-7"
 
 
 async def test_after_shutdown_runs_are_not_scored_but_counted_as_dropped() -> None:

@@ -89,6 +89,12 @@ async def test_eval_case_under_none_holds_a_string_placeholder() -> None:
     assert stats.dropped == 0 and stats.failed == 0
     oma.evaluation.shutdown()
 
+    string_case = await _evaluated("What is shown?", "none")
+    assert string_case.input == "[string input omitted; 14 characters]"
+    array_case = await _evaluated(_reference_conversation(), "none")
+    assert array_case.input == "[array input omitted; 3 items]"
+    assert REFERENCE_PNG not in array_case.input
+
 
 async def test_eval_case_under_none_holds_an_array_placeholder() -> None:
     case, _ = await _evaluate([_user("a"), _assistant("b"), _user("c")])
@@ -101,6 +107,12 @@ async def test_eval_case_under_full_holds_the_input_json() -> None:
     case, _ = await _evaluate(conv, "full")
     assert json.loads(case.input) == conv
 
+    string_case = await _evaluated("What is shown?", "full")
+    assert json.loads(string_case.input) == "What is shown?"
+    conversation = _reference_conversation()
+    array_case = await _evaluated(conversation, "full")
+    assert json.loads(array_case.input) == conversation
+
 
 async def test_full_payloads_are_cut_at_8192_characters_with_a_marker() -> None:
     conv = [_user("z" * 20_000)]
@@ -112,6 +124,25 @@ async def test_full_payloads_are_cut_at_8192_characters_with_a_marker() -> None:
     assert len(case.input) < 8192 + 200
     with pytest.raises(json.JSONDecodeError):
         json.loads(case.input)
+
+    long_text = "word " * 5000
+    case = await _evaluated([_user(long_text)], "full")
+    assert 8192 <= len(case.input) < 8192 + 200
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(case.input)
+
+    cases: list[EvalCase] = []
+    oma = _oma(
+        evaluation=OnlineEvaluationConfig([lambda c: cases.append(c) or 1.0], store_payloads="full")
+    )
+    small = _three_turn_conversation()
+    big = [{"role": "user", "content": [{"type": "text", "text": "y" * 10_000}]}]
+    await oma.run_agent(_config(ScriptedProvider(["a", "b"])), small)
+    await oma.run_agent(_config(ScriptedProvider(["c"])), big)
+    await oma.evaluation.flush()
+    assert json.loads(cases[0].input) == dump_messages(load_messages(small))
+    assert cases[0].output == "a"
+    assert len(cases[1].input) > 8192 and "truncated" in cases[1].input[8192:]
 
 
 async def test_redacted_payloads_replace_media_and_strip_url_queries() -> None:
@@ -137,6 +168,23 @@ async def test_redacted_payloads_replace_media_and_strip_url_queries() -> None:
         or ({k: source.get(k) for k in expected} == expected)
     )
     assert blocks[2]["source"]["url"] == "https://example.com/x.png"
+
+    secret_url = "https://example.com/clip.mp4?sig=SECRET"
+    video = {
+        "type": "video",
+        "source": {"type": "url", "media_type": "video/mp4", "url": secret_url},
+    }
+    case = await _evaluated([_user("look", _png(), video)], "redacted")
+    assert REFERENCE_PNG not in case.input and "SECRET" not in case.input
+    payload = json.loads(case.input)
+    image_source = payload[0]["content"][1]["source"]
+    raw = base64.b64decode(REFERENCE_PNG)
+    assert {
+        "media_type": "image/png",
+        "bytes": len(raw),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+    }.items() <= _flat(image_source).items()
+    assert "example.com/clip.mp4" in case.input
 
 
 async def test_evaluation_output_is_the_run_output_in_every_mode() -> None:
@@ -173,51 +221,6 @@ async def test_what_is_stored_follows_the_payload_policy() -> None:
     assert "abc123secret" not in redacted.input
     assert "https://example.com/doc" in redacted.input
 
-
-async def test_evaluation_under_none_omits_the_content() -> None:
-    string_case = await _evaluated("What is shown?", "none")
-    assert string_case.input == "[string input omitted; 14 characters]"
-    array_case = await _evaluated(_reference_conversation(), "none")
-    assert array_case.input == "[array input omitted; 3 items]"
-    assert REFERENCE_PNG not in array_case.input
-
-
-async def test_evaluation_under_full_serializes_the_input() -> None:
-    string_case = await _evaluated("What is shown?", "full")
-    assert json.loads(string_case.input) == "What is shown?"
-    conversation = _reference_conversation()
-    array_case = await _evaluated(conversation, "full")
-    assert json.loads(array_case.input) == conversation
-
-
-async def test_evaluation_under_redacted_replaces_media_and_strips_url_queries() -> None:
-    secret_url = "https://example.com/clip.mp4?sig=SECRET"
-    video = {
-        "type": "video",
-        "source": {"type": "url", "media_type": "video/mp4", "url": secret_url},
-    }
-    case = await _evaluated([_user("look", _png(), video)], "redacted")
-    assert REFERENCE_PNG not in case.input and "SECRET" not in case.input
-    payload = json.loads(case.input)
-    image_source = payload[0]["content"][1]["source"]
-    raw = base64.b64decode(REFERENCE_PNG)
-    assert {
-        "media_type": "image/png",
-        "bytes": len(raw),
-        "sha256": hashlib.sha256(raw).hexdigest(),
-    }.items() <= _flat(image_source).items()
-    assert "example.com/clip.mp4" in case.input
-
-
-async def test_evaluation_payloads_are_bounded() -> None:
-    long_text = "word " * 5000
-    case = await _evaluated([_user(long_text)], "full")
-    assert 8192 <= len(case.input) < 8192 + 200
-    with pytest.raises(json.JSONDecodeError):
-        json.loads(case.input)
-
-
-async def test_what_is_stored_under_none_omits_input_and_output() -> None:
     stored: list[Any] = []
     cases: list[EvalCase] = []
     oma = OpenMultiAgent(
@@ -238,21 +241,6 @@ async def test_what_is_stored_under_none_omits_input_and_output() -> None:
 def test_an_unknown_store_payloads_policy_is_refused() -> None:
     with pytest.raises(ValueError):
         OnlineEvaluationConfig(store_payloads="everything")  # type: ignore[arg-type]
-
-
-async def test_full_payload_round_trips_below_the_limit_and_is_marked_above() -> None:
-    cases: list[EvalCase] = []
-    oma = _oma(
-        evaluation=OnlineEvaluationConfig([lambda c: cases.append(c) or 1.0], store_payloads="full")
-    )
-    small = _three_turn_conversation()
-    big = [{"role": "user", "content": [{"type": "text", "text": "y" * 10_000}]}]
-    await oma.run_agent(_config(ScriptedProvider(["a", "b"])), small)
-    await oma.run_agent(_config(ScriptedProvider(["c"])), big)
-    await oma.evaluation.flush()
-    assert json.loads(cases[0].input) == dump_messages(load_messages(small))
-    assert cases[0].output == "a"
-    assert len(cases[1].input) > 8192 and "truncated" in cases[1].input[8192:]
 
 
 async def test_string_input_under_full_is_the_json_string() -> None:

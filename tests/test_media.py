@@ -30,6 +30,13 @@ from oma_core.media import decoded_size, describe_source, guess_media_type
 def test_image_media_types_are_the_four_common_ones() -> None:
     assert frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"}) == IMAGE_MEDIA_TYPES
 
+    for media_type in ("image/jpeg", "image/png", "image/gif", "image/webp"):
+        assert media_type in IMAGE_MEDIA_TYPES
+    assert all(m.startswith("image/") for m in IMAGE_MEDIA_TYPES)
+
+    four = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+    assert four == IMAGE_MEDIA_TYPES
+
 
 @pytest.mark.parametrize(
     ("url", "media_type"),
@@ -136,6 +143,14 @@ def test_base64_helpers_build_validated_blocks(png_base64: str) -> None:
     video = video_base64("AAAA", "video/mp4")
     assert video == VideoBlock(Base64Source("video/mp4", "AAAA"))
 
+    img = image_base64(PNG_B64, "image/png", detail="low")
+    assert img == ImageBlock(
+        source=Base64Source(media_type="image/png", data=PNG_B64), detail="low"
+    )
+    vid = video_base64("AAAA", "video/mp4")
+    assert vid == VideoBlock(source=Base64Source(media_type="video/mp4", data="AAAA"))
+    assert image_base64("AAA", "image/gif").source.data == "AAA="
+
 
 @pytest.mark.parametrize("size", [0, 1, 2, 3, 4, 5, 100, 1001])
 def test_decoded_size_matches_the_decoded_bytes(size: int) -> None:
@@ -223,6 +238,10 @@ def test_explicit_media_type_and_detail_are_kept() -> None:
     assert block.detail == "high"
     assert video_url(VID_URL, media_type="video/webm").source.media_type == "video/webm"
 
+    block = image_url("https://example.com/photo", media_type="image/jpeg", detail="high")
+    assert block.source.media_type == "image/jpeg"
+    assert block.detail == "high"
+
 
 def test_helpers_check_like_load() -> None:
     with pytest.raises(InvalidMessageError):
@@ -239,16 +258,6 @@ def test_helpers_check_like_load() -> None:
         video_url("mm_file://abc", media_type="video/mp4")
     with pytest.raises(InvalidMessageError):
         image_url(IMG_URL, media_type="image/png; charset=x")
-
-
-def test_base64_helpers_build_base64_sources() -> None:
-    img = image_base64(PNG_B64, "image/png", detail="low")
-    assert img == ImageBlock(
-        source=Base64Source(media_type="image/png", data=PNG_B64), detail="low"
-    )
-    vid = video_base64("AAAA", "video/mp4")
-    assert vid == VideoBlock(source=Base64Source(media_type="video/mp4", data="AAAA"))
-    assert image_base64("AAA", "image/gif").source.data == "AAA="
 
 
 def test_base64_helpers_refuse_data_urls_and_wrong_kinds() -> None:
@@ -270,12 +279,6 @@ def test_helper_errors_do_not_echo_base64() -> None:
     assert "SECRETPAYLOAD" not in str(info.value)
 
 
-def test_image_media_types_lists_the_common_image_formats() -> None:
-    for media_type in ("image/jpeg", "image/png", "image/gif", "image/webp"):
-        assert media_type in IMAGE_MEDIA_TYPES
-    assert all(m.startswith("image/") for m in IMAGE_MEDIA_TYPES)
-
-
 def test_image_url_references_a_remote_image() -> None:
     block = image_url("https://example.com/photo.jpg")
     assert isinstance(block, ImageBlock)
@@ -289,12 +292,6 @@ def test_image_url_references_a_remote_image() -> None:
             "url": "https://example.com/photo.jpg",
         },
     }
-
-
-def test_image_url_takes_a_media_type_and_a_detail() -> None:
-    block = image_url("https://example.com/photo", media_type="image/jpeg", detail="high")
-    assert block.source.media_type == "image/jpeg"
-    assert block.detail == "high"
 
 
 @pytest.mark.parametrize("detail", ["low", "high", "auto"])
@@ -348,11 +345,6 @@ def test_an_image_helper_refuses_a_non_image_media_type() -> None:
         image_base64(REFERENCE_PNG, "video/mp4")
     with pytest.raises(InvalidMessageError):
         video_base64(REFERENCE_MP4, "image/png")
-
-
-def test_image_media_types_are_the_four_every_provider_takes() -> None:
-    four = {"image/jpeg", "image/png", "image/gif", "image/webp"}
-    assert four == IMAGE_MEDIA_TYPES
 
 
 @pytest.mark.parametrize(

@@ -193,6 +193,13 @@ def test_objects_are_frozen() -> None:
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         message.content = ()  # type: ignore[misc]
 
+    block = TextBlock(text="x")
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        block.text = "y"  # type: ignore[misc]
+    source = UrlSource(media_type="image/png", url=IMG_URL)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        source.url = "file:///x"  # type: ignore[misc]
+
 
 def test_a_tool_input_is_a_read_only_deep_copy() -> None:
     raw: dict[str, Any] = {"tags": ["a"], "opts": {"k": 1}}
@@ -359,15 +366,6 @@ def test_constructed_error_never_echoes_base64() -> None:
     with pytest.raises(InvalidMessageError) as info:
         Base64Source(media_type="image/png", data="SECRETPAYLOAD" * 10 + "!")
     assert "SECRETPAYLOAD" not in str(info.value)
-
-
-def test_hand_built_objects_are_frozen() -> None:
-    block = TextBlock(text="x")
-    with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        block.text = "y"  # type: ignore[misc]
-    source = UrlSource(media_type="image/png", url=IMG_URL)
-    with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        source.url = "file:///x"  # type: ignore[misc]
 
 
 def test_evolving_into_an_invalid_object_is_refused() -> None:

@@ -154,16 +154,6 @@ def test_builtins_are_registered_before_external_plugins() -> None:
 # -- environment switches -----------------------------------------------------------------------
 
 
-def test_empty_load_plugins_loads_no_external_plugin(
-    monkeypatch: pytest.MonkeyPatch, broken_dist: Path
-) -> None:
-    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
-    host = PluginHost()
-    assert list(host.provider_specs()) == ["echo", "scripted"]
-    assert host.failures == []
-    assert host.before_run_hooks() == []
-
-
 @pytest.mark.parametrize("name", ["testplugin", "oma-testplugin", "oma_testplugin"])
 def test_load_plugins_loads_only_the_named_plugins(
     monkeypatch: pytest.MonkeyPatch, broken_dist: Path, name: str
@@ -434,13 +424,19 @@ def test_loading_plugins_imports_no_sdk_or_cli() -> None:
 
 
 def test_oma_load_plugins_empty_loads_no_external_plugin_but_the_builtins(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, broken_dist: Path
 ) -> None:
     monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
     monkeypatch.delenv("OMA_DISABLE_PLUGINS", raising=False)
     specs = PluginHost().provider_specs()
     assert {"echo", "scripted"} <= set(specs)
     assert "anthropic" not in specs and "openai" not in specs
+
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
+    host = PluginHost()
+    assert list(host.provider_specs()) == ["echo", "scripted"]
+    assert host.failures == []
+    assert host.before_run_hooks() == []
 
 
 def test_a_registered_in_process_plugin_offers_its_backend() -> None:

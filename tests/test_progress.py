@@ -46,17 +46,12 @@ async def test_agent_start_carries_the_prompt_for_string_input() -> None:
         "agent_complete"
     )
 
-
-async def test_agent_start_carries_message_tuple_for_structured_input() -> None:
-    events: list[ProgressEvent] = []
-    conv = [_user("a", _img("x.png"))]
-    oma = OpenMultiAgent(on_progress=events.append)
-    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), conv)
-    start = next(e for e in events if e.type == "agent_start")
-    assert set(start.data) == {"messages"}
-    assert isinstance(start.data["messages"], tuple)
-    assert all(isinstance(m, LLMMessage) for m in start.data["messages"])
-    assert dump_messages(start.data["messages"]) == conv
+    progress: list[ProgressEvent] = []
+    oma = OpenMultiAgent(on_progress=progress.append, plugins=_host())
+    await oma.run_agent(AgentConfig(name="vision"), "What is shown?")
+    start = next(e for e in progress if e.type == "agent_start")
+    assert start.agent == "vision"
+    assert start.data == {"prompt": "What is shown?"}
 
 
 async def test_progress_events_of_run_agent_have_no_task() -> None:
@@ -65,15 +60,6 @@ async def test_progress_events_of_run_agent_have_no_task() -> None:
         AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi"
     )
     assert events and all(e.task is None and e.agent == "v" for e in events)
-
-
-async def test_agent_start_carries_the_string_prompt_of_run_agent() -> None:
-    progress: list[ProgressEvent] = []
-    oma = OpenMultiAgent(on_progress=progress.append, plugins=_host())
-    await oma.run_agent(AgentConfig(name="vision"), "What is shown?")
-    start = next(e for e in progress if e.type == "agent_start")
-    assert start.agent == "vision"
-    assert start.data == {"prompt": "What is shown?"}
 
 
 async def test_agent_start_carries_the_messages_for_structured_input() -> None:
@@ -85,6 +71,16 @@ async def test_agent_start_carries_the_messages_for_structured_input() -> None:
     assert set(start.data) == {"messages"}
     assert isinstance(start.data["messages"], tuple)
     assert start.data["messages"] == load_messages(conversation)
+
+    events: list[ProgressEvent] = []
+    conv = [_user("a", _img("x.png"))]
+    oma = OpenMultiAgent(on_progress=events.append)
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), conv)
+    start = next(e for e in events if e.type == "agent_start")
+    assert set(start.data) == {"messages"}
+    assert isinstance(start.data["messages"], tuple)
+    assert all(isinstance(m, LLMMessage) for m in start.data["messages"])
+    assert dump_messages(start.data["messages"]) == conv
 
 
 async def test_progress_callback_mutations_cannot_affect_execution_or_evaluation() -> None:

@@ -44,6 +44,17 @@ async def test_a_raising_observer_never_fails_the_run_and_is_counted() -> None:
     assert result.success
     assert oma.progress_stats().failed == 2  # agent_start and agent_complete
 
+    calls: list[str] = []
+
+    def observer(event: ProgressEvent) -> None:
+        calls.append(event.type)
+        raise RuntimeError("observer broke")
+
+    oma = OpenMultiAgent(on_progress=observer)
+    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    assert result.success and result.output == "r"
+    assert "agent_start" in calls and "agent_complete" in calls
+
 
 async def test_a_slow_async_observer_is_cut_off_and_counted() -> None:
     async def stuck(event: ProgressEvent) -> None:
@@ -54,16 +65,14 @@ async def test_a_slow_async_observer_is_cut_off_and_counted() -> None:
     assert result.success
     assert oma.progress_stats().timed_out == 2
 
+    async def slow(event: ProgressEvent) -> None:
+        await asyncio.sleep(10)
 
-async def test_async_observers_finish_before_run_agent_returns() -> None:
-    seen: list[str] = []
-
-    async def observer(event: ProgressEvent) -> None:
-        await asyncio.sleep(0.01)
-        seen.append(event.type)
-
-    await _oma(on_progress=observer).run_agent(_config(ScriptedProvider(["ok"])), "hi")
-    assert seen == ["agent_start", "agent_complete"]
+    oma = OpenMultiAgent(on_progress=slow, observer_timeout=0.05)
+    start = time.monotonic()
+    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    assert result.success
+    assert time.monotonic() - start < 3
 
 
 async def test_progress_hooks_receive_events_too() -> None:
@@ -164,6 +173,25 @@ async def test_async_and_sync_observers_all_finish_before_run_agent_returns() ->
         ]
     )
     assert oma.progress_stats().delivered == 4
+
+    seen: list[str] = []
+
+    async def observer(event: ProgressEvent) -> None:
+        await asyncio.sleep(0.01)
+        seen.append(event.type)
+
+    await _oma(on_progress=observer).run_agent(_config(ScriptedProvider(["ok"])), "hi")
+    assert seen == ["agent_start", "agent_complete"]
+
+    seen: list[str] = []
+
+    async def observer(event: ProgressEvent) -> None:
+        await asyncio.sleep(0.01)
+        seen.append(event.type)
+
+    oma = OpenMultiAgent(on_progress=observer)
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    assert "agent_start" in seen and "agent_complete" in seen
 
 
 async def test_an_observer_raising_cancelled_error_itself_does_not_cancel_the_run() -> None:
@@ -280,31 +308,6 @@ async def test_an_observer_mutating_the_event_changes_nothing() -> None:
     assert dump_messages(provider.requests[0].messages) == [_user("hi")]
 
 
-async def test_async_observers_are_awaited_before_run_agent_returns() -> None:
-    seen: list[str] = []
-
-    async def observer(event: ProgressEvent) -> None:
-        await asyncio.sleep(0.01)
-        seen.append(event.type)
-
-    oma = OpenMultiAgent(on_progress=observer)
-    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
-    assert "agent_start" in seen and "agent_complete" in seen
-
-
-async def test_a_raising_observer_never_fails_the_run() -> None:
-    calls: list[str] = []
-
-    def observer(event: ProgressEvent) -> None:
-        calls.append(event.type)
-        raise RuntimeError("observer broke")
-
-    oma = OpenMultiAgent(on_progress=observer)
-    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
-    assert result.success and result.output == "r"
-    assert "agent_start" in calls and "agent_complete" in calls
-
-
 async def test_package_progress_hooks_observe_run_agent() -> None:
     recorder = _Recorder()
     oma = OpenMultiAgent(plugins=_host(recorder))
@@ -320,17 +323,6 @@ async def test_sync_observers_see_events_in_order_as_they_happen() -> None:
     await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
     types = [e.type for e in events]
     assert types[0] == "agent_start" and types[-1] == "agent_complete"
-
-
-async def test_a_slow_async_observer_is_skipped_after_its_time_limit() -> None:
-    async def slow(event: ProgressEvent) -> None:
-        await asyncio.sleep(10)
-
-    oma = OpenMultiAgent(on_progress=slow, observer_timeout=0.05)
-    start = time.monotonic()
-    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
-    assert result.success
-    assert time.monotonic() - start < 3
 
 
 async def test_on_progress_runs_before_the_package_observers_for_each_event() -> None:

@@ -42,12 +42,7 @@ from oma_core.messages import TextBlock
 from oma_core.testing import ScriptedProvider
 
 
-def test_an_invalid_history_makes_agent_construction_raise() -> None:
-    with pytest.raises(InvalidMessageError):
-        Agent(AgentConfig(name="a", history=[{"role": "robot", "content": [_text("x")]}]))
-
-
-async def test_run_is_fresh_and_neither_reads_nor_updates_history() -> None:
+async def test_run_is_fresh_and_neither_reads_nor_updates_history(host: PluginHost) -> None:
     agent, provider = _agent(["r1", "r2"], history=[_user("old"), _assistant("older")])
     await agent.run("x")
     assert _sent(provider) == [_user("x")]
@@ -56,6 +51,18 @@ async def test_run_is_fresh_and_neither_reads_nor_updates_history() -> None:
         pass
     assert _sent(provider, 1) == [_user("y")]
     assert len(agent.get_history()) == 2
+
+    seed = [text_msg("user", "old"), text_msg("assistant", "x")]
+    agent, provider = make(host, "ok", history=seed)
+    await agent.run("new")
+    assert len(provider.requests[0].messages) == 1
+    assert len(agent.get_history()) == 2
+
+    agent, provider = _scripted(["r1", "r2"], history=[_user("old"), _assistant_says("older")])
+    await agent.run("fresh")
+    await _events(agent, [_user("also fresh")])
+    assert [len(r.messages) for r in provider.requests] == [1, 1]
+    assert dump_messages(agent.get_history()) == [_user("old"), _assistant_says("older")]
 
 
 async def test_history_seeds_prompt_and_prompt_appends_turn_and_reply() -> None:
@@ -74,13 +81,25 @@ async def test_history_seeds_prompt_and_prompt_appends_turn_and_reply() -> None:
     assert dump_messages(agent.get_history())[-2:] == [_user(_img("p.png"), "q2"), _assistant("r2")]
 
 
-async def test_a_failed_prompt_leaves_history_as_it_was() -> None:
+async def test_a_failed_prompt_leaves_history_as_it_was(host: PluginHost) -> None:
     agent, _ = _agent(["r1", ProviderError("bad request", status_code=400)])
     await agent.prompt("q1")
     before = dump_messages(agent.get_history())
     result = await agent.prompt("q2")
     assert not result.success
     assert dump_messages(agent.get_history()) == before
+
+    agent, _ = _scripted([ProviderError("down", status_code=400)])
+    result = await agent.prompt("hello")
+    assert not result.success
+    assert agent.get_history() == []
+
+    agent, _ = make(host, "ok", ProviderError("boom", status_code=400))
+    await agent.prompt("one")
+    before = agent.get_history()
+    result = await agent.prompt("two")
+    assert not result.success
+    assert agent.get_history() == before
 
 
 async def test_invalid_prompt_blocks_raise_as_messages_0_content_and_append_nothing() -> None:
@@ -94,7 +113,7 @@ async def test_invalid_prompt_blocks_raise_as_messages_0_content_and_append_noth
     assert provider.requests == []
 
 
-async def test_get_history_returns_a_new_list_each_time() -> None:
+async def test_get_history_returns_a_new_list_each_time(host: PluginHost) -> None:
     agent, _ = _agent(["r"])
     await agent.prompt("q")
     history = agent.get_history()
@@ -103,6 +122,12 @@ async def test_get_history_returns_a_new_list_each_time() -> None:
     history.clear()
     assert len(agent.get_history()) == 2
     assert agent.get_history() is not agent.get_history()
+
+    agent, _ = make(host, "ok")
+    await agent.prompt("one")
+    history = agent.get_history()
+    history.clear()
+    assert len(agent.get_history()) == 2
 
 
 async def test_a_prompt_whose_hook_fails_leaves_history_as_it_was() -> None:
@@ -122,15 +147,7 @@ async def test_run_agent_is_fresh_and_ignores_config_history() -> None:
     assert dump_messages(provider.requests[0].messages) == [_user("now")]
 
 
-async def test_run_does_not_read_or_update_persistent_history() -> None:
-    agent, provider = _scripted(["r1", "r2"], history=[_user("old"), _assistant_says("older")])
-    await agent.run("fresh")
-    await _events(agent, [_user("also fresh")])
-    assert [len(r.messages) for r in provider.requests] == [1, 1]
-    assert dump_messages(agent.get_history()) == [_user("old"), _assistant_says("older")]
-
-
-async def test_prompt_appends_the_turn_and_the_response_to_history() -> None:
+async def test_prompt_appends_the_turn_and_the_response_to_history(host: PluginHost) -> None:
     agent, provider = _scripted(["a cat"], history=[_user("hi"), _assistant_says("hello")])
     result = await agent.prompt([image_url("https://example.com/a.png"), _text("What is it?")])
     assert result.success
@@ -140,6 +157,14 @@ async def test_prompt_appends_the_turn_and_the_response_to_history() -> None:
     assert history[:2] == [_user("hi"), _assistant_says("hello")]
     assert history[2]["role"] == "user" and history[2]["content"][0]["type"] == "image"
     assert history[3] == _assistant_says("a cat")
+
+    agent, provider = make(host, "first answer", "second answer")
+    await agent.prompt("one")
+    await agent.prompt([{"type": "text", "text": "two"}, png_image()])
+    history = agent.get_history()
+    assert [m.role for m in history] == ["user", "assistant", "user", "assistant"]
+    assert len(provider.requests[1].messages) == 3
+    assert history[2].content[0] == TextBlock("two")
 
 
 async def test_prompt_takes_a_tuple_of_blocks_as_one_user_turn() -> None:
@@ -181,12 +206,18 @@ def test_prompt_checks_its_blocks_as_the_first_messages_content(
     assert str(caught.value).startswith(path)
 
 
-async def test_history_seeds_prompt_only() -> None:
+async def test_history_seeds_prompt_only(host: PluginHost) -> None:
     agent, provider = _scripted(["p", "r"], history=[_user("seed"), _assistant_says("ok")])
     await agent.prompt("next")
     await agent.run("alone")
     assert len(provider.requests[0].messages) == 3
     assert len(provider.requests[1].messages) == 1
+
+    seed = [text_msg("user", "earlier"), text_msg("assistant", "noted")]
+    agent, provider = make(host, "ok", history=seed)
+    seed.append(text_msg("user", "mutated after the agent was built"))
+    await agent.prompt("now")
+    assert [m.role for m in provider.requests[0].messages] == ["user", "assistant", "user"]
 
 
 async def test_prompt_cannot_insert_assistant_turns() -> None:
@@ -198,9 +229,16 @@ async def test_prompt_cannot_insert_assistant_turns() -> None:
     assert agent.get_history() == [] and provider.requests == []
 
 
-def test_an_invalid_history_makes_the_agent_constructor_raise() -> None:
+def test_an_invalid_history_makes_the_agent_constructor_raise(host: PluginHost) -> None:
     with pytest.raises(InvalidMessageError):
         Agent(AgentConfig(name="a", history=[_user({"type": "image"})]), plugins=_host())
+
+    config = AgentConfig(name="a", history=[{"role": "user", "content": []}])
+    with pytest.raises(InvalidMessageError):
+        Agent(config, plugins=host)
+
+    with pytest.raises(InvalidMessageError):
+        Agent(AgentConfig(name="a", history=[{"role": "robot", "content": [_text("x")]}]))
 
 
 async def test_run_agent_is_a_fresh_one_off_agent_each_time() -> None:
@@ -217,62 +255,6 @@ async def test_an_invalid_prompt_is_not_appended_to_history() -> None:
     with pytest.raises(InvalidMessageError):
         agent.prompt([{"type": "image", "source": {"type": "url", "url": "file:///x.png"}}])
     assert dump_messages(agent.get_history()) == [_user("a"), _assistant_says("b")]
-
-
-async def test_a_failed_prompt_leaves_history_as_it_was__2() -> None:
-    agent, _ = _scripted([ProviderError("down", status_code=400)])
-    result = await agent.prompt("hello")
-    assert not result.success
-    assert agent.get_history() == []
-
-
-async def test_run_neither_reads_nor_writes_history(host: PluginHost) -> None:
-    seed = [text_msg("user", "old"), text_msg("assistant", "x")]
-    agent, provider = make(host, "ok", history=seed)
-    await agent.run("new")
-    assert len(provider.requests[0].messages) == 1
-    assert len(agent.get_history()) == 2
-
-
-async def test_prompt_appends_the_turn_and_the_reply(host: PluginHost) -> None:
-    agent, provider = make(host, "first answer", "second answer")
-    await agent.prompt("one")
-    await agent.prompt([{"type": "text", "text": "two"}, png_image()])
-    history = agent.get_history()
-    assert [m.role for m in history] == ["user", "assistant", "user", "assistant"]
-    assert len(provider.requests[1].messages) == 3
-    assert history[2].content[0] == TextBlock("two")
-
-
-async def test_history_seeds_prompt(host: PluginHost) -> None:
-    seed = [text_msg("user", "earlier"), text_msg("assistant", "noted")]
-    agent, provider = make(host, "ok", history=seed)
-    seed.append(text_msg("user", "mutated after the agent was built"))
-    await agent.prompt("now")
-    assert [m.role for m in provider.requests[0].messages] == ["user", "assistant", "user"]
-
-
-def test_an_invalid_history_makes_the_agent_raise(host: PluginHost) -> None:
-    config = AgentConfig(name="a", history=[{"role": "user", "content": []}])
-    with pytest.raises(InvalidMessageError):
-        Agent(config, plugins=host)
-
-
-async def test_a_failed_prompt_leaves_history_as_it_was__3(host: PluginHost) -> None:
-    agent, _ = make(host, "ok", ProviderError("boom", status_code=400))
-    await agent.prompt("one")
-    before = agent.get_history()
-    result = await agent.prompt("two")
-    assert not result.success
-    assert agent.get_history() == before
-
-
-async def test_get_history_returns_a_new_list(host: PluginHost) -> None:
-    agent, _ = make(host, "ok")
-    await agent.prompt("one")
-    history = agent.get_history()
-    history.clear()
-    assert len(agent.get_history()) == 2
 
 
 async def test_prompt_refuses_a_whole_message(host: PluginHost) -> None:

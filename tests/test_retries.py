@@ -71,10 +71,14 @@ async def test_default_ladder_gives_up_after_two_retries() -> None:
     assert isinstance(result.status.error, ProviderError)
 
 
-async def test_a_non_retryable_error_is_not_retried() -> None:
+async def test_a_non_retryable_error_is_not_retried(host: PluginHost) -> None:
     agent, provider = _agent([ProviderError("bad", status_code=400), "never"], retry_delay=0.01)
     result = await agent.run("x")
     assert not result.success and len(provider.requests) == 1
+
+    agent, provider = make(host, ProviderError("bad", status_code=400), "never")
+    result = await start(agent, "hi")
+    assert result.status.code == "error" and len(provider.requests) == 1
 
 
 async def test_retry_settings_most_specific_wins() -> None:
@@ -92,6 +96,20 @@ async def test_retry_settings_most_specific_wins() -> None:
     provider = ScriptedProvider([*errors, "ok"])
     result = await oma.run_agent(AgentConfig(name="a", provider=provider), "x")
     assert len(provider.requests) == 5 and not result.success
+
+    def failing() -> ScriptedProvider:
+        return ScriptedProvider([ProviderError("busy", status_code=503)] * 10)
+
+    oma = _oma(max_retries=4)
+    first = failing()
+    await oma.run_agent(_config(first), "hi")
+    assert len(first.requests) == 5  # orchestrator default
+    second = failing()
+    await oma.run_agent(_config(second, max_retries=2), "hi")
+    assert len(second.requests) == 3  # the config beats the orchestrator
+    third = failing()
+    await oma.run_agent(_config(third, max_retries=2), "hi", max_retries=0)
+    assert len(third.requests) == 1  # the call beats the config
 
 
 async def test_retry_backoff_multiplies_the_delay() -> None:
@@ -202,12 +220,6 @@ async def test_retries_stop_after_max_retries(host: PluginHost) -> None:
     assert result.status.code == "error" and len(provider.requests) == 3
 
 
-async def test_a_client_error_is_not_retried(host: PluginHost) -> None:
-    agent, provider = make(host, ProviderError("bad", status_code=400), "never")
-    result = await start(agent, "hi")
-    assert result.status.code == "error" and len(provider.requests) == 1
-
-
 async def test_a_sane_retry_after_is_honoured(host: PluginHost) -> None:
     agent, _ = make(host, ProviderError("slow", status_code=429, retry_after=3.0), "ok")
     sleep = FakeSleep()
@@ -256,22 +268,6 @@ async def test_a_429_is_retried_exactly_max_retries_times() -> None:
     assert not result.success
     assert len(provider.requests) == 4  # the call and 3 retries
     assert [e.data["attempt"] for e in events if e.type == "retry"] == [1, 2, 3]
-
-
-async def test_retry_settings_most_specific_wins__2() -> None:
-    def failing() -> ScriptedProvider:
-        return ScriptedProvider([ProviderError("busy", status_code=503)] * 10)
-
-    oma = _oma(max_retries=4)
-    first = failing()
-    await oma.run_agent(_config(first), "hi")
-    assert len(first.requests) == 5  # orchestrator default
-    second = failing()
-    await oma.run_agent(_config(second, max_retries=2), "hi")
-    assert len(second.requests) == 3  # the config beats the orchestrator
-    third = failing()
-    await oma.run_agent(_config(third, max_retries=2), "hi", max_retries=0)
-    assert len(third.requests) == 1  # the call beats the config
 
 
 async def test_the_retry_ladder_on_a_fake_clock() -> None:

@@ -95,15 +95,6 @@ async def test_an_exception_is_raised_when_reached_and_the_queue_goes_on() -> No
     assert len(provider.requests) == 2
 
 
-async def test_delayed_waits_before_answering() -> None:
-    provider = ScriptedProvider([Delayed(0.05, "late")])
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    response = await provider.complete(request())
-    assert loop.time() - start >= 0.045
-    assert response.message.content == (TextBlock("late"),)
-
-
 async def test_an_exhausted_queue_raises_a_clear_non_retryable_error() -> None:
     provider = ScriptedProvider(["only"])
     await provider.complete(request())
@@ -137,13 +128,6 @@ async def test_aclose_sets_closed() -> None:
     assert provider.closed
 
 
-def test_the_registered_scripted_provider_takes_responses_from_options() -> None:
-    spec = PluginHost(load_entrypoints=False).provider_spec("scripted")
-    provider = spec.factory(ProviderSettings(options={"responses": ["hi"]}))
-    assert isinstance(provider, ScriptedProvider)
-    assert provider.remaining == 1
-
-
 async def test_an_agent_on_the_scripted_provider_plays_the_script() -> None:
     config = AgentConfig(name="a", provider="scripted", provider_options={"responses": ["hello"]})
     result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("x")
@@ -173,6 +157,13 @@ async def test_scripted_delayed_waits_before_answering() -> None:
     assert result.output == "late"
     assert time.monotonic() - start >= 0.19
 
+    provider = ScriptedProvider([Delayed(0.05, "late")])
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    response = await provider.complete(request())
+    assert loop.time() - start >= 0.045
+    assert response.message.content == (TextBlock("late"),)
+
 
 async def test_an_exhausted_script_raises_an_error_that_says_so() -> None:
     agent, _ = _agent(["only"])
@@ -198,3 +189,8 @@ async def test_the_registered_scripted_provider_reads_provider_options_responses
     )
     assert (await agent.run("x")).output == "a"
     assert (await agent.run("y")).output == "b"
+
+    spec = PluginHost(load_entrypoints=False).provider_spec("scripted")
+    provider = spec.factory(ProviderSettings(options={"responses": ["hi"]}))
+    assert isinstance(provider, ScriptedProvider)
+    assert provider.remaining == 1

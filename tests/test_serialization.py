@@ -155,9 +155,18 @@ CONVERSATIONS = st.lists(
 def test_dump_gives_back_the_dicts_that_were_loaded(conversation: list[dict[str, Any]]) -> None:
     assert dump_messages(load_messages(conversation)) == conversation
 
+    data = full_conversation()
+    dumped = dump_messages(load_messages(data))
+    assert isinstance(dumped, list)
+    assert dumped == data
+    assert json.loads(json.dumps(dumped)) == data
+
 
 def test_load_inverts_dump(conversation: list[dict[str, Any]]) -> None:
     messages = load_messages(conversation)
+    assert load_messages(dump_messages(messages)) == messages
+
+    messages = load_messages(full_conversation())
     assert load_messages(dump_messages(messages)) == messages
 
 
@@ -241,6 +250,9 @@ def test_dump_validates_dicts_it_is_given() -> None:
         dump_messages({"role": "user"})
     assert dump_messages([]) == []
 
+    with pytest.raises(InvalidMessageError):
+        dump_messages([user(text(1))])
+
 
 def test_the_converter_structures_through_validation() -> None:
     converter = message_converter()
@@ -283,6 +295,18 @@ def test_objects_and_dicts_mix_freely(png_base64: str) -> None:
     )
     assert loaded[1].content[0] is image
     assert loaded[1].content[1] == TextBlock("b")
+
+    message = LLMMessage(role="user", content=(TextBlock(text="obj"),))
+    data = [
+        message,
+        assistant(TextBlock(text="block in a dict"), text("dict")),
+        {"role": "user", "content": [image_url(IMG_URL), text("dict again")]},
+    ]
+    messages = load_messages(data)
+    assert messages[0] == message
+    assert messages[1].content[0] == TextBlock(text="block in a dict")
+    assert messages[2].content[0] == image_url(IMG_URL)
+    assert dump_messages(messages)[0] == user(text("obj"))
 
 
 def test_a_tuple_of_messages_is_returned_as_it_is() -> None:
@@ -348,19 +372,6 @@ def test_load_returns_a_tuple_of_frozen_messages_with_tuple_content() -> None:
         first.content[0].text = "changed"  # type: ignore[misc]
 
 
-def test_dump_inverts_load_on_the_section_2_shape() -> None:
-    data = full_conversation()
-    dumped = dump_messages(load_messages(data))
-    assert isinstance(dumped, list)
-    assert dumped == data
-    assert json.loads(json.dumps(dumped)) == data
-
-
-def test_load_inverts_dump_on_the_full_section_2_conversation() -> None:
-    messages = load_messages(full_conversation())
-    assert load_messages(dump_messages(messages)) == messages
-
-
 def test_optional_keys_absent_stay_absent_in_the_dump() -> None:
     data = [
         user(image(), tool_result("ok")),
@@ -391,20 +402,6 @@ def test_tuples_inside_tool_input_dump_as_json_lists() -> None:
     assert dump_messages(messages)[0]["content"][0]["input"] == {"pair": [1, 2]}
 
 
-def test_objects_and_dicts_mix_freely_and_dump_as_dicts() -> None:
-    message = LLMMessage(role="user", content=(TextBlock(text="obj"),))
-    data = [
-        message,
-        assistant(TextBlock(text="block in a dict"), text("dict")),
-        {"role": "user", "content": [image_url(IMG_URL), text("dict again")]},
-    ]
-    messages = load_messages(data)
-    assert messages[0] == message
-    assert messages[1].content[0] == TextBlock(text="block in a dict")
-    assert messages[2].content[0] == image_url(IMG_URL)
-    assert dump_messages(messages)[0] == user(text("obj"))
-
-
 def test_load_returns_given_message_objects_unchanged() -> None:
     message = LLMMessage(role="user", content=(TextBlock(text="obj"),))
     assert load_messages([message])[0] is message
@@ -419,11 +416,6 @@ def test_dump_messages_accepts_plain_dicts_and_normalises_them() -> None:
     assert dump_messages([user(image(b64_source("AAA")))])[0]["content"][0]["source"]["data"] == (
         "AAA="
     )
-
-
-def test_dump_messages_validates_dicts() -> None:
-    with pytest.raises(InvalidMessageError):
-        dump_messages([user(text(1))])
 
 
 def test_optional_string_keys_given_as_none_mean_absent() -> None:

@@ -64,15 +64,6 @@ async def test_different_settings_get_different_providers() -> None:
     assert all(p.closed for p in plugin.made)
 
 
-async def test_unshared_providers_are_made_and_closed_per_run() -> None:
-    plugin = _Counting(shared=False)
-    oma = _oma(plugin)
-    for _ in range(2):
-        assert (await oma.run_agent(AgentConfig("a", provider="counting"), "hi")).success
-    assert len(plugin.made) == 2
-    assert all(p.closed for p in plugin.made)
-
-
 def test_a_shared_provider_is_never_reused_on_another_event_loop() -> None:
     plugin = _Counting(shared=True)
     oma = _oma(plugin)
@@ -85,6 +76,13 @@ def test_a_shared_provider_is_never_reused_on_another_event_loop() -> None:
 async def test_without_share_providers_every_run_makes_and_closes_its_own() -> None:
     plugin = _Counting(shared=True)
     oma = _oma(plugin, share=False)
+    for _ in range(2):
+        assert (await oma.run_agent(AgentConfig("a", provider="counting"), "hi")).success
+    assert len(plugin.made) == 2
+    assert all(p.closed for p in plugin.made)
+
+    plugin = _Counting(shared=False)
+    oma = _oma(plugin)
     for _ in range(2):
         assert (await oma.run_agent(AgentConfig("a", provider="counting"), "hi")).success
     assert len(plugin.made) == 2

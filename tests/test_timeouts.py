@@ -26,6 +26,10 @@ async def test_a_run_timeout_ends_with_status_timeout() -> None:
     assert time.monotonic() - start < 1.5
     assert not result.success and result.status.code == "timeout"
 
+    provider = ScriptedProvider([Delayed(5, "late")])
+    result = await _oma().run_agent(_config(provider), "hi", timeout=0.05)
+    assert result.status.code == "timeout"
+
 
 async def test_a_call_timeout_ends_with_status_timeout() -> None:
     provider = ScriptedProvider([Delayed(2.0, "late"), Delayed(2.0, "late"), Delayed(2.0, "x")])
@@ -35,6 +39,11 @@ async def test_a_call_timeout_ends_with_status_timeout() -> None:
     )
     assert time.monotonic() - start < 1.5
     assert result.status.code == "timeout"
+
+    provider = ScriptedProvider([Delayed(5, "late")] * 3)
+    result = await _oma().run_agent(_config(provider), "hi", call_timeout=0.02, max_retries=1)
+    assert result.status.code == "timeout"
+    assert len(provider.requests) == 2
 
 
 async def test_an_orchestrator_timeout_applies_to_its_runs() -> None:
@@ -97,16 +106,3 @@ async def test_a_stalled_stream_past_call_timeout_after_output_ends_as_timeout(
     assert isinstance(result.status.error, RunTimeoutError)
     assert result.status.error.scope == "call"
     assert provider.calls == 1 and provider.closed == 1  # output was shown: no retry
-
-
-async def test_run_timeout_ends_with_status_timeout() -> None:
-    provider = ScriptedProvider([Delayed(5, "late")])
-    result = await _oma().run_agent(_config(provider), "hi", timeout=0.05)
-    assert result.status.code == "timeout"
-
-
-async def test_call_timeout_ends_with_status_timeout_after_retries() -> None:
-    provider = ScriptedProvider([Delayed(5, "late")] * 3)
-    result = await _oma().run_agent(_config(provider), "hi", call_timeout=0.02, max_retries=1)
-    assert result.status.code == "timeout"
-    assert len(provider.requests) == 2

@@ -100,6 +100,15 @@ def test_a_video_costs_a_quarter_of_its_payload_or_url() -> None:
     assert estimate_tokens([user(inline)]) == 25
     assert estimate_tokens([user(by_url, inline)]) == -(-len(url) // 4) + 25
 
+    url = "https://example.com/clip.mp4"
+    assert estimate_tokens([_user(_video("url"))]) == math.ceil(len(url) / 4)
+    assert estimate_tokens([_user(_video("base64"))]) == math.ceil(len(REFERENCE_MP4) / 4)
+
+    url = "https://example.com/clip.mp4"  # 28 characters
+    assert estimate_tokens([user(video(url_source(url, "video/mp4")))]) == 7
+    assert estimate_tokens([user(video(b64_source("AAAA" * 10, "video/mp4")))]) == 10
+    assert estimate_tokens([user(video(b64_source("AAAAAA==", "video/mp4")))]) == 2
+
 
 def test_objects_and_empty_input_are_accepted() -> None:
     from oma_core import LLMMessage, TextBlock
@@ -131,13 +140,6 @@ def test_each_image_costs_image_tokens() -> None:
     assert estimate_tokens(messages) == 2000
     assert estimate_tokens(messages, image_tokens=85) == 170
     assert estimate_tokens(messages, image_tokens=0) == 0
-
-
-def test_video_costs_a_quarter_of_its_payload_or_url() -> None:
-    url = "https://example.com/clip.mp4"  # 28 characters
-    assert estimate_tokens([user(video(url_source(url, "video/mp4")))]) == 7
-    assert estimate_tokens([user(video(b64_source("AAAA" * 10, "video/mp4")))]) == 10
-    assert estimate_tokens([user(video(b64_source("AAAAAA==", "video/mp4")))]) == 2
 
 
 def test_reasoning_text_counts() -> None:
@@ -189,12 +191,6 @@ def test_the_image_estimate_adds_to_the_text_estimate() -> None:
 def test_detail_does_not_change_the_flat_image_estimate(detail: str) -> None:
     block = {**_png(), "detail": detail}
     assert estimate_tokens([_user(block)]) == 1000
-
-
-def test_a_video_costs_a_quarter_of_its_payload_or_url__2() -> None:
-    url = "https://example.com/clip.mp4"
-    assert estimate_tokens([_user(_video("url"))]) == math.ceil(len(url) / 4)
-    assert estimate_tokens([_user(_video("base64"))]) == math.ceil(len(REFERENCE_MP4) / 4)
 
 
 def test_images_inside_tool_results_count_too() -> None:

@@ -153,8 +153,7 @@ async def test_bad_tool_arguments_become_an_error_tool_result() -> None:
     assert len(provider.requests) == 2
 
 
-async def test_a_raising_tool_becomes_an_error_tool_result() -> None:
-    @tool
+async def test_a_raising_tool_becomes_an_error_tool_result(host: PluginHost) -> None:
     def fail(x: int) -> int:
         """Always fails."""
         raise RuntimeError("tool exploded")
@@ -166,6 +165,15 @@ async def test_a_raising_tool_becomes_an_error_tool_result() -> None:
     assert tool_result["is_error"] is True
     assert "tool exploded" in tool_result["content"]
 
+    def broken() -> str:
+        raise ValueError("disk on fire")
+
+    agent, provider = make(host, [broken], calls(("t1", "broken", {})), "recovered")
+    result = await agent.run("go")
+    assert result.success and result.output == "recovered"
+    (block,) = results_sent(provider)
+    assert block.is_error and "disk on fire" in str(block.content)
+
 
 async def test_max_turns_ends_an_endless_tool_loop() -> None:
     calls = [_tool_call("add", {"a": 1, "b": 1}, call_id=f"c{i}") for i in range(5)]
@@ -175,11 +183,16 @@ async def test_max_turns_ends_an_endless_tool_loop() -> None:
     assert len(provider.requests) == 2
 
 
-async def test_an_unknown_tool_call_becomes_an_error_tool_result() -> None:
+async def test_an_unknown_tool_call_becomes_an_error_tool_result(host: PluginHost) -> None:
     agent, _ = _agent([_tool_call("nope", {}), "after"], tools=[add_tool])
     result = await agent.run("x")
     assert result.success and result.output == "after"
     assert dump_messages(result.messages)[1]["content"][0]["is_error"] is True
+
+    agent, provider = make(host, [add], calls(("t1", "nope", {})), "ok")
+    await agent.run("go")
+    (block,) = results_sent(provider)
+    assert block.is_error and "unknown tool 'nope'" in str(block.content)
 
 
 async def test_an_optional_tool_argument_allows_null() -> None:
@@ -225,24 +238,6 @@ async def test_a_schema_mismatch_becomes_an_error_result_naming_the_problem(
     assert block.is_error
     assert "input.n must be integer, got string" in str(block.content)
     assert ran == []
-
-
-async def test_a_tool_that_raises_becomes_an_error_result(host: PluginHost) -> None:
-    def broken() -> str:
-        raise ValueError("disk on fire")
-
-    agent, provider = make(host, [broken], calls(("t1", "broken", {})), "recovered")
-    result = await agent.run("go")
-    assert result.success and result.output == "recovered"
-    (block,) = results_sent(provider)
-    assert block.is_error and "disk on fire" in str(block.content)
-
-
-async def test_an_unknown_tool_becomes_an_error_result(host: PluginHost) -> None:
-    agent, provider = make(host, [add], calls(("t1", "nope", {})), "ok")
-    await agent.run("go")
-    (block,) = results_sent(provider)
-    assert block.is_error and "unknown tool 'nope'" in str(block.content)
 
 
 async def test_json_results_are_dumped_and_parts_are_kept(host: PluginHost) -> None:

@@ -118,6 +118,10 @@ def test_an_empty_list_is_refused_unless_allowed() -> None:
     refused_saying([], "messages must contain at least one message", "messages")
     assert load_messages([], allow_empty=True) == ()
 
+    refused([], "messages", "at least one message")
+    assert load_messages([], allow_empty=True) == ()
+    assert load_messages((), allow_empty=True) == ()
+
 
 def test_a_tuple_is_accepted_like_a_list() -> None:
     assert load_messages((user(text()),)) == (LLMMessage("user", [TextBlock("hi")]),)
@@ -162,9 +166,15 @@ def test_a_malformed_message_is_refused(message: Any, path: str, phrase: str) ->
     refused_saying([user(text()), message], phrase, path)
 
 
-def test_string_content_is_refused_with_the_contract_wording() -> None:
+def test_string_content_is_refused_with_the_documented_wording() -> None:
     refused_saying(
         [user(text()), {"role": "assistant", "content": "hello"}],
+        "messages[1].content must be a list of content blocks, got str",
+    )
+
+    refused(
+        [user(text()), {"role": "assistant", "content": "hello"}],
+        "messages[1].content",
         "messages[1].content must be a list of content blocks, got str",
     )
 
@@ -217,14 +227,6 @@ def test_tuples_are_accepted_wherever_lists_are() -> None:
     assert dump_messages(messages) == [user(text("a"), tool_result([text("b")]))]
 
 
-def test_empty_input_is_refused_unless_allowed() -> None:
-    # Section 3 leaves load_messages itself open: oma reads "at least one message" as the
-    # default and lets a history-like caller opt in with allow_empty=True.
-    refused([], "messages", "at least one message")
-    assert load_messages([], allow_empty=True) == ()
-    assert load_messages((), allow_empty=True) == ()
-
-
 def test_a_dict_input_is_not_a_list() -> None:
     refused(user(text()), "messages", "messages must be a list, got dict")
 
@@ -239,14 +241,6 @@ def test_input_types_are_named_as_python_names_them(value: Any, name: str) -> No
 def test_a_message_that_is_not_a_mapping_is_refused() -> None:
     err = refused([user(text()), 42], "messages[1]")
     assert "got int" in str(err)
-
-
-def test_a_string_content_is_refused_with_the_documented_message() -> None:
-    refused(
-        [user(text()), {"role": "assistant", "content": "hello"}],
-        "messages[1].content",
-        "messages[1].content must be a list of content blocks, got str",
-    )
 
 
 def test_none_content_is_named_none() -> None:

@@ -91,6 +91,15 @@ def test_limits_are_settable() -> None:
     with pytest.raises(InvalidMessageError, match="limit of 1 content blocks"):
         load_messages([user(text(), text())], limits=ValidationLimits(max_blocks=1))
 
+    small = ValidationLimits(max_depth=10, max_blocks=2)
+    with pytest.raises(InvalidMessageError):
+        load_messages([user(text(), text(), text())], limits=small)
+    with pytest.raises(InvalidMessageError):
+        load_messages([assistant(tool_use({"deep": nested(20)}))], limits=small)
+    load_messages([user(text(), text())], limits=small)
+    big = ValidationLimits(max_depth=1000, max_blocks=10)
+    load_messages([assistant(tool_use({"deep": nested(500)}))], limits=big)
+
 
 def test_moderate_nesting_is_accepted() -> None:
     load_messages([assistant(tool_use({"deep": nested(50)}))])
@@ -124,16 +133,3 @@ def test_block_limit_refuses_at_once_before_later_errors() -> None:
     data = [user(*([text("x")] * 100_001)), {"role": "user", "content": "bad"}]
     err = refused(data)
     assert not err.path.startswith("messages[1]")
-
-
-def test_limits_are_settable_both_ways() -> None:
-    from oma_core import ValidationLimits  # type: ignore[attr-defined]
-
-    small = ValidationLimits(max_depth=10, max_blocks=2)
-    with pytest.raises(InvalidMessageError):
-        load_messages([user(text(), text(), text())], limits=small)
-    with pytest.raises(InvalidMessageError):
-        load_messages([assistant(tool_use({"deep": nested(20)}))], limits=small)
-    load_messages([user(text(), text())], limits=small)
-    big = ValidationLimits(max_depth=1000, max_blocks=10)
-    load_messages([assistant(tool_use({"deep": nested(500)}))], limits=big)
