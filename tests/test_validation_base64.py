@@ -152,6 +152,10 @@ def test_missing_base64_padding_is_accepted_and_normalised() -> None:
         "====",
         "AAAA====",
         "é===",
+        "AB",
+        "AAB",
+        "AAAA=",
+        "AAAA=A",
     ],
 )
 def test_non_canonical_base64_is_refused(data: str) -> None:
@@ -160,6 +164,7 @@ def test_non_canonical_base64_is_refused(data: str) -> None:
         "messages[0].content[0].source.data",
         "must contain raw base64 data",
     )
+    refused([user(image(b64_source(data)))], phrase="must contain raw base64 data")
 
 
 def test_base64_data_must_be_a_string() -> None:
@@ -187,11 +192,6 @@ def test_valid_payload_is_not_echoed_by_a_later_error() -> None:
     block = image(b64_source("SECRETPAYLOADAAA", "image/png; x=y"))
     err = refused([user(block)])
     assert "SECRETPAYLOAD" not in str(err)
-
-
-@pytest.mark.parametrize("data", ["AB", "AAB", "AAAA=", "AAAA=A"])
-def test_more_non_canonical_base64(data: str) -> None:
-    refused([user(image(b64_source(data)))], phrase="must contain raw base64 data")
 
 
 @SETTINGS

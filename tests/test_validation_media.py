@@ -54,6 +54,20 @@ def test_lowercase_media_types_are_accepted(media_type: str) -> None:
         "",
         "video/mp4\n",
         "vid\u00e9o/mp4",
+        "image/png; charset=binary",
+        "image/png;q=1",
+        "image/png ; a=b",
+        "image/png ",
+        "image/png\n",
+        "image/ png",
+        "image//png",
+        "IMAGE/PNG",
+        "Image/png",
+        "image",
+        "image/",
+        "/png",
+        " image/png",
+        "png",
     ],
 )
 def test_media_types_with_parameters_wildcards_or_odd_characters_are_refused(
@@ -63,6 +77,21 @@ def test_media_types_with_parameters_wildcards_or_odd_characters_are_refused(
         load_video("QUJD", media_type)
     assert info.value.path == f"{PATH}.media_type"
     assert "MIME type without parameters" in str(info.value)
+    refused(
+        [user(image(url_source(media_type=media_type)))],
+        "messages[0].content[0].source.media_type",
+        "MIME type without parameters",
+    )
+    refused(
+        [user(image(url_source(media_type=media_type)))],
+        "messages[0].content[0].source.media_type",
+        "MIME type without parameters",
+    )
+    refused(
+        [user(image(url_source(media_type=media_type)))],
+        "messages[0].content[0].source.media_type",
+        "MIME type without parameters",
+    )
 
 
 @pytest.mark.parametrize("media_type", [None, 5, ["video/mp4"]])
@@ -93,29 +122,6 @@ def test_source_must_be_a_mapping() -> None:
     assert "got str" in str(err)
 
 
-@pytest.mark.parametrize(
-    "media_type",
-    ["image/png; charset=binary", "image/png;q=1", "image/png ; a=b"],
-)
-def test_media_type_with_parameters_is_refused(media_type: str) -> None:
-    refused(
-        [user(image(url_source(media_type=media_type)))],
-        "messages[0].content[0].source.media_type",
-        "MIME type without parameters",
-    )
-
-
-@pytest.mark.parametrize(
-    "media_type", ["IMAGE/PNG", "Image/png", "image", "image/", "/png", "", " image/png", "png"]
-)
-def test_media_type_must_be_a_lowercase_type_and_subtype(media_type: str) -> None:
-    refused(
-        [user(image(url_source(media_type=media_type)))],
-        "messages[0].content[0].source.media_type",
-        "MIME type without parameters",
-    )
-
-
 def test_media_type_must_be_a_string() -> None:
     err = refused([user(image(url_source(media_type=None)))])  # type: ignore[arg-type]
     assert err.path == "messages[0].content[0].source.media_type"
@@ -136,15 +142,6 @@ def test_image_in_a_tool_result_must_be_an_image() -> None:
     part = {"type": "image", "source": url_source(media_type="application/pdf")}
     err = refused([user(tool_result([part]))])
     assert err.path.startswith("messages[0].content[0].content[0]")
-
-
-@pytest.mark.parametrize("media_type", ["image/png ", "image/png\n", "image/ png", "image//png"])
-def test_media_types_with_stray_characters_are_refused(media_type: str) -> None:
-    refused(
-        [user(image(url_source(media_type=media_type)))],
-        "messages[0].content[0].source.media_type",
-        "MIME type without parameters",
-    )
 
 
 @pytest.mark.parametrize(
