@@ -30,11 +30,9 @@ from oma_core import (
     BeforeRunContext,
     PluginHost,
     dump_messages,
-    hookimpl,
     load_messages,
 )
 from oma_core.before_run import prompt_of, replace_prompt
-from oma_core.errors import HookError, InvalidMessageError
 from oma_core.messages import ImageBlock, LLMMessage, TextBlock
 from oma_core.testing import ScriptedProvider
 
@@ -70,42 +68,6 @@ async def test_ctx_prompt_joins_the_latest_user_texts_without_separator(host: Pl
     assert seen[0].agent.name == "a"
 
 
-async def test_a_prompt_rewrite_via_evolve_replaces_the_first_text_block(host: PluginHost) -> None:
-    agent, provider = make(host, lambda ctx: attrs.evolve(ctx, prompt=ctx.prompt.upper()))
-    await agent.run([{"role": "user", "content": [text("a"), image(PNG_A), text("b")]}])
-    content = provider.requests[0].messages[0].content
-    assert [block.type for block in content] == ["text", "image"]
-    assert content[0] == TextBlock("AB")
-
-
-async def test_a_prompt_for_a_turn_without_text_is_prepended(host: PluginHost) -> None:
-    agent, provider = make(host, lambda ctx: {"prompt": "describe"})
-    await agent.run([{"role": "user", "content": [image(PNG_A)]}])
-    content = provider.requests[0].messages[0].content
-    assert [block.type for block in content] == ["text", "image"]
-    assert content[0] == TextBlock("describe")
-
-
-async def test_a_prompt_for_a_conversation_without_user_turn_appends_one(
-    host: PluginHost,
-) -> None:
-    def hook(ctx: BeforeRunContext) -> dict[str, Any]:
-        return {"messages": [{"role": "assistant", "content": [text("hi")]}], "prompt": "go"}
-
-    agent, provider = make(host, hook)
-    await agent.run("x")
-    assert provider.requests[0].messages[-1] == LLMMessage("user", (TextBlock("go"),))
-
-
-async def test_async_hooks_are_awaited(host: PluginHost) -> None:
-    async def hook(ctx: BeforeRunContext) -> dict[str, str]:
-        return {"prompt": "from async"}
-
-    agent, provider = make(host, hook)
-    await agent.run("x")
-    assert provider.text_of() == "from async"
-
-
 async def test_a_prompt_rewrite_reaches_the_provider_but_history_keeps_the_turn(
     host: PluginHost,
 ) -> None:
@@ -113,66 +75,6 @@ async def test_a_prompt_rewrite_reaches_the_provider_but_history_keeps_the_turn(
     await agent.prompt("original")
     assert provider.text_of() == "rewritten"
     assert agent.get_history()[0] == LLMMessage("user", (TextBlock("original"),))
-
-
-async def test_a_hook_that_raises_fails_the_run(host: PluginHost) -> None:
-    def hook(ctx: BeforeRunContext) -> None:
-        raise RuntimeError("hook broke")
-
-    agent, provider = make(host, hook)
-    result = await agent.run("x")
-    assert result.status.code == "error"
-    assert isinstance(result.status.error, HookError)
-    assert "hook broke" in str(result.status.error)
-    assert provider.requests == []
-
-
-async def test_a_hook_returning_invalid_messages_fails_the_run(host: PluginHost) -> None:
-    agent, provider = make(host, lambda ctx: {"messages": [{"role": "user", "content": []}]})
-    result = await agent.run("x")
-    assert isinstance(result.status.error, InvalidMessageError)
-    assert provider.requests == []
-
-
-@pytest.mark.parametrize("value", [42, {"prompt": 3}, {"mesages": []}])
-async def test_a_hook_returning_garbage_fails_the_run(host: PluginHost, value: object) -> None:
-    agent, provider = make(host, lambda ctx: value)
-    result = await agent.run("x")
-    assert isinstance(result.status.error, HookError)
-    assert provider.requests == []
-
-
-async def test_a_failing_hook_in_stream_yields_error_then_done(host: PluginHost) -> None:
-    agent, _ = make(host, lambda ctx: 1 / 0)
-    events = [event async for event in agent.stream("x")]
-    assert [event.type for event in events] == ["error", "done"]
-
-
-async def test_a_failing_hook_in_prompt_leaves_history_alone(host: PluginHost) -> None:
-    agent, _ = make(host, lambda ctx: 1 / 0)
-    result = await agent.prompt("x")
-    assert not result.success and agent.get_history() == []
-
-
-class Shout:
-    """A package hook that upper-cases the prompt."""
-
-    @hookimpl
-    def oma_before_run(self, ctx: BeforeRunContext) -> BeforeRunContext:
-        return attrs.evolve(ctx, prompt=ctx.prompt.upper() + "!")
-
-
-async def test_package_hooks_run_before_the_agents_own(host: PluginHost) -> None:
-    host.register(Shout(), name="shout")
-    seen: list[str] = []
-
-    def own(ctx: BeforeRunContext) -> None:
-        seen.append(ctx.prompt)
-
-    agent, provider = make(host, own)
-    await agent.run("hi")
-    assert seen == ["HI!"]
-    assert provider.text_of() == "HI!"
 
 
 async def test_hook_context_messages_are_immutable_copies(host: PluginHost) -> None:
@@ -242,25 +144,50 @@ async def test_before_run_worked_example_replaces_first_text_and_drops_the_other
     assert _sent(provider) == [_user(_img("A.png"), "new", _img("B.png"))]
 
 
-async def test_before_run_evolved_context_rewrites_the_prompt() -> None:
+async def test_before_run_evolved_context_rewrites_the_prompt(host: PluginHost) -> None:
     agent, provider = _agent(["ok"], before_run=lambda ctx: attrs.evolve(ctx, prompt="new"))
     await agent.run([_user("old"), _assistant("r"), _user("t1")])
     assert _sent(provider) == [_user("old"), _assistant("r"), _user("new")]
 
+    agent, provider = make(host, lambda ctx: attrs.evolve(ctx, prompt=ctx.prompt.upper()))
+    await agent.run([{"role": "user", "content": [text("a"), image(PNG_A), text("b")]}])
+    content = provider.requests[0].messages[0].content
+    assert [block.type for block in content] == ["text", "image"]
+    assert content[0] == TextBlock("AB")
 
-async def test_before_run_prepends_a_text_block_to_a_turn_without_text() -> None:
+
+async def test_before_run_prepends_a_text_block_to_a_turn_without_text(host: PluginHost) -> None:
     agent, provider = _agent(["ok"], before_run=lambda ctx: {"prompt": "new"})
     await agent.run([_user(_img("A.png"))])
     assert _sent(provider) == [_user("new", _img("A.png"))]
 
+    agent, provider = make(host, lambda ctx: {"prompt": "describe"})
+    await agent.run([{"role": "user", "content": [image(PNG_A)]}])
+    content = provider.requests[0].messages[0].content
+    assert [block.type for block in content] == ["text", "image"]
+    assert content[0] == TextBlock("describe")
 
-async def test_before_run_appends_a_user_turn_when_there_is_none() -> None:
+    agent, provider = _scripted(["ok"], before_run=lambda ctx: {"prompt": "Describe it."})
+    await agent.run([_user(_png("url"), _png())])
+    assert dump_messages(provider.requests[0].messages) == [
+        _user("Describe it.", _png("url"), _png())
+    ]
+
+
+async def test_before_run_appends_a_user_turn_when_there_is_none(host: PluginHost) -> None:
     def hook(ctx: Any) -> Mapping[str, Any]:
         return {"messages": [_assistant("only")], "prompt": "new"}
 
     agent, provider = _agent(["ok"], before_run=hook)
     await agent.run("original")
     assert _sent(provider) == [_assistant("only"), _user("new")]
+
+    def hook(ctx: BeforeRunContext) -> dict[str, Any]:
+        return {"messages": [{"role": "assistant", "content": [text("hi")]}], "prompt": "go"}
+
+    agent, provider = make(host, hook)
+    await agent.run("x")
+    assert provider.requests[0].messages[-1] == LLMMessage("user", (TextBlock("go"),))
 
 
 async def test_before_run_prompt_equal_to_the_received_one_changes_nothing() -> None:
@@ -269,7 +196,7 @@ async def test_before_run_prompt_equal_to_the_received_one_changes_nothing() -> 
     assert _sent(provider) == [_user("t1", _img("A.png"), "t2")]
 
 
-async def test_before_run_async_hook_is_awaited() -> None:
+async def test_before_run_async_hook_is_awaited(host: PluginHost) -> None:
     async def hook(ctx: Any) -> Mapping[str, Any]:
         await asyncio.sleep(0)
         return {"prompt": "async"}
@@ -277,6 +204,13 @@ async def test_before_run_async_hook_is_awaited() -> None:
     agent, provider = _agent(["ok"], before_run=hook)
     await agent.run("x")
     assert _sent(provider) == [_user("async")]
+
+    async def hook(ctx: BeforeRunContext) -> dict[str, str]:
+        return {"prompt": "from async"}
+
+    agent, provider = make(host, hook)
+    await agent.run("x")
+    assert provider.text_of() == "from async"
 
 
 async def test_a_hook_may_return_the_whole_context_as_a_mapping() -> None:
@@ -348,14 +282,6 @@ async def test_before_run_return_forms(style: str) -> None:
     await agent.run([_user("orig", _png("url"))])
     expected = "orig" if style == "none" else "changed"
     assert dump_messages(provider.requests[0].messages) == [_user(expected, _png("url"))]
-
-
-async def test_a_prompt_rewrite_of_an_image_only_turn_prepends_a_text_block() -> None:
-    agent, provider = _scripted(["ok"], before_run=lambda ctx: {"prompt": "Describe it."})
-    await agent.run([_user(_png("url"), _png())])
-    assert dump_messages(provider.requests[0].messages) == [
-        _user("Describe it.", _png("url"), _png())
-    ]
 
 
 async def test_before_run_on_prompt_sees_history_plus_the_new_turn() -> None:

@@ -6,16 +6,28 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import pytest
-from _builders import _agent, _events, _host, _scripted, _sent, _text, _user
+from _builders import (
+    _agent,
+    _events,
+    _host,
+    _scripted,
+    _sent,
+    _text,
+    _user,
+)
 
 from oma_core import (
     Agent,
     AgentConfig,
+    BeforeRunContext,
+    PluginHost,
     RunResult,
     TextBlock,
     hookimpl,
 )
+from oma_core.errors import HookError, InvalidMessageError
 from oma_core.testing import ScriptedProvider
 
 
@@ -30,15 +42,28 @@ class _PromptSuffix:
         return {"prompt": ctx.prompt + self.suffix}
 
 
-async def test_package_hooks_run_in_pluggy_order_then_the_agents_own_hook() -> None:
+def make(host: PluginHost, hook: Any = None, *responses: object) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(responses or ("ok",))
+    return Agent(AgentConfig(name="a", provider=provider, before_run=hook), plugins=host), provider
+
+
+class Shout:
+    """A package hook that upper-cases the prompt."""
+
+    @hookimpl
+    def oma_before_run(self, ctx: BeforeRunContext) -> BeforeRunContext:
+        return attrs.evolve(ctx, prompt=ctx.prompt.upper() + "!")
+
+
+async def test_package_hooks_run_in_pluggy_order_then_the_agents_own_hook(host: PluginHost) -> None:
     log: list[str] = []
-    host = _host(_PromptSuffix("A", log), _PromptSuffix("B", log))
+    suffixes = _host(_PromptSuffix("A", log), _PromptSuffix("B", log))
 
     def own(ctx: Any) -> Mapping[str, Any]:
         log.append(f"own<-{ctx.prompt}")
         return {"prompt": ctx.prompt + "!"}
 
-    agent, provider = _agent(["ok"], host=host, before_run=own)
+    agent, provider = _agent(["ok"], host=suffixes, before_run=own)
     await agent.run("p")
     # pluggy calls the plugin registered last first
     assert log == ["B<-p", "A<-pB", "own<-pBA"]
@@ -64,8 +89,19 @@ async def test_package_hooks_run_in_pluggy_order_then_the_agents_own_hook() -> N
     assert order == ["package:hi", "agent:hi +pkg"]
     assert provider.requests[0].messages[-1].content == (TextBlock("hi +pkg +own"),)
 
+    host.register(Shout(), name="shout")
+    seen: list[str] = []
 
-async def test_a_raising_before_run_hook_fails_the_run_without_raising() -> None:
+    def own(ctx: BeforeRunContext) -> None:
+        seen.append(ctx.prompt)
+
+    agent, provider = make(host, own)
+    await agent.run("hi")
+    assert seen == ["HI!"]
+    assert provider.text_of() == "HI!"
+
+
+async def test_a_raising_before_run_hook_fails_the_run_without_raising(host: PluginHost) -> None:
     def hook(ctx: Any) -> None:
         raise RuntimeError("hook broke")
 
@@ -74,6 +110,16 @@ async def test_a_raising_before_run_hook_fails_the_run_without_raising() -> None
     assert not result.success
     assert result.status.code == "error"
     assert result.status.error is not None
+    assert provider.requests == []
+
+    def hook(ctx: BeforeRunContext) -> None:
+        raise RuntimeError("hook broke")
+
+    agent, provider = make(host, hook)
+    result = await agent.run("x")
+    assert result.status.code == "error"
+    assert isinstance(result.status.error, HookError)
+    assert "hook broke" in str(result.status.error)
     assert provider.requests == []
 
 
@@ -101,7 +147,7 @@ async def test_a_before_run_hook_returning_garbage_fails_the_run(returned: Any) 
     assert provider.requests == []
 
 
-async def test_a_raising_hook_in_stream_yields_error_then_done() -> None:
+async def test_a_raising_hook_in_stream_yields_error_then_done(host: PluginHost) -> None:
     def hook(ctx: Any) -> None:
         raise RuntimeError("hook broke")
 
@@ -110,6 +156,10 @@ async def test_a_raising_hook_in_stream_yields_error_then_done() -> None:
     assert [e.type for e in events][-2:] == ["error", "done"]
     assert isinstance(events[-2].data, BaseException)
     assert isinstance(events[-1].data, RunResult) and not events[-1].data.success
+
+    agent, _ = make(host, lambda ctx: 1 / 0)
+    events = [event async for event in agent.stream("x")]
+    assert [event.type for event in events] == ["error", "done"]
 
 
 async def test_an_async_package_hook_is_awaited_and_tryfirst_is_respected() -> None:
@@ -134,10 +184,31 @@ async def test_an_async_package_hook_is_awaited_and_tryfirst_is_respected() -> N
     assert _sent(provider) == [_user("p-late")]
 
 
-async def test_a_hook_returning_invalid_messages_fails_the_run_without_raising() -> None:
+async def test_a_hook_returning_invalid_messages_fails_the_run_without_raising(
+    host: PluginHost,
+) -> None:
     agent, provider = _scripted(["never"], before_run=lambda ctx: {"messages": [{"role": "x"}]})
     result = await agent.run("hi")
     assert not result.success and provider.requests == []
     events = await _events(_scripted(["never"], before_run=lambda ctx: 1 / 0)[0], [_user("hi")])
     assert [e.type for e in events] == ["error", "done"]
     assert events[-1].data.success is False
+
+    agent, provider = make(host, lambda ctx: {"messages": [{"role": "user", "content": []}]})
+    result = await agent.run("x")
+    assert isinstance(result.status.error, InvalidMessageError)
+    assert provider.requests == []
+
+
+@pytest.mark.parametrize("value", [42, {"prompt": 3}, {"mesages": []}])
+async def test_a_hook_returning_garbage_fails_the_run(host: PluginHost, value: object) -> None:
+    agent, provider = make(host, lambda ctx: value)
+    result = await agent.run("x")
+    assert isinstance(result.status.error, HookError)
+    assert provider.requests == []
+
+
+async def test_a_failing_hook_in_prompt_leaves_history_alone(host: PluginHost) -> None:
+    agent, _ = make(host, lambda ctx: 1 / 0)
+    result = await agent.prompt("x")
+    assert not result.success and agent.get_history() == []

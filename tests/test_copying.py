@@ -393,15 +393,6 @@ async def test_history_messages_cannot_be_changed_through_what_get_history_retur
     assert dump_messages(agent.get_history())[1] == call
 
 
-async def test_get_history_returns_a_copy() -> None:
-    agent, _ = _scripted(["r"])
-    await agent.prompt("hi")
-    history = agent.get_history()
-    history.clear()
-    assert len(agent.get_history()) == 2
-    assert agent.get_history() is not agent.get_history()
-
-
 async def test_before_run_messages_are_a_copy_the_hook_cannot_change_in_place() -> None:
     def hook(ctx: Any) -> None:
         assert isinstance(ctx.messages, tuple)

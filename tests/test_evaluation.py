@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
@@ -12,9 +11,7 @@ from _builders import _collect, _config, _host, _oma
 from oma_core import (
     AgentConfig,
     OpenMultiAgent,
-    dump_messages,
     hookimpl,
-    load_messages,
 )
 from oma_core.evaluation import (
     EvalCase,
@@ -22,16 +19,9 @@ from oma_core.evaluation import (
     Evaluator,
     OnlineEvaluationConfig,
     Score,
-    build_payload,
 )
 from oma_core.plugins import PluginHost
 from oma_core.testing import Delayed, ScriptedProvider
-
-CONVERSATION = [
-    {"role": "user", "content": [{"type": "text", "text": "hello"}]},
-    {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
-    {"role": "user", "content": [{"type": "text", "text": "describe"}]},
-]
 
 
 def _evaluator(**kwargs: Any) -> tuple[Evaluator, list[EvalCase], list[EvalResult]]:
@@ -51,26 +41,10 @@ def _submit(evaluator: Evaluator, value: Any = "twelve chars", output: str = "ou
     evaluator.submit(value, output, run_id="r1", metadata={"user": "u"}, status="ok", agent="a")
 
 
-@pytest.mark.parametrize("bad", ["all", "", None, "NONE", 1])
-def test_unknown_store_payloads_is_refused_when_the_config_is_built(bad: Any) -> None:
-    with pytest.raises(ValueError, match="store_payloads"):
-        OnlineEvaluationConfig(scorers=[], store_payloads=bad)
-
-
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "half", True])
 def test_sample_must_be_a_probability_or_a_predicate(bad: Any) -> None:
     with pytest.raises(ValueError, match="sample"):
         OnlineEvaluationConfig(scorers=[], sample=bad)
-
-
-def test_none_policy_gives_placeholders() -> None:
-    assert build_payload("twelve chars", "none") == "[string input omitted; 12 characters]"
-    messages = load_messages(CONVERSATION)
-    assert build_payload(messages, "none") == "[array input omitted; 3 items]"
-
-
-def test_full_policy_of_a_string_is_its_json() -> None:
-    assert json.loads(build_payload('say "hi"', "full")) == 'say "hi"'
 
 
 async def test_scorer_sees_placeholder_and_output_under_none() -> None:
@@ -187,26 +161,6 @@ async def test_packaged_scorers_run_and_results_reach_the_hook() -> None:
     await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi")
     await oma.evaluation.flush()
     assert [r.scores["packaged"].value for r in plugin.results] == [0.75]
-
-
-async def test_full_payload_parses_back_below_the_limit() -> None:
-    evaluator, cases, _ = _evaluator(store_payloads="full")
-    messages = load_messages(CONVERSATION)
-    _submit(evaluator, messages)
-    await evaluator.flush()
-    assert json.loads(cases[0].input) == dump_messages(messages)
-
-
-async def test_full_payload_is_cut_with_a_marker_above_the_limit() -> None:
-    evaluator, cases, results = _evaluator(store_payloads="full")
-    messages = load_messages([{"role": "user", "content": [{"type": "text", "text": "x" * 9000}]}])
-    _submit(evaluator, messages)
-    await evaluator.flush()
-    assert cases[0].input.startswith(json.dumps(dump_messages(messages))[:8192])
-    assert len(cases[0].input) > 8192 and "truncated" in cases[0].input[8192:]
-    with pytest.raises(json.JSONDecodeError):
-        json.loads(cases[0].input)
-    assert results[0].input == cases[0].input
 
 
 async def test_evaluation_never_delays_the_run_result() -> None:

@@ -34,7 +34,7 @@ from oma_core import (
     hookimpl,
     load_messages,
 )
-from oma_core.evaluation import StorePayloads
+from oma_core.evaluation import EvalResult, Evaluator, StorePayloads, build_payload
 from oma_core.testing import ScriptedProvider
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode("ascii")
@@ -72,6 +72,30 @@ def _flat(value: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+CONVERSATION = [
+    {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+    {"role": "user", "content": [{"type": "text", "text": "describe"}]},
+]
+
+
+def _evaluator(**kwargs: Any) -> tuple[Evaluator, list[EvalCase], list[EvalResult]]:
+    cases: list[EvalCase] = []
+    results: list[EvalResult] = []
+
+    def scorer(case: EvalCase) -> float:
+        cases.append(case)
+        return 1.0
+
+    kwargs.setdefault("scorers", [scorer])
+    config = OnlineEvaluationConfig(on_result=results.append, plugin_scorers=False, **kwargs)
+    return Evaluator(config), cases, results
+
+
+def _submit(evaluator: Evaluator, value: Any = "twelve chars", output: str = "out") -> None:
+    evaluator.submit(value, output, run_id="r1", metadata={"user": "u"}, status="ok", agent="a")
+
+
 @pytest.mark.parametrize("mode", ["all", "", "FULL", None])
 def test_any_other_store_payloads_value_is_refused(mode: Any) -> None:
     with pytest.raises((ValueError, TypeError)):
@@ -95,6 +119,10 @@ async def test_eval_case_under_none_holds_a_string_placeholder() -> None:
     assert array_case.input == "[array input omitted; 3 items]"
     assert REFERENCE_PNG not in array_case.input
 
+    assert build_payload("twelve chars", "none") == "[string input omitted; 12 characters]"
+    messages = load_messages(CONVERSATION)
+    assert build_payload(messages, "none") == "[array input omitted; 3 items]"
+
 
 async def test_eval_case_under_none_holds_an_array_placeholder() -> None:
     case, _ = await _evaluate([_user("a"), _assistant("b"), _user("c")])
@@ -112,6 +140,8 @@ async def test_eval_case_under_full_holds_the_input_json() -> None:
     conversation = _reference_conversation()
     array_case = await _evaluated(conversation, "full")
     assert json.loads(array_case.input) == conversation
+
+    assert json.loads(build_payload('say "hi"', "full")) == 'say "hi"'
 
 
 async def test_full_payloads_are_cut_at_8192_characters_with_a_marker() -> None:
@@ -143,6 +173,22 @@ async def test_full_payloads_are_cut_at_8192_characters_with_a_marker() -> None:
     assert json.loads(cases[0].input) == dump_messages(load_messages(small))
     assert cases[0].output == "a"
     assert len(cases[1].input) > 8192 and "truncated" in cases[1].input[8192:]
+
+    evaluator, cases, _ = _evaluator(store_payloads="full")
+    messages = load_messages(CONVERSATION)
+    _submit(evaluator, messages)
+    await evaluator.flush()
+    assert json.loads(cases[0].input) == dump_messages(messages)
+
+    evaluator, cases, results = _evaluator(store_payloads="full")
+    messages = load_messages([{"role": "user", "content": [{"type": "text", "text": "x" * 9000}]}])
+    _submit(evaluator, messages)
+    await evaluator.flush()
+    assert cases[0].input.startswith(json.dumps(dump_messages(messages))[:8192])
+    assert len(cases[0].input) > 8192 and "truncated" in cases[0].input[8192:]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(cases[0].input)
+    assert results[0].input == cases[0].input
 
 
 async def test_redacted_payloads_replace_media_and_strip_url_queries() -> None:
@@ -251,3 +297,9 @@ async def test_string_input_under_full_is_the_json_string() -> None:
     await oma.run_agent(_config(ScriptedProvider(["ok"])), "twelve chars")
     await oma.evaluation.flush()
     assert json.loads(cases[0].input) == "twelve chars"
+
+
+@pytest.mark.parametrize("bad", ["all", "", None, "NONE", 1])
+def test_unknown_store_payloads_is_refused_when_the_config_is_built(bad: Any) -> None:
+    with pytest.raises(ValueError, match="store_payloads"):
+        OnlineEvaluationConfig(scorers=[], store_payloads=bad)

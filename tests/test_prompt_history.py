@@ -129,6 +129,13 @@ async def test_get_history_returns_a_new_list_each_time(host: PluginHost) -> Non
     history.clear()
     assert len(agent.get_history()) == 2
 
+    agent, _ = _scripted(["r"])
+    await agent.prompt("hi")
+    history = agent.get_history()
+    history.clear()
+    assert len(agent.get_history()) == 2
+    assert agent.get_history() is not agent.get_history()
+
 
 async def test_a_prompt_whose_hook_fails_leaves_history_as_it_was() -> None:
     def hook(ctx: Any) -> None:
