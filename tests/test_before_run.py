@@ -86,6 +86,16 @@ async def test_hook_context_messages_are_immutable_copies(host: PluginHost) -> N
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         seen[0].messages[0].content[0].text = "y"  # type: ignore[misc]
 
+    def hook(ctx: Any) -> None:
+        assert isinstance(ctx.messages, tuple)
+        with pytest.raises((TypeError, AttributeError)):
+            ctx.messages[0].content[0].text = "hacked"
+
+    agent, provider = _scripted(["ok"], before_run=hook)
+    result = await agent.run([_user("safe")])
+    assert result.success
+    assert dump_messages(provider.requests[0].messages) == [_user("safe")]
+
 
 _blocks = st.lists(
     st.one_of(
