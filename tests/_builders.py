@@ -1,8 +1,17 @@
-"""Builders of the plain-dict message shapes of DESIGN.md section 2, shared by the tests.
+"""Builders shared by the core's tests (plain helpers, not fixtures; fixtures live in conftest.py).
 
-``user(...)``/``assistant(...)`` wrap blocks into a message; ``text``, ``image``, ``video``,
-``tool_use`` and ``tool_result`` build blocks with small valid defaults; ``refused`` loads data
-that must be refused and checks the ``f"{path} {reason}"`` form of the error.
+- message shapes of DESIGN.md section 2 as plain dicts: ``user(...)``/``assistant(...)`` wrap
+  blocks into a message; ``text``, ``image``, ``video``, ``tool_use`` and ``tool_result`` build
+  blocks with small valid defaults; ``refused``/``refused_saying`` load data that must be refused
+  and check the error's path and wording;
+- the same shapes as the reference pages write them: ``user_turn``, ``assistant_turn``,
+  ``assistant_text``, ``text_block``, ``png_block``, ``video_block``, ``named_image``,
+  ``tool_call_turn``, and ``sent_dicts`` (what a ``ScriptedProvider`` received, as dicts);
+- agents on a ``ScriptedProvider``: ``make``, ``make_replying_ok``, ``scripted_agent``,
+  ``vision_agent``; hosts with the built-in plugins only (``builtin_host``); orchestrators that
+  never really sleep (``make_orchestrator``); ``start`` runs an agent with ``RunSettings``;
+- small fake providers, backends, call middleware (``Recorder``), and sleeps that several
+  behaviour files use.
 """
 
 from __future__ import annotations
@@ -175,7 +184,7 @@ def text_msg(role: str, text: str) -> dict[str, Any]:
 URL_SOURCE = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
 
 
-def _img(name: str) -> dict[str, Any]:
+def named_image(name: str) -> dict[str, Any]:
     return {
         "type": "image",
         "source": {"type": "url", "media_type": "image/png", "url": f"https://example.com/{name}"},
@@ -204,11 +213,11 @@ class Color(enum.Enum):
 VIDEO_SOURCE = {"type": "url", "media_type": "video/mp4", "url": "https://example.com/a.mp4"}
 
 
-def _text(text: str) -> dict[str, Any]:
+def text_block(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
-def _collect(into: list[Any]) -> Callable[[EvalCase], float]:
+def collecting_scorer(into: list[Any]) -> Callable[[EvalCase], float]:
     """A scorer that keeps every case it sees."""
 
     def scorer(case: EvalCase) -> float:
@@ -218,11 +227,11 @@ def _collect(into: list[Any]) -> Callable[[EvalCase], float]:
     return scorer
 
 
-def _user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+def user_turn(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [text_block(b) if isinstance(b, str) else b for b in blocks]}
 
 
-class _TinyBackend:
+class TinyBackend:
     kind = "tiny"
     display_name = "Tiny"
 
@@ -247,15 +256,18 @@ class _TinyBackend:
         self.closed += 1
 
 
-def _assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(b) if isinstance(b, str) else b for b in blocks]}
+def assistant_turn(*blocks: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [text_block(b) if isinstance(b, str) else b for b in blocks],
+    }
 
 
-def _tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
-    return _assistant({"type": "tool_use", "id": call_id, "name": name, "input": args})
+def tool_call_turn(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
+    return assistant_turn({"type": "tool_use", "id": call_id, "name": name, "input": args})
 
 
-def _agent(
+def scripted_agent(
     responses: list[Any], host: PluginHost | None = None, **config: Any
 ) -> tuple[Agent, ScriptedProvider]:
     provider = ScriptedProvider(responses)
@@ -263,7 +275,7 @@ def _agent(
     return agent, provider
 
 
-class _Recorder:
+class HookRecorder:
     """An in-process plugin recording before_run and progress calls."""
 
     def __init__(self) -> None:
@@ -282,7 +294,7 @@ class _Recorder:
 REFERENCE_MP4 = base64.b64encode(b"\x00\x00\x00\x18ftypmp42" + bytes(range(100))).decode("ascii")
 
 
-def _sent(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
+def sent_dicts(provider: ScriptedProvider, index: int = 0) -> list[dict[str, Any]]:
     return dump_messages(provider.requests[index].messages)
 
 
@@ -317,16 +329,16 @@ class ClosingProvider:
             self.closed += 1
 
 
-class _TinyBackendPlugin:
+class TinyBackendPlugin:
     def __init__(self) -> None:
         self.requests: list[BackendRequest] = []
         self.built = 0
-        self.backend: _TinyBackend | None = None
+        self.backend: TinyBackend | None = None
         self.made = asyncio.Event()
 
-    def _factory(self, options: Mapping[str, Any]) -> _TinyBackend:
+    def _factory(self, options: Mapping[str, Any]) -> TinyBackend:
         self.built += 1
-        self.backend = _TinyBackend(self.requests)
+        self.backend = TinyBackend(self.requests)
         self.made.set()
         return self.backend
 
@@ -335,7 +347,7 @@ class _TinyBackendPlugin:
         return [BackendSpec(kind="tiny", display_name="Tiny", factory=self._factory)]
 
 
-def _video(kind: str = "url") -> dict[str, Any]:
+def video_block(kind: str = "url") -> dict[str, Any]:
     if kind == "base64":
         source = {"type": "base64", "media_type": "video/mp4", "data": REFERENCE_MP4}
     else:
@@ -347,7 +359,7 @@ def _video(kind: str = "url") -> dict[str, Any]:
     return {"type": "video", "source": source}
 
 
-class _CostlyProvider:
+class CostlyProvider:
     """A provider reporting 100 + 100 tokens per call, always calling the ``add`` tool."""
 
     name = "costly"
@@ -360,9 +372,9 @@ class _CostlyProvider:
     def _response(self) -> ProviderResponse:
         self.calls += 1
         if self.tool_calls:
-            message = load_messages([_tool_call("add", {"a": 1, "b": 1}, f"c{self.calls}")])[0]
+            message = load_messages([tool_call_turn("add", {"a": 1, "b": 1}, f"c{self.calls}")])[0]
         else:
-            message = load_messages([_assistant("fine")])[0]
+            message = load_messages([assistant_turn("fine")])[0]
         return ProviderResponse(message=message, usage=Usage(100, 100))
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
@@ -393,15 +405,17 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 REFERENCE_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(60))).decode("ascii")
 
 
-def _assistant_says(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [_text(text)]}
+def assistant_text(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [text_block(text)]}
 
 
-async def _evaluated(input: Any, store_payloads: StorePayloads) -> EvalCase:
+async def evaluated_case(input: Any, store_payloads: StorePayloads) -> EvalCase:
     cases: list[EvalCase] = []
     oma = OpenMultiAgent(
-        evaluation=OnlineEvaluationConfig(scorers=[_collect(cases)], store_payloads=store_payloads),
-        plugins=_host(),
+        evaluation=OnlineEvaluationConfig(
+            scorers=[collecting_scorer(cases)], store_payloads=store_payloads
+        ),
+        plugins=builtin_host(),
     )
     result = await oma.run_agent(AgentConfig(name="v"), input)
     await oma.evaluation.flush()
@@ -410,7 +424,7 @@ async def _evaluated(input: Any, store_payloads: StorePayloads) -> EvalCase:
     return case
 
 
-def _png(kind: str = "base64") -> dict[str, Any]:
+def png_block(kind: str = "base64") -> dict[str, Any]:
     if kind == "base64":
         source = {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG}
     else:
@@ -455,16 +469,16 @@ class SlowStream:
             self.closed += 1
 
 
-def _reference_conversation() -> list[dict[str, Any]]:
+def reference_conversation() -> list[dict[str, Any]]:
     """The conversation of the page's first example."""
     return [
-        _user("Keep answers concise."),
-        _assistant_says("Understood."),
-        _user("What is shown here?", _png()),
+        user_turn("Keep answers concise."),
+        assistant_text("Understood."),
+        user_turn("What is shown here?", png_block()),
     ]
 
 
-def _host(*plugins: object) -> PluginHost:
+def builtin_host(*plugins: object) -> PluginHost:
     """Built-in plugins only (no installed package adds hooks), plus ``plugins``."""
     host = PluginHost(load_entrypoints=False)
     for plugin in plugins:
@@ -472,21 +486,21 @@ def _host(*plugins: object) -> PluginHost:
     return host
 
 
-def _scripted(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
+def vision_agent(responses: list[Any], **config: Any) -> tuple[Agent, ScriptedProvider]:
     provider = ScriptedProvider(responses)
-    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=_host())
+    agent = Agent(AgentConfig(name="vision", provider=provider, **config), plugins=builtin_host())
     return agent, provider
 
 
-async def _events(agent: Agent, input: Any) -> list[StreamEvent]:
+async def stream_events(agent: Agent, input: Any) -> list[StreamEvent]:
     return [event async for event in agent.stream(input)]
 
 
-def _config(provider: Any, **kwargs: Any) -> AgentConfig:
+def agent_config(provider: Any, **kwargs: Any) -> AgentConfig:
     return AgentConfig("vision", provider=provider, **kwargs)
 
 
-def _tool_turn(index: int) -> dict[str, Any]:
+def tool_round(index: int) -> dict[str, Any]:
     return {
         "role": "assistant",
         "content": [{"type": "tool_use", "id": f"t{index}", "name": "missing", "input": {}}],
@@ -573,7 +587,7 @@ def start(
 IMAGE = base64.b64encode(bytes(range(200))).decode()
 
 
-def _three_turn_conversation() -> list[dict[str, Any]]:
+def three_turn_conversation() -> list[dict[str, Any]]:
     return [
         {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
         {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]},
@@ -590,13 +604,13 @@ def _three_turn_conversation() -> list[dict[str, Any]]:
     ]
 
 
-async def _no_sleep(seconds: float) -> None:
+async def instant_sleep(seconds: float) -> None:
     return None
 
 
-def _oma(**kwargs: Any) -> OpenMultiAgent:
+def make_orchestrator(**kwargs: Any) -> OpenMultiAgent:
     kwargs.setdefault("plugins", PluginHost(load_entrypoints=False))
-    kwargs.setdefault("retry_policy", RetryPolicy(sleep=_no_sleep))
+    kwargs.setdefault("retry_policy", RetryPolicy(sleep=instant_sleep))
     return OpenMultiAgent(**kwargs)
 
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from oma_core import (
-    AgentConfig,
-)
+from oma_core import AgentConfig
 
 AGENT_CONFIG_PARAMS: list[tuple[str, Any]] = [
     ("name", inspect.Parameter.empty),

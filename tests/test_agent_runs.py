@@ -8,25 +8,25 @@ from collections.abc import Callable
 
 import pytest
 from _builders import (
+    CostlyProvider,
     Recorder,
-    _agent,
-    _assistant,
-    _assistant_says,
-    _CostlyProvider,
-    _events,
-    _host,
-    _img,
-    _reference_conversation,
-    _scripted,
-    _sent,
-    _text,
-    _tool_call,
-    _user,
     add,
+    assistant_text,
+    assistant_turn,
+    builtin_host,
     make,
     make_replying_ok,
+    named_image,
+    reference_conversation,
+    scripted_agent,
+    sent_dicts,
     start,
+    stream_events,
+    text_block,
     text_msg,
+    tool_call_turn,
+    user_turn,
+    vision_agent,
 )
 
 from oma_core import (
@@ -45,21 +45,19 @@ from oma_core import (
     image_url,
     load_messages,
 )
-from oma_core.providers import (
-    ProviderResponse,
-)
+from oma_core.providers import ProviderResponse
 from oma_core.testing import ScriptedProvider
 
 
 async def test_run_with_a_string_sends_one_user_text_message(host: PluginHost) -> None:
-    agent, provider = _agent(["hello"])
+    agent, provider = scripted_agent(["hello"])
     result = await agent.run("What is shown?")
     assert isinstance(result, RunResult)
     assert result.success and result.output == "hello"
     assert result.status == RunStatus("ok", None) or (
         result.status.code == "ok" and result.status.error is None
     )
-    assert _sent(provider) == [_user("What is shown?")]
+    assert sent_dicts(provider) == [user_turn("What is shown?")]
 
     agent, provider = make(host, "hello")
     result = await agent.run("hi")
@@ -67,19 +65,19 @@ async def test_run_with_a_string_sends_one_user_text_message(host: PluginHost) -
     assert result.output == "hello"
     assert provider.requests[0].messages == (LLMMessage("user", (TextBlock("hi"),)),)
 
-    agent, provider = _scripted(["a", "b"])
+    agent, provider = vision_agent(["a", "b"])
     await agent.run("What is shown?")
-    await agent.run([_user("What is shown?")])
+    await agent.run([user_turn("What is shown?")])
     first, second = provider.requests
     assert first.messages == (LLMMessage("user", (TextBlock("What is shown?"),)),)
     assert first.messages == second.messages
 
 
 async def test_run_with_messages_sends_the_complete_conversation(host: PluginHost) -> None:
-    conv = [_user("a", _img("x.png")), _assistant("b"), _user("c")]
-    agent, provider = _agent(["ok"])
+    conv = [user_turn("a", named_image("x.png")), assistant_turn("b"), user_turn("c")]
+    agent, provider = scripted_agent(["ok"])
     await agent.run(conv)
-    assert _sent(provider) == conv
+    assert sent_dicts(provider) == conv
 
     agent, provider = make(host, "ok", system_prompt="be brief")
     conversation = [text_msg("user", "q1"), text_msg("assistant", "a1"), text_msg("user", "q2")]
@@ -90,7 +88,7 @@ async def test_run_with_messages_sends_the_complete_conversation(host: PluginHos
 
 
 def test_run_sync_and_prompt_sync_wrap_the_async_calls() -> None:
-    agent, provider = _agent(["a", "b"])
+    agent, provider = scripted_agent(["a", "b"])
     assert agent.run_sync("x").output == "a"
     assert agent.prompt_sync("y").output == "b"
     assert len(agent.get_history()) == 2
@@ -98,8 +96,8 @@ def test_run_sync_and_prompt_sync_wrap_the_async_calls() -> None:
 
 
 async def test_run_result_messages_are_the_produced_turns_only(host: PluginHost) -> None:
-    agent, _ = _agent([_tool_call("add", {"a": 2, "b": 3}), "five"], tools=[add])
-    result = await agent.run([_user("2+3?")])
+    agent, _ = scripted_agent([tool_call_turn("add", {"a": 2, "b": 3}), "five"], tools=[add])
+    result = await agent.run([user_turn("2+3?")])
     assert isinstance(result.messages, list)
     dumped = dump_messages(result.messages)
     assert [m["role"] for m in dumped] == ["assistant", "user", "assistant"]
@@ -108,7 +106,7 @@ async def test_run_result_messages_are_the_produced_turns_only(host: PluginHost)
     assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == "c1"
     assert "5" in json.dumps(tool_result["content"])
     assert not tool_result.get("is_error", False)
-    assert dumped[2] == _assistant("five")
+    assert dumped[2] == assistant_turn("five")
     assert result.output == "five"
 
     agent, _ = make(host, "answer")
@@ -119,7 +117,7 @@ async def test_run_result_messages_are_the_produced_turns_only(host: PluginHost)
 
 
 async def test_run_result_usage_is_a_usage_with_token_counts() -> None:
-    agent, _ = _agent(["ok"])
+    agent, _ = scripted_agent(["ok"])
     result = await agent.run("x")
     assert isinstance(result.usage, Usage)
     assert isinstance(result.usage.input_tokens, int)
@@ -130,7 +128,7 @@ async def test_a_provider_failure_is_a_failed_result_holding_the_exception_not_r
     host: PluginHost,
 ) -> None:
     boom = ProviderError("bad request", status_code=400)
-    agent, _ = _agent([boom])
+    agent, _ = scripted_agent([boom])
     result = await agent.run("x")
     assert result.success is False
     assert isinstance(result.status, RunStatus)
@@ -145,7 +143,7 @@ async def test_a_provider_failure_is_a_failed_result_holding_the_exception_not_r
 
 
 async def test_run_usage_sums_every_model_call(host: PluginHost) -> None:
-    class TwoCalls(_CostlyProvider):
+    class TwoCalls(CostlyProvider):
         def _response(self) -> ProviderResponse:
             self.tool_calls = self.calls == 0
             return super()._response()
@@ -170,9 +168,9 @@ async def test_run_usage_sums_every_model_call(host: PluginHost) -> None:
 
 
 async def test_run_agent_accepts_the_reference_conversation_with_a_base64_image() -> None:
-    oma = OpenMultiAgent(plugins=_host())
+    oma = OpenMultiAgent(plugins=builtin_host())
     result = await oma.run_agent(
-        AgentConfig(name="vision", model="claude-sonnet-4-6"), _reference_conversation()
+        AgentConfig(name="vision", model="claude-sonnet-4-6"), reference_conversation()
     )
     assert result.success
     # echo describes every message it received: all three turns and the image arrived
@@ -182,23 +180,23 @@ async def test_run_agent_accepts_the_reference_conversation_with_a_base64_image(
 
 
 async def test_run_stream_and_run_agent_send_the_complete_conversation() -> None:
-    conversation = _reference_conversation()
+    conversation = reference_conversation()
     expected = load_messages(conversation)
-    agent, provider = _scripted(["1", "2"])
+    agent, provider = vision_agent(["1", "2"])
     await agent.run(conversation)
-    await _events(agent, conversation)
+    await stream_events(agent, conversation)
     oma_provider = ScriptedProvider(["3"])
-    oma = OpenMultiAgent(plugins=_host())
+    oma = OpenMultiAgent(plugins=builtin_host())
     await oma.run_agent(AgentConfig(name="v", provider=oma_provider), conversation)
     assert [r.messages for r in provider.requests] == [expected, expected]
     assert oma_provider.requests[0].messages == expected
 
 
 async def test_messages_and_blocks_may_be_objects_or_dicts_mixed_freely() -> None:
-    agent, provider = _scripted(["ok"])
+    agent, provider = vision_agent(["ok"])
     message = LLMMessage("user", (TextBlock("from an object"),))
     await agent.run(
-        [message, _assistant_says("r"), _user(image_url("https://example.com/a.png"), "t")]
+        [message, assistant_text("r"), user_turn(image_url("https://example.com/a.png"), "t")]
     )
     sent = provider.requests[0].messages
     assert sent[0] == message
@@ -206,11 +204,11 @@ async def test_messages_and_blocks_may_be_objects_or_dicts_mixed_freely() -> Non
 
 
 async def test_one_input_built_once_runs_on_several_agents_at_once() -> None:
-    shared = [image_url("https://example.com/diagram.png"), _text("Explain this diagram.")]
+    shared = [image_url("https://example.com/diagram.png"), text_block("Explain this diagram.")]
     snapshot = list(shared)
     providers = [ScriptedProvider([f"answer {i}"]) for i in range(3)]
     agents = [
-        Agent(AgentConfig(name=f"a{i}", provider=p), plugins=_host())
+        Agent(AgentConfig(name=f"a{i}", provider=p), plugins=builtin_host())
         for i, p in enumerate(providers)
     ]
     results = await asyncio.gather(*(agent.prompt(shared) for agent in agents))

@@ -9,14 +9,14 @@ from typing import Any
 import attrs
 import pytest
 from _builders import (
-    _assistant,
-    _assistant_says,
-    _events,
-    _oma,
-    _text,
-    _three_turn_conversation,
-    _TinyBackendPlugin,
-    _user,
+    TinyBackendPlugin,
+    assistant_text,
+    assistant_turn,
+    make_orchestrator,
+    stream_events,
+    text_block,
+    three_turn_conversation,
+    user_turn,
 )
 
 from oma_core import (
@@ -52,8 +52,8 @@ def _host(*plugins: object) -> PluginHost:
     return host
 
 
-def _backend_agent(**config: Any) -> tuple[Agent, _TinyBackendPlugin, PluginHost]:
-    plugin = _TinyBackendPlugin()
+def _backend_agent(**config: Any) -> tuple[Agent, TinyBackendPlugin, PluginHost]:
+    plugin = TinyBackendPlugin()
     host = _host(plugin)
     agent = Agent(AgentConfig(name="ext", backend={"kind": "tiny"}, **config), plugins=host)
     return agent, plugin, host
@@ -188,23 +188,25 @@ async def test_external_backend_runs_string_prompts() -> None:
 async def test_external_backend_refuses_structured_input_before_anything_starts() -> None:
     agent, plugin, host = _backend_agent()
     with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
-        agent.run([_user("x")])
+        agent.run([user_turn("x")])
     with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
-        agent.stream([_user("x")])
+        agent.stream([user_turn("x")])
     with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
-        agent.prompt([_text("x")])
+        agent.prompt([text_block("x")])
     progress: list[Any] = []
     oma = OpenMultiAgent(on_progress=progress.append, plugins=host)
     with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
-        _ = oma.run_agent(AgentConfig(name="ext", backend={"kind": "tiny"}), [_user("x")])
+        _ = oma.run_agent(AgentConfig(name="ext", backend={"kind": "tiny"}), [user_turn("x")])
     assert plugin.built == 0 and plugin.requests == [] and progress == []
     assert agent.get_history() == []
 
     events: list[ProgressEvent] = []
-    oma = _oma(on_progress=events.append, evaluation=OnlineEvaluationConfig([lambda c: 1.0]))
+    oma = make_orchestrator(
+        on_progress=events.append, evaluation=OnlineEvaluationConfig([lambda c: 1.0])
+    )
     config = AgentConfig("cli", backend={"kind": "process", "command": ["true"]})
     with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
-        oma.run_agent(config, _three_turn_conversation())
+        oma.run_agent(config, three_turn_conversation())
     await oma.evaluation.flush()
     assert events == []
     assert oma.evaluation.stats().sampled == 0
@@ -213,7 +215,7 @@ async def test_external_backend_refuses_structured_input_before_anything_starts(
 async def test_a_hook_changing_messages_fails_an_external_run(
     host: PluginHost, registry: Registry
 ) -> None:
-    agent, plugin, _ = _backend_agent(before_run=lambda ctx: {"messages": [_user("other")]})
+    agent, plugin, _ = _backend_agent(before_run=lambda ctx: {"messages": [user_turn("other")]})
     result = await agent.run("hello")
     assert not result.success
     assert "cannot be forwarded without loss" in str(result.status.error)
@@ -246,7 +248,7 @@ async def test_a_hook_rewriting_the_prompt_reaches_an_external_backend() -> None
 async def test_history_does_not_seed_an_external_backend(
     host: PluginHost, registry: Registry
 ) -> None:
-    agent, plugin, _ = _backend_agent(history=[_user("secret old turn"), _assistant("r")])
+    agent, plugin, _ = _backend_agent(history=[user_turn("secret old turn"), assistant_turn("r")])
     result = await agent.prompt("now")
     assert result.success
     assert plugin.requests[0].prompt == "now"
@@ -265,7 +267,7 @@ async def test_an_external_backend_streams_text_then_done() -> None:
 
 
 async def test_run_agent_stops_the_external_backend_it_started() -> None:
-    plugin = _TinyBackendPlugin()
+    plugin = TinyBackendPlugin()
     oma = OpenMultiAgent(plugins=_host(plugin))
     result = await oma.run_agent(AgentConfig(name="ext", backend={"kind": "tiny"}), "hi")
     assert result.success and result.output == "re:hi"
@@ -273,7 +275,7 @@ async def test_run_agent_stops_the_external_backend_it_started() -> None:
 
 
 async def test_cancelling_an_external_run_closes_its_turn() -> None:
-    plugin = _TinyBackendPlugin()
+    plugin = TinyBackendPlugin()
     oma = OpenMultiAgent(plugins=_host(plugin))
     task = asyncio.ensure_future(
         oma.run_agent(AgentConfig(name="ext", backend={"kind": "tiny"}), "hang")
@@ -298,11 +300,11 @@ async def test_external_backends_refuse_structured_input_before_starting(kind: s
     progress: list[ProgressEvent] = []
     oma = OpenMultiAgent(on_progress=progress.append, plugins=host)
     for call in (
-        lambda: agent.run([_user("x")]),
-        lambda: agent.stream([_user("x")]),
-        lambda: agent.prompt([_text("x")]),
+        lambda: agent.run([user_turn("x")]),
+        lambda: agent.stream([user_turn("x")]),
+        lambda: agent.prompt([text_block("x")]),
         lambda: agent.prompt([image_url("https://example.com/a.png")]),
-        lambda: oma.run_agent(config, [_user("x")]),
+        lambda: oma.run_agent(config, [user_turn("x")]),
     ):
         with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
             call()
@@ -319,7 +321,7 @@ async def test_external_backends_run_string_prompts(kind: str) -> None:
     assert plugin.requests[0].prompt == "hello"
     await agent.prompt("again")
     assert [r.continue_session for r in plugin.requests] == [False, True]
-    events = await _events(agent, "streamed")
+    events = await stream_events(agent, "streamed")
     assert events[-1].data.output == "echo:streamed"
 
 
@@ -328,7 +330,7 @@ async def test_external_backends_refuse_message_and_block_objects_too(kind: str)
     plugin = _BackendPlugin()
     agent = Agent(AgentConfig(name="ext", backend={"kind": kind}), plugins=_host(plugin))
     with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
-        agent.run(load_messages([_user("x")]))
+        agent.run(load_messages([user_turn("x")]))
     with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
         agent.prompt([TextBlock("x")])
     with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
@@ -349,7 +351,9 @@ async def test_an_external_agents_hook_may_rewrite_the_prompt_but_not_messages(k
         AgentConfig(
             name="e",
             backend={"kind": kind},
-            before_run=lambda c: {"messages": [_user("other"), _assistant_says("a"), _user("q")]},
+            before_run=lambda c: {
+                "messages": [user_turn("other"), assistant_text("a"), user_turn("q")]
+            },
         ),
         plugins=host,
     )
@@ -379,7 +383,7 @@ async def test_history_does_not_seed_an_external_transport(kind: str) -> None:
     plugin = _BackendPlugin()
     agent = Agent(
         AgentConfig(
-            name="e", backend={"kind": kind}, history=[_user("secret"), _assistant_says("a")]
+            name="e", backend={"kind": kind}, history=[user_turn("secret"), assistant_text("a")]
         ),
         plugins=_host(plugin),
     )

@@ -10,16 +10,16 @@ import attrs
 import pytest
 from _builders import (
     REFERENCE_PNG,
-    _agent,
-    _assistant,
-    _assistant_says,
-    _img,
-    _png,
-    _reference_conversation,
-    _scripted,
-    _sent,
-    _text,
-    _user,
+    assistant_text,
+    assistant_turn,
+    named_image,
+    png_block,
+    reference_conversation,
+    scripted_agent,
+    sent_dicts,
+    text_block,
+    user_turn,
+    vision_agent,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -91,10 +91,10 @@ async def test_hook_context_messages_are_immutable_copies(host: PluginHost) -> N
         with pytest.raises((TypeError, AttributeError)):
             ctx.messages[0].content[0].text = "hacked"
 
-    agent, provider = _scripted(["ok"], before_run=hook)
-    result = await agent.run([_user("safe")])
+    agent, provider = vision_agent(["ok"], before_run=hook)
+    result = await agent.run([user_turn("safe")])
     assert result.success
-    assert dump_messages(provider.requests[0].messages) == [_user("safe")]
+    assert dump_messages(provider.requests[0].messages) == [user_turn("safe")]
 
 
 _blocks = st.lists(
@@ -125,8 +125,8 @@ def test_a_rewritten_turn_has_one_text_block_and_keeps_the_rest_in_order(
 
 async def test_before_run_context_carries_messages_prompt_and_agent() -> None:
     seen: list[Any] = []
-    conv = [_user("old"), _assistant("r"), _user("a", _img("x.png"), "b")]
-    agent, _ = _agent(["ok"], before_run=seen.append)
+    conv = [user_turn("old"), assistant_turn("r"), user_turn("a", named_image("x.png"), "b")]
+    agent, _ = scripted_agent(["ok"], before_run=seen.append)
     await agent.run(conv)
     (ctx,) = seen
     assert isinstance(ctx.messages, tuple)
@@ -139,9 +139,9 @@ async def test_before_run_context_carries_messages_prompt_and_agent() -> None:
 
 
 async def test_before_run_returning_none_leaves_the_input_unchanged(host: PluginHost) -> None:
-    agent, provider = _agent(["ok"], before_run=lambda ctx: None)
-    await agent.run([_user("t1", "t2")])
-    assert _sent(provider) == [_user("t1", "t2")]
+    agent, provider = scripted_agent(["ok"], before_run=lambda ctx: None)
+    await agent.run([user_turn("t1", "t2")])
+    assert sent_dicts(provider) == [user_turn("t1", "t2")]
 
     agent, provider = make(host, lambda ctx: None)
     await agent.run("hello")
@@ -149,15 +149,15 @@ async def test_before_run_returning_none_leaves_the_input_unchanged(host: Plugin
 
 
 async def test_before_run_worked_example_replaces_first_text_and_drops_the_others() -> None:
-    agent, provider = _agent(["ok"], before_run=lambda ctx: {"prompt": "new"})
-    await agent.run([_user(_img("A.png"), "t1", _img("B.png"), "t2")])
-    assert _sent(provider) == [_user(_img("A.png"), "new", _img("B.png"))]
+    agent, provider = scripted_agent(["ok"], before_run=lambda ctx: {"prompt": "new"})
+    await agent.run([user_turn(named_image("A.png"), "t1", named_image("B.png"), "t2")])
+    assert sent_dicts(provider) == [user_turn(named_image("A.png"), "new", named_image("B.png"))]
 
 
 async def test_before_run_evolved_context_rewrites_the_prompt(host: PluginHost) -> None:
-    agent, provider = _agent(["ok"], before_run=lambda ctx: attrs.evolve(ctx, prompt="new"))
-    await agent.run([_user("old"), _assistant("r"), _user("t1")])
-    assert _sent(provider) == [_user("old"), _assistant("r"), _user("new")]
+    agent, provider = scripted_agent(["ok"], before_run=lambda ctx: attrs.evolve(ctx, prompt="new"))
+    await agent.run([user_turn("old"), assistant_turn("r"), user_turn("t1")])
+    assert sent_dicts(provider) == [user_turn("old"), assistant_turn("r"), user_turn("new")]
 
     agent, provider = make(host, lambda ctx: attrs.evolve(ctx, prompt=ctx.prompt.upper()))
     await agent.run([{"role": "user", "content": [text("a"), image(PNG_A), text("b")]}])
@@ -167,9 +167,9 @@ async def test_before_run_evolved_context_rewrites_the_prompt(host: PluginHost) 
 
 
 async def test_before_run_prepends_a_text_block_to_a_turn_without_text(host: PluginHost) -> None:
-    agent, provider = _agent(["ok"], before_run=lambda ctx: {"prompt": "new"})
-    await agent.run([_user(_img("A.png"))])
-    assert _sent(provider) == [_user("new", _img("A.png"))]
+    agent, provider = scripted_agent(["ok"], before_run=lambda ctx: {"prompt": "new"})
+    await agent.run([user_turn(named_image("A.png"))])
+    assert sent_dicts(provider) == [user_turn("new", named_image("A.png"))]
 
     agent, provider = make(host, lambda ctx: {"prompt": "describe"})
     await agent.run([{"role": "user", "content": [image(PNG_A)]}])
@@ -177,20 +177,20 @@ async def test_before_run_prepends_a_text_block_to_a_turn_without_text(host: Plu
     assert [block.type for block in content] == ["text", "image"]
     assert content[0] == TextBlock("describe")
 
-    agent, provider = _scripted(["ok"], before_run=lambda ctx: {"prompt": "Describe it."})
-    await agent.run([_user(_png("url"), _png())])
+    agent, provider = vision_agent(["ok"], before_run=lambda ctx: {"prompt": "Describe it."})
+    await agent.run([user_turn(png_block("url"), png_block())])
     assert dump_messages(provider.requests[0].messages) == [
-        _user("Describe it.", _png("url"), _png())
+        user_turn("Describe it.", png_block("url"), png_block())
     ]
 
 
 async def test_before_run_appends_a_user_turn_when_there_is_none(host: PluginHost) -> None:
     def hook(ctx: Any) -> Mapping[str, Any]:
-        return {"messages": [_assistant("only")], "prompt": "new"}
+        return {"messages": [assistant_turn("only")], "prompt": "new"}
 
-    agent, provider = _agent(["ok"], before_run=hook)
+    agent, provider = scripted_agent(["ok"], before_run=hook)
     await agent.run("original")
-    assert _sent(provider) == [_assistant("only"), _user("new")]
+    assert sent_dicts(provider) == [assistant_turn("only"), user_turn("new")]
 
     def hook(ctx: BeforeRunContext) -> dict[str, Any]:
         return {"messages": [{"role": "assistant", "content": [text("hi")]}], "prompt": "go"}
@@ -201,9 +201,9 @@ async def test_before_run_appends_a_user_turn_when_there_is_none(host: PluginHos
 
 
 async def test_before_run_prompt_equal_to_the_received_one_changes_nothing() -> None:
-    agent, provider = _agent(["ok"], before_run=lambda ctx: {"prompt": ctx.prompt})
-    await agent.run([_user("t1", _img("A.png"), "t2")])
-    assert _sent(provider) == [_user("t1", _img("A.png"), "t2")]
+    agent, provider = scripted_agent(["ok"], before_run=lambda ctx: {"prompt": ctx.prompt})
+    await agent.run([user_turn("t1", named_image("A.png"), "t2")])
+    assert sent_dicts(provider) == [user_turn("t1", named_image("A.png"), "t2")]
 
 
 async def test_before_run_async_hook_is_awaited(host: PluginHost) -> None:
@@ -211,9 +211,9 @@ async def test_before_run_async_hook_is_awaited(host: PluginHost) -> None:
         await asyncio.sleep(0)
         return {"prompt": "async"}
 
-    agent, provider = _agent(["ok"], before_run=hook)
+    agent, provider = scripted_agent(["ok"], before_run=hook)
     await agent.run("x")
-    assert _sent(provider) == [_user("async")]
+    assert sent_dicts(provider) == [user_turn("async")]
 
     async def hook(ctx: BeforeRunContext) -> dict[str, str]:
         return {"prompt": "from async"}
@@ -227,18 +227,18 @@ async def test_a_hook_may_return_the_whole_context_as_a_mapping() -> None:
     def hook(ctx: Any) -> Mapping[str, Any]:
         return {"messages": ctx.messages, "prompt": "new", "agent": ctx.agent}
 
-    agent, provider = _agent(["ok"], before_run=hook)
-    await agent.run([_user("t1", _img("A.png"), "t2")])
-    assert _sent(provider) == [_user("new", _img("A.png"))]
+    agent, provider = scripted_agent(["ok"], before_run=hook)
+    await agent.run([user_turn("t1", named_image("A.png"), "t2")])
+    assert sent_dicts(provider) == [user_turn("new", named_image("A.png"))]
 
 
 async def test_before_run_receives_a_message_copy_and_the_latest_user_text() -> None:
     seen: list[Any] = []
-    agent, _ = _scripted(["ok"], before_run=seen.append)
+    agent, _ = vision_agent(["ok"], before_run=seen.append)
     conversation = [
-        _user("old text"),
-        _assistant_says("a"),
-        _user("What is ", _png("url"), "shown here?"),
+        user_turn("old text"),
+        assistant_text("a"),
+        user_turn("What is ", png_block("url"), "shown here?"),
     ]
     await agent.run(conversation)
     (ctx,) = seen
@@ -248,8 +248,8 @@ async def test_before_run_receives_a_message_copy_and_the_latest_user_text() -> 
 
 async def test_an_image_only_turn_has_an_empty_prompt_but_full_messages(host: PluginHost) -> None:
     seen: list[Any] = []
-    agent, _ = _scripted(["ok"], before_run=seen.append)
-    await agent.run([_user("earlier"), _assistant_says("a"), _user(_png())])
+    agent, _ = vision_agent(["ok"], before_run=seen.append)
+    await agent.run([user_turn("earlier"), assistant_text("a"), user_turn(png_block())])
     assert seen[0].prompt == ""
     assert isinstance(seen[0].messages[-1].content[0], ImageBlock)
 
@@ -260,8 +260,8 @@ async def test_an_image_only_turn_has_an_empty_prompt_but_full_messages(host: Pl
     assert isinstance(seen[0].messages[0].content[0], ImageBlock)
 
     seen: list[Any] = []
-    agent, _ = _agent(["ok"], before_run=seen.append)
-    await agent.run([_user(_img("x.png"))])
+    agent, _ = scripted_agent(["ok"], before_run=seen.append)
+    await agent.run([user_turn(named_image("x.png"))])
     assert seen[0].prompt == ""
 
 
@@ -269,8 +269,8 @@ async def test_before_run_may_return_the_context_spread_with_changes() -> None:
     def hook(ctx: Any) -> dict[str, Any]:
         return {"messages": ctx.messages, "prompt": ctx.prompt, "agent": ctx.agent}
 
-    agent, provider = _scripted(["ok"], before_run=hook)
-    conversation = _reference_conversation()
+    agent, provider = vision_agent(["ok"], before_run=hook)
+    conversation = reference_conversation()
     assert (await agent.run(conversation)).success
     assert provider.requests[0].messages == load_messages(conversation)
 
@@ -288,65 +288,71 @@ async def test_before_run_return_forms(style: str) -> None:
         await asyncio.sleep(0)
         return {"prompt": "changed"}
 
-    agent, provider = _scripted(["ok"], before_run=async_hook if style == "async" else hook)
-    await agent.run([_user("orig", _png("url"))])
+    agent, provider = vision_agent(["ok"], before_run=async_hook if style == "async" else hook)
+    await agent.run([user_turn("orig", png_block("url"))])
     expected = "orig" if style == "none" else "changed"
-    assert dump_messages(provider.requests[0].messages) == [_user(expected, _png("url"))]
+    assert dump_messages(provider.requests[0].messages) == [user_turn(expected, png_block("url"))]
 
 
 async def test_before_run_on_prompt_sees_history_plus_the_new_turn() -> None:
     seen: list[Any] = []
-    agent, _ = _scripted(
-        ["r"], history=[_user("old"), _assistant_says("a")], before_run=seen.append
+    agent, _ = vision_agent(
+        ["r"], history=[user_turn("old"), assistant_text("a")], before_run=seen.append
     )
-    await agent.prompt([_png("url"), _text("new question")])
+    await agent.prompt([png_block("url"), text_block("new question")])
     assert dump_messages(seen[0].messages) == [
-        _user("old"),
-        _assistant_says("a"),
-        _user(_png("url"), "new question"),
+        user_turn("old"),
+        assistant_text("a"),
+        user_turn(png_block("url"), "new question"),
     ]
     assert seen[0].prompt == "new question"
 
     seen: list[Any] = []
-    agent, _ = _agent(["r"], history=[_user("old"), _assistant("older")], before_run=seen.append)
-    await agent.prompt([_text("new"), _img("n.png")])
+    agent, _ = scripted_agent(
+        ["r"], history=[user_turn("old"), assistant_turn("older")], before_run=seen.append
+    )
+    await agent.prompt([text_block("new"), named_image("n.png")])
     assert dump_messages(seen[0].messages) == [
-        _user("old"),
-        _assistant("older"),
-        _user("new", _img("n.png")),
+        user_turn("old"),
+        assistant_turn("older"),
+        user_turn("new", named_image("n.png")),
     ]
     assert seen[0].prompt == "new"
 
 
 async def test_returning_messages_replaces_the_complete_input() -> None:
-    replacement = [_user("a whole new conversation")]
-    agent, provider = _scripted(["ok"], before_run=lambda ctx: {"messages": replacement})
-    await agent.run(_reference_conversation())
+    replacement = [user_turn("a whole new conversation")]
+    agent, provider = vision_agent(["ok"], before_run=lambda ctx: {"messages": replacement})
+    await agent.run(reference_conversation())
     assert provider.requests[0].messages == load_messages(replacement)
 
 
 async def test_a_spread_context_with_new_messages_and_the_old_prompt_keeps_the_new_text() -> None:
     def hook(ctx: Any) -> dict[str, Any]:
-        return {"agent": ctx.agent, "prompt": ctx.prompt, "messages": [_user("replacement")]}
+        return {"agent": ctx.agent, "prompt": ctx.prompt, "messages": [user_turn("replacement")]}
 
-    agent, provider = _scripted(["ok"], before_run=hook)
+    agent, provider = vision_agent(["ok"], before_run=hook)
     await agent.run("original")
-    assert dump_messages(provider.requests[0].messages) == [_user("replacement")]
+    assert dump_messages(provider.requests[0].messages) == [user_turn("replacement")]
 
 
 async def test_evolving_only_the_messages_replaces_the_input() -> None:
     def hook(ctx: Any) -> Any:
-        return attrs.evolve(ctx, messages=load_messages([_user("replacement", _png("url"))]))
+        return attrs.evolve(
+            ctx, messages=load_messages([user_turn("replacement", png_block("url"))])
+        )
 
-    agent, provider = _scripted(["ok"], before_run=hook)
+    agent, provider = vision_agent(["ok"], before_run=hook)
     await agent.run("original")
-    assert dump_messages(provider.requests[0].messages) == [_user("replacement", _png("url"))]
+    assert dump_messages(provider.requests[0].messages) == [
+        user_turn("replacement", png_block("url"))
+    ]
 
 
 async def test_messages_are_replaced_first_then_the_prompt_and_non_text_keeps_order(
     host: PluginHost,
 ) -> None:
-    a = _png("url")
+    a = png_block("url")
     b = {
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": REFERENCE_PNG},
@@ -354,15 +360,15 @@ async def test_messages_are_replaced_first_then_the_prompt_and_non_text_keeps_or
 
     def hook(ctx: Any) -> dict[str, Any]:
         return {
-            "messages": [_user("ignored"), _assistant_says("x"), _user(a, "t1", b, "t2")],
+            "messages": [user_turn("ignored"), assistant_text("x"), user_turn(a, "t1", b, "t2")],
             "prompt": "new",
         }
 
-    agent, provider = _scripted(["ok"], before_run=hook)
+    agent, provider = vision_agent(["ok"], before_run=hook)
     await agent.run("original")
     sent = dump_messages(provider.requests[0].messages)
-    assert sent[0] == _user("ignored")  # only the latest user turn's text is replaced
-    assert sent[-1] == _user(a, "new", b)
+    assert sent[0] == user_turn("ignored")  # only the latest user turn's text is replaced
+    assert sent[-1] == user_turn(a, "new", b)
 
     replacement = [
         {"role": "user", "content": [image(PNG_A), text("t1"), image(PNG_B), text("t2")]}
@@ -386,18 +392,28 @@ async def test_messages_are_replaced_first_then_the_prompt_and_non_text_keeps_or
 
     def hook(ctx: Any) -> Mapping[str, Any]:
         return {
-            "messages": [_user("m1"), _assistant("m2"), _user("x", _img("A.png"), "y")],
+            "messages": [
+                user_turn("m1"),
+                assistant_turn("m2"),
+                user_turn("x", named_image("A.png"), "y"),
+            ],
             "prompt": "P",
         }
 
-    agent, provider = _agent(["ok"], before_run=hook)
+    agent, provider = scripted_agent(["ok"], before_run=hook)
     await agent.run("original")
-    assert _sent(provider) == [_user("m1"), _assistant("m2"), _user("P", _img("A.png"))]
+    assert sent_dicts(provider) == [
+        user_turn("m1"),
+        assistant_turn("m2"),
+        user_turn("P", named_image("A.png")),
+    ]
 
 
 async def test_a_prompt_rewrite_alone_replaces_the_latest_user_text_blocks() -> None:
-    agent, provider = _scripted(["ok"], before_run=lambda ctx: {"prompt": ctx.prompt.upper()})
-    await agent.run([_user("first"), _assistant_says("a"), _user("one ", _png("url"), "two")])
+    agent, provider = vision_agent(["ok"], before_run=lambda ctx: {"prompt": ctx.prompt.upper()})
+    await agent.run(
+        [user_turn("first"), assistant_text("a"), user_turn("one ", png_block("url"), "two")]
+    )
     sent = dump_messages(provider.requests[0].messages)
-    assert sent[0] == _user("first")
-    assert sent[-1] == _user("ONE TWO", _png("url"))
+    assert sent[0] == user_turn("first")
+    assert sent[-1] == user_turn("ONE TWO", png_block("url"))

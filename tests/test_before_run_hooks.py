@@ -9,13 +9,13 @@ from typing import Any
 import attrs
 import pytest
 from _builders import (
-    _agent,
-    _events,
-    _host,
-    _scripted,
-    _sent,
-    _text,
-    _user,
+    builtin_host,
+    scripted_agent,
+    sent_dicts,
+    stream_events,
+    text_block,
+    user_turn,
+    vision_agent,
 )
 
 from oma_core import (
@@ -57,17 +57,17 @@ class Shout:
 
 async def test_package_hooks_run_in_pluggy_order_then_the_agents_own_hook(host: PluginHost) -> None:
     log: list[str] = []
-    suffixes = _host(_PromptSuffix("A", log), _PromptSuffix("B", log))
+    suffixes = builtin_host(_PromptSuffix("A", log), _PromptSuffix("B", log))
 
     def own(ctx: Any) -> Mapping[str, Any]:
         log.append(f"own<-{ctx.prompt}")
         return {"prompt": ctx.prompt + "!"}
 
-    agent, provider = _agent(["ok"], host=suffixes, before_run=own)
+    agent, provider = scripted_agent(["ok"], host=suffixes, before_run=own)
     await agent.run("p")
     # pluggy calls the plugin registered last first
     assert log == ["B<-p", "A<-pB", "own<-pBA"]
-    assert _sent(provider) == [_user("pBA!")]
+    assert sent_dicts(provider) == [user_turn("pBA!")]
 
     order: list[str] = []
 
@@ -83,7 +83,7 @@ async def test_package_hooks_run_in_pluggy_order_then_the_agents_own_hook(host: 
 
     provider = ScriptedProvider(["ok"])
     agent = Agent(
-        AgentConfig(name="v", provider=provider, before_run=own), plugins=_host(Package())
+        AgentConfig(name="v", provider=provider, before_run=own), plugins=builtin_host(Package())
     )
     await agent.run("hi")
     assert order == ["package:hi", "agent:hi +pkg"]
@@ -105,7 +105,7 @@ async def test_a_raising_before_run_hook_fails_the_run_without_raising(host: Plu
     def hook(ctx: Any) -> None:
         raise RuntimeError("hook broke")
 
-    agent, provider = _agent(["ok"], before_run=hook)
+    agent, provider = scripted_agent(["ok"], before_run=hook)
     result = await agent.run("x")
     assert not result.success
     assert result.status.code == "error"
@@ -129,18 +129,18 @@ async def test_a_package_hook_that_raises_fails_the_run_without_raising() -> Non
         def oma_before_run(self, ctx: Any) -> None:
             raise RuntimeError("package hook broke")
 
-    agent, provider = _agent(["ok"], host=_host(Broken()))
+    agent, provider = scripted_agent(["ok"], host=builtin_host(Broken()))
     result = await agent.run("x")
     assert not result.success and provider.requests == []
 
 
 @pytest.mark.parametrize(
     "returned",
-    [42, {"messages": [{"role": "robot", "content": [_text("x")]}]}, {"prompt": 7}],
+    [42, {"messages": [{"role": "robot", "content": [text_block("x")]}]}, {"prompt": 7}],
     ids=["int", "invalid-messages", "non-string-prompt"],
 )
 async def test_a_before_run_hook_returning_garbage_fails_the_run(returned: Any) -> None:
-    agent, provider = _agent(["ok"], before_run=lambda ctx: returned)
+    agent, provider = scripted_agent(["ok"], before_run=lambda ctx: returned)
     result = await agent.run("x")
     assert not result.success
     assert result.status.code == "error"
@@ -151,7 +151,7 @@ async def test_a_raising_hook_in_stream_yields_error_then_done(host: PluginHost)
     def hook(ctx: Any) -> None:
         raise RuntimeError("hook broke")
 
-    agent, _ = _agent(["ok"], before_run=hook)
+    agent, _ = scripted_agent(["ok"], before_run=hook)
     events = [event async for event in agent.stream("x")]
     assert [e.type for e in events][-2:] == ["error", "done"]
     assert isinstance(events[-2].data, BaseException)
@@ -178,19 +178,21 @@ async def test_an_async_package_hook_is_awaited_and_tryfirst_is_respected() -> N
             log.append("early")
 
     # registered in the order that pluggy would otherwise call last-first
-    agent, provider = _agent(["ok"], host=_host(Early(), Late()))
+    agent, provider = scripted_agent(["ok"], host=builtin_host(Early(), Late()))
     await agent.run("p")
     assert log == ["early", "late"]
-    assert _sent(provider) == [_user("p-late")]
+    assert sent_dicts(provider) == [user_turn("p-late")]
 
 
 async def test_a_hook_returning_invalid_messages_fails_the_run_without_raising(
     host: PluginHost,
 ) -> None:
-    agent, provider = _scripted(["never"], before_run=lambda ctx: {"messages": [{"role": "x"}]})
+    agent, provider = vision_agent(["never"], before_run=lambda ctx: {"messages": [{"role": "x"}]})
     result = await agent.run("hi")
     assert not result.success and provider.requests == []
-    events = await _events(_scripted(["never"], before_run=lambda ctx: 1 / 0)[0], [_user("hi")])
+    events = await stream_events(
+        vision_agent(["never"], before_run=lambda ctx: 1 / 0)[0], [user_turn("hi")]
+    )
     assert [e.type for e in events] == ["error", "done"]
     assert events[-1].data.success is False
 

@@ -1,4 +1,6 @@
-"""TODO"""
+"""Token and cost budgets on runs: what a call costs (failed, cut short, cancelled), and budgets
+ending runs as budget_exhausted.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +12,13 @@ from typing import Any
 import attrs
 import pytest
 from _builders import (
-    _config,
-    _CostlyProvider,
-    _oma,
-    _tool_turn,
+    CostlyProvider,
     add,
+    agent_config,
     make,
+    make_orchestrator,
     start,
+    tool_round,
 )
 
 from oma_core import (
@@ -111,7 +113,7 @@ def test_budget_defaults() -> None:
 
 
 async def test_a_per_run_token_budget_ends_the_run_as_budget_exhausted() -> None:
-    provider = _CostlyProvider()
+    provider = CostlyProvider()
     oma = OpenMultiAgent()
     config = AgentConfig(name="v", provider=provider, tools=[add], max_turns=10)
     result = await oma.run_agent(config, "go", max_token_budget=300)
@@ -124,7 +126,7 @@ async def test_a_per_run_token_budget_ends_the_run_as_budget_exhausted() -> None
 async def test_an_orchestrator_token_budget_applies_per_run() -> None:
     oma = OpenMultiAgent(max_token_budget=300)
     for _ in range(2):
-        provider = _CostlyProvider(tool_calls=False)
+        provider = CostlyProvider(tool_calls=False)
         result = await oma.run_agent(AgentConfig(name="v", provider=provider), "go")
         assert result.success
 
@@ -132,7 +134,7 @@ async def test_an_orchestrator_token_budget_applies_per_run() -> None:
 async def test_a_shared_budget_object_spans_runs() -> None:
     budget = Budget(max_tokens=300)
     oma = OpenMultiAgent()
-    provider = _CostlyProvider(tool_calls=False)
+    provider = CostlyProvider(tool_calls=False)
     config = AgentConfig(name="v", provider=provider)
     first = await oma.run_agent(config, "one", budget=budget)
     second = await oma.run_agent(config, "two", budget=budget)
@@ -147,7 +149,7 @@ async def test_a_shared_budget_object_spans_runs() -> None:
 async def test_the_budget_clamps_the_next_calls_max_tokens() -> None:
     seen: list[ProviderRequest] = []
 
-    class Recording(_CostlyProvider):
+    class Recording(CostlyProvider):
         async def complete(self, request: ProviderRequest) -> ProviderResponse:
             seen.append(request)
             return await super().complete(request)
@@ -167,7 +169,7 @@ async def test_the_budget_clamps_the_next_calls_max_tokens() -> None:
 async def test_a_shared_budget_refuses_a_run_started_past_it() -> None:
     budget = Budget(max_tokens=150)
     oma = OpenMultiAgent()
-    provider = _CostlyProvider(tool_calls=False)
+    provider = CostlyProvider(tool_calls=False)
     config = AgentConfig(name="v", provider=provider)
     await oma.run_agent(config, "one", budget=budget)
     result = await oma.run_agent(config, "two", budget=budget)
@@ -176,16 +178,16 @@ async def test_a_shared_budget_refuses_a_run_started_past_it() -> None:
 
 
 async def test_a_cost_budget_ends_the_run_as_budget_exhausted() -> None:
-    provider = _CostlyProvider()
+    provider = CostlyProvider()
     oma = OpenMultiAgent(estimate_cost=lambda usage, ctx: usage.input_tokens * 0.01)
     config = AgentConfig(name="v", provider=provider, tools=[add])
     result = await oma.run_agent(config, "go", max_cost_budget=1.5)
     assert result.status.code == "budget_exhausted"
     assert provider.calls == 2
 
-    provider = ScriptedProvider([_tool_turn(i) for i in range(5)] + ["done"])
-    oma = _oma(estimate_cost=lambda usage, ctx: 1.0)
-    result = await oma.run_agent(_config(provider), "hi", max_cost_budget=2.5)
+    provider = ScriptedProvider([tool_round(i) for i in range(5)] + ["done"])
+    oma = make_orchestrator(estimate_cost=lambda usage, ctx: 1.0)
+    result = await oma.run_agent(agent_config(provider), "hi", max_cost_budget=2.5)
     assert result.status.code == "budget_exhausted"
     assert len(provider.requests) == 3
 
@@ -213,10 +215,10 @@ async def test_before_call_may_clamp_max_tokens(host: PluginHost) -> None:
 
 
 async def test_token_budget_stops_the_run_with_usage_so_far() -> None:
-    provider = ScriptedProvider([_tool_turn(i) for i in range(5)] + ["done"])
+    provider = ScriptedProvider([tool_round(i) for i in range(5)] + ["done"])
     events: list[ProgressEvent] = []
-    result = await _oma(on_progress=events.append).run_agent(
-        _config(provider), "x" * 400, max_token_budget=150
+    result = await make_orchestrator(on_progress=events.append).run_agent(
+        agent_config(provider), "x" * 400, max_token_budget=150
     )
     assert result.status.code == "budget_exhausted"
     assert not result.success
@@ -227,33 +229,35 @@ async def test_token_budget_stops_the_run_with_usage_so_far() -> None:
 
 
 async def test_lowest_per_run_token_cap_wins() -> None:
-    provider = ScriptedProvider([_tool_turn(i) for i in range(5)] + ["done"])
-    oma = _oma(max_token_budget=100_000)
-    result = await oma.run_agent(_config(provider), "x" * 400, max_token_budget=150)
+    provider = ScriptedProvider([tool_round(i) for i in range(5)] + ["done"])
+    oma = make_orchestrator(max_token_budget=100_000)
+    result = await oma.run_agent(agent_config(provider), "x" * 400, max_token_budget=150)
     assert result.status.code == "budget_exhausted"
 
 
 async def test_call_max_tokens_is_clamped_to_what_is_left() -> None:
     provider = ScriptedProvider(["ok"])
-    await _oma().run_agent(_config(provider), "hi", budget=Budget(max_tokens=64))
+    await make_orchestrator().run_agent(agent_config(provider), "hi", budget=Budget(max_tokens=64))
     assert provider.requests[0].max_tokens == 64
 
 
 async def test_cost_budget_without_a_price_is_refused() -> None:
     with pytest.raises(ValueError, match="estimate_cost"):
-        _oma(max_cost_budget=1.0)
+        make_orchestrator(max_cost_budget=1.0)
     with pytest.raises(ValueError, match="estimate_cost"):
-        _oma().run_agent(_config(ScriptedProvider(["x"])), "hi", budget=Budget(max_cost=1.0))
+        make_orchestrator().run_agent(
+            agent_config(ScriptedProvider(["x"])), "hi", budget=Budget(max_cost=1.0)
+        )
 
 
 async def test_fifty_concurrent_runs_share_one_budget_without_lost_updates() -> None:
     budget = Budget(max_tokens=1_000_000)
-    oma = _oma()
-    probe = await oma.run_agent(_config(ScriptedProvider(["answer"])), "question")
+    oma = make_orchestrator()
+    probe = await oma.run_agent(agent_config(ScriptedProvider(["answer"])), "question")
     per_run = probe.usage.total_tokens
     runs = [
         oma.run_agent(
-            _config(ScriptedProvider([Delayed(0.001 * (i % 7), "answer")])),
+            agent_config(ScriptedProvider([Delayed(0.001 * (i % 7), "answer")])),
             "question",
             budget=budget,
         )
@@ -267,10 +271,10 @@ async def test_fifty_concurrent_runs_share_one_budget_without_lost_updates() -> 
 
 async def test_a_shared_budget_stops_later_runs() -> None:
     budget = Budget(max_tokens=1)
-    oma = _oma()
-    first = await oma.run_agent(_config(ScriptedProvider(["a"])), "hi", budget=budget)
+    oma = make_orchestrator()
+    first = await oma.run_agent(agent_config(ScriptedProvider(["a"])), "hi", budget=budget)
     second_provider = ScriptedProvider(["b"])
-    second = await oma.run_agent(_config(second_provider), "hi", budget=budget)
+    second = await oma.run_agent(agent_config(second_provider), "hi", budget=budget)
     assert first.status.code == "budget_exhausted"
     assert second.status.code == "budget_exhausted"
     assert second_provider.requests == []
@@ -280,7 +284,7 @@ async def test_a_call_failing_at_the_provider_is_charged_its_input_never_zero() 
     budget = Budget(max_tokens=1_000_000)
     provider = ScriptedProvider([ProviderError("upstream broke", status_code=500)])
     config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
-    result = await _oma().run_agent(config, PROMPT, budget=budget, max_retries=0)
+    result = await make_orchestrator().run_agent(config, PROMPT, budget=budget, max_retries=0)
     assert result.status.code == "error"
     assert budget.used_tokens == _input_estimate()
 
@@ -289,7 +293,7 @@ async def test_every_failed_attempt_is_charged() -> None:
     budget = Budget(max_tokens=1_000_000)
     provider = ScriptedProvider([ProviderError("reset", retryable=True)] * 3)
     config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
-    await _oma().run_agent(config, PROMPT, budget=budget, max_retries=2)
+    await make_orchestrator().run_agent(config, PROMPT, budget=budget, max_retries=2)
     assert len(provider.requests) == 3
     assert budget.used_tokens == 3 * _input_estimate()
 
@@ -298,7 +302,9 @@ async def test_a_call_cut_short_by_call_timeout_is_charged() -> None:
     budget = Budget(max_tokens=1_000_000)
     provider = ScriptedProvider([Delayed(5, "late")])
     config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
-    result = await _oma().run_agent(config, PROMPT, budget=budget, call_timeout=0.02, max_retries=0)
+    result = await make_orchestrator().run_agent(
+        config, PROMPT, budget=budget, call_timeout=0.02, max_retries=0
+    )
     assert result.status.code == "timeout"
     assert budget.used_tokens >= _input_estimate()
 
@@ -307,7 +313,7 @@ async def test_a_stream_cut_short_inside_run_agent_is_charged_never_zero() -> No
     budget = Budget(max_tokens=1_000_000)
     provider = _StreamOnly()
     config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
-    result = await _oma().run_agent(config, PROMPT, budget=budget)
+    result = await make_orchestrator().run_agent(config, PROMPT, budget=budget)
     assert result.status.code == "error"
     assert provider.calls == 1
     assert budget.used_tokens >= _input_estimate()
@@ -316,7 +322,7 @@ async def test_a_stream_cut_short_inside_run_agent_is_charged_never_zero() -> No
 async def test_a_call_refused_with_a_4xx_costs_nothing() -> None:
     budget = Budget(max_tokens=1_000_000)
     provider = ScriptedProvider([ProviderError("slow down", status_code=429)] * 3)
-    await _oma().run_agent(AgentConfig("a", provider=provider), PROMPT, budget=budget)
+    await make_orchestrator().run_agent(AgentConfig("a", provider=provider), PROMPT, budget=budget)
     assert len(provider.requests) == 3
     assert budget.used_tokens == 0
 
@@ -325,7 +331,7 @@ async def test_a_run_cancelled_mid_call_charges_the_shared_budget() -> None:
     budget = Budget(max_tokens=1_000_000)
     provider = ScriptedProvider([Delayed(10, "late")])
     config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
-    task = asyncio.ensure_future(_oma().run_agent(config, PROMPT, budget=budget))
+    task = asyncio.ensure_future(make_orchestrator().run_agent(config, PROMPT, budget=budget))
     await asyncio.sleep(0.02)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -342,7 +348,7 @@ async def test_a_run_cancelled_between_calls_is_not_charged_twice() -> None:
         await asyncio.sleep(10)
 
     provider = ScriptedProvider([ProviderError("busy", status_code=503), "late"])
-    oma = _oma(retry_policy=RetryPolicy(sleep=sleep_forever))
+    oma = make_orchestrator(retry_policy=RetryPolicy(sleep=sleep_forever))
     config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
     task = asyncio.ensure_future(oma.run_agent(config, PROMPT, budget=budget))
     await asyncio.wait_for(gate.wait(), 5)
@@ -354,7 +360,9 @@ async def test_a_run_cancelled_between_calls_is_not_charged_twice() -> None:
 
 async def test_negative_usage_never_disables_the_budget() -> None:
     budget = Budget(max_tokens=1_000_000)
-    result = await _oma().run_agent(AgentConfig("a", provider=_Garbage()), PROMPT, budget=budget)
+    result = await make_orchestrator().run_agent(
+        AgentConfig("a", provider=_Garbage()), PROMPT, budget=budget
+    )
     assert result.success
     assert budget.used_tokens >= 100
 
@@ -367,7 +375,7 @@ async def test_a_budget_stop_reports_the_event_and_keeps_usage_so_far() -> None:
     provider = ScriptedProvider([tool_turn, "never"])
     events: list[ProgressEvent] = []
     budget = Budget(max_tokens=50)
-    result = await _oma(on_progress=events.append).run_agent(
+    result = await make_orchestrator(on_progress=events.append).run_agent(
         AgentConfig("a", provider=provider), PROMPT, budget=budget
     )
     assert result.status.code == "budget_exhausted"
@@ -378,7 +386,7 @@ async def test_a_budget_stop_reports_the_event_and_keeps_usage_so_far() -> None:
 
 
 async def test_per_run_caps_do_not_leak_between_runs() -> None:
-    oma = _oma(max_token_budget=500)
+    oma = make_orchestrator(max_token_budget=500)
     for _ in range(3):
         result = await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), PROMPT)
         assert result.success

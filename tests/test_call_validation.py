@@ -11,19 +11,19 @@ from typing import Any
 
 import pytest
 from _builders import (
-    _agent,
-    _assistant_says,
-    _collect,
-    _config,
-    _host,
-    _oma,
-    _Recorder,
-    _scripted,
-    _text,
-    _tool_call,
-    _user,
+    HookRecorder,
+    agent_config,
+    assistant_text,
+    builtin_host,
+    collecting_scorer,
     make,
+    make_orchestrator,
     make_replying_ok,
+    scripted_agent,
+    text_block,
+    tool_call_turn,
+    user_turn,
+    vision_agent,
 )
 
 from oma_core import (
@@ -42,21 +42,21 @@ from oma_core.testing import ScriptedProvider
 
 
 def test_run_with_a_mapping_raises_at_the_call_site() -> None:
-    agent, _ = _agent(["ok"])
+    agent, _ = scripted_agent(["ok"])
     with pytest.raises(InvalidMessageError, match="messages must be a list, got dict"):
-        agent.run(_user("x"))  # type: ignore[arg-type]
+        agent.run(user_turn("x"))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("method", ["run", "stream"])
 def test_an_empty_conversation_is_refused_by_run_and_stream(method: str) -> None:
-    agent, _ = _agent(["ok"])
+    agent, _ = scripted_agent(["ok"])
     with pytest.raises(InvalidMessageError):
         getattr(agent, method)([])
 
 
 def test_uncloneable_data_is_refused_at_the_call_site() -> None:
-    agent, _ = _agent(["ok"])
-    conv = [_user("x"), _tool_call("t", {"when": {1, 2}})]
+    agent, _ = scripted_agent(["ok"])
+    conv = [user_turn("x"), tool_call_turn("t", {"when": {1, 2}})]
     with pytest.raises(
         InvalidMessageError, match="messages must contain cloneable structured data"
     ):
@@ -64,8 +64,8 @@ def test_uncloneable_data_is_refused_at_the_call_site() -> None:
 
 
 async def test_invalid_input_runs_no_hook_no_progress_no_evaluation_no_history() -> None:
-    recorder = _Recorder()
-    host = _host(recorder)
+    recorder = HookRecorder()
+    host = builtin_host(recorder)
     own_hook_calls: list[Any] = []
     progress: list[Any] = []
     scored: list[Any] = []
@@ -73,7 +73,7 @@ async def test_invalid_input_runs_no_hook_no_progress_no_evaluation_no_history()
     config = AgentConfig(name="a", provider=provider, before_run=own_hook_calls.append)
     oma = OpenMultiAgent(
         on_progress=progress.append,
-        evaluation=OnlineEvaluationConfig(scorers=[_collect(scored)]),
+        evaluation=OnlineEvaluationConfig(scorers=[collecting_scorer(scored)]),
         plugins=host,
     )
     bad = [{"role": "user", "content": [{"type": "image", "source": {"type": "file"}}]}]
@@ -95,39 +95,43 @@ async def test_invalid_input_runs_no_hook_no_progress_no_evaluation_no_history()
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ({"role": "user", "content": [_text("x")]}, "messages must be a list, got dict"),
+        ({"role": "user", "content": [text_block("x")]}, "messages must be a list, got dict"),
         ([], "at least one"),
         (
-            [_user("a"), {"role": "user", "content": "b"}],
+            [user_turn("a"), {"role": "user", "content": "b"}],
             "messages[1].content must be a list of content blocks, got str",
         ),
         (None, "got None"),
     ],
 )
 def test_run_and_run_agent_refuse_malformed_conversations(value: Any, message: str) -> None:
-    agent, _ = _scripted([])
+    agent, _ = vision_agent([])
     with pytest.raises(InvalidMessageError, match=re.escape(message)):
         agent.run(value)
     with pytest.raises(InvalidMessageError, match=re.escape(message)):
-        _ = OpenMultiAgent(plugins=_host()).run_agent(AgentConfig(name="v"), value)
+        _ = OpenMultiAgent(plugins=builtin_host()).run_agent(AgentConfig(name="v"), value)
 
 
 @pytest.mark.parametrize(
     ("bad", "bad_blocks"),
     [
         pytest.param(
-            _user({"type": "text", "text": print}), [{"type": "text", "text": print}], id="function"
+            user_turn({"type": "text", "text": print}),
+            [{"type": "text", "text": print}],
+            id="function",
         ),
         pytest.param(
-            _user({"type": "text", "text": b"x"}), [{"type": "text", "text": b"x"}], id="bytes"
+            user_turn({"type": "text", "text": b"x"}), [{"type": "text", "text": b"x"}], id="bytes"
         ),
         pytest.param(
-            {"role": "system", "content": [_text("x")]}, [{"type": "system"}], id="role-and-type"
+            {"role": "system", "content": [text_block("x")]},
+            [{"type": "system"}],
+            id="role-and-type",
         ),
-        pytest.param({"role": "user", "content": "plain"}, [_assistant_says("x")], id="shape"),
-        pytest.param(_user({"type": "image"}), [{"type": "image"}], id="no-source"),
+        pytest.param({"role": "user", "content": "plain"}, [assistant_text("x")], id="shape"),
+        pytest.param(user_turn({"type": "image"}), [{"type": "image"}], id="no-source"),
         pytest.param(
-            _user({"type": "text", "text": "x", "cache_control": {}}),
+            user_turn({"type": "text", "text": "x", "cache_control": {}}),
             [{"type": "text", "text": "x", "cache_control": {}}],
             id="magic-key",
         ),
@@ -142,11 +146,11 @@ async def test_invalid_input_raises_before_hooks_providers_progress_or_evaluatio
     scored: list[EvalCase] = []
     oma = OpenMultiAgent(
         on_progress=progress.append,
-        evaluation=OnlineEvaluationConfig(scorers=[_collect(scored)]),
-        plugins=_host(),
+        evaluation=OnlineEvaluationConfig(scorers=[collecting_scorer(scored)]),
+        plugins=builtin_host(),
     )
     config = AgentConfig(name="v", provider=provider, before_run=hook_calls.append)
-    agent = Agent(config, plugins=_host())
+    agent = Agent(config, plugins=builtin_host())
     with pytest.raises(InvalidMessageError):
         agent.run([bad])
     with pytest.raises(InvalidMessageError):
@@ -164,7 +168,7 @@ async def test_invalid_input_raises_before_hooks_providers_progress_or_evaluatio
 def test_data_that_cannot_be_cloned_is_an_invalid_message_error() -> None:
     call = {"type": "tool_use", "id": "t", "name": "n", "input": {"when": {1, 2}}}
     with pytest.raises(InvalidMessageError, match="cloneable structured data"):
-        load_messages([_user("x"), {"role": "assistant", "content": [call]}])
+        load_messages([user_turn("x"), {"role": "assistant", "content": [call]}])
     assert issubclass(InvalidMessageError, ValueError)
 
 
@@ -177,16 +181,16 @@ def test_data_that_cannot_be_cloned_is_an_invalid_message_error() -> None:
 def test_uncloneable_data_anywhere_is_refused_as_such(value: Any, where: str) -> None:
     if where == "tool input":
         call = {"type": "tool_use", "id": "t", "name": "n", "input": {"x": [value]}}
-        data: Any = [_user("x"), {"role": "assistant", "content": [call]}]
+        data: Any = [user_turn("x"), {"role": "assistant", "content": [call]}]
     elif where == "text":
-        data = [_user({"type": "text", "text": value})]
+        data = [user_turn({"type": "text", "text": value})]
     elif where == "block":
-        data = [_user("x", value)]
+        data = [user_turn("x", value)]
     elif where == "content":
         data = [{"role": "user", "content": value}]
     else:
-        data = [_user("x"), value]
-    agent, provider = _scripted(["never"])
+        data = [user_turn("x"), value]
+    agent, provider = vision_agent(["never"])
     with pytest.raises(
         InvalidMessageError, match="messages must contain cloneable structured data"
     ):
@@ -195,14 +199,14 @@ def test_uncloneable_data_anywhere_is_refused_as_such(value: Any, where: str) ->
 
 
 async def test_stream_validates_when_called_before_the_iterator_starts() -> None:
-    agent, provider = _scripted(["never"])
+    agent, provider = vision_agent(["never"])
     with pytest.raises(InvalidMessageError, match="messages must be a list, got dict"):
-        agent.stream(_user("not wrapped in a list"))  # type: ignore[arg-type]
+        agent.stream(user_turn("not wrapped in a list"))  # type: ignore[arg-type]
     assert provider.requests == []
 
-    agent, _ = _agent(["ok"])
+    agent, _ = scripted_agent(["ok"])
     with pytest.raises(InvalidMessageError, match=r"messages\[1\]\.content must be a list"):
-        agent.stream([_user("x"), {"role": "assistant", "content": "nope"}])
+        agent.stream([user_turn("x"), {"role": "assistant", "content": "nope"}])
 
 
 async def test_an_empty_conversation_is_refused(host: PluginHost) -> None:
@@ -269,17 +273,19 @@ async def test_invalid_input_raises_at_the_call_site_and_nothing_else_happens(
 
 async def test_invalid_input_raises_at_the_call_before_any_progress() -> None:
     events: list[ProgressEvent] = []
-    oma = _oma(on_progress=events.append, evaluation=OnlineEvaluationConfig([lambda c: 1.0]))
+    oma = make_orchestrator(
+        on_progress=events.append, evaluation=OnlineEvaluationConfig([lambda c: 1.0])
+    )
     with pytest.raises(InvalidMessageError, match="must be a list"):
-        oma.run_agent(_config(ScriptedProvider(["x"])), {"role": "user"})  # no await needed
+        oma.run_agent(agent_config(ScriptedProvider(["x"])), {"role": "user"})  # no await needed
     with pytest.raises(InvalidMessageError):
-        oma.run_agent(_config(ScriptedProvider(["x"])), [])
+        oma.run_agent(agent_config(ScriptedProvider(["x"])), [])
     assert events == []
     assert oma.evaluation.stats().sampled == 0
 
 
 def test_run_agent_is_a_plain_method_that_checks_before_returning() -> None:
-    oma = _oma(evaluation=OnlineEvaluationConfig([lambda case: 1.0]))
+    oma = make_orchestrator(evaluation=OnlineEvaluationConfig([lambda case: 1.0]))
     config = AgentConfig("a", provider=ScriptedProvider(["x"]))
     with pytest.raises(InvalidMessageError, match=r"messages\[0\]"):
         oma.run_agent(config, [{"role": "user", "content": "not a list"}])  # no loop needed

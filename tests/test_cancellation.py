@@ -10,10 +10,10 @@ import pytest
 from _builders import (
     ClosingProvider,
     SlowStream,
-    _agent,
-    _config,
-    _oma,
+    agent_config,
     make,
+    make_orchestrator,
+    scripted_agent,
     start,
 )
 
@@ -26,9 +26,7 @@ from oma_core import (
     StreamEvent,
     hookimpl,
 )
-from oma_core.errors import (
-    ProviderError,
-)
+from oma_core.errors import ProviderError
 from oma_core.providers import (
     ProviderRequest,
     ProviderResponse,
@@ -91,7 +89,7 @@ class _Probe:
 
 
 async def test_cancelling_run_propagates_cancelled_error(host: PluginHost) -> None:
-    agent, _ = _agent([Delayed(5.0, "late")])
+    agent, _ = scripted_agent([Delayed(5.0, "late")])
     task = asyncio.ensure_future(agent.run("x"))
     await asyncio.sleep(0.05)
     task.cancel()
@@ -118,7 +116,7 @@ async def test_cancelling_run_agent_propagates_cancelled_error() -> None:
 
 
 async def test_cancelling_a_stream_consumer_propagates_cancelled_error() -> None:
-    agent, _ = _agent([Delayed(5.0, "late")])
+    agent, _ = scripted_agent([Delayed(5.0, "late")])
 
     async def consume() -> None:
         async for _ in agent.stream("x"):
@@ -186,7 +184,7 @@ async def test_cancelling_a_run_during_backoff_returns_at_once(host: PluginHost)
     assert loop.time() - began < 1.0
 
     provider = ScriptedProvider([ProviderError("busy", status_code=503), "late"])
-    oma = _oma(retry_policy=RetryPolicy(delay=30.0, random=lambda: 1.0))
+    oma = make_orchestrator(retry_policy=RetryPolicy(delay=30.0, random=lambda: 1.0))
     task = asyncio.ensure_future(oma.run_agent(AgentConfig("a", provider=provider), "hi"))
     await asyncio.sleep(0.05)
     loop = asyncio.get_running_loop()
@@ -220,9 +218,9 @@ async def test_cancelling_run_agent_propagates_and_leaks_no_task() -> None:
         await asyncio.sleep(10)
 
     before = asyncio.all_tasks()
-    oma = _oma(on_progress=slow_observer)
+    oma = make_orchestrator(on_progress=slow_observer)
     task = asyncio.ensure_future(
-        oma.run_agent(_config(ScriptedProvider([Delayed(10, "late")])), "hi")
+        oma.run_agent(agent_config(ScriptedProvider([Delayed(10, "late")])), "hi")
     )
     await asyncio.sleep(0.02)
     task.cancel()
@@ -237,7 +235,7 @@ async def test_an_enclosing_timeout_cancels_cleanly() -> None:
     provider = ScriptedProvider([Delayed(10, "late")])
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.02):
-            await _oma().run_agent(_config(provider), "hi")
+            await make_orchestrator().run_agent(agent_config(provider), "hi")
     assert asyncio.all_tasks() == before
 
 
@@ -245,7 +243,7 @@ async def test_a_cancelled_run_closes_the_provider_it_created() -> None:
     probe = _Probe()
     host = PluginHost(load_entrypoints=False)
     host.register(probe, name="probe")
-    oma = _oma(plugins=host)
+    oma = make_orchestrator(plugins=host)
     config = AgentConfig("a", provider="probe", provider_options={"responses": [Delayed(10, "x")]})
     task = asyncio.ensure_future(oma.run_agent(config, "hi"))
     await asyncio.sleep(0.02)
@@ -261,6 +259,6 @@ async def test_a_finished_run_closes_the_provider_it_created() -> None:
     host = PluginHost(load_entrypoints=False)
     host.register(probe, name="probe")
     config = AgentConfig("a", provider="probe", provider_options={"responses": ["ok"]})
-    result = await _oma(plugins=host).run_agent(config, "hi")
+    result = await make_orchestrator(plugins=host).run_agent(config, "hi")
     assert result.success
     assert [p.closed for p in probe.made] == [True]

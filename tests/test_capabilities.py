@@ -7,15 +7,15 @@ from __future__ import annotations
 import pytest
 from _builders import (
     REFERENCE_PNG,
-    _events,
-    _host,
-    _img,
-    _png,
-    _scripted,
-    _text,
-    _user,
-    _video,
+    builtin_host,
+    named_image,
+    png_block,
     png_image,
+    stream_events,
+    text_block,
+    user_turn,
+    video_block,
+    vision_agent,
 )
 
 from oma_core import (
@@ -60,9 +60,9 @@ async def test_an_unsupported_block_fails_before_any_io_and_is_never_retried(
     plugin = _TextOnlyPlugin()
     agent = Agent(
         AgentConfig(name="t", provider="textonly", max_retries=3, retry_delay=0.01),
-        plugins=_host(plugin),
+        plugins=builtin_host(plugin),
     )
-    result = await agent.run([_user("look", _img("a.png"))])
+    result = await agent.run([user_turn("look", named_image("a.png"))])
     assert not result.success
     error = result.status.error
     assert isinstance(error, UnsupportedContentBlockError)
@@ -83,22 +83,22 @@ async def test_an_unsupported_block_fails_before_any_io_and_is_never_retried(
 
 async def test_a_supported_request_reaches_a_text_only_provider() -> None:
     plugin = _TextOnlyPlugin()
-    agent = Agent(AgentConfig(name="t", provider="textonly"), plugins=_host(plugin))
+    agent = Agent(AgentConfig(name="t", provider="textonly"), plugins=builtin_host(plugin))
     assert (await agent.run("only text")).output == "never"
 
 
 async def test_an_unsupported_block_in_stream_is_an_error_event() -> None:
     plugin = _TextOnlyPlugin()
-    agent = Agent(AgentConfig(name="t", provider="textonly"), plugins=_host(plugin))
-    events = [e async for e in agent.stream([_user(_img("a.png"))])]
+    agent = Agent(AgentConfig(name="t", provider="textonly"), plugins=builtin_host(plugin))
+    events = [e async for e in agent.stream([user_turn(named_image("a.png"))])]
     assert [e.type for e in events][-2:] == ["error", "done"]
     assert isinstance(events[-2].data, UnsupportedContentBlockError)
 
 
 async def test_a_provider_that_cannot_carry_a_block_refuses_it_instead_of_dropping_it() -> None:
     provider = ScriptedProvider(["never"], capabilities=Capabilities.text_only())
-    agent = Agent(AgentConfig(name="t", provider=provider), plugins=_host())
-    result = await agent.run([_user("What is this?", _png())])
+    agent = Agent(AgentConfig(name="t", provider=provider), plugins=builtin_host())
+    result = await agent.run([user_turn("What is this?", png_block())])
     assert not result.success
     assert isinstance(result.status.error, UnsupportedContentBlockError)
     assert result.status.error.block_type == "image"
@@ -107,8 +107,8 @@ async def test_a_provider_that_cannot_carry_a_block_refuses_it_instead_of_droppi
 
 async def test_a_stream_with_an_unsupported_block_ends_with_error_then_done() -> None:
     provider = ScriptedProvider(["never"], capabilities=Capabilities.text_only())
-    agent = Agent(AgentConfig(name="t", provider=provider), plugins=_host())
-    events = await _events(agent, [_user("x", _video())])
+    agent = Agent(AgentConfig(name="t", provider=provider), plugins=builtin_host())
+    events = await stream_events(agent, [user_turn("x", video_block())])
     assert [e.type for e in events] == ["error", "done"]
     assert isinstance(events[0].data, UnsupportedContentBlockError)
     assert events[1].data.status.error is events[0].data
@@ -117,9 +117,9 @@ async def test_a_stream_with_an_unsupported_block_ends_with_error_then_done() ->
 async def test_an_unsupported_block_is_terminal_and_never_retried() -> None:
     provider = ScriptedProvider(["never"], capabilities=Capabilities.text_only())
     progress: list[ProgressEvent] = []
-    oma = OpenMultiAgent(on_progress=progress.append, max_retries=3, plugins=_host())
+    oma = OpenMultiAgent(on_progress=progress.append, max_retries=3, plugins=builtin_host())
     result = await oma.run_agent(
-        AgentConfig(name="t", provider=provider), [_user("x", _video())], max_retries=3
+        AgentConfig(name="t", provider=provider), [user_turn("x", video_block())], max_retries=3
     )
     error = result.status.error
     assert isinstance(error, UnsupportedContentBlockError)
@@ -130,13 +130,13 @@ async def test_an_unsupported_block_is_terminal_and_never_retried() -> None:
 
 async def test_a_provider_error_for_a_forwarded_block_follows_the_normal_failure_path() -> None:
     refusal = ProviderError("video_url is not supported by this model", status_code=400)
-    agent, provider = _scripted([refusal])
-    result = await agent.run([_user("x", _video())])  # returns, does not raise
+    agent, provider = vision_agent([refusal])
+    result = await agent.run([user_turn("x", video_block())])  # returns, does not raise
     assert not result.success
     assert result.status.code == "error"
     assert result.status.error is refusal
     assert len(provider.requests) == 1  # forwarded, and refused by the service, not by oma
-    events = await _events(_scripted([refusal])[0], [_user("x", _video())])
+    events = await stream_events(vision_agent([refusal])[0], [user_turn("x", video_block())])
     assert [e.type for e in events][-2:] == ["error", "done"]
 
 
@@ -144,7 +144,7 @@ async def test_oma_does_not_infer_a_vision_flag_from_the_model_name() -> None:
     pytest.importorskip("oma_openai")
     config = AgentConfig(name="o", provider="openai", model="gpt-3.5-turbo", api_key="k")
     agent = Agent(config, plugins=PluginHost())
-    request = agent.build_request([_user("What is it?", _png("url"))])
+    request = agent.build_request([user_turn("What is it?", png_block("url"))])
     body = agent.provider().render(request)
     parts = body["messages"][-1]["content"]
     assert [p["type"] for p in parts] == ["text", "image_url"]
@@ -157,9 +157,9 @@ async def test_a_provider_that_takes_url_images_only_refuses_base64_at_run_time(
         (BlockSupport("text"), BlockSupport("image", sources=frozenset({"url"})))
     )
     provider = ScriptedProvider(["url ok", "never"], capabilities=url_only, display_name="Mistral")
-    agent = Agent(AgentConfig(name="m", provider=provider), plugins=_host())
-    assert (await agent.prompt([image_url("https://example.com/a.png"), _text("x")])).success
-    result = await agent.run([_user(image_base64(REFERENCE_PNG, "image/png"), "x")])
+    agent = Agent(AgentConfig(name="m", provider=provider), plugins=builtin_host())
+    assert (await agent.prompt([image_url("https://example.com/a.png"), text_block("x")])).success
+    result = await agent.run([user_turn(image_base64(REFERENCE_PNG, "image/png"), "x")])
     error = result.status.error
     assert isinstance(error, UnsupportedContentBlockError)
     assert str(error) == (
@@ -175,7 +175,7 @@ def test_the_reference_typescript_block_shapes_are_not_oma_blocks() -> None:
     for block in (
         {"type": "image_url", "url": "https://example.com/a.png"},
         {"type": "image_base64", "data": REFERENCE_PNG, "mimeType": "image/png"},
-        {**_png(), "mimeType": "image/png"},
+        {**png_block(), "mimeType": "image/png"},
     ):
         with pytest.raises(InvalidMessageError):
-            load_messages([_user(block)])
+            load_messages([user_turn(block)])

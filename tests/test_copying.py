@@ -14,34 +14,34 @@ import pytest
 from _builders import (
     PNG,
     URL_SOURCE,
-    _agent,
-    _assistant,
-    _assistant_says,
-    _config,
-    _evaluated,
-    _host,
-    _img,
-    _oma,
-    _png,
-    _reference_conversation,
-    _scripted,
-    _sent,
-    _text,
-    _three_turn_conversation,
-    _user,
+    agent_config,
     assistant,
+    assistant_text,
+    assistant_turn,
     b64_source,
+    builtin_host,
+    evaluated_case,
     full_conversation,
     make,
+    make_orchestrator,
     make_replying_ok,
+    named_image,
+    png_block,
     png_image,
+    reference_conversation,
+    scripted_agent,
+    sent_dicts,
     text,
+    text_block,
     text_msg,
+    three_turn_conversation,
     tool_call,
     tool_use,
     url_source,
     user,
+    user_turn,
     video,
+    vision_agent,
 )
 
 from oma_core import (
@@ -218,14 +218,14 @@ def test_tool_input_mutators_all_refuse() -> None:
 
 
 async def test_mutating_input_after_run_is_called_changes_nothing(host: PluginHost) -> None:
-    conv = [_user("orig", _img("a.png"))]
-    agent, provider = _agent(["ok"])
+    conv = [user_turn("orig", named_image("a.png"))]
+    agent, provider = scripted_agent(["ok"])
     coro = agent.run(conv)
     conv[0]["content"][0]["text"] = "changed"
     conv[0]["content"][1]["source"]["url"] = "https://evil.example/b.png"
-    conv.append(_assistant("extra"))
+    conv.append(assistant_turn("extra"))
     await coro
-    assert _sent(provider) == [_user("orig", _img("a.png"))]
+    assert sent_dicts(provider) == [user_turn("orig", named_image("a.png"))]
 
     agent, provider = make(host, "ok")
     conversation = [text_msg("user", "q")]
@@ -237,24 +237,24 @@ async def test_mutating_input_after_run_is_called_changes_nothing(host: PluginHo
 
 
 async def test_mutating_input_after_stream_is_called_changes_nothing() -> None:
-    conv = [_user("orig")]
-    agent, provider = _agent(["ok"])
+    conv = [user_turn("orig")]
+    agent, provider = scripted_agent(["ok"])
     events = agent.stream(conv)
     conv[0]["content"][0]["text"] = "changed"
     async for _ in events:
         pass
-    assert _sent(provider) == [_user("orig")]
+    assert sent_dicts(provider) == [user_turn("orig")]
 
 
 async def test_mutating_blocks_after_prompt_is_called_changes_nothing(host: PluginHost) -> None:
-    blocks = [_text("orig")]
-    agent, provider = _agent(["ok"])
+    blocks = [text_block("orig")]
+    agent, provider = scripted_agent(["ok"])
     coro = agent.prompt(blocks)
     blocks[0]["text"] = "changed"
-    blocks.append(_text("more"))
+    blocks.append(text_block("more"))
     await coro
-    assert _sent(provider) == [_user("orig")]
-    assert dump_messages(agent.get_history())[0] == _user("orig")
+    assert sent_dicts(provider) == [user_turn("orig")]
+    assert dump_messages(agent.get_history())[0] == user_turn("orig")
 
     agent, provider = make(host, "ok")
     blocks = [{"type": "text", "text": "look"}, png_image()]
@@ -279,48 +279,48 @@ async def test_mutating_blocks_after_prompt_is_called_changes_nothing(host: Plug
 
 
 async def test_mutating_input_after_run_agent_is_called_changes_nothing() -> None:
-    conv = [_user("orig")]
+    conv = [user_turn("orig")]
     provider = ScriptedProvider(["ok"])
     oma = OpenMultiAgent()
     coro = oma.run_agent(AgentConfig(name="a", provider=provider), conv)
     conv[0]["content"][0]["text"] = "changed"
     await coro
-    assert dump_messages(provider.requests[0].messages) == [_user("orig")]
+    assert dump_messages(provider.requests[0].messages) == [user_turn("orig")]
 
     provider = ScriptedProvider(["ok"])
-    conversation = _three_turn_conversation()
-    coro = _oma().run_agent(_config(provider), conversation)
+    conversation = three_turn_conversation()
+    coro = make_orchestrator().run_agent(agent_config(provider), conversation)
     conversation[2]["content"][0]["text"] = "mutated"
     conversation.append({"role": "assistant", "content": [{"type": "text", "text": "x"}]})
     await coro
-    assert provider.requests[0].messages == load_messages(_three_turn_conversation())
+    assert provider.requests[0].messages == load_messages(three_turn_conversation())
 
 
 async def test_mutating_the_history_list_after_construction_changes_nothing() -> None:
-    history = [_user("old"), _assistant("older")]
-    agent, provider = _agent(["r"], history=history)
+    history = [user_turn("old"), assistant_turn("older")]
+    agent, provider = scripted_agent(["r"], history=history)
     history[0]["content"][0]["text"] = "changed"
     history.clear()
     await agent.prompt("q")
-    assert _sent(provider) == [_user("old"), _assistant("older"), _user("q")]
+    assert sent_dicts(provider) == [user_turn("old"), assistant_turn("older"), user_turn("q")]
 
 
 async def test_mutating_the_callers_data_after_the_call_does_not_change_the_run() -> None:
-    agent, provider = _scripted(["ok"])
+    agent, provider = vision_agent(["ok"])
     tool_call: dict[str, Any] = {
         "role": "assistant",
         "content": [{"type": "tool_use", "id": "t1", "name": "zoom", "input": {"factor": [2]}}],
     }
-    result_turn = _user({"type": "tool_result", "tool_use_id": "t1", "content": "zoomed"})
-    png_image = _png("url")
-    conversation = [_user("look", png_image), tool_call, result_turn]
+    result_turn = user_turn({"type": "tool_result", "tool_use_id": "t1", "content": "zoomed"})
+    png_image = png_block("url")
+    conversation = [user_turn("look", png_image), tool_call, result_turn]
     expected = dump_messages(load_messages(conversation))
     pending = agent.run(conversation)
     # mutate arrays, blocks, the image source and the tool input before the run starts
-    conversation[0]["content"].append(_text("injected"))
+    conversation[0]["content"].append(text_block("injected"))
     png_image["source"]["url"] = "https://evil.example/b.png"
     tool_call["content"][0]["input"]["factor"].append(99)
-    conversation.append(_user("later"))
+    conversation.append(user_turn("later"))
     assert (await pending).success
     assert dump_messages(provider.requests[0].messages) == expected
 
@@ -329,15 +329,15 @@ async def test_mutating_the_callers_data_after_the_call_does_not_change_the_run(
 async def test_every_entry_point_copies_its_input_when_called(entry: str) -> None:
     provider = ScriptedProvider(["ok"])
     config = AgentConfig(name="v", provider=provider)
-    agent = Agent(config, plugins=_host())
-    png_image = _png("url")
-    turn = _user("What is shown?", png_image)
+    agent = Agent(config, plugins=builtin_host())
+    png_image = png_block("url")
+    turn = user_turn("What is shown?", png_image)
     if entry == "run":
         pending: Any = agent.run([turn])
     elif entry == "stream":
         pending = agent.stream([turn])
     elif entry == "run_agent":
-        pending = OpenMultiAgent(plugins=_host()).run_agent(config, [turn])
+        pending = OpenMultiAgent(plugins=builtin_host()).run_agent(config, [turn])
     else:
         pending = agent.prompt(turn["content"])
     turn["content"][0]["text"] = "changed"
@@ -350,18 +350,20 @@ async def test_every_entry_point_copies_its_input_when_called(entry: str) -> Non
     else:
         assert (await pending).success
     sent = dump_messages(provider.requests[0].messages)
-    assert sent == [_user("What is shown?", _png("url"))]
+    assert sent == [user_turn("What is shown?", png_block("url"))]
     if entry == "prompt":
-        assert dump_messages(agent.get_history())[0] == _user("What is shown?", _png("url"))
+        assert dump_messages(agent.get_history())[0] == user_turn(
+            "What is shown?", png_block("url")
+        )
 
 
 async def test_mutating_a_run_result_does_not_change_history(host: PluginHost) -> None:
-    agent, _ = _scripted(["reply"])
+    agent, _ = vision_agent(["reply"])
     result = await agent.prompt("hi")
-    result.messages.append(load_messages([_user("injected")])[0])
-    assert dump_messages(agent.get_history()) == [_user("hi"), _assistant_says("reply")]
+    result.messages.append(load_messages([user_turn("injected")])[0])
+    assert dump_messages(agent.get_history()) == [user_turn("hi"), assistant_text("reply")]
 
-    agent, _ = _agent(["r"])
+    agent, _ = scripted_agent(["r"])
     result = await agent.prompt("q")
     result.messages.clear() if isinstance(result.messages, list) else None
     assert len(agent.get_history()) == 2
@@ -380,8 +382,8 @@ async def test_history_messages_cannot_be_changed_through_what_get_history_retur
         "role": "assistant",
         "content": [{"type": "tool_use", "id": "t1", "name": "zoom", "input": {"xs": [1]}}],
     }
-    result_turn = _user({"type": "tool_result", "tool_use_id": "t1", "content": "done"})
-    agent, _ = _scripted([], history=[_user("go"), call, result_turn, _assistant_says("ok")])
+    result_turn = user_turn({"type": "tool_result", "tool_use_id": "t1", "content": "done"})
+    agent, _ = vision_agent([], history=[user_turn("go"), call, result_turn, assistant_text("ok")])
     block = agent.get_history()[1].content[0]
     for mutate in (
         lambda: block.input.__setitem__("xs", []),  # type: ignore[union-attr,index]
@@ -394,34 +396,36 @@ async def test_history_messages_cannot_be_changed_through_what_get_history_retur
 
 
 async def test_a_hook_rewrite_does_not_touch_caller_data_or_the_stored_prompt_turn() -> None:
-    agent, provider = _scripted(["ok"], before_run=lambda ctx: {"prompt": "rewritten"})
-    blocks = [_png("url"), _text("original")]
+    agent, provider = vision_agent(["ok"], before_run=lambda ctx: {"prompt": "rewritten"})
+    blocks = [png_block("url"), text_block("original")]
     snapshot = json.dumps(blocks)
     result = await agent.prompt(blocks)
     assert result.success
     assert json.dumps(blocks) == snapshot
-    assert dump_messages(provider.requests[0].messages)[-1] == _user(_png("url"), "rewritten")
-    assert dump_messages(agent.get_history())[0] == _user(_png("url"), "original")
+    assert dump_messages(provider.requests[0].messages)[-1] == user_turn(
+        png_block("url"), "rewritten"
+    )
+    assert dump_messages(agent.get_history())[0] == user_turn(png_block("url"), "original")
 
-    conv = [_user("orig")]
-    agent, provider = _agent(["ok", "ok2"], before_run=lambda ctx: {"prompt": "rewritten"})
+    conv = [user_turn("orig")]
+    agent, provider = scripted_agent(["ok", "ok2"], before_run=lambda ctx: {"prompt": "rewritten"})
     await agent.run(conv)
-    assert conv == [_user("orig")]
+    assert conv == [user_turn("orig")]
     await agent.prompt("mine")
-    assert _sent(provider, 1) == [_user("rewritten")]
-    assert dump_messages(agent.get_history())[0] == _user("mine")
+    assert sent_dicts(provider, 1) == [user_turn("rewritten")]
+    assert dump_messages(agent.get_history())[0] == user_turn("mine")
 
 
 async def test_evaluation_gets_a_separate_copy_of_structured_input() -> None:
-    conversation = _reference_conversation()
-    case = await _evaluated(conversation, "full")
+    conversation = reference_conversation()
+    case = await evaluated_case(conversation, "full")
     conversation[0]["content"][0]["text"] = "changed afterwards"
     assert json.loads(case.input)[0]["content"][0]["text"] == "Keep answers concise."
 
 
 async def test_concurrent_runs_on_one_agent_do_not_share_input() -> None:
-    agent, provider = _scripted(["a", "b"])
-    await asyncio.gather(agent.run([_user("one")]), agent.run([_user("two")]))
+    agent, provider = vision_agent(["a", "b"])
+    await asyncio.gather(agent.run([user_turn("one")]), agent.run([user_turn("two")]))
     texts = sorted(r.messages[0].content[0].text for r in provider.requests)  # type: ignore[union-attr]
     assert texts == ["one", "two"]
 

@@ -6,7 +6,7 @@ import base64
 import math
 
 import pytest
-from _builders import _assistant, _tool_call, _user
+from _builders import assistant_turn, tool_call_turn, user_turn
 
 from oma_core import (
     Agent,
@@ -184,12 +184,12 @@ async def test_the_agent_runs_offline_on_echo_by_default(stream: bool) -> None:
 
 async def test_echo_describes_roles_block_types_text_and_media() -> None:
     conv = [
-        _user(
+        user_turn(
             "hello echo",
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
         ),
-        _assistant("reply"),
-        _user(
+        assistant_turn("reply"),
+        user_turn(
             {
                 "type": "video",
                 "source": {
@@ -230,8 +230,8 @@ async def test_echo_streams_in_chunks() -> None:
 
 async def test_echo_names_tool_blocks() -> None:
     conv = [
-        _user("q"),
-        _tool_call("zoom", {"f": 2}),
+        user_turn("q"),
+        tool_call_turn("zoom", {"f": 2}),
         {
             "role": "user",
             "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "zoomed"}],

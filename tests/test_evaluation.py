@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from _builders import _collect, _config, _host, _oma
+from _builders import agent_config, builtin_host, collecting_scorer, make_orchestrator
 
 from oma_core import (
     AgentConfig,
@@ -192,7 +192,9 @@ def test_online_evaluation_config_defaults() -> None:
 
 async def test_sampling_zero_scores_nothing() -> None:
     scored: list[Any] = []
-    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[_collect(scored)], sample=0.0))
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(scorers=[collecting_scorer(scored)], sample=0.0)
+    )
     await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
     await oma.evaluation.flush()
     assert scored == [] and oma.evaluation.stats().scored == 0
@@ -241,7 +243,9 @@ async def test_async_scorers_and_the_result_hook_receive_the_sample() -> None:
         await asyncio.sleep(0)
         return 0.5
 
-    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[scorer]), plugins=_host(Sink()))
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(scorers=[scorer]), plugins=builtin_host(Sink())
+    )
     await oma.run_agent(
         AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hello", run_id="z"
     )
@@ -263,7 +267,7 @@ async def test_scorer_may_return_a_score_with_a_reason() -> None:
 
     oma = OpenMultiAgent(
         evaluation=OnlineEvaluationConfig(scorers=[lambda case: Score(0.25, "meh")]),
-        plugins=_host(Sink()),
+        plugins=builtin_host(Sink()),
     )
     await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
     await oma.evaluation.flush()
@@ -273,7 +277,7 @@ async def test_scorer_may_return_a_score_with_a_reason() -> None:
 
 async def test_evaluation_metadata_is_copied_at_the_call() -> None:
     cases: list[EvalCase] = []
-    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[_collect(cases)]))
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[collecting_scorer(cases)]))
     metadata = {"k": "v"}
     coro = oma.run_agent(
         AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi", metadata=metadata
@@ -303,7 +307,7 @@ async def test_evaluation_metadata_is_copied_at_the_call() -> None:
 
 async def test_after_shutdown_runs_are_not_scored_but_counted_as_dropped() -> None:
     scored: list[Any] = []
-    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[_collect(scored)]))
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[collecting_scorer(scored)]))
     await oma.evaluation.shutdown()
     result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
     await oma.evaluation.flush()
@@ -312,12 +316,12 @@ async def test_after_shutdown_runs_are_not_scored_but_counted_as_dropped() -> No
 
 
 async def test_cancelling_with_evaluation_leaks_no_task_after_flush() -> None:
-    oma = _oma(evaluation=OnlineEvaluationConfig([lambda c: 1.0]))
-    await oma.run_agent(_config(ScriptedProvider(["ok"])), "hi")
+    oma = make_orchestrator(evaluation=OnlineEvaluationConfig([lambda c: 1.0]))
+    await oma.run_agent(agent_config(ScriptedProvider(["ok"])), "hi")
     await oma.evaluation.flush()
     before = asyncio.all_tasks()
     task = asyncio.ensure_future(
-        oma.run_agent(_config(ScriptedProvider([Delayed(10, "late")])), "hi")
+        oma.run_agent(agent_config(ScriptedProvider([Delayed(10, "late")])), "hi")
     )
     await asyncio.sleep(0.01)
     task.cancel()
@@ -335,8 +339,8 @@ async def test_async_result_sinks_are_awaited_by_flush() -> None:
         await asyncio.sleep(0.01)
         delivered.append(result.run_id)
 
-    oma = _oma(evaluation=OnlineEvaluationConfig([lambda c: 1.0], on_result=sink))
-    await oma.run_agent(_config(ScriptedProvider(["ok"])), "hi", run_id="r-1")
+    oma = make_orchestrator(evaluation=OnlineEvaluationConfig([lambda c: 1.0], on_result=sink))
+    await oma.run_agent(agent_config(ScriptedProvider(["ok"])), "hi", run_id="r-1")
     await oma.evaluation.flush()
     assert delivered == ["r-1"]
 
@@ -349,7 +353,7 @@ async def test_a_scorer_raising_cancelled_error_itself_is_counted_as_failed() ->
         raise asyncio.CancelledError
 
     results: list[Any] = []
-    oma = _oma(
+    oma = make_orchestrator(
         evaluation=OnlineEvaluationConfig(
             {"rogue": rogue, "rogue_async": rogue_async, "fine": lambda case: 0.5},
             on_result=results.append,

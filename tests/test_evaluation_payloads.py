@@ -11,18 +11,18 @@ from typing import Any
 import pytest
 from _builders import (
     REFERENCE_PNG,
-    _assistant,
-    _collect,
-    _config,
-    _evaluated,
-    _host,
-    _img,
-    _oma,
-    _png,
-    _reference_conversation,
-    _text,
-    _three_turn_conversation,
-    _user,
+    agent_config,
+    assistant_turn,
+    builtin_host,
+    collecting_scorer,
+    evaluated_case,
+    make_orchestrator,
+    named_image,
+    png_block,
+    reference_conversation,
+    text_block,
+    three_turn_conversation,
+    user_turn,
 )
 
 from oma_core import (
@@ -113,9 +113,9 @@ async def test_eval_case_under_none_holds_a_string_placeholder() -> None:
     assert stats.dropped == 0 and stats.failed == 0
     oma.evaluation.shutdown()
 
-    string_case = await _evaluated("What is shown?", "none")
+    string_case = await evaluated_case("What is shown?", "none")
     assert string_case.input == "[string input omitted; 14 characters]"
-    array_case = await _evaluated(_reference_conversation(), "none")
+    array_case = await evaluated_case(reference_conversation(), "none")
     assert array_case.input == "[array input omitted; 3 items]"
     assert REFERENCE_PNG not in array_case.input
 
@@ -125,27 +125,27 @@ async def test_eval_case_under_none_holds_a_string_placeholder() -> None:
 
 
 async def test_eval_case_under_none_holds_an_array_placeholder() -> None:
-    case, _ = await _evaluate([_user("a"), _assistant("b"), _user("c")])
+    case, _ = await _evaluate([user_turn("a"), assistant_turn("b"), user_turn("c")])
     assert case.input == "[array input omitted; 3 items]"
     assert case.output == "the answer"
 
 
 async def test_eval_case_under_full_holds_the_input_json() -> None:
-    conv = [_user("a", _img("x.png?sig=1"))]
+    conv = [user_turn("a", named_image("x.png?sig=1"))]
     case, _ = await _evaluate(conv, "full")
     assert json.loads(case.input) == conv
 
-    string_case = await _evaluated("What is shown?", "full")
+    string_case = await evaluated_case("What is shown?", "full")
     assert json.loads(string_case.input) == "What is shown?"
-    conversation = _reference_conversation()
-    array_case = await _evaluated(conversation, "full")
+    conversation = reference_conversation()
+    array_case = await evaluated_case(conversation, "full")
     assert json.loads(array_case.input) == conversation
 
     assert json.loads(build_payload('say "hi"', "full")) == 'say "hi"'
 
 
 async def test_full_payloads_are_cut_at_8192_characters_with_a_marker() -> None:
-    conv = [_user("z" * 20_000)]
+    conv = [user_turn("z" * 20_000)]
     case, _ = await _evaluate(conv, "full")
     whole = json.dumps(conv)
     assert len(case.input) > 8192
@@ -156,19 +156,19 @@ async def test_full_payloads_are_cut_at_8192_characters_with_a_marker() -> None:
         json.loads(case.input)
 
     long_text = "word " * 5000
-    case = await _evaluated([_user(long_text)], "full")
+    case = await evaluated_case([user_turn(long_text)], "full")
     assert 8192 <= len(case.input) < 8192 + 200
     with pytest.raises(json.JSONDecodeError):
         json.loads(case.input)
 
     cases: list[EvalCase] = []
-    oma = _oma(
+    oma = make_orchestrator(
         evaluation=OnlineEvaluationConfig([lambda c: cases.append(c) or 1.0], store_payloads="full")
     )
-    small = _three_turn_conversation()
+    small = three_turn_conversation()
     big = [{"role": "user", "content": [{"type": "text", "text": "y" * 10_000}]}]
-    await oma.run_agent(_config(ScriptedProvider(["a", "b"])), small)
-    await oma.run_agent(_config(ScriptedProvider(["c"])), big)
+    await oma.run_agent(agent_config(ScriptedProvider(["a", "b"])), small)
+    await oma.run_agent(agent_config(ScriptedProvider(["c"])), big)
     await oma.evaluation.flush()
     assert json.loads(cases[0].input) == dump_messages(load_messages(small))
     assert cases[0].output == "a"
@@ -193,17 +193,17 @@ async def test_full_payloads_are_cut_at_8192_characters_with_a_marker() -> None:
 
 async def test_redacted_payloads_replace_media_and_strip_url_queries() -> None:
     conv = [
-        _user(
+        user_turn(
             "look",
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
-            _img("x.png?signature=secret"),
+            named_image("x.png?signature=secret"),
         )
     ]
     case, _ = await _evaluate(conv, "redacted")
     assert PNG not in case.input and "secret" not in case.input
     data = json.loads(case.input)
     blocks = data[0]["content"]
-    assert blocks[0] == _text("look")
+    assert blocks[0] == text_block("look")
     digest = hashlib.sha256(base64.b64decode(PNG)).hexdigest()
     expected = {"media_type": "image/png", "bytes": PNG_BYTES, "sha256": digest}
     # the payload (the source, or its data) is replaced by the media summary
@@ -220,7 +220,7 @@ async def test_redacted_payloads_replace_media_and_strip_url_queries() -> None:
         "type": "video",
         "source": {"type": "url", "media_type": "video/mp4", "url": secret_url},
     }
-    case = await _evaluated([_user("look", _png(), video)], "redacted")
+    case = await evaluated_case([user_turn("look", png_block(), video)], "redacted")
     assert REFERENCE_PNG not in case.input and "SECRET" not in case.input
     payload = json.loads(case.input)
     image_source = payload[0]["content"][1]["source"]
@@ -241,7 +241,7 @@ async def test_evaluation_output_is_the_run_output_in_every_mode() -> None:
 
 async def test_redacted_payloads_drop_credentials() -> None:
     secret = "sk-ant-" + "a1B2c3D4" * 4
-    case, _ = await _evaluate([_user(f"my key is {secret}")], "redacted")
+    case, _ = await _evaluate([user_turn(f"my key is {secret}")], "redacted")
     assert secret not in case.input
     assert "my key is" in case.input
 
@@ -257,7 +257,7 @@ async def test_what_is_stored_follows_the_payload_policy() -> None:
     for mode in ("none", "redacted"):
         oma = OpenMultiAgent(
             evaluation=OnlineEvaluationConfig(scorers=[lambda c: 1.0], store_payloads=mode),
-            plugins=_host(Sink()),
+            plugins=builtin_host(Sink()),
         )
         text = "see https://example.com/doc?token=abc123secret now"
         await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["answer"])), text)
@@ -271,11 +271,11 @@ async def test_what_is_stored_follows_the_payload_policy() -> None:
     cases: list[EvalCase] = []
     oma = OpenMultiAgent(
         evaluation=OnlineEvaluationConfig(
-            scorers=[_collect(cases)], store_payloads="none", on_result=stored.append
+            scorers=[collecting_scorer(cases)], store_payloads="none", on_result=stored.append
         ),
-        plugins=_host(),
+        plugins=builtin_host(),
     )
-    result = await oma.run_agent(AgentConfig(name="v"), _reference_conversation())
+    result = await oma.run_agent(AgentConfig(name="v"), reference_conversation())
     await oma.evaluation.flush()
     (record,) = stored
     assert record.input == "[array input omitted; 3 items]"
@@ -291,10 +291,10 @@ def test_an_unknown_store_payloads_policy_is_refused() -> None:
 
 async def test_string_input_under_full_is_the_json_string() -> None:
     cases: list[EvalCase] = []
-    oma = _oma(
+    oma = make_orchestrator(
         evaluation=OnlineEvaluationConfig([lambda c: cases.append(c) or 1.0], store_payloads="full")
     )
-    await oma.run_agent(_config(ScriptedProvider(["ok"])), "twelve chars")
+    await oma.run_agent(agent_config(ScriptedProvider(["ok"])), "twelve chars")
     await oma.evaluation.flush()
     assert json.loads(cases[0].input) == "twelve chars"
 

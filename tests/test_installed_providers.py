@@ -9,7 +9,15 @@ import re
 from typing import Any
 
 import pytest
-from _builders import REFERENCE_MP4, REFERENCE_PNG, _events, _host, _png, _user, _video
+from _builders import (
+    REFERENCE_MP4,
+    REFERENCE_PNG,
+    builtin_host,
+    png_block,
+    stream_events,
+    user_turn,
+    video_block,
+)
 
 from oma_core import (
     IMAGE_MEDIA_TYPES,
@@ -95,7 +103,7 @@ def test_anthropic_declares_no_video_and_refuses_it_locally() -> None:
     assert spec.display_name == "Anthropic Messages"
     assert spec.capabilities.mode("video", "user") is None
     with pytest.raises(UnsupportedContentBlockError) as caught:
-        spec.capabilities.check(load_messages([_user("x", _video())]), spec.display_name)
+        spec.capabilities.check(load_messages([user_turn("x", video_block())]), spec.display_name)
     assert str(caught.value).startswith(
         'Anthropic Messages cannot represent the "video" content block'
     )
@@ -113,7 +121,7 @@ async def test_anthropic_agent_run_with_video_fails_before_any_request_is_sent()
         api_key="test-key",
         base_url="http://127.0.0.1:9",  # nothing listens there; nothing may be sent either
     )
-    result = await oma.run_agent(config, [_user("What happens?", _video())])
+    result = await oma.run_agent(config, [user_turn("What happens?", video_block())])
     assert not result.success
     assert isinstance(result.status.error, UnsupportedContentBlockError)
     assert result.status.error.block_type == "video"
@@ -124,7 +132,7 @@ async def test_anthropic_agent_run_with_video_fails_before_any_request_is_sent()
 def test_installed_providers_refuse_image_types_outside_their_table(media_type: str) -> None:
     pytest.importorskip("oma_anthropic")
     pytest.importorskip("oma_openai")
-    messages = load_messages([_user(image_base64(REFERENCE_PNG, media_type))])
+    messages = load_messages([user_turn(image_base64(REFERENCE_PNG, media_type))])
     for name in ("anthropic", "openai"):
         spec = PluginHost().provider_spec(name)
         with pytest.raises(UnsupportedContentBlockError, match=re.escape(media_type)):
@@ -135,7 +143,7 @@ def test_installed_providers_refuse_image_types_outside_their_table(media_type: 
 def test_the_anthropic_adapter_itself_refuses_video_rather_than_dropping_it() -> None:
     pytest.importorskip("oma_anthropic")
     provider = PluginHost().provider_spec("anthropic").factory(ProviderSettings(api_key="k"))
-    request = ProviderRequest("claude-sonnet-4-6", load_messages([_user("x", _video())]))
+    request = ProviderRequest("claude-sonnet-4-6", load_messages([user_turn("x", video_block())]))
     with pytest.raises(UnsupportedContentBlockError, match='"video"'):
         provider.render(request)
 
@@ -143,9 +151,9 @@ def test_the_anthropic_adapter_itself_refuses_video_rather_than_dropping_it() ->
 @pytest.mark.parametrize(
     ("plugin", "name", "block"),
     [
-        ("oma_anthropic", "anthropic", _video()),
-        ("oma_openai", "deepseek", _png("url")),
-        ("oma_openai", "groq", _video()),
+        ("oma_anthropic", "anthropic", video_block()),
+        ("oma_openai", "deepseek", png_block("url")),
+        ("oma_openai", "groq", video_block()),
     ],
 )
 async def test_a_plugin_provider_object_passed_directly_keeps_its_capabilities(
@@ -154,8 +162,8 @@ async def test_a_plugin_provider_object_passed_directly_keeps_its_capabilities(
     pytest.importorskip(plugin)
     spec = PluginHost().provider_spec(name)
     provider = spec.factory(ProviderSettings(base_url="http://127.0.0.1:9", api_key="k"))
-    agent = Agent(AgentConfig(name="direct", provider=provider, model="m"), plugins=_host())
-    result = await agent.run([_user("x", block)])
+    agent = Agent(AgentConfig(name="direct", provider=provider, model="m"), plugins=builtin_host())
+    result = await agent.run([user_turn("x", block)])
     error = result.status.error
     assert isinstance(error, UnsupportedContentBlockError)
     assert error.provider == spec.display_name
@@ -167,14 +175,14 @@ def test_openai_shaped_adapters_forward_video_for_the_service_to_decide(name: st
     pytest.importorskip("oma_openai")
     capabilities = _plugin_capabilities(name)
     assert capabilities.mode("video", "user", "url") is Mode.FORWARDED
-    capabilities.check(load_messages([_user("x", _video())]), name)
+    capabilities.check(load_messages([user_turn("x", video_block())]), name)
 
 
 def test_openai_renders_a_video_block_as_a_video_url_content_part() -> None:
     pytest.importorskip("oma_openai")
     spec = PluginHost().provider_spec("minimax")
     provider = spec.factory(ProviderSettings(api_key="test-key"))
-    request = ProviderRequest("MiniMax-M1", load_messages([_user("Describe", _video())]))
+    request = ProviderRequest("MiniMax-M1", load_messages([user_turn("Describe", video_block())]))
     body = provider.render(request)
     user = [m for m in body["messages"] if m["role"] == "user"][-1]
     assert {"type": "video_url", "video_url": {"url": "https://example.com/clip.mp4"}} in user[
@@ -185,7 +193,7 @@ def test_openai_renders_a_video_block_as_a_video_url_content_part() -> None:
 def test_openai_renders_a_base64_video_as_a_data_url_video_part() -> None:
     pytest.importorskip("oma_openai")
     provider = PluginHost().provider_spec("minimax").factory(ProviderSettings(api_key="k"))
-    request = ProviderRequest("MiniMax-M1", load_messages([_user(_video("base64"))]))
+    request = ProviderRequest("MiniMax-M1", load_messages([user_turn(video_block("base64"))]))
     body = provider.render(request)
     parts = body["messages"][-1]["content"]
     video_parts = [p for p in parts if p["type"] == "video_url"]
@@ -205,10 +213,10 @@ async def test_openai_forwards_video_and_the_services_refusal_is_an_ordinary_fai
         )
         oma = OpenMultiAgent(max_retries=2, retry_delay=0.01)
         if mode == "run":
-            result = await oma.run_agent(config, [_user("What happens?", _video())])
+            result = await oma.run_agent(config, [user_turn("What happens?", video_block())])
         else:
             agent = Agent(config)
-            events = await _events(agent, [_user("What happens?", _video())])
+            events = await stream_events(agent, [user_turn("What happens?", video_block())])
             await agent.aclose()
             assert [e.type for e in events][-2:] == ["error", "done"]
             result = events[-1].data
@@ -227,7 +235,9 @@ async def test_minimax_accepts_a_forwarded_video() -> None:
         config = AgentConfig(
             name="mm", provider="minimax", model="MiniMax-M2", api_key="k", base_url=server.url
         )
-        result = await OpenMultiAgent().run_agent(config, [_user("Describe", _video("base64"))])
+        result = await OpenMultiAgent().run_agent(
+            config, [user_turn("Describe", video_block("base64"))]
+        )
         assert result.success, result.status.error
         assert result.output == "a clip"
         (part,) = [
@@ -263,7 +273,7 @@ def test_the_same_input_is_valid_across_providers() -> None:
     pytest.importorskip("oma_anthropic")
     pytest.importorskip("oma_openai")
     built_once = load_messages(
-        [_user(image_url("https://example.com/diagram.png"), "Explain this diagram.")]
+        [user_turn(image_url("https://example.com/diagram.png"), "Explain this diagram.")]
     )
     for name in ("anthropic", "openai", "minimax", "echo"):
         spec = PluginHost().provider_spec(name)
@@ -286,7 +296,7 @@ def test_each_adapter_converts_images_to_its_native_format() -> None:
     pytest.importorskip("oma_openai")
     messages = load_messages(
         [
-            _user(
+            user_turn(
                 image_base64(REFERENCE_PNG, "image/png"),
                 image_url("https://example.com/b.jpg"),
                 "Compare",

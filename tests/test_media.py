@@ -7,7 +7,7 @@ import mimetypes
 from typing import Any
 
 import pytest
-from _builders import IMG_URL, PNG_B64, REFERENCE_MP4, REFERENCE_PNG, VID_URL, _png, _user
+from _builders import IMG_URL, PNG_B64, REFERENCE_MP4, REFERENCE_PNG, VID_URL, png_block, user_turn
 
 from oma_core import (
     IMAGE_MEDIA_TYPES,
@@ -279,7 +279,7 @@ def test_image_url_references_a_remote_image() -> None:
 @pytest.mark.parametrize("detail", ["low", "high", "auto"])
 def test_detail_is_low_high_or_auto(detail: str) -> None:
     assert image_url("https://example.com/a.png", detail=detail).detail == detail  # type: ignore[arg-type]
-    (message,) = load_messages([_user({**_png(), "detail": detail})])
+    (message,) = load_messages([user_turn({**png_block(), "detail": detail})])
     assert message.content[0].detail == detail  # type: ignore[union-attr]
 
 
@@ -288,7 +288,7 @@ def test_any_other_detail_is_refused(detail: Any) -> None:
     with pytest.raises(InvalidMessageError):
         image_url("https://example.com/a.png", detail=detail)
     with pytest.raises(InvalidMessageError):
-        load_messages([_user({**_png(), "detail": detail})])
+        load_messages([user_turn({**png_block(), "detail": detail})])
 
 
 def test_image_url_without_an_inferable_media_type_is_refused() -> None:
@@ -299,7 +299,7 @@ def test_image_url_without_an_inferable_media_type_is_refused() -> None:
 def test_image_base64_embeds_raw_base64() -> None:
     block = image_base64(REFERENCE_PNG, "image/png")
     assert block.source == Base64Source("image/png", REFERENCE_PNG)
-    assert dump_messages([LLMMessage("user", (block,))])[0]["content"][0] == _png()
+    assert dump_messages([LLMMessage("user", (block,))])[0]["content"][0] == png_block()
 
 
 @pytest.mark.parametrize(

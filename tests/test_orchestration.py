@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from oma_core import (
-    OpenMultiAgent,
-)
+from oma_core import OpenMultiAgent
 
 
 def test_open_multi_agent_signature_has_the_contract_parameters() -> None:

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from _builders import _host, _TinyBackendPlugin
+from _builders import TinyBackendPlugin, builtin_host
 
 from oma_core import (
     Agent,
@@ -440,7 +440,7 @@ def test_oma_load_plugins_empty_loads_no_external_plugin_but_the_builtins(
 
 
 def test_a_registered_in_process_plugin_offers_its_backend() -> None:
-    host = _host(_TinyBackendPlugin())
+    host = builtin_host(TinyBackendPlugin())
     assert "tiny" in host.backend_specs()
 
 

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 import pytest
-from _builders import _config, _oma
+from _builders import agent_config, make_orchestrator
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -125,7 +125,7 @@ async def test_redacted_payload_keeps_the_shape_and_a_media_digest() -> None:
 async def test_failed_run_error_text_is_redacted() -> None:
     key = "sk-ant-api03-" + "Q" * 30
     provider = ScriptedProvider([ProviderError(f"bad request echo {key}", status_code=400)])
-    result = await _oma().run_agent(_config(provider), "hi")
+    result = await make_orchestrator().run_agent(agent_config(provider), "hi")
     assert result.status.code == "error"
     assert isinstance(result.status.error, ProviderError)
     assert result.status.error.status_code == 400

@@ -1,4 +1,4 @@
-"""Progress delivery: per-observer copies, order, time limits, failures counted and skipped."""
+"""Progress events: what agent_start, agent_complete, error and warning events carry, run ids."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import json
 import math
 
 from _builders import (
-    _collect,
-    _config,
-    _host,
-    _img,
-    _oma,
-    _reference_conversation,
-    _three_turn_conversation,
-    _tool_turn,
-    _user,
+    agent_config,
+    builtin_host,
+    collecting_scorer,
+    make_orchestrator,
+    named_image,
+    reference_conversation,
+    three_turn_conversation,
+    tool_round,
+    user_turn,
 )
 
 from oma_core import (
@@ -47,7 +47,7 @@ async def test_agent_start_carries_the_prompt_for_string_input() -> None:
     )
 
     progress: list[ProgressEvent] = []
-    oma = OpenMultiAgent(on_progress=progress.append, plugins=_host())
+    oma = OpenMultiAgent(on_progress=progress.append, plugins=builtin_host())
     await oma.run_agent(AgentConfig(name="vision"), "What is shown?")
     start = next(e for e in progress if e.type == "agent_start")
     assert start.agent == "vision"
@@ -64,8 +64,8 @@ async def test_progress_events_of_run_agent_have_no_task() -> None:
 
 async def test_agent_start_carries_the_messages_for_structured_input() -> None:
     progress: list[ProgressEvent] = []
-    oma = OpenMultiAgent(on_progress=progress.append, plugins=_host())
-    conversation = _reference_conversation()
+    oma = OpenMultiAgent(on_progress=progress.append, plugins=builtin_host())
+    conversation = reference_conversation()
     await oma.run_agent(AgentConfig(name="vision"), conversation)
     start = next(e for e in progress if e.type == "agent_start")
     assert set(start.data) == {"messages"}
@@ -73,7 +73,7 @@ async def test_agent_start_carries_the_messages_for_structured_input() -> None:
     assert start.data["messages"] == load_messages(conversation)
 
     events: list[ProgressEvent] = []
-    conv = [_user("a", _img("x.png"))]
+    conv = [user_turn("a", named_image("x.png"))]
     oma = OpenMultiAgent(on_progress=events.append)
     await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), conv)
     start = next(e for e in events if e.type == "agent_start")
@@ -93,10 +93,12 @@ async def test_progress_callback_mutations_cannot_affect_execution_or_evaluation
     provider = ScriptedProvider(["fine"])
     oma = OpenMultiAgent(
         on_progress=meddle,
-        evaluation=OnlineEvaluationConfig(scorers=[_collect(cases)], store_payloads="full"),
-        plugins=_host(),
+        evaluation=OnlineEvaluationConfig(
+            scorers=[collecting_scorer(cases)], store_payloads="full"
+        ),
+        plugins=builtin_host(),
     )
-    conversation = [_user("original question")]
+    conversation = [user_turn("original question")]
     result = await oma.run_agent(AgentConfig(name="v", provider=provider), conversation)
     await oma.evaluation.flush()
     assert result.success
@@ -106,8 +108,8 @@ async def test_progress_callback_mutations_cannot_affect_execution_or_evaluation
 
 async def test_string_input_emits_a_prompt_payload() -> None:
     events: list[ProgressEvent] = []
-    result = await _oma(on_progress=events.append).run_agent(
-        _config(ScriptedProvider(["fine"])), "hello"
+    result = await make_orchestrator(on_progress=events.append).run_agent(
+        agent_config(ScriptedProvider(["fine"])), "hello"
     )
     assert result.success and result.output == "fine"
     start = events[0]
@@ -118,10 +120,10 @@ async def test_string_input_emits_a_prompt_payload() -> None:
 
 async def test_structured_input_emits_a_messages_payload() -> None:
     events: list[ProgressEvent] = []
-    await _oma(on_progress=events.append).run_agent(
-        _config(ScriptedProvider(["a cat"])), _three_turn_conversation()
+    await make_orchestrator(on_progress=events.append).run_agent(
+        agent_config(ScriptedProvider(["a cat"])), three_turn_conversation()
     )
-    assert events[0].data == {"messages": load_messages(_three_turn_conversation())}
+    assert events[0].data == {"messages": load_messages(three_turn_conversation())}
     assert isinstance(events[0].data["messages"], tuple)
 
 
@@ -134,14 +136,14 @@ async def test_progress_mutation_reaches_neither_provider_nor_scorer() -> None:
             event.data["messages"] = ()
             event.data["extra"] = "x"
 
-    oma = _oma(
+    oma = make_orchestrator(
         on_progress=vandal,
         evaluation=OnlineEvaluationConfig(
             [lambda case: cases.append(case) or 1.0], store_payloads="full"
         ),
     )
-    conversation = _three_turn_conversation()
-    await oma.run_agent(_config(provider), conversation)
+    conversation = three_turn_conversation()
+    await oma.run_agent(agent_config(provider), conversation)
     await oma.evaluation.flush()
     assert provider.requests[0].messages == load_messages(conversation)
     assert json.loads(cases[0].input) == dump_messages(load_messages(conversation))
@@ -150,7 +152,7 @@ async def test_progress_mutation_reaches_neither_provider_nor_scorer() -> None:
 async def test_a_failed_run_emits_error_then_agent_complete() -> None:
     events: list[ProgressEvent] = []
     provider = ScriptedProvider([ProviderError("bad", status_code=400)])
-    await _oma(on_progress=events.append).run_agent(_config(provider), "hi")
+    await make_orchestrator(on_progress=events.append).run_agent(agent_config(provider), "hi")
     assert [e.type for e in events] == ["agent_start", "error", "agent_complete"]
     assert events[1].data["code"] == "error"
     assert events[2].data["success"] is False
@@ -158,8 +160,10 @@ async def test_a_failed_run_emits_error_then_agent_complete() -> None:
 
 async def test_a_tool_error_result_is_reported_as_a_warning() -> None:
     events: list[ProgressEvent] = []
-    provider = ScriptedProvider([_tool_turn(0), "done"])
-    result = await _oma(on_progress=events.append).run_agent(_config(provider), "hi")
+    provider = ScriptedProvider([tool_round(0), "done"])
+    result = await make_orchestrator(on_progress=events.append).run_agent(
+        agent_config(provider), "hi"
+    )
     assert result.success
     (warning,) = [e for e in events if e.type == "warning"]
     assert warning.data["tool"] == "missing"
@@ -167,9 +171,9 @@ async def test_a_tool_error_result_is_reported_as_a_warning() -> None:
 
 async def test_run_id_is_on_every_event_and_generated_when_not_given() -> None:
     events: list[ProgressEvent] = []
-    oma = _oma(on_progress=events.append)
-    await oma.run_agent(_config(ScriptedProvider(["a"])), "hi", run_id="mine")
-    await oma.run_agent(_config(ScriptedProvider(["b"])), "hi")
+    oma = make_orchestrator(on_progress=events.append)
+    await oma.run_agent(agent_config(ScriptedProvider(["a"])), "hi", run_id="mine")
+    await oma.run_agent(agent_config(ScriptedProvider(["b"])), "hi")
     assert [e.run_id for e in events[:2]] == ["mine", "mine"]
     generated = {e.run_id for e in events[2:]}
     assert len(generated) == 1 and None not in generated and "mine" not in generated
@@ -177,7 +181,7 @@ async def test_run_id_is_on_every_event_and_generated_when_not_given() -> None:
 
 async def test_agent_complete_carries_the_outcome() -> None:
     events: list[ProgressEvent] = []
-    result = await _oma(on_progress=events.append).run_agent(
+    result = await make_orchestrator(on_progress=events.append).run_agent(
         AgentConfig("a", provider=ScriptedProvider(["fine"])), "hi", run_id="r1"
     )
     complete = events[-1]

@@ -9,12 +9,12 @@ import time
 from typing import Any
 
 from _builders import (
-    _config,
-    _host,
-    _oma,
-    _Recorder,
-    _reference_conversation,
-    _user,
+    HookRecorder,
+    agent_config,
+    builtin_host,
+    make_orchestrator,
+    reference_conversation,
+    user_turn,
 )
 
 from oma_core import (
@@ -39,8 +39,8 @@ async def test_a_raising_observer_never_fails_the_run_and_is_counted() -> None:
     def broken(event: ProgressEvent) -> None:
         raise RuntimeError("observer bug")
 
-    oma = _oma(on_progress=broken)
-    result = await oma.run_agent(_config(ScriptedProvider(["ok"])), "hi")
+    oma = make_orchestrator(on_progress=broken)
+    result = await oma.run_agent(agent_config(ScriptedProvider(["ok"])), "hi")
     assert result.success
     assert oma.progress_stats().failed == 2  # agent_start and agent_complete
 
@@ -60,8 +60,8 @@ async def test_a_slow_async_observer_is_cut_off_and_counted() -> None:
     async def stuck(event: ProgressEvent) -> None:
         await asyncio.sleep(30)
 
-    oma = _oma(on_progress=stuck, observer_timeout=0.05)
-    result = await asyncio.wait_for(oma.run_agent(_config(ScriptedProvider(["ok"])), "hi"), 5)
+    oma = make_orchestrator(on_progress=stuck, observer_timeout=0.05)
+    result = await asyncio.wait_for(oma.run_agent(agent_config(ScriptedProvider(["ok"])), "hi"), 5)
     assert result.success
     assert oma.progress_stats().timed_out == 2
 
@@ -89,7 +89,7 @@ async def test_progress_hooks_receive_events_too() -> None:
     host = PluginHost(load_entrypoints=False)
     plugin = Plugin()
     host.register(plugin, name="watcher")
-    await _oma(plugins=host).run_agent(_config(ScriptedProvider(["ok"])), "hi")
+    await make_orchestrator(plugins=host).run_agent(agent_config(ScriptedProvider(["ok"])), "hi")
     assert plugin.events == ["agent_start", "agent_complete"]
 
 
@@ -101,7 +101,7 @@ async def test_sync_observers_see_agent_start_before_the_provider_is_called() ->
             order.append("provider")
             return await super().complete(request)
 
-    await _oma(on_progress=lambda event: order.append(event.type)).run_agent(
+    await make_orchestrator(on_progress=lambda event: order.append(event.type)).run_agent(
         AgentConfig("a", provider=Recording(["ok"])), "hi"
     )
     assert order == ["agent_start", "provider", "agent_complete"]
@@ -122,7 +122,7 @@ async def test_each_observer_gets_its_own_copy_of_the_event() -> None:
     host = PluginHost(load_entrypoints=False)
     host.register(Plugin(), name="watcher")
     provider = ScriptedProvider(["ok"])
-    await _oma(on_progress=vandal, plugins=host).run_agent(
+    await make_orchestrator(on_progress=vandal, plugins=host).run_agent(
         AgentConfig("a", provider=provider), "hi"
     )
     assert seen[0] == {"prompt": "hi"}
@@ -138,7 +138,7 @@ async def test_observers_registered_after_the_first_run_are_picked_up() -> None:
             seen.append(event.type)
 
     host = PluginHost(load_entrypoints=False)
-    oma = _oma(plugins=host)
+    oma = make_orchestrator(plugins=host)
     await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi")
     host.register(Plugin(), name="late")
     await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi")
@@ -162,7 +162,7 @@ async def test_async_and_sync_observers_all_finish_before_run_agent_returns() ->
 
     host = PluginHost(load_entrypoints=False)
     host.register(Plugin(), name="sync")
-    oma = _oma(on_progress=slow, plugins=host)
+    oma = make_orchestrator(on_progress=slow, plugins=host)
     await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi")
     assert sorted(seen) == sorted(
         [
@@ -180,7 +180,9 @@ async def test_async_and_sync_observers_all_finish_before_run_agent_returns() ->
         await asyncio.sleep(0.01)
         seen.append(event.type)
 
-    await _oma(on_progress=observer).run_agent(_config(ScriptedProvider(["ok"])), "hi")
+    await make_orchestrator(on_progress=observer).run_agent(
+        agent_config(ScriptedProvider(["ok"])), "hi"
+    )
     assert seen == ["agent_start", "agent_complete"]
 
     seen: list[str] = []
@@ -202,7 +204,7 @@ async def test_an_observer_raising_cancelled_error_itself_does_not_cancel_the_ru
         raise asyncio.CancelledError
 
     for rogue in (rogue_async, rogue_sync):
-        oma = _oma(on_progress=rogue)
+        oma = make_orchestrator(on_progress=rogue)
         result = await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi")
         assert result.success
         assert oma.progress_stats().failed == 2
@@ -305,12 +307,12 @@ async def test_an_observer_mutating_the_event_changes_nothing() -> None:
     await OpenMultiAgent(on_progress=meddle).run_agent(
         AgentConfig(name="v", provider=provider), "hi"
     )
-    assert dump_messages(provider.requests[0].messages) == [_user("hi")]
+    assert dump_messages(provider.requests[0].messages) == [user_turn("hi")]
 
 
 async def test_package_progress_hooks_observe_run_agent() -> None:
-    recorder = _Recorder()
-    oma = OpenMultiAgent(plugins=_host(recorder))
+    recorder = HookRecorder()
+    oma = OpenMultiAgent(plugins=builtin_host(recorder))
     await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
     types = [e.type for e in recorder.progress]
     assert "agent_start" in types and "agent_complete" in types
@@ -334,7 +336,7 @@ async def test_on_progress_runs_before_the_package_observers_for_each_event() ->
             order.append(f"hook:{event.type}")
 
     oma = OpenMultiAgent(
-        on_progress=lambda event: order.append(f"on:{event.type}"), plugins=_host(Hook())
+        on_progress=lambda event: order.append(f"on:{event.type}"), plugins=builtin_host(Hook())
     )
     await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
     assert order[:2] == ["on:agent_start", "hook:agent_start"]
@@ -353,7 +355,7 @@ async def test_one_observer_mutating_its_event_does_not_change_what_another_sees
     def meddle(event: ProgressEvent) -> None:
         event.data.clear()
 
-    oma = OpenMultiAgent(on_progress=meddle, plugins=_host(Watcher()))
-    conversation = _reference_conversation()
+    oma = OpenMultiAgent(on_progress=meddle, plugins=builtin_host(Watcher()))
+    conversation = reference_conversation()
     await oma.run_agent(AgentConfig(name="v"), conversation)
     assert seen == [{"messages": load_messages(conversation)}]

@@ -10,20 +10,20 @@ from typing import Any
 
 import pytest
 from _builders import (
-    _agent,
-    _assistant,
-    _assistant_says,
-    _events,
-    _host,
-    _img,
-    _scripted,
-    _sent,
-    _text,
-    _user,
+    assistant_text,
+    assistant_turn,
+    builtin_host,
     make,
     make_replying_ok,
+    named_image,
     png_image,
+    scripted_agent,
+    sent_dicts,
+    stream_events,
+    text_block,
     text_msg,
+    user_turn,
+    vision_agent,
 )
 
 from oma_core import (
@@ -43,13 +43,15 @@ from oma_core.testing import ScriptedProvider
 
 
 async def test_run_is_fresh_and_neither_reads_nor_updates_history(host: PluginHost) -> None:
-    agent, provider = _agent(["r1", "r2"], history=[_user("old"), _assistant("older")])
+    agent, provider = scripted_agent(
+        ["r1", "r2"], history=[user_turn("old"), assistant_turn("older")]
+    )
     await agent.run("x")
-    assert _sent(provider) == [_user("x")]
-    assert dump_messages(agent.get_history()) == [_user("old"), _assistant("older")]
+    assert sent_dicts(provider) == [user_turn("x")]
+    assert dump_messages(agent.get_history()) == [user_turn("old"), assistant_turn("older")]
     async for _ in agent.stream("y"):
         pass
-    assert _sent(provider, 1) == [_user("y")]
+    assert sent_dicts(provider, 1) == [user_turn("y")]
     assert len(agent.get_history()) == 2
 
     seed = [text_msg("user", "old"), text_msg("assistant", "x")]
@@ -58,38 +60,45 @@ async def test_run_is_fresh_and_neither_reads_nor_updates_history(host: PluginHo
     assert len(provider.requests[0].messages) == 1
     assert len(agent.get_history()) == 2
 
-    agent, provider = _scripted(["r1", "r2"], history=[_user("old"), _assistant_says("older")])
+    agent, provider = vision_agent(
+        ["r1", "r2"], history=[user_turn("old"), assistant_text("older")]
+    )
     await agent.run("fresh")
-    await _events(agent, [_user("also fresh")])
+    await stream_events(agent, [user_turn("also fresh")])
     assert [len(r.messages) for r in provider.requests] == [1, 1]
-    assert dump_messages(agent.get_history()) == [_user("old"), _assistant_says("older")]
+    assert dump_messages(agent.get_history()) == [user_turn("old"), assistant_text("older")]
 
 
 async def test_history_seeds_prompt_and_prompt_appends_turn_and_reply() -> None:
-    agent, provider = _agent(["r1", "r2"], history=[_user("old"), _assistant("older")])
+    agent, provider = scripted_agent(
+        ["r1", "r2"], history=[user_turn("old"), assistant_turn("older")]
+    )
     first = await agent.prompt("q1")
     assert first.success
-    assert _sent(provider) == [_user("old"), _assistant("older"), _user("q1")]
-    await agent.prompt([_img("p.png"), _text("q2")])
-    assert _sent(provider, 1) == [
-        _user("old"),
-        _assistant("older"),
-        _user("q1"),
-        _assistant("r1"),
-        _user(_img("p.png"), "q2"),
+    assert sent_dicts(provider) == [user_turn("old"), assistant_turn("older"), user_turn("q1")]
+    await agent.prompt([named_image("p.png"), text_block("q2")])
+    assert sent_dicts(provider, 1) == [
+        user_turn("old"),
+        assistant_turn("older"),
+        user_turn("q1"),
+        assistant_turn("r1"),
+        user_turn(named_image("p.png"), "q2"),
     ]
-    assert dump_messages(agent.get_history())[-2:] == [_user(_img("p.png"), "q2"), _assistant("r2")]
+    assert dump_messages(agent.get_history())[-2:] == [
+        user_turn(named_image("p.png"), "q2"),
+        assistant_turn("r2"),
+    ]
 
 
 async def test_a_failed_prompt_leaves_history_as_it_was(host: PluginHost) -> None:
-    agent, _ = _agent(["r1", ProviderError("bad request", status_code=400)])
+    agent, _ = scripted_agent(["r1", ProviderError("bad request", status_code=400)])
     await agent.prompt("q1")
     before = dump_messages(agent.get_history())
     result = await agent.prompt("q2")
     assert not result.success
     assert dump_messages(agent.get_history()) == before
 
-    agent, _ = _scripted([ProviderError("down", status_code=400)])
+    agent, _ = vision_agent([ProviderError("down", status_code=400)])
     result = await agent.prompt("hello")
     assert not result.success
     assert agent.get_history() == []
@@ -103,7 +112,7 @@ async def test_a_failed_prompt_leaves_history_as_it_was(host: PluginHost) -> Non
 
 
 async def test_invalid_prompt_blocks_raise_as_messages_0_content_and_append_nothing() -> None:
-    agent, provider = _agent(["r"])
+    agent, provider = scripted_agent(["r"])
     with pytest.raises(InvalidMessageError) as info:
         agent.prompt([{"type": "text"}])
     assert str(info.value).startswith("messages[0].content[0]")
@@ -114,7 +123,7 @@ async def test_invalid_prompt_blocks_raise_as_messages_0_content_and_append_noth
 
 
 async def test_get_history_returns_a_new_list_each_time(host: PluginHost) -> None:
-    agent, _ = _agent(["r"])
+    agent, _ = scripted_agent(["r"])
     await agent.prompt("q")
     history = agent.get_history()
     assert isinstance(history, list)
@@ -129,7 +138,7 @@ async def test_get_history_returns_a_new_list_each_time(host: PluginHost) -> Non
     history.clear()
     assert len(agent.get_history()) == 2
 
-    agent, _ = _scripted(["r"])
+    agent, _ = vision_agent(["r"])
     await agent.prompt("hi")
     history = agent.get_history()
     history.clear()
@@ -141,29 +150,33 @@ async def test_a_prompt_whose_hook_fails_leaves_history_as_it_was() -> None:
     def hook(ctx: Any) -> None:
         raise RuntimeError("no")
 
-    agent, _ = _agent(["r"], history=[_user("old"), _assistant("older")], before_run=hook)
+    agent, _ = scripted_agent(
+        ["r"], history=[user_turn("old"), assistant_turn("older")], before_run=hook
+    )
     result = await agent.prompt("q")
     assert not result.success
-    assert dump_messages(agent.get_history()) == [_user("old"), _assistant("older")]
+    assert dump_messages(agent.get_history()) == [user_turn("old"), assistant_turn("older")]
 
 
 async def test_run_agent_is_fresh_and_ignores_config_history() -> None:
     provider = ScriptedProvider(["r"])
-    config = AgentConfig(name="v", provider=provider, history=[_user("old"), _assistant("o")])
+    config = AgentConfig(
+        name="v", provider=provider, history=[user_turn("old"), assistant_turn("o")]
+    )
     await OpenMultiAgent().run_agent(config, "now")
-    assert dump_messages(provider.requests[0].messages) == [_user("now")]
+    assert dump_messages(provider.requests[0].messages) == [user_turn("now")]
 
 
 async def test_prompt_appends_the_turn_and_the_response_to_history(host: PluginHost) -> None:
-    agent, provider = _scripted(["a cat"], history=[_user("hi"), _assistant_says("hello")])
-    result = await agent.prompt([image_url("https://example.com/a.png"), _text("What is it?")])
+    agent, provider = vision_agent(["a cat"], history=[user_turn("hi"), assistant_text("hello")])
+    result = await agent.prompt([image_url("https://example.com/a.png"), text_block("What is it?")])
     assert result.success
     sent = provider.requests[0].messages
     assert [m.role for m in sent] == ["user", "assistant", "user"]  # history is kept, not replaced
     history = dump_messages(agent.get_history())
-    assert history[:2] == [_user("hi"), _assistant_says("hello")]
+    assert history[:2] == [user_turn("hi"), assistant_text("hello")]
     assert history[2]["role"] == "user" and history[2]["content"][0]["type"] == "image"
-    assert history[3] == _assistant_says("a cat")
+    assert history[3] == assistant_text("a cat")
 
     agent, provider = make(host, "first answer", "second answer")
     await agent.prompt("one")
@@ -175,8 +188,8 @@ async def test_prompt_appends_the_turn_and_the_response_to_history(host: PluginH
 
 
 async def test_prompt_takes_a_tuple_of_blocks_as_one_user_turn() -> None:
-    agent, provider = _scripted(["ok"])
-    await agent.prompt((_text("a"), image_url("https://example.com/a.png")))
+    agent, provider = vision_agent(["ok"])
+    await agent.prompt((text_block("a"), image_url("https://example.com/a.png")))
     (turn,) = provider.requests[0].messages
     assert turn.role == "user" and [b.type for b in turn.content] == ["text", "image"]
 
@@ -187,7 +200,7 @@ async def test_prompt_takes_a_tuple_of_blocks_as_one_user_turn() -> None:
         ([], "messages[0].content", "at least one content block"),
         (
             [
-                _text("ok"),
+                text_block("ok"),
                 {
                     "type": "image",
                     "source": {"type": "url", "media_type": "image/png", "url": "file:///x.png"},
@@ -197,7 +210,7 @@ async def test_prompt_takes_a_tuple_of_blocks_as_one_user_turn() -> None:
             "must use HTTP or HTTPS",
         ),
         (
-            [_text("ok"), {"type": "tool_use", "id": "t", "name": "n", "input": {}}],
+            [text_block("ok"), {"type": "tool_use", "id": "t", "name": "n", "input": {}}],
             "messages[0].content[1]",
             "only assistant messages",
         ),
@@ -206,7 +219,7 @@ async def test_prompt_takes_a_tuple_of_blocks_as_one_user_turn() -> None:
 def test_prompt_checks_its_blocks_as_the_first_messages_content(
     blocks: list[Any], path: str, reason: str
 ) -> None:
-    agent, _ = _scripted([])
+    agent, _ = vision_agent([])
     with pytest.raises(InvalidMessageError, match=re.escape(reason)) as caught:
         agent.prompt(blocks)
     assert caught.value.path == path
@@ -214,7 +227,7 @@ def test_prompt_checks_its_blocks_as_the_first_messages_content(
 
 
 async def test_history_seeds_prompt_only(host: PluginHost) -> None:
-    agent, provider = _scripted(["p", "r"], history=[_user("seed"), _assistant_says("ok")])
+    agent, provider = vision_agent(["p", "r"], history=[user_turn("seed"), assistant_text("ok")])
     await agent.prompt("next")
     await agent.run("alone")
     assert len(provider.requests[0].messages) == 3
@@ -228,9 +241,9 @@ async def test_history_seeds_prompt_only(host: PluginHost) -> None:
 
 
 async def test_prompt_cannot_insert_assistant_turns() -> None:
-    agent, provider = _scripted(["never"])
+    agent, provider = vision_agent(["never"])
     with pytest.raises(InvalidMessageError):
-        agent.prompt([_assistant_says("I said so")])
+        agent.prompt([assistant_text("I said so")])
     with pytest.raises(InvalidMessageError):
         agent.prompt([{"type": "tool_use", "id": "t", "name": "n", "input": {}}])
     assert agent.get_history() == [] and provider.requests == []
@@ -238,30 +251,32 @@ async def test_prompt_cannot_insert_assistant_turns() -> None:
 
 def test_an_invalid_history_makes_the_agent_constructor_raise(host: PluginHost) -> None:
     with pytest.raises(InvalidMessageError):
-        Agent(AgentConfig(name="a", history=[_user({"type": "image"})]), plugins=_host())
+        Agent(AgentConfig(name="a", history=[user_turn({"type": "image"})]), plugins=builtin_host())
 
     config = AgentConfig(name="a", history=[{"role": "user", "content": []}])
     with pytest.raises(InvalidMessageError):
         Agent(config, plugins=host)
 
     with pytest.raises(InvalidMessageError):
-        Agent(AgentConfig(name="a", history=[{"role": "robot", "content": [_text("x")]}]))
+        Agent(AgentConfig(name="a", history=[{"role": "robot", "content": [text_block("x")]}]))
 
 
 async def test_run_agent_is_a_fresh_one_off_agent_each_time() -> None:
     provider = ScriptedProvider(["a", "b"])
-    oma = OpenMultiAgent(plugins=_host())
-    config = AgentConfig(name="v", provider=provider, history=[_user("seed"), _assistant_says("k")])
+    oma = OpenMultiAgent(plugins=builtin_host())
+    config = AgentConfig(
+        name="v", provider=provider, history=[user_turn("seed"), assistant_text("k")]
+    )
     await oma.run_agent(config, "one")
     await oma.run_agent(config, "two")
     assert [len(r.messages) for r in provider.requests] == [1, 1]
 
 
 async def test_an_invalid_prompt_is_not_appended_to_history() -> None:
-    agent, _ = _scripted(["r"], history=[_user("a"), _assistant_says("b")])
+    agent, _ = vision_agent(["r"], history=[user_turn("a"), assistant_text("b")])
     with pytest.raises(InvalidMessageError):
         agent.prompt([{"type": "image", "source": {"type": "url", "url": "file:///x.png"}}])
-    assert dump_messages(agent.get_history()) == [_user("a"), _assistant_says("b")]
+    assert dump_messages(agent.get_history()) == [user_turn("a"), assistant_text("b")]
 
 
 async def test_prompt_refuses_a_whole_message(host: PluginHost) -> None:

@@ -6,9 +6,7 @@ import pluggy
 import pytest
 
 import oma_core
-from oma_core import (
-    hookimpl,
-)
+from oma_core import hookimpl
 from oma_core.testing import Delayed, ScriptedProvider
 
 SECTION_8_NAMES = [

@@ -13,13 +13,13 @@ from _builders import (
     FakeSleep,
     Recorder,
     SlowStream,
-    _agent,
-    _config,
-    _oma,
-    _three_turn_conversation,
-    _tool_call,
+    agent_config,
     make,
+    make_orchestrator,
+    scripted_agent,
     start,
+    three_turn_conversation,
+    tool_call_turn,
 )
 
 from oma_core import (
@@ -53,7 +53,7 @@ def _record_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 async def test_default_ladder_retries_twice_with_equal_jitter_from_half_a_second() -> None:
-    agent, provider = _agent([_unavailable(), "ok"])
+    agent, provider = scripted_agent([_unavailable(), "ok"])
     start = time.monotonic()
     result = await agent.run("x")
     elapsed = time.monotonic() - start
@@ -63,7 +63,7 @@ async def test_default_ladder_retries_twice_with_equal_jitter_from_half_a_second
 
 
 async def test_default_ladder_gives_up_after_two_retries() -> None:
-    agent, provider = _agent(
+    agent, provider = scripted_agent(
         [_unavailable(), _unavailable(), _unavailable(), "never"], retry_delay=0.01
     )
     result = await agent.run("x")
@@ -72,7 +72,9 @@ async def test_default_ladder_gives_up_after_two_retries() -> None:
 
 
 async def test_a_non_retryable_error_is_not_retried(host: PluginHost) -> None:
-    agent, provider = _agent([ProviderError("bad", status_code=400), "never"], retry_delay=0.01)
+    agent, provider = scripted_agent(
+        [ProviderError("bad", status_code=400), "never"], retry_delay=0.01
+    )
     result = await agent.run("x")
     assert not result.success and len(provider.requests) == 1
 
@@ -100,20 +102,20 @@ async def test_retry_settings_most_specific_wins() -> None:
     def failing() -> ScriptedProvider:
         return ScriptedProvider([ProviderError("busy", status_code=503)] * 10)
 
-    oma = _oma(max_retries=4)
+    oma = make_orchestrator(max_retries=4)
     first = failing()
-    await oma.run_agent(_config(first), "hi")
+    await oma.run_agent(agent_config(first), "hi")
     assert len(first.requests) == 5  # orchestrator default
     second = failing()
-    await oma.run_agent(_config(second, max_retries=2), "hi")
+    await oma.run_agent(agent_config(second, max_retries=2), "hi")
     assert len(second.requests) == 3  # the config beats the orchestrator
     third = failing()
-    await oma.run_agent(_config(third, max_retries=2), "hi", max_retries=0)
+    await oma.run_agent(agent_config(third, max_retries=2), "hi", max_retries=0)
     assert len(third.requests) == 1  # the call beats the config
 
 
 async def test_retry_backoff_multiplies_the_delay() -> None:
-    agent, provider = _agent(
+    agent, provider = scripted_agent(
         [_unavailable(), _unavailable(), "ok"], retry_delay=0.1, retry_backoff=3.0
     )
     start = time.monotonic()
@@ -126,7 +128,7 @@ async def test_retry_backoff_multiplies_the_delay() -> None:
 
 async def test_a_server_retry_after_is_honoured() -> None:
     slow = ProviderError("slow down", status_code=429, retry_after=0.4)
-    agent, _ = _agent([slow, "ok"], retry_delay=0.01)
+    agent, _ = scripted_agent([slow, "ok"], retry_delay=0.01)
     start = time.monotonic()
     assert (await agent.run("x")).success
     assert time.monotonic() - start >= 0.39
@@ -144,7 +146,7 @@ async def test_the_ladder_is_capped_at_30_seconds_with_equal_jitter(
 ) -> None:
     waits = _record_sleeps(monkeypatch)
     errors = [_unavailable() for _ in range(4)]
-    agent, provider = _agent([*errors, "ok"], max_retries=4, retry_delay=10.0)
+    agent, provider = scripted_agent([*errors, "ok"], max_retries=4, retry_delay=10.0)
     assert (await agent.run("x")).success
     assert len(provider.requests) == 5
     nominal = [10.0, 20.0, 30.0, 30.0]
@@ -162,7 +164,7 @@ async def test_a_retry_after_up_to_60_seconds_is_honoured_and_longer_is_not(
         ProviderError("slower", status_code=429, retry_after=600.0),
         "ok",
     ]
-    agent, _ = _agent(responses, retry_delay=0.5)
+    agent, _ = scripted_agent(responses, retry_delay=0.5)
     assert (await agent.run("x")).success
     assert waits[0] == 45.0
     assert waits[1] <= 60.0
@@ -177,8 +179,8 @@ async def test_a_retried_model_call_never_runs_a_tool_twice() -> None:
         runs.append(n)
         return n
 
-    agent, provider = _agent(
-        [_tool_call("count", {"n": 1}), _unavailable(), _unavailable(), "final"],
+    agent, provider = scripted_agent(
+        [tool_call_turn("count", {"n": 1}), _unavailable(), _unavailable(), "final"],
         tools=[count],
         retry_delay=0.01,
     )
@@ -252,8 +254,8 @@ async def test_a_stream_that_failed_before_output_is_retried(host: PluginHost) -
 async def test_unsupported_content_block_is_not_retried() -> None:
     provider = ScriptedProvider(["never"], capabilities=Capabilities.text_only())
     events: list[ProgressEvent] = []
-    result = await _oma(on_progress=events.append).run_agent(
-        _config(provider), _three_turn_conversation(), max_retries=5
+    result = await make_orchestrator(on_progress=events.append).run_agent(
+        agent_config(provider), three_turn_conversation(), max_retries=5
     )
     assert not result.success
     assert isinstance(result.status.error, UnsupportedContentBlockError)
@@ -264,7 +266,9 @@ async def test_unsupported_content_block_is_not_retried() -> None:
 async def test_a_429_is_retried_exactly_max_retries_times() -> None:
     provider = ScriptedProvider([ProviderError("slow down", status_code=429)] * 4 + ["late"])
     events: list[ProgressEvent] = []
-    result = await _oma(on_progress=events.append).run_agent(_config(provider), "hi", max_retries=3)
+    result = await make_orchestrator(on_progress=events.append).run_agent(
+        agent_config(provider), "hi", max_retries=3
+    )
     assert not result.success
     assert len(provider.requests) == 4  # the call and 3 retries
     assert [e.data["attempt"] for e in events if e.type == "retry"] == [1, 2, 3]
@@ -280,7 +284,7 @@ async def test_the_retry_ladder_on_a_fake_clock() -> None:
     errors[3] = ProviderError("later", status_code=429, retry_after=7.0)
     provider = ScriptedProvider([*errors, "finally"])
     events: list[ProgressEvent] = []
-    oma = _oma(
+    oma = make_orchestrator(
         on_progress=events.append,
         retry_policy=RetryPolicy(sleep=fake_sleep, random=lambda: 1.0),
     )
@@ -300,7 +304,7 @@ async def test_equal_jitter_waits_at_least_half_the_nominal_delay() -> None:
         slept.append(seconds)
 
     provider = ScriptedProvider([ProviderError("busy", status_code=502)] * 3 + ["ok"])
-    oma = _oma(retry_policy=RetryPolicy(sleep=fake_sleep, random=lambda: 0.0))
+    oma = make_orchestrator(retry_policy=RetryPolicy(sleep=fake_sleep, random=lambda: 0.0))
     await oma.run_agent(AgentConfig("a", provider=provider), "hi")
     assert slept == [0.25, 0.5]  # the default two retries, each at half its nominal wait
 
@@ -314,7 +318,7 @@ async def test_retry_delay_and_backoff_follow_the_most_specific_setting() -> Non
     def failing() -> ScriptedProvider:
         return ScriptedProvider([ProviderError("busy", status_code=503)] * 3)
 
-    oma = _oma(
+    oma = make_orchestrator(
         retry_delay=1.0,
         retry_backoff=3.0,
         retry_policy=RetryPolicy(sleep=fake_sleep, random=lambda: 1.0),
@@ -332,6 +336,8 @@ async def test_retry_delay_and_backoff_follow_the_most_specific_setting() -> Non
 
 async def test_a_non_retryable_4xx_is_tried_once_even_with_many_retries() -> None:
     provider = ScriptedProvider([ProviderError("bad", status_code=400)] * 6)
-    result = await _oma().run_agent(AgentConfig("a", provider=provider), "hi", max_retries=5)
+    result = await make_orchestrator().run_agent(
+        AgentConfig("a", provider=provider), "hi", max_retries=5
+    )
     assert result.status.code == "error"
     assert len(provider.requests) == 1

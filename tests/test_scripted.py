@@ -7,7 +7,7 @@ import re
 import time
 
 import pytest
-from _builders import _agent, _assistant, add
+from _builders import add, assistant_turn, scripted_agent
 
 from oma_core import (
     Agent,
@@ -135,8 +135,8 @@ async def test_an_agent_on_the_scripted_provider_plays_the_script() -> None:
 
 
 async def test_scripted_plays_strings_messages_and_dicts_in_order() -> None:
-    message = load_messages([_assistant("from object")])[0]
-    agent, provider = _agent(["one", message, _assistant("from dict")])
+    message = load_messages([assistant_turn("from object")])[0]
+    agent, provider = scripted_agent(["one", message, assistant_turn("from dict")])
     outputs = [(await agent.run("x")).output for _ in range(3)]
     assert outputs == ["one", "from object", "from dict"]
     assert len(provider.requests) == 3
@@ -144,14 +144,14 @@ async def test_scripted_plays_strings_messages_and_dicts_in_order() -> None:
 
 async def test_scripted_raises_an_exception_instance_when_reached() -> None:
     boom = ProviderError("nope", status_code=400)
-    agent, _ = _agent(["first", boom])
+    agent, _ = scripted_agent(["first", boom])
     assert (await agent.run("x")).success
     result = await agent.run("y")
     assert result.status.error is boom
 
 
 async def test_scripted_delayed_waits_before_answering() -> None:
-    agent, _ = _agent([Delayed(0.2, "late")])
+    agent, _ = scripted_agent([Delayed(0.2, "late")])
     start = time.monotonic()
     result = await agent.run("x")
     assert result.output == "late"
@@ -166,7 +166,7 @@ async def test_scripted_delayed_waits_before_answering() -> None:
 
 
 async def test_an_exhausted_script_raises_an_error_that_says_so() -> None:
-    agent, _ = _agent(["only"])
+    agent, _ = scripted_agent(["only"])
     await agent.run("x")
     result = await agent.run("y")
     assert not result.success
@@ -174,7 +174,7 @@ async def test_an_exhausted_script_raises_an_error_that_says_so() -> None:
 
 
 async def test_scripted_records_messages_system_prompt_and_tools() -> None:
-    agent, provider = _agent(["ok"], system_prompt="be brief", tools=[add])
+    agent, provider = scripted_agent(["ok"], system_prompt="be brief", tools=[add])
     await agent.run("x")
     (request,) = provider.requests
     assert isinstance(request.messages, tuple)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from _builders import REFERENCE_PNG, _host, _png, _scripted, _text, _user
+from _builders import REFERENCE_PNG, builtin_host, png_block, text_block, user_turn, vision_agent
 
 from oma_core import (
     Agent,
@@ -15,19 +15,21 @@ from oma_core import (
 
 
 async def test_text_and_image_blocks_can_appear_in_any_order() -> None:
-    agent, provider = _scripted(["a", "b"])
-    await agent.prompt([image_url("https://example.com/chart.png"), _text("Summarize this chart.")])
-    await agent.prompt([_text("And now?"), image_base64(REFERENCE_PNG, "image/png")])
+    agent, provider = vision_agent(["a", "b"])
+    await agent.prompt(
+        [image_url("https://example.com/chart.png"), text_block("Summarize this chart.")]
+    )
+    await agent.prompt([text_block("And now?"), image_base64(REFERENCE_PNG, "image/png")])
     first, second = (r.messages[-1] for r in provider.requests)
     assert [b.type for b in first.content] == ["image", "text"]
     assert [b.type for b in second.content] == ["text", "image"]
 
 
 async def test_multiple_images_in_a_single_turn() -> None:
-    agent = Agent(AgentConfig(name="v"), plugins=_host())  # echo
+    agent = Agent(AgentConfig(name="v"), plugins=builtin_host())  # echo
     result = await agent.prompt(
         [
-            _text("Compare these two images:"),
+            text_block("Compare these two images:"),
             image_url("https://example.com/before.jpg"),
             image_url("https://example.com/after.jpg"),
         ]
@@ -39,9 +41,9 @@ async def test_multiple_images_in_a_single_turn() -> None:
 
 
 async def test_a_local_file_is_sent_as_base64_and_echo_reports_its_decoded_size() -> None:
-    agent = Agent(AgentConfig(name="v"), plugins=_host())
+    agent = Agent(AgentConfig(name="v"), plugins=builtin_host())
     result = await agent.prompt(
-        [image_base64(REFERENCE_PNG, "image/png"), _text("What do you see?")]
+        [image_base64(REFERENCE_PNG, "image/png"), text_block("What do you see?")]
     )
     assert result.success
     assert f"{len(base64.b64decode(REFERENCE_PNG))} bytes" in result.output
@@ -49,7 +51,7 @@ async def test_a_local_file_is_sent_as_base64_and_echo_reports_its_decoded_size(
 
 
 def test_sync_wrappers_send_images_from_scripts() -> None:
-    agent = Agent(AgentConfig(name="v"), plugins=_host())
-    result = agent.prompt_sync([image_url("https://example.com/a.png"), _text("hi")])
+    agent = Agent(AgentConfig(name="v"), plugins=builtin_host())
+    result = agent.prompt_sync([image_url("https://example.com/a.png"), text_block("hi")])
     assert result.success and "image/png" in result.output
-    assert agent.run_sync([_user(_png())]).success
+    assert agent.run_sync([user_turn(png_block())]).success

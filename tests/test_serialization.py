@@ -1,4 +1,4 @@
-"""dump_messages: the JSON shape of the model, the inverse of load_messages."""
+"""load_messages and dump_messages: the JSON shape of the model, each the inverse of the other."""
 
 from __future__ import annotations
 
@@ -14,19 +14,19 @@ from _builders import (
     IMG_URL,
     SETTINGS,
     VIDEO_SOURCE,
-    _reference_conversation,
-    _user,
-    _video,
     assistant,
     b64_source,
     full_conversation,
     image,
+    reference_conversation,
     refused,
     text,
     tool_result,
     tool_use,
     user,
+    user_turn,
     video,
+    video_block,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -462,7 +462,7 @@ def test_loaded_tool_input_equals_the_plain_data_it_came_from() -> None:
 
 
 def test_load_and_dump_invert_each_other_on_the_reference_shapes() -> None:
-    conversation = [*_reference_conversation(), _user(_video("url"), _video("base64"))]
+    conversation = [*reference_conversation(), user_turn(video_block("url"), video_block("base64"))]
     assert dump_messages(load_messages(conversation)) == conversation
     assert load_messages(dump_messages(load_messages(conversation))) == load_messages(conversation)
 

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from _builders import (
     ClosingProvider,
-    _agent,
-    _assistant,
-    _tool_call,
-    _user,
     add,
+    assistant_turn,
     make,
     make_replying_ok,
+    scripted_agent,
     start,
+    tool_call_turn,
+    user_turn,
 )
 
 from oma_core import (
@@ -90,7 +90,7 @@ class HTTPStreamingProvider:
 
 
 async def test_stream_ends_with_exactly_one_done_carrying_the_run_result() -> None:
-    agent, _ = _agent(["hello there"])
+    agent, _ = scripted_agent(["hello there"])
     events = [event async for event in agent.stream("x")]
     assert all(isinstance(e, StreamEvent) for e in events)
     assert [e.type for e in events].count("done") == 1
@@ -104,7 +104,7 @@ async def test_stream_ends_with_exactly_one_done_carrying_the_run_result() -> No
 
 async def test_a_failed_stream_yields_an_error_event_with_the_exception_before_done() -> None:
     boom = ProviderError("bad request", status_code=400)
-    agent, _ = _agent([boom])
+    agent, _ = scripted_agent([boom])
     events = [event async for event in agent.stream("x")]
     types = [e.type for e in events]
     assert types.count("done") == 1 and types[-1] == "done"
@@ -114,24 +114,24 @@ async def test_a_failed_stream_yields_an_error_event_with_the_exception_before_d
 
 
 async def test_stream_works_as_an_async_context_manager() -> None:
-    agent, _ = _agent(["hi"])
-    async with agent.stream([_user("x")]) as events:
+    agent, _ = scripted_agent(["hi"])
+    async with agent.stream([user_turn("x")]) as events:
         collected = [event async for event in events]
     assert collected[-1].type == "done"
 
 
 async def test_stream_context_exits_cleanly_when_left_early() -> None:
-    agent, _ = _agent([Delayed(0.05, "hi")])
+    agent, _ = scripted_agent([Delayed(0.05, "hi")])
     async with agent.stream("x") as events:
         async for _ in events:
             break
     # a second stream still works: the first was closed
-    agent2, _ = _agent(["again"])
+    agent2, _ = scripted_agent(["again"])
     assert (await agent2.run("x")).output == "again"
 
 
 async def test_stream_reports_tool_use_and_tool_result_events() -> None:
-    agent, _ = _agent([_tool_call("add", {"a": 1, "b": 2}), "3"], tools=[add])
+    agent, _ = scripted_agent([tool_call_turn("add", {"a": 1, "b": 2}), "3"], tools=[add])
     events = [event async for event in agent.stream("x")]
     types = [e.type for e in events]
     assert "tool_use" in types and "tool_result" in types
@@ -139,8 +139,8 @@ async def test_stream_reports_tool_use_and_tool_result_events() -> None:
 
 
 async def test_reasoning_reaches_the_stream_as_reasoning_events() -> None:
-    turn = _assistant({"type": "reasoning", "text": "thinking hard"}, "answer")
-    agent, _ = _agent([turn])
+    turn = assistant_turn({"type": "reasoning", "text": "thinking hard"}, "answer")
+    agent, _ = scripted_agent([turn])
     events = [e async for e in agent.stream("x")]
     assert "thinking hard" in "".join(e.data for e in events if e.type == "reasoning")
     assert events[-1].data.output == "answer"

@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from _builders import _host, _text, _user
+from _builders import builtin_host, text_block, user_turn
 
 import oma_core
 from oma_core import (
@@ -135,13 +135,13 @@ async def test_a_task_with_max_retries_is_tried_again() -> None:
 
 def test_task_descriptions_are_text() -> None:
     with pytest.raises((TypeError, ValueError)):
-        TaskSpec("one", [_user("x")])  # type: ignore[arg-type]
+        TaskSpec("one", [user_turn("x")])  # type: ignore[arg-type]
 
 
 async def test_run_team_goals_are_text() -> None:
     team = Team("t", [AgentConfig(name="w", provider=ScriptedProvider(["x"]))])
     with pytest.raises((TypeError, ValueError)):
-        await OpenMultiAgent().run_team(team, [_user("x")])  # type: ignore[arg-type]
+        await OpenMultiAgent().run_team(team, [user_turn("x")])  # type: ignore[arg-type]
 
 
 async def test_run_team_default_coordinator_uses_the_first_agents_provider() -> None:
@@ -185,8 +185,8 @@ async def test_run_team_reads_a_plan_in_common_fences(fence: str) -> None:
 
 async def test_team_goals_and_task_descriptions_remain_text_only() -> None:
     with pytest.raises((TypeError, ValueError, InvalidMessageError)):
-        TaskSpec("t", [_text("a block")])  # type: ignore[arg-type]
-    oma = OpenMultiAgent(plugins=_host())
+        TaskSpec("t", [text_block("a block")])  # type: ignore[arg-type]
+    oma = OpenMultiAgent(plugins=builtin_host())
     team = Team("team", [AgentConfig(name="a")])
     with pytest.raises((TypeError, ValueError, InvalidMessageError)):
-        await oma.run_team(team, [_user("goal")])  # type: ignore[arg-type]
+        await oma.run_team(team, [user_turn("goal")])  # type: ignore[arg-type]

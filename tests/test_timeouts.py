@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from _builders import FakeSleep, SlowStream, _config, _oma, make, start
+from _builders import FakeSleep, SlowStream, agent_config, make, make_orchestrator, start
 
 from oma_core import (
     Agent,
@@ -27,7 +27,7 @@ async def test_a_run_timeout_ends_with_status_timeout() -> None:
     assert not result.success and result.status.code == "timeout"
 
     provider = ScriptedProvider([Delayed(5, "late")])
-    result = await _oma().run_agent(_config(provider), "hi", timeout=0.05)
+    result = await make_orchestrator().run_agent(agent_config(provider), "hi", timeout=0.05)
     assert result.status.code == "timeout"
 
 
@@ -41,7 +41,9 @@ async def test_a_call_timeout_ends_with_status_timeout() -> None:
     assert result.status.code == "timeout"
 
     provider = ScriptedProvider([Delayed(5, "late")] * 3)
-    result = await _oma().run_agent(_config(provider), "hi", call_timeout=0.02, max_retries=1)
+    result = await make_orchestrator().run_agent(
+        agent_config(provider), "hi", call_timeout=0.02, max_retries=1
+    )
     assert result.status.code == "timeout"
     assert len(provider.requests) == 2
 

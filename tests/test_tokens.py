@@ -12,20 +12,20 @@ from _builders import (
     PNG_B64,
     REFERENCE_MP4,
     REFERENCE_PNG,
-    _assistant_says,
-    _png,
-    _scripted,
-    _user,
-    _video,
     assistant,
+    assistant_text,
     b64_source,
     image,
+    png_block,
     text,
     tool_result,
     tool_use,
     url_source,
     user,
+    user_turn,
     video,
+    video_block,
+    vision_agent,
 )
 
 from oma_core import (
@@ -101,8 +101,8 @@ def test_a_video_costs_a_quarter_of_its_payload_or_url() -> None:
     assert estimate_tokens([user(by_url, inline)]) == -(-len(url) // 4) + 25
 
     url = "https://example.com/clip.mp4"
-    assert estimate_tokens([_user(_video("url"))]) == math.ceil(len(url) / 4)
-    assert estimate_tokens([_user(_video("base64"))]) == math.ceil(len(REFERENCE_MP4) / 4)
+    assert estimate_tokens([user_turn(video_block("url"))]) == math.ceil(len(url) / 4)
+    assert estimate_tokens([user_turn(video_block("base64"))]) == math.ceil(len(REFERENCE_MP4) / 4)
 
     url = "https://example.com/clip.mp4"  # 28 characters
     assert estimate_tokens([user(video(url_source(url, "video/mp4")))]) == 7
@@ -182,15 +182,15 @@ def test_an_image_costs_a_flat_thousand_tokens_regardless_of_size() -> None:
 
 def test_the_image_estimate_adds_to_the_text_estimate() -> None:
     text = "x" * 10  # ceil(10 / 4) == 3
-    messages = [_user(text, _png(), _png("url"))]
+    messages = [user_turn(text, png_block(), png_block("url"))]
     assert estimate_tokens(messages) == 3 + 2 * 1000
     assert estimate_tokens(messages, image_tokens=85) == 3 + 2 * 85
 
 
 @pytest.mark.parametrize("detail", ["low", "high", "auto"])
 def test_detail_does_not_change_the_flat_image_estimate(detail: str) -> None:
-    block = {**_png(), "detail": detail}
-    assert estimate_tokens([_user(block)]) == 1000
+    block = {**png_block(), "detail": detail}
+    assert estimate_tokens([user_turn(block)]) == 1000
 
 
 def test_images_inside_tool_results_count_too() -> None:
@@ -202,8 +202,8 @@ async def test_the_flat_image_estimate_drives_max_history_tokens() -> None:
     # each old turn holds one image (1000 tokens); a 2,500-token window keeps at most two
     history: list[dict[str, Any]] = []
     for index in range(4):
-        history += [_user(f"turn {index}", _png("url")), _assistant_says(f"reply {index}")]
-    agent, provider = _scripted(["ok"], history=history, max_history_tokens=2500)
+        history += [user_turn(f"turn {index}", png_block("url")), assistant_text(f"reply {index}")]
+    agent, provider = vision_agent(["ok"], history=history, max_history_tokens=2500)
     await agent.prompt("now")
     sent = provider.requests[0].messages
     assert estimate_tokens(sent) <= 2500

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import attrs
 import pytest
-from _builders import PNG, Color, _agent, _tool_call
+from _builders import PNG, Color, scripted_agent, tool_call_turn
 
 from oma_core import (
     Agent,
@@ -92,7 +92,7 @@ def add(a: int, b: int) -> int:
 
 
 async def test_tool_schema_follows_the_typed_signature() -> None:
-    agent, provider = _agent(["ok"], tools=[describe])
+    agent, provider = scripted_agent(["ok"], tools=[describe])
     await agent.run("x")
     schema = _schema(provider, "describe")
     assert schema["type"] == "object"
@@ -123,7 +123,7 @@ async def test_tool_arguments_are_converted_to_the_annotated_types() -> None:
         "d": {"k": 1.0},
         "p": {"x": 1, "y": 2},
     }
-    agent, _ = _agent([_tool_call("describe", args), "done"], tools=[describe])
+    agent, _ = scripted_agent([tool_call_turn("describe", args), "done"], tools=[describe])
     result = await agent.run("x")
     assert result.success
     assert received["color"] is Color.BLUE
@@ -138,13 +138,15 @@ async def test_an_async_tool_is_awaited() -> None:
         await asyncio.sleep(0)
         return text.upper()
 
-    agent, _ = _agent([_tool_call("shout", {"text": "hey"}), "done"], tools=[shout])
+    agent, _ = scripted_agent([tool_call_turn("shout", {"text": "hey"}), "done"], tools=[shout])
     result = await agent.run("x")
     assert "HEY" in json.dumps(dump_messages(result.messages)[1]["content"][0]["content"])
 
 
 async def test_bad_tool_arguments_become_an_error_tool_result() -> None:
-    agent, provider = _agent([_tool_call("add", {"a": "one"}), "recovered"], tools=[add_tool])
+    agent, provider = scripted_agent(
+        [tool_call_turn("add", {"a": "one"}), "recovered"], tools=[add_tool]
+    )
     result = await agent.run("x")
     assert result.success and result.output == "recovered"
     tool_result = dump_messages(result.messages)[1]["content"][0]
@@ -158,7 +160,7 @@ async def test_a_raising_tool_becomes_an_error_tool_result(host: PluginHost) -> 
         """Always fails."""
         raise RuntimeError("tool exploded")
 
-    agent, _ = _agent([_tool_call("fail", {"x": 1}), "after"], tools=[fail])
+    agent, _ = scripted_agent([tool_call_turn("fail", {"x": 1}), "after"], tools=[fail])
     result = await agent.run("x")
     assert result.success
     tool_result = dump_messages(result.messages)[1]["content"][0]
@@ -176,15 +178,15 @@ async def test_a_raising_tool_becomes_an_error_tool_result(host: PluginHost) -> 
 
 
 async def test_max_turns_ends_an_endless_tool_loop() -> None:
-    calls = [_tool_call("add", {"a": 1, "b": 1}, call_id=f"c{i}") for i in range(5)]
-    agent, provider = _agent([*calls, "never"], tools=[add_tool], max_turns=2)
+    calls = [tool_call_turn("add", {"a": 1, "b": 1}, call_id=f"c{i}") for i in range(5)]
+    agent, provider = scripted_agent([*calls, "never"], tools=[add_tool], max_turns=2)
     result = await agent.run("x")
     assert not result.success and result.status.code == "error"
     assert len(provider.requests) == 2
 
 
 async def test_an_unknown_tool_call_becomes_an_error_tool_result(host: PluginHost) -> None:
-    agent, _ = _agent([_tool_call("nope", {}), "after"], tools=[add_tool])
+    agent, _ = scripted_agent([tool_call_turn("nope", {}), "after"], tools=[add_tool])
     result = await agent.run("x")
     assert result.success and result.output == "after"
     assert dump_messages(result.messages)[1]["content"][0]["is_error"] is True
@@ -196,7 +198,7 @@ async def test_an_unknown_tool_call_becomes_an_error_tool_result(host: PluginHos
 
 
 async def test_an_optional_tool_argument_allows_null() -> None:
-    agent, provider = _agent(["ok"], tools=[describe])
+    agent, provider = scripted_agent(["ok"], tools=[describe])
     await agent.run("x")
     assert "null" in json.dumps(_schema(provider, "describe")["properties"]["o"])
 

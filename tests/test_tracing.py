@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 import pytest
-from _builders import _oma
+from _builders import make_orchestrator
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -224,7 +224,7 @@ async def test_invalid_input_starts_no_span() -> None:
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    oma = _oma(tracer_provider=tracer_provider)
+    oma = make_orchestrator(tracer_provider=tracer_provider)
     with pytest.raises(InvalidMessageError):
         oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["x"])), [{"role": "robot"}])
     assert exporter.get_finished_spans() == ()

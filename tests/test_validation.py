@@ -1,4 +1,4 @@
-"""load_messages: the structural rules and their paths, limits, copying, what is not re-checked."""
+"""load_messages: the top-level input and message rules, first violation wins, no I/O."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Base64 sources and media types: raw canonical base64, parameterless lowercase MIME types."""
+"""Base64 sources: raw canonical base64 only, padded, never echoed, checked to the last bit."""
 
 from __future__ import annotations
 

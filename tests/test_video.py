@@ -6,7 +6,15 @@ import re
 from typing import Any
 
 import pytest
-from _builders import REFERENCE_MP4, _events, _host, _scripted, _text, _user, _video
+from _builders import (
+    REFERENCE_MP4,
+    builtin_host,
+    stream_events,
+    text_block,
+    user_turn,
+    video_block,
+    vision_agent,
+)
 
 from oma_core import (
     Agent,
@@ -33,22 +41,22 @@ def _file_video() -> dict[str, Any]:
 
 @pytest.mark.parametrize("kind", ["url", "base64"])
 def test_a_video_block_carries_inline_base64_or_a_remote_reference(kind: str) -> None:
-    (message,) = load_messages([_user(_video(kind))])
+    (message,) = load_messages([user_turn(video_block(kind))])
     block = message.content[0]
     assert isinstance(block, VideoBlock)
     assert block.source.type == kind
     assert block.source.media_type == "video/mp4"
-    assert dump_messages([message])[0]["content"][0] == _video(kind)
+    assert dump_messages([message])[0]["content"][0] == video_block(kind)
 
 
 def test_validating_a_video_url_touches_neither_network_nor_files(no_io: None) -> None:
-    (message,) = load_messages([_user("Describe", _video("url"))])
+    (message,) = load_messages([user_turn("Describe", video_block("url"))])
     assert message.content[1] == video_url("https://example.com/clip.mp4")
 
 
 async def test_a_video_url_reaches_the_provider_as_a_url_not_fetched_by_oma() -> None:
-    agent, provider = _scripted(["seen"])
-    result = await agent.run([_user("Describe", _video("url"))])
+    agent, provider = vision_agent(["seen"])
+    result = await agent.run([user_turn("Describe", video_block("url"))])
     assert result.success
     block = provider.requests[0].messages[0].content[1]
     assert isinstance(block, VideoBlock) and isinstance(block.source, UrlSource)
@@ -69,10 +77,10 @@ async def test_a_video_url_reaches_the_provider_as_a_url_not_fetched_by_oma() ->
 async def test_a_video_url_that_is_not_http_is_refused_before_an_adapter_sees_it(
     url: str, reason: str
 ) -> None:
-    agent, provider = _scripted(["never"])
+    agent, provider = vision_agent(["never"])
     video = {"type": "video", "source": {"type": "url", "media_type": "video/mp4", "url": url}}
     with pytest.raises(InvalidMessageError, match=re.escape(reason)) as caught:
-        agent.run([_user("x", video)])
+        agent.run([user_turn("x", video)])
     assert caught.value.path == "messages[0].content[1].source.url"
     assert REFERENCE_MP4 not in str(caught.value)
     assert provider.requests == []
@@ -82,24 +90,26 @@ async def test_a_video_url_that_is_not_http_is_refused_before_an_adapter_sees_it
 async def test_video_sources_are_validated_at_every_public_entry_point(entry: str) -> None:
     provider = ScriptedProvider(["never"])
     config = AgentConfig(name="v", provider=provider)
-    agent = Agent(config, plugins=_host())
+    agent = Agent(config, plugins=builtin_host())
     with pytest.raises(InvalidMessageError, match="must use HTTP or HTTPS"):
         if entry == "run":
-            agent.run([_user("x", _file_video())])
+            agent.run([user_turn("x", _file_video())])
         elif entry == "stream":
-            agent.stream([_user("x", _file_video())])
+            agent.stream([user_turn("x", _file_video())])
         elif entry == "prompt":
-            agent.prompt([_text("x"), _file_video()])
+            agent.prompt([text_block("x"), _file_video()])
         elif entry == "run_agent":
-            _ = OpenMultiAgent(plugins=_host()).run_agent(config, [_user("x", _file_video())])
+            _ = OpenMultiAgent(plugins=builtin_host()).run_agent(
+                config, [user_turn("x", _file_video())]
+            )
         else:
-            Agent(AgentConfig(name="v", history=[_user(_file_video())]), plugins=_host())
+            Agent(AgentConfig(name="v", history=[user_turn(_file_video())]), plugins=builtin_host())
     assert provider.requests == []
 
 
 async def test_a_video_source_a_hook_returns_is_validated_and_fails_the_run() -> None:
-    agent, provider = _scripted(
-        ["never"], before_run=lambda ctx: {"messages": [_user("x", _file_video())]}
+    agent, provider = vision_agent(
+        ["never"], before_run=lambda ctx: {"messages": [user_turn("x", _file_video())]}
     )
     result = await agent.run("hi")
     assert not result.success
@@ -108,8 +118,8 @@ async def test_a_video_source_a_hook_returns_is_validated_and_fails_the_run() ->
 
 
 async def test_a_video_streams_to_the_provider_like_it_runs() -> None:
-    agent, provider = _scripted(["seen it"])
-    events = await _events(agent, [_user("Describe", _video("base64"))])
+    agent, provider = vision_agent(["seen it"])
+    events = await stream_events(agent, [user_turn("Describe", video_block("base64"))])
     assert events[-1].type == "done" and events[-1].data.success
     block = provider.requests[0].messages[0].content[1]
     assert isinstance(block, VideoBlock) and block.source == Base64Source(
@@ -150,7 +160,7 @@ def test_a_video_source_must_be_raw_canonical_base64_with_a_parameterless_mime_t
     source: dict[str, Any], reason: str
 ) -> None:
     with pytest.raises(InvalidMessageError, match=reason):
-        load_messages([_user({"type": "video", "source": source})])
+        load_messages([user_turn({"type": "video", "source": source})])
 
 
 def test_tool_result_media_follow_the_same_source_rules() -> None:
@@ -162,9 +172,9 @@ def test_tool_result_media_follow_the_same_source_rules() -> None:
         "role": "assistant",
         "content": [{"type": "tool_use", "id": "t1", "name": "snap", "input": {}}],
     }
-    load_messages([_user("go"), call, _user(result_with("https://example.com/a.png"))])
+    load_messages([user_turn("go"), call, user_turn(result_with("https://example.com/a.png"))])
     with pytest.raises(InvalidMessageError, match="must use HTTP or HTTPS") as caught:
-        load_messages([_user("go"), call, _user(result_with("file:///etc/a.png"))])
+        load_messages([user_turn("go"), call, user_turn(result_with("file:///etc/a.png"))])
     assert caught.value.path.startswith("messages[2].content[0].content[0].source")
 
 
