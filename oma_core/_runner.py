@@ -17,15 +17,13 @@ caller's own code between two stream events is never cancelled by oma's timeouts
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from .before_run import NamedHook, apply_before_run, text_of
-from .budgets import charged_usage, reported_usage
+from ._before_run import NamedHook, apply_before_run, text_of
+from ._usage import charged_usage, reported_usage
 from .calls import ModelCall, RunContext, ToolInvocation
 from .errors import MaxTurnsExceededError, RunTimeoutError
 from .messages import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock
@@ -41,6 +39,7 @@ from .providers import (
 )
 from .redaction import detached_error
 from .results import RunResult, RunStatus, StreamEvent
+from .settings import new_run_id
 
 if TYPE_CHECKING:
     from .capabilities import Capabilities
@@ -50,16 +49,12 @@ if TYPE_CHECKING:
     from .settings import RunSettings
     from .tools import Tool
 
-__all__ = ["ModelTarget", "Run", "RunInput", "new_run_id"]
+__all__ = ["ModelTarget", "Run", "RunInput"]
 
 T = TypeVar("T")
 
 #: Checked input: a str (one user text message) or validated messages.
 RunInput = str | tuple[LLMMessage, ...]
-
-
-def new_run_id() -> str:
-    return os.urandom(16).hex()
 
 
 @attrs.frozen
@@ -113,6 +108,7 @@ class Run:
         self.usage = Usage()
         self.produced: list[LLMMessage] = []
         self.output = ""
+        self.tool_calls = 0
         timeout = settings.timeout
         self.deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
 
@@ -146,9 +142,13 @@ class Run:
             )
             turns += 1
             emitted: set[str] = set()
-            async with aclosing(self._call(call, emitted)) as events:
+            events = self._call(call, emitted)
+            try:
                 async for event in events:
                     yield event
+            except BaseException:  # failed, or closed from above: close the call too
+                await events.aclose()
+                raise
             message = self.produced[-1]
             conversation.append(message)
             calls = [block for block in message.content if isinstance(block, ToolUseBlock)]
@@ -162,10 +162,15 @@ class Run:
                 raise MaxTurnsExceededError(target.max_turns)
             results: list[ToolResultBlock] = []
             for call_block in calls:
-                invocation = ToolInvocation(call_block, target.tools)
-                result = await self._within(
-                    self._hook.oma_tool_call(call=invocation, run=self.context)
-                )
+                cap = self.context.settings.max_tool_calls
+                if cap is not None and self.tool_calls >= cap:
+                    result = ToolResultBlock(call_block.id, _over_cap(cap), True)
+                else:
+                    self.tool_calls += 1
+                    invocation = ToolInvocation(call_block, target.tools)
+                    result = await self._within(
+                        self._hook.oma_tool_call(call=invocation, run=self.context)
+                    )
                 if streaming:
                     yield StreamEvent("tool_result", result)
                 results.append(result)
@@ -197,9 +202,13 @@ class Run:
             stream=self.streaming,
             backend_request=request,
         )
-        async with aclosing(self._call(call, set(), retry=False)) as events:
+        events = self._call(call, set(), retry=False)
+        try:
             async for event in events:
                 yield event
+        except BaseException:
+            await events.aclose()
+            raise
 
     def result(self, error: BaseException | None) -> RunResult:
         """The ``RunResult``; a failure is handed out detached (see ``detached_error``)."""
@@ -233,13 +242,13 @@ class Run:
             response: ProviderResponse | None = None
             try:
                 events = self._hook.oma_model_call(call=call, run=self.context)
-                async with aclosing(events) as stream:
+                try:
                     while True:
                         try:
                             if deadline is None:
-                                event = await anext(stream)
+                                event = await anext(events)
                             else:
-                                event = await _bounded(anext(stream), deadline, scope, seconds)
+                                event = await _bounded(anext(events), deadline, scope, seconds)
                         except StopAsyncIteration:
                             break
                         kind = type(event)
@@ -257,6 +266,9 @@ class Run:
                             if streamed is not None:
                                 handed_on = True
                                 yield streamed
+                except BaseException:  # failed, or closed from above: close the call too
+                    await events.aclose()
+                    raise
             except Exception as error:
                 if response is None and arrived:  # cut short: count what arrived
                     self.usage = self.usage + charged_usage(call.request, None, arrived=arrived)
@@ -296,6 +308,8 @@ class Run:
         """This attempt's deadline, which limit it is, and that limit in seconds."""
         call_timeout = self.context.settings.call_timeout
         run_deadline = self.deadline
+        if call_timeout is None and run_deadline is None:
+            return None, "run", 0.0
         if call_timeout is None:
             return run_deadline, "run", self.context.settings.timeout or 0.0
         call_deadline = asyncio.get_running_loop().time() + call_timeout
@@ -321,6 +335,10 @@ async def _bounded(awaitable: Awaitable[T], deadline: float, scope: str, seconds
         if timeout.expired():
             raise RunTimeoutError(scope, seconds) from None
         raise
+
+
+def _over_cap(cap: int) -> str:
+    return f"not run: this run may make at most {cap} tool calls; answer without tools"
 
 
 def _user_text(text: str) -> LLMMessage:

@@ -13,7 +13,9 @@ middleware through ``run.settings``), and pass it as
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +25,21 @@ if TYPE_CHECKING:
     from .budgets import Budget, CostEstimator
     from .retry import RetryPolicy
 
-__all__ = ["ProgressEmitter", "RunSettings", "check_seconds"]
+__all__ = ["ProgressEmitter", "RunSettings", "check_seconds", "new_run_id"]
 
 #: ``emit(event_type, data)``: reports one progress event of the run it was made for.
 ProgressEmitter = Callable[[str, dict[str, Any]], None]
+
+
+#: Run ids are this process's random prefix and a counter: unique, unguessable across
+#: processes, and cheap (every run needs one, middleware and progress events carry it).
+_RUN_PREFIX = os.urandom(10).hex()
+_run_numbers = itertools.count(1)
+
+
+def new_run_id() -> str:
+    """A fresh run id: 20 random hex digits of this process, then the run's number."""
+    return f"{_RUN_PREFIX}{next(_run_numbers):012x}"
 
 
 def check_seconds(name: str, value: object) -> None:
@@ -44,6 +57,11 @@ def check_seconds(name: str, value: object) -> None:
 
 def _seconds(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     check_seconds(attribute.name, value)
+
+
+def _optional_count(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(f"{attribute.name} must be an int >= 0 or None, got {value!r}")
 
 
 def _metadata(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -84,3 +102,6 @@ class RunSettings:
     progress: ProgressEmitter | None = attrs.field(default=None, eq=False, repr=False)
     tracer: Any | None = attrs.field(default=None, eq=False, repr=False)
     trace_content: bool = False
+    #: At most this many tool calls in the run; past it, a call is answered with an error
+    #: result (the tool does not run) so the model finishes without tools. None: no cap.
+    max_tool_calls: int | None = attrs.field(default=None, validator=_optional_count)

@@ -32,7 +32,7 @@ from oma_core import (
     dump_messages,
     load_messages,
 )
-from oma_core.before_run import prompt_of, replace_prompt
+from oma_core._before_run import prompt_of, replace_prompt
 from oma_core.messages import ImageBlock, LLMMessage, TextBlock
 from oma_core.testing import ScriptedProvider
 

@@ -23,12 +23,12 @@ from oma_core import (
     LLMMessage,
     OnlineEvaluationConfig,
     OpenMultiAgent,
+    ProgressEvent,
     ProviderError,
     TextBlock,
     dump_messages,
     load_messages,
 )
-from oma_core.progress import ProgressEvent
 from oma_core.testing import ScriptedProvider
 
 

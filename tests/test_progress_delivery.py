@@ -25,8 +25,8 @@ from oma_core import (
     hookimpl,
     load_messages,
 )
+from oma_core._delivery import ProgressDispatcher
 from oma_core.plugins import PluginHost
-from oma_core.progress import ProgressDispatcher
 from oma_core.providers import ProviderRequest, ProviderResponse
 from oma_core.testing import ScriptedProvider
 
