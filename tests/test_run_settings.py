@@ -164,3 +164,35 @@ async def test_without_max_tool_calls_every_call_runs() -> None:
     result = await agent.run("go")
     results = [b for m in result.messages if m.role == "user" for b in m.content]
     assert [r.is_error for r in results] == [False, False]
+
+
+# -- "provider:model" names both -------------------------------------------------------------------
+
+
+async def test_a_provider_prefix_in_the_model_picks_the_provider() -> None:
+    config = AgentConfig(
+        name="a", model="scripted:the-model", provider_options={"responses": ["from scripted"]}
+    )
+    agent = Agent(config, plugins=PluginHost(load_entrypoints=False))
+    result = await agent.run("hi")
+    assert result.output == "from scripted"
+    assert agent.provider().requests[0].model == "the-model"
+
+
+async def test_a_model_whose_prefix_is_no_provider_is_taken_as_it_is() -> None:
+    provider = ScriptedProvider(["ok"])
+    config = AgentConfig(name="a", provider=provider, model="ft:gpt-4o:acme")
+    await Agent(config).run("hi")
+    assert provider.requests[0].model == "ft:gpt-4o:acme"
+
+
+async def test_an_explicit_provider_and_the_same_prefix_agree() -> None:
+    config = AgentConfig(
+        name="a",
+        provider="scripted",
+        model="scripted:m",
+        provider_options={"responses": ["ok"]},
+    )
+    agent = Agent(config, plugins=PluginHost(load_entrypoints=False))
+    assert (await agent.run("hi")).output == "ok"
+    assert agent.provider().requests[0].model == "m"
