@@ -13,7 +13,6 @@ import pytest
 from _builders import (
     IMG_URL,
     SETTINGS,
-    VIDEO_SOURCE,
     assistant,
     b64_source,
     full_conversation,
@@ -31,7 +30,6 @@ from _builders import (
 from hypothesis import given
 from hypothesis import strategies as st
 
-import oma_core._parse as messages_module
 from oma_core import (
     Base64Source,
     ImageBlock,
@@ -312,37 +310,6 @@ def test_objects_and_dicts_mix_freely(png_base64: str) -> None:
 def test_a_tuple_of_messages_is_returned_as_it_is() -> None:
     messages = (LLMMessage("user", [TextBlock("a")]),)
     assert load_messages(messages) is messages
-
-
-def test_message_objects_are_not_checked_again(
-    monkeypatch: pytest.MonkeyPatch, png_base64: str
-) -> None:
-    message = LLMMessage("user", [ImageBlock(Base64Source("image/png", png_base64))])
-
-    def forbidden(*args: object) -> str:
-        raise AssertionError("checked again")
-
-    monkeypatch.setattr(messages_module, "check_base64", forbidden)
-    monkeypatch.setattr(messages_module, "check_media_type", forbidden)
-    monkeypatch.setattr(messages_module, "check_string", forbidden)
-    assert load_messages([message])[0] is message
-    assert load_messages([{"role": "user", "content": list(message.content)}])[0] == message
-
-
-def test_dicts_are_checked_exactly_once(monkeypatch: pytest.MonkeyPatch, png_base64: str) -> None:
-    calls: list[str] = []
-    original = messages_module.check_base64
-
-    def counting(value: object, path: str) -> str:
-        calls.append(path)
-        return original(value, path)
-
-    monkeypatch.setattr(messages_module, "check_base64", counting)
-    source = {"type": "base64", "media_type": "image/png", "data": png_base64}
-    load_messages(
-        [user({"type": "image", "source": source}, {"type": "video", "source": VIDEO_SOURCE})]
-    )
-    assert calls == ["messages[0].content[0].source.data"]
 
 
 def test_load_returns_a_tuple_of_frozen_messages_with_tuple_content() -> None:
