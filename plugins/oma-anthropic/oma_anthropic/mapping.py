@@ -77,10 +77,11 @@ def build_body(
     """The JSON body of a non-streaming ``POST /v1/messages`` for ``request``.
 
     ``options`` are the provider's options with the request's own merged over them
-    (``extra_body`` entries last, overriding). Keys come in the order the SDK sends them:
-    ``max_tokens``, ``messages``, ``model``, then the parameters the SDK knows (``sdk_keys``)
-    alphabetically, then the others alphabetically; so ``json.dumps`` of this dict, compact,
-    equals the bytes the SDK puts on the wire.
+    (``extra_body`` entries last, overriding); the request's portable ``max_tokens``,
+    ``temperature`` and ``stop`` (sent as ``stop_sequences``) override them all. Keys come in
+    the order the SDK sends them: ``max_tokens``, ``messages``, ``model``, then the parameters
+    the SDK knows (``sdk_keys``) alphabetically, then the others alphabetically; so
+    ``json.dumps`` of this dict, compact, equals the bytes the SDK puts on the wire.
     """
     max_tokens = request.max_tokens
     if max_tokens is None:
@@ -91,8 +92,6 @@ def build_body(
         "model": request.model or options.get("model") or DEFAULT_MODEL,
     }
     optional: dict[str, Any] = {k: plain(options[k]) for k in BODY_OPTIONS if k in options}
-    if request.temperature is not None:
-        optional["temperature"] = request.temperature
     if request.system_prompt is not None:
         optional["system"] = request.system_prompt
     if request.tools:
@@ -109,6 +108,13 @@ def build_body(
             body[key] = value
         else:
             optional[key] = value
+    # The request's portable settings win over anything the options said.
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        optional["temperature"] = request.temperature
+    if request.stop is not None:
+        optional["stop_sequences"] = list(request.stop)
     for key in sorted(optional, key=lambda k: (k not in sdk_keys, k)):
         body[key] = optional[key]
     return body

@@ -241,6 +241,9 @@ def _check_body(body: dict[str, Any]) -> None:
     temperature = body.get("temperature", 0.0)
     if not isinstance(temperature, int | float) or not 0.0 <= temperature <= 1.0:
         raise _Refused("temperature: Input should be between 0 and 1")
+    stop = body.get("stop_sequences", [])
+    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+        raise _Refused("stop_sequences: Input should be a valid list of strings")
     if "system" in body:
         _check_system(body["system"])
     if "tools" in body:

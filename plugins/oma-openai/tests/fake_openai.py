@@ -174,6 +174,12 @@ class FakeChatCompletions(FakeServer):
             value = body.get(key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise _Refused(f"Invalid '{key}': integer below minimum value.", key)
+        stop = body.get("stop")
+        if isinstance(stop, list):
+            if len(stop) > 4 or not all(isinstance(s, str) for s in stop):
+                raise _Refused("Invalid 'stop': expected up to 4 strings.", "stop")
+        elif stop is not None and not isinstance(stop, str):
+            raise _Refused("Invalid type for 'stop': expected a string or an array.", "stop")
         self._check_tools(body.get("tools"))
         messages = body["messages"]
         if not isinstance(messages, list) or not messages:
