@@ -269,9 +269,9 @@ def parse_arguments(arguments: str | None, display_name: str) -> dict[str, Any]:
         value = None
     if not isinstance(value, dict):
         raise ProviderError(
-            f"{display_name}: malformed response: tool call arguments are not a JSON object",
+            f"{display_name} sent a malformed response: tool call arguments are not a JSON object",
             provider=display_name,
-            retryable=False,
+            retryable=True,  # a garbled reply: the same request may well succeed again
         )
     return value
 

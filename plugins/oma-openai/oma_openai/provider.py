@@ -33,7 +33,7 @@ from oma_core import (
 )
 
 from .convert import CLIENT_OPTIONS, content_blocks, parse_arguments, request_body
-from .errors import from_sdk_error, malformed
+from .errors import from_sdk_error, malformed, refused_before_sending, request_secrets
 from .presets import Preset
 
 __all__ = ["OpenAIChatProvider"]
@@ -73,39 +73,59 @@ class OpenAIChatProvider:
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body = request_body(request, self.preset, stream=False, options=self._body_options)
         client = self._client()
+        # Each failure is built inside its ``except`` and raised after it, so the error holds
+        # no reference to the SDK's exception (whose request carries the key and the prompt).
+        error: ProviderError | None = None
         try:
-            completion = await client.chat.completions.create(
+            raw = await client.chat.completions.with_raw_response.create(
                 model=body["model"], messages=(), extra_body=body
             )
-        except openai.OpenAIError as exc:
-            raise from_sdk_error(exc, self.display_name, self._api_key) from None
-        return self._read_completion(completion)
+        except Exception as exc:
+            error = self._error(exc, request, sent=False)
+        if error is not None:
+            raise error
+        try:
+            return self._read_completion(raw.parse())
+        except Exception as exc:
+            error = self._error(exc, request, sent=True)
+        raise error
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         body = request_body(request, self.preset, stream=True, options=self._body_options)
         client = self._client()
+        error: ProviderError | None = None
         try:
-            chunks = await client.chat.completions.create(
+            raw = await client.chat.completions.with_raw_response.create(
                 model=body["model"], messages=(), stream=True, extra_body=body
             )
-        except openai.OpenAIError as exc:
-            raise from_sdk_error(exc, self.display_name, self._api_key) from None
+            chunks = raw.parse()
+        except Exception as exc:
+            error = self._error(exc, request, sent=False)
+        if error is not None:
+            raise error
         assembly = _StreamAssembly(self.preset)
         try:
             while True:
                 try:
                     chunk = await chunks.__anext__()
+                    events = assembly.feed(chunk)
                 except StopAsyncIteration:
                     break
-                except openai.OpenAIError as exc:
-                    raise from_sdk_error(exc, self.display_name, self._api_key) from None
-                except ValueError as exc:  # an event whose data is not JSON
-                    raise malformed(self.display_name, "a stream event is not JSON") from exc
-                for event in assembly.feed(chunk):
+                except Exception as exc:
+                    error = self._error(exc, request, sent=True)
+                if error is not None:
+                    raise error
+                for event in events:
                     yield event
         finally:
             await chunks.close()
-        yield ResponseComplete(assembly.finish())
+        try:
+            response = assembly.finish()
+        except ProviderError as exc:
+            error = exc
+        if error is not None:
+            raise error
+        yield ResponseComplete(response)
 
     async def aclose(self) -> None:
         sdk, self._sdk, self._loop = self._sdk, None, None
@@ -132,6 +152,21 @@ class OpenAIChatProvider:
         self._loop = loop
         return self._sdk
 
+    def _error(self, exc: BaseException, request: ProviderRequest, *, sent: bool) -> ProviderError:
+        """The ``ProviderError`` for ``exc``, scrubbed of the key and the request's content.
+
+        ``sent``: the reply had arrived, so what the SDK did not wrap is a reply that could not
+        be decoded; before that, it is the SDK refusing its input.
+        """
+        secrets = request_secrets(request, self._api_key)
+        mapped = from_sdk_error(exc, self.display_name, secrets)
+        if mapped is not None:
+            return mapped
+        if sent:
+            what = f"the reply could not be decoded ({type(exc).__name__})"
+            return malformed(self.display_name, what)
+        return refused_before_sending(self.display_name, exc, secrets)
+
     def _read_completion(self, completion: Any) -> ProviderResponse:
         name = self.display_name
         try:
@@ -155,10 +190,9 @@ class OpenAIChatProvider:
                 stop_reason=choice.finish_reason,
                 model=completion.model,
             )
-        except ProviderError:
-            raise
-        except _SHAPE_ERRORS as exc:
-            raise malformed(name, "the reply has no readable choice") from exc
+        except _SHAPE_ERRORS:
+            pass  # raised below, outside the handler, so that it is not chained
+        raise malformed(name, "the reply has no readable choice")
 
 
 class _StreamAssembly:
@@ -182,10 +216,9 @@ class _StreamAssembly:
     def feed(self, chunk: Any) -> list[ProviderEvent]:
         try:
             return self._feed(chunk)
-        except ProviderError:
-            raise
-        except _SHAPE_ERRORS as exc:
-            raise malformed(self._preset.display_name, "unreadable stream chunk") from exc
+        except _SHAPE_ERRORS:
+            pass  # raised below, outside the handler, so that it is not chained
+        raise malformed(self._preset.display_name, "a stream chunk could not be read")
 
     def _feed(self, chunk: Any) -> list[ProviderEvent]:
         events: list[ProviderEvent] = []
