@@ -7,6 +7,7 @@ imports the SDK; replies are read by attribute, so the SDK's models and plain ob
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -226,21 +227,26 @@ def _int(obj: Any, name: str) -> int:
 
 
 def _malformed(what: str) -> ProviderError:
+    # retryable: a garbled reply is a transient fault (the same request may well succeed)
     return ProviderError(
         f"{DISPLAY_NAME} sent a malformed response: {what}",
         provider=DISPLAY_NAME,
-        retryable=False,
+        retryable=True,
     )
+
+
+_NOT_JSON = object()
 
 
 def parse_tool_input(text: str) -> dict[str, Any]:
     """The JSON object a streamed tool call's ``input_json_delta`` pieces add up to."""
     if not text:
         return {}
-    try:
+    value: Any = _NOT_JSON
+    with contextlib.suppress(ValueError):  # raised below, outside a handler: not chained
         value = json.loads(text)
-    except ValueError:
-        raise _malformed("a tool_use block whose streamed input is not JSON") from None
+    if value is _NOT_JSON:
+        raise _malformed("a tool_use block whose streamed input is not JSON")
     if not isinstance(value, dict):
         raise _malformed("a tool_use block whose streamed input is not a JSON object")
     return value

@@ -27,7 +27,7 @@ from oma_core import (
 )
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
-from .errors import map_error
+from .errors import malformed, map_error, refused_before_sending, request_secrets
 from .mapping import BODY_OPTIONS, build_body, response_from_message
 from .streaming import StreamAssembler
 
@@ -83,33 +83,56 @@ class AnthropicProvider:
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body = self.render(request)
         client = self._client()
+        # Each failure is built inside its ``except`` and raised after it, so the error holds
+        # no reference to the SDK's exception (whose request carries the key and the prompt).
+        error: ProviderError | None = None
         try:
-            message = await client.messages.create(**_split(body))
-            return response_from_message(message)
+            raw = await client.messages.with_raw_response.create(**_split(body))
         except Exception as exc:
-            raise self._mapped(exc) from None  # the SDK error may echo the request
+            error = self._error(exc, request, sent=False)
+        if error is not None:
+            raise error
+        try:
+            return response_from_message(await raw.parse())
+        except Exception as exc:
+            error = self._error(exc, request, sent=True)
+        raise error
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         body = self.render(request)
         client = self._client()
+        error: ProviderError | None = None
         try:
-            events = await client.messages.create(**_split(body), stream=True)
+            raw = await client.messages.with_raw_response.create(**_split(body), stream=True)
+            events = await raw.parse()
         except Exception as exc:
-            raise self._mapped(exc) from None  # the SDK error may echo the request
+            error = self._error(exc, request, sent=False)
+        if error is not None:
+            raise error
         assembler = StreamAssembler()
         feed = assembler.feed
+        iterator = events.__aiter__()
         try:
-            try:
-                async for event in events:
-                    out = feed(event)
-                    if out is not None:
-                        yield out
-                response = assembler.finish()
-            except Exception as exc:
-                raise self._mapped(exc) from None  # the SDK error may echo the request
-            yield ResponseComplete(response)
+            while True:
+                try:
+                    out = feed(await iterator.__anext__())
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    error = self._error(exc, request, sent=True)
+                if error is not None:
+                    raise error
+                if out is not None:
+                    yield out
         finally:
             await events.close()
+        try:
+            response = assembler.finish()
+        except ProviderError as exc:
+            error = exc
+        if error is not None:
+            raise error
+        yield ResponseComplete(response)
 
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
@@ -148,9 +171,20 @@ class AnthropicProvider:
             )
         return key
 
-    def _mapped(self, exc: Exception) -> Exception:
-        mapped = map_error(exc, self._settings.api_key or os.environ.get("ANTHROPIC_API_KEY"))
-        return exc if mapped is None else mapped
+    def _error(self, exc: BaseException, request: ProviderRequest, *, sent: bool) -> ProviderError:
+        """The ``ProviderError`` for ``exc``, scrubbed of the key and the request's content.
+
+        ``sent``: the reply had arrived, so what the SDK did not wrap is a reply that could not
+        be decoded; before that, it is the SDK refusing its input.
+        """
+        key = self._settings.api_key or os.environ.get("ANTHROPIC_API_KEY")
+        secrets = request_secrets(request, key)
+        mapped = map_error(exc, secrets)
+        if mapped is not None:
+            return mapped
+        if sent:
+            return malformed(f"the reply could not be decoded ({type(exc).__name__})")
+        return refused_before_sending(exc, secrets)
 
 
 def _split(body: dict[str, Any]) -> dict[str, Any]:

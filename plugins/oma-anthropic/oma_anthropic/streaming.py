@@ -142,10 +142,10 @@ class StreamAssembler:
         partial = self._blocks.get(index)
         if partial is None:
             raise ProviderError(
-                f"{DISPLAY_NAME} sent a malformed stream: an event for content block {index} "
-                "before its content_block_start",
+                f"{DISPLAY_NAME} sent a malformed response: an event for content block "
+                f"{index} before its content_block_start",
                 provider=DISPLAY_NAME,
-                retryable=False,
+                retryable=True,
             )
         return partial
 
@@ -165,8 +165,8 @@ def _required_str(obj: Any, name: str) -> str:
     value = getattr(obj, name, None)
     if not isinstance(value, str):
         raise ProviderError(
-            f"{DISPLAY_NAME} sent a malformed stream: a content block without a string {name}",
+            f"{DISPLAY_NAME} sent a malformed response: a content block without a string {name}",
             provider=DISPLAY_NAME,
-            retryable=False,
+            retryable=True,
         )
     return value
