@@ -119,7 +119,10 @@ async def test_agent_run_result_error_holds_no_secret(
     async with Agent(config(secret_server)) as agent:
         if streaming:
             async with agent.stream(CONVERSATION) as events:
-                result = [e async for e in events][-1].data
+                seen = [e async for e in events]
+            [error_event] = [e for e in seen if e.type == "error"]
+            assert_holds_no_secret(error_event.data, *SECRETS)
+            result = seen[-1].data
         else:
             result = await agent.run(CONVERSATION)
     assert not result.success
