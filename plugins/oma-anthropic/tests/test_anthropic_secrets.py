@@ -134,7 +134,8 @@ async def test_run_agent_result_error_holds_no_secret(
     secret_server: FakeAnthropic, fault: Fault
 ) -> None:
     secret_server.enqueue(fault)
-    result = await OpenMultiAgent().run_agent(config(secret_server), CONVERSATION)
+    async with OpenMultiAgent() as oma:
+        result = await oma.run_agent(config(secret_server), CONVERSATION)
     assert not result.success
     assert_holds_no_secret(result.status.error, *SECRETS)
 
