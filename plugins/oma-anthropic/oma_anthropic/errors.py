@@ -138,6 +138,14 @@ def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError 
     if isinstance(exc, anthropic.APIStatusError):
         return _status_error(exc, secrets)
     if isinstance(exc, anthropic.APITimeoutError):
+        root = _innermost_cause(exc)
+        if "Timeout" not in type(root).__name__:
+            # the aiohttp transport reports a dropped connection as a connect timeout
+            return ProviderError(
+                f"{DISPLAY_NAME} connection failed ({type(root).__name__})",
+                provider=DISPLAY_NAME,
+                retryable=True,
+            )
         return ProviderError(
             f"{DISPLAY_NAME} request timed out", provider=DISPLAY_NAME, retryable=True
         )
@@ -193,6 +201,15 @@ def _error_fields(body: Any) -> tuple[str | None, str | None]:
     if isinstance(body, str):
         return None, body
     return None, None
+
+
+def _innermost_cause(exc: BaseException) -> BaseException:
+    """The exception at the bottom of ``exc``'s ``__cause__`` chain (a few links at most)."""
+    for _ in range(8):
+        if exc.__cause__ is None:
+            break
+        exc = exc.__cause__
+    return exc
 
 
 def _is_transport_error(exc: BaseException) -> bool:

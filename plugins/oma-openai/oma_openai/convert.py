@@ -34,7 +34,15 @@ __all__ = ["content_blocks", "media_note", "parse_arguments", "request_body", "t
 #: ``provider_options`` keys that configure the SDK client, not the request body
 #: (``headers`` is an alias of ``default_headers``, the name the other plugins use).
 CLIENT_OPTIONS = frozenset(
-    {"organization", "project", "timeout", "default_headers", "default_query", "headers"}
+    {
+        "organization",
+        "project",
+        "timeout",
+        "default_headers",
+        "default_query",
+        "headers",
+        "transport",
+    }
 )
 #: Body fields the plugin owns; options cannot replace them.
 _OWN_FIELDS = frozenset({"model", "messages", "stream", "stream_options"})

@@ -140,6 +140,14 @@ def from_sdk_error(
             retry_after=parse_retry_after(exc.response.headers),
         )
     if isinstance(exc, openai.APITimeoutError):
+        root = _innermost_cause(exc)
+        if "Timeout" not in type(root).__name__:
+            # the aiohttp transport reports a dropped connection as a connect timeout
+            return ProviderError(
+                f"{display_name}: connection error: {type(root).__name__}",
+                provider=display_name,
+                retryable=True,
+            )
         return ProviderError(
             f"{display_name}: the request timed out", provider=display_name, retryable=True
         )
@@ -167,6 +175,15 @@ def from_sdk_error(
             retryable=True,
         )
     return None
+
+
+def _innermost_cause(exc: BaseException) -> BaseException:
+    """The exception at the bottom of ``exc``'s ``__cause__`` chain (a few links at most)."""
+    for _ in range(8):
+        if exc.__cause__ is None:
+            break
+        exc = exc.__cause__
+    return exc
 
 
 def _is_transport_error(exc: BaseException) -> bool:

@@ -112,13 +112,15 @@ async def test_connection_dropped_before_response_is_retryable(
     assert info.value.retryable is True
 
 
-async def test_nothing_listening_is_a_retryable_connection_error() -> None:
+async def test_nothing_listening_is_a_retryable_connection_error(transport: str) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     provider = make_provider(
         preset("openai"),
-        ProviderSettings(base_url=f"http://127.0.0.1:{port}/v1", api_key="k"),
+        ProviderSettings(
+            base_url=f"http://127.0.0.1:{port}/v1", api_key="k", options={"transport": transport}
+        ),
     )
     with pytest.raises(ProviderError) as info:
         await provider.complete(request("hi"))
@@ -126,8 +128,8 @@ async def test_nothing_listening_is_a_retryable_connection_error() -> None:
     assert (info.value.status_code, info.value.retryable) == (None, True)
 
 
-async def test_timeout_is_retryable(server: FakeChatCompletions) -> None:
-    provider = provider_for(server, timeout=0.2)
+async def test_timeout_is_retryable(server: FakeChatCompletions, transport: str) -> None:
+    provider = provider_for(server, timeout=0.2, transport=transport)
     server.enqueue(SlowStream(event_delay=0.0, delay=1.0))
     with pytest.raises(ProviderError) as info:
         await provider.complete(request("hi"))

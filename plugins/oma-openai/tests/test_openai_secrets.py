@@ -67,7 +67,7 @@ def secret_server() -> Any:
         yield srv
 
 
-def config(server: FakeChatCompletions) -> AgentConfig:
+def config(server: FakeChatCompletions, transport: str) -> AgentConfig:
     return AgentConfig(
         name="t",
         provider="openai",
@@ -75,14 +75,16 @@ def config(server: FakeChatCompletions) -> AgentConfig:
         base_url=server.base_url,
         api_key=KEY,
         max_retries=0,
-        provider_options={"timeout": 0.5},
+        provider_options={"timeout": 0.5, "transport": transport},
     )
 
 
-async def provider_failure(server: FakeChatCompletions, streaming: bool) -> ProviderError:
+async def provider_failure(
+    server: FakeChatCompletions, streaming: bool, transport: str
+) -> ProviderError:
+    options = {"timeout": 0.5, "transport": transport}
     provider = make_provider(
-        preset("openai"),
-        ProviderSettings(base_url=server.base_url, api_key=KEY, options={"timeout": 0.5}),
+        preset("openai"), ProviderSettings(base_url=server.base_url, api_key=KEY, options=options)
     )
     request = ProviderRequest(model="gpt-test", messages=load_messages(CONVERSATION))
     try:
@@ -99,20 +101,20 @@ async def provider_failure(server: FakeChatCompletions, streaming: bool) -> Prov
 
 @pytest.mark.parametrize(("fault", "streaming"), CASES)
 async def test_provider_error_holds_no_key_prompt_or_base64(
-    secret_server: FakeChatCompletions, fault: Fault, streaming: bool
+    secret_server: FakeChatCompletions, fault: Fault, streaming: bool, transport: str
 ) -> None:
     secret_server.enqueue(fault)
-    error = await provider_failure(secret_server, streaming)
+    error = await provider_failure(secret_server, streaming, transport)
     assert error.__context__ is None and error.__cause__ is None
     assert_holds_no_secret(error, *SECRETS)
 
 
 @pytest.mark.parametrize(("fault", "streaming"), CASES)
 async def test_agent_run_result_error_holds_no_secret(
-    secret_server: FakeChatCompletions, fault: Fault, streaming: bool
+    secret_server: FakeChatCompletions, fault: Fault, streaming: bool, transport: str
 ) -> None:
     secret_server.enqueue(fault)
-    async with Agent(config(secret_server)) as agent:
+    async with Agent(config(secret_server, transport)) as agent:
         if streaming:
             async with agent.stream(CONVERSATION) as events:
                 seen = [e async for e in events]
@@ -127,11 +129,11 @@ async def test_agent_run_result_error_holds_no_secret(
 
 @pytest.mark.parametrize("fault", list(CALL_FAULTS.values()), ids=list(CALL_FAULTS))
 async def test_run_agent_result_error_holds_no_secret(
-    secret_server: FakeChatCompletions, fault: Fault
+    secret_server: FakeChatCompletions, fault: Fault, transport: str
 ) -> None:
     secret_server.enqueue(fault)
     async with OpenMultiAgent() as oma:
-        result = await oma.run_agent(config(secret_server), CONVERSATION)
+        result = await oma.run_agent(config(secret_server, transport), CONVERSATION)
     assert not result.success
     assert_holds_no_secret(result.status.error, *SECRETS)
 
@@ -139,6 +141,6 @@ async def test_run_agent_result_error_holds_no_secret(
 async def test_the_echo_did_reach_the_error_path(secret_server: FakeChatCompletions) -> None:
     """The fault really sends the secrets back: the test above is not vacuous."""
     secret_server.enqueue(EchoRequestError(400))
-    error = await provider_failure(secret_server, False)
+    error = await provider_failure(secret_server, False, "httpx")
     assert error.status_code == 400
     assert "could not process" in str(error)
