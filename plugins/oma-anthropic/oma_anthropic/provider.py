@@ -8,6 +8,7 @@ is kept per event loop, since an HTTP connection pool belongs to the loop that o
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import os
 import weakref
@@ -31,10 +32,13 @@ from .errors import malformed, map_error, refused_before_sending, request_secret
 from .mapping import BODY_OPTIONS, build_body, response_from_message
 from .streaming import StreamAssembler
 
-__all__ = ["CLIENT_OPTIONS", "AnthropicProvider"]
+__all__ = ["CLIENT_OPTIONS", "TRANSPORTS", "AnthropicProvider"]
 
 #: ``provider_options`` that configure the client rather than the body.
-CLIENT_OPTIONS = ("headers", "timeout")
+CLIENT_OPTIONS = ("headers", "timeout", "transport")
+#: What ``provider_options["transport"]`` may be: the SDK's httpx client (the default) or its
+#: aiohttp one (faster with many calls in flight; needs the plugin's ``aiohttp`` extra).
+TRANSPORTS = ("httpx", "aiohttp")
 _REQUEST_OPTIONS = frozenset({*BODY_OPTIONS, "max_tokens", "model", "extra_body"})
 _KNOWN_OPTIONS = frozenset({*CLIENT_OPTIONS, *_REQUEST_OPTIONS})
 
@@ -64,6 +68,7 @@ class AnthropicProvider:
                 f"(known: {', '.join(sorted(_KNOWN_OPTIONS))})",
                 name=self.name,
             )
+        self._transport = _transport(settings.options.get("transport"))
         self._settings = settings
         self._options: Mapping[str, Any] = settings.options
         self._base_url = _sdk_base_url(settings.base_url)
@@ -157,6 +162,9 @@ class AnthropicProvider:
             max_retries=0,
             timeout=self._options.get("timeout", anthropic.DEFAULT_TIMEOUT),
             default_headers=dict(self._options.get("headers") or {}),
+            # The SDK's own aiohttp client keeps the SDK's default connection limits and
+            # takes the per-request timeout the SDK passes on, as its httpx client does.
+            http_client=anthropic.DefaultAioHttpClient() if self._transport == "aiohttp" else None,
         )
         self._clients[id(loop)] = (weakref.ref(loop), client)
         return client
@@ -185,6 +193,24 @@ class AnthropicProvider:
         if sent:
             return malformed(f"the reply could not be decoded ({type(exc).__name__})")
         return refused_before_sending(exc, secrets)
+
+
+def _transport(value: Any) -> str:
+    if value is None:
+        return "httpx"
+    if value not in TRANSPORTS:
+        raise PluginError(
+            f'provider_options["transport"] for anthropic must be "httpx" or "aiohttp", '
+            f"got {value!r}",
+            name="anthropic",
+        )
+    if value == "aiohttp" and importlib.util.find_spec("aiohttp") is None:
+        raise PluginError(
+            'provider_options["transport"] = "aiohttp" needs aiohttp: '
+            "pip install 'oma-anthropic[aiohttp]'",
+            name="anthropic",
+        )
+    return str(value)
 
 
 def _split(body: dict[str, Any]) -> dict[str, Any]:

@@ -128,12 +128,13 @@ async def test_dropped_connection_is_retryable(
     assert (error.status_code, error.retryable) == (None, True)
 
 
-async def test_connection_refused_is_retryable() -> None:
+async def test_connection_refused_is_retryable(transport: str) -> None:
     from oma_anthropic import create_provider
 
     with FakeAnthropic() as closed:
         url = closed.url
-    provider = create_provider(ProviderSettings(base_url=url, api_key="k"))
+    options = {"transport": transport}
+    provider = create_provider(ProviderSettings(base_url=url, api_key="k", options=options))
     try:
         error = await failure(provider, False)
     finally:

@@ -70,7 +70,7 @@ def secret_server() -> Iterator[FakeAnthropic]:
         yield srv  # type: ignore[misc]
 
 
-def config(server: FakeAnthropic) -> AgentConfig:
+def config(server: FakeAnthropic, transport: str) -> AgentConfig:
     return AgentConfig(
         name="t",
         provider="anthropic",
@@ -78,16 +78,16 @@ def config(server: FakeAnthropic) -> AgentConfig:
         base_url=server.url,
         api_key=KEY,
         max_retries=0,
-        provider_options={"timeout": 0.5},
+        provider_options={"timeout": 0.5, "transport": transport},
     )
 
 
-async def provider_failure(server: FakeAnthropic, streaming: bool) -> ProviderError:
+async def provider_failure(server: FakeAnthropic, streaming: bool, transport: str) -> ProviderError:
     from oma_anthropic import create_provider
 
-    provider: Any = create_provider(
-        ProviderSettings(base_url=server.url, api_key=KEY, options={"timeout": 0.5})
-    )
+    options = {"timeout": 0.5, "transport": transport}
+    settings = ProviderSettings(base_url=server.url, api_key=KEY, options=options)
+    provider: Any = create_provider(settings)
     request = ProviderRequest(model="claude-test", messages=load_messages(CONVERSATION))
     try:
         with pytest.raises(ProviderError) as caught:
@@ -103,20 +103,20 @@ async def provider_failure(server: FakeAnthropic, streaming: bool) -> ProviderEr
 
 @pytest.mark.parametrize(("fault", "streaming"), CASES)
 async def test_provider_error_holds_no_key_prompt_or_base64(
-    secret_server: FakeAnthropic, fault: Fault, streaming: bool
+    secret_server: FakeAnthropic, fault: Fault, streaming: bool, transport: str
 ) -> None:
     secret_server.enqueue(fault)
-    error = await provider_failure(secret_server, streaming)
+    error = await provider_failure(secret_server, streaming, transport)
     assert error.__context__ is None and error.__cause__ is None
     assert_holds_no_secret(error, *SECRETS)
 
 
 @pytest.mark.parametrize(("fault", "streaming"), CASES)
 async def test_agent_run_result_error_holds_no_secret(
-    secret_server: FakeAnthropic, fault: Fault, streaming: bool
+    secret_server: FakeAnthropic, fault: Fault, streaming: bool, transport: str
 ) -> None:
     secret_server.enqueue(fault)
-    async with Agent(config(secret_server)) as agent:
+    async with Agent(config(secret_server, transport)) as agent:
         if streaming:
             async with agent.stream(CONVERSATION) as events:
                 seen = [e async for e in events]
@@ -131,11 +131,11 @@ async def test_agent_run_result_error_holds_no_secret(
 
 @pytest.mark.parametrize("fault", list(CALL_FAULTS.values()), ids=list(CALL_FAULTS))
 async def test_run_agent_result_error_holds_no_secret(
-    secret_server: FakeAnthropic, fault: Fault
+    secret_server: FakeAnthropic, fault: Fault, transport: str
 ) -> None:
     secret_server.enqueue(fault)
     async with OpenMultiAgent() as oma:
-        result = await oma.run_agent(config(secret_server), CONVERSATION)
+        result = await oma.run_agent(config(secret_server, transport), CONVERSATION)
     assert not result.success
     assert_holds_no_secret(result.status.error, *SECRETS)
 
@@ -143,6 +143,6 @@ async def test_run_agent_result_error_holds_no_secret(
 async def test_the_echo_did_reach_the_error_path(secret_server: FakeAnthropic) -> None:
     """The fault really sends the secrets back: the tests above are not vacuous."""
     secret_server.enqueue(EchoRequestError(400))
-    error = await provider_failure(secret_server, False)
+    error = await provider_failure(secret_server, False, "httpx")
     assert error.status_code == 400
     assert "could not process" in str(error)
