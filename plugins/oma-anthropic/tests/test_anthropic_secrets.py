@@ -1,6 +1,8 @@
 """No error holds a secret: walking everything an error references (its ``__context__`` and
 ``__cause__``, attributes, ``args``) finds neither the API key, nor the prompt, nor the base64
-image, whatever failed, even when the service echoes the whole request back."""
+image, whatever failed, even when the service echoes the whole request back. What a run hands
+back (``RunResult.status.error``, the stream's error event) holds none through its traceback
+either; the error the provider raises still has its traceback, whose frames are the caller's."""
 
 from __future__ import annotations
 
@@ -121,12 +123,12 @@ async def test_agent_run_result_error_holds_no_secret(
             async with agent.stream(CONVERSATION) as events:
                 seen = [e async for e in events]
             [error_event] = [e for e in seen if e.type == "error"]
-            assert_holds_no_secret(error_event.data, *SECRETS)
+            assert_holds_no_secret(error_event.data, *SECRETS, tracebacks=True)
             result = seen[-1].data
         else:
             result = await agent.run(CONVERSATION)
     assert not result.success
-    assert_holds_no_secret(result.status.error, *SECRETS)
+    assert_holds_no_secret(result.status.error, *SECRETS, tracebacks=True)
 
 
 @pytest.mark.parametrize("fault", list(CALL_FAULTS.values()), ids=list(CALL_FAULTS))
@@ -137,7 +139,7 @@ async def test_run_agent_result_error_holds_no_secret(
     async with OpenMultiAgent() as oma:
         result = await oma.run_agent(config(secret_server, transport), CONVERSATION)
     assert not result.success
-    assert_holds_no_secret(result.status.error, *SECRETS)
+    assert_holds_no_secret(result.status.error, *SECRETS, tracebacks=True)
 
 
 async def test_the_echo_did_reach_the_error_path(secret_server: FakeAnthropic) -> None:
