@@ -12,7 +12,6 @@ from acp import PROTOCOL_VERSION, Client
 from acp.client.connection import ClientSideConnection
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
-from oma_core.processes import prompt_fragments  # until oma_core.toolkit re-exports it
 from oma_core.toolkit import (
     BackendError,
     StderrTail,
@@ -20,6 +19,7 @@ from oma_core.toolkit import (
     close_pipes,
     configured_values,
     describe_exit,
+    prompt_fragments,
     stop_process_group,
     wait_exit,
 )

@@ -17,7 +17,6 @@ import attrs
 from acp import RequestError, text_block
 from pydantic import ValidationError
 
-from oma_core.processes import strip_terminal_controls  # until oma_core.toolkit re-exports it
 from oma_core.toolkit import (
     BackendError,
     BackendEvent,
@@ -26,6 +25,7 @@ from oma_core.toolkit import (
     RunTimeoutError,
     Usage,
     redact,
+    strip_terminal_controls,
 )
 
 from ._agent_process import AgentProcess

@@ -15,7 +15,6 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from oma_core.processes import prompt_fragments  # until oma_core.toolkit re-exports it
 from oma_core.toolkit import (
     BackendError,
     BackendEvent,
@@ -28,6 +27,7 @@ from oma_core.toolkit import (
     close_pipes,
     configured_values,
     describe_exit,
+    prompt_fragments,
     stop_process_group,
     wait_exit,
 )
