@@ -11,36 +11,36 @@ Every error is built from strings only and raised after the ``except`` block tha
 SDK's exception, so it holds no reference to that exception, its request or its response
 (``raise ... from None`` would still keep one in ``__context__``). Messages name the status
 and the service's error type and message, cut short, without the API key, the request's own
-text, or anything that looks like a credential or a base64 payload.
+text, or anything that looks like a credential or a base64 payload: the toolkit's ``scrub``,
+with the key and the request's own text as the secrets, and its ``error_fields`` and
+``malformed_response``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
 
 import anthropic
 
 from oma_core import ProviderError, ProviderRequest, parse_retry_after
 from oma_core.toolkit import (
-    REDACTED,
     Base64Source,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
-    redact_text,
+    error_fields,
+    malformed_response,
+    scrub,
 )
 
 from .capabilities import DISPLAY_NAME
 
 __all__ = [
     "ERROR_TYPE_STATUS",
-    "malformed",
     "map_error",
     "refused_before_sending",
     "request_secrets",
-    "scrub",
 ]
 
 #: The status each documented error type stands for (used for errors inside a 200 stream).
@@ -57,9 +57,6 @@ ERROR_TYPE_STATUS = {
     "overloaded_error": 529,
 }
 
-_MESSAGE_LIMIT = 300
-#: How much of a service's error text is scrubbed at all (an echo may hold a whole image).
-_MAX_SCANNED = 64 * 1024
 #: Request texts shorter than this are not blanked out of messages (they would hit words).
 _MIN_SECRET = 8
 
@@ -96,27 +93,6 @@ def _request_strings(request: ProviderRequest) -> Iterator[str]:
             source = getattr(block, "source", None)
             if isinstance(source, Base64Source):
                 yield source.data
-
-
-def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` without the given secrets, credentials by shape or base64-like runs, cut to a
-    few hundred characters."""
-    text = text[:_MAX_SCANNED]
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    text = redact_text(text)
-    if len(text) > _MESSAGE_LIMIT:
-        text = text[:_MESSAGE_LIMIT] + "..."
-    return text
-
-
-def malformed(what: str) -> ProviderError:
-    """A reply that cannot be decoded or does not have the documented shape: retryable."""
-    return ProviderError(
-        f"{DISPLAY_NAME} sent a malformed response: {what}",
-        provider=DISPLAY_NAME,
-        retryable=True,
-    )
 
 
 def refused_before_sending(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError:
@@ -163,13 +139,13 @@ def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError 
             retryable=True,
         )
     if isinstance(exc, anthropic.APIResponseValidationError):
-        return malformed("the reply does not match the documented schema")
+        return malformed_response(DISPLAY_NAME, "the reply does not match the documented schema")
     return None
 
 
 def _status_error(exc: anthropic.APIStatusError, secrets: Iterable[str]) -> ProviderError:
     status: int | None = exc.status_code
-    error_type, message = _error_fields(exc.body)
+    error_type, message = error_fields(exc.body)
     if status == 200:  # an ``error`` event inside a stream that began fine
         status = ERROR_TYPE_STATUS.get(error_type or "")
     headers: Mapping[str, str] = exc.response.headers
@@ -186,21 +162,6 @@ def _status_error(exc: anthropic.APIStatusError, secrets: Iterable[str]) -> Prov
         retryable=True if status is None else None,
         retry_after=parse_retry_after(headers),
     )
-
-
-def _error_fields(body: Any) -> tuple[str | None, str | None]:
-    """``error.type`` and ``error.message`` of the documented error shape."""
-    if isinstance(body, Mapping):
-        error = body.get("error", body)
-        if isinstance(error, Mapping):
-            kind, message = error.get("type"), error.get("message")
-            return (
-                kind if isinstance(kind, str) else None,
-                message if isinstance(message, str) else None,
-            )
-    if isinstance(body, str):
-        return None, body
-    return None, None
 
 
 def _innermost_cause(exc: BaseException) -> BaseException:

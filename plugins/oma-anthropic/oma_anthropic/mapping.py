@@ -29,6 +29,7 @@ from oma_core import (
     UnsupportedContentBlockError,
     Usage,
 )
+from oma_core.toolkit import malformed_response
 
 from .capabilities import DISPLAY_NAME
 
@@ -227,12 +228,7 @@ def _int(obj: Any, name: str) -> int:
 
 
 def _malformed(what: str) -> ProviderError:
-    # retryable: a garbled reply is a transient fault (the same request may well succeed)
-    return ProviderError(
-        f"{DISPLAY_NAME} sent a malformed response: {what}",
-        provider=DISPLAY_NAME,
-        retryable=True,
-    )
+    return malformed_response(DISPLAY_NAME, what)
 
 
 _NOT_JSON = object()

@@ -26,9 +26,10 @@ from oma_core import (
     ProviderSettings,
     ResponseComplete,
 )
+from oma_core.toolkit import malformed_response
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
-from .errors import malformed, map_error, refused_before_sending, request_secrets
+from .errors import map_error, refused_before_sending, request_secrets
 from .mapping import BODY_OPTIONS, build_body, response_from_message
 from .streaming import StreamAssembler
 
@@ -191,7 +192,8 @@ class AnthropicProvider:
         if mapped is not None:
             return mapped
         if sent:
-            return malformed(f"the reply could not be decoded ({type(exc).__name__})")
+            what = f"the reply could not be decoded ({type(exc).__name__})"
+            return malformed_response(DISPLAY_NAME, what)
         return refused_before_sending(exc, secrets)
 
 

@@ -1,5 +1,6 @@
 """Property: whatever the prompt, an error message built from a service's echo of the request
-quotes neither the prompt (raw or JSON-escaped, as an echoed body carries it) nor the key."""
+(the toolkit's ``scrub`` with the plugin's ``request_secrets``) quotes neither the prompt (raw
+or JSON-escaped, as an echoed body carries it) nor the key."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oma_anthropic.errors import request_secrets, scrub
+from oma_anthropic.errors import request_secrets
 
 from oma_core import ProviderRequest, load_messages
+from oma_core.toolkit import scrub
 
 KEY = "sk-ant-oma-property-secret-0123456789"
 # Secrets made of brackets or dots could be spelled by the markers scrubbing inserts.

@@ -26,6 +26,7 @@ from oma_core import (
     UnsupportedContentBlockError,
     VideoBlock,
 )
+from oma_core.toolkit import malformed_response
 
 from .presets import Preset
 
@@ -276,11 +277,7 @@ def parse_arguments(arguments: str | None, display_name: str) -> dict[str, Any]:
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        raise ProviderError(
-            f"{display_name} sent a malformed response: tool call arguments are not a JSON object",
-            provider=display_name,
-            retryable=True,  # a garbled reply: the same request may well succeed again
-        )
+        raise malformed_response(display_name, "tool call arguments are not a JSON object")
     return value
 
 

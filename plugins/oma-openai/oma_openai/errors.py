@@ -9,34 +9,32 @@ called a malformed response.
 
 Every error is built from strings only and raised after the ``except`` block that caught the
 SDK's exception, so it holds no reference to that exception, its request or its response
-(``raise ... from None`` would still keep one in ``__context__``). Messages are cut short, and
-the API key, the request's own text and anything that looks like a credential or a base64
-payload are blanked out, since services sometimes echo what they got.
+(``raise ... from None`` would still keep one in ``__context__``). Messages go through the
+toolkit's ``scrub`` (cut short; credentials by shape and base64-like runs blanked out) with
+the API key and the request's own text as the secrets, since services sometimes echo what
+they got; a reply that cannot be decoded is the toolkit's ``malformed_response``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
 
 import openai
 
 from oma_core import ProviderError, ProviderRequest, parse_retry_after
 from oma_core.toolkit import (
-    REDACTED,
     Base64Source,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
-    redact_text,
+    error_fields,
+    malformed_response,
+    scrub,
 )
 
-__all__ = ["from_sdk_error", "malformed", "refused_before_sending", "request_secrets", "scrub"]
+__all__ = ["from_sdk_error", "refused_before_sending", "request_secrets"]
 
-_MAX_MESSAGE = 500
-#: How much of a service's error text is scrubbed at all (an echo may hold a whole video).
-_MAX_SCANNED = 64 * 1024
 #: Request texts shorter than this are not blanked out of messages (they would hit words).
 _MIN_SECRET = 8
 #: Error types and codes (OpenAI's and common compatible servers') that mean "try again".
@@ -89,27 +87,6 @@ def _request_strings(request: ProviderRequest) -> Iterator[str]:
                 yield source.data
 
 
-def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` without the given secrets, credentials by shape or base64-like runs, cut to a
-    few hundred characters."""
-    text = text[:_MAX_SCANNED]
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    text = redact_text(text)
-    if len(text) > _MAX_MESSAGE:
-        text = text[:_MAX_MESSAGE] + "..."
-    return text
-
-
-def malformed(display_name: str, what: str) -> ProviderError:
-    """A reply that cannot be decoded or does not have the documented shape: retryable."""
-    return ProviderError(
-        f"{display_name} sent a malformed response: {what}",
-        provider=display_name,
-        retryable=True,
-    )
-
-
 def refused_before_sending(
     display_name: str, exc: BaseException, secrets: Iterable[str] = ()
 ) -> ProviderError:
@@ -132,7 +109,7 @@ def from_sdk_error(
         return exc
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        detail = _error_message(exc.body) or exc.response.reason_phrase or "request failed"
+        detail = error_fields(exc.body)[1] or exc.response.reason_phrase or "request failed"
         return ProviderError(
             f"{display_name}: HTTP {status}: {scrub(detail, secrets)}",
             status_code=status,
@@ -158,11 +135,11 @@ def from_sdk_error(
             f"{display_name}: connection error{why}", provider=display_name, retryable=True
         )
     if isinstance(exc, openai.APIResponseValidationError):
-        return malformed(display_name, "the reply does not match the documented schema")
+        return malformed_response(display_name, "the reply does not match the documented schema")
     if isinstance(exc, openai.APIError):  # an error event inside a stream
         error = exc.body if isinstance(exc.body, Mapping) else {}
         kind = {str(error.get("type") or ""), str(error.get("code") or "")}
-        detail = scrub(_error_message({"error": error}) or exc.message, secrets)
+        detail = scrub(error_fields({"error": error})[1] or exc.message, secrets)
         return ProviderError(
             f"{display_name}: error in stream: {detail}",
             provider=display_name,
@@ -196,16 +173,3 @@ def _is_transport_error(exc: BaseException) -> bool:
         ):
             return True
     return False
-
-
-def _error_message(body: object) -> str | None:
-    """``error.message`` of an OpenAI-style error body, or None."""
-    if isinstance(body, Mapping):
-        error: Any = body.get("error", body)
-        if isinstance(error, Mapping):
-            message = error.get("message")
-            if isinstance(message, str) and message:
-                return message
-        elif isinstance(error, str) and error:
-            return error
-    return None

@@ -33,9 +33,10 @@ from oma_core import (
     ToolUseBlock,
     Usage,
 )
+from oma_core.toolkit import malformed_response
 
 from .convert import CLIENT_OPTIONS, content_blocks, parse_arguments, request_body
-from .errors import from_sdk_error, malformed, refused_before_sending, request_secrets
+from .errors import from_sdk_error, refused_before_sending, request_secrets
 from .presets import Preset
 
 __all__ = ["OpenAIChatProvider"]
@@ -172,7 +173,7 @@ class OpenAIChatProvider:
             return mapped
         if sent:
             what = f"the reply could not be decoded ({type(exc).__name__})"
-            return malformed(self.display_name, what)
+            return malformed_response(self.display_name, what)
         return refused_before_sending(self.display_name, exc, secrets)
 
     def _read_completion(self, completion: Any) -> ProviderResponse:
@@ -200,7 +201,7 @@ class OpenAIChatProvider:
             )
         except _SHAPE_ERRORS:
             pass  # raised below, outside the handler, so that it is not chained
-        raise malformed(name, "the reply has no readable choice")
+        raise malformed_response(name, "the reply has no readable choice")
 
 
 class _StreamAssembly:
@@ -226,7 +227,7 @@ class _StreamAssembly:
             return self._feed(chunk)
         except _SHAPE_ERRORS:
             pass  # raised below, outside the handler, so that it is not chained
-        raise malformed(self._preset.display_name, "a stream chunk could not be read")
+        raise malformed_response(self._preset.display_name, "a stream chunk could not be read")
 
     def _feed(self, chunk: Any) -> list[ProviderEvent]:
         events: list[ProviderEvent] = []
@@ -270,7 +271,7 @@ class _StreamAssembly:
         for index in sorted(self._calls):
             slot = self._calls[index]
             if not slot["id"] or not slot["name"]:
-                raise malformed(name, "a streamed tool call has no id or name")
+                raise malformed_response(name, "a streamed tool call has no id or name")
             arguments = parse_arguments(slot["arguments"], name)
             calls.append(ToolUseBlock(slot["id"], slot["name"], arguments))
         return tuple(calls)
