@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oma_core import Agent, AgentConfig, BeforeRunContext, PluginHost, hookimpl
-from oma_core.before_run import prompt_of, replace_prompt
+from oma_core._before_run import prompt_of, replace_prompt
 from oma_core.errors import HookError, InvalidMessageError
 from oma_core.messages import ImageBlock, LLMMessage, TextBlock
 from oma_core.testing import ScriptedProvider

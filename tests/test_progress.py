@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from oma_core.progress import ProgressDispatcher, ProgressEvent
+from oma_core import ProgressEvent
+from oma_core._delivery import ProgressDispatcher
 
 
 def _event() -> ProgressEvent:
