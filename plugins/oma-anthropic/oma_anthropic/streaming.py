@@ -25,6 +25,7 @@ from oma_core import (
     ToolUseBlock,
     Usage,
 )
+from oma_core.toolkit import malformed_response
 
 from .capabilities import DISPLAY_NAME
 from .mapping import message_from_blocks, parse_tool_input
@@ -141,11 +142,8 @@ class StreamAssembler:
     def _partial(self, index: int) -> _Partial:
         partial = self._blocks.get(index)
         if partial is None:
-            raise ProviderError(
-                f"{DISPLAY_NAME} sent a malformed stream: an event for content block {index} "
-                "before its content_block_start",
-                provider=DISPLAY_NAME,
-                retryable=False,
+            raise malformed_response(
+                DISPLAY_NAME, f"an event for content block {index} before its content_block_start"
             )
         return partial
 
@@ -164,9 +162,5 @@ class StreamAssembler:
 def _required_str(obj: Any, name: str) -> str:
     value = getattr(obj, name, None)
     if not isinstance(value, str):
-        raise ProviderError(
-            f"{DISPLAY_NAME} sent a malformed stream: a content block without a string {name}",
-            provider=DISPLAY_NAME,
-            retryable=False,
-        )
+        raise malformed_response(DISPLAY_NAME, f"a content block without a string {name}")
     return value
