@@ -9,7 +9,6 @@ import math
 
 import pytest
 
-from oma_core import parse_retry_after
 from oma_core.errors import (
     BudgetExceededError,
     InvalidMessageError,
@@ -18,6 +17,7 @@ from oma_core.errors import (
     UnsupportedContentBlockError,
 )
 from oma_core.retry import RetryPolicy
+from oma_core.toolkit import parse_retry_after
 
 
 class FakeSleep:

@@ -23,14 +23,16 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import anthropic
 
-from oma_core import ProviderError, ProviderRequest, parse_retry_after
+from oma_core import ProviderError
 from oma_core.toolkit import (
     Base64Source,
+    ProviderRequest,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
     error_fields,
     malformed_response,
+    parse_retry_after,
     scrub,
 )
 

@@ -20,8 +20,6 @@ from oma_core import (
     LLMMessage,
     MediaSource,
     ProviderError,
-    ProviderRequest,
-    ProviderResponse,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -29,7 +27,7 @@ from oma_core import (
     UnsupportedContentBlockError,
     Usage,
 )
-from oma_core.toolkit import malformed_response
+from oma_core.toolkit import ProviderRequest, ProviderResponse, malformed_response
 
 from .capabilities import DISPLAY_NAME
 

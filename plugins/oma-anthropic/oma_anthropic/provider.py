@@ -17,16 +17,15 @@ from typing import Any
 
 import anthropic
 
-from oma_core import (
-    PluginError,
-    ProviderError,
+from oma_core import PluginError, ProviderError
+from oma_core.toolkit import (
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
     ResponseComplete,
+    malformed_response,
 )
-from oma_core.toolkit import malformed_response
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
 from .errors import map_error, refused_before_sending, request_secrets

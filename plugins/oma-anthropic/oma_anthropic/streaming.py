@@ -12,20 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from oma_core import (
-    ContentBlock,
-    ProviderError,
+from oma_core import ContentBlock, ProviderError, ReasoningBlock, TextBlock, ToolUseBlock, Usage
+from oma_core.toolkit import (
     ProviderEvent,
     ProviderResponse,
-    ReasoningBlock,
     ReasoningDelta,
-    TextBlock,
     TextDelta,
     ToolCall,
-    ToolUseBlock,
-    Usage,
+    malformed_response,
 )
-from oma_core.toolkit import malformed_response
 
 from .capabilities import DISPLAY_NAME
 from .mapping import message_from_blocks, parse_tool_input

@@ -10,7 +10,7 @@ import pytest
 from fake_anthropic import FakeAnthropic
 from oma_anthropic.provider import TRANSPORTS
 
-from oma_core import ProviderSettings
+from oma_core.toolkit import ProviderSettings
 
 pytest_plugins = ["oma_core.testing.pytest_plugin"]
 

@@ -9,9 +9,10 @@ import pytest
 from fake_anthropic import FakeAnthropic
 from oma_anthropic.provider import TRANSPORTS
 
-from oma_core import AgentConfig, ProviderSettings
+from oma_core import AgentConfig
 from oma_core.testing import FakeServer, RecordedRequest
 from oma_core.testing.conformance import ProviderConformance, Sample
+from oma_core.toolkit import ProviderSettings
 
 
 def expected_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:

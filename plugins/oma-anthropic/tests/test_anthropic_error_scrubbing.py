@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oma_anthropic.errors import request_secrets
 
-from oma_core import ProviderRequest, load_messages
-from oma_core.toolkit import scrub
+from oma_core import load_messages
+from oma_core.toolkit import ProviderRequest, scrub
 
 KEY = "sk-ant-oma-property-secret-0123456789"
 # Secrets made of brackets or dots could be spelled by the markers scrubbing inserts.

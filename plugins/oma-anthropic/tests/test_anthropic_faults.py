@@ -8,15 +8,7 @@ from typing import Any
 import pytest
 from fake_anthropic import FakeAnthropic
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    ProviderError,
-    ProviderRequest,
-    ProviderSettings,
-    TextDelta,
-    load_messages,
-)
+from oma_core import Agent, AgentConfig, ProviderError, load_messages
 from oma_core.testing import (
     DropConnection,
     ErrorMidStream,
@@ -24,6 +16,7 @@ from oma_core.testing import (
     SlowStream,
     TruncatedStream,
 )
+from oma_core.toolkit import ProviderRequest, ProviderSettings, TextDelta
 
 PNG_B64 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAIAAAUAAarVyFEAAAAASUVORK5CYII="

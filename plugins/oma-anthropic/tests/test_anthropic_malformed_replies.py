@@ -9,15 +9,9 @@ from typing import Any
 import pytest
 from fake_anthropic import FakeAnthropic, MalformedReply
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    ProviderError,
-    ProviderRequest,
-    ProviderSettings,
-    load_messages,
-)
+from oma_core import Agent, AgentConfig, ProviderError, load_messages
 from oma_core.testing import Response, SSEEvent
+from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 KINDS = ["not_json", "empty", "wrong_shape"]
 REQUEST = ProviderRequest(

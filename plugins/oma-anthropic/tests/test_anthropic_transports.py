@@ -11,16 +11,9 @@ import anthropic
 import pytest
 from fake_anthropic import FakeAnthropic
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    PluginError,
-    ProviderError,
-    ProviderRequest,
-    ProviderSettings,
-    load_messages,
-)
+from oma_core import Agent, AgentConfig, PluginError, ProviderError, load_messages
 from oma_core.testing import Delay, SlowStream
+from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 REQUEST = ProviderRequest(
     model="claude-test",

@@ -18,7 +18,6 @@ from oma_core import (
     LLMMessage,
     MediaSource,
     ProviderError,
-    ProviderRequest,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -26,7 +25,7 @@ from oma_core import (
     UnsupportedContentBlockError,
     VideoBlock,
 )
-from oma_core.toolkit import malformed_response
+from oma_core.toolkit import ProviderRequest, malformed_response
 
 from .presets import Preset
 

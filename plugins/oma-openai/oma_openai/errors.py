@@ -22,14 +22,16 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import openai
 
-from oma_core import ProviderError, ProviderRequest, parse_retry_after
+from oma_core import ProviderError
 from oma_core.toolkit import (
     Base64Source,
+    ProviderRequest,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
     error_fields,
     malformed_response,
+    parse_retry_after,
     scrub,
 )
 

@@ -18,10 +18,8 @@ from typing import Any
 
 import openai
 
-from oma_core import (
-    LLMMessage,
-    PluginError,
-    ProviderError,
+from oma_core import LLMMessage, PluginError, ProviderError, ToolUseBlock, Usage
+from oma_core.toolkit import (
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
@@ -30,10 +28,8 @@ from oma_core import (
     ResponseComplete,
     TextDelta,
     ToolCall,
-    ToolUseBlock,
-    Usage,
+    malformed_response,
 )
-from oma_core.toolkit import malformed_response
 
 from .convert import CLIENT_OPTIONS, content_blocks, parse_arguments, request_body
 from .errors import from_sdk_error, refused_before_sending, request_secrets

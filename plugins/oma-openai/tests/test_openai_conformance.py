@@ -16,9 +16,10 @@ import pytest
 from fake_openai import FakeChatCompletions, Reply
 from oma_openai.provider import TRANSPORTS
 
-from oma_core import AgentConfig, Mode, ProviderSettings
+from oma_core import AgentConfig
 from oma_core.testing.conformance import ProviderConformance, Sample, declared, samples
 from oma_core.testing.fake_server import FakeServer, RecordedRequest
+from oma_core.toolkit import Mode, ProviderSettings
 
 
 def _url(source: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from oma_openai import make_provider, preset
 from oma_openai.provider import OpenAIChatProvider
 from openai_builders import PNG_B64, image_b64, provider_for, request, text, user
 
-from oma_core import PluginError, ProviderError, ProviderSettings, ResponseComplete, TextDelta
+from oma_core import PluginError, ProviderError
 from oma_core.testing.fake_server import (
     DropConnection,
     ErrorMidStream,
@@ -19,6 +19,7 @@ from oma_core.testing.fake_server import (
     SlowStream,
     TruncatedStream,
 )
+from oma_core.toolkit import ProviderSettings, ResponseComplete, TextDelta
 
 
 async def stream_all(provider: OpenAIChatProvider, req: Any) -> list[Any]:
