@@ -1,0 +1,123 @@
+"""LiteLLM's exceptions as oma's ``ProviderError``, scrubbed of keys, prompts and media.
+
+LiteLLM maps every provider's failures onto OpenAI-style classes with a ``status_code``; the
+status is kept, so the core decides retries by it (408, 409, 429, 5xx). Its connection error
+(which LiteLLM reports as status 500) and its time-out are retryable without a status, like
+every other plugin's. A reply LiteLLM could not read is retryable too. The message names the
+exception and LiteLLM's message, cut short, without the key or anything long and base64-like;
+the error is never chained to LiteLLM's, which holds the request.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from oma_core.toolkit import ProviderError, parse_retry_after, redact_text
+
+from .capabilities import DISPLAY_NAME
+
+__all__ = ["map_error", "malformed", "scrub"]
+
+_MESSAGE_LIMIT = 300
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
+_KEY_LIKE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{8,}")
+
+
+def scrub(text: str, secrets: Iterable[str | None]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[REDACTED]")
+    text = _LONG_TOKEN.sub("[...]", _KEY_LIKE.sub("[REDACTED]", redact_text(text)))
+    if len(text) > _MESSAGE_LIMIT:
+        text = text[:_MESSAGE_LIMIT] + "..."
+    return text
+
+
+def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderError:
+    """``exc`` (raised by LiteLLM, its SDKs or its HTTP client) as a ``ProviderError``."""
+    if isinstance(exc, ProviderError):
+        return exc
+    from litellm.exceptions import APIConnectionError, Timeout
+
+    name = type(exc).__name__
+    chain = list(_chain(exc))
+    if isinstance(exc, Timeout) or any(_is_transport_timeout(e) for e in chain):
+        return ProviderError(f"{DISPLAY_NAME} timed out ({name})", provider=DISPLAY_NAME,
+                             retryable=True)  # fmt: skip
+    # LiteLLM reports a dropped connection as its InternalServerError (status 500); what it
+    # wraps tells the two apart
+    if isinstance(exc, APIConnectionError) or any(_is_transport_error(e) for e in chain):
+        return ProviderError(
+            f"{DISPLAY_NAME} connection failed ({name})", provider=DISPLAY_NAME, retryable=True
+        )
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        message = getattr(exc, "message", None)
+        text = f"{DISPLAY_NAME} returned HTTP {status} ({name})"
+        if isinstance(message, str) and message:
+            text += f": {scrub(message, secrets)}"
+        return ProviderError(
+            text,
+            status_code=status,
+            provider=DISPLAY_NAME,
+            retry_after=parse_retry_after(_headers(exc)),
+        )
+    if isinstance(exc, ValueError):
+        return malformed(f"{name} while reading the reply")
+    return ProviderError(f"{DISPLAY_NAME} failed ({name})", provider=DISPLAY_NAME, retryable=False)
+
+
+def malformed(detail: str) -> ProviderError:
+    """A reply without the expected shape: retryable, since a second try may be whole."""
+    return ProviderError(
+        f"{DISPLAY_NAME} got a malformed response: {detail}", provider=DISPLAY_NAME, retryable=True
+    )
+
+
+def _headers(exc: BaseException) -> Mapping[str, str]:
+    headers: dict[str, str] = {}
+    response = getattr(exc, "response", None)
+    found: Any = getattr(response, "headers", None)
+    if found is not None:
+        headers.update({str(k): str(v) for k, v in found.items()})
+    extra: Any = getattr(exc, "litellm_response_headers", None)
+    if extra is not None:
+        headers.update({str(k): str(v) for k, v in extra.items()})
+    return headers
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it wraps: causes, contexts and LiteLLM's ``original_exception``."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < 20:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        original = getattr(current, "original_exception", None)
+        for nxt in (current.__cause__, current.__context__, original):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    if type(exc).__name__ == "APIConnectionError" and type(exc).__module__.startswith("openai"):
+        return True
+    return _named(exc, ("TransportError", "StreamError", "ClientError", "ServerDisconnectedError"))
+
+
+def _is_transport_timeout(exc: BaseException) -> bool:
+    return _named(exc, ("TimeoutException",))
+
+
+def _named(exc: BaseException, names: tuple[str, ...]) -> bool:
+    # httpx / httpcore / aiohttp failures LiteLLM lets through while a body is read; told
+    # apart by name so that this plugin imports none of them
+    return any(
+        cls.__name__ in names and cls.__module__.startswith(("httpx", "httpcore", "aiohttp"))
+        for cls in type(exc).__mro__
+    )

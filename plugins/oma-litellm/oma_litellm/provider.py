@@ -1,0 +1,304 @@
+"""The LiteLLM bridge: oma's provider interface over ``litellm.acompletion``.
+
+LiteLLM is imported on first use (it takes seconds to import) with its cost map forced to
+the copy it ships (``LITELLM_LOCAL_MODEL_COST_MAP=True``), so it never fetches one over the
+network. Its own retries (``num_retries``) and its SDKs' (``max_retries``) are off: the core
+owns the one retry ladder. Each provider keeps its own ``aiohttp`` session per event loop
+(LiteLLM's transport), handed to LiteLLM as ``shared_session``, so that ``aclose`` closes its
+connections instead of leaving them in LiteLLM's global client cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from oma_core.toolkit import (
+    LLMMessage,
+    PluginError,
+    ProviderError,
+    ProviderEvent,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    ResponseComplete,
+    TextBlock,
+    TextDelta,
+    ToolCall,
+    ToolUseBlock,
+    Usage,
+)
+
+from .capabilities import CAPABILITIES, DISPLAY_NAME
+from .errors import malformed, map_error
+from .mapping import build_body, split_model
+
+__all__ = ["FINISH_REASONS", "OPTIONS", "LiteLLMProvider", "import_litellm"]
+
+#: LiteLLM's (OpenAI's) ``finish_reason`` -> oma's stop reason.
+FINISH_REASONS: Mapping[str, str] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+}
+#: ``provider_options`` this provider reads.
+OPTIONS = frozenset({"timeout", "headers", "api_version"})
+_DEFAULT_TIMEOUT = 600.0
+_CONNECT_TIMEOUT = 10.0
+
+
+def import_litellm() -> Any:
+    """``litellm``, imported so that it never reaches the network for its cost map."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
+    return litellm
+
+
+class LiteLLMProvider:
+    """Sends ``ProviderRequest``s through ``litellm.acompletion``; see
+    ``docs/providers/litellm.md``."""
+
+    name = "litellm"
+    display_name = DISPLAY_NAME
+    capabilities = CAPABILITIES
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        unknown = sorted(set(settings.options) - OPTIONS)
+        if unknown:
+            raise PluginError(
+                f"unknown provider_options for litellm: {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(OPTIONS))})",
+                name=self.name,
+            )
+        self._settings = settings
+        self._litellm = import_litellm()
+        self._sessions: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any]] = {}
+
+    # -- the provider interface
+
+    def render(self, request: ProviderRequest) -> dict[str, Any]:
+        return build_body(request)
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        kwargs = self._kwargs(request)
+        error: ProviderError | None = None
+        try:
+            reply = await self._litellm.acompletion(**kwargs)
+        except Exception as exc:
+            error = map_error(exc, self._secrets())
+        if error is not None:
+            raise error
+        try:
+            return _response(reply, kwargs["model"])
+        except (ValueError, TypeError, AttributeError, IndexError) as exc:
+            error = malformed(f"{type(exc).__name__} in the reply")
+        raise error
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        kwargs = self._kwargs(request)
+        error: ProviderError | None = None
+        try:
+            chunks = await self._litellm.acompletion(
+                **kwargs, stream=True, stream_options={"include_usage": True}
+            )
+        except Exception as exc:
+            error = map_error(exc, self._secrets())
+        if error is not None:
+            raise error
+        assembler = _StreamAssembler(kwargs["model"])
+        try:
+            iterator = chunks.__aiter__()
+            while True:
+                events: list[ProviderEvent] = []
+                try:
+                    chunk = await anext(iterator, None)
+                    if chunk is None:
+                        break
+                    events = assembler.feed(chunk)
+                except Exception as exc:
+                    error = map_error(exc, self._secrets())
+                if error is not None:
+                    raise error
+                for event in events:
+                    yield event
+            try:
+                final = assembler.finish()
+            except ValueError as exc:
+                error = malformed(str(exc))
+            if error is not None:
+                raise error
+            yield ResponseComplete(final)
+        finally:
+            await chunks.aclose()
+
+    async def aclose(self) -> None:
+        sessions, self._sessions = self._sessions, {}
+        for loop_ref, session in sessions.values():
+            loop = loop_ref()
+            if loop is not None and loop is _running_loop():
+                await session.close()
+            # a session of another (or a finished) loop cannot be closed from here
+
+    # -- helpers
+
+    def _kwargs(self, request: ProviderRequest) -> dict[str, Any]:
+        route, _ = split_model(request.model)
+        options = self._settings.options
+        kwargs: dict[str, Any] = {
+            **self.render(request),
+            "custom_llm_provider": route,
+            "num_retries": 0,
+            "max_retries": 0,
+            "timeout": options.get("timeout", _DEFAULT_TIMEOUT),
+            "shared_session": self._session(),
+        }
+        if self._settings.api_key:
+            kwargs["api_key"] = self._settings.api_key
+        if self._settings.base_url:
+            kwargs["api_base"] = self._settings.base_url
+        if options.get("headers"):
+            kwargs["extra_headers"] = dict(options["headers"])
+        if options.get("api_version"):
+            kwargs["api_version"] = options["api_version"]
+        return kwargs
+
+    def _secrets(self) -> tuple[str | None, ...]:
+        return (self._settings.api_key,)
+
+    def _session(self) -> Any:
+        """This provider's aiohttp session on the running loop (one pool per loop)."""
+        loop = asyncio.get_running_loop()
+        entry = self._sessions.get(id(loop))
+        if entry is not None and entry[0]() is loop:
+            return entry[1]
+        self._sessions = {k: v for k, v in self._sessions.items() if _alive(v[0])}
+        import aiohttp
+
+        session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
+        )
+        self._sessions[id(loop)] = (weakref.ref(loop), session)
+        return session
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _alive(ref: weakref.ref[asyncio.AbstractEventLoop]) -> bool:
+    loop = ref()
+    return loop is not None and not loop.is_closed()
+
+
+def _response(reply: Any, model: str) -> ProviderResponse:
+    choice = reply.choices[0]
+    message = choice.message
+    blocks: list[Any] = []
+    if message.content:
+        blocks.append(TextBlock(str(message.content)))
+    for call in message.tool_calls or ():
+        blocks.append(_tool_use(call.id, call.function.name, call.function.arguments))
+    if not blocks:
+        blocks.append(TextBlock(""))
+    return ProviderResponse(
+        message=LLMMessage("assistant", tuple(blocks)),
+        usage=_usage(getattr(reply, "usage", None)),
+        stop_reason=_stop(choice.finish_reason),
+        model=model,
+    )
+
+
+def _tool_use(call_id: Any, name: Any, arguments: Any) -> ToolUseBlock:
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        raise ValueError("a tool call without an id or a name")
+    parsed = json.loads(arguments or "{}") if isinstance(arguments, str) else arguments
+    if not isinstance(parsed, dict):
+        raise ValueError(f"the arguments of tool call {call_id} are not a JSON object")
+    return ToolUseBlock(call_id, name, parsed)
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    prompt = getattr(usage, "prompt_tokens", 0) or 0
+    completion = getattr(usage, "completion_tokens", 0) or 0
+    return Usage(int(prompt), int(completion))
+
+
+def _stop(reason: Any) -> str | None:
+    if reason is None:
+        return None
+    return FINISH_REASONS.get(str(reason), str(reason))
+
+
+class _StreamAssembler:
+    """LiteLLM's stream chunks (OpenAI's ``chat.completion.chunk`` shape) as oma's events."""
+
+    def __init__(self, model: str) -> None:
+        self._model = model
+        self._text: list[str] = []
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._finish: str | None = None
+        self._usage = Usage()
+
+    def feed(self, chunk: Any) -> list[ProviderEvent]:
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._usage = _usage(usage)
+        events: list[ProviderEvent] = []
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            if delta is not None and delta.content:
+                self._text.append(delta.content)
+                events.append(TextDelta(delta.content))
+            for call in (delta.tool_calls if delta is not None else None) or ():
+                index = call.index if isinstance(call.index, int) else len(self._calls)
+                slot = self._calls.setdefault(index, {"id": None, "name": None, "arguments": []})
+                if call.id:
+                    slot["id"] = call.id
+                if call.function is not None:
+                    if call.function.name:
+                        slot["name"] = call.function.name
+                    if call.function.arguments:
+                        slot["arguments"].append(call.function.arguments)
+            if choice.finish_reason:
+                self._finish = choice.finish_reason
+                events.extend(ToolCall(block) for block in self._tool_blocks())
+        return events
+
+    def _tool_blocks(self) -> list[ToolUseBlock]:
+        blocks = []
+        for index in sorted(self._calls):
+            slot = self._calls[index]
+            if "block" not in slot:
+                slot["block"] = _tool_use(slot["id"], slot["name"], "".join(slot["arguments"]))
+            blocks.append(slot["block"])
+        return blocks
+
+    def finish(self) -> ProviderResponse:
+        if self._finish is None:
+            raise ValueError("the stream ended before its finish_reason")
+        blocks: list[Any] = []
+        text = "".join(self._text)
+        if text:
+            blocks.append(TextBlock(text))
+        blocks.extend(self._tool_blocks())
+        if not blocks:
+            blocks.append(TextBlock(""))
+        return ProviderResponse(
+            message=LLMMessage("assistant", tuple(blocks)),
+            usage=self._usage,
+            stop_reason=_stop(self._finish),
+            model=self._model,
+        )
