@@ -43,7 +43,9 @@ def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderErro
 
     name = type(exc).__name__
     chain = list(_chain(exc))
-    if isinstance(exc, Timeout) or any(_is_transport_timeout(e) for e in chain):
+    if any(_is_transport_timeout(e) for e in chain) or (
+        isinstance(exc, Timeout) and not isinstance(getattr(exc, "status_code", None), int)
+    ):
         return ProviderError(f"{DISPLAY_NAME} timed out ({name})", provider=DISPLAY_NAME,
                              retryable=True)  # fmt: skip
     # LiteLLM reports a dropped connection as its InternalServerError (status 500); what it
@@ -52,8 +54,8 @@ def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderErro
         return ProviderError(
             f"{DISPLAY_NAME} connection failed ({name})", provider=DISPLAY_NAME, retryable=True
         )
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and not isinstance(status, bool):
+    status = _wire_status(chain)
+    if status is not None:
         message = getattr(exc, "message", None)
         text = f"{DISPLAY_NAME} returned HTTP {status} ({name})"
         if isinstance(message, str) and message:
@@ -88,6 +90,22 @@ def _headers(exc: BaseException) -> Mapping[str, str]:
     return headers
 
 
+def _wire_status(chain: list[BaseException]) -> int | None:
+    """The status the service answered with: LiteLLM's class keeps only the statuses it
+    knows (a 529 becomes its InternalServerError, 500), the provider error it wraps keeps
+    the one on the wire."""
+    outer: int | None = None
+    for exc in chain:
+        status = getattr(exc, "status_code", None)
+        if not isinstance(status, int) or isinstance(status, bool):
+            continue
+        if type(exc).__module__ != "litellm.exceptions":
+            return status
+        if outer is None:
+            outer = status
+    return outer
+
+
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and what it wraps: causes, contexts and LiteLLM's ``original_exception``."""
     seen: set[int] = set()
@@ -111,7 +129,11 @@ def _is_transport_error(exc: BaseException) -> bool:
 
 
 def _is_transport_timeout(exc: BaseException) -> bool:
-    return _named(exc, ("TimeoutException",))
+    if isinstance(exc, TimeoutError):
+        return True
+    if type(exc).__name__ == "APITimeoutError" and type(exc).__module__.startswith("openai"):
+        return True
+    return _named(exc, ("TimeoutException", "ServerTimeoutError"))
 
 
 def _named(exc: BaseException, names: tuple[str, ...]) -> bool:

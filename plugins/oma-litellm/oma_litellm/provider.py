@@ -3,9 +3,12 @@
 LiteLLM is imported on first use (it takes seconds to import) with its cost map forced to
 the copy it ships (``LITELLM_LOCAL_MODEL_COST_MAP=True``), so it never fetches one over the
 network. Its own retries (``num_retries``) and its SDKs' (``max_retries``) are off: the core
-owns the one retry ladder. Each provider keeps its own ``aiohttp`` session per event loop
-(LiteLLM's transport), handed to LiteLLM as ``shared_session``, so that ``aclose`` closes its
-connections instead of leaving them in LiteLLM's global client cache.
+owns the one retry ladder.
+
+Each provider keeps its own connections per event loop, so that ``aclose`` closes them instead
+of leaving them in LiteLLM's global client cache: an ``aiohttp`` session (LiteLLM's transport)
+handed over as ``shared_session``, and, for the routes LiteLLM serves with its own HTTP
+handler rather than the OpenAI SDK (``anthropic/`` and most others), that handler as ``client``.
 """
 
 from __future__ import annotations
@@ -80,7 +83,11 @@ class LiteLLMProvider:
             )
         self._settings = settings
         self._litellm = import_litellm()
-        self._sessions: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any]] = {}
+        self._sessions: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any, Any]] = {}
+        self._sdk_routes = frozenset(
+            {"openai", "custom_openai", "text-completion-openai", "azure", "azure_text"}
+            | set(getattr(self._litellm, "openai_compatible_providers", ()))
+        )
 
     # -- the provider interface
 
@@ -141,9 +148,10 @@ class LiteLLMProvider:
 
     async def aclose(self) -> None:
         sessions, self._sessions = self._sessions, {}
-        for loop_ref, session in sessions.values():
+        for loop_ref, session, handler in sessions.values():
             loop = loop_ref()
             if loop is not None and loop is _running_loop():
+                await handler.close()
                 await session.close()
             # a session of another (or a finished) loop cannot be closed from here
 
@@ -158,8 +166,11 @@ class LiteLLMProvider:
             "num_retries": 0,
             "max_retries": 0,
             "timeout": options.get("timeout", _DEFAULT_TIMEOUT),
-            "shared_session": self._session(),
         }
+        session, handler = self._session()
+        kwargs["shared_session"] = session
+        if route not in self._sdk_routes:  # the OpenAI SDK takes no LiteLLM handler
+            kwargs["client"] = handler
         if self._settings.api_key:
             kwargs["api_key"] = self._settings.api_key
         if self._settings.base_url:
@@ -173,20 +184,24 @@ class LiteLLMProvider:
     def _secrets(self) -> tuple[str | None, ...]:
         return (self._settings.api_key,)
 
-    def _session(self) -> Any:
-        """This provider's aiohttp session on the running loop (one pool per loop)."""
+    def _session(self) -> tuple[Any, Any]:
+        """This provider's aiohttp session on the running loop, and LiteLLM's HTTP handler
+        over it (one connection pool per loop)."""
         loop = asyncio.get_running_loop()
         entry = self._sessions.get(id(loop))
         if entry is not None and entry[0]() is loop:
-            return entry[1]
+            return entry[1], entry[2]
         self._sessions = {k: v for k, v in self._sessions.items() if _alive(v[0])}
         import aiohttp
+        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
         session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
         )
-        self._sessions[id(loop)] = (weakref.ref(loop), session)
-        return session
+        timeout = self._settings.options.get("timeout", _DEFAULT_TIMEOUT)
+        handler = AsyncHTTPHandler(timeout=timeout, shared_session=session)
+        self._sessions[id(loop)] = (weakref.ref(loop), session, handler)
+        return session, handler
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -289,8 +304,12 @@ class _StreamAssembler:
     def finish(self) -> ProviderResponse:
         if self._finish is None:
             raise ValueError("the stream ended before its finish_reason")
-        blocks: list[Any] = []
         text = "".join(self._text)
+        if not text and not self._calls and self._usage.total_tokens == 0:
+            # LiteLLM turns a 200 stream with no events at all into an empty "stop"; a real
+            # turn, even an empty one, costs input tokens
+            raise ValueError("the stream carried no content and no usage")
+        blocks: list[Any] = []
         if text:
             blocks.append(TextBlock(text))
         blocks.extend(self._tool_blocks())

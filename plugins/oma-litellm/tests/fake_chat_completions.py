@@ -26,17 +26,51 @@ from typing import Any
 
 import attrs
 
-from oma_core.testing import FakeServer, RecordedRequest, Response, SSEEvent
+from oma_core.testing import FakeServer, Fault, RecordedRequest, Response, SSEEvent
 
-__all__ = ["FakeChatCompletions", "Reply"]
+__all__ = ["FakeChatCompletions", "Malformed", "Reply"]
 
 _TOP_LEVEL = {
-    "model", "messages", "temperature", "top_p", "n", "stream", "stream_options", "stop",
-    "max_tokens", "max_completion_tokens", "presence_penalty", "frequency_penalty",
-    "logit_bias", "user", "tools", "tool_choice", "parallel_tool_calls", "response_format",
-    "seed", "logprobs", "top_logprobs", "reasoning_effort", "metadata", "store",
-}  # fmt: skip
+    "model",
+    "messages",
+    "temperature",
+    "top_p",
+    "n",
+    "stream",
+    "stream_options",
+    "stop",
+    "max_tokens",
+    "max_completion_tokens",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "user",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "seed",
+    "logprobs",
+    "top_logprobs",
+    "reasoning_effort",
+    "metadata",
+    "store",
+}
 _DATA_URL = re.compile(r"^data:(image/(?:png|jpeg|gif|webp));base64,([A-Za-z0-9+/]+=*)$")
+
+
+@attrs.frozen
+class Malformed(Fault):
+    """Answer 200 with ``body`` (not the documented reply), without calling the handler; with
+    ``events``, a stream of those data lines instead."""
+
+    body: bytes = b"this is not JSON"
+    events: tuple[str, ...] | None = None
+
+    async def apply(self, server: FakeServer, request: RecordedRequest, make: Any) -> Response:
+        if self.events is not None:
+            return Response.sse(SSEEvent(e) for e in self.events)
+        return Response.raw(self.body, content_type="application/json")
 
 
 class _Refused(Exception):
@@ -82,15 +116,19 @@ class FakeChatCompletions(FakeServer):
     # -- the error shapes
 
     def error_response(self, status: int, message: str, error_type: str | None = None) -> Response:
-        kind = error_type or {400: "invalid_request_error", 401: "invalid_request_error",
-                              404: "not_found_error", 429: "rate_limit_exceeded"}.get(
-            status, "server_error")  # fmt: skip
+        kind = error_type or {
+            400: "invalid_request_error",
+            401: "invalid_request_error",
+            404: "not_found_error",
+            429: "rate_limit_exceeded",
+        }.get(status, "server_error")
         error = {"message": message, "type": kind, "param": None, "code": None}
         return Response.json({"error": error}, status=status)
 
     def error_event(self, error_type: str, message: str) -> SSEEvent:
-        return SSEEvent({"error": {"message": message, "type": error_type, "param": None,
-                                   "code": None}})  # fmt: skip
+        return SSEEvent(
+            {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+        )
 
     # -- the protocol
 
@@ -114,20 +152,28 @@ class FakeChatCompletions(FakeServer):
         return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
     def _usage(self, reply: Reply) -> dict[str, int]:
-        return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                "total_tokens": reply.prompt_tokens + reply.completion_tokens}  # fmt: skip
+        return {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        }
 
     def _completion(self, reply: Reply, model: str) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.tool_calls:
             message["tool_calls"] = [
-                {"id": i, "type": "function",
-                 "function": {"name": n, "arguments": json.dumps(a)}}
+                {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
                 for i, n, a in reply.tool_calls
-            ]  # fmt: skip
+            ]
         choice = {"index": 0, "message": message, "finish_reason": self._finish(reply)}
-        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": model,
-                "choices": [choice], "usage": self._usage(reply)}  # fmt: skip
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 1,
+            "model": model,
+            "choices": [choice],
+            "usage": self._usage(reply),
+        }
 
     def _chunks(self, reply: Reply, model: str, usage: bool) -> Iterator[SSEEvent]:
         def chunk(delta: Mapping[str, Any], finish: str | None = None, **extra: Any) -> SSEEvent:
@@ -141,8 +187,12 @@ class FakeChatCompletions(FakeServer):
         for i in range(0, len(text), size):
             yield chunk({"content": text[i : i + size]})
         for n, (call_id, name, arguments) in enumerate(reply.tool_calls):
-            first = {"index": n, "id": call_id, "type": "function",
-                     "function": {"name": name, "arguments": ""}}  # fmt: skip
+            first = {
+                "index": n,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
             yield chunk({"tool_calls": [first]})
             raw = json.dumps(arguments)
             for i in range(0, len(raw), size):
@@ -150,9 +200,16 @@ class FakeChatCompletions(FakeServer):
                 yield chunk({"tool_calls": [piece]})
         yield chunk({}, self._finish(reply))
         if usage:
-            yield SSEEvent({"id": "chatcmpl-fake", "object": "chat.completion.chunk",
-                            "created": 1, "model": model, "choices": [],
-                            "usage": self._usage(reply)})  # fmt: skip
+            yield SSEEvent(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": 1,
+                    "model": model,
+                    "choices": [],
+                    "usage": self._usage(reply),
+                }
+            )
 
     # -- the documented rules
 
@@ -191,8 +248,9 @@ class FakeChatCompletions(FakeServer):
         if kind == "text":
             return
         if kind != "image_url" or role != "user":
-            raise _Refused(f"Invalid value: '{kind}'. Supported values are: 'text' and "
-                           f"'image_url' ({where}).")  # fmt: skip
+            raise _Refused(
+                f"Invalid value: '{kind}'. Supported values are: 'text' and 'image_url' ({where})."
+            )
         url = str(part.get("image_url", {}).get("url", ""))
         if url.startswith(("http://", "https://")):
             return
