@@ -18,10 +18,16 @@ pytest_plugins = ["oma_core.testing.pytest_plugin"]
 def aws_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[None]:
     """Credentials from the environment (the first link of the AWS chain), no shared files
     of this machine, and never the instance metadata service: nothing leaves 127.0.0.1."""
-    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN",
-                 "AWS_BEARER_TOKEN_BEDROCK", "AWS_DEFAULT_REGION",
-                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                 "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):  # fmt: skip
+    for name in (
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_DEFAULT_REGION",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)

@@ -72,10 +72,17 @@ EXCEPTION_STATUS = {
 }
 _STATUS_EXCEPTION = {status: name for name, status in EXCEPTION_STATUS.items()}
 _TOP_LEVEL = {
-    "messages", "system", "inferenceConfig", "toolConfig", "guardrailConfig",
-    "additionalModelRequestFields", "promptVariables", "additionalModelResponseFieldPaths",
-    "requestMetadata", "performanceConfig",
-}  # fmt: skip
+    "messages",
+    "system",
+    "inferenceConfig",
+    "toolConfig",
+    "guardrailConfig",
+    "additionalModelRequestFields",
+    "promptVariables",
+    "additionalModelResponseFieldPaths",
+    "requestMetadata",
+    "performanceConfig",
+}
 _INFERENCE = {"maxTokens", "temperature", "topP", "stopSequences"}
 _IMAGE_FORMATS = {"png", "jpeg", "gif", "webp"}
 _VIDEO_FORMATS = {"mkv", "mov", "mp4", "webm", "flv", "mpeg", "mpg", "wmv", "three_gp"}
@@ -86,7 +93,7 @@ _MAGIC = {
     "gif": (b"GIF87a", b"GIF89a"),
     "webp": (b"RIFF",),
 }
-_DOCUMENT_NAME = re.compile(r"^(?:[A-Za-z0-9\-()\[\]]|\s(?!\s))+$")
+DOCUMENT_NAME = re.compile(r"^(?:[A-Za-z0-9\-()\[\]]|\s(?!\s))+$")
 _PATH = re.compile(r"^/model/([^/]+)/(converse|converse-stream)$")
 _AUTH = re.compile(
     r"^AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
@@ -100,9 +107,12 @@ _AUTH = re.compile(
 def _header(name: str, value: str) -> bytes:
     raw_name, raw_value = name.encode(), value.encode()
     return (
-        struct.pack(">B", len(raw_name)) + raw_name + b"\x07" + struct.pack(">H", len(raw_value))
+        struct.pack(">B", len(raw_name))
+        + raw_name
+        + b"\x07"
+        + struct.pack(">H", len(raw_value))
         + raw_value
-    )  # fmt: skip
+    )
 
 
 def encode_frame(headers: Mapping[str, str], payload: bytes, *, corrupt: bool = False) -> bytes:
@@ -278,8 +288,11 @@ class FakeBedrock(FakeServer):
     def handle(self, request: RecordedRequest) -> Response:
         match = _PATH.match(request.path)
         if request.method != "POST" or match is None:
-            return self.error_response(404, f"no such operation: {request.method} {request.path}",
-                                       "UnknownOperationException")  # fmt: skip
+            return self.error_response(
+                404,
+                f"no such operation: {request.method} {request.path}",
+                "UnknownOperationException",
+            )
         refusal = self._authenticate(request)
         if refusal is not None:
             return self.error_response(403, refusal, "InvalidSignatureException")
@@ -307,8 +320,11 @@ class FakeBedrock(FakeServer):
 
     def _usage(self, reply: Reply) -> dict[str, int]:
         total = reply.input_tokens + reply.output_tokens
-        return {"inputTokens": reply.input_tokens, "outputTokens": reply.output_tokens,
-                "totalTokens": total}  # fmt: skip
+        return {
+            "inputTokens": reply.input_tokens,
+            "outputTokens": reply.output_tokens,
+            "totalTokens": total,
+        }
 
     def _events(self, reply: Reply) -> Iterator[EventFrame]:
         yield EventFrame({"role": "assistant"}, "messageStart")
@@ -326,24 +342,28 @@ class FakeBedrock(FakeServer):
                 raw = json.dumps(use["input"])
                 for i in range(0, len(raw), size):
                     delta = {"toolUse": {"input": raw[i : i + size]}}
-                    yield EventFrame({"contentBlockIndex": index, "delta": delta},
-                                     "contentBlockDelta")  # fmt: skip
+                    yield EventFrame(
+                        {"contentBlockIndex": index, "delta": delta}, "contentBlockDelta"
+                    )
             elif "reasoningContent" in block:
                 reasoning = block["reasoningContent"]
                 if "redactedContent" in reasoning:
                     delta = {"reasoningContent": {"redactedContent": reasoning["redactedContent"]}}
-                    yield EventFrame({"contentBlockIndex": index, "delta": delta},
-                                     "contentBlockDelta")  # fmt: skip
+                    yield EventFrame(
+                        {"contentBlockIndex": index, "delta": delta}, "contentBlockDelta"
+                    )
                 else:
                     text = reasoning["reasoningText"]
                     for i in range(0, len(text["text"]), size):
                         delta = {"reasoningContent": {"text": text["text"][i : i + size]}}
-                        yield EventFrame({"contentBlockIndex": index, "delta": delta},
-                                         "contentBlockDelta")  # fmt: skip
+                        yield EventFrame(
+                            {"contentBlockIndex": index, "delta": delta}, "contentBlockDelta"
+                        )
                     if "signature" in text:
                         delta = {"reasoningContent": {"signature": text["signature"]}}
-                        yield EventFrame({"contentBlockIndex": index, "delta": delta},
-                                         "contentBlockDelta")  # fmt: skip
+                        yield EventFrame(
+                            {"contentBlockIndex": index, "delta": delta}, "contentBlockDelta"
+                        )
             yield EventFrame({"contentBlockIndex": index}, "contentBlockStop")
         yield EventFrame({"stopReason": reply.stop_reason}, "messageStop")
         yield EventFrame({"usage": self._usage(reply), "metrics": {"latencyMs": 1}}, "metadata")
@@ -449,8 +469,11 @@ class FakeBedrock(FakeServer):
         elif kind == "toolUse":
             if role != "assistant":
                 raise _Refused(f"{where}: toolUse is only allowed in assistant messages.")
-            if not (isinstance(value.get("toolUseId"), str) and isinstance(value.get("name"), str)
-                    and isinstance(value.get("input"), dict)):  # fmt: skip
+            if not (
+                isinstance(value.get("toolUseId"), str)
+                and isinstance(value.get("name"), str)
+                and isinstance(value.get("input"), dict)
+            ):
                 raise _Refused(f"{where}.toolUse needs toolUseId, name and input.")
         elif kind == "toolResult":
             if role != "user":
@@ -476,11 +499,12 @@ class FakeBedrock(FakeServer):
             raise _Refused(f"{where}: unknown ContentBlock member {kind}.")
 
     def _check_media(self, value: Any, kind: str, where: str) -> None:
-        formats = {"image": _IMAGE_FORMATS, "video": _VIDEO_FORMATS,
-                   "document": _DOCUMENT_FORMATS}[kind]  # fmt: skip
+        formats = {"image": _IMAGE_FORMATS, "video": _VIDEO_FORMATS, "document": _DOCUMENT_FORMATS}[
+            kind
+        ]
         if not isinstance(value, dict) or value.get("format") not in formats:
             raise _Refused(f"{where}.{kind}.format must be one of {sorted(formats)}.")
-        if kind == "document" and not _DOCUMENT_NAME.match(str(value.get("name", ""))):
+        if kind == "document" and not DOCUMENT_NAME.match(str(value.get("name", ""))):
             raise _Refused(f"{where}.document.name has characters a name may not hold.")
         source = value.get("source")
         if not isinstance(source, dict) or set(source) != {"bytes"}:

@@ -44,9 +44,17 @@ def test_oma_run_with_a_video_reaches_converse_as_a_video_block_with_its_bytes(
 def test_oma_run_refuses_a_video_url_and_sends_nothing(server: FakeBedrock) -> None:
     result = CliRunner().invoke(
         cli,
-        ["run", "-p", "bedrock", "--base-url", server.url, "--video",
-         "https://example.com/clip.mp4", "what is this?"],
-    )  # fmt: skip
+        [
+            "run",
+            "-p",
+            "bedrock",
+            "--base-url",
+            server.url,
+            "--video",
+            "https://example.com/clip.mp4",
+            "what is this?",
+        ],
+    )
     assert result.exit_code == 1
     assert 'Amazon Bedrock cannot represent the "video" content block' in result.output
     assert server.requests == []

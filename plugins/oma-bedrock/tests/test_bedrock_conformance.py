@@ -23,17 +23,24 @@ def expected_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
         return {"text": block["text"]}
     if kind == "image":
         source = block["source"]
-        return {"image": {"format": _IMAGE[source["media_type"]],
-                          "source": {"bytes": source["data"]}}}  # fmt: skip
+        return {
+            "image": {"format": _IMAGE[source["media_type"]], "source": {"bytes": source["data"]}}
+        }
     if kind == "video":
         return {"video": {"format": "mp4", "source": {"bytes": block["source"]["data"]}}}
     if kind == "file":
         source = block["source"]
-        return {"document": {"format": _FILE[source["media_type"]],
-                             "source": {"bytes": source["data"]}, "name": "report"}}  # fmt: skip
+        return {
+            "document": {
+                "format": _FILE[source["media_type"]],
+                "source": {"bytes": source["data"]},
+                "name": "report",
+            }
+        }
     if kind == "tool_use":
-        return {"toolUse": {"toolUseId": block["id"], "name": block["name"],
-                            "input": block["input"]}}  # fmt: skip
+        return {
+            "toolUse": {"toolUseId": block["id"], "name": block["name"], "input": block["input"]}
+        }
     if kind == "tool_result":
         content = block["content"]
         parts = (
