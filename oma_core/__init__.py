@@ -43,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "estimate_tokens": "tokens",
     # errors
     "OmaError": "errors",
+    "UsageError": "errors",
+    "RunError": "errors",
     "InvalidMessageError": "errors",
     "UnsupportedContentBlockError": "errors",
     "ProviderError": "errors",
@@ -54,56 +56,70 @@ _EXPORTS: dict[str, str] = {
     "ToolError": "errors",
     "PluginError": "errors",
     "PlanError": "errors",
-    "TaskResult": "teams",
-    # plugins and the interfaces they implement
-    "PluginHost": "plugins",
-    "ProviderSpec": "capabilities",
-    "BackendSpec": "capabilities",
-    "Capabilities": "capabilities",
-    "BlockSupport": "capabilities",
-    "Mode": "capabilities",
-    "Provider": "providers",
-    "ProviderRequest": "providers",
-    "ProviderResponse": "providers",
-    "ProviderSettings": "providers",
-    "ProviderEvent": "providers",
-    "TextDelta": "providers",
-    "ReasoningDelta": "providers",
-    "ToolCall": "providers",
-    "ResponseComplete": "providers",
-    "ToolDefinition": "providers",
-    "Usage": "providers",
-    "Backend": "backends",
-    "BackendRequest": "backends",
-    "BackendResult": "backends",
-    "BackendToolCall": "backends",
-    "BackendToolResult": "backends",
     # the agent
     "Agent": "agent",
-    "AgentConfig": "agent",
-    "RunResult": "agent",
-    "RunStatus": "agent",
-    "StreamEvent": "agent",
-    "BeforeRunContext": "agent",
+    "AgentConfig": "config",
+    "AgentStream": "results",
+    "RunResult": "results",
+    "RunStatus": "results",
+    "StreamEvent": "results",
+    "RunSettings": "settings",
+    "BeforeRunContext": "before_run",
+    "Usage": "providers",
     "tool": "tools",
     "Tool": "tools",
     # orchestration
     "OpenMultiAgent": "orchestrator",
     "ProgressEvent": "progress",
+    "ProgressStats": "progress",
     "OnlineEvaluationConfig": "evaluation",
     "EvalCase": "evaluation",
+    "EvalResult": "evaluation",
     "Score": "evaluation",
     "Budget": "budgets",
+    "CostContext": "budgets",
     "RetryPolicy": "retry",
-    "parse_retry_after": "retry",
     "Team": "teams",
     "TaskSpec": "teams",
+    "TaskResult": "teams",
     "TeamRunResult": "teams",
+    # plugins (what a plugin author needs is in ``oma_core.toolkit``)
+    "PluginHost": "plugins",
+    "ProviderSpec": "capabilities",
+    "BackendSpec": "capabilities",
+    "Capabilities": "capabilities",
 }
+
+# Plugin-author names that ``oma_core`` still resolves for code written before
+# ``oma_core.toolkit`` existed. TRANSITION: listed in ``__all__`` until every bundled plugin
+# imports them from ``oma_core.toolkit`` (this session); then they leave it.
+_TOOLKIT_ALIASES = frozenset(
+    {
+        "Backend",
+        "BackendRequest",
+        "BackendResult",
+        "BackendToolCall",
+        "BackendToolResult",
+        "BlockSupport",
+        "Mode",
+        "Provider",
+        "ProviderEvent",
+        "ProviderRequest",
+        "ProviderResponse",
+        "ProviderSettings",
+        "ReasoningDelta",
+        "ResponseComplete",
+        "TextDelta",
+        "ToolCall",
+        "ToolDefinition",
+        "parse_retry_after",
+    }
+)
 
 __all__ = [
     "Agent",
     "AgentConfig",
+    "AgentStream",
     "Backend",
     "BackendError",
     "BackendRequest",
@@ -118,7 +134,9 @@ __all__ = [
     "BudgetExceededError",
     "Capabilities",
     "ContentBlock",
+    "CostContext",
     "EvalCase",
+    "EvalResult",
     "FilePart",
     "HookError",
     "IMAGE_MEDIA_TYPES",
@@ -135,6 +153,7 @@ __all__ = [
     "PluginError",
     "PluginHost",
     "ProgressEvent",
+    "ProgressStats",
     "Provider",
     "ProviderError",
     "ProviderEvent",
@@ -146,7 +165,9 @@ __all__ = [
     "ReasoningDelta",
     "ResponseComplete",
     "RetryPolicy",
+    "RunError",
     "RunResult",
+    "RunSettings",
     "RunStatus",
     "RunTimeoutError",
     "Score",
@@ -166,6 +187,7 @@ __all__ = [
     "UnsupportedContentBlockError",
     "UrlSource",
     "Usage",
+    "UsageError",
     "ValidationLimits",
     "VideoBlock",
     "__version__",
@@ -185,7 +207,9 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'oma_core' has no attribute {name!r}")
+        if name not in _TOOLKIT_ALIASES:
+            raise AttributeError(f"module 'oma_core' has no attribute {name!r}")
+        module = "toolkit"
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value  # later lookups skip this function
     return value
@@ -196,16 +220,11 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
-    from .agent import Agent, AgentConfig, BeforeRunContext, RunResult, RunStatus, StreamEvent
-    from .backends import (
-        Backend,
-        BackendRequest,
-        BackendResult,
-        BackendToolCall,
-        BackendToolResult,
-    )
-    from .budgets import Budget
-    from .capabilities import BackendSpec, BlockSupport, Capabilities, Mode, ProviderSpec
+    from .agent import Agent
+    from .before_run import BeforeRunContext
+    from .budgets import Budget, CostContext
+    from .capabilities import BackendSpec, Capabilities, ProviderSpec
+    from .config import AgentConfig
     from .errors import (
         BackendError,
         BudgetExceededError,
@@ -216,11 +235,13 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         PlanError,
         PluginError,
         ProviderError,
+        RunError,
         RunTimeoutError,
         ToolError,
         UnsupportedContentBlockError,
+        UsageError,
     )
-    from .evaluation import EvalCase, OnlineEvaluationConfig, Score
+    from .evaluation import EvalCase, EvalResult, OnlineEvaluationConfig, Score
     from .media import IMAGE_MEDIA_TYPES, image_base64, image_url, video_base64, video_url
     from .messages import (
         Base64Source,
@@ -238,8 +259,22 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from .orchestrator import OpenMultiAgent
     from .plugins import PluginHost
-    from .progress import ProgressEvent
-    from .providers import (
+    from .progress import ProgressEvent, ProgressStats
+    from .providers import Usage
+    from .results import AgentStream, RunResult, RunStatus, StreamEvent
+    from .retry import RetryPolicy
+    from .serialization import dump_messages
+    from .settings import RunSettings
+    from .teams import TaskResult, TaskSpec, Team, TeamRunResult
+    from .tokens import estimate_tokens
+    from .toolkit import (
+        Backend,
+        BackendRequest,
+        BackendResult,
+        BackendToolCall,
+        BackendToolResult,
+        BlockSupport,
+        Mode,
         Provider,
         ProviderEvent,
         ProviderRequest,
@@ -250,11 +285,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         TextDelta,
         ToolCall,
         ToolDefinition,
-        Usage,
+        parse_retry_after,
     )
-    from .retry import RetryPolicy, parse_retry_after
-    from .serialization import dump_messages
-    from .teams import TaskResult, TaskSpec, Team, TeamRunResult
-    from .tokens import estimate_tokens
     from .tools import Tool, tool
     from .validation import ValidationLimits, load_messages

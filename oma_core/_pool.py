@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .capabilities import ProviderSpec
+    from .plugins import PluginHost
     from .providers import Provider, ProviderSettings
 
 __all__ = ["ProviderPool"]
@@ -37,7 +38,9 @@ class ProviderPool:
             asyncio.AbstractEventLoop, dict[_Key, Provider]
         ] = weakref.WeakKeyDictionary()
 
-    def get(self, spec: ProviderSpec, settings: ProviderSettings) -> Provider | None:
+    def get(
+        self, spec: ProviderSpec, settings: ProviderSettings, host: PluginHost
+    ) -> Provider | None:
         """The pooled provider for these settings on the running loop, made on first use;
         None when this pool does not share the spec's providers (the caller makes its own)."""
         if not (spec.shared or self._every_provider):
@@ -53,7 +56,7 @@ class ProviderPool:
         key = (spec.name, settings.base_url, settings.api_key, options)
         provider = providers.get(key)
         if provider is None:
-            provider = providers[key] = spec.factory(settings)
+            provider = providers[key] = host.build_provider(spec, settings)
         return provider
 
     async def aclose(self) -> None:

@@ -3,31 +3,37 @@
 ``run``/``stream`` take a string or a complete conversation and are fresh; ``prompt`` takes
 one user turn and keeps a persistent history. All three are plain methods: they validate and
 copy their input when called (invalid input raises ``InvalidMessageError`` there, before any
-hook, provider or process) and return the coroutine or the async iterator. A run never raises
-for a provider, hook, tool or limit failure: it returns (or streams) a failed ``RunResult``.
-Cancellation propagates after cleanup. The engine itself lives in ``_runner``.
+hook, provider or process) and return the coroutine or the async iterator. ``settings`` (a
+``RunSettings``) carries what a run is run with beyond the config: limits, budgets, metadata,
+where progress goes. A run never raises for a provider, hook, tool or limit failure: it
+returns (or streams) a failed ``RunResult``. Cancellation propagates after cleanup.
+
+One run, top to bottom, is ``Agent._events``: the ``before_run`` hooks, then the model loop
+(or the backend's turn) from ``_runner``, then the result.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from collections.abc import AsyncGenerator, Awaitable, Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import attrs
-
-from ._controls import RunControls
-from ._pool import ProviderPool
 from ._runner import ModelTarget, Run, RunInput
-from .before_run import BeforeRunContext, NamedHook
+from .before_run import BeforeRunContext, NamedHook, prompt_of
 from .capabilities import Capabilities
-from .errors import InvalidMessageError, ToolError
+from .config import AgentConfig
+from .errors import HookError, InvalidMessageError, ToolError
 from .messages import LLMMessage, TextBlock
 from .providers import ProviderRequest, ProviderSettings
 from .results import AgentStream, RunResult, RunStatus, StreamEvent
-from .retry import RetryPolicy
+from .settings import RunSettings
 from .tools import Tool, as_tool
 from .validation import load_messages, load_user_content
+
+if TYPE_CHECKING:
+    from ._pool import ProviderPool
+    from .plugins import PluginHost
 
 __all__ = [
     "Agent",
@@ -41,87 +47,7 @@ __all__ = [
 
 T = TypeVar("T")
 
-
-def _positive_int(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
-
-
-def _optional_positive_int(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        _positive_int(_inst, attribute, value)
-
-
-def _check_provider(_inst: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, str) and not (hasattr(value, "complete") or hasattr(value, "stream")):
-        raise TypeError(
-            "provider must be a registered provider name or an object with complete()/stream(), "
-            f"got {type(value).__name__}"
-        )
-
-
-def _check_backend(_inst: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not (
-        isinstance(value, Mapping) and isinstance(value.get("kind"), str)
-    ):
-        raise ValueError('backend must be a mapping with a string "kind", e.g. {"kind": "process"}')
-
-
-def _temperature(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e9:
-        raise ValueError(f"{attribute.name} must be a finite number >= 0 or None, got {value!r}")
-
-
-def _stop_tuple(value: Any) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise TypeError(f"stop must be a list of strings or None, got {type(value).__name__}")
-    stop = tuple(value)
-    if not all(isinstance(item, str) and item for item in stop):
-        raise TypeError("stop must be a list of non-empty strings")
-    return stop
-
-
-def _tool_tuple(
-    tools: Iterable[Tool | Callable[..., Any]],
-) -> tuple[Tool | Callable[..., Any], ...]:
-    # typed (unlike a bare ``tuple``), so ``AgentConfig(tools=[my_tool])`` type-checks
-    return tuple(tools)
-
-
-@attrs.frozen
-class AgentConfig:
-    """Everything that defines an agent. ``api_key`` never appears in the repr.
-
-    ``provider`` is a registered provider name or a provider object (anything with
-    ``complete``/``stream``); ``backend={"kind": ..., **options}`` selects an external agent
-    instead. ``history`` seeds ``prompt`` and is validated when the ``Agent`` is built.
-    ``max_retries``/``retry_delay``/``retry_backoff`` left None use the ladder's defaults.
-    """
-
-    name: str
-    model: str | None = None
-    provider: Any = attrs.field(default="echo", validator=_check_provider)
-    base_url: str | None = None
-    api_key: str | None = attrs.field(default=None, repr=False)
-    system_prompt: str | None = None
-    description: str | None = None
-    history: Sequence[Any] = ()
-    before_run: Callable[[BeforeRunContext], Any] | None = None
-    tools: tuple[Tool | Callable[..., Any], ...] = attrs.field(default=(), converter=_tool_tuple)
-    max_turns: int = attrs.field(default=10, validator=_positive_int)
-    max_history_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
-    max_retries: int | None = None
-    retry_delay: float | None = None
-    retry_backoff: float | None = None
-    backend: Mapping[str, Any] | None = attrs.field(default=None, validator=_check_backend)
-    provider_options: Mapping[str, Any] = attrs.field(factory=dict)
-    temperature: float | None = attrs.field(default=None, validator=_temperature)
-    max_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
-    stop: tuple[str, ...] | None = attrs.field(default=None, converter=_stop_tuple)
+_NO_SETTINGS = RunSettings()
 
 
 class Agent:
@@ -129,14 +55,20 @@ class Agent:
 
     The provider (or backend) object is created on first use and closed by ``aclose`` or
     ``async with``; a provider object passed in the config belongs to the caller and is not
-    closed. ``plugins`` is the ``PluginHost`` to find providers, backends and ``before_run``
-    hooks in (the process-wide one by default). ``provider_pool`` (used by ``OpenMultiAgent``)
-    lends the agent a shared provider instead of creating one; the pool owns and closes it.
+    closed. ``plugins`` is the ``PluginHost`` to find providers, backends and hooks in (the
+    process-wide one by default). ``provider_pool`` lends the agent a shared provider instead
+    of creating one; the pool owns and closes it.
     """
 
     def __init__(
-        self, config: AgentConfig, *, plugins: Any = None, provider_pool: ProviderPool | None = None
+        self,
+        config: AgentConfig,
+        *,
+        plugins: PluginHost | None = None,
+        provider_pool: ProviderPool | None = None,
     ) -> None:
+        if not isinstance(config, AgentConfig):
+            raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
         self.config = config
         self._plugins = plugins
         self._pool = provider_pool
@@ -148,7 +80,7 @@ class Agent:
                 raise ToolError(f"two tools are named {built.name!r}", tool=built.name)
             tools[built.name] = built
         self._tools = tools
-        self._retry = self._retry_policy()
+        self._retry = config.retry_policy()
         self._provider: Any = None
         self._owns_provider = False
         self._target: ModelTarget | None = None
@@ -162,21 +94,32 @@ class Agent:
     def name(self) -> str:
         return self.config.name
 
-    def run(self, input: str | Sequence[Any]) -> Awaitable[RunResult]:
+    @property
+    def plugins(self) -> PluginHost:
+        """The ``PluginHost`` this agent finds providers, backends and hooks in."""
+        return self._host()
+
+    def run(
+        self, input: str | Sequence[Any], *, settings: RunSettings | None = None
+    ) -> Awaitable[RunResult]:
         """A fresh run on a string (one user text message) or a complete conversation."""
-        checked = self._check_input(input)
-        return self._new_run(RunControls(retry=self._retry), False).result(checked)
+        checked = self.check_input(input)
+        return self._result(self._events(checked, settings or _NO_SETTINGS, False))
 
-    def stream(self, input: str | Sequence[Any]) -> AgentStream:
+    def stream(
+        self, input: str | Sequence[Any], *, settings: RunSettings | None = None
+    ) -> AgentStream:
         """Like ``run``, as events; ``async with agent.stream(x) as events`` closes it for sure."""
-        checked = self._check_input(input)
-        return AgentStream(self._new_run(RunControls(retry=self._retry), True).events(checked))
+        checked = self.check_input(input)
+        return AgentStream(self._events(checked, settings or _NO_SETTINGS, True))
 
-    def prompt(self, input: str | Sequence[Any]) -> Awaitable[RunResult]:
+    def prompt(
+        self, input: str | Sequence[Any], *, settings: RunSettings | None = None
+    ) -> Awaitable[RunResult]:
         """Send the history plus one user turn (a str or a list of content blocks); on success
         append that turn (as given, not as a hook rewrote it) and the reply to the history."""
         turn = self._check_turn(input)
-        return self._prompt(turn)
+        return self._prompt(turn, settings or _NO_SETTINGS)
 
     def run_sync(self, input: str | Sequence[Any]) -> RunResult:
         """``run`` for scripts: runs its own event loop, then closes what the agent created
@@ -193,16 +136,25 @@ class Agent:
         """A new list of the persistent history (immutable messages)."""
         return list(self._history)
 
+    def check_input(self, input: str | Sequence[Any]) -> RunInput:
+        """Validate and copy ``run``/``stream`` input, as they do when called: a str stays a
+        str, anything else becomes a tuple of messages (at least one). A text-only backend
+        refuses structured input ("accepts string prompts only")."""
+        if isinstance(input, str):
+            return input
+        if self.config.backend is not None:
+            raise InvalidMessageError("", self._string_only())
+        return load_messages(input)
+
     def provider(self) -> Any:
         """The provider object, created on first use from the registered factory."""
         return self._model_target().provider
 
     def build_request(self, input: str | Sequence[Any]) -> ProviderRequest:
         """The request the first model call of ``run(input)`` would send (hooks not applied)."""
-        checked = self._check_input(input)
+        checked = self.check_input(input)
         messages = (_user_text(checked),) if isinstance(checked, str) else checked
-        target = self._model_target()
-        return target.request(messages)
+        return self._model_target().request(messages)
 
     async def aclose(self) -> None:
         """Close the provider and backend this agent created; the next use creates new ones."""
@@ -226,37 +178,67 @@ class Agent:
     def __repr__(self) -> str:
         return f"Agent(name={self.config.name!r})"
 
-    # -- the orchestrator's entry points (documented in _controls) ----------------------------
+    # -- one run ---------------------------------------------------------------------------
 
-    def _check_input(self, input: Any) -> RunInput:
-        """Validate and copy run/stream input: a str stays a str, else a message tuple."""
-        if isinstance(input, str):
-            return input
-        if self.config.backend is not None:
-            raise InvalidMessageError("", self._string_only())
-        return load_messages(input)
-
-    def _start(
+    async def _events(
         self,
         checked: RunInput,
-        *,
-        controls: RunControls,
-        mode: Literal["run", "stream"] = "run",
-    ) -> Any:
-        """Start nothing yet: return the run's coroutine or its ``AgentStream``."""
-        if mode == "stream":
-            return AgentStream(self._new_run(controls, True).events(checked))
-        if mode != "run":
-            raise ValueError(f'mode must be "run" or "stream", got {mode!r}')
-        return self._new_run(controls, False).result(checked)
+        settings: RunSettings,
+        streaming: bool,
+        session: bool = False,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The run as events; the last is always ``done`` with the ``RunResult``.
 
-    def _retry_policy(self, base: RetryPolicy | None = None) -> RetryPolicy:
-        """``base`` (the defaults if None) overridden by this agent's config settings."""
-        return (base or RetryPolicy()).override(
-            max_retries=self.config.max_retries,
-            delay=self.config.retry_delay,
-            backoff=self.config.retry_backoff,
+        The provider or backend is made only after the hooks passed, so a refused run creates
+        none and spawns no process.
+        """
+        config = self.config
+        run = Run(
+            self._host(),
+            config,
+            settings,
+            settings.retry or self._retry,
+            streaming=streaming,
+            session=session,
         )
+        error: Exception | None = None
+        try:
+            messages = (_user_text(checked),) if isinstance(checked, str) else checked
+            hooks = self._hooks()
+            replaced = False
+            if hooks:
+                messages, replaced = await run.before_run(messages, hooks)
+            if config.backend is not None:
+                kind = str(config.backend["kind"])
+                if replaced:
+                    raise HookError(
+                        f'before_run changed messages, but the external agent backend "{kind}" '
+                        "takes one string prompt: changed messages cannot be forwarded without "
+                        "loss; change ctx.prompt instead"
+                    )
+                backend = self._backend_object()
+                turn = run.backend_turn(backend, kind, _display(backend, kind), prompt_of(messages))
+            else:
+                turn = run.model_loop(self._model_target(), messages)
+            async with aclosing(turn) as events:
+                async for event in events:
+                    yield event
+        except Exception as exc:
+            error = exc
+        result = run.result(error)
+        if streaming and result.status.error is not None:
+            yield StreamEvent("error", result.status.error)
+        yield StreamEvent("done", result)
+
+    @staticmethod
+    async def _result(events: AsyncGenerator[StreamEvent, None]) -> RunResult:
+        """A run drained: its ``RunResult`` (a non-streaming run yields only ``done``)."""
+        result: RunResult | None = None
+        async with aclosing(events) as drained:
+            async for event in drained:
+                result = event.data
+        assert isinstance(result, RunResult)
+        return result
 
     # -- input -------------------------------------------------------------------------------
 
@@ -279,23 +261,25 @@ class Agent:
             "pass a str (structured messages and content blocks would be lost)"
         )
 
-    # -- runs --------------------------------------------------------------------------------
+    # -- prompt: runs on the persistent history ----------------------------------------------
 
-    def _new_run(self, controls: RunControls, streaming: bool, session: bool = False) -> Run:
-        return Run(
-            self.config,
-            self._hooks,
-            self._model_target,
-            self._backend_object,
-            controls,
-            streaming,
-            session,
-        )
-
-    async def _prompt(self, turn: LLMMessage) -> RunResult:
+    async def _prompt(self, turn: LLMMessage, settings: RunSettings) -> RunResult:
         # Prompts of one agent take turns: each one sees the turns the previous ones appended.
         async with self._prompt_lock():
-            return await self._prompt_turn(turn)
+            if self.config.backend is not None:  # history does not seed an external agent
+                result = await self._result(self._events((turn,), settings, False, True))
+                if result.success:
+                    self._history = (*self._history, turn, *result.messages)
+                return result
+            window = (*self._history, turn)
+            if self.config.max_history_tokens is not None:
+                from .history import trim_history
+
+                window = trim_history(window, self.config.max_history_tokens)
+            result = await self._result(self._events(window, settings, False, True))
+            if result.success:
+                self._history = (*window, *result.messages)
+            return result
 
     def _prompt_lock(self) -> asyncio.Lock:
         """The lock of the running event loop (``prompt_sync`` runs each call in a new loop)."""
@@ -303,23 +287,6 @@ class Agent:
         if self._lock is None or self._lock_loop is not loop:
             self._lock, self._lock_loop = asyncio.Lock(), loop
         return self._lock
-
-    async def _prompt_turn(self, turn: LLMMessage) -> RunResult:
-        controls = RunControls(retry=self._retry)
-        if self.config.backend is not None:  # history does not seed an external agent
-            result = await self._new_run(controls, False, True).result((turn,))
-            if result.success:
-                self._history = (*self._history, turn, *result.messages)
-            return result
-        window = (*self._history, turn)
-        if self.config.max_history_tokens is not None:
-            from .history import trim_history
-
-            window = trim_history(window, self.config.max_history_tokens)
-        result = await self._new_run(controls, False, True).result(window)
-        if result.success:
-            self._history = (*window, *result.messages)
-        return result
 
     async def _closing(self, awaitable: Awaitable[T]) -> T:
         try:
@@ -329,7 +296,7 @@ class Agent:
 
     # -- what a run needs, created on first use ---------------------------------------------
 
-    def _host(self) -> Any:
+    def _host(self) -> PluginHost:
         if self._plugins is None:
             from .plugins import PluginHost
 
@@ -340,7 +307,7 @@ class Agent:
         """Package ``oma_before_run`` hooks in pluggy's order, then the config's own."""
         hooks: list[NamedHook] = [
             (f"oma_before_run of plugin {call.plugin!r}", call)
-            for call in self._host().before_run_hooks()
+            for call in self._host().hook_calls("oma_before_run")
         ]
         if self.config.before_run is not None:
             hooks.append(("AgentConfig.before_run", self.config.before_run))
@@ -355,18 +322,20 @@ class Agent:
     def _resolve_target(self) -> ModelTarget:
         config = self.config
         if isinstance(config.provider, str):
-            spec = self._host().provider_spec(config.provider)
+            host = self._host()
+            spec = host.provider_spec(config.provider)
             settings = ProviderSettings(config.base_url, config.api_key, config.provider_options)
-            pooled = None if self._pool is None else self._pool.get(spec, settings)
-            provider = spec.factory(settings) if pooled is None else pooled
+            pooled = None if self._pool is None else self._pool.get(spec, settings, host)
+            provider = host.build_provider(spec, settings) if pooled is None else pooled
             capabilities = spec.capabilities
             display_name = spec.display_name
             model = config.model or spec.default_model
             self._owns_provider = pooled is None
         else:
             provider = config.provider
-            declared = getattr(provider, "capabilities", None)
-            capabilities = declared if isinstance(declared, Capabilities) else _EVERYTHING
+            # AgentConfig checked it is a Capabilities, if given; the caller's own object
+            # without one is taken to carry everything.
+            capabilities = getattr(provider, "capabilities", None) or _EVERYTHING
             display_name = str(
                 getattr(provider, "display_name", None)
                 or getattr(provider, "name", None)
@@ -377,6 +346,7 @@ class Agent:
         self._provider = provider
         return ModelTarget(
             provider=provider,
+            provider_name=config.provider_name,
             capabilities=capabilities,
             display_name=display_name,
             model=model,
@@ -399,6 +369,10 @@ class Agent:
 
 
 _EVERYTHING = Capabilities.everything()
+
+
+def _display(backend: Any, kind: str) -> str:
+    return str(getattr(backend, "display_name", None) or kind)
 
 
 def _user_text(text: str) -> LLMMessage:

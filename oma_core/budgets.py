@@ -2,14 +2,19 @@
 
 A ``Budget`` is a ledger. The orchestrator gives each run its own ledger for the per-run caps
 (``max_token_budget``/``max_cost_budget``, the lowest setting wins) and also charges any
-``Budget`` passed as ``budget=``, which several runs may share. Before a call: a spent ledger
+``Budget`` passed as ``budget=``, which several runs may share; they reach the run as
+``RunSettings.budgets``. This module is also the built-in plugin that enforces them: the
+outermost ``oma_model_call`` wrapper. Before a call: a spent ledger
 stops the run, and the call's ``max_tokens`` is clamped to the tokens left. After a call (also a
-failed or cut-short one): the usage is charged, and a ledger over its cap stops the run. So a
-run may overshoot by at most one call.
+failed or cut-short one): the usage is charged, and a ledger over its cap stops the run — after
+the answer that arrived was handed on, so the run's result keeps it. So a run may overshoot by
+at most one call.
 
 Reported usage is trusted only when it is sane. Missing, negative or non-numeric counts are
 replaced by an estimate (``estimate_tokens`` of the request plus characters / 4 of the system
-prompt and of the text that arrived), so bad usage reporting never switches a budget off. A
+prompt and of the text that arrived), so bad usage reporting never switches a budget off. An
+``estimate_cost`` that raises, or returns anything but a finite number >= 0 (``"0.01"``, NaN,
+None), prices the call as unlimited: a cost cap is never silently switched off. A
 call that failed or was cut short after it may have reached the provider — a timeout, a
 dropped connection, a 5xx, an error mid-stream, the run cancelled from outside while the call
 was in flight — is charged at least that estimate of its input, never zero. Only a call the
@@ -23,19 +28,28 @@ so concurrent runs sharing a ``Budget`` never lose an update.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._controls import RunObserver
-from .errors import BudgetExceededError, InvalidMessageError, UnsupportedContentBlockError
-from .providers import Usage
+from . import hookimpl
+from .errors import BudgetExceededError, UsageError
+from .providers import ResponseComplete, TextDelta, Usage
 
 if TYPE_CHECKING:
+    from .calls import CallEvent, ModelCall, RunContext
     from .providers import ProviderRequest
 
-__all__ = ["Budget", "BudgetObserver", "CostContext", "CostEstimator", "estimate_request_tokens"]
+__all__ = [
+    "Budget",
+    "CostContext",
+    "CostEstimator",
+    "charged_usage",
+    "estimate_request_tokens",
+    "reported_usage",
+]
 
 
 def _limit(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -114,7 +128,7 @@ def estimate_request_tokens(request: ProviderRequest) -> int:
 def _refused(error: BaseException) -> bool:
     """Whether ``error`` proves the call did no work: it never left oma, or the service
     refused it outright with a client-error status (400, 401, 413, 429, ...)."""
-    if isinstance(error, InvalidMessageError | UnsupportedContentBlockError | BudgetExceededError):
+    if isinstance(error, UsageError | BudgetExceededError):
         return True
     status = getattr(error, "status_code", None)
     return isinstance(status, int) and not isinstance(status, bool) and 400 <= status < 500
@@ -128,100 +142,145 @@ def _count(value: object) -> int | None:
     return int(value)
 
 
-class BudgetObserver(RunObserver):
-    """Enforces ``budgets`` on one run; ``emit`` reports a stop as a progress event."""
+def reported_usage(usage: object) -> Usage:
+    """The usage a provider reported, with missing, negative or non-numeric counts as 0.
 
-    def __init__(
-        self,
-        budgets: Sequence[Budget],
-        *,
-        estimate_cost: CostEstimator | None,
-        context: CostContext,
-        on_exceeded: Callable[[BudgetExceededError], None],
-    ) -> None:
-        self.budgets = tuple(budgets)
-        self.estimate_cost = estimate_cost
-        self.context = context
-        self.on_exceeded = on_exceeded
-        self._reported = False
-        self._in_flight: ProviderRequest | None = None
+    What a run's ``RunResult.usage`` adds up; budgets charge ``charged_usage`` instead.
+    """
+    return Usage(
+        _count(getattr(usage, "input_tokens", None)) or 0,
+        _count(getattr(usage, "output_tokens", None)) or 0,
+    )
 
-    def _stop(self, error: BudgetExceededError) -> BudgetExceededError:
-        if not self._reported:
-            self._reported = True
-            self.on_exceeded(error)
-        return error
 
-    def before_call(self, request: ProviderRequest) -> ProviderRequest:
-        left: int | None = None
-        for budget in self.budgets:
-            error = budget.exhausted()
-            if error is not None:
-                raise self._stop(error)
-            remaining = budget.remaining_tokens
-            if remaining is not None:
-                left = remaining if left is None else min(left, remaining)
-        if left is not None and (request.max_tokens is None or request.max_tokens > left):
-            request = attrs.evolve(request, max_tokens=max(1, left))
-        self._in_flight = request
-        return request
+def charged_usage(
+    request: ProviderRequest,
+    usage: object,
+    *,
+    arrived: int = 0,
+    error: BaseException | None = None,
+) -> Usage:
+    """What one call is charged: the reported counts where they are sane, an estimate where
+    they are not (the request's input; a quarter of the ``arrived`` characters of output).
 
-    def charge_in_flight(self) -> None:
-        """Charge the call still in flight, if any, its estimated input (the run was cancelled
-        from outside, so ``after_call`` never came). Never raises: the run is already over."""
-        request, self._in_flight = self._in_flight, None
-        if request is None:
-            return
+    A call that failed is charged that estimate unless ``error`` proves it did no work.
+    """
+    input_tokens = _count(getattr(usage, "input_tokens", None))
+    output_tokens = _count(getattr(usage, "output_tokens", None))
+    if error is not None and not arrived and _refused(error):
+        return Usage(0, 0)  # refused before any work (e.g. a 429): nothing to charge
+    if not input_tokens and not output_tokens:
+        input_tokens = output_tokens = None  # nothing reported for work that was (maybe) done
+    if input_tokens is None:
+        input_tokens = estimate_request_tokens(request)
+    estimate = math.ceil(arrived / 4)
+    if output_tokens is None or output_tokens < estimate:
+        output_tokens = estimate
+    return Usage(input_tokens, output_tokens)
+
+
+# -- the middleware: every model call of a run with budgets is checked and charged --------------
+
+
+@hookimpl(wrapper=True, tryfirst=True)
+def oma_model_call(call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+    """Outermost wrapper: refuse a call when a ledger is spent, clamp ``max_tokens`` to what is
+    left, charge what the call cost (also when it failed or was cut short), and stop the run
+    after a call that passed a cap — once the answer that arrived has been handed on."""
+    events = yield
+    if not run.settings.budgets:
+        return events
+    return _budgeted(events, call, run)
+
+
+async def _budgeted(
+    events: AsyncGenerator[CallEvent, None], call: ModelCall, run: RunContext
+) -> AsyncGenerator[CallEvent, None]:
+    ledgers = run.settings.budgets
+    left: int | None = None
+    for ledger in ledgers:
+        spent = ledger.exhausted()
+        if spent is not None:
+            raise _stopped(run, spent)
+        remaining = ledger.remaining_tokens
+        if remaining is not None:
+            left = remaining if left is None else min(left, remaining)
+    request = call.request
+    if left is not None and (request.max_tokens is None or request.max_tokens > left):
+        call.request = request = attrs.evolve(request, max_tokens=max(1, left))
+    arrived = 0
+    response: Any = None
+    try:
+        async with aclosing(events) as inner:
+            async for event in inner:
+                kind = type(event)
+                if kind is TextDelta:
+                    arrived += len(event.text)  # type: ignore[union-attr]
+                elif kind is ResponseComplete:
+                    response = event.response  # type: ignore[union-attr]
+                yield event
+    except BaseException as error:  # failed, cut short, or cancelled from outside
+        if response is None:
+            _charge(run, call, charged_usage(request, None, arrived=arrived, error=error))
+        else:
+            _charge(run, call, _response_usage(request, response, arrived))
+        raise
+    if response is not None:
+        _charge(run, call, _response_usage(request, response, arrived))
+    for ledger in ledgers:
+        passed = ledger.exceeded()
+        if passed is not None:
+            raise _stopped(run, passed)
+
+
+def _response_usage(request: ProviderRequest, response: Any, arrived: int) -> Usage:
+    if not arrived:  # a whole reply (``complete``): its text stands for what arrived
+        from .before_run import text_of
+
+        arrived = len(text_of(response.message))
+    return charged_usage(request, response.usage, arrived=arrived)
+
+
+def _charge(run: RunContext, call: ModelCall, usage: Usage) -> None:
+    """Add ``usage`` to every ledger (synchronously: atomic within the event loop)."""
+    cost = 0.0
+    estimator = run.settings.estimate_cost
+    if estimator is not None and usage.total_tokens:
+        context = CostContext(
+            agent=run.config.name,
+            provider=run.config.provider_name,
+            model=call.request.model or run.config.model,
+            run_id=run.run_id,
+        )
         try:
-            self._charge(Usage(estimate_request_tokens(request), 0))
-        except Exception:  # a broken estimator must not mask the cancellation
-            return
+            priced: object = estimator(usage, context)
+        except Exception:
+            priced = None
+        # Only a real, finite number >= 0 is a price (a str like "0.01" is not): anything else
+        # counts as unlimited, so a broken estimator can never switch a cost cap off.
+        if (
+            isinstance(priced, int | float)
+            and not isinstance(priced, bool)
+            and math.isfinite(priced)
+            and priced >= 0
+        ):
+            cost = float(priced)
+        else:
+            cost = math.inf
+    for ledger in run.settings.budgets:
+        if ledger.max_cost is None:
+            ledger.charge(usage.total_tokens)
+        elif cost == math.inf:
+            ledger.charge(usage.total_tokens)
+            ledger.used_cost = math.inf
+        else:
+            ledger.charge(usage.total_tokens, cost)
 
-    def after_call(
-        self,
-        request: ProviderRequest,
-        usage: Usage,
-        *,
-        error: BaseException | None,
-        partial_text: str,
-    ) -> None:
-        self._in_flight = None
-        charged = self._sane_usage(request, usage, error=error, partial_text=partial_text)
-        self._charge(charged)
-        for budget in self.budgets:
-            exceeded = budget.exceeded()
-            if exceeded is not None:
-                raise self._stop(exceeded)
 
-    def _charge(self, charged: Usage) -> None:
-        cost = 0.0
-        if self.estimate_cost is not None and charged.total_tokens:
-            try:
-                cost = float(self.estimate_cost(charged, self.context))
-            except Exception:
-                cost = math.nan
-            if not math.isfinite(cost) or cost < 0:
-                # A broken estimator must not switch the cost cap off: count it as spent.
-                cost = math.inf
-        for budget in self.budgets:
-            budget.charge(charged.total_tokens, cost if budget.max_cost is not None else 0.0)
-            if cost == math.inf and budget.max_cost is not None:
-                budget.used_cost = math.inf
-
-    @staticmethod
-    def _sane_usage(
-        request: ProviderRequest, usage: object, *, error: BaseException | None, partial_text: str
-    ) -> Usage:
-        input_tokens = _count(getattr(usage, "input_tokens", None))
-        output_tokens = _count(getattr(usage, "output_tokens", None))
-        arrived = math.ceil(len(partial_text) / 4) if partial_text else 0
-        reported = (input_tokens or 0) + (output_tokens or 0)
-        if error is not None and reported == 0 and not partial_text and _refused(error):
-            return Usage(0, 0)  # refused before any work (e.g. a 429): nothing to charge
-        if reported == 0:
-            input_tokens = output_tokens = None  # nothing reported for work that was (maybe) done
-        if input_tokens is None:
-            input_tokens = estimate_request_tokens(request)
-        if output_tokens is None or output_tokens < arrived:
-            output_tokens = arrived
-        return Usage(input_tokens, output_tokens)
+def _stopped(run: RunContext, error: BudgetExceededError) -> BudgetExceededError:
+    """Report the first stop of a run as a ``budget_exceeded`` progress event."""
+    emit = run.settings.progress
+    if emit is not None and not run.state.get("budgets.reported"):
+        run.state["budgets.reported"] = True
+        emit("budget_exceeded", {"kind": error.kind, "limit": error.limit, "used": error.used})
+    return error

@@ -1,24 +1,32 @@
 """The exception tree: one class per failure a caller may want to catch.
 
 ```
-OmaError                               code, retryable
-├── InvalidMessageError (ValueError)   path: the first offending place in the input
-├── UnsupportedContentBlockError       provider, block_type, detail: refused before any request
-├── ProviderError                      status_code, provider, retry_after: a model call failed
-├── BackendError                       backend, exit_code, signal: an external agent failed
-├── BudgetExceededError                kind, limit, used: a token or cost cap was reached
-├── RunTimeoutError                    timeout: oma's own run or call limit ran out
-├── MaxTurnsExceededError              max_turns: the tool loop did not finish in time
-├── HookError                          hook: a before_run hook raised or returned garbage
-├── ToolError                          tool: a tool was misdefined (bad calls become tool results)
-├── PluginError                        name: an unknown provider or backend, a plugin failed
-└── PlanError                          reason: a team task plan cannot run
+OmaError                                   code, retryable, status
+├── UsageError: oma was called wrong; nothing was sent
+│   ├── InvalidMessageError (ValueError)   path, reason: the first offending place in the input
+│   ├── UnsupportedContentBlockError       provider, block_type, detail: refused before any request
+│   ├── PluginError                        name: an unknown provider or backend, a plugin failed
+│   ├── ToolError                          tool: a tool was misdefined (bad calls become results)
+│   └── PlanError                          reason: a team task plan cannot run
+└── RunError: the run started and failed
+    ├── ProviderError                      status_code, provider, retry_after: a model call failed
+    ├── BackendError                       backend, exit_code, signal: an external agent failed
+    ├── RunTimeoutError                    scope, timeout: oma's own run or call limit ran out
+    ├── BudgetExceededError                kind, limit, used: a token or cost cap was reached
+    ├── MaxTurnsExceededError              max_turns: the tool loop did not finish in time
+    └── HookError                          hook: a before_run hook raised or returned garbage
 ```
 
-Messages never carry base64 payloads or credentials: they name places, not contents.
+Every error keeps its fields as attributes and survives ``pickle`` (also across processes)
+with its type, message and fields. ``status`` is the ``RunStatus.code`` a run that ends with
+the error gets: "timeout", "budget_exhausted", or "error" for everything else, so there is one
+status vocabulary. Messages never carry base64 payloads or credentials: they name places, not
+contents.
 """
 
 from __future__ import annotations
+
+from typing import Any, ClassVar
 
 __all__ = [
     "BackendError",
@@ -30,24 +38,57 @@ __all__ = [
     "PlanError",
     "PluginError",
     "ProviderError",
+    "RunError",
     "RunTimeoutError",
     "ToolError",
     "UnsupportedContentBlockError",
+    "UsageError",
 ]
+
+
+def _restore(cls: type[OmaError], args: tuple[Any, ...], state: dict[str, Any]) -> OmaError:
+    """Rebuild a pickled error without calling its constructor (whose shape varies)."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class OmaError(Exception):
     """Base of every error oma raises on purpose.
 
     ``code`` is a stable machine-readable name; ``retryable`` says whether the core's retry
-    ladder may try the failed model call again.
+    ladder may try the failed model call again; ``status`` is the run status it ends a run
+    with.
     """
 
-    code: str = "OMA_ERROR"
+    code: ClassVar[str] = "OMA_ERROR"
+    status: ClassVar[str] = "error"
     retryable: bool = False
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (type(self), self.args, dict(self.__dict__)))
 
-class InvalidMessageError(OmaError, ValueError):
+
+class UsageError(OmaError):
+    """oma was called wrong (bad input, configuration, plugin, tool or plan): fix the call.
+
+    Raised before anything is sent; retrying the same call fails the same way.
+    """
+
+    code = "USAGE_ERROR"
+
+
+class RunError(OmaError):
+    """A run started and failed: a provider, backend, limit or hook ended it."""
+
+    code = "RUN_ERROR"
+
+
+# -- called wrong ------------------------------------------------------------------------------
+
+
+class InvalidMessageError(UsageError, ValueError):
     """Structured input broke a rule; ``path`` names the first offending place.
 
     The message is ``f"{path} {reason}"``, e.g.
@@ -61,11 +102,8 @@ class InvalidMessageError(OmaError, ValueError):
         self.reason = reason
         super().__init__(f"{path} {reason}" if path else reason)
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.path, self.reason))
 
-
-class UnsupportedContentBlockError(OmaError):
+class UnsupportedContentBlockError(UsageError):
     """A provider cannot carry a block; raised locally, before any request is sent."""
 
     code = "UNSUPPORTED_CONTENT_BLOCK"
@@ -79,8 +117,41 @@ class UnsupportedContentBlockError(OmaError):
             message += f": {detail}"
         super().__init__(message)
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.provider, self.block_type, self.detail))
+
+class PluginError(UsageError):
+    """A provider or backend is unknown, or the plugin that supplies it failed to load."""
+
+    code = "PLUGIN_ERROR"
+
+    def __init__(self, message: str, *, name: str | None = None) -> None:
+        self.name = name
+        super().__init__(message)
+
+
+class ToolError(UsageError):
+    """A tool is misdefined (a bad signature, a duplicate name)."""
+
+    code = "TOOL_ERROR"
+
+    def __init__(self, message: str, *, tool: str | None = None) -> None:
+        self.tool = tool
+        super().__init__(message)
+
+
+class PlanError(UsageError):
+    """A team's coordinator, or a caller, gave a task plan that cannot run.
+
+    ``reason`` says what is wrong: invalid JSON, an unknown assignee or dependency, a cycle.
+    """
+
+    code = "INVALID_PLAN"
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"invalid task plan: {reason}")
+
+
+# -- the run failed ----------------------------------------------------------------------------
 
 
 def _retryable_status(status_code: int | None) -> bool:
@@ -89,12 +160,12 @@ def _retryable_status(status_code: int | None) -> bool:
     return status_code in (408, 409, 429) or 500 <= status_code <= 599
 
 
-class ProviderError(OmaError):
+class ProviderError(RunError):
     """A model call failed at the provider (HTTP status, connection, malformed response).
 
     When ``retryable`` is None it follows from ``status_code``: 408, 409, 429 and 5xx are
     retryable, anything else is not. Plugins set it explicitly for failures without a status:
-    connection faults and timeouts are retryable, a malformed response is not.
+    connection faults, timeouts and replies that cannot be decoded are retryable.
     ``retry_after`` is the server's requested delay in seconds, when it sent a sane one.
     """
 
@@ -116,17 +187,8 @@ class ProviderError(OmaError):
         self.retry_after = retry_after
         super().__init__(message)
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_provider_error, (self.message, self.__dict__.copy()))
 
-
-def _rebuild_provider_error(message: str, state: dict[str, object]) -> ProviderError:
-    err = ProviderError(message)
-    err.__dict__.update(state)
-    return err
-
-
-class BackendError(OmaError):
+class BackendError(RunError):
     """An external agent backend (a subprocess, an ACP agent) failed.
 
     ``exit_code`` or ``signal`` say how a process ended; ``stderr_tail`` is a bounded,
@@ -153,39 +215,43 @@ class BackendError(OmaError):
         super().__init__(message)
 
 
-class BudgetExceededError(OmaError):
-    """A token or cost budget ran out; ``kind`` is "tokens" or "cost"."""
+class RunTimeoutError(RunError):
+    """oma's own limit ran out: ``scope`` is "run" (``timeout``) or "call" (``call_timeout``).
+
+    A call that timed out may be retried (a transient fault); a run that timed out is over.
+    """
+
+    code = "TIMEOUT"
+    status = "timeout"
+
+    def __init__(self, scope: str, timeout: float) -> None:
+        self.scope = scope
+        self.timeout = timeout
+        self.retryable = scope == "call"
+        super().__init__(f"{scope} timed out after {timeout:g} s")
+
+
+class BudgetExceededError(RunError):
+    """A token or cost budget ran out; ``kind`` is "tokens" or "cost".
+
+    ``BudgetExceededError("tokens", limit, used)`` says how far; ``BudgetExceededError("a
+    message")`` is accepted too, like any other exception.
+    """
 
     code = "BUDGET_EXCEEDED"
+    status = "budget_exhausted"
 
     def __init__(self, kind: str, limit: float | None = None, used: float | None = None) -> None:
         self.kind = kind
         self.limit = limit
         self.used = used
         if limit is None or used is None:
-            # BudgetExceededError("a message"), like any other exception.
             super().__init__(kind)
         else:
             super().__init__(f"{kind} budget exceeded: used {used:g} of {limit:g}")
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.kind, self.limit, self.used))
 
-
-class RunTimeoutError(OmaError):
-    """oma's own limit ran out: ``scope`` is "run" (``timeout``) or "call" (``call_timeout``)."""
-
-    code = "TIMEOUT"
-
-    def __init__(self, scope: str, timeout: float) -> None:
-        self.scope = scope
-        self.timeout = timeout
-        # A per-call timeout is a transient fault the retry ladder may try again.
-        self.retryable = scope == "call"
-        super().__init__(f"{scope} timed out after {timeout:g} s")
-
-
-class MaxTurnsExceededError(OmaError):
+class MaxTurnsExceededError(RunError):
     """The tool loop reached ``max_turns`` model calls without a final answer."""
 
     code = "MAX_TURNS_EXCEEDED"
@@ -195,7 +261,7 @@ class MaxTurnsExceededError(OmaError):
         super().__init__(f"the agent reached max_turns={max_turns} without a final answer")
 
 
-class HookError(OmaError):
+class HookError(RunError):
     """A ``before_run`` hook raised, or returned something that is not a valid rewrite."""
 
     code = "HOOK_ERROR"
@@ -203,36 +269,3 @@ class HookError(OmaError):
     def __init__(self, message: str, *, hook: str | None = None) -> None:
         self.hook = hook
         super().__init__(message)
-
-
-class ToolError(OmaError):
-    """A tool is misdefined (a bad signature, a duplicate name)."""
-
-    code = "TOOL_ERROR"
-
-    def __init__(self, message: str, *, tool: str | None = None) -> None:
-        self.tool = tool
-        super().__init__(message)
-
-
-class PluginError(OmaError):
-    """A provider or backend is unknown, or the plugin that supplies it failed to load."""
-
-    code = "PLUGIN_ERROR"
-
-    def __init__(self, message: str, *, name: str | None = None) -> None:
-        self.name = name
-        super().__init__(message)
-
-
-class PlanError(OmaError):
-    """A team's coordinator, or a caller, gave a task plan that cannot run.
-
-    ``reason`` says what is wrong: invalid JSON, an unknown assignee or dependency, a cycle.
-    """
-
-    code = "INVALID_PLAN"
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(f"invalid task plan: {reason}")

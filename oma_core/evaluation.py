@@ -16,15 +16,14 @@ Scorers run in process and always get the run's output text; what is *stored* (t
 input, the output, the metadata and the scorers' reasons.
 
 Evaluation observes only: it runs in asyncio tasks after the run returned, through a bounded
-queue (cases beyond ``max_queue`` are dropped and counted) and at most ``max_concurrency``
-scorings at a time. A scorer or result sink that raises or times out is counted in
+``asyncio.Queue`` (cases beyond ``max_queue`` are dropped and counted) that ``max_concurrency``
+worker tasks take cases from. A scorer or result sink that raises or times out is counted in
 ``stats().failed`` and skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import copy
 import inspect
 import json
@@ -230,6 +229,39 @@ _Job: TypeAlias = tuple[
 ]
 
 
+class _Workers:
+    """The standard shape: a bounded ``asyncio.Queue`` and worker tasks on one event loop.
+
+    ``loop`` is None until the first worker starts (cases may be queued before any loop runs).
+    ``busy`` counts the cases being scored; ``idle`` the workers waiting for a case.
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        self.queue: asyncio.Queue[_Job] = asyncio.Queue(maxsize)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.idle: set[asyncio.Task[None]] = set()
+        self.busy = 0
+
+    def retire_idle(self) -> list[asyncio.Task[None]]:
+        """Cancel the workers waiting on an empty queue (they hold no case); return them."""
+        if not self.queue.empty():
+            return []
+        idle = list(self.idle)
+        for task in idle:
+            task.cancel()
+        return idle
+
+    def retire_all(self) -> list[asyncio.Task[None]]:
+        """Cancel every worker once nothing is queued or being scored; return them."""
+        if not self.queue.empty() or self.busy:
+            return []
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.cancel()
+        return tasks
+
+
 class _Shutdown:
     """What ``shutdown()`` returns: awaiting it waits until queued cases are finished."""
 
@@ -241,18 +273,20 @@ class _Shutdown:
 
 
 class Evaluator:
-    """Runs an ``OnlineEvaluationConfig`` for an ``OpenMultiAgent`` (``oma.evaluation``)."""
+    """Runs an ``OnlineEvaluationConfig`` for an ``OpenMultiAgent`` (``oma.evaluation``).
+
+    Finished runs are put on a bounded queue that ``max_concurrency`` worker tasks take cases
+    from; ``flush`` joins the queue, ``shutdown`` stops accepting cases and lets the workers end.
+    Workers start with the first case in a running loop and end at ``flush`` and ``shutdown``,
+    so no evaluation task outlives either. If the loop changes (one ``asyncio.run`` after
+    another), cases still queued move to a new queue on the new loop.
+    """
 
     def __init__(self, config: OnlineEvaluationConfig, plugins: PluginHost | None = None) -> None:
         self.config = config
         self._plugins = plugins
         self._resolved: tuple[tuple[str, Scorer], ...] | None = None
-        self._queue: collections.deque[_Job] = collections.deque()
-        self._workers: set[asyncio.Task[None]] = set()
-        self._busy = 0
-        self._waiters: list[asyncio.Future[None]] = []
-        self._idle: list[asyncio.Future[bool]] = []
-        self._kick_loop: asyncio.AbstractEventLoop | None = None
+        self._workers = _Workers(config.max_queue)
         self._closed = False
         self._sampled = 0
         self._scored = 0
@@ -267,41 +301,42 @@ class Evaluator:
             scored=self._scored,
             dropped=self._dropped,
             failed=self._failed,
-            pending=len(self._queue) + self._busy,
+            pending=self._workers.queue.qsize() + self._workers.busy,
         )
 
     async def flush(self) -> None:
         """Wait until every case submitted so far has been scored and delivered.
 
-        Idle workers are then retired, so no evaluation task outlives a flush.
+        The workers then end, so no evaluation task outlives a flush (the next case starts
+        them again).
         """
-        loop = asyncio.get_running_loop()
-        while self._queue or self._busy:
-            if self._queue:
-                self._kick()
-            waiter = loop.create_future()
-            self._waiters.append(waiter)
-            await waiter
-        self._retire_idle()
-        mine = [
-            t for t in self._workers if t.get_loop() is loop and t is not asyncio.current_task()
-        ]
-        if mine:
-            await asyncio.wait(mine)
+        while True:
+            workers = self._start(asyncio.get_running_loop())
+            await workers.queue.join()
+            retired = workers.retire_all()
+            if retired:
+                await asyncio.wait(retired)
+            if workers is self._workers and workers.queue.empty() and workers.busy == 0:
+                return
 
     def shutdown(self, *, cancel: bool = False) -> _Shutdown:
-        """Stop accepting cases (idempotent); ``cancel=True`` also drops the queued ones.
+        """Stop accepting cases (idempotent); ``cancel=True`` also drops the queued ones and
+        cancels the cases being scored.
 
-        Await the returned object to wait for the cases still queued or being scored.
+        Await the returned object to wait for the cases still queued or being scored and for
+        the workers to end.
         """
         self._closed = True
-        self._retire_idle()
+        workers = self._workers
         if cancel:
-            self._dropped += len(self._queue)
-            self._queue.clear()
-            for task in self._workers:
+            while not workers.queue.empty():
+                workers.queue.get_nowait()
+                workers.queue.task_done()
+                self._dropped += 1
+            for task in workers.tasks:
                 task.cancel()
-            self._wake()
+        else:
+            workers.retire_idle()
         return _Shutdown(self)
 
     # -- what the orchestrator calls ----------------------------------------------------------
@@ -322,106 +357,72 @@ class Evaluator:
             if sample <= 0 or (sample < 1 and random.random() >= sample):
                 return
             self._sampled += 1
-        if self._closed or len(self._queue) >= self.config.max_queue:
+        if self._closed:
             self._dropped += 1
             return
-        self._queue.append((input, output, run_id, metadata, status, agent))
-        # Workers are woken once per batch, a few milliseconds later, not once per case: that
-        # keeps the run's own path to an append, and scoring away from the runs' hot loop.
+        workers = self._workers
+        try:
+            workers.queue.put_nowait((input, output, run_id, metadata, status, agent))
+        except asyncio.QueueFull:
+            self._dropped += 1
+            return
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:  # no running loop: flush() starts a worker later
+        except RuntimeError:  # no running loop: flush() starts the workers later
             return
-        if self._kick_loop is not loop:
-            self._kick_loop = loop
-            loop.call_later(self._BATCH_DELAY, self._kick)
-
-    def _kick(self) -> None:
-        """Wake idle workers, and start new ones, for what is queued."""
-        self._kick_loop = None
-        wanted = len(self._queue)
-        while self._idle and wanted > 0:
-            waiter = self._idle.pop()
-            if _pending(waiter):
-                waiter.set_result(True)
-                wanted -= 1
-        if wanted > 0:
-            self._prune()
-            while wanted > 0 and len(self._workers) < self.config.max_concurrency:
-                self._spawn()
-                wanted -= 1
+        if workers.loop is not loop or len(workers.tasks) < self.config.max_concurrency:
+            self._start(loop)
 
     # -- the workers --------------------------------------------------------------------------
 
-    #: How long an idle worker waits for the next case before it ends (seconds).
-    _LINGER = 1.0
-    #: How long a submitted case may wait for the batch's wake-up (seconds).
-    _BATCH_DELAY = 0.005
+    def _start(self, loop: asyncio.AbstractEventLoop) -> _Workers:
+        """The workers of ``loop``, started up to ``max_concurrency`` while cases wait."""
+        workers = self._workers
+        if workers.loop is not None and workers.loop is not loop:
+            # The queue belongs to an earlier loop (which ended): its cases move to a new one.
+            moved = _Workers(self.config.max_queue)
+            while not workers.queue.empty():
+                moved.queue.put_nowait(workers.queue.get_nowait())
+                workers.queue.task_done()
+            self._workers = workers = moved
+        workers.loop = loop
+        if workers.queue.empty():
+            return workers
+        while len(workers.tasks) < self.config.max_concurrency:
+            task = loop.create_task(self._work(workers), name="oma-evaluation-worker")
+            workers.tasks.add(task)
+            task.add_done_callback(workers.tasks.discard)
+        return workers
 
-    def _spawn(self) -> None:
-        try:
-            task = asyncio.get_running_loop().create_task(self._work())
-        except RuntimeError:  # no running loop: flush() starts a worker later
-            return
-        self._workers.add(task)
-        task.add_done_callback(self._workers.discard)
-
-    def _prune(self) -> None:
-        for task in list(self._workers):
-            if not _pending(task):
-                self._workers.discard(task)
-        self._idle = [w for w in self._idle if _pending(w)]
-
-    def _retire_idle(self) -> None:
-        idle, self._idle = self._idle, []
-        for waiter in idle:
-            if _pending(waiter):
-                waiter.set_result(False)
-
-    def _wake(self) -> None:
-        if self._queue or self._busy:
-            return
-        waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            if _pending(waiter):
-                waiter.set_result(None)
-
-    async def _work(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            while self._queue:
-                job = self._queue.popleft()
-                self._busy += 1
-                try:
-                    await self._evaluate(job)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as error:  # a bug here must not kill the worker silently
-                    self._failed += 1
-                    _log.warning("online evaluation failed: %s", type(error).__name__)
-                finally:
-                    self._busy -= 1
-                    self._wake()
-            if self._closed:
-                return
-            waiter: asyncio.Future[bool] = loop.create_future()
-            self._idle.append(waiter)
-            timer = loop.call_later(self._LINGER, _settle, waiter, False)
+    async def _work(self, workers: _Workers) -> None:
+        queue = workers.queue
+        me = asyncio.current_task()
+        assert me is not None
+        while not (self._closed and queue.empty()):
+            workers.idle.add(me)
             try:
-                keep = await waiter
+                job = await queue.get()
             finally:
-                timer.cancel()
-                if waiter in self._idle:
-                    self._idle.remove(waiter)
-            if not keep and not self._queue:
-                return
+                workers.idle.discard(me)
+            workers.busy += 1
+            try:
+                await self._evaluate(job)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # a bug here must not kill the worker silently
+                self._failed += 1
+                _log.warning("online evaluation failed: %s", type(error).__name__)
+            finally:
+                workers.busy -= 1
+                queue.task_done()
+        workers.retire_idle()  # shut down and drained: the others need not wait any longer
 
     def _scorer_list(self) -> tuple[tuple[str, Scorer], ...]:
         if self._resolved is None:
             scorers: list[Scorer] = list(self.config.scorers)
-            if self.config.plugin_scorers and self._plugins is not None:
+            if self.config.plugin_scorers:
                 try:
-                    scorers.extend(self._plugins.scorers())
+                    scorers.extend(self._host().scorers())
                 except Exception as error:
                     _log.warning("could not collect plugin scorers: %s", type(error).__name__)
             taken: set[str] = set()
@@ -497,15 +498,22 @@ class Evaluator:
         )
         await self._deliver(result)
 
+    def _host(self) -> PluginHost:
+        """The host given, or the process-wide one (where the orchestrator's runs look too)."""
+        if self._plugins is None:
+            from .plugins import PluginHost
+
+            self._plugins = PluginHost.default()
+        return self._plugins
+
     async def _deliver(self, result: EvalResult) -> None:
         sinks: list[Callable[[EvalResult], Any]] = []
         if self.config.on_result is not None:
             sinks.append(self.config.on_result)
-        if self._plugins is not None:
-            try:
-                sinks.extend(self._plugins.hook_calls("oma_evaluation_result"))
-            except Exception as error:
-                _log.warning("could not list evaluation hooks: %s", type(error).__name__)
+        try:  # the plugins' result hooks, after the config's own
+            sinks.extend(self._host().hook_calls("oma_evaluation_result"))
+        except Exception as error:
+            _log.warning("could not list evaluation hooks: %s", type(error).__name__)
         for sink in sinks:
             try:
                 await self._bounded(sink(result))
@@ -522,13 +530,3 @@ class Evaluator:
 def _being_cancelled() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def _pending(future: asyncio.Future[Any]) -> bool:
-    """Whether ``future`` is not done yet and its loop still runs (so it can be set)."""
-    return not future.done() and not future.get_loop().is_closed()
-
-
-def _settle(waiter: asyncio.Future[bool], value: bool) -> None:
-    if not waiter.done():
-        waiter.set_result(value)

@@ -6,34 +6,50 @@ and carry one of the names below; it is found through the ``oma`` entry-point gr
 by ``oma_core.plugins.PluginHost``. A hook implementation may accept fewer arguments than the
 specification lists, never others (pluggy refuses the plugin).
 
-Three kinds of hooks:
+Four kinds of hooks (each hook says who implements it and when it runs):
 
-- *collect*: every implementation is called and the lists they return are joined;
+- *collect*: called once per plugin when it loads; the lists they return are joined;
 - *chain*: the agent calls the implementations one after another, each receiving what the
   previous one returned (see ``oma_before_run``);
 - *observe*: every implementation is called with an event; what it returns is ignored and one
-  that raises is counted and skipped, never failing the run.
+  that raises is counted and skipped, never failing the run;
+- *wrap*: call middleware. The hook is called through pluggy with ``firstresult``: one
+  built-in implementation (``trylast``) does the call, and hook wrappers
+  (``@hookimpl(wrapper=True)``) around it each receive the inner result from ``yield`` and
+  return it, or something wrapping it. Wrappers compose in pluggy's order: ``tryfirst``
+  outermost, ``trylast`` innermost, and among equals the plugin registered last outermost.
+  They are the only hooks that may be wrappers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from .before_run import BeforeRunContext
+    from .calls import CallEvents, ModelCall, RunContext, ToolInvocation
     from .capabilities import BackendSpec, ProviderSpec
+    from .evaluation import EvalResult
+    from .messages import ToolResultBlock
+    from .progress import ProgressEvent
 
 __all__ = [
     "hookspec",
     "oma_before_run",
     "oma_evaluation_result",
+    "oma_model_call",
     "oma_progress",
     "oma_register_backends",
     "oma_register_providers",
     "oma_register_scorers",
+    "oma_tool_call",
 ]
+
+#: The hooks an implementation may wrap (``@hookimpl(wrapper=True)``); the others may not.
+WRAPPABLE = frozenset({"oma_model_call", "oma_tool_call"})
 
 hookspec = pluggy.HookspecMarker("oma")
 
@@ -46,11 +62,11 @@ hookspec = pluggy.HookspecMarker("oma")
 def oma_register_providers() -> Sequence[ProviderSpec]:
     """Return the model providers this plugin offers.
 
-    Called once per plugin when the plugin loads (to check what it returns) and again when the
-    host first needs its providers; the results are cached until a plugin is registered or
-    unregistered. Collect hook: the lists of every plugin are joined into one table keyed by
-    ``ProviderSpec.name``. When two plugins register the same name, the one pluggy calls first
-    (the one registered last) wins and ``oma plugins`` notes the other as shadowed.
+    Implemented by provider plugins. Called once per plugin, when the plugin loads; what it
+    returns is checked then and kept. Collect hook: the lists of every plugin are joined into
+    one table keyed by ``ProviderSpec.name``. When two plugins register the same name, the one
+    pluggy calls first (the one registered last) wins and ``oma plugins`` notes the other as
+    shadowed.
 
     Keep it cheap: build ``ProviderSpec`` objects only. The SDK is imported by
     ``ProviderSpec.factory``, which the agent calls the first time the provider is used.
@@ -92,7 +108,7 @@ def oma_register_scorers() -> Sequence[Any]:
 
 
 @hookspec
-def oma_before_run(ctx: Any) -> Any | Mapping[str, Any] | None:
+def oma_before_run(ctx: BeforeRunContext) -> BeforeRunContext | Mapping[str, Any] | None:
     """Rewrite the input of a run before the first model call.
 
     Chain hook: the agent calls the implementations one by one in pluggy's order (the plugin
@@ -116,7 +132,7 @@ def oma_before_run(ctx: Any) -> Any | Mapping[str, Any] | None:
 
 
 @hookspec
-def oma_progress(event: Any) -> None:
+def oma_progress(event: ProgressEvent) -> None:
     """Observe a run's progress: ``agent_start``, ``agent_complete``, ``task_start``, ...
 
     Observe hook: every implementation is called in pluggy's order as the event happens, after
@@ -131,7 +147,7 @@ def oma_progress(event: Any) -> None:
 
 
 @hookspec
-def oma_evaluation_result(result: Any) -> None:
+def oma_evaluation_result(result: EvalResult) -> None:
     """Receive the result of one online evaluation: where evaluation results go.
 
     Observe hook: called once per scored sample, after every scorer of that sample finished,
@@ -142,4 +158,52 @@ def oma_evaluation_result(result: Any) -> None:
     :param result: an ``oma_core.evaluation.EvalResult``: ``run_id``, ``agent``, ``status``,
         ``input`` and ``output`` as stored, ``metadata``, ``scores`` (scorer name -> ``Score``)
         and ``errors`` (scorer name -> error text of a scorer that failed).
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Call middleware: every model call and every tool call of a run passes through these
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def oma_model_call(call: ModelCall, run: RunContext) -> CallEvents:
+    """Make one model call (one attempt), or one turn of an external agent: middleware.
+
+    Wrap hook, called by the agent for every attempt of every model call of a run, on the
+    retry ladder (so a retried call passes through again, with ``call.attempt`` and
+    ``call.retry_of`` set) and for every turn of an external backend. The built-in
+    implementation (``trylast``) returns the async iterator of the call's events: provider
+    events (``TextDelta``, ``ReasoningDelta``, ``ToolCall``) and, for a backend, its tool
+    events, with ``ResponseComplete`` last. Nothing is sent before that iterator is iterated.
+
+    A wrapper (``@hookimpl(wrapper=True)``) gets that iterator from ``yield`` and returns it,
+    or an async iterator wrapping it: to look at the events (usage, spans, logs), replace
+    ``call.request`` before iterating (clamping ``max_tokens``), answer without calling at all
+    (a cache: never iterate the inner one), or raise to stop the call (``BudgetExceededError``
+    ends the run with status "budget_exhausted"; a retryable ``OmaError`` is retried). A
+    wrapper iterates the inner events to their end (or closes them with ``aclosing``), and
+    keeps what it needs about the run in ``run.state``. The core's budgets (``tryfirst``),
+    tracing and per-call progress events are wrappers of this hook.
+
+    :param call: the ``oma_core.ModelCall``: ``request``, ``provider``, ``attempt``, ...
+    :param run: the ``oma_core.RunContext``: ``run_id``, ``config``, ``settings`` (budgets,
+        metadata, ...), ``state``.
+    :returns: an async iterator of the call's events, ``ResponseComplete`` last.
+    """
+
+
+@hookspec(firstresult=True)
+def oma_tool_call(call: ToolInvocation, run: RunContext) -> Awaitable[ToolResultBlock]:
+    """Run one tool call the model asked for: middleware, like ``oma_model_call``.
+
+    Wrap hook, called by the agent once per tool call, in the order the model asked for them.
+    The built-in implementation (``trylast``) returns an awaitable of the ``ToolResultBlock``
+    the model will see (a tool that raises, an unknown tool or invalid arguments give an error
+    result, not an exception). A wrapper gets that awaitable from ``yield`` and returns it, or
+    an awaitable wrapping it. The core's tool spans and tool warnings are wrappers of this hook.
+
+    :param call: the ``oma_core.ToolInvocation``: ``block`` (the ``ToolUseBlock``), ``tools``.
+    :param run: the ``oma_core.RunContext``.
+    :returns: an awaitable of the ``ToolResultBlock``.
     """

@@ -12,16 +12,9 @@ from collections.abc import Mapping
 from typing import Final, Literal
 
 from ._checks import check_base64, check_media_type, check_url, type_name
+from ._parse import new, parse_detail
 from .errors import InvalidMessageError
-from .messages import (
-    Base64Source,
-    ImageBlock,
-    MediaSource,
-    UrlSource,
-    VideoBlock,
-    _detail,
-    _new,
-)
+from .messages import Base64Source, ImageBlock, MediaSource, UrlSource, VideoBlock
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -113,8 +106,8 @@ def _url_source(url: object, media_type: object, family: Literal["image", "video
                 f"could not be inferred from the URL's file extension; "
                 f'pass media_type="{family}/..."',
             )
-        return _new(UrlSource, media_type=guessed, url=checked_url)
-    return _new(UrlSource, media_type=_family_type(media_type, family), url=checked_url)
+        return new(UrlSource, media_type=guessed, url=checked_url)
+    return new(UrlSource, media_type=_family_type(media_type, family), url=checked_url)
 
 
 def _base64_source(
@@ -127,7 +120,7 @@ def _base64_source(
             "use base64.b64encode(raw).decode('ascii')",
         )
     checked_data = check_base64(data, "data")
-    return _new(Base64Source, media_type=_family_type(media_type, family), data=checked_data)
+    return new(Base64Source, media_type=_family_type(media_type, family), data=checked_data)
 
 
 def _family_type(media_type: object, family: str) -> str:
@@ -146,13 +139,13 @@ def image_url(url: str, media_type: str | None = None, detail: Detail | None = N
     ``media_type`` defaults to the one of the URL's file extension (``.png`` -> image/png).
     """
     source = _url_source(url, media_type, "image")
-    return _new(ImageBlock, source=source, detail=_detail(detail, "detail"))
+    return new(ImageBlock, source=source, detail=parse_detail(detail, "detail"))
 
 
 def image_base64(data: str, media_type: str, detail: Detail | None = None) -> ImageBlock:
     """An image block carrying raw base64 ``data`` (no ``data:`` prefix)."""
     source = _base64_source(data, media_type, "image")
-    return _new(ImageBlock, source=source, detail=_detail(detail, "detail"))
+    return new(ImageBlock, source=source, detail=parse_detail(detail, "detail"))
 
 
 def video_url(url: str, media_type: str | None = None) -> VideoBlock:
@@ -160,12 +153,12 @@ def video_url(url: str, media_type: str | None = None) -> VideoBlock:
 
     ``media_type`` defaults to the one of the URL's file extension (``.mp4`` -> video/mp4).
     """
-    return _new(VideoBlock, source=_url_source(url, media_type, "video"))
+    return new(VideoBlock, source=_url_source(url, media_type, "video"))
 
 
 def video_base64(data: str, media_type: str) -> VideoBlock:
     """A video block carrying raw base64 ``data`` (no ``data:`` prefix)."""
-    return _new(VideoBlock, source=_base64_source(data, media_type, "video"))
+    return new(VideoBlock, source=_base64_source(data, media_type, "video"))
 
 
 def decoded_size(source: Base64Source) -> int:

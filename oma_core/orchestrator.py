@@ -2,15 +2,16 @@
 tracing and online evaluation — alone (``run_agent``) or as a team (``run_tasks``,
 ``run_team``).
 
-``run_agent`` validates and copies its input when it is *called* (like ``Agent.run``), so
-invalid input raises ``InvalidMessageError`` at the call site, before any progress event,
-span or evaluation sample. The returned coroutine runs a fresh ``Agent`` with the
-orchestrator's observers plugged in through ``RunControls``.
+One orchestrated run, top to bottom: ``run_agent`` builds a fresh ``Agent``, validates and
+copies the input (at the call, like ``Agent.run``), and resolves the run's ``RunSettings`` once
+(the ladder's defaults, then ``OpenMultiAgent``'s, then the ``AgentConfig``'s, then the
+call's). The returned coroutine reports ``agent_start``, opens the run's span, runs the agent
+with those settings — where the built-in call middleware enforces the budgets, makes the call
+spans and reports retries — then reports the outcome, queues the evaluation sample and
+reports ``agent_complete``.
 
-Settings layer from general to specific: the ladder's defaults, then ``OpenMultiAgent``'s, then
-the ``AgentConfig``'s, then the ``run_agent`` call's (retries); token and cost caps given as
-numbers apply per run and the lowest of the orchestrator's and the call's wins; a ``Budget``
-passed as ``budget=`` is shared by every run it is passed to.
+Token and cost caps given as numbers apply per run and the lowest of the orchestrator's and
+the call's wins; a ``Budget`` passed as ``budget=`` is shared by every run it is passed to.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import contextlib
 import copy
 import logging
 import math
-import os
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -34,22 +34,21 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._controls import RunControls, RunObserver
 from ._pool import ProviderPool
-from .agent import Agent, AgentConfig, RunResult, RunStatus
-from .budgets import Budget, BudgetObserver, CostContext, CostEstimator
-from .errors import BudgetExceededError
+from ._runner import new_run_id
+from .agent import Agent, AgentConfig, RunResult
+from .budgets import Budget, CostEstimator
 from .evaluation import Evaluator, OnlineEvaluationConfig
 from .progress import ProgressDispatcher, ProgressEvent, ProgressObserver, ProgressStats
-from .redaction import redact_error
+from .redaction import detached_error
 from .retry import RetryPolicy
-from .tracing import get_tracer
+from .settings import RunSettings, check_seconds
+from .tracing import RunSpan, get_tracer
 
 if TYPE_CHECKING:
-    from .messages import LLMMessage, ToolResultBlock
+    from ._runner import RunInput
     from .plugins import PluginHost
     from .teams import TaskSpec, Team, TeamRunResult
-    from .tracing import RunTrace
 
 __all__ = ["OpenMultiAgent"]
 
@@ -68,13 +67,6 @@ def _check_cap(name: str, value: object) -> None:
         raise ValueError(f"{name} must be a number >= 0 or None, got {value!r}")
 
 
-def _check_seconds(name: str, value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} must be a number of seconds > 0 or None, got {value!r}")
-
-
 def _lowest(*values: float | None) -> float | None:
     given = [v for v in values if v is not None]
     return min(given) if given else None
@@ -86,59 +78,6 @@ def _copy_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
     return copy.deepcopy(dict(metadata))
-
-
-def _provider_name(config: AgentConfig) -> str:
-    if config.backend is not None:
-        return str(config.backend.get("kind", "backend"))
-    if isinstance(config.provider, str):
-        return config.provider
-    return str(getattr(config.provider, "name", None) or type(config.provider).__name__)
-
-
-class _ProgressBridge(RunObserver):
-    """Turns what happens inside a run (retries, tool error results) into progress events."""
-
-    def __init__(self, emit: Callable[[str, dict[str, Any]], None]) -> None:
-        self._emit = emit
-
-    def on_retry(self, attempt: int, delay: float, error: BaseException) -> None:
-        self._emit("retry", {"attempt": attempt, "delay": delay, "error": redact_error(error)})
-
-    def after_tool(self, call: Any, result: ToolResultBlock) -> None:
-        if result.is_error:
-            self._emit(
-                "warning",
-                {"message": f"tool {call.name!r} returned an error result", "tool": call.name},
-            )
-
-
-def _ignore(error: BudgetExceededError) -> None:
-    return None
-
-
-def _budget_event(
-    emit: Callable[[str, dict[str, Any]], None],
-) -> Callable[[BudgetExceededError], None]:
-    def exceeded(error: BudgetExceededError) -> None:
-        emit("budget_exceeded", {"kind": error.kind, "limit": error.limit, "used": error.used})
-
-    return exceeded
-
-
-@attrs.frozen
-class _Prepared:
-    """Everything ``run_agent`` checked at call time; the coroutine runs from this."""
-
-    agent: Agent
-    input: str | tuple[LLMMessage, ...]
-    task: str | None
-    run_id: str
-    metadata: dict[str, Any]
-    retry: RetryPolicy
-    budgets: tuple[Budget, ...]
-    timeout: float | None
-    call_timeout: float | None
 
 
 class OpenMultiAgent:
@@ -159,6 +98,7 @@ class OpenMultiAgent:
         self,
         on_progress: ProgressObserver | None = None,
         evaluation: OnlineEvaluationConfig | None = None,
+        *,
         max_retries: int | None = None,
         retry_delay: float | None = None,
         retry_backoff: float | None = None,
@@ -167,7 +107,6 @@ class OpenMultiAgent:
         estimate_cost: CostEstimator | None = None,
         plugins: PluginHost | None = None,
         observer_timeout: float | None = 5.0,
-        *,
         timeout: float | None = None,
         call_timeout: float | None = None,
         retry_policy: RetryPolicy | None = None,
@@ -181,9 +120,9 @@ class OpenMultiAgent:
             raise TypeError("evaluation must be an OnlineEvaluationConfig")
         _check_cap("max_token_budget", max_token_budget)
         _check_cap("max_cost_budget", max_cost_budget)
-        _check_seconds("timeout", timeout)
-        _check_seconds("call_timeout", call_timeout)
-        _check_seconds("observer_timeout", observer_timeout)
+        check_seconds("timeout", timeout)
+        check_seconds("call_timeout", call_timeout)
+        check_seconds("observer_timeout", observer_timeout)
         if max_cost_budget is not None and estimate_cost is None:
             raise ValueError("max_cost_budget needs estimate_cost(usage, ctx) to price calls")
         self.on_progress = on_progress
@@ -200,10 +139,6 @@ class OpenMultiAgent:
         self._providers = ProviderPool() if share_providers else None
         self._tracer_provider = tracer_provider
         self._tracer_cache: Any | None = None
-        self._observers_host: PluginHost | None = None
-        self._observers_impls: list[Any] = []
-        self._observers_cache: list[ProgressObserver] = []
-        self._observers_for: ProgressObserver | None = None
         self._progress = ProgressDispatcher(observer_timeout)
         self._evaluating = evaluation is not None
         self.evaluation = Evaluator(evaluation or OnlineEvaluationConfig(), plugins)
@@ -225,25 +160,30 @@ class OpenMultiAgent:
         budget: Budget | None = None,
         timeout: float | None = None,
         call_timeout: float | None = None,
+        settings: RunSettings | None = None,
     ) -> Coroutine[Any, Any, RunResult]:
         """Run a fresh agent built from ``config`` on ``input`` (a str or a conversation).
 
         Validates and copies ``input`` now; the returned coroutine does the run and never
-        raises for a failed run (see ``RunResult.status``), only ``CancelledError``.
+        raises for a failed run (see ``RunResult.status``), only ``CancelledError``. The
+        keyword arguments are the common per-run settings; ``settings`` gives any other
+        ``RunSettings`` field (the keywords win over it).
         """
-        prepared = self._prepare(
-            config,
-            input,
-            task=None,
-            run_id=run_id,
-            metadata=metadata,
-            retry=(max_retries, retry_delay, retry_backoff),
-            caps=(max_token_budget, max_cost_budget),
-            budget=budget,
-            timeout=timeout,
-            call_timeout=call_timeout,
-        )
-        return self._execute(prepared)
+        if run_id is not None and not isinstance(run_id, str):
+            raise TypeError(f"run_id must be a str, got {type(run_id).__name__}")
+        given = settings or RunSettings()
+        changes: dict[str, Any] = {}
+        if run_id is not None:
+            changes["run_id"] = run_id
+        if metadata is not None:
+            changes["metadata"] = _copy_metadata(metadata)
+        if timeout is not None:
+            changes["timeout"] = timeout
+        if call_timeout is not None:
+            changes["call_timeout"] = call_timeout
+        given = attrs.evolve(given, **changes) if changes else given
+        caps = (max_token_budget, max_cost_budget, budget)
+        return self._start(config, input, given, (max_retries, retry_delay, retry_backoff), caps)
 
     async def run_tasks(self, team: Team, tasks: Iterable[TaskSpec]) -> TeamRunResult:
         """Run a caller's plan on ``team``; each task is one ``run_agent`` on its assignee."""
@@ -300,178 +240,127 @@ class OpenMultiAgent:
         """The live progress counters (``.delivered``, ``.failed``, ``.timed_out``)."""
         return self._progress.stats
 
-    # -- preparing a run (at call time) --------------------------------------------------------
+    # -- one run -------------------------------------------------------------------------------
 
-    def _prepare(
+    def _start(
         self,
         config: AgentConfig,
         input: str | Sequence[Any],
-        *,
-        pool: ProviderPool | None = None,
-        task: str | None,
-        run_id: str | None,
-        metadata: Mapping[str, Any] | None,
+        given: RunSettings,
         retry: tuple[int | None, float | None, float | None],
-        caps: tuple[int | float | None, float | None],
-        budget: Budget | None,
-        timeout: float | None,
-        call_timeout: float | None,
-    ) -> _Prepared:
-        if not isinstance(config, AgentConfig):
-            raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
+        caps: tuple[int | float | None, float | None, Budget | None],
+        pool: ProviderPool | None = None,
+    ) -> Coroutine[Any, Any, RunResult]:
+        """Check everything a run needs now, at the call; return the run's coroutine."""
         agent = Agent(
             config, plugins=self._plugins, provider_pool=self._providers if pool is None else pool
         )
-        checked = agent._check_input(input)
-        if run_id is not None and not isinstance(run_id, str):
-            raise TypeError(f"run_id must be a str, got {type(run_id).__name__}")
-        max_tokens, max_cost = caps
+        checked = agent.check_input(input)
+        pending: list[asyncio.Task[None]] = []
+        settings = self._settings(config, given, retry, caps, pending)
+        return self._run(agent, checked, settings, pending)
+
+    def _settings(
+        self,
+        config: AgentConfig,
+        given: RunSettings,
+        retry: tuple[int | None, float | None, float | None],
+        caps: tuple[int | float | None, float | None, Budget | None],
+        pending: list[asyncio.Task[None]],
+    ) -> RunSettings:
+        """The run's settings, resolved once: defaults, then ours, the config's, the call's."""
+        max_tokens, max_cost, shared = caps
         _check_cap("max_token_budget", max_tokens)
         _check_cap("max_cost_budget", max_cost)
-        _check_seconds("timeout", timeout)
-        _check_seconds("call_timeout", call_timeout)
-        if budget is not None and not isinstance(budget, Budget):
-            raise TypeError(f"budget must be a Budget, got {type(budget).__name__}")
+        if shared is not None and not isinstance(shared, Budget):
+            raise TypeError(f"budget must be a Budget, got {type(shared).__name__}")
         token_cap = _lowest(self.max_token_budget, max_tokens)
         cost_cap = _lowest(self.max_cost_budget, max_cost)
-        if self.estimate_cost is None and (
-            cost_cap is not None or (budget is not None and budget.max_cost is not None)
-        ):
-            raise ValueError("a cost budget needs OpenMultiAgent(estimate_cost=...) to price calls")
         budgets: list[Budget] = []
         if token_cap is not None or cost_cap is not None:
-            budgets.append(Budget(max_tokens=token_cap, max_cost=cost_cap))
-        if budget is not None:
-            budgets.append(budget)
+            budgets.append(Budget(max_tokens=token_cap, max_cost=cost_cap))  # this run's own
+        if shared is not None:
+            budgets.append(shared)
+        budgets.extend(given.budgets)
+        estimate_cost = given.estimate_cost or self.estimate_cost
+        if estimate_cost is None and any(b.max_cost is not None for b in budgets):
+            raise ValueError("a cost budget needs OpenMultiAgent(estimate_cost=...) to price calls")
         max_retries, retry_delay, retry_backoff = retry
-        policy = agent._retry_policy(self._retry).override(
-            max_retries=max_retries, delay=retry_delay, backoff=retry_backoff
-        )
-        return _Prepared(
-            agent=agent,
-            input=checked,
-            task=task,
-            run_id=run_id if run_id is not None else os.urandom(16).hex(),
-            metadata=_copy_metadata(metadata),
-            retry=policy,
-            budgets=tuple(budgets),
-            timeout=timeout if timeout is not None else self.timeout,
-            call_timeout=call_timeout if call_timeout is not None else self.call_timeout,
-        )
-
-    # -- running -------------------------------------------------------------------------------
-
-    def _host(self) -> PluginHost:
-        if self._plugins is None:
-            from .plugins import PluginHost
-
-            self._plugins = PluginHost.default()
-            self.evaluation._plugins = self._plugins
-        return self._plugins
-
-    def _observers(self) -> list[ProgressObserver]:
-        """``on_progress`` then the ``oma_progress`` hooks; rebuilt only when the hooks change
-        (a plugin registered or unregistered), so a run without observers pays a list compare."""
-        try:
-            host = self._host()
-            impls = host.pm.hook.oma_progress.get_hookimpls()
-            if (
-                host is not self._observers_host
-                or impls != self._observers_impls
-                or self.on_progress is not self._observers_for
-            ):
-                hooks: list[ProgressObserver] = list(host.hook_calls("oma_progress"))
-                self._observers_host, self._observers_impls = host, list(impls)
-                self._observers_for = self.on_progress
-                self._observers_cache = [self.on_progress, *hooks] if self.on_progress else hooks
-        except Exception as error:  # a broken plugin host must not break runs
-            _log.warning("could not list oma_progress hooks: %s", type(error).__name__)
-            self._observers_host = None
-            return [self.on_progress] if self.on_progress is not None else []
-        return self._observers_cache
-
-    def _tracer(self) -> Any | None:
-        # Once a real tracer exists it is kept: OpenTelemetry's global provider is set once.
-        if self._tracer_cache is not None:
-            return self._tracer_cache
-        try:
-            self._tracer_cache = get_tracer(self._tracer_provider)
-        except Exception as error:  # tracing is never worth failing a run for
-            _log.warning("tracing disabled: %s", type(error).__name__)
-        return self._tracer_cache
-
-    async def _execute(self, run: _Prepared) -> RunResult:
-        agent = run.agent
-        name = agent.config.name
+        policy = given.retry or config.retry_policy(self._retry)
+        policy = policy.override(max_retries=max_retries, delay=retry_delay, backoff=retry_backoff)
+        run_id = given.run_id or new_run_id()
         observers = self._observers()
-        pending: list[asyncio.Task[None]] = []
-        emit: Callable[[str, dict[str, Any]], None] | None = None
-        if observers:
-            emit = self._progress.emitter(observers, pending, name, run.task, run.run_id)
-            if isinstance(run.input, str):
-                emit("agent_start", {"prompt": run.input})
-            else:
-                emit("agent_start", {"messages": run.input})
-
-        trace = self._start_trace(run)
-        run_observers: list[RunObserver] = []
-        budgets: BudgetObserver | None = None
-        if trace is not None:
-            run_observers.append(trace.closer())
-        if run.budgets:
-            budgets = BudgetObserver(
-                run.budgets,
-                estimate_cost=self.estimate_cost,
-                context=CostContext(
-                    agent=name,
-                    provider=_provider_name(agent.config),
-                    model=agent.config.model,
-                    run_id=run.run_id,
-                ),
-                on_exceeded=_ignore if emit is None else _budget_event(emit),
-            )
-            run_observers.append(budgets)
-        if emit is not None:
-            run_observers.append(_ProgressBridge(emit))
-        if trace is not None:
-            run_observers.append(trace)
-        controls = RunControls(
-            retry=run.retry,
-            timeout=run.timeout,
-            call_timeout=run.call_timeout,
-            observers=tuple(run_observers),
-            run_id=run.run_id,
+        return attrs.evolve(
+            given,
+            run_id=run_id,
+            retry=policy,
+            timeout=given.timeout if given.timeout is not None else self.timeout,
+            call_timeout=(
+                given.call_timeout if given.call_timeout is not None else self.call_timeout
+            ),
+            budgets=tuple(budgets),
+            estimate_cost=estimate_cost,
+            progress=(
+                self._progress.emitter(observers, pending, config.name, given.task, run_id)
+                if observers
+                else None
+            ),
+            tracer=self._tracer(),
+            trace_content=self.trace_content,
         )
+
+    async def _run(
+        self,
+        agent: Agent,
+        input: RunInput,
+        settings: RunSettings,
+        pending: list[asyncio.Task[None]],
+    ) -> RunResult:
+        emit = settings.progress
+        if emit is not None:
+            if isinstance(input, str):
+                emit("agent_start", {"prompt": input})
+            else:
+                emit("agent_start", {"messages": input})
+        span = None
+        if settings.tracer is not None:
+            assert settings.run_id is not None
+            span = RunSpan(
+                settings.tracer,
+                agent=agent.config.name,
+                provider=agent.config.provider_name,
+                model=agent.config.model,
+                run_id=settings.run_id,
+                trace_content=settings.trace_content,
+            )
+            span.record_input(input, agent.config.system_prompt)
+        token = None if span is None else span.attach()
         try:
-            result = await self._run_traced(agent, run, controls, trace)
-            await _close(agent)
+            result = await agent.run(input, settings=settings)
         except BaseException as error:
-            # Cancelled from outside (or a bug): charge the call that was cut short, close
-            # what the run opened, then propagate.
-            if budgets is not None:
-                budgets.charge_in_flight()
-            if trace is not None:
-                trace.finish(None, None if isinstance(error, asyncio.CancelledError) else error)
+            # Cancelled from outside (or a bug): close what the run opened, then propagate.
+            if span is not None:
+                cancelled = isinstance(error, asyncio.CancelledError)
+                span.finish(None, None if cancelled else detached_error(error))
             await ProgressDispatcher.cancel(pending)
-            await _close(agent)
             raise
+        finally:
+            if token is not None:
+                RunSpan.detach(token)
+            await _close(agent)
         failure = result.status.error
-        if failure is not None:
-            scrubbed = redact_error(failure)
-            if scrubbed is not failure:
-                result = attrs.evolve(result, status=RunStatus(result.status.code, scrubbed))
-            if emit is not None:
-                emit("error", {"error": scrubbed, "code": result.status.code})
-        if trace is not None:
-            trace.finish(result)
+        if emit is not None and failure is not None:
+            emit("error", {"error": failure, "code": result.status.code})
+        if span is not None:
+            span.finish(result)
         if self._evaluating:
             self.evaluation.submit(
-                run.input,
+                input,
                 result.output,
-                run_id=run.run_id,
-                metadata=run.metadata,
+                run_id=settings.run_id,
+                metadata=settings.metadata,
                 status=result.status.code,
-                agent=name,
+                agent=agent.config.name,
             )
         if emit is not None:
             emit(
@@ -487,40 +376,33 @@ class OpenMultiAgent:
                 await self._progress.drain(pending)
         return result
 
-    def _start_trace(self, run: _Prepared) -> RunTrace | None:
-        tracer = self._tracer()
-        if tracer is None:
-            return None
-        from .tracing import RunTrace
+    # -- what runs share -----------------------------------------------------------------------
 
-        config = run.agent.config
-        trace = RunTrace(
-            tracer,
-            agent=config.name,
-            provider=_provider_name(config),
-            model=config.model,
-            run_id=run.run_id,
-            trace_content=self.trace_content,
-        )
-        trace.start(run.input, config.system_prompt)
-        return trace
+    def _host(self) -> PluginHost:
+        if self._plugins is None:
+            from .plugins import PluginHost
 
-    async def _run_traced(
-        self, agent: Agent, run: _Prepared, controls: RunControls, trace: RunTrace | None
-    ) -> RunResult:
-        coroutine = agent._start(run.input, controls=controls)
-        if trace is None:
-            result: RunResult = await coroutine
-            return result
-        from opentelemetry import context
-        from opentelemetry.trace import set_span_in_context
+            self._plugins = PluginHost.default()
+        return self._plugins
 
-        token = context.attach(set_span_in_context(trace.span))
+    def _observers(self) -> list[ProgressObserver]:
+        """``on_progress`` then the ``oma_progress`` hooks (the host keeps that list)."""
         try:
-            result = await coroutine
-        finally:
-            context.detach(token)
-        return result
+            hooks: list[ProgressObserver] = list(self._host().hook_calls("oma_progress"))
+        except Exception as error:  # a broken plugin host must not break runs
+            _log.warning("could not list oma_progress hooks: %s", type(error).__name__)
+            hooks = []
+        return [self.on_progress, *hooks] if self.on_progress is not None else hooks
+
+    def _tracer(self) -> Any | None:
+        # Once a real tracer exists it is kept: OpenTelemetry's global provider is set once.
+        if self._tracer_cache is not None:
+            return self._tracer_cache
+        try:
+            self._tracer_cache = get_tracer(self._tracer_provider)
+        except Exception as error:  # tracing is never worth failing a run for
+            _log.warning("tracing disabled: %s", type(error).__name__)
+        return self._tracer_cache
 
     # -- teams ---------------------------------------------------------------------------------
 
@@ -533,31 +415,16 @@ class OpenMultiAgent:
         """
         pool = ProviderPool(every_provider=True)
 
-        async def run_agent(config: AgentConfig, prompt: str, task: str | None) -> RunResult:
-            return await self._task_run(config, prompt, task, pool)
+        def run_agent(config: AgentConfig, prompt: str, task: str | None) -> Awaitable[RunResult]:
+            settings = RunSettings(task=task, metadata={"task": task} if task is not None else {})
+            return self._start(
+                config, prompt, settings, (None, None, None), (None, None, None), pool
+            )
 
         try:
             yield run_agent
         finally:
             await pool.aclose()
-
-    async def _task_run(
-        self, config: AgentConfig, prompt: str, task: str | None, pool: ProviderPool | None
-    ) -> RunResult:
-        prepared = self._prepare(
-            config,
-            prompt,
-            pool=pool,
-            task=task,
-            run_id=None,
-            metadata={"task": task} if task is not None else None,
-            retry=(None, None, None),
-            caps=(None, None),
-            budget=None,
-            timeout=None,
-            call_timeout=None,
-        )
-        return await self._execute(prepared)
 
     async def _emit_team(
         self, kind: str, agent: str | None, task: str | None, data: dict[str, Any]
@@ -567,7 +434,7 @@ class OpenMultiAgent:
             return
         pending: list[asyncio.Task[None]] = []
         if isinstance(data.get("error"), BaseException):
-            data = {**data, "error": redact_error(data["error"])}
+            data = {**data, "error": detached_error(data["error"])}
         self._progress.emit(ProgressEvent(kind, agent, task, data), observers, pending)
         if pending:
             await self._progress.drain(pending)

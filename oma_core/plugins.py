@@ -21,7 +21,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
-from typing import Any, ClassVar, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 
 import attrs
 import pluggy
@@ -29,6 +29,9 @@ import pluggy
 from . import __version__, hookspecs
 from .capabilities import BackendSpec, ProviderSpec
 from .errors import PluginError
+
+if TYPE_CHECKING:
+    from .providers import Provider, ProviderSettings
 
 __all__ = ["HookCall", "PluginFailure", "PluginHost", "PluginInfo"]
 
@@ -71,30 +74,23 @@ class PluginInfo:
 
 @attrs.frozen
 class HookCall:
-    """One plugin's implementation of a hook, callable with the hook's arguments.
+    """One plugin's implementation of a hook, callable like the hook itself.
 
-    ``PluginHost.before_run_hooks()`` returns these in pluggy's call order, so the agent can
-    call them one at a time and name the culprit (``plugin``) when one fails. The call passes
-    only the arguments the implementation declares.
+    For the hooks the core calls one implementation at a time: ``oma_before_run`` (a chain,
+    so that one rewrite feeds the next and a failure names its plugin) and the observe hooks
+    (so that one failing observer does not stop the others). Positional arguments bind to the
+    hook specification's argument names; the implementation receives the ones it declares.
     """
 
     plugin: str
     hook: str
     function: Callable[..., Any]
     argnames: tuple[str, ...]
+    spec_argnames: tuple[str, ...]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        spec_args = _SPEC_ARGS[self.hook]
-        bound = dict(zip(spec_args, args, strict=False)) | kwargs
+        bound = dict(zip(self.spec_argnames, args, strict=False)) | kwargs
         return self.function(**{name: bound[name] for name in self.argnames})
-
-
-def _spec_args(name: str) -> tuple[str, ...]:
-    code = getattr(hookspecs, name).__code__
-    return tuple(code.co_varnames[: code.co_argcount])
-
-
-_SPEC_ARGS = {name: _spec_args(name) for name in _HOOK_NAMES}
 
 
 @attrs.define
@@ -109,6 +105,7 @@ class _Registry:
     scorers: list[Any] = attrs.Factory(list)
     by_plugin: dict[str, _Offered] = attrs.Factory(dict)
     shadowed: list[str] = attrs.Factory(list)
+    calls: dict[str, list[HookCall]] = attrs.Factory(dict)
 
 
 @attrs.frozen
@@ -151,6 +148,8 @@ class PluginHost:
         self.pm.add_hookspecs(hookspecs)
         self.failures: list[PluginFailure] = []
         self._origins: dict[str, _Origin] = {}
+        # What each plugin's registration hooks returned, asked once when it loaded.
+        self._offered: dict[str, _Offered] = {}
         self._registry: _Registry | None = None
         self._lock = threading.RLock()
         self._load_builtins()
@@ -211,6 +210,7 @@ class PluginHost:
             self.pm.unregister(plugin=plugin, name=name)
             if name is not None:
                 self._origins.pop(name, None)
+                self._offered.pop(name, None)
             self._registry = None
 
     # -- what plugins offer --------------------------------------------------------------------
@@ -222,6 +222,25 @@ class PluginHost:
     def provider_spec(self, name: str) -> ProviderSpec:
         """The provider registered as ``name``; ``PluginError`` names the available ones."""
         return self._lookup(self._collected().providers, name, "provider", "providers")
+
+    def build_provider(self, spec: ProviderSpec, settings: ProviderSettings) -> Provider:
+        """Call ``spec.factory`` and check its product implements the provider interface.
+
+        The factory runs on first use (it imports the SDK), so a product without
+        ``complete``/``stream`` is reported then, as a ``PluginError`` naming the plugin.
+        """
+        provider = spec.factory(settings)
+        if not (
+            callable(getattr(provider, "complete", None))
+            or callable(getattr(provider, "stream", None))
+        ):
+            owner = self._collected().provider_owner.get(spec.name, "?")
+            raise PluginError(
+                f"plugin {owner!r}: the factory of provider {spec.name!r} returned a "
+                f"{type(provider).__name__}, which has neither complete() nor stream()",
+                name=owner,
+            )
+        return provider
 
     def backend_specs(self) -> dict[str, BackendSpec]:
         """Every registered external-agent backend, by kind, sorted by kind."""
@@ -239,17 +258,23 @@ class PluginHost:
         """The implementations of ``hook``, in the order pluggy would call them.
 
         For hooks the core calls one implementation at a time (``oma_before_run``, and the
-        observers, so that one failing implementation does not stop the others).
+        observe hooks, so that one failing implementation does not stop the others). The list
+        is kept until a plugin is registered or unregistered, so asking is cheap.
         """
         if hook not in _HOOK_NAMES:
             raise PluginError(f"unknown hook {hook!r}", name=hook)
-        impls = getattr(self.pm.hook, hook).get_hookimpls()
-        # pluggy keeps implementations in ascending priority and calls them from the end.
-        return [
-            HookCall(impl.plugin_name, hook, impl.function, tuple(impl.argnames))
-            for impl in reversed(impls)
-            if not (impl.hookwrapper or impl.wrapper)
-        ]
+        registry = self._collected()
+        calls = registry.calls.get(hook)
+        if calls is None:
+            caller = getattr(self.pm.hook, hook)
+            spec_argnames = tuple(caller.spec.argnames) if caller.spec is not None else ()
+            # pluggy keeps implementations in ascending priority and calls them from the end.
+            calls = registry.calls[hook] = [
+                HookCall(impl.plugin_name, hook, impl.function, tuple(impl.argnames), spec_argnames)
+                for impl in reversed(caller.get_hookimpls())
+                if not (impl.hookwrapper or impl.wrapper)
+            ]
+        return list(calls)
 
     def before_run_hooks(self) -> list[HookCall]:
         """The ``oma_before_run`` implementations in call order; the agent chains them."""
@@ -286,7 +311,8 @@ class PluginHost:
                     hooks=tuple(hooks),
                 )
             )
-        infos.sort(key=lambda info: (not info.builtin, info.name))
+        # Built-ins in the order they were registered, then the others by name.
+        infos.sort(key=lambda info: (not info.builtin, "" if info.builtin else info.name))
         return infos
 
     def shadowed(self) -> list[str]:
@@ -348,20 +374,27 @@ class PluginHost:
         self._registry = None
         try:
             self.pm.check_pending()  # a misspelt hook name
-            self._check_no_wrappers(plugin)
-            _probe(self.pm, registered)
+            self._check_wrappers(plugin)
+            offered = _probe(self.pm, registered)
         except Exception as exc:
             self.pm.unregister(plugin=plugin)
             stage = "hook" if isinstance(exc, _HookFault) else "validate"
             return PluginFailure(registered, origin.distribution, stage, _error_text(exc))
+        self._offered[registered] = offered
         self._origins[registered] = origin
         return registered
 
-    def _check_no_wrappers(self, plugin: object) -> None:
+    def _check_wrappers(self, plugin: object) -> None:
+        """Hook wrappers are for the call middleware hooks only."""
         for caller in self.pm.get_hookcallers(plugin) or []:
+            if caller.name in hookspecs.WRAPPABLE:
+                continue
             for impl in caller.get_hookimpls():
                 if impl.plugin is plugin and (impl.hookwrapper or impl.wrapper):
-                    raise PluginError(f"{caller.name} cannot be a hook wrapper in oma")
+                    raise PluginError(
+                        f"{caller.name} cannot be a hook wrapper in oma (only "
+                        f"{', '.join(sorted(hookspecs.WRAPPABLE))} can)"
+                    )
 
     # -- collecting ----------------------------------------------------------------------------
 
@@ -377,11 +410,15 @@ class PluginHost:
         for name, plugin in self.pm.list_name_plugin():
             if plugin is None:
                 continue
-            try:
-                registry.by_plugin[name] = _probe(self.pm, name)
-            except _HookFault as exc:  # a plugin that changed its mind since it loaded
-                origin = self._origins.get(name, _Origin(None, None, builtin=False))
-                self._fail(name, origin, "hook", _error_text(exc))
+            offered = self._offered.get(name)
+            if offered is None:  # registered on ``pm`` directly, past the host: ask it now
+                try:
+                    offered = self._offered[name] = _probe(self.pm, name)
+                except _HookFault as exc:
+                    origin = self._origins.get(name, _Origin(None, None, builtin=False))
+                    self._fail(name, origin, "hook", _error_text(exc))
+                    continue
+            registry.by_plugin[name] = offered
         # pluggy's order: the plugin registered last is called first and wins a clash.
         for name in reversed(list(registry.by_plugin)):
             providers, backends, scorers = registry.by_plugin[name]
@@ -466,5 +503,22 @@ def _call_own(
                 raise _HookFault(
                     f"{hook} must return a list of {wanted}, got {type(item).__name__}"
                 )
+            if kind is not None:
+                _check_spec(hook, item)
             results.append(item)
     return results
+
+
+def _check_spec(hook: str, spec: ProviderSpec | BackendSpec) -> None:
+    """A spec the core could not use is the plugin's fault, reported when it loads."""
+    from .capabilities import Capabilities
+
+    name = spec.name if isinstance(spec, ProviderSpec) else spec.kind
+    if not isinstance(name, str) or not name:
+        raise _HookFault(f"{hook} returned a spec without a name")
+    if not callable(spec.factory):
+        raise _HookFault(f"{hook}: the factory of {name!r} is not callable")
+    if isinstance(spec, ProviderSpec) and not isinstance(spec.capabilities, Capabilities):
+        raise _HookFault(
+            f"{hook}: provider {name!r} declares no capabilities (a Capabilities is required)"
+        )

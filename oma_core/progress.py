@@ -12,6 +12,10 @@ Delivery rules, the same for every observer:
   it never fails or stalls a run.
 
 Events reach in-process observers unredacted, like the input itself.
+
+The events from inside a run (``retry`` before a retried attempt, ``warning`` for a tool that
+returned an error result) come from this module's call middleware, a built-in plugin on
+``oma_model_call`` / ``oma_tool_call``: it reports to ``RunSettings.progress``.
 """
 
 from __future__ import annotations
@@ -19,10 +23,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
+
+from . import hookimpl
+
+if TYPE_CHECKING:
+    from .calls import ModelCall, RunContext, ToolInvocation
+    from .messages import ToolResultBlock
 
 __all__ = ["ProgressDispatcher", "ProgressEvent", "ProgressObserver", "ProgressStats"]
 
@@ -224,3 +234,47 @@ def _closer(coroutine: Coroutine[Any, Any, Any]) -> Callable[[object], None]:
         coroutine.close()
 
     return close
+
+
+# -- the middleware: progress events from inside a run ---------------------------------------
+
+
+@hookimpl(wrapper=True)
+def oma_model_call(call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+    """A ``retry`` event as a retried attempt starts: its number, the wait, the cause."""
+    events = yield
+    emit = run.settings.progress
+    if emit is not None and call.retry_of is not None:
+        from .redaction import redact_error
+
+        emit(
+            "retry",
+            {
+                "attempt": call.attempt - 1,
+                "delay": call.retry_delay,
+                "error": redact_error(call.retry_of),
+            },
+        )
+    return events
+
+
+@hookimpl(wrapper=True)
+def oma_tool_call(call: ToolInvocation, run: RunContext) -> Generator[None, Any, Any]:
+    """A ``warning`` event for a tool that returned an error result."""
+    result = yield
+    emit = run.settings.progress
+    if emit is None:
+        return result
+    return _warn_on_error(result, call, emit)
+
+
+async def _warn_on_error(
+    result: Awaitable[ToolResultBlock],
+    call: ToolInvocation,
+    emit: Callable[[str, dict[str, Any]], None],
+) -> ToolResultBlock:
+    outcome = await result
+    if outcome.is_error:
+        name = call.block.name
+        emit("warning", {"message": f"tool {name!r} returned an error result", "tool": name})
+    return outcome

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import copy
 import hashlib
 import re
@@ -31,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 __all__ = [
     "REDACTED",
     "cut",
+    "detached_error",
     "redact_error",
     "redact_json",
     "redact_text",
@@ -225,6 +227,38 @@ def _redact_error(error: BaseException, depth: int) -> BaseException:
     clone.__suppress_context__ = error.__suppress_context__
     clone.__traceback__ = error.__traceback__
     return clone
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def detached_error(error: BaseException) -> BaseException:
+    """``error`` as a run hands it out: scrubbed, and holding nothing else from the call.
+
+    The text and string attributes are scrubbed (``redact_error``); the chain (``__cause__``,
+    ``__context__``), the traceback (whose frames hold the request and the client) and any
+    attribute that is not a plain value (an SDK's ``response``, ``request`` or ``body``) are
+    dropped, so no key, prompt or media can be read from what is left. The class and the plain
+    fields (``status_code``, ``retryable``, ``path``, ...) stay. Returns ``error`` itself,
+    without its traceback, when it held nothing else.
+    """
+    clean = redact_error(error)
+    state = getattr(clean, "__dict__", {})
+    loose = {key for key, value in state.items() if not isinstance(value, _PLAIN)}
+    args_plain = all(isinstance(arg, _PLAIN) for arg in clean.args)
+    if clean.__cause__ is not None or clean.__context__ is not None or loose or not args_plain:
+        clone = _bare_copy(clean)
+        for key in loose:
+            with contextlib.suppress(Exception):
+                delattr(clone, key)
+        if not args_plain:
+            clone.args = (redact_text(_safe_str(clean)),)
+        clean = clone
+    clean.__cause__ = None
+    clean.__context__ = None
+    clean.__suppress_context__ = True
+    clean.__traceback__ = None
+    return clean
 
 
 def _bare_copy(error: BaseException) -> BaseException:

@@ -6,7 +6,8 @@ manager in one, so ``async with agent.stream(x) as events`` closes the provider 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable
+import asyncio
+from collections.abc import AsyncGenerator
 from typing import Any, Literal, TypeAlias
 
 import attrs
@@ -62,26 +63,52 @@ class AgentStream:
     """An async iterator of ``StreamEvent`` that is also an async context manager.
 
     Nothing starts before the first event is requested; leaving the ``async with`` block (or
-    ``aclose``) stops the run and closes the provider or backend stream.
+    ``aclose``) stops the run and closes the provider or backend stream. ``aclose`` may be
+    called from any task, once or more, during or after iteration: called while another task
+    waits for the next event, it interrupts that wait (that task's ``async for`` simply ends)
+    and returns once the run has stopped.
     """
 
-    __slots__ = ("_gen",)
+    __slots__ = ("_closing", "_gen", "_reader", "_stopped")
 
     def __init__(self, gen: AsyncGenerator[StreamEvent, None]) -> None:
         self._gen = gen
+        self._reader: asyncio.Task[Any] | None = None
+        self._closing = False
+        self._stopped: asyncio.Event | None = None
 
     def __aiter__(self) -> AgentStream:
         return self
 
-    def __anext__(self) -> Awaitable[StreamEvent]:
-        return self._gen.__anext__()
+    async def __anext__(self) -> StreamEvent:
+        if self._closing:
+            raise StopAsyncIteration
+        task = asyncio.current_task()
+        self._reader = task
+        try:
+            return await self._gen.__anext__()
+        except asyncio.CancelledError:
+            # Cancelled by ``aclose`` from another task (and by nobody else): the run stopped.
+            if self._closing and task is not None and task.uncancel() == 0:
+                raise StopAsyncIteration from None
+            raise
+        finally:
+            self._reader = None
+            if self._stopped is not None:
+                self._stopped.set()
 
     async def aclose(self) -> None:
         """Stop the run if it is still going and close the provider or backend stream."""
+        self._closing = True
+        reader = self._reader
+        if reader is not None and reader is not asyncio.current_task():
+            stopped = self._stopped = asyncio.Event()
+            reader.cancel()
+            await stopped.wait()
         await self._gen.aclose()
 
     async def __aenter__(self) -> AgentStream:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self._gen.aclose()
+        await self.aclose()

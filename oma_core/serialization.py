@@ -3,6 +3,10 @@
 ``dump_messages`` gives the shape of DESIGN section 2: plain dicts and lists, a ``type`` key
 first in every block and source, optional keys left out when they are None or False. Media
 strings are shared, not copied. ``load_messages(dump_messages(m)) == m``.
+
+The converter unstructures with cattrs' generated code and structures through the parser
+(``_parse``), the one description of the wire shape: a converter never builds an invalid message
+and never knows a key the parser does not.
 """
 
 from __future__ import annotations
@@ -13,13 +17,11 @@ from typing import Any
 
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
-from cattrs.strategies import configure_tagged_union
 
-from ._checks import DEFAULT_LIMITS, thaw_json, type_name
+from ._checks import DEFAULT_LIMITS, join, thaw_json
+from ._parse import Budget, parse_block, parse_message, parse_part, parse_source, tag_of
 from .errors import InvalidMessageError
 from .messages import (
-    _BLOCK_TYPES,
-    _TAG_OF,
     Base64Source,
     ContentBlock,
     FilePart,
@@ -33,115 +35,99 @@ from .messages import (
     ToolUseBlock,
     UrlSource,
     VideoBlock,
-    _block_from,
-    _Budget,
-    _message,
-    _part,
-    _source,
 )
 from .validation import load_messages
 
 __all__ = ["dump_messages", "message_converter"]
 
-_TAGS: dict[type, str] = {Base64Source: "base64", UrlSource: "url", **_TAG_OF}
+_TAGGED: tuple[type, ...] = (
+    Base64Source,
+    UrlSource,
+    TextBlock,
+    ImageBlock,
+    VideoBlock,
+    ToolUseBlock,
+    ToolResultBlock,
+    ReasoningBlock,
+    FilePart,
+)
 
 
-def _tag(cls: type) -> str:
-    return _TAGS[cls]
+def _budget() -> Budget:
+    return Budget(DEFAULT_LIMITS)
+
+
+def _structure_as(cls: type) -> Callable[[Any, Any], Any]:
+    """A structure hook for one class: the parser, on a mapping whose ``type`` may be left out."""
+    tag = tag_of(cls)
+
+    def structure(value: Any, _: Any) -> Any:
+        if isinstance(value, Mapping) and "type" not in value:
+            value = {"type": tag, **value}
+        if cls is Base64Source or cls is UrlSource:
+            built: object = parse_source(value, "source")
+        elif cls is FilePart:
+            built = parse_part(value, "part")
+        else:
+            built = parse_block(value, tag, None, _budget())
+        if not isinstance(built, cls):
+            raise InvalidMessageError(join(tag, "type"), f'must be "{tag}"')
+        return built
+
+    return structure
 
 
 def _make_converter() -> cattrs.Converter:
-    """Build the converter: a tagged union on ``type`` for sources, parts and blocks.
-
-    Unstructuring is cattrs' generated code; structuring goes through validation (the
-    same checks as ``load_messages``), so a converter never builds an invalid message.
-    """
+    """Build the converter: generated unstructuring with the ``type`` tag first, and
+    structuring through the parser (the same checks as ``load_messages``)."""
     conv = cattrs.Converter(omit_if_default=True)
+    hooks: dict[type, Callable[[Any], Any]] = {}
 
-    def tagged(cls: type, **overrides: Any) -> None:
-        fields: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
-            cls, conv, _cattrs_omit_if_default=True, **overrides
-        )
-        tag = _TAGS[cls]
-
-        def unstructure(value: Any) -> dict[str, Any]:
-            return {"type": tag, **fields(value)}
-
-        conv.register_unstructure_hook(cls, unstructure)
-
-    # Structuring validates: each hook runs the checks of load_messages for its shape.
-    def budget() -> _Budget:
-        return _Budget(DEFAULT_LIMITS)
-
-    def structure_block(tag: str) -> Callable[[Any, Any], Any]:
-        def structure(value: Any, _: Any) -> Any:
-            if tag in ("base64", "url"):
-                return _source(_with_type(value, tag), "source")
-            if tag == "file":
-                return _part(_with_type(value, tag), "part")
-            return _block_from(_with_type(value, tag), tag, tag, budget())
-
-        return structure
-
-    for cls, tag in _TAGS.items():
-        conv.register_structure_hook(cls, structure_block(tag))
-    conv.register_structure_hook(LLMMessage, lambda value, _: _message(value, "message", budget()))
-    conv.register_structure_hook_func(
-        lambda t: t == tuple[LLMMessage, ...],
-        lambda value, _: load_messages(value, allow_empty=True),
-    )
-
-    tagged(Base64Source)
-    tagged(UrlSource)
-    configure_tagged_union(MediaSource, conv, tag_generator=_tag, tag_name="type")
-    tagged(TextBlock)
-    tagged(ImageBlock)
-    tagged(FilePart)
-    configure_tagged_union(ToolResultPart, conv, tag_generator=_tag, tag_name="type")
-    part: Callable[[Any], Any] = conv.get_unstructure_hook(ToolResultPart)
+    def any_tagged(value: Any) -> Any:
+        hook = hooks.get(type(value))
+        return hook(value) if hook is not None else conv.unstructure(value)
 
     def tool_result_content(content: Any) -> Any:
-        return content if isinstance(content, str) else [part(p) for p in content]
-
-    tagged(ToolResultBlock, content=override(unstruct_hook=tool_result_content))
-    tagged(ToolUseBlock, input=override(unstruct_hook=thaw_json))
-    tagged(VideoBlock)
-    tagged(ReasoningBlock)
-    configure_tagged_union(ContentBlock, conv, tag_generator=_tag, tag_name="type")
-    block: Callable[[Any], Any] = conv.get_unstructure_hook(ContentBlock)
+        return content if isinstance(content, str) else [any_tagged(p) for p in content]
 
     def message_content(content: Any) -> list[Any]:
-        return [block(b) for b in content]
+        return [any_tagged(b) for b in content]
 
+    overrides: dict[type, dict[str, Any]] = {
+        ToolResultBlock: {"content": override(unstruct_hook=tool_result_content)},
+        ToolUseBlock: {"input": override(unstruct_hook=thaw_json)},
+    }
+    for cls in _TAGGED:
+        fields: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
+            cls, conv, _cattrs_omit_if_default=True, **overrides.get(cls, {})
+        )
+
+        def unstructure(
+            value: Any, tag: str = tag_of(cls), fields: Callable[[Any], Any] = fields
+        ) -> dict[str, Any]:
+            return {"type": tag, **fields(value)}
+
+        hooks[cls] = unstructure
+        conv.register_unstructure_hook(cls, unstructure)
+        conv.register_structure_hook(cls, _structure_as(cls))
     conv.register_unstructure_hook(
         LLMMessage,
         make_dict_unstructure_fn(LLMMessage, conv, content=override(unstruct_hook=message_content)),
     )
-    # The unions dispatch on "type" through validation too, so an unknown tag is an
-    # InvalidMessageError rather than a KeyError.
-    conv.register_structure_hook(MediaSource, lambda value, _: _source(value, "source"))
-    conv.register_structure_hook(ToolResultPart, lambda value, _: _part(value, "part"))
-    conv.register_structure_hook(ContentBlock, lambda value, _: _any_block(value, budget()))
 
+    conv.register_structure_hook(MediaSource, lambda value, _: parse_source(value, "source"))
+    conv.register_structure_hook(ToolResultPart, lambda value, _: parse_part(value, "part"))
+    conv.register_structure_hook(
+        ContentBlock, lambda value, _: parse_block(value, "block", None, _budget())
+    )
+    conv.register_structure_hook(
+        LLMMessage, lambda value, _: parse_message(value, "message", _budget())
+    )
+    conv.register_structure_hook_func(
+        lambda t: t == tuple[LLMMessage, ...],
+        lambda value, _: load_messages(value, allow_empty=True),
+    )
     return conv
-
-
-def _any_block(value: Any, budget: _Budget) -> ContentBlock:
-    if isinstance(value, Mapping):
-        tag = value.get("type")
-        if isinstance(tag, str) and tag in _BLOCK_TYPES:
-            return _block_from(value, tag, "block", budget)
-    names = ", ".join(f'"{t}"' for t in _BLOCK_TYPES)
-    raise InvalidMessageError("block.type", f"must be one of {names}")
-
-
-def _with_type(value: Any, tag: str) -> Any:
-    """The mapping with its ``type`` (cattrs may hand a member hook a dict without it)."""
-    if isinstance(value, Mapping) and "type" not in value:
-        return {"type": tag, **value}
-    if not isinstance(value, Mapping):
-        raise InvalidMessageError(tag, f"must be a mapping, got {type_name(value)}")
-    return value
 
 
 @functools.cache

@@ -9,6 +9,7 @@ descriptions and team goals are text.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -16,13 +17,21 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
-from .errors import PlanError
+from .errors import OmaError, PlanError
 from .providers import Usage
 
 if TYPE_CHECKING:
     from .agent import Agent, AgentConfig, RunResult
 
-__all__ = ["TaskResult", "TaskSpec", "TaskStatus", "Team", "TeamRunResult", "parse_plan"]
+__all__ = [
+    "TaskResult",
+    "TaskSpec",
+    "TaskStatus",
+    "Team",
+    "TeamRunResult",
+    "check_plan",
+    "parse_plan",
+]
 
 TaskStatus: TypeAlias = Literal["pending", "running", "completed", "failed", "skipped"]
 
@@ -79,7 +88,9 @@ class TaskSpec:
     """One task: text for its assignee, the titles it waits for, and how often to retry it.
 
     Descriptions are text (``TypeError`` otherwise). With ``assignee=None`` the team's agents
-    take unassigned tasks in turn. ``max_retries`` re-runs a failed task as a whole.
+    take unassigned tasks in turn. ``max_retries`` re-runs a failed task as a whole, but only
+    when the run's error is retryable (``OmaError.retryable``, the ladder's rule): a 400, a
+    block the provider cannot carry or a spent budget fails the same way every time.
     """
 
     title: str = attrs.field(validator=attrs.validators.instance_of(str))
@@ -99,7 +110,11 @@ class TaskSpec:
 
 @attrs.define
 class TaskResult:
-    """Where one task stands; ``result`` is its last run's ``RunResult``."""
+    """Where one task stands; ``result`` is its last run's ``RunResult``.
+
+    ``usage`` sums every attempt's tokens, failed attempts included (``result.usage`` is the
+    last attempt's alone).
+    """
 
     title: str
     status: TaskStatus = "pending"
@@ -107,6 +122,7 @@ class TaskResult:
     attempts: int = 0
     result: RunResult | None = None
     error: BaseException | None = None
+    usage: Usage = Usage()
 
     @property
     def output(self) -> str:
@@ -119,6 +135,7 @@ class TeamRunResult:
 
     ``success`` is True only when every task completed (and, for ``run_team``, the final
     answer succeeded). ``plan`` is the coordinator's plan; ``output`` its final answer.
+    ``usage`` sums every call made: every attempt of every task (and the coordinator's).
     """
 
     success: bool
@@ -130,52 +147,117 @@ class TeamRunResult:
 
 
 def check_plan(team: Team, tasks: Iterable[TaskSpec]) -> tuple[TaskSpec, ...]:
-    """Return the plan as a tuple, or raise ``PlanError`` naming what cannot run."""
-    plan = tuple(tasks)
-    titles: dict[str, TaskSpec] = {}
-    agent_names = {a.name for a in team.agents}
-    for task in plan:
-        if not isinstance(task, TaskSpec):
-            raise PlanError(f"a task must be a TaskSpec, got {type(task).__name__}")
-        if not task.title:
-            raise PlanError("a task has an empty title")
-        if task.title in titles:
-            raise PlanError(f"two tasks are titled {task.title!r}")
-        titles[task.title] = task
-        if task.assignee is not None and task.assignee not in agent_names:
-            raise PlanError(
-                f"task {task.title!r} is assigned to {task.assignee!r}, "
-                f"who is not in team {team.name!r} ({', '.join(sorted(agent_names))})"
+    """Return the plan as a tuple, or raise ``PlanError`` naming what cannot run.
+
+    Linear in tasks + dependencies: titles are indexed once and a cycle is found with Kahn's
+    algorithm on dependency counts; the error names the tasks of one cycle.
+    """
+    return _Graph.of(team, tasks).plan
+
+
+@attrs.define
+class _Graph:
+    """A checked plan as indices: who waits for whom, and how many each still waits for."""
+
+    plan: tuple[TaskSpec, ...]
+    #: ``dependents[i]``: the positions of the tasks that depend on task ``i``, one per edge.
+    dependents: list[list[int]]
+    #: ``waiting[i]``: how many dependency edges of task ``i`` have not completed.
+    waiting: list[int]
+
+    @classmethod
+    def of(cls, team: Team, tasks: Iterable[TaskSpec]) -> _Graph:
+        plan = tuple(tasks)
+        agent_names = {a.name for a in team.agents}
+        position: dict[str, int] = {}
+        for index, task in enumerate(plan):
+            if not isinstance(task, TaskSpec):
+                raise PlanError(f"a task must be a TaskSpec, got {type(task).__name__}")
+            if not task.title:
+                raise PlanError("a task has an empty title")
+            if task.title in position:
+                raise PlanError(f"two tasks are titled {task.title!r}")
+            position[task.title] = index
+            if task.assignee is not None and task.assignee not in agent_names:
+                raise PlanError(
+                    f"task {task.title!r} is assigned to {task.assignee!r}, "
+                    f"who is not in team {team.name!r} ({', '.join(sorted(agent_names))})"
+                )
+        dependents: list[list[int]] = [[] for _ in plan]
+        waiting = [0] * len(plan)
+        for index, task in enumerate(plan):
+            if not task.depends_on:
+                continue
+            waiting[index] = len(task.depends_on)
+            for dep in task.depends_on:
+                source = position.get(dep)
+                if source is None:
+                    raise PlanError(f"task {task.title!r} depends on unknown task {dep!r}")
+                dependents[source].append(index)
+        graph = cls(plan, dependents, waiting)
+        graph._check_acyclic(position)
+        return graph
+
+    def _check_acyclic(self, position: Mapping[str, int]) -> None:
+        # Kahn's algorithm: whatever cannot be ordered sits on a cycle or waits for one.
+        left = self.waiting.copy()
+        ready = [index for index, count in enumerate(left) if not count]
+        ordered = 0
+        while ready:
+            done = ready.pop()
+            ordered += 1
+            for dependent in self.dependents[done]:
+                left[dependent] -= 1
+                if not left[dependent]:
+                    ready.append(dependent)
+        if ordered == len(self.plan):
+            return
+        cycle = self._a_cycle(left, position)
+        first = cycle.index(min(cycle))  # read it from the task listed first
+        cycle = cycle[first:] + cycle[:first]
+        stuck = len(self.plan) - ordered - len(cycle)
+        names = [self.plan[i].title for i in cycle]
+        shown = [repr(name) for name in [*names, names[0]][:11]]
+        if len(names) > 10:
+            shown.append("...")
+        reason = f"the dependencies of {sorted(names)} form a cycle"
+        reason += f" ({' -> '.join(shown)}: each waits for the next)"
+        if stuck:
+            reason += f"; {stuck} other task{'s' if stuck > 1 else ''} cannot run either"
+        raise PlanError(reason)
+
+    def _a_cycle(self, left: list[int], position: Mapping[str, int]) -> list[int]:
+        """One cycle among the tasks Kahn's algorithm could not order, in dependency order.
+
+        Each such task waits for at least one other such task, so walking from one to a
+        waited-for one must come back to a task already seen; each task is walked once.
+        """
+        current = next(index for index, count in enumerate(left) if count)
+        seen: dict[int, int] = {}
+        path: list[int] = []
+        while current not in seen:
+            seen[current] = len(path)
+            path.append(current)
+            current = next(
+                position[dep] for dep in self.plan[current].depends_on if left[position[dep]]
             )
-    for task in plan:
-        for dep in task.depends_on:
-            if dep not in titles:
-                raise PlanError(f"task {task.title!r} depends on unknown task {dep!r}")
-    # Kahn's algorithm: whatever cannot be ordered sits on a cycle.
-    waiting = {t.title: set(t.depends_on) for t in plan}
-    ready = [title for title, deps in waiting.items() if not deps]
-    ordered = 0
-    while ready:
-        done = ready.pop()
-        ordered += 1
-        for title, deps in waiting.items():
-            if done in deps:
-                deps.discard(done)
-                if not deps:
-                    ready.append(title)
-    if ordered != len(plan):
-        cyclic = sorted(title for title, deps in waiting.items() if deps)
-        raise PlanError(f"the dependencies of {cyclic} form a cycle")
-    return plan
+        return path[seen[current] :]
 
 
-def _task_prompt(task: TaskSpec, results: Mapping[str, TaskResult]) -> str:
+def _task_prompt(task: TaskSpec, records: Mapping[str, TaskResult]) -> str:
+    """The task's description, then the output of each task it depends on (only those)."""
     if not task.depends_on:
         return task.description
     parts = [task.description, "", "Results of the tasks this one depends on:"]
     for dep in task.depends_on:
-        parts += ["", f"## {dep}", results[dep].output]
+        parts += ["", f"## {dep}", records[dep].output]
     return "\n".join(parts)
+
+
+def _retryable(result: RunResult) -> bool:
+    """Whether a failed task may run again: the ladder's rule, applied to the run's error."""
+    error = result.status.error
+    return isinstance(error, OmaError) and error.retryable is True
 
 
 async def run_tasks(
@@ -186,66 +268,118 @@ async def run_tasks(
     A task whose dependency failed or was skipped is skipped. Cancelling the caller cancels
     every running task and propagates ``CancelledError``.
     """
-    plan = check_plan(team, tasks)
-    results: dict[str, TaskResult] = {}
-    for index, task in enumerate(plan):
-        assignee = task.assignee or team.agents[index % len(team.agents)].name
-        results[task.title] = TaskResult(task.title, assignee=assignee)
-    by_title = {t.title: t for t in plan}
-    running: dict[asyncio.Task[None], str] = {}
+    return await _run_graph(team, _Graph.of(team, tasks), run_agent=run_agent, emit=emit)
 
-    async def attempt_all(task: TaskSpec) -> None:
-        record = results[task.title]
-        config = team.agent(record.assignee or "")
-        prompt = _task_prompt(task, results)
-        for attempt in range(task.max_retries + 1):
-            record.attempts = attempt + 1
-            if attempt:
-                await emit("task_retry", config.name, task.title, {"attempt": attempt + 1})
-            record.result = await run_agent(config, prompt, task.title)
-            if record.result.success:
+
+async def _run_graph(
+    team: Team, graph: _Graph, *, run_agent: RunAgent, emit: Emit
+) -> TeamRunResult:
+    """The scheduler: O(tasks + dependencies) bookkeeping, whatever the plan's shape.
+
+    Ready tasks wait in a heap by plan position (so they start in plan order, as many as
+    ``max_concurrency`` allows); a finished task only touches its own dependents, and wakes
+    the loop through a done callback rather than a scan of what is running.
+    """
+    plan, dependents, waiting = graph.plan, graph.dependents, graph.waiting
+    agents = team.agents
+    configs = {config.name: config for config in agents}
+    records = [
+        TaskResult(task.title, assignee=task.assignee or agents[index % len(agents)].name)
+        for index, task in enumerate(plan)
+    ]
+    by_title = {record.title: record for record in records}
+    ready = [index for index, count in enumerate(waiting) if not count]  # sorted: a heap
+    running: dict[asyncio.Task[None], int] = {}
+    finished: list[asyncio.Task[None]] = []
+    wake: list[asyncio.Future[None]] = []
+    loop = asyncio.get_running_loop()
+
+    def on_done(future: asyncio.Task[None]) -> None:
+        finished.append(future)
+        if wake and not wake[0].done():
+            wake[0].set_result(None)
+
+    async def attempt_all(task: TaskSpec, record: TaskResult) -> None:
+        config = configs[record.assignee or ""]
+        prompt = _task_prompt(task, by_title)
+        for attempt in range(1, task.max_retries + 2):
+            record.attempts = attempt
+            if attempt > 1:
+                assert record.result is not None
+                data = {"attempt": attempt, "error": record.result.status.error}
+                await emit("task_retry", config.name, task.title, data)
+            result = record.result = await run_agent(config, prompt, task.title)
+            record.usage = record.usage + result.usage
+            if result.success:
                 record.status = "completed"
                 await emit("task_complete", config.name, task.title, {"output": record.output})
                 return
+            if not _retryable(result):
+                break
         record.status = "failed"
-        record.error = record.result.status.error if record.result else None
+        record.error = record.result.status.error if record.result is not None else None
         await emit("task_failed", config.name, task.title, {"error": record.error})
+
+    async def skip_after(index: int) -> None:
+        # Everything downstream of a failure, each task once, reported in plan order.
+        skipped: list[int] = []
+        stack = [index]
+        while stack:
+            for dependent in dependents[stack.pop()]:
+                if records[dependent].status == "pending":
+                    records[dependent].status = "skipped"
+                    skipped.append(dependent)
+                    stack.append(dependent)
+        for dependent in sorted(skipped):
+            record = records[dependent]
+            await emit("task_skipped", record.assignee, record.title, {})
 
     try:
         while True:
-            for title, record in results.items():
-                if record.status != "pending":
-                    continue
-                deps = [results[d].status for d in by_title[title].depends_on]
-                if any(s in ("failed", "skipped") for s in deps):
-                    record.status = "skipped"
-                    await emit("task_skipped", record.assignee, title, {})
-                elif all(s == "completed" for s in deps) and len(running) < team.max_concurrency:
-                    record.status = "running"
-                    await emit("task_start", record.assignee, title, {})
-                    running[asyncio.ensure_future(attempt_all(by_title[title]))] = title
+            while ready and len(running) < team.max_concurrency:
+                index = heapq.heappop(ready)
+                record = records[index]
+                record.status = "running"
+                await emit("task_start", record.assignee, record.title, {})
+                started = loop.create_task(attempt_all(plan[index], record))
+                started.add_done_callback(on_done)
+                running[started] = index
             if not running:
                 break
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for finished in done:
-                title = running.pop(finished)
-                error = finished.exception()
+            if not finished:
+                wake.append(loop.create_future())
+                try:
+                    await wake[0]
+                finally:
+                    wake.clear()
+            done, finished[:] = finished[:], []
+            for future in done:
+                index = running.pop(future)
+                record = records[index]
+                error = future.exception()  # a CancelledError from inside propagates
                 if error is not None:  # run_agent never raises for run failures; bugs do
-                    results[title].status = "failed"
-                    results[title].error = error
-                    await emit("task_failed", results[title].assignee, title, {"error": error})
+                    record.status = "failed"
+                    record.error = error
+                    await emit("task_failed", record.assignee, record.title, {"error": error})
+                if record.status != "completed":
+                    await skip_after(index)
+                    continue
+                for dependent in dependents[index]:
+                    waiting[dependent] -= 1
+                    if not waiting[dependent] and records[dependent].status == "pending":
+                        heapq.heappush(ready, dependent)
     finally:
         for pending in running:
             pending.cancel()
         if running:
             await asyncio.gather(*running, return_exceptions=True)
 
-    usage = Usage()
-    for record in results.values():
-        if record.result is not None:
-            usage = usage + record.result.usage
-    success = all(r.status == "completed" for r in results.values())
-    return TeamRunResult(success=success, tasks=results, plan=plan, usage=usage)
+    usage = Usage(
+        sum(record.usage.input_tokens for record in records),
+        sum(record.usage.output_tokens for record in records),
+    )
+    success = all(record.status == "completed" for record in records)
+    return TeamRunResult(success=success, tasks=by_title, plan=plan, usage=usage)
 
 
 # -- planning with a coordinator -------------------------------------------------------------
@@ -353,14 +487,15 @@ async def run_team(
     if not planned.success:
         return TeamRunResult(False, {}, usage=usage, error=planned.status.error)
     try:
-        plan = check_plan(team, parse_plan(planned.output))
+        graph = _Graph.of(team, parse_plan(planned.output))
     except PlanError as error:
         await emit("error", coordinator.name, None, {"error": error})
         return TeamRunResult(False, {}, usage=usage, error=error)
+    plan = graph.plan
     if plan_only:
         pending = {t.title: TaskResult(t.title, assignee=t.assignee) for t in plan}
         return TeamRunResult(True, pending, plan=plan, usage=usage)
-    outcome = await run_tasks(team, plan, run_agent=run_agent, emit=emit)
+    outcome = await _run_graph(team, graph, run_agent=run_agent, emit=emit)
     final = await run_agent(coordinator, _final_prompt(goal, outcome), None)
     return TeamRunResult(
         success=outcome.success and final.success,

@@ -13,6 +13,8 @@ The groups:
   ``ProviderSettings``, its events (``TextDelta``, ``ReasoningDelta``, ``ToolCall``,
   ``ResponseComplete``), ``ToolDefinition``, ``Usage``;
 - the backend interface: ``Backend``, ``BackendRequest``, its events and ``BackendResult``;
+- call middleware: ``ModelCall``, ``ToolInvocation``, ``RunContext`` (with ``RunSettings``),
+  ``CallEvent`` — what ``oma_model_call`` / ``oma_tool_call`` wrappers receive;
 - the message model a mapping reads (``LLMMessage`` and its blocks and sources);
 - errors to raise: ``ProviderError``, ``BackendError``, ``PluginError``,
   ``UnsupportedContentBlockError``, ``RunTimeoutError``;
@@ -67,6 +69,12 @@ _EXPORTS: dict[str, str] = {
     "MediaSource": "messages",
     "Base64Source": "messages",
     "UrlSource": "messages",
+    # call middleware (the oma_model_call / oma_tool_call hooks)
+    "CallEvent": "calls",
+    "ModelCall": "calls",
+    "RunContext": "calls",
+    "ToolInvocation": "calls",
+    "RunSettings": "settings",
     # errors
     "OmaError": "errors",
     "ProviderError": "errors",
@@ -93,6 +101,11 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "RunSettings",
+    "ToolInvocation",
+    "RunContext",
+    "ModelCall",
+    "CallEvent",
     "ALLOWED_ENV",
     "Backend",
     "BackendError",
@@ -181,6 +194,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         BackendToolCall,
         BackendToolResult,
     )
+    from .calls import CallEvent, ModelCall, RunContext, ToolInvocation
     from .capabilities import (
         IN_TOOL_RESULT,
         BackendSpec,
@@ -240,3 +254,4 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from .redaction import REDACTED, redact_text
     from .retry import parse_retry_after
+    from .settings import RunSettings

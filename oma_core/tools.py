@@ -1,26 +1,37 @@
 """Tools: typed Python functions the model may call, with a JSON-schema input.
 
-``@tool`` reads a function's signature (str, int, float, bool, ``Literal``, ``Enum``, list and
-dict of those, ``Optional``, attrs classes, ``Annotated[T, "description"]``) and docstring
-(first paragraph: the description; an ``Args:`` section: per-parameter descriptions). The
-model's arguments are checked against the schema before the call; a mismatch, an unknown tool
-or a tool that raises becomes an ``is_error`` tool result the model reads, never a crash.
+``@tool`` reads a function's signature (the types of ``_tool_types``: str, int, float, bool,
+``Literal``, ``Enum``, lists and dicts, ``Optional``, datetimes, attrs classes, dataclasses,
+TypedDicts, pydantic models, ``Annotated[T, "description"]``) and docstring (first paragraph:
+the description; an ``Args:`` section: per-parameter descriptions). The model's arguments are
+checked against the schema before the call, then turned into the annotated types; a mismatch,
+an unknown tool or a tool that raises becomes an ``is_error`` tool result the model reads, never
+a crash.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import enum
 import inspect
 import json
 import math
 import re
-import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, overload
+from collections.abc import Callable, Mapping
+from typing import Any, overload
 
 import attrs
 
+from ._tool_types import (
+    check,
+    describe_exception,
+    is_json,
+    is_pydantic_model,
+    schema_for,
+    structure,
+)
 from .errors import InvalidMessageError, ToolError
 from .messages import (
     Base64Source,
@@ -38,7 +49,6 @@ from .providers import ToolDefinition
 
 __all__ = ["Tool", "as_tool", "call_tool", "tool", "tool_result_content"]
 
-_JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _PART_TYPES = frozenset({"text", "image", "file"})
 _MESSAGE_OBJECTS = (
     TextBlock,
@@ -79,19 +89,28 @@ class Tool:
 
     def check_arguments(self, arguments: Any) -> str | None:
         """The first way ``arguments`` break the input schema, or None when they fit."""
-        return _check(self.input_schema, arguments, "input")
+        return check(self.input_schema, arguments, "input")
+
+    def structure_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments for the function: ``arguments`` (which passed
+        ``check_arguments``) turned into the annotated Python types.
+
+        Raises ``ValueError`` naming the first place that cannot be turned into its type (a
+        date-time that is not ISO 8601, a value a dataclass or pydantic model refuses).
+        """
+        if self._params is None:
+            return dict(arguments)
+        return {
+            key: structure(value, self._params[key], f"input.{key}")
+            for key, value in arguments.items()
+            if key in self._params
+        }
 
     async def invoke(self, arguments: Mapping[str, Any]) -> Any:
         """Run the tool on arguments that passed ``check_arguments``; return what it returned."""
-        kwargs = (
-            dict(arguments)
-            if self._params is None
-            else {
-                key: _structure(value, self._params[key])
-                for key, value in arguments.items()
-                if key in self._params
-            }
-        )
+        return await self._run(self.structure_arguments(arguments))
+
+    async def _run(self, kwargs: dict[str, Any]) -> Any:
         if self._is_async:
             return await self.function(**kwargs)
         import asyncio
@@ -217,7 +236,7 @@ def _signature_schema(
             )
         annotation = hints.get(param.name, Any)
         try:
-            prop = _schema_for(annotation, set())
+            prop = schema_for(annotation)
         except TypeError as exc:
             raise ToolError(
                 f"tool {tool_name!r}: parameter {param.name!r}: {exc}", tool=tool_name
@@ -230,7 +249,9 @@ def _signature_schema(
             default = param.default
             if isinstance(default, enum.Enum):  # the schema speaks JSON: the member's value
                 default = default.value
-            if _is_json(default):
+            elif isinstance(default, datetime.date | datetime.time):
+                default = default.isoformat()
+            if is_json(default):
                 prop = {**prop, "default": default}
         properties[param.name] = prop
         params[param.name] = annotation
@@ -239,194 +260,6 @@ def _signature_schema(
         schema["required"] = required
     schema["additionalProperties"] = False
     return params, schema
-
-
-def _schema_for(annotation: Any, seen: set[type]) -> dict[str, Any]:
-    """The JSON schema of one annotation; TypeError for types a tool cannot take."""
-    if annotation is Any or annotation is object:
-        return {}
-    if annotation is None or annotation is type(None):
-        return {"type": "null"}
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Annotated:
-        schema = _schema_for(args[0], seen)
-        notes = [a for a in args[1:] if isinstance(a, str)]
-        return {**schema, "description": notes[0]} if notes else schema
-    if annotation in _JSON_TYPES:
-        return {"type": _JSON_TYPES[annotation]}
-    if origin is Literal:
-        values = list(args)
-        if not all(isinstance(v, str | int | float | bool) or v is None for v in values):
-            raise TypeError("Literal values must be str, int, float, bool or None")
-        return {"enum": values}
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return {"enum": [member.value for member in annotation]}
-    if origin in (typing.Union, types.UnionType):
-        options = [a for a in args if a is not type(None)]
-        schemas = [_schema_for(a, seen) for a in options]
-        if len(options) < len(args):
-            schemas.append({"type": "null"})
-        return schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
-    if origin in (list, Sequence, tuple) or annotation in (list, tuple):
-        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            raise TypeError("only tuple[X, ...] is supported; use list[X]")
-        item = _schema_for(args[0], seen) if args else {}
-        return {"type": "array", "items": item}
-    if origin in (dict, Mapping) or annotation is dict:
-        if args and args[0] is not str:
-            raise TypeError("dict keys must be str")
-        value = _schema_for(args[1], seen) if args else {}
-        return {"type": "object", "additionalProperties": value}
-    if isinstance(annotation, type) and attrs.has(annotation):
-        if annotation in seen:
-            raise TypeError(f"recursive attrs class {annotation.__name__} is not supported")
-        hints = typing.get_type_hints(annotation, include_extras=True)
-        properties: dict[str, Any] = {}
-        required: list[str] = []
-        for field in attrs.fields(annotation):
-            if not field.init:
-                continue
-            key = field.alias or field.name
-            properties[key] = _schema_for(hints.get(field.name, Any), seen | {annotation})
-            if field.default is attrs.NOTHING:
-                required.append(key)
-        described: dict[str, Any] = {"type": "object", "properties": properties}
-        if required:
-            described["required"] = required
-        described["additionalProperties"] = False
-        return described
-    raise TypeError(f"unsupported type {annotation!r}")
-
-
-def _structure(value: Any, annotation: Any) -> Any:
-    """Turn a checked JSON value into the Python value the annotation asks for."""
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Annotated:
-        return _structure(value, args[0])
-    if value is None or annotation is Any:
-        return value
-    if isinstance(annotation, type):
-        if issubclass(annotation, enum.Enum):
-            return annotation(value)
-        if annotation is float and isinstance(value, int):
-            return float(value)
-        if annotation is int and isinstance(value, float):
-            return int(value)
-        if attrs.has(annotation):
-            hints = typing.get_type_hints(annotation, include_extras=True)
-            kwargs = {}
-            for field in attrs.fields(annotation):
-                key = field.alias or field.name
-                if field.init and key in value:
-                    kwargs[key] = _structure(value[key], hints.get(field.name, Any))
-            return annotation(**kwargs)
-        if annotation in (list, tuple, dict):
-            return annotation(value)
-        return value
-    if origin in (typing.Union, types.UnionType):
-        for option in args:
-            if option is not type(None) and _check(_schema_for(option, set()), value, "") is None:
-                return _structure(value, option)
-        return value
-    if origin in (list, Sequence):
-        return [_structure(v, args[0] if args else Any) for v in value]
-    if origin is tuple:
-        return tuple(_structure(v, args[0]) for v in value)
-    if origin in (dict, Mapping):
-        return {k: _structure(v, args[1] if args else Any) for k, v in value.items()}
-    return value
-
-
-_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool))
-        or (isinstance(v, float) and v.is_integer())
-    ),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "array": lambda v: isinstance(v, list | tuple),
-    "object": lambda v: isinstance(v, Mapping),
-}
-
-
-def _json_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    for name in ("boolean", "integer", "number", "string", "array", "object"):
-        if _TYPE_CHECKS[name](value):
-            return name
-    return type(value).__name__
-
-
-def _check(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
-    """The first violation of the JSON-schema subset tools use, or None."""
-    expected = schema.get("type")
-    if expected is not None:
-        names = [expected] if isinstance(expected, str) else list(expected)
-        if not any(_TYPE_CHECKS.get(n, lambda _v: True)(value) for n in names):
-            return f"{path} must be {' or '.join(names)}, got {_json_name(value)}"
-    if "enum" in schema and not any(
-        (value == option and type(value) is type(option)) or _same_number(value, option)
-        for option in schema["enum"]
-    ):
-        allowed = ", ".join(json.dumps(option) for option in schema["enum"])
-        return f"{path} must be one of {allowed}, got {_short(value)}"
-    if "anyOf" in schema:
-        problems = [_check(option, value, path) for option in schema["anyOf"]]
-        if all(problems):
-            return next(p for p in problems if p)
-    if isinstance(value, Mapping):
-        properties = schema.get("properties", {})
-        for key in schema.get("required", ()):
-            if key not in value:
-                return f"{path} is missing the required argument {key!r}"
-        extra = schema.get("additionalProperties", True)
-        for key, item in value.items():
-            where = f"{path}.{key}"
-            if key in properties:
-                problem = _check(properties[key], item, where)
-            elif extra is False:
-                problem = f"{path} has an unexpected argument {key!r}"
-            elif isinstance(extra, Mapping):
-                problem = _check(extra, item, where)
-            else:
-                problem = None
-            if problem:
-                return problem
-    if isinstance(value, list | tuple) and isinstance(schema.get("items"), Mapping):
-        for index, item in enumerate(value):
-            problem = _check(schema["items"], item, f"{path}[{index}]")
-            if problem:
-                return problem
-    return None
-
-
-def _same_number(a: Any, b: Any) -> bool:
-    numeric = (int, float)
-    return (
-        isinstance(a, numeric)
-        and isinstance(b, numeric)
-        and not isinstance(a, bool)
-        and not isinstance(b, bool)
-        and a == b
-    )
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, default=repr) if _is_json(value) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _is_json(value: Any) -> bool:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def _json_default(value: Any) -> Any:
@@ -439,6 +272,12 @@ def _json_default(value: Any) -> Any:
         return value.value
     if attrs.has(type(value)):
         return attrs.asdict(value, recurse=True)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if is_pydantic_model(type(value)):
+        return value.model_dump(mode="json")
     if isinstance(value, tuple | set | frozenset):
         return list(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
@@ -478,11 +317,6 @@ def _kind_of(value: Any) -> str:
     return f"a value of type {type(value).__name__}"
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _is_part(value: Any) -> bool:
     if isinstance(value, TextBlock | ImageBlock | FilePart):
         return True
@@ -509,14 +343,22 @@ async def call_tool(tools: Mapping[str, Tool], call: ToolUseBlock) -> ToolResult
             call.id, f"invalid arguments for tool {call.name!r}: {problem}", True
         )
     try:
-        value = await found.invoke(arguments)
+        kwargs = found.structure_arguments(arguments)
+    except ValueError as exc:
+        return ToolResultBlock(call.id, f"invalid arguments for tool {call.name!r}: {exc}", True)
+    try:
+        value = await found._run(kwargs)
     except Exception as exc:
-        return ToolResultBlock(call.id, f"tool {call.name!r} failed: {_describe(exc)}", True)
+        return ToolResultBlock(
+            call.id, f"tool {call.name!r} failed: {describe_exception(exc)}", True
+        )
     try:
         content = tool_result_content(value)
     except Exception as exc:  # not JSON, circular, too deep, a video block, ...
         return ToolResultBlock(
-            call.id, f"tool {call.name!r} returned an unusable result: {_describe(exc)}", True
+            call.id,
+            f"tool {call.name!r} returned an unusable result: {describe_exception(exc)}",
+            True,
         )
     if isinstance(content, str):
         return ToolResultBlock(call.id, content)

@@ -1,32 +1,37 @@
 """OpenTelemetry spans for agent runs, through ``opentelemetry-api`` only.
 
-A run gets a span ``invoke_agent {name}``; each model call (each attempt) a child span
-``chat {model}``; each tool call a child ``execute_tool {name}``. Attributes follow the GenAI
-semantic conventions (``gen_ai.operation.name``, ``gen_ai.provider.name``,
-``gen_ai.request.model``, ``gen_ai.usage.*``, ``gen_ai.agent.name``, ...) plus ``oma.run_id``.
+A run gets a span ``invoke_agent {name}`` (``RunSpan``, opened by the orchestrator and made the
+current span while the run goes); each model call (each attempt) a child span ``chat {model}``
+and each tool call a child ``execute_tool {name}``, made by this module's call middleware
+(a built-in plugin on ``oma_model_call`` / ``oma_tool_call``, active when the run's settings
+carry a tracer). Attributes follow the GenAI semantic conventions (``gen_ai.operation.name``,
+``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.usage.*``, ``gen_ai.agent.name``,
+...) plus ``oma.run_id``.
 
 Spans carry no prompt, output or media unless ``trace_content`` is on, and then only under the
 "redacted" policy (secrets scrubbed, media replaced by a digest, cut at 8,192 characters).
-Errors are recorded with redacted text and no traceback. Nothing is recorded until the
-application configures a tracer provider (or passes one): the API alone is a no-op.
-
-``opentelemetry`` is imported on first use, never by ``import oma_core``.
+Without it, an error on a span is its class and status only: a provider's error text may quote
+the prompt. Nothing is recorded until the application configures a tracer provider (or passes
+one): the API alone is a no-op. ``opentelemetry`` is imported on first use, never by
+``import oma_core``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from ._controls import RunObserver
+from . import hookimpl
+from .providers import ResponseComplete
 from .redaction import cut, redact_text
 
 if TYPE_CHECKING:
-    from .agent import RunResult
-    from .messages import LLMMessage, ToolResultBlock, ToolUseBlock
-    from .providers import ProviderRequest, ProviderResponse, Usage
+    from .calls import CallEvent, ModelCall, RunContext, ToolInvocation
+    from .messages import LLMMessage, ToolResultBlock
+    from .results import RunResult
 
-__all__ = ["RunTrace", "get_tracer"]
+__all__ = ["RunSpan", "get_tracer"]
 
 _INSTRUMENTATION = "oma_core"
 
@@ -56,17 +61,32 @@ def get_tracer(tracer_provider: Any | None) -> Any | None:
     return tracer_provider.get_tracer(_INSTRUMENTATION, __version__)
 
 
-def _error_attributes(span: Any, error: BaseException) -> None:
+def _record_error(span: Any, error: BaseException, content: bool) -> None:
+    """Mark ``span`` failed by ``error``: its class and status, and its (redacted) text only
+    when content tracing is on."""
     from opentelemetry.trace import Status, StatusCode
 
-    text = redact_text(str(error))[:1024]
-    span.set_attribute("error.type", type(error).__name__)
-    span.add_event("exception", {"exception.type": type(error).__name__, "exception.message": text})
+    kind = type(error).__name__
+    status = getattr(error, "status_code", None)
+    summary = kind if status is None else f"{kind} (status {status})"
+    text = redact_text(str(error))[:1024] if content else summary
+    span.set_attribute("error.type", kind)
+    span.add_event("exception", {"exception.type": kind, "exception.message": text})
     span.set_status(Status(StatusCode.ERROR, text))
 
 
-class RunTrace(RunObserver):
-    """The spans of one run; the orchestrator starts it, plugs it in and finishes it."""
+def _common(run: RunContext) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "gen_ai.provider.name": run.config.provider_name,
+        "gen_ai.agent.name": run.config.name,
+        "oma.run_id": run.run_id,
+    }
+    return attributes
+
+
+class RunSpan:
+    """The span of one run: started before the run, made current while it goes, finished
+    with its result (or its cancellation)."""
 
     def __init__(
         self,
@@ -75,153 +95,52 @@ class RunTrace(RunObserver):
         agent: str,
         provider: str,
         model: str | None,
-        run_id: str | None,
+        run_id: str,
         trace_content: bool = False,
     ) -> None:
-        self._tracer = tracer
-        self._agent = agent
-        self._provider = provider
-        self._model = model
-        self._run_id = run_id
-        self._content = trace_content
-        self._calls: list[Any] = []
-        self._tools: dict[str, Any] = {}
-        self._context: Any = None
-        self.span: Any = None
-
-    def _common(self) -> dict[str, Any]:
-        attributes: dict[str, Any] = {
-            "gen_ai.provider.name": self._provider,
-            "gen_ai.agent.name": self._agent,
-        }
-        if self._run_id is not None:
-            attributes["oma.run_id"] = self._run_id
-        return attributes
-
-    def start(self, input: str | tuple[LLMMessage, ...], system_prompt: str | None) -> Any:
-        """Open the run span; returns it (the orchestrator makes it current during the run)."""
-        from opentelemetry.trace import SpanKind, set_span_in_context
-
-        attributes = self._common()
-        attributes["gen_ai.operation.name"] = "invoke_agent"
-        if self._model is not None:
-            attributes["gen_ai.request.model"] = self._model
-        if self._content:
-            from .evaluation import build_payload
-
-            attributes["gen_ai.input.messages"] = build_payload(input, "redacted")
-            if system_prompt:
-                attributes["gen_ai.system_instructions"] = cut(redact_text(system_prompt))
-        self.span = self._tracer.start_span(
-            f"invoke_agent {self._agent}", kind=SpanKind.INTERNAL, attributes=attributes
-        )
-        self._context = set_span_in_context(self.span)
-        return self.span
-
-    def before_call(self, request: ProviderRequest) -> ProviderRequest:
         from opentelemetry.trace import SpanKind
 
-        model = request.model or self._model
-        attributes = self._common()
-        attributes["gen_ai.operation.name"] = "chat"
+        self._content = trace_content
+        attributes: dict[str, Any] = {
+            "gen_ai.provider.name": provider,
+            "gen_ai.agent.name": agent,
+            "oma.run_id": run_id,
+            "gen_ai.operation.name": "invoke_agent",
+        }
         if model is not None:
             attributes["gen_ai.request.model"] = model
-        if request.max_tokens is not None:
-            attributes["gen_ai.request.max_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            attributes["gen_ai.request.temperature"] = request.temperature
-        span = self._tracer.start_span(
-            f"chat {model or self._provider}",
-            context=self._context,
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
+        self.span = tracer.start_span(
+            f"invoke_agent {agent}", kind=SpanKind.INTERNAL, attributes=attributes
         )
-        self._calls.append(span)
-        return request
 
-    def closer(self) -> RunObserver:
-        """The observer that ends call spans; the orchestrator puts it *first*.
-
-        ``RunTrace`` itself goes last, so a call span starts after the budgets clamped (or
-        refused) the call, and ends before a budget stops the run after it.
-        """
-        return _SpanCloser(self)
-
-    def _on_response(self, response: ProviderResponse) -> None:
-        if self._calls:
-            span = self._calls[-1]
-            if response.stop_reason:
-                span.set_attribute("gen_ai.response.finish_reasons", (response.stop_reason,))
-            if response.model:
-                span.set_attribute("gen_ai.response.model", response.model)
-
-    def _after_call(self, usage: Usage, error: BaseException | None) -> None:
-        if not self._calls:
+    def record_input(self, input: str | tuple[LLMMessage, ...], system_prompt: str | None) -> None:
+        """Put the redacted input on the span (only with ``trace_content``)."""
+        if not self._content:
             return
-        span = self._calls.pop()
-        for name, value in (
-            ("gen_ai.usage.input_tokens", getattr(usage, "input_tokens", None)),
-            ("gen_ai.usage.output_tokens", getattr(usage, "output_tokens", None)),
-        ):
-            if isinstance(value, int) and not isinstance(value, bool):
-                span.set_attribute(name, value)
-        if error is not None:
-            span.set_attribute("gen_ai.response.finish_reasons", ("error",))
-            _error_attributes(span, error)
-        span.end()
+        from .evaluation import build_payload
 
-    def on_retry(self, attempt: int, delay: float, error: BaseException) -> None:
-        if self.span is not None:
-            self.span.add_event(
-                "oma.retry",
-                {
-                    "oma.retry.attempt": attempt,
-                    "oma.retry.delay": delay,
-                    "error.type": type(error).__name__,
-                },
-            )
+        self.span.set_attribute("gen_ai.input.messages", build_payload(input, "redacted"))
+        if system_prompt:
+            self.span.set_attribute("gen_ai.system_instructions", cut(redact_text(system_prompt)))
 
-    def before_tool(self, call: ToolUseBlock) -> None:
-        from opentelemetry.trace import SpanKind
+    def attach(self) -> object:
+        """Make the span current (its calls' spans become its children); returns the token."""
+        from opentelemetry import context
+        from opentelemetry.trace import set_span_in_context
 
-        attributes = self._common()
-        attributes.update(
-            {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": call.name,
-                "gen_ai.tool.call.id": call.id,
-            }
-        )
-        self._tools[call.id] = self._tracer.start_span(
-            f"execute_tool {call.name}",
-            context=self._context,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-        )
+        return context.attach(set_span_in_context(self.span))
 
-    def after_tool(self, call: ToolUseBlock, result: ToolResultBlock) -> None:
-        from opentelemetry.trace import Status, StatusCode
+    @staticmethod
+    def detach(token: object) -> None:
+        from opentelemetry import context
 
-        span = self._tools.pop(call.id, None)
-        if span is None:
-            return
-        if result.is_error:
-            span.set_attribute("error.type", "tool_error")
-            span.set_status(Status(StatusCode.ERROR, "the tool returned an error result"))
-        span.end()
+        context.detach(token)  # type: ignore[arg-type]
 
     def finish(self, result: RunResult | None, error: BaseException | None = None) -> None:
-        """End every span still open; ``result`` None means the run was cancelled."""
+        """End the span; ``result`` None means the run was cancelled (or ``error`` broke it)."""
         from opentelemetry.trace import Status, StatusCode
 
-        for span in [*self._calls, *self._tools.values()]:
-            span.set_attribute("error.type", "cancelled" if result is None else "unfinished")
-            span.end()
-        self._calls.clear()
-        self._tools.clear()
         span = self.span
-        if span is None:
-            return
         if result is not None:
             usage = result.usage
             span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
@@ -231,35 +150,118 @@ class RunTrace(RunObserver):
                 span.set_attribute("gen_ai.output.messages", cut(redact_text(result.output)))
             failure = result.status.error
             if failure is not None:
-                _error_attributes(span, failure)
+                _record_error(span, failure, self._content)
             elif result.status.code != "ok":
                 span.set_status(Status(StatusCode.ERROR, result.status.code))
         elif error is not None:
-            _error_attributes(span, error)
+            _record_error(span, error, self._content)
         else:
             span.set_attribute("error.type", "cancelled")
             span.set_status(Status(StatusCode.ERROR, "cancelled"))
         span.end()
-        self.span = None
 
 
-class _SpanCloser(RunObserver):
-    """Ends ``RunTrace``'s call spans (see ``RunTrace.closer``)."""
+# -- the middleware ----------------------------------------------------------------------------
 
-    __slots__ = ("_trace",)
 
-    def __init__(self, trace: RunTrace) -> None:
-        self._trace = trace
+@hookimpl(wrapper=True)
+def oma_model_call(call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+    """A ``chat`` span per attempt, started after the budgets clamped (or refused) it."""
+    events = yield
+    if run.settings.tracer is None:
+        return events
+    return _traced_call(events, call, run)
 
-    def on_response(self, request: ProviderRequest, response: ProviderResponse) -> None:
-        self._trace._on_response(response)
 
-    def after_call(
-        self,
-        request: ProviderRequest,
-        usage: Usage,
-        *,
-        error: BaseException | None,
-        partial_text: str,
-    ) -> None:
-        self._trace._after_call(usage, error)
+async def _traced_call(
+    events: AsyncGenerator[CallEvent, None], call: ModelCall, run: RunContext
+) -> AsyncGenerator[CallEvent, None]:
+    from opentelemetry.trace import SpanKind
+
+    request = call.request
+    model = request.model or run.config.model
+    attributes = _common(run)
+    attributes["gen_ai.operation.name"] = "chat"
+    if model is not None:
+        attributes["gen_ai.request.model"] = model
+    if request.max_tokens is not None:
+        attributes["gen_ai.request.max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        attributes["gen_ai.request.temperature"] = request.temperature
+    if request.stop:
+        attributes["gen_ai.request.stop_sequences"] = request.stop
+    tracer = run.settings.tracer
+    assert tracer is not None
+    span = tracer.start_span(
+        f"chat {model or run.config.provider_name}", kind=SpanKind.CLIENT, attributes=attributes
+    )
+    try:
+        async with aclosing(events) as inner:
+            async for event in inner:
+                if type(event) is ResponseComplete:
+                    response = event.response
+                    reason = response.stop_reason
+                    if reason:
+                        span.set_attribute("gen_ai.response.finish_reasons", (reason,))
+                    if response.model:
+                        span.set_attribute("gen_ai.response.model", response.model)
+                    for name, value in (
+                        ("gen_ai.usage.input_tokens", response.usage.input_tokens),
+                        ("gen_ai.usage.output_tokens", response.usage.output_tokens),
+                    ):
+                        if isinstance(value, int) and not isinstance(value, bool):
+                            span.set_attribute(name, value)
+                yield event
+    except GeneratorExit:
+        span.set_attribute("error.type", "cancelled")
+        raise
+    except BaseException as error:
+        if isinstance(error, Exception):
+            span.set_attribute("gen_ai.response.finish_reasons", ("error",))
+            _record_error(span, error, run.settings.trace_content)
+        else:
+            span.set_attribute("error.type", "cancelled")
+        raise
+    finally:
+        span.end()
+
+
+@hookimpl(wrapper=True)
+def oma_tool_call(call: ToolInvocation, run: RunContext) -> Generator[None, Any, Any]:
+    """An ``execute_tool`` span per tool call."""
+    result = yield
+    if run.settings.tracer is None:
+        return result
+    return _traced_tool(result, call, run)
+
+
+async def _traced_tool(
+    result: Awaitable[ToolResultBlock], call: ToolInvocation, run: RunContext
+) -> ToolResultBlock:
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    block = call.block
+    attributes = _common(run)
+    attributes.update(
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": block.name,
+            "gen_ai.tool.call.id": block.id,
+        }
+    )
+    tracer = run.settings.tracer
+    assert tracer is not None
+    span = tracer.start_span(
+        f"execute_tool {block.name}", kind=SpanKind.INTERNAL, attributes=attributes
+    )
+    try:
+        outcome = await result
+        if outcome.is_error:
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(Status(StatusCode.ERROR, "the tool returned an error result"))
+        return outcome
+    except BaseException:
+        span.set_attribute("error.type", "cancelled")
+        raise
+    finally:
+        span.end()

@@ -3,6 +3,8 @@
 ``load_messages`` accepts plain dicts, message objects, or any mix of the two (a dict message
 whose content holds block objects, ...). Dicts are checked once and built through a trusted
 path; objects are valid by construction and are taken as they are, never scanned again.
+The wire shape itself is described once, in the parser (``_parse``); this module is its
+public door: the input list, its length limit and the fast path for a tuple of messages.
 The first violation, in document order, raises ``InvalidMessageError`` naming its place.
 """
 
@@ -12,8 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._checks import DEFAULT_LIMITS, ValidationLimits, got
+from ._parse import Budget, new, parse_content, parse_message
 from .errors import InvalidMessageError
-from .messages import ContentBlock, LLMMessage, _Budget, _content, _message, _new
+from .messages import ContentBlock, LLMMessage
 
 __all__ = ["ValidationLimits", "load_messages", "load_user_content"]
 
@@ -44,12 +47,12 @@ def load_messages(
         raise InvalidMessageError(
             path, f"exceeds the limit of {checked.max_blocks} content blocks in one input"
         )
-    budget = _Budget(checked)
+    budget = Budget(checked)
     if type(data) is tuple and all(type(m) is LLMMessage for m in data):
         for i, message in enumerate(data):
             budget.take(len(message.content), f"{path}[{i}].content")
         return data
-    return tuple([_message(item, f"{path}[{i}]", budget) for i, item in enumerate(data)])
+    return tuple([parse_message(item, f"{path}[{i}]", budget) for i, item in enumerate(data)])
 
 
 def load_user_content(
@@ -60,5 +63,6 @@ def load_user_content(
     Errors are named ``messages[0].content...``: the turn is checked as the first message of
     an input of its own.
     """
-    content = _content(blocks, "messages[0].content", "user", _Budget(limits or DEFAULT_LIMITS))
-    return _new(LLMMessage, role="user", content=content)
+    budget = Budget(limits or DEFAULT_LIMITS)
+    content = parse_content(blocks, "messages[0].content", "user", budget)
+    return new(LLMMessage, role="user", content=content)

@@ -1,18 +1,18 @@
-"""Per-call retries, timeouts and the observer interface the orchestrator plugs in."""
+"""Per-call retries and timeouts, and what call middleware sees of them."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Generator
+from contextlib import aclosing
 from typing import Any
 
 import attrs
 import pytest
 
-from oma_core import Agent, AgentConfig, PluginHost, RunResult
-from oma_core._controls import RunControls, RunObserver
+from oma_core import Agent, AgentConfig, PluginHost, RunSettings, hookimpl
 from oma_core.errors import BudgetExceededError, ProviderError, RunTimeoutError
-from oma_core.messages import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock
+from oma_core.messages import LLMMessage, TextBlock, ToolResultBlock
 from oma_core.providers import (
     ProviderRequest,
     ProviderResponse,
@@ -22,6 +22,7 @@ from oma_core.providers import (
 )
 from oma_core.retry import RetryPolicy
 from oma_core.testing import Delayed, ScriptedProvider
+from oma_core.toolkit import CallEvent, ModelCall, RunContext, ToolInvocation
 
 
 class FakeSleep:
@@ -32,45 +33,66 @@ class FakeSleep:
         self.waits.append(seconds)
 
 
-class Recorder(RunObserver):
-    """Records every observer call."""
+class Recorder:
+    """Call middleware that records every call, retry and tool call it sees."""
 
     def __init__(self) -> None:
         self.log: list[tuple[Any, ...]] = []
-        self.ended: list[RunResult] = []
 
-    def before_call(self, request: ProviderRequest) -> ProviderRequest:
+    @hookimpl(wrapper=True)
+    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+        events = yield
+        return self._around(events, call)
+
+    async def _around(
+        self, events: AsyncGenerator[CallEvent, None], call: ModelCall
+    ) -> AsyncGenerator[CallEvent, None]:
+        if call.retry_of is not None:
+            self.log.append(("on_retry", call.attempt - 1, call.retry_delay))
         self.log.append(("before_call",))
-        return request
+        partial: list[str] = []
+        usage = Usage()
+        try:
+            async with aclosing(events) as inner:
+                async for event in inner:
+                    if isinstance(event, TextDelta):
+                        partial.append(event.text)
+                    elif isinstance(event, ResponseComplete):
+                        usage = event.response.usage
+                    yield event
+        except Exception as error:
+            self.log.append(("after_call", Usage(), type(error).__name__, "".join(partial)))
+            raise
+        self.log.append(("after_call", usage, None, ""))
 
-    def after_call(
-        self,
-        request: ProviderRequest,
-        usage: Usage,
-        *,
-        error: BaseException | None,
-        partial_text: str,
-    ) -> None:
-        self.log.append(
-            ("after_call", usage, type(error).__name__ if error else None, partial_text)
-        )
+    @hookimpl(wrapper=True)
+    def oma_tool_call(self, call: ToolInvocation, run: RunContext) -> Generator[None, Any, Any]:
+        result = yield
+        return self._tool(result, call)
 
-    def on_retry(self, attempt: int, delay: float, error: BaseException) -> None:
-        self.log.append(("on_retry", attempt, delay))
-
-    def before_tool(self, call: ToolUseBlock) -> None:
-        self.log.append(("before_tool", call.id))
-
-    def after_tool(self, call: ToolUseBlock, result: ToolResultBlock) -> None:
-        self.log.append(("after_tool", call.id, result.content))
-
-    def on_run_end(self, result: RunResult) -> None:
-        self.ended.append(result)
+    async def _tool(self, result: Awaitable[ToolResultBlock], call: ToolInvocation) -> Any:
+        self.log.append(("before_tool", call.block.id))
+        outcome = await result
+        self.log.append(("after_tool", call.block.id, outcome.content))
+        return outcome
 
 
-def start(agent: Agent, input: Any, *, mode: str = "run", **controls: Any) -> Any:
-    controls.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
-    return agent._start(agent._check_input(input), controls=RunControls(**controls), mode=mode)  # type: ignore[arg-type]
+def start(
+    agent: Agent,
+    input: Any,
+    *,
+    mode: str = "run",
+    observers: tuple[object, ...] = (),
+    **settings: Any,
+) -> Any:
+    """Run ``agent`` with ``settings`` and the ``observers`` (middleware) registered."""
+    settings.setdefault("retry", RetryPolicy(sleep=FakeSleep(), random=lambda: 1.0))
+    for observer in observers:
+        agent.plugins.register(observer)
+    run_settings = RunSettings(**settings)
+    if mode == "stream":
+        return agent.stream(input, settings=run_settings)
+    return agent.run(input, settings=run_settings)
 
 
 def make(host: PluginHost, *responses: object, **config: Any) -> tuple[Agent, ScriptedProvider]:
@@ -252,27 +274,29 @@ async def test_outside_cancellation_propagates_after_closing_the_stream(host: Pl
     assert provider.closed == 1
 
 
-class Budget(RunObserver):
+class Budget:
+    """Call middleware standing in for a budget: refuses before, stops after, or clamps."""
+
     def __init__(self, *, before: bool = False, after: bool = False, max_tokens: int = 0) -> None:
         self.before = before
         self.after = after
         self.max_tokens = max_tokens
 
-    def before_call(self, request: ProviderRequest) -> ProviderRequest:
+    @hookimpl(wrapper=True)
+    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+        events = yield
+        return self._around(events, call)
+
+    async def _around(
+        self, events: AsyncGenerator[CallEvent, None], call: ModelCall
+    ) -> AsyncGenerator[CallEvent, None]:
         if self.before:
             raise BudgetExceededError("tokens", 10, 12)
         if self.max_tokens:
-            return attrs.evolve(request, max_tokens=self.max_tokens)
-        return request
-
-    def after_call(
-        self,
-        request: ProviderRequest,
-        usage: Usage,
-        *,
-        error: BaseException | None,
-        partial_text: str,
-    ) -> None:
+            call.request = attrs.evolve(call.request, max_tokens=self.max_tokens)
+        async with aclosing(events) as inner:
+            async for event in inner:
+                yield event
         if self.after:
             raise BudgetExceededError("tokens", 10, 12)
 
@@ -299,7 +323,7 @@ async def test_before_call_may_clamp_max_tokens(host: PluginHost) -> None:
     assert provider.requests[0].max_tokens == 77
 
 
-async def test_observers_see_calls_tools_and_the_end(host: PluginHost) -> None:
+async def test_middleware_sees_calls_and_tools_in_order(host: PluginHost) -> None:
     def echo(text: str) -> str:
         return text
 
@@ -319,7 +343,7 @@ async def test_observers_see_calls_tools_and_the_end(host: PluginHost) -> None:
         "after_call",
     ]
     assert recorder.log[3] == ("after_tool", "t1", "x")
-    assert recorder.ended == [result]
+    assert result.success
 
 
 async def test_usage_sums_every_call_of_the_run(host: PluginHost) -> None:
@@ -359,7 +383,12 @@ async def test_a_stalled_stream_past_call_timeout_after_output_ends_as_timeout(
     assert provider.calls == 1 and provider.closed == 1  # output was shown: no retry
 
 
-async def test_the_default_observer_base_changes_nothing(host: PluginHost) -> None:
+async def test_a_pass_through_middleware_changes_nothing(host: PluginHost) -> None:
+    class PassThrough:
+        @hookimpl(wrapper=True)
+        def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+            return (yield)
+
     agent, provider = make(host, "ok")
-    result = await start(agent, "hi", observers=(RunObserver(),))
+    result = await start(agent, "hi", observers=(PassThrough(),))
     assert result.success and provider.requests[0].max_tokens is None

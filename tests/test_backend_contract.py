@@ -197,11 +197,11 @@ async def test_closing_a_backend_stream_early_stops_the_turn(
 async def test_a_run_timeout_reaches_the_backend_request(
     host: PluginHost, registry: Registry
 ) -> None:
-    from oma_core._controls import RunControls
+    from oma_core import RunSettings
 
     registry.stall = True
     agent = make(host)
-    result = await agent._start("x", controls=RunControls(timeout=0.05))
+    result = await agent.run("x", settings=RunSettings(timeout=0.05))
     assert result.status.code == "timeout"
     timeout = registry.requests[0].timeout
     assert timeout is not None and 0 < timeout <= 0.05

@@ -1856,8 +1856,8 @@ async def test_max_concurrency_bounds_parallel_tasks() -> None:
 
 
 async def test_a_task_with_max_retries_is_tried_again() -> None:
-    worker = ScriptedProvider([ProviderError("bad", status_code=400), "second try"])
-    team = Team("t", [AgentConfig(name="w", provider=worker)])
+    worker = ScriptedProvider([ProviderError("busy", status_code=503), "second try"])
+    team = Team("t", [AgentConfig(name="w", provider=worker, max_retries=0)])
     result = await OpenMultiAgent().run_tasks(team, [TaskSpec("one", "do", max_retries=1)])
     assert result.success and result.tasks["one"].status == "completed"
 

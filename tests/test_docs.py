@@ -24,6 +24,8 @@ KINDS = {
     "oma_before_run": "chain",
     "oma_progress": "observe",
     "oma_evaluation_result": "observe",
+    "oma_model_call": "wrap",
+    "oma_tool_call": "wrap",
 }
 
 
@@ -141,7 +143,8 @@ def test_public_names_are_listed_once_and_all_resolve() -> None:
     lazy-export table, and every name in it loads."""
     import oma_core
 
-    assert oma_core.__all__ == sorted({*oma_core._EXPORTS, "hookimpl", "__version__"})
+    exported = {*oma_core._EXPORTS, *oma_core._TOOLKIT_ALIASES, "hookimpl", "__version__"}
+    assert oma_core.__all__ == sorted(exported)
     for name in oma_core.__all__:
         assert getattr(oma_core, name) is not None
 

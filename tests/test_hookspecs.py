@@ -17,7 +17,7 @@ SPECS = {
 }
 
 
-def test_the_hooks_are_the_six_of_the_contract() -> None:
+def test_the_hooks_are_the_six_of_the_contract_and_the_two_middleware_hooks() -> None:
     assert set(SPECS) == {
         "oma_register_providers",
         "oma_register_backends",
@@ -25,6 +25,8 @@ def test_the_hooks_are_the_six_of_the_contract() -> None:
         "oma_progress",
         "oma_register_scorers",
         "oma_evaluation_result",
+        "oma_model_call",
+        "oma_tool_call",
     }
 
 
@@ -51,6 +53,8 @@ def test_hook_arguments_are_the_documented_ones() -> None:
         "oma_before_run": ["ctx"],
         "oma_progress": ["event"],
         "oma_evaluation_result": ["result"],
+        "oma_model_call": ["call", "run"],
+        "oma_tool_call": ["call", "run"],
     }
 
 

@@ -143,9 +143,9 @@ async def test_a_failed_task_skips_its_dependents_and_fails_the_team() -> None:
 async def test_a_task_is_retried_as_often_as_its_spec_says() -> None:
     events: list[ProgressEvent] = []
     flaky = ScriptedProvider(
-        [ProviderError("bad", status_code=400), ProviderError("bad", status_code=400), "ok"]
+        [ProviderError("busy", status_code=503), ProviderError("busy", status_code=503), "ok"]
     )
-    team = Team("t", [AgentConfig("a", provider=flaky)])
+    team = Team("t", [AgentConfig("a", provider=flaky, max_retries=0)])  # no per-call ladder
     outcome = await _oma(events).run_tasks(team, [TaskSpec("job", "Do it.", max_retries=2)])
     assert outcome.success
     assert outcome.tasks["job"].attempts == 3
@@ -155,8 +155,8 @@ async def test_a_task_is_retried_as_often_as_its_spec_says() -> None:
 
 
 async def test_a_task_out_of_retries_fails() -> None:
-    flaky = ScriptedProvider([ProviderError("bad", status_code=400)] * 2)
-    team = Team("t", [AgentConfig("a", provider=flaky)])
+    flaky = ScriptedProvider([ProviderError("busy", status_code=503)] * 2)
+    team = Team("t", [AgentConfig("a", provider=flaky, max_retries=0)])  # no per-call ladder
     outcome = await _oma([]).run_tasks(team, [TaskSpec("job", "Do it.", max_retries=1)])
     assert not outcome.success
     assert outcome.tasks["job"].status == "failed"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import oma_core.messages as messages_module
+import oma_core._parse as messages_module
 from oma_core import (
     Base64Source,
     ImageBlock,

@@ -1,0 +1,145 @@
+"""``AgentConfig``: everything that defines an agent, checked when it is built.
+
+It lives apart from the agent so that the agent, the runner and the orchestrator can all
+import it without importing each other.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    from .before_run import BeforeRunContext
+    from .retry import RetryPolicy
+    from .tools import Tool
+
+__all__ = ["AgentConfig"]
+
+
+def _positive_int(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
+
+
+def _optional_positive_int(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        _positive_int(_inst, attribute, value)
+
+
+def _temperature(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ValueError(f"{attribute.name} must be a finite number >= 0 or None, got {value!r}")
+
+
+def _stop_tuple(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(f"stop must be a list of strings or None, got {type(value).__name__}")
+    stop = tuple(value)
+    if not all(isinstance(item, str) and item for item in stop):
+        raise TypeError("stop must be a list of non-empty strings")
+    return stop
+
+
+def _check_provider(_inst: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
+    """A registered name, or an object that implements the provider interface.
+
+    An object is checked here, when the config is built, not duck-typed at call time: it needs
+    ``complete`` or ``stream``, and a ``capabilities`` attribute, if it has one, must be a
+    ``Capabilities``. (An object the caller built and passed in is the caller's own: without
+    ``capabilities`` it is taken to carry every block. A registered provider always declares
+    them in its ``ProviderSpec``.)
+    """
+    if isinstance(value, str):
+        return
+    from .capabilities import Capabilities
+
+    name = type(value).__name__
+    if not (callable(getattr(value, "complete", None)) or callable(getattr(value, "stream", None))):
+        raise TypeError(
+            "provider must be a registered provider name or an object with complete() or "
+            f"stream(), got {name}"
+        )
+    declared = getattr(value, "capabilities", None)
+    if declared is not None and not isinstance(declared, Capabilities):
+        raise TypeError(
+            f"provider object {name} has capabilities that are not an oma_core.Capabilities "
+            f"(got {type(declared).__name__})"
+        )
+
+
+def _check_backend(_inst: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not (
+        isinstance(value, Mapping) and isinstance(value.get("kind"), str)
+    ):
+        raise ValueError('backend must be a mapping with a string "kind", e.g. {"kind": "process"}')
+
+
+def _tool_tuple(
+    tools: Iterable[Tool | Callable[..., Any]],
+) -> tuple[Tool | Callable[..., Any], ...]:
+    # typed (unlike a bare ``tuple``), so ``AgentConfig(tools=[my_tool])`` type-checks
+    return tuple(tools)
+
+
+@attrs.frozen
+class AgentConfig:
+    """Everything that defines an agent. ``api_key`` never appears in the repr.
+
+    ``provider`` is a registered provider name or a provider object (with ``complete`` or
+    ``stream``, and ``capabilities``); ``model="provider:model"`` names both;
+    ``backend={"kind": ..., **options}`` selects an external agent instead. ``history``
+    seeds ``prompt`` and is validated when the ``Agent`` is built. ``temperature``,
+    ``max_tokens`` and ``stop`` are portable: every provider maps them to its wire.
+    ``max_retries``/``retry_delay``/``retry_backoff`` left None use the ladder's defaults.
+    """
+
+    name: str
+    model: str | None = None
+    provider: Any = attrs.field(default="echo", validator=_check_provider)
+    base_url: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=False)
+    system_prompt: str | None = None
+    description: str | None = None
+    history: Sequence[Any] = ()
+    before_run: Callable[[BeforeRunContext], Any] | None = None
+    tools: tuple[Tool | Callable[..., Any], ...] = attrs.field(default=(), converter=_tool_tuple)
+    max_turns: int = attrs.field(default=10, validator=_positive_int)
+    max_history_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
+    max_retries: int | None = None
+    retry_delay: float | None = None
+    retry_backoff: float | None = None
+    backend: Mapping[str, Any] | None = attrs.field(default=None, validator=_check_backend)
+    provider_options: Mapping[str, Any] = attrs.field(factory=dict)
+    temperature: float | None = attrs.field(default=None, validator=_temperature)
+    max_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
+    stop: tuple[str, ...] | None = attrs.field(default=None, converter=_stop_tuple)
+
+    def retry_policy(self, base: RetryPolicy | None = None) -> RetryPolicy:
+        """``base`` (the ladder's defaults if None) overridden by this config's settings."""
+        from .retry import RetryPolicy
+
+        return (base or RetryPolicy()).override(
+            max_retries=self.max_retries, delay=self.retry_delay, backoff=self.retry_backoff
+        )
+
+    @property
+    def provider_name(self) -> str:
+        """The provider's (or backend's) name, as spans, costs and logs call it."""
+        if self.backend is not None:
+            return str(self.backend.get("kind", "backend"))
+        if isinstance(self.provider, str):
+            return self.provider
+        return str(getattr(self.provider, "name", None) or type(self.provider).__name__)

@@ -1,0 +1,82 @@
+"""The innermost call middleware: where a model call reaches its provider or backend.
+
+Registered like any plugin, ``trylast``, so every wrapper (budgets, tracing, a cache, a log)
+sits around it. It turns a ``ModelCall`` into the call's events — through the provider's
+``stream`` when the caller streams (or the provider has only that), through ``complete``
+otherwise — and a ``ToolInvocation`` into the tool's result. Nothing is sent until the events
+are iterated, and the provider's or backend's stream is closed however iteration ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from .. import hookimpl
+from ..errors import BackendError, ProviderError
+from ..messages import LLMMessage, TextBlock
+from ..providers import ProviderResponse, ResponseComplete, TextDelta
+
+if TYPE_CHECKING:
+    from ..calls import CallEvent, ModelCall, RunContext, ToolInvocation
+    from ..messages import ToolResultBlock
+
+__all__ = ["oma_model_call", "oma_tool_call"]
+
+
+@hookimpl(trylast=True)
+def oma_model_call(call: ModelCall, run: RunContext) -> AsyncGenerator[CallEvent, None]:
+    if call.kind == "backend":
+        return _backend_events(call)
+    return _provider_events(call)
+
+
+@hookimpl(trylast=True)
+def oma_tool_call(call: ToolInvocation, run: RunContext) -> Awaitable[ToolResultBlock]:
+    from ..tools import call_tool
+
+    return call_tool(call.tools, call.block)
+
+
+async def _provider_events(call: ModelCall) -> AsyncGenerator[CallEvent, None]:
+    provider = call.target
+    request = call.request  # read now: a wrapper may have replaced it before iterating
+    complete = getattr(provider, "complete", None)
+    if complete is not None and not (call.stream and hasattr(provider, "stream")):
+        response: ProviderResponse = await complete(request)
+        yield ResponseComplete(response)
+        return
+    async with aclosing(provider.stream(request)) as events:
+        async for event in events:
+            yield event
+            if type(event) is ResponseComplete:
+                return
+    raise ProviderError(
+        "the provider stream ended without a complete response",
+        provider=call.display_name,
+        retryable=False,
+    )
+
+
+async def _backend_events(call: ModelCall) -> AsyncGenerator[CallEvent, None]:
+    """One turn of an external agent, ended by a ``ResponseComplete`` of its answer."""
+    from ..backends import BackendResult
+
+    backend: Any = call.target
+    assert call.backend_request is not None
+    parts: list[str] = []
+    async with aclosing(backend.run(call.backend_request)) as events:
+        async for event in events:
+            if isinstance(event, BackendResult):
+                output = event.output if event.output or not parts else "".join(parts)
+                message = LLMMessage("assistant", (TextBlock(output),))
+                yield ResponseComplete(ProviderResponse(message, event.usage, event.stop_reason))
+                return
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+            yield event
+    raise BackendError(
+        f"the external agent backend {call.provider!r} ended without a result",
+        backend=call.provider,
+    )
