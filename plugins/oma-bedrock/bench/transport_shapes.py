@@ -157,6 +157,35 @@ async def cancel(server: FakeBedrock, start: Any) -> tuple[bool, float]:
         server.response_delay = 0.0
 
 
+def import_ms(statement: str, runs: int = 3) -> float:
+    """Median wall time of ``statement`` in a fresh interpreter, in ms."""
+    import subprocess
+
+    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+    values = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True)  # fmt: skip
+        values.append(float(out.stdout.strip().splitlines()[-1]) * 1000)
+    return statistics.median(values)
+
+
+def imports() -> None:
+    core = import_ms("import oma_core.toolkit, oma_core.capabilities")
+    plugin = import_ms("import oma_bedrock")
+    provider = import_ms("import oma_bedrock.provider")
+    boto3 = import_ms("import boto3; boto3.client('bedrock-runtime', region_name='us-east-1')")
+    print("import times (fresh interpreter, median of 3):")
+    print(f"  import oma_core (its plugin surface)       {core:8.1f} ms")
+    print(f"  import oma_bedrock (the plugin)            {plugin:8.1f} ms   own share "
+          f"{plugin - core:+.1f} ms (goal: <= 50 ms)")  # fmt: skip
+    print(
+        f"  import oma_bedrock.provider (first use)    {provider:8.1f} ms   "
+        "(botocore auth + eventstream, httpx)"
+    )
+    print(f"  import boto3 + a bedrock-runtime client    {boto3:8.1f} ms   (shape B's first use)")
+
+
 async def main(calls: int) -> None:
     import httpx
     from oma_bedrock import create_provider
@@ -198,4 +227,5 @@ async def main(calls: int) -> None:
 
 
 if __name__ == "__main__":
+    imports()
     asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 300))
