@@ -49,22 +49,43 @@ def build_body(request: ProviderRequest, extra_fields: Mapping[str, Any] | None)
         inference["stopSequences"] = list(request.stop)
     if inference:
         body["inferenceConfig"] = inference
-    if request.tools:
+    specs = [
+        (tool.name, tool.description or tool.name, _plain(tool.input_schema))
+        for tool in request.tools
+    ]
+    if not specs:
+        # Converse refuses toolUse / toolResult blocks without a toolConfig; a conversation
+        # that carries earlier tool calls but offers no tools now declares the tools it used
+        specs = [
+            (name, f"the {name} tool used earlier in this conversation", {"type": "object"})
+            for name in _tools_used(request.messages)
+        ]
+    if specs:
         body["toolConfig"] = {
             "tools": [
-                {
-                    "toolSpec": {
-                        "name": tool.name,
-                        "description": tool.description or tool.name,
-                        "inputSchema": {"json": _plain(tool.input_schema)},
-                    }
-                }
-                for tool in request.tools
+                {"toolSpec": {"name": n, "description": d, "inputSchema": {"json": schema}}}
+                for n, d, schema in specs
             ]
         }
     if extra_fields:
         body["additionalModelRequestFields"] = _plain(extra_fields)
     return body
+
+
+def _tools_used(messages: tuple[LLMMessage, ...]) -> list[str]:
+    """The names of the tools a conversation's tool calls use (in order, once each); a
+    ``toolResult`` without its call in the conversation still needs a toolConfig."""
+    names: dict[str, None] = {}
+    results = False
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, ToolUseBlock):
+                names.setdefault(block.name)
+            elif isinstance(block, ToolResultBlock):
+                results = True
+    if results and not names:
+        names["tool"] = None
+    return list(names)
 
 
 def _message(message: LLMMessage) -> dict[str, Any]:

@@ -16,7 +16,8 @@ Bedrock API key as ``Authorization: Bearer``. The body is checked as the service
 top-level fields, alternating roles starting with a user turn, each content block a union with
 one known member, image / video / document formats from the documented enums with bytes that
 decode (and images whose bytes match their format), tool calls in assistant turns and tool
-results in user turns, inference settings of the documented names.
+results in user turns (and a ``toolConfig`` whenever the conversation holds either), inference
+settings of the documented names.
 
 Faults come from the kit (``oma_core.testing``) plus three of this wire's own:
 ``CorruptFrame`` (a frame whose message CRC is wrong), ``Malformed`` (a 200 whose body is not
@@ -447,6 +448,16 @@ class FakeBedrock(FakeServer):
         if not isinstance(inference, dict) or set(inference) - _INFERENCE:
             raise _Refused(f"inferenceConfig may hold only {sorted(_INFERENCE)}.")
         tools = body.get("toolConfig")
+        uses_tools = any(
+            isinstance(block, dict) and ("toolUse" in block or "toolResult" in block)
+            for message in messages
+            for block in message["content"]
+        )
+        if uses_tools and tools is None:
+            raise _Refused(
+                "The toolConfig field must be defined when using toolUse and toolResult "
+                "content blocks."
+            )
         if tools is not None:
             for tool in tools.get("tools", ()):
                 spec = tool.get("toolSpec", {})

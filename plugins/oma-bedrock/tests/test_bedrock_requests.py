@@ -323,3 +323,25 @@ def test_a_document_name_holds_only_what_converse_allows(filename: str) -> None:
     from oma_bedrock.mapping import document_name
 
     assert DOCUMENT_NAME.match(document_name(filename))
+
+
+async def test_a_conversation_with_tool_calls_but_no_tools_still_declares_them(
+    server: FakeBedrock,
+) -> None:
+    conversation = [
+        {"role": "user", "content": [{"type": "text", "text": "go"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t", "name": "lookup", "input": {"q": 1}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t", "content": "done"}],
+        },
+    ]
+    async with agent(server) as bedrock:
+        result = await bedrock.run(conversation)
+    assert result.success, result.status.error  # the fake refuses tool blocks without one
+    [spec] = server.requests[0].json["toolConfig"]["tools"]
+    assert spec["toolSpec"]["name"] == "lookup"
+    assert spec["toolSpec"]["inputSchema"] == {"json": {"type": "object"}}
