@@ -54,6 +54,7 @@ FINISH_REASONS: Mapping[str, str] = {
 OPTIONS = frozenset({"timeout", "headers", "api_version"})
 _DEFAULT_TIMEOUT = 600.0
 _CONNECT_TIMEOUT = 10.0
+_SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
 
 
 def import_litellm() -> Any:
@@ -182,7 +183,14 @@ class LiteLLMProvider:
         return kwargs
 
     def _secrets(self) -> tuple[str | None, ...]:
-        return (self._settings.api_key,)
+        """The configured key and every key-like environment variable LiteLLM may have read
+        (``OPENAI_API_KEY``, ``GROQ_API_KEY``, ...): none may show in an error."""
+        from_env = tuple(
+            value
+            for name, value in os.environ.items()
+            if name.endswith(_SECRET_SUFFIXES) and len(value) >= 8
+        )
+        return (self._settings.api_key, *from_env)
 
     def _session(self) -> tuple[Any, Any]:
         """This provider's aiohttp session on the running loop, and LiteLLM's HTTP handler

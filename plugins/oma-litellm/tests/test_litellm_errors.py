@@ -153,3 +153,20 @@ async def test_a_timeout_is_retryable_and_has_no_status(server: FakeChatCompleti
     error = await failure(built, request(), False)
     assert (error.status_code, error.retryable) == (None, True)
     assert "timed out" in str(error)
+
+
+async def test_a_key_litellm_read_from_the_environment_never_shows(
+    server: FakeChatCompletions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oma_litellm import create_provider
+
+    key = "env-" + os.urandom(16).hex()  # not key-shaped: only the plugin's list removes it
+    server.api_key = key
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    server.enqueue(HTTPError(401, message=f"the key {key} is not valid here"))
+    built = create_provider(ProviderSettings(base_url=server.base_url))
+    error = await failure(built, request(), False)
+    assert error.status_code == 401
+    assert server.requests[0].headers["authorization"] == f"Bearer {key}"  # LiteLLM read it
+    assert "is not valid here" in str(error)
+    assert_holds_no_secret(error, key)
