@@ -16,8 +16,9 @@ internal interface to the parser, not public API.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
+from . import messages as model
 from ._checks import (
     ValidationLimits,
     check_base64,
@@ -30,14 +31,22 @@ from ._checks import (
     key_segment,
 )
 from .errors import InvalidMessageError
-
-if TYPE_CHECKING:
-    from . import messages as model
+from .messages import (
+    Base64Source,
+    FilePart,
+    ImageBlock,
+    LLMMessage,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UrlSource,
+    VideoBlock,
+)
 
 __all__ = [
     "BLOCK_TYPES",
     "Budget",
-    "bind",
     "image_fields",
     "in_family",
     "new",
@@ -56,58 +65,31 @@ __all__ = [
 _T = TypeVar("_T")
 Detail = Literal["low", "high", "auto"]
 
-# The classes, bound by ``messages`` (see ``bind``).
-Base64Source: type[model.Base64Source]
-UrlSource: type[model.UrlSource]
-TextBlock: type[model.TextBlock]
-ImageBlock: type[model.ImageBlock]
-VideoBlock: type[model.VideoBlock]
-ToolUseBlock: type[model.ToolUseBlock]
-ToolResultBlock: type[model.ToolResultBlock]
-ReasoningBlock: type[model.ReasoningBlock]
-FilePart: type[model.FilePart]
-LLMMessage: type[model.LLMMessage]
-_TAG_OF: dict[type, str] = {}  # every tagged class -> its wire "type"
-_BLOCK_TAG_OF: dict[type, str] = {}  # the same, less the sources
-_ALL_CLASSES: tuple[type, ...] = ()
-
-
-def bind(
-    *,
-    base64: type[model.Base64Source],
-    url: type[model.UrlSource],
-    text: type[model.TextBlock],
-    image: type[model.ImageBlock],
-    video: type[model.VideoBlock],
-    tool_use: type[model.ToolUseBlock],
-    tool_result: type[model.ToolResultBlock],
-    reasoning: type[model.ReasoningBlock],
-    file: type[model.FilePart],
-    message: type[model.LLMMessage],
-) -> None:
-    """Give the parser the classes it builds, by wire tag; ``messages`` calls it once."""
-    global Base64Source, UrlSource, TextBlock, ImageBlock, VideoBlock, ToolUseBlock
-    global ToolResultBlock, ReasoningBlock, FilePart, LLMMessage, _ALL_CLASSES
-    Base64Source, UrlSource, TextBlock, ImageBlock = base64, url, text, image
-    VideoBlock, ToolUseBlock, ToolResultBlock = video, tool_use, tool_result
-    ReasoningBlock, FilePart, LLMMessage = reasoning, file, message
-    _TAG_OF.clear()
-    _TAG_OF.update(
-        {
-            base64: "base64",
-            url: "url",
-            text: "text",
-            image: "image",
-            video: "video",
-            tool_use: "tool_use",
-            tool_result: "tool_result",
-            reasoning: "reasoning",
-            file: "file",
-        }
-    )
-    _BLOCK_TAG_OF.clear()
-    _BLOCK_TAG_OF.update({cls: tag for cls, tag in _TAG_OF.items() if cls not in (base64, url)})
-    _ALL_CLASSES = (text, image, video, tool_use, tool_result, reasoning, file)
+#: every tagged class -> its wire "type"
+_TAG_OF: dict[type, str] = {
+    Base64Source: "base64",
+    UrlSource: "url",
+    TextBlock: "text",
+    ImageBlock: "image",
+    VideoBlock: "video",
+    ToolUseBlock: "tool_use",
+    ToolResultBlock: "tool_result",
+    ReasoningBlock: "reasoning",
+    FilePart: "file",
+}
+#: the same, less the sources
+_BLOCK_TAG_OF: dict[type, str] = {
+    cls: tag for cls, tag in _TAG_OF.items() if cls not in (Base64Source, UrlSource)
+}
+_ALL_CLASSES: tuple[type, ...] = (
+    TextBlock,
+    ImageBlock,
+    VideoBlock,
+    ToolUseBlock,
+    ToolResultBlock,
+    ReasoningBlock,
+    FilePart,
+)
 
 
 def tag_of(cls: type) -> str:

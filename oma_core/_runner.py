@@ -17,7 +17,6 @@ caller's own code between two stream events is never cancelled by oma's timeouts
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,6 +40,7 @@ from .providers import (
 )
 from .redaction import detached_error
 from .results import RunResult, RunStatus, StreamEvent
+from .settings import new_run_id
 
 if TYPE_CHECKING:
     from .capabilities import Capabilities
@@ -50,16 +50,12 @@ if TYPE_CHECKING:
     from .settings import RunSettings
     from .tools import Tool
 
-__all__ = ["ModelTarget", "Run", "RunInput", "new_run_id"]
+__all__ = ["ModelTarget", "Run", "RunInput"]
 
 T = TypeVar("T")
 
 #: Checked input: a str (one user text message) or validated messages.
 RunInput = str | tuple[LLMMessage, ...]
-
-
-def new_run_id() -> str:
-    return os.urandom(16).hex()
 
 
 @attrs.frozen

@@ -12,32 +12,17 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import attrs
-
+from .config import AgentConfig, BeforeRunContext
 from .errors import HookError
 from .messages import LLMMessage, TextBlock
 from .validation import load_messages
-
-if TYPE_CHECKING:
-    from .agent import AgentConfig
 
 __all__ = ["BeforeRunContext", "apply_before_run", "prompt_of", "replace_prompt", "text_of"]
 
 #: A hook with the name errors call it by.
 NamedHook = tuple[str, Callable[["BeforeRunContext"], Any]]
-
-
-@attrs.frozen
-class BeforeRunContext:
-    """What a ``before_run`` hook sees: the input (a tuple of immutable messages) and the text
-    of its latest user message (``prompt``, text blocks joined with no separator; empty for an
-    image-only turn). ``agent`` is the agent's ``AgentConfig``."""
-
-    messages: tuple[LLMMessage, ...]
-    prompt: str
-    agent: AgentConfig
 
 
 async def apply_before_run(

@@ -23,10 +23,11 @@ from .errors import OmaError
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from .agent import Agent, RunResult
+    from .agent import Agent
     from .capabilities import Capabilities
     from .messages import ContentBlock
     from .plugins import PluginHost
+    from .results import RunResult
 
 __all__ = ["CAPABILITY_COLUMNS", "capability_matrix", "cli", "main"]
 

@@ -1,7 +1,8 @@
-"""``AgentConfig``: everything that defines an agent, checked when it is built.
+"""``AgentConfig``: everything that defines an agent, checked when it is built; and
+``BeforeRunContext``, what its ``before_run`` hook receives.
 
-It lives apart from the agent so that the agent, the runner and the orchestrator can all
-import it without importing each other.
+They live apart from the agent so that the agent, the runner and the orchestrator can all
+import them without importing each other.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
-    from .before_run import BeforeRunContext
+    from .messages import LLMMessage
     from .retry import RetryPolicy
     from .tools import Tool
 
-__all__ = ["AgentConfig"]
+__all__ = ["AgentConfig", "BeforeRunContext"]
 
 
 def _positive_int(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -143,3 +144,14 @@ class AgentConfig:
         if isinstance(self.provider, str):
             return self.provider
         return str(getattr(self.provider, "name", None) or type(self.provider).__name__)
+
+
+@attrs.frozen
+class BeforeRunContext:
+    """What a ``before_run`` hook sees: the input (a tuple of immutable messages) and the text
+    of its latest user message (``prompt``, text blocks joined with no separator; empty for an
+    image-only turn). ``agent`` is the agent's ``AgentConfig``."""
+
+    messages: tuple[LLMMessage, ...]
+    prompt: str
+    agent: AgentConfig

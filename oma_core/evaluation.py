@@ -39,7 +39,6 @@ from .redaction import DEFAULT_LIMIT, cut, redact_json, redact_text
 
 if TYPE_CHECKING:
     from .messages import LLMMessage
-    from .plugins import PluginHost
 
 __all__ = [
     "EvalCase",
@@ -282,7 +281,7 @@ class Evaluator:
     another), cases still queued move to a new queue on the new loop.
     """
 
-    def __init__(self, config: OnlineEvaluationConfig, plugins: PluginHost | None = None) -> None:
+    def __init__(self, config: OnlineEvaluationConfig, plugins: Any = None) -> None:
         self.config = config
         self._plugins = plugins
         self._resolved: tuple[tuple[str, Scorer], ...] | None = None
@@ -498,8 +497,9 @@ class Evaluator:
         )
         await self._deliver(result)
 
-    def _host(self) -> PluginHost:
-        """The host given, or the process-wide one (where the orchestrator's runs look too)."""
+    def _host(self) -> Any:
+        """The ``PluginHost`` given, or the process-wide one (where the orchestrator's runs
+        look too); typed loosely so that this module needs no import of the plugin host."""
         if self._plugins is None:
             from .plugins import PluginHost
 

@@ -22,7 +22,6 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 import attrs
 
-from . import _parse
 from ._checks import (
     DEFAULT_LIMITS,
     check_base64,
@@ -31,17 +30,6 @@ from ._checks import (
     check_url,
     freeze_json_object,
     thaw_json,
-)
-from ._parse import (
-    Budget,
-    image_fields,
-    in_family,
-    new,
-    optional_string,
-    parse_content,
-    parse_role,
-    parse_source,
-    tool_result_fields,
 )
 
 __all__ = [
@@ -70,6 +58,20 @@ def _short(value: str | None) -> str:
     if value is None or len(value) <= 40:
         return repr(value)
     return f"{value[:24]!r}... ({len(value)} chars)"
+
+
+def _parser() -> Any:
+    """The dict parser (``_parse``), imported on first use: it builds these classes, so it
+    imports this module, and this one must not import it back at import time."""
+    global _PARSER
+    if _PARSER is None:
+        from . import _parse
+
+        _PARSER = _parse
+    return _PARSER
+
+
+_PARSER: Any = None
 
 
 class _Immutable:
@@ -148,7 +150,7 @@ class ImageBlock(_Immutable):
         source: MediaSource | Mapping[str, Any],
         detail: Literal["low", "high", "auto"] | None = None,
     ) -> None:
-        checked_source, checked_detail = image_fields(source, detail, "")
+        checked_source, checked_detail = _parser().image_fields(source, detail, "")
         object.__setattr__(self, "source", checked_source)
         object.__setattr__(self, "detail", checked_detail)
 
@@ -164,7 +166,8 @@ class VideoBlock(_Immutable):
     source: MediaSource
 
     def __init__(self, source: MediaSource | Mapping[str, Any]) -> None:
-        checked = in_family(parse_source(source, "source"), "video", "source")
+        parser = _parser()
+        checked = parser.in_family(parser.parse_source(source, "source"), "video", "source")
         object.__setattr__(self, "source", checked)
 
     @property
@@ -207,9 +210,10 @@ class ToolUseBlock(_Immutable):
 
 def _rebuild_tool_use(id: str, name: str, plain: Mapping[str, Any]) -> ToolUseBlock:
     """Unpickle without the depth limit: the block was valid when it was pickled."""
-    return new(
+    rebuilt: ToolUseBlock = _parser().new(
         ToolUseBlock, id=id, name=name, input=freeze_json_object(plain, "input", sys.maxsize)
     )
+    return rebuilt
 
 
 @attrs.frozen(init=False)
@@ -221,7 +225,7 @@ class FilePart(_Immutable):
 
     def __init__(self, filename: str, source: MediaSource | Mapping[str, Any]) -> None:
         object.__setattr__(self, "filename", check_string(filename, "filename"))
-        object.__setattr__(self, "source", parse_source(source, "source"))
+        object.__setattr__(self, "source", _parser().parse_source(source, "source"))
 
     @property
     def type(self) -> Literal["file"]:
@@ -248,7 +252,9 @@ class ToolResultBlock(_Immutable):
         content: str | Sequence[ToolResultPart | Mapping[str, Any]],
         is_error: bool = False,
     ) -> None:
-        fields = tool_result_fields(tool_use_id, content, is_error, "", Budget(DEFAULT_LIMITS))
+        fields = _parser().tool_result_fields(
+            tool_use_id, content, is_error, "", _parser().Budget(DEFAULT_LIMITS)
+        )
         object.__setattr__(self, "tool_use_id", fields[0])
         object.__setattr__(self, "content", fields[1])
         object.__setattr__(self, "is_error", fields[2])
@@ -273,8 +279,10 @@ class ReasoningBlock(_Immutable):
         self, text: str, signature: str | None = None, redacted_data: str | None = None
     ) -> None:
         object.__setattr__(self, "text", check_string(text, "text"))
-        object.__setattr__(self, "signature", optional_string(signature, "signature"))
-        object.__setattr__(self, "redacted_data", optional_string(redacted_data, "redacted_data"))
+        object.__setattr__(self, "signature", _parser().optional_string(signature, "signature"))
+        object.__setattr__(
+            self, "redacted_data", _parser().optional_string(redacted_data, "redacted_data")
+        )
 
     @property
     def type(self) -> Literal["reasoning"]:
@@ -297,21 +305,9 @@ class LLMMessage(_Immutable):
     content: tuple[ContentBlock, ...]
 
     def __init__(self, role: Role, content: Sequence[ContentBlock | Mapping[str, Any]]) -> None:
-        checked_role = parse_role(role, "role")
+        checked_role = _parser().parse_role(role, "role")
         object.__setattr__(self, "role", checked_role)
-        blocks = parse_content(content, "content", checked_role, Budget(DEFAULT_LIMITS))
+        blocks = _parser().parse_content(
+            content, "content", checked_role, _parser().Budget(DEFAULT_LIMITS)
+        )
         object.__setattr__(self, "content", blocks)
-
-
-_parse.bind(
-    base64=Base64Source,
-    url=UrlSource,
-    text=TextBlock,
-    image=ImageBlock,
-    video=VideoBlock,
-    tool_use=ToolUseBlock,
-    tool_result=ToolResultBlock,
-    reasoning=ReasoningBlock,
-    file=FilePart,
-    message=LLMMessage,
-)

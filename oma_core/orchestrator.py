@@ -35,14 +35,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._pool import ProviderPool
-from ._runner import new_run_id
 from .agent import Agent, AgentConfig, RunResult
 from .budgets import Budget, CostEstimator
 from .evaluation import Evaluator, OnlineEvaluationConfig
 from .progress import ProgressDispatcher, ProgressEvent, ProgressObserver, ProgressStats
 from .redaction import detached_error
 from .retry import RetryPolicy
-from .settings import RunSettings, check_seconds
+from .settings import RunSettings, check_seconds, new_run_id
 from .tracing import RunSpan, get_tracer
 
 if TYPE_CHECKING:

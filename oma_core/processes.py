@@ -31,8 +31,10 @@ __all__ = [
     "close_pipes",
     "configured_values",
     "describe_exit",
+    "prompt_fragments",
     "redact",
     "stop_process_group",
+    "strip_terminal_controls",
     "wait_exit",
 ]
 
@@ -61,6 +63,19 @@ _ASSIGNMENT = re.compile(
     r"(?i)\b([A-Z0-9_\-]*(?:KEY|TOKEN(?!S)|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_\-]*[\"']?)"
     r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&}]+)"
 )
+
+# Terminal control: strings (OSC, DCS, SOS, PM, APC: printable payload, then BEL or ST), CSI
+# sequences, other escape sequences, and any C0 (but tab and newline), DEL or C1 character left.
+_TERMINAL_CONTROL = re.compile(
+    r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x00-\x1f\x7f-\x9f]*(?:\x07|\x1b\\|\x9c)"
+    r"|(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
+    r"|\x1b[\x20-\x2f]*[\x30-\x7e]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+#: Prompt lines shorter than this are not redacted on their own (only as part of the prompt).
+_FRAGMENT_MIN = 8
+_FRAGMENT_MAX = 256
 
 
 @attrs.frozen
@@ -141,6 +156,33 @@ def configured_values(extra: Mapping[str, str | None]) -> list[str]:
     return [value for value in values if value]
 
 
+def prompt_fragments(*texts: str | None) -> list[str]:
+    """What of a prompt an error must not show: each text whole, and its longest lines.
+
+    A child may echo its prompt to stderr, or an agent quote it in an error; pass the result
+    to ``redact`` (or ``StderrTail.text``) with the configured values. Lines under 8
+    characters stay (they say little and match too much); at most 256 lines are taken.
+    """
+    whole = [text for text in texts if text]
+    lines = {
+        line.strip()
+        for text in whole
+        for line in text.splitlines()
+        if len(line.strip()) >= _FRAGMENT_MIN
+    }
+    return whole + sorted(lines, key=len, reverse=True)[:_FRAGMENT_MAX]
+
+
+def strip_terminal_controls(text: str) -> str:
+    """``text`` without terminal control: escape sequences (CSI, OSC, ...) and every C0, DEL
+    and C1 character but newline and tab.
+
+    Child output that becomes error text goes through this first: printed in a terminal, a
+    sequence could clear the screen, retitle the window or fake a line of output.
+    """
+    return _TERMINAL_CONTROL.sub("", text)
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """Blank out what looks like a credential, and every literal value in ``secrets``.
 
@@ -173,14 +215,15 @@ class StderrTail:
                 self.truncated = True
 
     def text(self, secrets: Iterable[str] = ()) -> str:
-        """The tail, redacted. When cut, its first partial line goes too: a credential cut in
-        half would no longer look like one."""
+        """The tail, without terminal control, redacted. When cut, its first partial line goes
+        too: a credential cut in half would no longer look like one."""
         text = self._buffer.decode("utf-8", errors="replace")
         if self.truncated:
             if "\n" in text:
                 text = text[text.index("\n") + 1 :]
             text = "..." + text
-        return redact(text, secrets).strip()
+        # Controls go first: one inside a credential would hide it from the redaction.
+        return redact(strip_terminal_controls(text), secrets).strip()
 
 
 def describe_exit(returncode: int) -> tuple[str, int | None, int | None]:

@@ -14,6 +14,7 @@ middleware through ``run.settings``), and pass it as
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +24,15 @@ if TYPE_CHECKING:
     from .budgets import Budget, CostEstimator
     from .retry import RetryPolicy
 
-__all__ = ["ProgressEmitter", "RunSettings", "check_seconds"]
+__all__ = ["ProgressEmitter", "RunSettings", "check_seconds", "new_run_id"]
 
 #: ``emit(event_type, data)``: reports one progress event of the run it was made for.
 ProgressEmitter = Callable[[str, dict[str, Any]], None]
+
+
+def new_run_id() -> str:
+    """A fresh run id: 32 random hex digits."""
+    return os.urandom(16).hex()
 
 
 def check_seconds(name: str, value: object) -> None:

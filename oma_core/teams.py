@@ -21,7 +21,9 @@ from .errors import OmaError, PlanError
 from .providers import Usage
 
 if TYPE_CHECKING:
-    from .agent import Agent, AgentConfig, RunResult
+    from .agent import Agent
+    from .config import AgentConfig
+    from .results import RunResult
 
 __all__ = [
     "TaskResult",

@@ -95,6 +95,8 @@ _EXPORTS: dict[str, str] = {
     "configured_values": "processes",
     "describe_exit": "processes",
     "number_option": "processes",
+    "prompt_fragments": "processes",
+    "strip_terminal_controls": "processes",
     "redact": "processes",
     "stop_process_group": "processes",
     "wait_exit": "processes",
@@ -159,9 +161,11 @@ __all__ = [
     "hookimpl",
     "number_option",
     "parse_retry_after",
+    "prompt_fragments",
     "redact",
     "redact_text",
     "stop_process_group",
+    "strip_terminal_controls",
     "wait_exit",
 ]
 
@@ -235,8 +239,10 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         configured_values,
         describe_exit,
         number_option,
+        prompt_fragments,
         redact,
         stop_process_group,
+        strip_terminal_controls,
         wait_exit,
     )
     from .providers import (

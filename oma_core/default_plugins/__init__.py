@@ -5,13 +5,14 @@ from __future__ import annotations
 __all__ = ["DEFAULT_PLUGINS"]
 
 #: Modules registered by every ``PluginHost``, under these names, before any entry point.
-#: ``transport`` is the innermost call middleware; ``budgets``, ``tracing`` and ``progress``
-#: are the core's own wrappers around it, on the same hooks a third-party plugin uses.
+#: ``transport`` is the innermost call middleware; ``budgets`` (here), ``oma_core.tracing``
+#: and ``oma_core.progress`` are the core's own wrappers around it, on the same hooks a
+#: third-party plugin uses.
 DEFAULT_PLUGINS = (
     "oma_core.default_plugins.echo",
     "oma_core.default_plugins.scripted",
     "oma_core.default_plugins.transport",
-    "oma_core.budgets",
+    "oma_core.default_plugins.budgets",
     "oma_core.tracing",
     "oma_core.progress",
 )

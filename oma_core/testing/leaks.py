@@ -65,7 +65,7 @@ def reachable_secrets(
     Tracebacks are skipped unless ``tracebacks`` is True: their frames hold the caller's own
     locals, which say nothing about what the error carries.
     """
-    wanted = [(s, s.encode() if isinstance(s, str) else s) for s in secrets if s]
+    wanted = [(s, s.encode("utf-8", "replace") if isinstance(s, str) else s) for s in secrets if s]
     found: set[str] = set()
     seen: set[int] = set()
     stack: list[Any] = [root]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 from typing import cast
@@ -18,6 +19,7 @@ from oma_core.toolkit import (
     close_pipes,
     configured_values,
     describe_exit,
+    prompt_fragments,
     stop_process_group,
     wait_exit,
 )
@@ -27,6 +29,9 @@ from ._options import AcpOptions
 from ._transport import LineTransport
 
 __all__ = ["AgentProcess"]
+
+#: How many of the latest prompts an agent's stderr tail is redacted of.
+_REMEMBERED_PROMPTS = 16
 
 
 class AgentProcess:
@@ -44,6 +49,7 @@ class AgentProcess:
         self.connection = ClientSideConnection(cast(Client, self.client), self.transport)
         self.broken = False
         self.closed = False  # set by the backend's aclose: a failure then says so
+        self._prompts: collections.deque[str] = collections.deque(maxlen=_REMEMBERED_PROMPTS)
         self._stderr = StderrTail(options.max_stderr_bytes)
         self._stderr_task = asyncio.create_task(self._stderr.drain(process.stderr))
         self._watcher = asyncio.create_task(self._watch())
@@ -65,10 +71,10 @@ class AgentProcess:
             )
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise BackendError(
-                f"acp backend: cannot start {name!r}: {reason}", backend="acp"
-            ) from None
-        return cls(options, process)
+        else:
+            return cls(options, process)
+        # Raised out here, the error holds no reference to the OSError.
+        raise BackendError(f"acp backend: cannot start {name!r}: {reason}", backend="acp")
 
     async def initialize(self) -> None:
         fs = self.options.fs
@@ -82,6 +88,15 @@ class AgentProcess:
             ),
             client_info=Implementation(name="oma", version="0.1.0"),
         )
+
+    def remember(self, *prompts: str | None) -> None:
+        """Note what a turn sends the agent: an error's text never shows it (see ``secrets``)."""
+        self._prompts.extend(p for p in prompts if p)
+
+    def secrets(self) -> list[str]:
+        """What errors about this agent must not show: the values ``env`` gives it, and the
+        latest prompts it was sent (an agent may echo them to stderr or into an error)."""
+        return configured_values(self.options.env) + prompt_fragments(*self._prompts)
 
     @property
     def usable(self) -> bool:
@@ -99,7 +114,7 @@ class AgentProcess:
             await wait_exit(self.process, max(grace, 0.5))
         returncode = self.process.returncode
         await self.stop()
-        tail = self._stderr.text(configured_values(self.options.env))
+        tail = self._stderr.text(self.secrets())
         exit_code = signal_number = None
         if self.closed:
             message = f"acp backend: the backend was closed during {during}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -24,8 +24,8 @@ from oma_core.toolkit import (
     BackendResult,
     RunTimeoutError,
     Usage,
-    configured_values,
     redact,
+    strip_terminal_controls,
 )
 
 from ._agent_process import AgentProcess
@@ -48,7 +48,8 @@ class AcpBackend:
     """Drives one ACP agent process; see the module docstring.
 
     ``spawn_count`` counts agent processes started, ``restarts`` the starts after the first,
-    and ``skipped_lines`` the non-JSON lines the agents wrote to stdout (skipped, not fatal).
+    and ``skipped_lines`` the lines the agents wrote to stdout that were not valid JSON-RPC 2.0
+    messages (skipped, not fatal).
     """
 
     kind = "acp"
@@ -85,6 +86,7 @@ class AcpBackend:
             await self._session_lock.acquire()
         try:
             agent = await self._ensure_agent(deadline, limit)
+            agent.remember(request.system_prompt, request.prompt)
             session = await self._open_session(agent, request.continue_session, deadline, limit)
             text = request.prompt
             if request.system_prompt and not session.prompted:
@@ -92,8 +94,11 @@ class AcpBackend:
             own = self.options.timeout  # bounds the prompt turn itself, not the agent's start
             if own is not None and (deadline is None or loop.time() + own < deadline):
                 limit, deadline = own, loop.time() + own
-            async for event in self._turn(session, text, deadline, limit):
-                yield event
+            # Closed here, not by the garbage collector: leaving this generator early waits
+            # for the turn's session/cancel and the answers to its permission requests.
+            async with contextlib.aclosing(self._turn(session, text, deadline, limit)) as turn:
+                async for event in turn:
+                    yield event
         finally:
             if request.continue_session:
                 self._session_lock.release()
@@ -175,27 +180,33 @@ class AcpBackend:
         on_timeout: Callable[[], Exception],
     ) -> T:
         """Await one request to the agent, mapping every way it can fail to oma's errors."""
+        error: Exception | None = None
         try:
             if deadline is None:
                 return await awaitable
             remaining = max(deadline - asyncio.get_running_loop().time(), 0.0)
             return await asyncio.wait_for(awaitable, remaining)
         except TimeoutError:
-            raise on_timeout() from None
+            error = on_timeout()
         except RequestError as exc:
-            raise _refused(what, exc, configured_values(self.options.env)) from None
+            error = _refused(what, exc, agent.secrets())
         except ValidationError:
-            raise BackendError(
+            error = BackendError(
                 f"acp backend: the agent's answer to {what} is malformed", backend=self.kind
-            ) from None
+            )
         except (ConnectionError, OSError):
-            raise await agent.failure(what) from None
+            pass
+        # Raised out here, the error holds no reference to what acp raised (the agent's error
+        # data, a pydantic error quoting the agent's values) as its __context__.
+        if error is None:
+            error = await agent.failure(what)
+        raise error
 
     # -- one turn ---------------------------------------------------------------------------
 
     async def _turn(
         self, session: _Session, text: str, deadline: float | None, limit: float | None
-    ) -> AsyncIterator[BackendEvent]:
+    ) -> AsyncGenerator[BackendEvent, None]:
         agent = session.agent
         loop = asyncio.get_running_loop()
         turn = Turn()
@@ -272,7 +283,7 @@ def _checked(item: BackendEvent | PolicyFailed) -> BackendEvent:
 
 
 def _refused(what: str, exc: RequestError, secrets: list[str]) -> BackendError:
-    detail = redact(str(exc), secrets)[:500]
+    detail = redact(strip_terminal_controls(str(exc)), secrets)[:500]
     return BackendError(
         f"acp backend: the agent answered {what} with error {exc.code}: {detail}",
         backend="acp",

@@ -9,6 +9,13 @@ ask FILE           ask permission and write the outcome to FILE (relative to the
 ask-always-first   ask permission offering allow_always before allow_once; reply the outcome
 read PATH          read PATH through the client; reply its text or "error: <message>"
 write PATH TEXT    write TEXT to PATH through the client; reply "written" or "error: ..."
+guarded FILE       start a tool call, ask permission, wait (60 s at most) for session/cancel;
+                   write "<outcome> cancel=yes|no" to FILE, then end the turn
+malformed          write malformed JSON-RPC messages to stdout, then reply "after malformed"
+leak               write terminal control sequences, the prompt and $AGENT_SECRET to stderr,
+                   exit with code 3
+fail-echo          answer the prompt with a JSON-RPC error quoting the prompt and
+                   $AGENT_SECRET, with terminal control sequences
 sleep              wait for session/cancel, then stop with stopReason "cancelled"
 sleep-error        wait for session/cancel, then answer the prompt with an error
 ignore-cancel      sleep 30 s whatever happens
@@ -18,9 +25,9 @@ garbage            write two non-JSON lines to stdout, then reply "after garbage
 huge N             send one message chunk of N bytes
 usage              reply "counted" with usage 10 in / 5 out
 pid                reply {"pid", "pgid"} as JSON
+env                reply the agent's environment as JSON
 
 With SPAWN_LOG set, each start appends a line to that file (the tests count spawns with it).
-env                reply the agent's environment as JSON
 """
 
 from __future__ import annotations
@@ -50,6 +57,27 @@ from acp.schema import (
     TextContentBlock,
     ToolCallUpdate,
     Usage,
+)
+
+#: Messages that are JSON objects but not valid JSON-RPC 2.0: each one must be skipped.
+MALFORMED = (
+    {"jsonrpc": "2.0", "id": [2], "result": {}},
+    {"jsonrpc": "2.0", "id": {"n": 2}, "result": {}},
+    {"jsonrpc": "2.0", "id": True, "result": {}},
+    {"jsonrpc": "2.0", "id": 2.5, "result": {}},
+    # Equal to the first turn's prompt request id (2) as a dict key: it would answer that turn.
+    {"jsonrpc": "2.0", "id": 2.0, "result": {"stopReason": "end_turn"}},
+    {"jsonrpc": "2.0", "id": 9999, "result": {}, "error": {"code": 1, "message": "x"}},
+    {"jsonrpc": "2.0", "id": 9999},
+    {"jsonrpc": "2.0", "id": 9999, "error": "boom"},
+    {"jsonrpc": "2.0", "id": 9999, "error": {"code": "1", "message": "x"}},
+    {"jsonrpc": "2.0", "id": None, "result": {}},
+    {"jsonrpc": "2.0", "id": 7, "method": 42, "params": {}},
+    {"jsonrpc": "2.0", "method": ["session/update"], "params": {}},
+    {"jsonrpc": "2.0", "method": "session/update", "params": "text"},
+    {"jsonrpc": "1.0", "id": 9999, "result": {}},
+    {"id": 9999, "result": {}},
+    {"jsonrpc": "2.0"},
 )
 
 
@@ -137,6 +165,30 @@ class TestAgent:
                 await say("written")
             except RequestError as exc:
                 await say(f"error: {exc}")
+        elif command == "guarded":
+            await self._conn.session_update(
+                session_id, start_tool_call("call-g", "guarded", kind="edit", status="pending")
+            )
+            outcome = await self._ask(session_id, "call-g")
+            try:
+                await asyncio.wait_for(state["cancel"].wait(), 60)
+                heard = "yes"
+            except TimeoutError:
+                heard = "no"
+            _write(os.path.join(state["cwd"], args[0]), f"{outcome} cancel={heard}")
+            return PromptResponse(stop_reason="cancelled")
+        elif command == "malformed":
+            lines = b"".join(json.dumps(m).encode() + b"\n" for m in MALFORMED)
+            os.write(1, lines)
+            await say("after malformed")
+        elif command == "leak":
+            noise = "\x1b[2J\x1b]0;pwned title\x07\x1b[31mfatal:\x1b[0m"
+            sys.stderr.write(f"{noise} {text} {os.environ['AGENT_SECRET']}\r\n")
+            sys.stderr.flush()
+            os._exit(3)
+        elif command == "fail-echo":
+            message = f"\x1b]0;pwned\x07\x1b[2Jcannot do {text} with {os.environ['AGENT_SECRET']}"
+            raise RequestError(-32603, message, {"prompt": text})
         elif command in ("sleep", "sleep-error"):
             await say("sleeping")
             await asyncio.wait_for(state["cancel"].wait(), 30)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_agent import MALFORMED
 from oma_acp import AcpBackend, PermissionRequest, oma_register_backends
 
 from oma_core.backends import (
@@ -22,6 +24,10 @@ from oma_core.backends import (
 from oma_core.capabilities import BackendSpec
 from oma_core.errors import BackendError, RunTimeoutError
 from oma_core.providers import ReasoningDelta, TextDelta, Usage
+from oma_core.testing import assert_holds_no_secret
+
+#: Terminal control left in text: ESC, BEL, CR or any other C0/C1 control but tab and newline.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _result(events: list[Any]) -> BackendResult:
@@ -504,3 +510,95 @@ async def test_aclose_during_a_turn_fails_it_as_closed_and_reaps_the_agent(
     with pytest.raises(BackendError, match="the backend was closed"):
         await asyncio.wait_for(task, 10)
     group_gone(pid, pid)
+
+
+# -- leaving a turn early ----------------------------------------------------------------------
+
+
+async def test_closing_the_stream_with_a_permission_pending_returns_after_the_cancel(
+    make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    asked = asyncio.Event()
+
+    async def never_decides(request: PermissionRequest) -> str:
+        asked.set()
+        await asyncio.Event().wait()
+        return "yes-once"
+
+    backend = make_backend(permission=never_decides, kill_grace=30)  # generous: only a bound
+    stream = backend.run(BackendRequest("guarded outcome.txt"))
+    assert isinstance(await anext(stream), BackendToolCall)
+    await asyncio.wait_for(asked.wait(), 30)
+    await asyncio.wait_for(stream.aclose(), 60)
+    # Written by the agent before it ended the turn: aclose() waited for that end.
+    assert (tmp_path / "outcome.txt").read_text() == "cancelled cancel=yes"
+    assert _result(await collect(backend, "stream")).output == "Hello, world"
+    assert backend.spawn_count == 1
+
+
+# -- malformed JSON-RPC from the agent ---------------------------------------------------------
+
+
+async def test_malformed_json_rpc_messages_are_skipped_and_counted_and_the_turn_goes_on(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend()
+    assert _result(await collect(backend, "malformed")).output == "after malformed"
+    assert backend.skipped_lines == len(MALFORMED)
+    assert _result(await collect(backend, "stream")).output == "Hello, world"
+    assert (backend.spawn_count, backend.restarts) == (1, 0)
+
+
+# -- what an error shows and holds -------------------------------------------------------------
+
+PROMPT_SECRET = "the confidential plan for project nightingale"
+AGENT_SECRET = "agent-secret-value-4242"
+
+
+async def test_an_agent_dying_with_noise_on_stderr_gives_an_error_with_plain_text_only(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend(env={"AGENT_SECRET": AGENT_SECRET})
+    with pytest.raises(BackendError) as caught:
+        await collect(backend, f"{PROMPT_SECRET}\nleak", system_prompt="SYSTEM RULES FOR TEST")
+    err = caught.value
+    assert err.exit_code == 3
+    for text in (str(err), err.stderr_tail or ""):
+        assert "fatal:" in text
+        assert not _CONTROL.search(text), repr(text)
+    assert_holds_no_secret(err, PROMPT_SECRET, AGENT_SECRET, "SYSTEM RULES FOR TEST")
+
+
+async def test_an_error_answer_quoting_the_prompt_and_a_secret_holds_neither(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend(env={"AGENT_SECRET": AGENT_SECRET})
+    with pytest.raises(BackendError, match="cannot do") as caught:
+        await collect(backend, f"{PROMPT_SECRET}\nfail-echo")
+    assert not _CONTROL.search(str(caught.value)), repr(str(caught.value))
+    assert_holds_no_secret(caught.value, PROMPT_SECRET, AGENT_SECRET)
+
+
+async def test_a_timeout_error_holds_neither_the_prompt_nor_a_secret(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend(env={"AGENT_SECRET": AGENT_SECRET}, timeout=0.5)
+    with pytest.raises(RunTimeoutError) as caught:
+        await collect(backend, f"{PROMPT_SECRET}\nsleep")
+    assert_holds_no_secret(caught.value, PROMPT_SECRET, AGENT_SECRET)
+
+
+async def test_a_missing_binary_error_holds_nothing_of_the_failed_start(
+    collect: Any, tmp_path: Path
+) -> None:
+    backend = AcpBackend({"command": str(tmp_path / "no-agent"), "cwd": str(tmp_path)})
+    with pytest.raises(BackendError) as caught:
+        await collect(backend, PROMPT_SECRET)
+    assert caught.value.__context__ is None and caught.value.__cause__ is None
+    assert_holds_no_secret(caught.value, PROMPT_SECRET)
+    await backend.aclose()
+
+
+async def test_every_async_test_runs_with_the_leaked_generator_check() -> None:
+    finalizer = sys.get_asyncgen_hooks().finalizer
+    assert "_generators_closed" in getattr(finalizer, "__qualname__", "")  # see conftest.py

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from oma_acp import PermissionRequest
 
 from oma_core import (
     Agent,
@@ -21,6 +22,7 @@ from oma_core import (
     image_url,
 )
 from oma_core.errors import BackendError, InvalidMessageError
+from oma_core.testing import assert_holds_no_secret
 
 AGENT = str(Path(__file__).with_name("acp_agent.py"))
 
@@ -159,3 +161,35 @@ async def test_run_agent_reports_progress_and_a_timeout_for_an_acp_agent(tmp_pat
     assert events[0].data == {"prompt": "usage"}
     timed_out = await oma.run_agent(config, "sleep", timeout=0.5)
     assert timed_out.status.code == "timeout"
+
+
+async def test_leaving_a_stream_with_a_permission_pending_waits_for_the_cancel(
+    tmp_path: Path,
+) -> None:
+    asked = asyncio.Event()
+
+    async def never_decides(request: PermissionRequest) -> str:
+        asked.set()
+        await asyncio.Event().wait()
+        return "yes-once"
+
+    async with _agent(tmp_path, permission=never_decides, kill_grace=30) as agent:
+        async with agent.stream("guarded outcome.txt") as events:
+            async for event in events:
+                if event.type == "tool_use":
+                    await asyncio.wait_for(asked.wait(), 30)
+                    break
+        # The agent wrote this before it ended the turn: leaving the block waited for it.
+        assert (tmp_path / "outcome.txt").read_text() == "cancelled cancel=yes"
+        assert (await agent.run("stream")).output == "Hello, world"
+
+
+async def test_a_failed_run_holds_neither_the_prompt_nor_a_passed_secret(tmp_path: Path) -> None:
+    secret, prompt = "agent-secret-value-4242", "the confidential plan for project nightingale"
+    async with _agent(tmp_path, env={"AGENT_SECRET": secret}) as agent:
+        crashed = await agent.run(f"{prompt}\nleak")
+        refused = await agent.run(f"{prompt}\nfail-echo")
+    for result in (crashed, refused):
+        assert isinstance(result.status.error, BackendError), result.status
+        assert_holds_no_secret(result.status.error, secret, prompt)
+        assert_holds_no_secret(result.status, secret, prompt)

@@ -2,7 +2,8 @@
 
 The command runs without a shell, in its own process group, with an allow-listed
 environment. stdout and stderr are drained concurrently (a chatty child never deadlocks on a
-full pipe); a timeout, a cancellation or too much output stops the whole group.
+full pipe); a timeout, a cancellation, too much output or a command that closes stdout and
+does not exit within ``exit_grace`` stops the whole group.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from oma_core.toolkit import (
     close_pipes,
     configured_values,
     describe_exit,
+    prompt_fragments,
     stop_process_group,
     wait_exit,
 )
@@ -78,6 +80,7 @@ class ProcessBackend:
         limit = _effective_timeout(opts.timeout, request.timeout)
         loop = asyncio.get_running_loop()
         deadline = None if limit is None else loop.time() + limit
+        prompts = (request.system_prompt, request.prompt)  # what no error may show
         process = await self._spawn(argv)
         self._running.add(process)
         stderr = StderrTail(opts.max_stderr_bytes)
@@ -107,15 +110,19 @@ class ProcessBackend:
                     yield TextDelta(text)
                 if not chunk:
                     break
-            if not await _before(deadline, wait_exit(process, None), loop):
+            # stdout is closed; a command that does not exit after it gets exit_grace seconds.
+            exited = await _before(deadline, wait_exit(process, opts.exit_grace), loop)
+            if exited is None:
                 raise RunTimeoutError("run", limit or 0.0)
+            if not exited:
+                raise await self._lingered(process, stderr, helpers, prompts)
             await _before(deadline, _settle(helpers, leftovers), loop)
             if self._closed:  # aclose() stopped it meanwhile: not the command's own failure
                 raise BackendError(
                     "process backend: the backend was closed during the run", backend=self.kind
                 )
             if process.returncode != 0:
-                raise self._failure(process.returncode or 0, stderr)
+                raise self._failure(process.returncode or 0, stderr, prompts)
             yield BackendResult(output="".join(parts))
         finally:
             leftovers.cancel()
@@ -148,16 +155,19 @@ class ProcessBackend:
         try:
             data = prompt.encode("utf-8")
         except UnicodeEncodeError:
-            raise BackendError(
-                "process backend: the prompt is not valid Unicode (it contains a lone surrogate)",
-                backend=self.kind,
-            ) from None
-        if self.options.input == "argument" and b"\0" in data:
-            raise BackendError(
-                "process backend: a prompt containing a NUL byte cannot be passed as an argument",
-                backend=self.kind,
-            )
-        return data
+            pass  # its .object is the whole prompt: the error is raised outside, without it
+        else:
+            if self.options.input == "argument" and b"\0" in data:
+                raise BackendError(
+                    "process backend: a prompt containing a NUL byte cannot be passed as an "
+                    "argument",
+                    backend=self.kind,
+                )
+            return data
+        raise BackendError(
+            "process backend: the prompt is not valid Unicode (it contains a lone surrogate)",
+            backend=self.kind,
+        )
 
     async def _spawn(self, argv: list[str | bytes]) -> asyncio.subprocess.Process:
         opts = self.options
@@ -174,12 +184,14 @@ class ProcessBackend:
                 start_new_session=True,
             )
         except (OSError, ValueError) as exc:
-            raise BackendError(
-                f"process backend: cannot start {self._name!r}: {self._start_failure(exc)}",
-                backend=self.kind,
-            ) from None
-        self.spawn_count += 1
-        return process
+            reason = self._start_failure(exc)
+        else:
+            self.spawn_count += 1
+            return process
+        # Raised out here, the error holds no reference to the OSError (nor its argv).
+        raise BackendError(
+            f"process backend: cannot start {self._name!r}: {reason}", backend=self.kind
+        )
 
     def _start_failure(self, exc: OSError | ValueError) -> str:
         """Why the spawn failed, in words (a missing cwd reads like a missing binary)."""
@@ -190,9 +202,41 @@ class ProcessBackend:
             return f"cwd is not a directory: {cwd}"
         return exc.strerror or str(exc)
 
-    def _failure(self, returncode: int, stderr: StderrTail) -> BackendError:
+    async def _lingered(
+        self,
+        process: asyncio.subprocess.Process,
+        stderr: StderrTail,
+        helpers: list[asyncio.Task[None]],
+        prompts: tuple[str | None, ...],
+    ) -> BackendError:
+        """The error for a command that closed stdout but did not exit: its group is stopped
+        first, so that the stderr tail is complete."""
+        await stop_process_group(process, self.options.kill_grace)
+        await asyncio.wait(helpers, timeout=_QUIET)
+        how = (
+            f"closed stdout but had not exited exit_grace={self.options.exit_grace:g} s later;"
+            " its process group was stopped"
+        )
+        return self._error(how, stderr, prompts)
+
+    def _failure(
+        self, returncode: int, stderr: StderrTail, prompts: tuple[str | None, ...]
+    ) -> BackendError:
         how, exit_code, signal_number = describe_exit(returncode)
-        tail = stderr.text(configured_values(self.options.env))
+        return self._error(how, stderr, prompts, exit_code=exit_code, signal=signal_number)
+
+    def _error(
+        self,
+        how: str,
+        stderr: StderrTail,
+        prompts: tuple[str | None, ...],
+        exit_code: int | None = None,
+        signal: int | None = None,
+    ) -> BackendError:
+        """A failure of the command, with its stderr tail: without terminal control, and
+        without the values ``env`` gives the child or the prompt it was sent."""
+        secrets = configured_values(self.options.env) + prompt_fragments(*prompts)
+        tail = stderr.text(secrets)
         message = f"process backend: {self._name} {how}"
         if tail:
             last = tail[-500:]
@@ -201,7 +245,7 @@ class ProcessBackend:
             message,
             backend=self.kind,
             exit_code=exit_code,
-            signal=signal_number,
+            signal=signal,
             stderr_tail=tail,
         )
 

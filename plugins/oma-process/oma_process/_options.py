@@ -15,6 +15,7 @@ _INPUT_MODES = ("stdin", "argument", "none")
 _MAX_OUTPUT_BYTES = 10 * 1024 * 1024
 _MAX_STDERR_BYTES = 64 * 1024
 _KILL_GRACE = 2.0
+_EXIT_GRACE = 10.0
 
 
 @attrs.frozen
@@ -23,7 +24,8 @@ class ProcessOptions:
 
     ``env`` adds variables to the allow-listed environment (None: copy that one from the
     parent). ``timeout`` bounds each run in seconds; the run's own remaining time
-    (``BackendRequest.timeout``) applies too, whichever is shorter.
+    (``BackendRequest.timeout``) applies too, whichever is shorter. ``exit_grace`` bounds the
+    wait for the command to exit once it has closed stdout, timeout or not.
     """
 
     command: str
@@ -35,6 +37,7 @@ class ProcessOptions:
     max_output_bytes: int = _MAX_OUTPUT_BYTES
     max_stderr_bytes: int = _MAX_STDERR_BYTES
     kill_grace: float = _KILL_GRACE
+    exit_grace: float = _EXIT_GRACE
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> ProcessOptions:
@@ -58,6 +61,7 @@ class ProcessOptions:
             max_output_bytes=int(_number(options, "max_output_bytes", _MAX_OUTPUT_BYTES)),
             max_stderr_bytes=int(_number(options, "max_stderr_bytes", _MAX_STDERR_BYTES)),
             kill_grace=float(_number(options, "kill_grace", _KILL_GRACE, allow_zero=True)),
+            exit_grace=float(_number(options, "exit_grace", _EXIT_GRACE, allow_zero=True)),
         )
 
 

@@ -15,6 +15,9 @@ linger FILE        fork a grandchild that keeps stdout open and sleeps, write th
 count FILE         append a line to FILE (one per spawn), then behave like cat
 interleave N       write N bytes to stderr in blocks, with 100 KB of stdout after every tenth
                    block, then "end" to stdout
+leak VAR           write terminal control sequences, its stdin and $VAR to stderr, exit 1
+close-stdout FILE  write its pid and group id to FILE, print "answer", close stdout, sleep
+close-then-exit    print "answer", close stdout, exit 0 a moment later
 escape FILE        fork a grandchild that calls setsid (leaving the group), keeps stdout and
                    stderr open and sleeps; write its pid to FILE, print "parent done", exit 0
 """
@@ -112,6 +115,23 @@ def main(argv: list[str]) -> int:
         with open(argv[1], "w") as handle:
             json.dump({"grandchild": grandchild}, handle)
         _out(b"parent done")
+    elif mode == "leak":
+        stdin = sys.stdin.buffer.read().decode("utf-8")
+        noise = "\x1b[2J\x1b]0;pwned title\x07\x1b[31mfatal:\x1b[0m \x9b1m"
+        sys.stderr.write(f"{noise} {stdin} {os.environ[argv[1]]}\r\nlast\tline\x07\n")
+        sys.stderr.flush()
+        return 1
+    elif mode == "close-stdout":
+        with open(argv[1], "w") as handle:
+            json.dump({"pid": os.getpid(), "pgid": os.getpgid(0)}, handle)
+        _out(b"answer")
+        os.close(1)
+        time.sleep(1000)
+    elif mode == "close-then-exit":
+        _out(b"answer")
+        os.close(1)
+        time.sleep(0.2)
+        os._exit(0)
     elif mode == "sleep":
         time.sleep(float(argv[1]))
         _out(b"woke")

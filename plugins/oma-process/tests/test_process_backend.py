@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from oma_core import (
     RunTimeoutError,
     TextDelta,
 )
+from oma_core.testing import assert_holds_no_secret
 
 
 def _output(events: list[Any]) -> str:
@@ -435,3 +438,144 @@ async def test_a_credential_cut_in_half_by_the_tail_limit_is_not_shown(
     tail = caught.value.stderr_tail or ""
     assert tail.endswith("last line of the error")
     assert secret_end not in tail and secret_end not in str(caught.value)
+
+
+# -- a command that closes stdout and lingers --------------------------------------------------
+
+
+async def test_a_command_that_closes_stdout_and_lingers_is_stopped_after_exit_grace(
+    group_gone: Any, make_backend: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    backend = make_backend("close-stdout", str(info_file), exit_grace=0.5, kill_grace=0.2)
+    events: list[Any] = []
+
+    async def run() -> None:
+        async for event in backend.run(BackendRequest("")):
+            events.append(event)
+
+    with pytest.raises(BackendError) as caught:
+        await asyncio.wait_for(run(), 60)  # no timeout option: exit_grace alone ends it
+    assert "closed stdout but had not exited exit_grace=0.5 s later" in str(caught.value)
+    assert "process group was stopped" in str(caught.value)
+    assert caught.value.exit_code is None and caught.value.signal is None
+    assert events == [TextDelta("answer")]  # what it wrote was streamed, not kept as a result
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
+    assert not backend._running
+
+
+async def test_a_command_that_closes_stdout_then_exits_within_exit_grace_succeeds(
+    make_backend: Any, collect: Any
+) -> None:
+    events = await collect(make_backend("close-then-exit", exit_grace=60), "")
+    assert _output(events) == "answer"
+
+
+async def test_a_timeout_during_the_exit_grace_stops_the_group(
+    group_gone: Any, make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    backend = make_backend("close-stdout", str(info_file), exit_grace=600, kill_grace=0.2)
+    with pytest.raises(RunTimeoutError):
+        await asyncio.wait_for(collect(backend, "", timeout=0.5), 60)
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
+
+
+async def test_cancelling_during_the_exit_grace_stops_the_group(
+    group_gone: Any, make_backend: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    backend = make_backend("close-stdout", str(info_file), exit_grace=600, kill_grace=0.2)
+    answered = asyncio.Event()
+
+    async def run() -> None:
+        async for event in backend.run(BackendRequest("")):
+            if event == TextDelta("answer"):
+                answered.set()
+
+    task = asyncio.create_task(run())
+    await asyncio.wait_for(answered.wait(), 30)
+    await asyncio.sleep(0.2)  # most likely past the end of stdout by now; either way it stops
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    info = json.loads(info_file.read_text())
+    group_gone(info["pgid"], info["pid"])
+    assert not backend._running
+
+
+def test_exit_grace_must_be_a_number_of_seconds() -> None:
+    for value in (-1, "5", True):
+        with pytest.raises(BackendError, match="exit_grace"):
+            ProcessBackend({"command": "x", "exit_grace": value})
+    assert ProcessBackend({"command": "x", "exit_grace": 0}).options.exit_grace == 0
+
+
+# -- what an error shows and holds -------------------------------------------------------------
+
+PROMPT_SECRET = "the confidential plan for project nightingale"
+ENV_SECRET = "child-secret-value-4242"
+#: Terminal control left in text: ESC, BEL, CR or any other C0/C1 control but tab and newline.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+async def test_terminal_control_from_the_child_never_reaches_the_error(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend("leak", "CHILD_SECRET", env={"CHILD_SECRET": ENV_SECRET})
+    with pytest.raises(BackendError) as caught:
+        await collect(backend, "hi there")
+    tail = caught.value.stderr_tail or ""
+    for text in (str(caught.value), tail):
+        assert not _CONTROL.search(text), repr(text)
+    assert "fatal:" in tail and "pwned title" not in tail
+    assert tail.endswith("last\tline")  # tabs and newlines stay
+
+
+async def test_an_error_holds_neither_the_echoed_prompt_nor_the_env_value(
+    make_backend: Any, collect: Any
+) -> None:
+    backend = make_backend("leak", "CHILD_SECRET", env={"CHILD_SECRET": ENV_SECRET})
+    with pytest.raises(BackendError) as caught:
+        await collect(backend, f"{PROMPT_SECRET}\nsecond line", system_prompt="SYSTEM RULES 42")
+    assert "fatal:" in (caught.value.stderr_tail or "")
+    assert_holds_no_secret(caught.value, PROMPT_SECRET, ENV_SECRET, "SYSTEM RULES 42")
+
+
+@pytest.mark.parametrize(
+    ("mode", "options", "error"),
+    [
+        (("signal", "SIGKILL"), {}, BackendError),
+        (("sleep", "30"), {"timeout": 0.3}, RunTimeoutError),
+        (("flood", str(4 * 1024 * 1024)), {"max_output_bytes": 1024}, BackendError),
+    ],
+    ids=["crash", "timeout", "too-much-output"],
+)
+async def test_errors_of_every_kind_hold_neither_the_prompt_nor_the_env_value(
+    make_backend: Any, collect: Any, mode: tuple[str, ...], options: Any, error: type[Exception]
+) -> None:
+    backend = make_backend(*mode, env={"CHILD_SECRET": ENV_SECRET}, kill_grace=0.2, **options)
+    with pytest.raises(error) as caught:
+        await collect(backend, PROMPT_SECRET)
+    assert_holds_no_secret(caught.value, PROMPT_SECRET, ENV_SECRET)
+
+
+async def test_refusals_before_the_spawn_hold_nothing_of_what_failed(
+    make_backend: Any, collect: Any, tmp_path: Path
+) -> None:
+    surrogate = f"{PROMPT_SECRET} \ud800"
+    with pytest.raises(BackendError) as refused:
+        await collect(make_backend("echo"), surrogate)
+    missing = ProcessBackend({"command": str(tmp_path / "no-such-cli"), "input": "argument"})
+    with pytest.raises(BackendError) as not_started:
+        await collect(missing, PROMPT_SECRET)
+    for caught in (refused, not_started):
+        assert caught.value.__context__ is None and caught.value.__cause__ is None
+        assert_holds_no_secret(caught.value, PROMPT_SECRET)  # a part of the surrogate prompt
+
+
+async def test_every_async_test_runs_with_the_leaked_generator_check() -> None:
+    finalizer = sys.get_asyncgen_hooks().finalizer
+    assert "_generators_closed" in getattr(finalizer, "__qualname__", "")  # see conftest.py

@@ -13,6 +13,7 @@ import pytest
 
 from oma_core import Agent, AgentConfig, OpenMultiAgent, TaskSpec, Team, image_url
 from oma_core.errors import BackendError, InvalidMessageError
+from oma_core.testing import assert_holds_no_secret
 
 FAKE_CLI = str(Path(__file__).with_name("fake_cli.py"))
 STRUCTURED = [
@@ -230,3 +231,29 @@ async def test_a_before_run_hook_may_rewrite_the_prompt_but_not_the_messages(
         failed = await replace.run("original")
     assert not failed.success and "cannot be forwarded without loss" in str(failed.status.error)
     assert counter.read_text().count("spawned") == 1
+
+
+async def test_failed_and_timed_out_runs_hold_neither_the_prompt_nor_a_passed_secret() -> None:
+    secret, prompt = "child-secret-value-4242", "the confidential plan for project nightingale"
+    env = {"CHILD_SECRET": secret}
+    async with _agent("leak", "CHILD_SECRET", env=env) as leaking:
+        failed = await leaking.run(prompt)
+    async with _agent("sleep", "30", env=env, timeout=0.3, kill_grace=0.2) as sleeping:
+        timed_out = await sleeping.run(prompt)
+    assert isinstance(failed.status.error, BackendError), failed.status
+    assert timed_out.status.code == "timeout", timed_out.status
+    for result in (failed, timed_out):
+        assert_holds_no_secret(result.status, secret, prompt)
+
+
+async def test_leaving_a_stream_early_stops_the_process_group(
+    group_gone: Any, tmp_path: Path
+) -> None:
+    info_file = tmp_path / "pids.json"
+    async with _agent("hang", str(info_file), kill_grace=0.2) as agent:
+        async with agent.stream("hi") as events:
+            async for event in events:
+                assert (event.type, event.data) == ("text", "ready")
+                break
+        info = json.loads(info_file.read_text())
+        group_gone(info["pgid"], info["pid"])  # stopped by leaving the block, not by aclose

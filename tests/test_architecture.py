@@ -1,0 +1,121 @@
+"""The house's load-bearing walls, checked on the source: which way imports run.
+
+- no import cycle among ``oma_core``'s modules, counting imports under ``TYPE_CHECKING`` too
+  (a cycle of type-only imports is still two modules that need each other);
+- the message model imports nothing of oma beyond itself and ``errors``;
+- the orchestrator and the team runner use nothing private of the agent.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+CORE = Path(__file__).parent.parent / "oma_core"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in CORE.rglob("*.py"):
+        parts = list(path.relative_to(CORE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str) -> set[str]:
+    """The core modules ``name`` imports at module level (``if``/``try`` bodies included)."""
+    path = MODULES[name]
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    out: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = base + (node.module.split(".") if node.module else [])
+                for alias in node.names:
+                    for candidate in (".".join([*module, alias.name]), ".".join(module)):
+                        if candidate in MODULES and candidate not in (name, "oma_core"):
+                            out.add(candidate)
+                            break
+            elif isinstance(node, ast.Import):
+                out.update(a.name for a in node.names if a.name in MODULES and a.name != name)
+            elif isinstance(node, ast.If | ast.Try):
+                visit(node.body)
+                visit(node.orelse)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return out
+
+
+def _cycle() -> list[str] | None:
+    graph = {name: _imports(name) for name in MODULES}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return [*stack[stack.index(target) :], target]
+            if target not in state:
+                found = walk(target)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = walk(node)
+            if found:
+                return found
+    return None
+
+
+def test_oma_core_has_no_import_cycle() -> None:
+    cycle = _cycle()
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_cycle_check_finds_a_cycle_when_there_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _imports
+
+    def with_cycle(name: str) -> set[str]:
+        extra = {"oma_core.agent"} if name == "oma_core.messages" else set()
+        return real(name) | extra
+
+    monkeypatch.setitem(globals(), "_imports", with_cycle)
+    assert _cycle() is not None
+
+
+@pytest.mark.parametrize(
+    "module", ["messages", "media", "validation", "serialization", "errors", "_parse", "_checks"]
+)
+def test_the_message_model_imports_nothing_else_of_oma(module: str) -> None:
+    model = {f"oma_core.{m}" for m in ("messages", "media", "validation", "serialization")}
+    model |= {"oma_core.errors", "oma_core._parse", "oma_core._checks"}
+    assert _imports(f"oma_core.{module}") <= model
+
+
+@pytest.mark.parametrize("module", ["orchestrator", "teams"])
+def test_orchestration_uses_nothing_private_of_the_agent(module: str) -> None:
+    tree = ast.parse(MODULES[f"oma_core.{module}"].read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in ("agent", "_runner", "config"):
+            assert all(not a.name.startswith("_") for a in node.names), ast.unparse(node)
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("agent", "run_agent", "config")
+        ):
+            assert not node.attr.startswith("_"), ast.unparse(node)
