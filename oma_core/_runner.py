@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
@@ -142,9 +141,13 @@ class Run:
             )
             turns += 1
             emitted: set[str] = set()
-            async with aclosing(self._call(call, emitted)) as events:
+            events = self._call(call, emitted)
+            try:
                 async for event in events:
                     yield event
+            except BaseException:  # failed, or closed from above: close the call too
+                await events.aclose()
+                raise
             message = self.produced[-1]
             conversation.append(message)
             calls = [block for block in message.content if isinstance(block, ToolUseBlock)]
@@ -193,9 +196,13 @@ class Run:
             stream=self.streaming,
             backend_request=request,
         )
-        async with aclosing(self._call(call, set(), retry=False)) as events:
+        events = self._call(call, set(), retry=False)
+        try:
             async for event in events:
                 yield event
+        except BaseException:
+            await events.aclose()
+            raise
 
     def result(self, error: BaseException | None) -> RunResult:
         """The ``RunResult``; a failure is handed out detached (see ``detached_error``)."""
@@ -229,13 +236,13 @@ class Run:
             response: ProviderResponse | None = None
             try:
                 events = self._hook.oma_model_call(call=call, run=self.context)
-                async with aclosing(events) as stream:
+                try:
                     while True:
                         try:
                             if deadline is None:
-                                event = await anext(stream)
+                                event = await anext(events)
                             else:
-                                event = await _bounded(anext(stream), deadline, scope, seconds)
+                                event = await _bounded(anext(events), deadline, scope, seconds)
                         except StopAsyncIteration:
                             break
                         kind = type(event)
@@ -253,6 +260,9 @@ class Run:
                             if streamed is not None:
                                 handed_on = True
                                 yield streamed
+                except BaseException:  # failed, or closed from above: close the call too
+                    await events.aclose()
+                    raise
             except Exception as error:
                 if response is None and arrived:  # cut short: count what arrived
                     self.usage = self.usage + charged_usage(call.request, None, arrived=arrived)
@@ -292,6 +302,8 @@ class Run:
         """This attempt's deadline, which limit it is, and that limit in seconds."""
         call_timeout = self.context.settings.call_timeout
         run_deadline = self.deadline
+        if call_timeout is None and run_deadline is None:
+            return None, "run", 0.0
         if call_timeout is None:
             return run_deadline, "run", self.context.settings.timeout or 0.0
         call_deadline = asyncio.get_running_loop().time() + call_timeout

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Sequence
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._runner import ModelTarget, Run, RunInput
@@ -220,9 +219,12 @@ class Agent:
                 turn = run.backend_turn(backend, kind, _display(backend, kind), prompt_of(messages))
             else:
                 turn = run.model_loop(self._model_target(), messages)
-            async with aclosing(turn) as events:
-                async for event in events:
+            try:
+                async for event in turn:
                     yield event
+            except BaseException:  # failed, or closed from above: close the turn too
+                await turn.aclose()
+                raise
         except Exception as exc:
             error = exc
         result = run.result(error)
@@ -234,9 +236,12 @@ class Agent:
     async def _result(events: AsyncGenerator[StreamEvent, None]) -> RunResult:
         """A run drained: its ``RunResult`` (a non-streaming run yields only ``done``)."""
         result: RunResult | None = None
-        async with aclosing(events) as drained:
-            async for event in drained:
+        try:
+            async for event in events:
                 result = event.data
+        except BaseException:  # cancelled: close the run (drained, it is closed already)
+            await events.aclose()
+            raise
         assert isinstance(result, RunResult)
         return result
 
@@ -305,9 +310,11 @@ class Agent:
 
     def _hooks(self) -> list[NamedHook]:
         """Package ``oma_before_run`` hooks in pluggy's order, then the config's own."""
+        calls = self._host().hook_calls("oma_before_run")
+        if not calls and self.config.before_run is None:
+            return []
         hooks: list[NamedHook] = [
-            (f"oma_before_run of plugin {call.plugin!r}", call)
-            for call in self._host().hook_calls("oma_before_run")
+            (f"oma_before_run of plugin {call.plugin!r}", call) for call in calls
         ]
         if self.config.before_run is not None:
             hooks.append(("AgentConfig.before_run", self.config.before_run))

@@ -132,6 +132,8 @@ def _refused(error: BaseException) -> bool:
 
 
 def _count(value: object) -> int | None:
+    if type(value) is int:  # the common case, first
+        return value if value >= 0 else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if not math.isfinite(value) or value < 0:
@@ -144,10 +146,14 @@ def reported_usage(usage: object) -> Usage:
 
     What a run's ``RunResult.usage`` adds up; budgets charge ``charged_usage`` instead.
     """
-    return Usage(
-        _count(getattr(usage, "input_tokens", None)) or 0,
-        _count(getattr(usage, "output_tokens", None)) or 0,
-    )
+    input_tokens = _count(getattr(usage, "input_tokens", None)) or 0
+    output_tokens = _count(getattr(usage, "output_tokens", None)) or 0
+    if type(usage) is Usage and (input_tokens, output_tokens) == (
+        usage.input_tokens,
+        usage.output_tokens,
+    ):
+        return usage  # sane already: no new object
+    return Usage(input_tokens, output_tokens)
 
 
 def charged_usage(

@@ -30,9 +30,9 @@ CallEvent: TypeAlias = "ProviderEvent | BackendToolCall | BackendToolResult"
 CallEvents: TypeAlias = "AsyncGenerator[CallEvent, None]"
 
 
-@attrs.frozen(eq=False)
+@attrs.define(eq=False)
 class RunContext:
-    """One run, as middleware sees it.
+    """One run, as middleware sees it (read it; do not reassign its fields).
 
     ``state`` is scratch space for the run's lifetime: a plugin keeps what it needs between
     the calls of one run there, under a key of its own name.

@@ -20,6 +20,7 @@ from .messages import (
     LLMMessage,
     MediaSource,
     ToolResultBlock,
+    UrlSource,
     VideoBlock,
 )
 
@@ -55,7 +56,10 @@ class BlockSupport:
     ``block_type`` is a block's ``type`` ("text", "image", "video", "tool_use", "tool_result",
     "reasoning") or, with ``roles={IN_TOOL_RESULT}``, a tool-result part ("image", "file").
     ``sources`` and ``media_types`` restrict media blocks (``None``: any media type of the
-    block's family).
+    block's family); ``sources=frozenset({"url"})`` declares a URL-only provider.
+    ``url_check``, for a service that reads only some URLs (Gemini: its File API and YouTube),
+    takes a URL and returns None when the service can read it, or the reason it cannot, which
+    becomes the refusal's detail.
     """
 
     block_type: str
@@ -63,6 +67,7 @@ class BlockSupport:
     sources: frozenset[str] = frozenset({"base64", "url"})
     media_types: frozenset[str] | None = None
     mode: Mode = Mode.NATIVE
+    url_check: Callable[[str], str | None] | None = None
 
 
 @attrs.frozen
@@ -106,10 +111,16 @@ class Capabilities:
             raise UnsupportedContentBlockError(
                 provider, block_type, f"{kind} sources are not supported {where}"
             )
-        if not any(s.media_types is None or source.media_type in s.media_types for s in by_kind):
+        media_type = source.media_type
+        by_type = [s for s in by_kind if s.media_types is None or media_type in s.media_types]
+        if not by_type:
             raise UnsupportedContentBlockError(
                 provider, block_type, f"media type {source.media_type} is not supported"
             )
+        if isinstance(source, UrlSource):
+            reasons = [s.url_check(source.url) if s.url_check else None for s in by_type]
+            if None not in reasons:
+                raise UnsupportedContentBlockError(provider, block_type, reasons[0])
 
     @classmethod
     def everything(cls) -> Capabilities:
@@ -142,10 +153,16 @@ def _source_of(block: object) -> MediaSource | None:
 class ProviderSpec:
     """A provider a plugin offers, returned from ``oma_register_providers``.
 
-    ``factory`` is called on first use with the agent's ``ProviderSettings``; it is where the
-    plugin imports its SDK, so that loading plugins imports none. ``shared`` says one instance
-    may serve many runs at once (a stateless SDK client): ``OpenMultiAgent`` then keeps one per
-    event loop and settings instead of building a client and connection pool for every run.
+    ``name`` is what ``AgentConfig.provider`` names; ``display_name`` names the provider in
+    errors and in ``oma plugins``; ``capabilities`` is what every request is checked against
+    before any I/O. ``factory`` is called on first use with the agent's ``ProviderSettings``;
+    it is where the plugin imports its SDK, so that loading plugins imports none.
+    ``default_model`` is the model when ``AgentConfig.model`` is None. ``shared`` says one
+    instance may serve many runs at once (a stateless SDK client): ``OpenMultiAgent`` then
+    keeps one per event loop and settings instead of building a client and connection pool
+    for every run. ``default_base_url`` and ``api_key_env`` are not read by the core: they
+    document what the provider itself falls back to when ``ProviderSettings.base_url`` or
+    ``api_key`` is None (``docs/writing-a-provider.md`` has the table).
     """
 
     name: str

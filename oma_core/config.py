@@ -130,9 +130,9 @@ class AgentConfig:
 
     def retry_policy(self, base: RetryPolicy | None = None) -> RetryPolicy:
         """``base`` (the ladder's defaults if None) overridden by this config's settings."""
-        from .retry import RetryPolicy
+        from .retry import DEFAULT_POLICY
 
-        return (base or RetryPolicy()).override(
+        return (base or DEFAULT_POLICY).override(
             max_retries=self.max_retries, delay=self.retry_delay, backoff=self.retry_backoff
         )
 

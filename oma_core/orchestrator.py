@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["OpenMultiAgent"]
 
 _log = logging.getLogger("oma.orchestrator")
+_NO_SETTINGS = RunSettings()
 
 
 def _check_cap(name: str, value: object) -> None:
@@ -170,19 +171,19 @@ class OpenMultiAgent:
         """
         if run_id is not None and not isinstance(run_id, str):
             raise TypeError(f"run_id must be a str, got {type(run_id).__name__}")
-        given = settings or RunSettings()
-        changes: dict[str, Any] = {}
-        if run_id is not None:
-            changes["run_id"] = run_id
-        if metadata is not None:
-            changes["metadata"] = _copy_metadata(metadata)
-        if timeout is not None:
-            changes["timeout"] = timeout
-        if call_timeout is not None:
-            changes["call_timeout"] = call_timeout
-        given = attrs.evolve(given, **changes) if changes else given
+        check_seconds("timeout", timeout)
+        check_seconds("call_timeout", call_timeout)
+        given = settings or _NO_SETTINGS
+        call: dict[str, Any] = {
+            "run_id": run_id or given.run_id,
+            "metadata": given.metadata if metadata is None else _copy_metadata(metadata),
+            "timeout": timeout if timeout is not None else given.timeout,
+            "call_timeout": call_timeout if call_timeout is not None else given.call_timeout,
+        }
         caps = (max_token_budget, max_cost_budget, budget)
-        return self._start(config, input, given, (max_retries, retry_delay, retry_backoff), caps)
+        return self._start(
+            config, input, given, call, (max_retries, retry_delay, retry_backoff), caps
+        )
 
     async def run_tasks(self, team: Team, tasks: Iterable[TaskSpec]) -> TeamRunResult:
         """Run a caller's plan on ``team``; each task is one ``run_agent`` on its assignee."""
@@ -246,6 +247,7 @@ class OpenMultiAgent:
         config: AgentConfig,
         input: str | Sequence[Any],
         given: RunSettings,
+        call: dict[str, Any],
         retry: tuple[int | None, float | None, float | None],
         caps: tuple[int | float | None, float | None, Budget | None],
         pool: ProviderPool | None = None,
@@ -256,18 +258,20 @@ class OpenMultiAgent:
         )
         checked = agent.check_input(input)
         pending: list[asyncio.Task[None]] = []
-        settings = self._settings(config, given, retry, caps, pending)
+        settings = self._settings(config, given, call, retry, caps, pending)
         return self._run(agent, checked, settings, pending)
 
     def _settings(
         self,
         config: AgentConfig,
         given: RunSettings,
+        call: dict[str, Any],
         retry: tuple[int | None, float | None, float | None],
         caps: tuple[int | float | None, float | None, Budget | None],
         pending: list[asyncio.Task[None]],
     ) -> RunSettings:
-        """The run's settings, resolved once: defaults, then ours, the config's, the call's."""
+        """The run's settings, resolved once (one ``RunSettings`` built): the defaults, then
+        ours, the config's, the ``settings`` given, the call's keywords (``call``)."""
         max_tokens, max_cost, shared = caps
         _check_cap("max_token_budget", max_tokens)
         _check_cap("max_cost_budget", max_cost)
@@ -287,16 +291,16 @@ class OpenMultiAgent:
         max_retries, retry_delay, retry_backoff = retry
         policy = given.retry or config.retry_policy(self._retry)
         policy = policy.override(max_retries=max_retries, delay=retry_delay, backoff=retry_backoff)
-        run_id = given.run_id or new_run_id()
+        run_id = call["run_id"] or new_run_id()
         observers = self._observers()
+        timeout, call_timeout = call["timeout"], call["call_timeout"]
         return attrs.evolve(
             given,
             run_id=run_id,
+            metadata=call["metadata"],
             retry=policy,
-            timeout=given.timeout if given.timeout is not None else self.timeout,
-            call_timeout=(
-                given.call_timeout if given.call_timeout is not None else self.call_timeout
-            ),
+            timeout=timeout if timeout is not None else self.timeout,
+            call_timeout=call_timeout if call_timeout is not None else self.call_timeout,
             budgets=tuple(budgets),
             estimate_cost=estimate_cost,
             progress=(
@@ -415,10 +419,15 @@ class OpenMultiAgent:
         pool = ProviderPool(every_provider=True)
 
         def run_agent(config: AgentConfig, prompt: str, task: str | None) -> Awaitable[RunResult]:
-            settings = RunSettings(task=task, metadata={"task": task} if task is not None else {})
-            return self._start(
-                config, prompt, settings, (None, None, None), (None, None, None), pool
-            )
+            call = {
+                "run_id": None,
+                "metadata": {"task": task} if task is not None else {},
+                "timeout": None,
+                "call_timeout": None,
+            }
+            nothing = (None, None, None)
+            settings = RunSettings(task=task)
+            return self._start(config, prompt, settings, call, nothing, nothing, pool)
 
         try:
             yield run_agent

@@ -98,6 +98,7 @@ class _Registry:
     """What the registration hooks returned, merged; rebuilt when the set of plugins changes."""
 
     key: tuple[tuple[str, int], ...]
+    count: int = attrs.field(init=False)
     providers: dict[str, ProviderSpec] = attrs.Factory(dict)
     provider_owner: dict[str, str] = attrs.Factory(dict)
     backends: dict[str, BackendSpec] = attrs.Factory(dict)
@@ -106,6 +107,9 @@ class _Registry:
     by_plugin: dict[str, _Offered] = attrs.Factory(dict)
     shadowed: list[str] = attrs.Factory(list)
     calls: dict[str, list[HookCall]] = attrs.Factory(dict)
+
+    def __attrs_post_init__(self) -> None:
+        self.count = len(self.key)
 
 
 @attrs.frozen
@@ -399,6 +403,13 @@ class PluginHost:
     # -- collecting ----------------------------------------------------------------------------
 
     def _collected(self) -> _Registry:
+        """What the plugins offer. Every run asks, so the check is cheap: the host's own
+        register/unregister drop the cache, and a plugin registered on ``pm`` directly, past
+        the host, changes the count."""
+        registry = self._registry
+        count = len(self.pm.list_name_plugin())
+        if registry is not None and registry.count == count:
+            return registry
         with self._lock:
             key = tuple((name, id(plugin)) for name, plugin in self.pm.list_name_plugin())
             if self._registry is None or self._registry.key != key:

@@ -115,6 +115,10 @@ class RetryPolicy:
         return nominal / 2 + self.random() * nominal / 2
 
 
+#: The ladder's defaults (a frozen value: every run without settings of its own shares it).
+DEFAULT_POLICY = RetryPolicy()
+
+
 async def retry_call(
     policy: RetryPolicy,
     attempt: Callable[[], Awaitable[T]],

@@ -19,7 +19,17 @@ The groups:
 - errors to raise: ``ProviderError``, ``BackendError``, ``PluginError``,
   ``UnsupportedContentBlockError``, ``RunTimeoutError``;
 - helpers: ``parse_retry_after``, redaction (``redact_text``, ``REDACTED``) and the POSIX
-  child-process helpers backends share (``child_environment``, ``stop_process_group``, ...).
+  child-process helpers backends share (``child_environment``, ``stop_process_group``, ...);
+- HTTP providers (httpx and httpx-sse, imported on first use; a plugin using these declares
+  both): ``http_client`` with ``HttpTimeouts`` (``LoopLocalClient``: one per event loop,
+  configured by the ``CLIENT_OPTIONS``),
+  ``post_json``, ``stream_sse`` / ``sse_events`` (bounded events) / ``event_json``,
+  ``error_from_response`` / ``error_from_streamed_response`` / ``error_from_event`` /
+  ``error_from_exception`` / ``malformed_response`` (failures as ``ProviderError``, scrubbed
+  by ``scrub``), ``encode_json``, ``error_fields``, ``retry_delay`` (Google's ``RetryInfo``),
+  ``ToolCallAssembler``; for the mapping, ``assistant_response``, ``tool_call_events``,
+  ``tool_result_text``, ``media_url`` and ``missing_api_key``; for Chat Completions
+  dialects, ``chat_tools``, ``chat_usage``, ``chat_text`` (and ``ToolCallAssembler.feed_chat``).
 """
 
 from __future__ import annotations
@@ -86,6 +96,34 @@ _EXPORTS: dict[str, str] = {
     "parse_retry_after": "retry",
     "REDACTED": "redaction",
     "redact_text": "redaction",
+    # HTTP providers (httpx and httpx-sse load on first use)
+    "HttpTimeouts": "_http",
+    "http_client": "_http",
+    "LoopLocalClient": "_http",
+    "CLIENT_OPTIONS": "_http",
+    "post_json": "_http",
+    "encode_json": "_http",
+    "error_fields": "_http",
+    "error_from_response": "_http",
+    "error_from_event": "_http",
+    "error_from_streamed_response": "_http",
+    "error_from_exception": "_http",
+    "malformed_response": "_http",
+    "retry_delay": "_http",
+    "scrub": "_http",
+    "DEFAULT_MAX_EVENT_BYTES": "_sse",
+    "sse_events": "_sse",
+    "event_json": "_sse",
+    "assistant_response": "_replies",
+    "tool_call_events": "_replies",
+    "chat_text": "_chat",
+    "chat_tools": "_chat",
+    "chat_usage": "_chat",
+    "tool_result_text": "_replies",
+    "media_url": "_replies",
+    "missing_api_key": "_replies",
+    "stream_sse": "_sse",
+    "ToolCallAssembler": "_tool_calls",
     # child processes (POSIX), for backend plugins
     "ALLOWED_ENV": "processes",
     "CommandOptions": "processes",
@@ -119,13 +157,17 @@ __all__ = [
     "BackendToolResult",
     "Base64Source",
     "BlockSupport",
+    "CLIENT_OPTIONS",
     "Capabilities",
     "CommandOptions",
     "ContentBlock",
+    "DEFAULT_MAX_EVENT_BYTES",
     "FilePart",
+    "HttpTimeouts",
     "IN_TOOL_RESULT",
     "ImageBlock",
     "LLMMessage",
+    "LoopLocalClient",
     "MediaSource",
     "Mode",
     "OmaError",
@@ -146,6 +188,7 @@ __all__ = [
     "TextBlock",
     "TextDelta",
     "ToolCall",
+    "ToolCallAssembler",
     "ToolDefinition",
     "ToolResultBlock",
     "ToolResultPart",
@@ -154,18 +197,40 @@ __all__ = [
     "UrlSource",
     "Usage",
     "VideoBlock",
+    "assistant_response",
+    "chat_text",
+    "chat_tools",
+    "chat_usage",
     "child_environment",
     "close_pipes",
     "configured_values",
     "describe_exit",
+    "encode_json",
+    "error_fields",
+    "error_from_event",
+    "error_from_exception",
+    "error_from_response",
+    "error_from_streamed_response",
+    "event_json",
     "hookimpl",
+    "http_client",
+    "malformed_response",
+    "media_url",
+    "missing_api_key",
     "number_option",
     "parse_retry_after",
+    "post_json",
     "prompt_fragments",
     "redact",
     "redact_text",
+    "retry_delay",
+    "scrub",
+    "sse_events",
     "stop_process_group",
+    "stream_sse",
     "strip_terminal_controls",
+    "tool_call_events",
+    "tool_result_text",
     "wait_exit",
 ]
 
@@ -190,6 +255,32 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from . import hookimpl
+    from ._chat import chat_text, chat_tools, chat_usage
+    from ._http import (
+        CLIENT_OPTIONS,
+        HttpTimeouts,
+        LoopLocalClient,
+        encode_json,
+        error_fields,
+        error_from_event,
+        error_from_exception,
+        error_from_response,
+        error_from_streamed_response,
+        http_client,
+        malformed_response,
+        post_json,
+        retry_delay,
+        scrub,
+    )
+    from ._replies import (
+        assistant_response,
+        media_url,
+        missing_api_key,
+        tool_call_events,
+        tool_result_text,
+    )
+    from ._sse import DEFAULT_MAX_EVENT_BYTES, event_json, sse_events, stream_sse
+    from ._tool_calls import ToolCallAssembler
     from .backends import (
         Backend,
         BackendEvent,

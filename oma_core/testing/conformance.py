@@ -54,6 +54,14 @@ Hooks a plugin may override when its wire differs from the defaults:
 - ``transient_stream_error``: the error type the fake server's ``error_event`` uses for a
   transient failure inside a stream (``"overloaded_error"`` by default).
 
+What the fake server must do for the suite (``docs/testing-plugins.md`` states it in full):
+answer queued replies (``script_text`` / ``script_tool_call``) and, with none queued, a default
+text reply, with usage above zero; stream a text reply in at least four events, the first
+carrying no text, with a recognisable end; give the provider's error shapes in
+``error_response`` / ``error_event`` (``transient_stream_error`` must be retryable); refuse
+what the service refuses; serve requests concurrently over keep-alive connections; and raise
+nothing from ``handle`` (``handler_errors``).
+
 The tests drive the real path, ``Agent(AgentConfig(provider=NAME, base_url=..., ...))`` and
 ``OpenMultiAgent.run_agent`` over HTTP to the fake server, and check: every block the provider
 declares (its ``Capabilities``) reaches the wire in the provider's shape; every block it does

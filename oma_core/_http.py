@@ -1,0 +1,426 @@
+"""HTTP for provider plugins: a client with real timeouts, and failures as ``ProviderError``.
+
+A provider plugin that speaks a REST wire over httpx needs the same few things every time: a
+client whose read timeout suits a model call (httpx's default of 5 s does not), and a way to
+turn an error response, a transport fault or an unreadable reply into a ``ProviderError`` the
+core's retry ladder understands, without the key, the prompt or a base64 payload in its
+message and without a reference to the request (the error is built from strings, never
+chained). httpx is imported on first use, so ``import oma_core.toolkit`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .errors import ProviderError
+from .redaction import REDACTED, redact_text
+from .retry import parse_retry_after
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "CLIENT_OPTIONS",
+    "HttpTimeouts",
+    "LoopLocalClient",
+    "error_from_event",
+    "error_from_exception",
+    "error_from_response",
+    "http_client",
+    "malformed_response",
+    "post_json",
+    "retry_delay",
+    "scrub",
+]
+
+#: The provider options ``LoopLocalClient.from_options`` reads (the rest usually go in the body).
+CLIENT_OPTIONS = ("timeout", "headers")
+#: How much of a service's error text a message keeps (characters).
+MESSAGE_LIMIT = 300
+#: How much of an error body is read from a streamed response (bytes).
+ERROR_BODY_LIMIT = 64 * 1024
+
+
+def _positive(_inst: object, attribute: Any, value: float | None) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"HttpTimeouts.{attribute.name} must be > 0 or None, not {value!r}")
+
+
+@attrs.frozen
+class HttpTimeouts:
+    """httpx's four timeouts, in seconds (None: no limit), with values that suit model calls.
+
+    ``connect`` is short, so an unreachable host fails fast; ``read`` (the longest wait between
+    two received bytes) is long, because a model may think for minutes before its first token.
+    """
+
+    connect: float | None = attrs.field(default=5.0, validator=_positive)
+    read: float | None = attrs.field(default=600.0, validator=_positive)
+    write: float | None = attrs.field(default=60.0, validator=_positive)
+    pool: float | None = attrs.field(default=60.0, validator=_positive)
+
+
+def http_client(
+    *,
+    base_url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeouts: HttpTimeouts | None = None,
+    max_connections: int = 100,
+    max_keepalive_connections: int = 20,
+) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` with real timeouts and connection limits; the provider owns it
+    and closes it in its ``aclose`` (``await client.aclose()``). Redirects are not followed: a
+    model API that redirects a POST is misconfigured, and following would resend the key."""
+    import httpx
+
+    t = timeouts or HttpTimeouts()
+    return httpx.AsyncClient(
+        base_url=base_url or "",
+        headers=dict(headers or {}),
+        timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.write, pool=t.pool),
+        limits=httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_keepalive_connections
+        ),
+        follow_redirects=False,
+    )
+
+
+class LoopLocalClient:
+    """An ``http_client`` per event loop, made on first use: a connection pool belongs to the
+    loop that opened it, so a provider used from a second loop (a second ``asyncio.run``)
+    gets a fresh client instead of a pool bound to a closed loop. ``aclose`` closes the
+    client of the running loop; one left on a finished loop is released when collected."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeouts: HttpTimeouts | None = None,
+        max_connections: int = 100,
+        max_keepalive_connections: int = 20,
+    ) -> None:
+        self._options: dict[str, Any] = {
+            "base_url": base_url,
+            "headers": dict(headers or {}),
+            "timeouts": timeouts,
+            "max_connections": max_connections,
+            "max_keepalive_connections": max_keepalive_connections,
+        }
+        self._client: httpx.AsyncClient | None = None
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> LoopLocalClient:
+        """A client configured by the provider options every HTTP plugin takes (the keys of
+        ``CLIENT_OPTIONS``): ``timeout`` (the read timeout, seconds) and ``headers`` (extra
+        headers; ``headers`` given here, such as the key's, win)."""
+        timeout = options.get("timeout")
+        return cls(
+            headers={**dict(options.get("headers") or {}), **dict(headers or {})},
+            timeouts=HttpTimeouts(read=float(timeout)) if timeout else None,
+        )
+
+    def get(self) -> httpx.AsyncClient:
+        """The client of the running loop (call from a coroutine)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is None or self._loop() is not loop:
+            self._client = http_client(**self._options)
+            self._loop = weakref.ref(loop)
+        return self._client
+
+    async def aclose(self) -> None:
+        client, loop_ref = self._client, self._loop
+        self._client = self._loop = None
+        if client is None or loop_ref is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if loop_ref() is running:
+            await client.aclose()
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` without the given secrets (each replaced by ``[REDACTED]``), without anything
+    the core's redaction recognises (credentials by shape, URL queries, base64-like runs), and
+    cut to ``MESSAGE_LIMIT`` characters."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    text = redact_text(text)
+    if len(text) > MESSAGE_LIMIT:
+        text = text[:MESSAGE_LIMIT] + "..."
+    return text
+
+
+def malformed_response(provider: str, detail: str) -> ProviderError:
+    """A reply that cannot be decoded (not JSON, empty, the wrong shape, a bad SSE event).
+
+    Retryable: a garbled reply is a transient fault of the service or the path to it, and the
+    same request usually succeeds when sent again (``docs/writing-a-provider.md``).
+    ``detail`` should name what was wrong, not quote the reply.
+    """
+    return ProviderError(
+        f"{provider} sent a malformed response: {scrub(detail)}",
+        provider=provider,
+        retryable=True,
+    )
+
+
+def error_from_response(
+    response: httpx.Response, *, provider: str, secrets: Iterable[str] = ()
+) -> ProviderError:
+    """The ``ProviderError`` for an error response whose body has been read.
+
+    ``status_code`` decides ``retryable`` (the core's policy: 408, 409, 429 and 5xx);
+    ``retry_after`` comes from ``retry-after-ms`` / ``retry-after``, or else from a
+    Google-style body's ``RetryInfo`` (``retry_delay``); the message names the
+    status and the service's error type and text, scrubbed. The error keeps no reference to
+    the response or its request.
+    """
+    try:
+        body = response.content
+    except Exception:  # a streamed body not read yet: the status alone
+        body = b""
+    return _status_error(
+        response.status_code, response.headers, body, provider=provider, secrets=secrets
+    )
+
+
+async def error_from_streamed_response(
+    response: httpx.Response,
+    *,
+    provider: str,
+    secrets: Iterable[str] = (),
+    limit: int = ERROR_BODY_LIMIT,
+) -> ProviderError:
+    """``error_from_response`` for a response opened with ``client.stream``: reads at most
+    ``limit`` bytes of its body first (an error body is small; a hostile one is not read whole)."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= limit:
+                break
+    except Exception:  # a body cut short: what arrived is enough for a message
+        pass
+    return _status_error(
+        response.status_code,
+        response.headers,
+        b"".join(chunks)[:limit],
+        provider=provider,
+        secrets=secrets,
+    )
+
+
+def _status_error(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    provider: str,
+    secrets: Iterable[str],
+) -> ProviderError:
+    kind, text = error_fields(body)
+    message = f"{provider} returned HTTP {status}"
+    if kind:
+        message += f" ({scrub(kind, secrets)})"
+    if text:
+        message += f": {scrub(text, secrets)}"
+    retry_after = parse_retry_after(dict(headers.items()))
+    if retry_after is None:
+        retry_after = _body_retry_delay(body)
+    return ProviderError(message, status_code=status, provider=provider, retry_after=retry_after)
+
+
+_RETRY_DELAY = re.compile(r"(\d+(?:\.\d+)?)s")
+
+
+def retry_delay(error: Mapping[str, Any]) -> float | None:
+    """The wait a Google-style error asks for: ``google.rpc.RetryInfo``'s ``retryDelay``
+    (``"17s"``) among its ``details``; None if absent."""
+    for detail in error.get("details") or ():
+        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("RetryInfo"):
+            match = _RETRY_DELAY.fullmatch(str(detail.get("retryDelay", "")).strip())
+            if match:
+                return float(match.group(1))
+    return None
+
+
+def _body_retry_delay(body: bytes) -> float | None:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, Mapping) else None
+    return retry_delay(error) if isinstance(error, Mapping) else None
+
+
+def error_fields(body: bytes | str | Any) -> tuple[str | None, str | None]:
+    """A service's error type and text from an error body in the common shapes:
+    ``{"error": {"message", "type" | "status" | "code"}}``, ``{"message", "type"}``,
+    ``{"detail": ...}``, or plain text."""
+    if isinstance(body, bytes | str):
+        raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        try:
+            data: Any = json.loads(raw)
+        except ValueError:
+            return None, raw.strip() or None
+    else:
+        data = body
+    if isinstance(data, list) and data:  # some services wrap the error in a list
+        data = data[0]
+    if not isinstance(data, Mapping):
+        return None, None if data is None else str(data)
+    error = data.get("error", data)
+    if isinstance(error, str):
+        return None, error
+    if not isinstance(error, Mapping):
+        return None, None
+    kind = next(
+        (error[k] for k in ("type", "status", "code") if isinstance(error.get(k), str)), None
+    )
+    message = error.get("message")
+    text = message if isinstance(message, str) else None
+    if text is None:
+        detail = error.get("detail")
+        if detail is not None:
+            text = detail if isinstance(detail, str) else json.dumps(detail)
+    return kind, text
+
+
+def error_from_event(
+    data: Mapping[str, Any], *, provider: str, secrets: Iterable[str] = ()
+) -> ProviderError:
+    """The ``ProviderError`` for an error object a service sends inside a 200 stream, e.g.
+    ``{"error": {"code": 503, "message", "status"}}`` or ``{"object": "error", "message",
+    "type", "code"}``. A numeric HTTP-like ``code`` becomes ``status_code`` (and decides
+    ``retryable``); without one the fault is transient, so retryable. A Google-style
+    ``RetryInfo`` gives ``retry_after``."""
+    error = data.get("error", data)
+    error = error if isinstance(error, Mapping) else data
+    kind, text = error_fields(data)
+    code = error.get("code")
+    status = code if isinstance(code, int) and 400 <= code <= 599 else None
+    message = f"{provider} stream failed"
+    if kind:
+        message += f" ({scrub(kind, secrets)})"
+    if text:
+        message += f": {scrub(text, secrets)}"
+    return ProviderError(
+        message,
+        status_code=status,
+        provider=provider,
+        retryable=None if status else True,
+        retry_after=retry_delay(error),
+    )
+
+
+def error_from_exception(
+    exc: BaseException, *, provider: str, secrets: Iterable[str] = ()
+) -> ProviderError:
+    """The ``ProviderError`` for an exception raised while sending or reading a request.
+
+    httpx timeouts and transport faults (refused, reset, cut mid-body) are retryable without a
+    status (a request that cannot be sent at all, such as a URL without http(s), is not); the
+    message names the host, never the URL's path or query. An ``httpx.HTTPStatusError``
+    becomes ``error_from_response``; a ``ProviderError`` is returned as it is; anything else is
+    a non-retryable failure named by its type. Build the error in the ``except`` block and
+    raise it after, so it is not chained to ``exc``.
+    """
+    if isinstance(exc, ProviderError):
+        return exc
+    import httpx
+
+    if isinstance(exc, httpx.HTTPStatusError):
+        return error_from_response(exc.response, provider=provider, secrets=secrets)
+    where = _host(exc)
+    name = type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderError(
+            f"{provider} request{where} timed out ({name})", provider=provider, retryable=True
+        )
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
+        # the request itself is wrong (a base_url without http(s), an invalid header):
+        # sending it again cannot help
+        return ProviderError(
+            f"{provider} request{where} could not be sent ({name})",
+            provider=provider,
+            retryable=False,
+        )
+    if isinstance(exc, httpx.TransportError):
+        return ProviderError(
+            f"{provider} connection{where} failed ({name})", provider=provider, retryable=True
+        )
+    if isinstance(exc, httpx.StreamError):
+        return ProviderError(
+            f"{provider} response stream failed ({name})", provider=provider, retryable=True
+        )
+    return ProviderError(f"{provider} request failed ({name})", provider=provider, retryable=False)
+
+
+def _host(exc: BaseException) -> str:
+    try:
+        url = exc.request.url  # type: ignore[attr-defined]
+    except Exception:  # no request attached
+        return ""
+    host = url.host or ""
+    port = f":{url.port}" if url.port else ""
+    return f" to {host}{port}" if host else ""
+
+
+async def post_json(
+    client: httpx.AsyncClient,
+    url: str,
+    body: Mapping[str, Any],
+    *,
+    provider: str,
+    secrets: Iterable[str] = (),
+    headers: Mapping[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
+) -> Any:
+    """POST ``body`` as compact UTF-8 JSON and return the decoded JSON reply.
+
+    Every failure is a ``ProviderError``: an error status (``error_from_response``), a
+    transport fault (``error_from_exception``) or a reply that is not JSON
+    (``malformed_response``).
+    """
+    secrets = tuple(secrets)
+    error: ProviderError | None = None
+    try:
+        response = await client.post(
+            url, content=encode_json(body), headers=_json_headers(headers), params=params
+        )
+    except Exception as exc:
+        error = error_from_exception(exc, provider=provider, secrets=secrets)
+    if error is not None:
+        raise error
+    if response.status_code >= 400:
+        raise error_from_response(response, provider=provider, secrets=secrets)
+    try:
+        return json.loads(response.content)
+    except ValueError:
+        error = malformed_response(provider, f"HTTP {response.status_code} body is not JSON")
+    raise error
+
+
+def encode_json(body: Mapping[str, Any]) -> bytes:
+    """The bytes a provider sends for a JSON body: compact, UTF-8, key order kept (what the
+    conformance kit's ``encode_body`` expects by default)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _json_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    return {"content-type": "application/json", **(headers or {})}

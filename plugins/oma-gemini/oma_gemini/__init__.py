@@ -1,0 +1,46 @@
+"""oma provider plugin for Google Gemini (the Gemini API's ``generateContent``), video included.
+
+Registers ``gemini``. Loading the plugin imports neither httpx nor httpx-sse: the factory
+imports the provider on first use. What it carries, block by block, is in ``capabilities``
+and in ``docs/providers/gemini.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from oma_core.toolkit import ProviderSpec, hookimpl
+
+from .capabilities import CAPABILITIES, DISPLAY_NAME
+
+if TYPE_CHECKING:
+    from oma_core.toolkit import Provider, ProviderSettings
+
+__all__ = ["CAPABILITIES", "DISPLAY_NAME", "SPEC", "create_provider", "oma_register_providers"]
+
+__version__ = "0.1.0"
+
+
+def create_provider(settings: ProviderSettings) -> Provider:
+    """Build a ``GeminiProvider`` (httpx is imported here, on first use)."""
+    from .provider import GeminiProvider
+
+    return GeminiProvider(settings)
+
+
+SPEC = ProviderSpec(
+    name="gemini",
+    display_name=DISPLAY_NAME,
+    factory=create_provider,
+    capabilities=CAPABILITIES,
+    description="Google Gemini over the REST generateContent API (httpx; native video).",
+    default_model="gemini-2.5-flash",
+    default_base_url="https://generativelanguage.googleapis.com/v1beta",
+    api_key_env="GEMINI_API_KEY",
+    shared=True,  # one httpx client per event loop serves concurrent runs
+)
+
+
+@hookimpl
+def oma_register_providers() -> list[ProviderSpec]:
+    return [SPEC]

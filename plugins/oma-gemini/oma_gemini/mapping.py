@@ -1,0 +1,296 @@
+"""oma's messages as a ``generateContent`` body, and Gemini's replies as oma's responses.
+
+The body uses the API's camelCase field names. Base64 media go as ``inlineData`` (video
+too) within a per-request limit of decoded bytes (the API's own request limit is 20 MB); a
+URL goes as ``fileData`` (the capabilities have already refused URLs Gemini cannot read). A
+``tool_result`` becomes a ``functionResponse``, which Gemini matches by the function's
+*name*: one whose ``tool_use`` is not in the conversation is refused here, before any
+request. Media a tool returned follow its ``functionResponse`` as ``inlineData`` parts.
+
+Thought signatures (Gemini's opaque tokens on the parts of a thinking model's turn, which it
+wants back) ride in ``ReasoningBlock``s: a thought summary becomes a block with its text, a
+signature on an ordinary part becomes a block with empty text just before that part's block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from oma_core.toolkit import (
+    Base64Source,
+    FilePart,
+    ImageBlock,
+    LLMMessage,
+    ProviderError,
+    ProviderRequest,
+    ProviderResponse,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UnsupportedContentBlockError,
+    Usage,
+    VideoBlock,
+    malformed_response,
+    scrub,
+    tool_result_text,
+)
+
+from .capabilities import DISPLAY_NAME, WIRE_MEDIA_TYPE
+
+__all__ = [
+    "BLOCKED_FINISH_REASONS",
+    "DEFAULT_INLINE_LIMIT",
+    "STOP_REASONS",
+    "build_body",
+    "read_candidate",
+    "read_usage",
+]
+
+#: Decoded bytes of base64 media one request may carry inline (``inline_limit`` option).
+DEFAULT_INLINE_LIMIT = 20 * 1000 * 1000
+
+#: Gemini's ``finishReason`` values that end a turn normally, as oma's ``stop_reason``.
+STOP_REASONS = {"STOP": "end_turn", "MAX_TOKENS": "max_tokens"}
+#: Finish reasons that withhold the answer: a ``ProviderError``, never a silent success.
+BLOCKED_FINISH_REASONS = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "LANGUAGE",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+        "OTHER",
+        "FINISH_REASON_UNSPECIFIED",
+        "NO_IMAGE",
+        "IMAGE_OTHER",
+    }
+)
+#: Finish reasons where the model produced a broken call: retrying may well succeed.
+_RETRY_FINISH_REASONS = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
+
+
+def build_body(
+    request: ProviderRequest, options: Mapping[str, Any], inline_limit: int
+) -> dict[str, Any]:
+    """The JSON body of a ``generateContent`` call for ``request``."""
+    contents = _contents(request.messages, inline_limit)
+    body: dict[str, Any] = {"contents": contents}
+    if request.system_prompt:
+        body["systemInstruction"] = {"parts": [{"text": request.system_prompt}]}
+    if request.tools:
+        declarations = [
+            {"name": t.name, "description": t.description, "parameters": dict(t.input_schema)}
+            for t in request.tools
+        ]
+        body["tools"] = [{"functionDeclarations": declarations}]
+    config: dict[str, Any] = dict(options.get("generationConfig") or {})
+    if request.temperature is not None:
+        config["temperature"] = request.temperature
+    if request.max_tokens is not None:
+        config["maxOutputTokens"] = request.max_tokens
+    if request.stop is not None:
+        config["stopSequences"] = list(request.stop)
+    if config:
+        body["generationConfig"] = config
+    for key, value in options.items():
+        if key != "generationConfig":
+            body[key] = value
+    return body
+
+
+def _contents(messages: Iterable[LLMMessage], inline_limit: int) -> list[dict[str, Any]]:
+    names: dict[str, str] = {}  # tool_use id -> function name
+    budget = _Inline(inline_limit)
+    contents = []
+    for index, message in enumerate(messages):
+        parts: list[dict[str, Any]] = []
+        signature: str | None = None
+        for block in message.content:
+            part = _part(block, names, budget, index)
+            if part is None:  # an empty reasoning block: its signature marks the next part
+                assert isinstance(block, ReasoningBlock)
+                signature = block.signature
+                continue
+            if signature is not None:
+                part[0]["thoughtSignature"] = signature
+                signature = None
+            parts.extend(part)
+        if signature is not None:  # a signature with no part after it: keep it, on its own
+            parts.append({"text": "", "thoughtSignature": signature})
+        contents.append(
+            {"role": "model" if message.role == "assistant" else "user", "parts": parts}
+        )
+    return contents
+
+
+def _part(
+    block: Any, names: dict[str, str], budget: _Inline, index: int
+) -> list[dict[str, Any]] | None:
+    if isinstance(block, TextBlock):
+        return [{"text": block.text}]
+    if isinstance(block, ImageBlock | VideoBlock | FilePart):
+        return [_media(block, budget)]
+    if isinstance(block, ToolUseBlock):
+        names[block.id] = block.name
+        return [{"functionCall": {"id": block.id, "name": block.name, "args": block.plain_input()}}]
+    if isinstance(block, ToolResultBlock):
+        name = names.get(block.tool_use_id)
+        if name is None:
+            raise UnsupportedContentBlockError(
+                DISPLAY_NAME,
+                "tool_result",
+                f"messages[{index}] answers tool call {block.tool_use_id!r}, which is not in the "
+                "conversation: Gemini's functionResponse needs the function's name",
+            )
+        text = tool_result_text(block)
+        key = "error" if block.is_error else "result"
+        response = {"id": block.tool_use_id, "name": name, "response": {key: text}}
+        media = (
+            []
+            if isinstance(block.content, str)
+            else [_media(p, budget) for p in block.content if not isinstance(p, TextBlock)]
+        )
+        return [{"functionResponse": response}, *media]
+    if isinstance(block, ReasoningBlock):
+        if not block.text:
+            return None if block.signature else []
+        part: dict[str, Any] = {"text": block.text, "thought": True}
+        if block.signature:
+            part["thoughtSignature"] = block.signature
+        return [part]
+    raise AssertionError(f"unchecked block {block.type}")  # the capabilities refused it
+
+
+def _media(block: ImageBlock | VideoBlock | FilePart, budget: _Inline) -> dict[str, Any]:
+    source = block.source
+    mime = WIRE_MEDIA_TYPE.get(source.media_type, source.media_type)
+    if isinstance(source, Base64Source):
+        budget.take(len(source.data) * 3 // 4 - source.data[-2:].count("="), block.type)
+        return {"inlineData": {"mimeType": mime, "data": source.data}}
+    return {"fileData": {"mimeType": mime, "fileUri": source.url}}
+
+
+class _Inline:
+    """The decoded bytes of inline media a request has left."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int, block_type: str) -> None:
+        self.used += size
+        if self.used > self.limit:
+            raise UnsupportedContentBlockError(
+                DISPLAY_NAME,
+                block_type,
+                f"the request's inline media ({self.used} decoded bytes so far) exceed the "
+                f"inline limit of {self.limit} bytes (provider option inline_limit); upload "
+                "large media with the Gemini File API and send the file's URI as a URL source",
+            )
+
+
+def read_usage(reply: Mapping[str, Any]) -> Usage:
+    """``usageMetadata`` as ``Usage``; thinking tokens count as output (they are billed so)."""
+    meta = reply.get("usageMetadata") or {}
+    output = int(meta.get("candidatesTokenCount") or 0) + int(meta.get("thoughtsTokenCount") or 0)
+    return Usage(int(meta.get("promptTokenCount") or 0), output)
+
+
+def read_candidate(reply: Mapping[str, Any]) -> tuple[list[Any], str | None]:
+    """The blocks of a reply's first candidate (in order, text unmerged) and its finish
+    reason; a blocked prompt raises ``ProviderError``, an unreadable reply a malformed one."""
+    candidates = reply.get("candidates")
+    if not candidates:
+        feedback = reply.get("promptFeedback") or {}
+        if feedback.get("blockReason"):
+            raise _blocked(f"the prompt was blocked ({feedback['blockReason']})")
+        return [], None
+    try:
+        candidate = candidates[0]
+        parts = (candidate.get("content") or {}).get("parts") or []
+        blocks = [b for part in parts for b in _blocks_of(part)]
+    except (AttributeError, TypeError, KeyError):
+        blocks = None
+    if blocks is None:
+        raise malformed_response(DISPLAY_NAME, "a candidate has unreadable parts")
+    return blocks, candidate.get("finishReason")
+
+
+def _blocks_of(part: Mapping[str, Any]) -> list[Any]:
+    signature = part.get("thoughtSignature")
+    if part.get("thought"):
+        return [ReasoningBlock(part.get("text") or "", signature=signature)]
+    blocks: list[Any] = [ReasoningBlock("", signature=signature)] if signature else []
+    if "text" in part:
+        blocks.append(TextBlock(part["text"]))
+    elif "functionCall" in part:
+        call = part["functionCall"]
+        args = call.get("args") or {}
+        call_id = call.get("id") or _call_id(call["name"], args)
+        blocks.append(ToolUseBlock(call_id, call["name"], args))
+    return blocks
+
+
+def _call_id(name: str, args: Any) -> str:
+    """An id for a call Gemini sent without one: stable, so a stream and a complete agree."""
+    digest = hashlib.sha256(json.dumps([name, args], sort_keys=True).encode()).hexdigest()
+    return f"call_{digest[:16]}"
+
+
+def finish(reason: str | None, has_calls: bool) -> str:
+    """oma's ``stop_reason`` for Gemini's ``finishReason``; raises for a withheld answer, and
+    for none at all (a reply cut short or garbled: retryable)."""
+    if reason is None:
+        raise malformed_response(DISPLAY_NAME, "the reply has no candidate with a finishReason")
+    if reason in _RETRY_FINISH_REASONS:
+        raise ProviderError(
+            f"{DISPLAY_NAME} stopped: the model produced a malformed tool call ({reason})",
+            provider=DISPLAY_NAME,
+            retryable=True,
+        )
+    if reason in BLOCKED_FINISH_REASONS or reason not in STOP_REASONS:
+        raise _blocked(f"the answer was withheld (finishReason {scrub(str(reason))})")
+    if has_calls and reason == "STOP":
+        return "tool_use"
+    return STOP_REASONS[reason]
+
+
+def _blocked(what: str) -> ProviderError:
+    return ProviderError(f"{DISPLAY_NAME}: {what}", provider=DISPLAY_NAME, retryable=False)
+
+
+def merge_text(blocks: Iterable[Any]) -> tuple[Any, ...]:
+    """Adjacent text blocks joined (a stream sends one per event; a reply may split too)."""
+    merged: list[Any] = []
+    for block in blocks:
+        if isinstance(block, TextBlock) and merged and isinstance(merged[-1], TextBlock):
+            merged[-1] = TextBlock(merged[-1].text + block.text)
+        elif (
+            isinstance(block, ReasoningBlock)
+            and block.text
+            and merged
+            and isinstance(merged[-1], ReasoningBlock)
+            and merged[-1].text
+            and not merged[-1].signature
+        ):
+            merged[-1] = ReasoningBlock(merged[-1].text + block.text, signature=block.signature)
+        else:
+            merged.append(block)
+    text_blocks = [b for b in merged if not (isinstance(b, TextBlock) and not b.text)]
+    return tuple(text_blocks) or (TextBlock(""),)
+
+
+def response_of(
+    blocks: list[Any], reason: str | None, usage: Usage, model: str | None
+) -> ProviderResponse:
+    content = merge_text(blocks)
+    calls = any(isinstance(b, ToolUseBlock) for b in content)
+    return ProviderResponse(LLMMessage("assistant", content), usage, finish(reason, calls), model)

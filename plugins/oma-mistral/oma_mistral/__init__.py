@@ -1,0 +1,200 @@
+"""oma provider plugin ``mistral``: Mistral's chat completions API, on ``oma_core.toolkit``.
+
+Text, images in user turns (URL or base64, in the plain-string ``image_url`` form), tools and
+streaming; video and reasoning are refused locally. The toolkit imports httpx on first use, so
+loading the plugin does not. See ``docs/providers/mistral.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+from oma_core.toolkit import (
+    CLIENT_OPTIONS,
+    BlockSupport,
+    Capabilities,
+    ImageBlock,
+    LLMMessage,
+    LoopLocalClient,
+    ProviderEvent,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    ProviderSpec,
+    ResponseComplete,
+    TextBlock,
+    TextDelta,
+    ToolCallAssembler,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    assistant_response,
+    chat_text,
+    chat_tools,
+    chat_usage,
+    event_json,
+    hookimpl,
+    malformed_response,
+    media_url,
+    missing_api_key,
+    post_json,
+    stream_sse,
+    tool_call_events,
+    tool_result_text,
+)
+
+__all__ = ["CAPABILITIES", "DISPLAY_NAME", "SPEC", "MistralProvider", "wire_id"]
+
+DISPLAY_NAME = "Mistral"
+_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+CAPABILITIES = Capabilities(
+    (
+        BlockSupport("text"),
+        BlockSupport("image", frozenset({"user"}), media_types=_IMAGE_TYPES),
+        BlockSupport("tool_use", frozenset({"assistant"})),
+        BlockSupport("tool_result", frozenset({"user"})),
+    )
+)
+_ID = re.compile(r"[A-Za-z0-9]{9}")
+
+
+def wire_id(call_id: str) -> str:
+    """``call_id`` as Mistral takes it (nine letters and digits): itself, or a stable digest."""
+    return call_id if _ID.fullmatch(call_id) else hashlib.sha256(call_id.encode()).hexdigest()[:9]
+
+
+class MistralProvider:
+    """Sends ``ProviderRequest``s to ``{base_url}/chat/completions`` (Bearer auth)."""
+
+    name = "mistral"
+    display_name = DISPLAY_NAME
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self._key = settings.api_key or os.environ.get("MISTRAL_API_KEY")
+        self._url = (settings.base_url or "https://api.mistral.ai/v1").rstrip("/")
+        self._url += "/chat/completions"
+        self._options = {k: v for k, v in settings.options.items() if k not in CLIENT_OPTIONS}
+        auth = {"authorization": f"Bearer {self._key}"} if self._key else {}
+        self._clients = LoopLocalClient.from_options(settings.options, headers=auth)
+
+    def render(self, request: ProviderRequest) -> dict[str, Any]:
+        system = [{"role": "system", "content": request.system_prompt}]
+        messages = system if request.system_prompt else []
+        names: dict[str, str] = {}  # tool_use id -> function name, for the tool messages
+        for message in request.messages:
+            messages.extend(_messages(message, names))
+        body: dict[str, Any] = {"model": request.model or SPEC.default_model, "messages": messages}
+        for key in ("temperature", "max_tokens", "stop"):
+            if (value := getattr(request, key)) is not None:
+                body[key] = list(value) if key == "stop" else value
+        if request.tools:
+            body["tools"] = chat_tools(request.tools)
+        return {**body, **self._options, **request.options}
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        body, secrets = self.render(request), self._secrets()
+        reply = await post_json(
+            self._client(), self._url, body, provider=DISPLAY_NAME, secrets=secrets
+        )
+        calls = ToolCallAssembler(DISPLAY_NAME)
+        try:
+            choice = reply["choices"][0]
+            for i, call in enumerate(choice["message"].get("tool_calls") or ()):
+                calls.feed_chat(call, index=i)
+            text = chat_text(choice["message"].get("content"))
+        except (KeyError, IndexError, TypeError, AttributeError):
+            text = None
+        if text is None:  # raised here, not in the except: nothing chained to the reply
+            raise malformed_response(DISPLAY_NAME, "the reply has no readable choice")
+        return assistant_response(
+            text, calls.finish(), chat_usage(reply), choice.get("finish_reason"), reply.get("model")
+        )
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        body, secrets = {**self.render(request), "stream": True}, self._secrets()
+        text, calls, usage, reason, model = [], ToolCallAssembler(DISPLAY_NAME), Usage(), None, None
+        events = stream_sse(self._client(), self._url, body, provider=DISPLAY_NAME, secrets=secrets)
+        async with aclosing(events):
+            async for event in events:
+                if event.data.strip() == "[DONE]":
+                    break
+                chunk = event_json(event, provider=DISPLAY_NAME, secrets=secrets)
+                model, usage = chunk.get("model") or model, chat_usage(chunk) or usage
+                for choice in chunk.get("choices") or ():
+                    delta = choice.get("delta") or {}
+                    if piece := chat_text(delta.get("content")):
+                        text.append(piece)
+                        yield TextDelta(piece)
+                    for call in delta.get("tool_calls") or ():
+                        calls.feed_chat(call)
+                    reason = choice.get("finish_reason") or reason
+        if reason is None:  # cut short: the same request may well succeed when sent again
+            raise malformed_response(DISPLAY_NAME, "the stream ended before a finish_reason")
+        response = assistant_response("".join(text), calls.finish(), usage, reason, model)
+        for call_event in tool_call_events(response):
+            yield call_event
+        yield ResponseComplete(response)
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+    def _client(self) -> Any:
+        if not self._key:
+            raise missing_api_key(DISPLAY_NAME, "MISTRAL_API_KEY")
+        return self._clients.get()
+
+    def _secrets(self) -> tuple[str, ...]:
+        return (self._key,) if self._key else ()
+
+
+def _messages(message: LLMMessage, names: dict[str, str]) -> list[dict[str, Any]]:
+    """One oma message as Mistral messages: its tool results become ``tool`` messages."""
+    out: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append({"type": "image_url", "image_url": media_url(block.source)})
+        elif isinstance(block, ToolUseBlock):
+            names[block.id] = block.name
+            arguments = json.dumps(block.plain_input(), ensure_ascii=False)
+            function = {"name": block.name, "arguments": arguments}
+            calls.append({"id": wire_id(block.id), "type": "function", "function": function})
+        elif isinstance(block, ToolResultBlock):
+            text = tool_result_text(block)
+            text = f"Error: {text}" if block.is_error else text
+            call_id, name = wire_id(block.tool_use_id), names.get(block.tool_use_id, "")
+            out.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": text})
+    if message.role == "assistant":
+        assistant = {"role": "assistant", "content": "".join(p["text"] for p in parts)}
+        out.append(assistant | ({"tool_calls": calls} if calls else {}))
+    elif parts:
+        plain = len(parts) == 1 and parts[0]["type"] == "text"
+        out.append({"role": "user", "content": parts[0]["text"] if plain else parts})
+    return out
+
+
+SPEC = ProviderSpec(
+    name="mistral",
+    display_name=DISPLAY_NAME,
+    factory=MistralProvider,
+    capabilities=CAPABILITIES,
+    description="Mistral chat completions over httpx (text, images, tools, streaming).",
+    default_model="mistral-medium-latest",
+    default_base_url="https://api.mistral.ai/v1",
+    api_key_env="MISTRAL_API_KEY",
+    shared=True,  # one httpx client per event loop serves concurrent runs
+)
+
+
+@hookimpl
+def oma_register_providers() -> list[ProviderSpec]:
+    return [SPEC]
