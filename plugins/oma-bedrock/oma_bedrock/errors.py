@@ -11,16 +11,32 @@ the exception's name and the service's message, cut short and scrubbed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from oma_core.toolkit import ProviderError, parse_retry_after, redact_text
+from oma_core.toolkit import (
+    ProviderError,
+    error_fields,
+    error_from_exception,
+    malformed_response,
+    parse_retry_after,
+    scrub,
+)
 
 from .capabilities import DISPLAY_NAME
 
-__all__ = ["EXCEPTIONS", "http_error", "malformed", "scrub", "stream_exception", "transport_error"]
+__all__ = [
+    "ERROR_BODY_LIMIT",
+    "EXCEPTIONS",
+    "http_error",
+    "malformed",
+    "scrub_aws",
+    "stream_exception",
+    "transport_error",
+]
 
 #: Documented exceptions: name -> (HTTP status, retryable).
 EXCEPTIONS: Mapping[str, tuple[int, bool]] = {
@@ -41,53 +57,43 @@ EXCEPTIONS: Mapping[str, tuple[int, bool]] = {
 }
 _BY_LOWER = {name.lower(): name for name in EXCEPTIONS}
 
-_MESSAGE_LIMIT = 300
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
-_ACCESS_KEY = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{12,}\b")
+#: How much of a streamed error body is read (bytes): an error body is small.
+ERROR_BODY_LIMIT = 64 * 1024
 _SIGNATURE = re.compile(r"(?i)(signature=)[0-9a-f]+")
 
 
-def scrub(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` without the given secrets, access-key ids, signatures or base64-like runs,
-    cut to a few hundred characters."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[REDACTED]")
-    text = _SIGNATURE.sub(r"\1[REDACTED]", text)
-    text = _ACCESS_KEY.sub("[REDACTED]", text)
-    text = _LONG_TOKEN.sub("[...]", redact_text(text))
-    if len(text) > _MESSAGE_LIMIT:
-        text = text[:_MESSAGE_LIMIT] + "..."
-    return text
+def scrub_aws(text: str, secrets: Iterable[str | None]) -> str:
+    """The toolkit's ``scrub`` (the given secrets, credentials by shape — AWS key ids among
+    them — base64-like runs; cut short), and SigV4 signatures too."""
+    return scrub(_SIGNATURE.sub(r"\1[REDACTED]", text), [s for s in secrets if s])
 
 
 def http_error(
     status: int, headers: Mapping[str, str], body: bytes, secrets: Iterable[str | None]
 ) -> ProviderError:
-    """A non-200 reply as a ``ProviderError`` (status kept, retry hint read)."""
+    """A non-200 reply as a ``ProviderError``: the status kept, the exception named from
+    ``x-amzn-errortype`` (or a body's ``__type``), the retry hint read."""
+    secrets = tuple(secrets)
     name = str(headers.get("x-amzn-errortype", "")).split(":", 1)[0].strip()
-    message: str | None = None
-    try:
-        parsed: Any = json.loads(body)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, Mapping):
-        found = parsed.get("message", parsed.get("Message"))
-        message = found if isinstance(found, str) else None
-        if not name and isinstance(parsed.get("__type"), str):
-            name = parsed["__type"].rsplit("#", 1)[-1]
+    kind, message = error_fields(body)
+    if not name:
+        name = (kind or "").rsplit("#", 1)[-1]
+        with contextlib.suppress(ValueError):
+            parsed: Any = json.loads(body)
+            if isinstance(parsed, Mapping) and isinstance(parsed.get("__type"), str):
+                name = parsed["__type"].rsplit("#", 1)[-1]
     known = EXCEPTIONS.get(_BY_LOWER.get(name.lower(), ""))
     text = f"{DISPLAY_NAME} returned HTTP {status}"
     if name:
-        text += f" ({scrub(name, secrets)})"
+        text += f" ({scrub_aws(name, secrets)})"
     if message:
-        text += f": {scrub(message, secrets)}"
+        text += f": {scrub_aws(message, secrets)}"
     return ProviderError(
         text,
         status_code=status,
         provider=DISPLAY_NAME,
         retryable=known[1] if known else None,
-        retry_after=parse_retry_after(headers),
+        retry_after=parse_retry_after(dict(headers.items())),
     )
 
 
@@ -95,32 +101,18 @@ def stream_exception(name: str, payload: bytes, secrets: Iterable[str | None]) -
     """An exception frame inside ``converse-stream`` (the stream itself began with 200)."""
     canonical = _BY_LOWER.get(name.lower())
     status, retryable = EXCEPTIONS.get(canonical or "", (None, True))
-    message = None
-    try:
-        parsed: Any = json.loads(payload)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, Mapping) and isinstance(parsed.get("message"), str):
-        message = parsed["message"]
-    text = f"{DISPLAY_NAME} stream failed ({scrub(canonical or name, secrets)})"
+    _, message = error_fields(payload)
+    text = f"{DISPLAY_NAME} stream failed ({scrub_aws(canonical or name, secrets)})"
     if message:
-        text += f": {scrub(message, secrets)}"
+        text += f": {scrub_aws(message, secrets)}"
     return ProviderError(text, status_code=status, provider=DISPLAY_NAME, retryable=retryable)
 
 
 def transport_error(exc: BaseException) -> ProviderError:
-    """A connection fault or time-out (retryable, no status); only the exception's type is
-    named, since its text may hold the URL and so the model."""
-    what = "timed out" if "Timeout" in type(exc).__name__ else "connection failed"
-    return ProviderError(
-        f"{DISPLAY_NAME} {what} ({type(exc).__name__})", provider=DISPLAY_NAME, retryable=True
-    )
+    """A connection fault or time-out (retryable, no status), as the toolkit maps it."""
+    return error_from_exception(exc, provider=DISPLAY_NAME)
 
 
 def malformed(detail: str) -> ProviderError:
     """A reply without the documented shape: retryable, since a second try may be whole."""
-    return ProviderError(
-        f"{DISPLAY_NAME} sent a malformed response: {detail}",
-        provider=DISPLAY_NAME,
-        retryable=True,
-    )
+    return malformed_response(DISPLAY_NAME, detail)

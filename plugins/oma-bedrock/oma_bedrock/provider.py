@@ -9,10 +9,9 @@ sends nothing here); the core owns the one retry ladder.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import urllib.parse
-import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, cast
 
@@ -20,6 +19,8 @@ import httpx
 from botocore.eventstream import EventStreamBuffer, ParserError
 
 from oma_core.toolkit import (
+    HttpTimeouts,
+    LoopLocalClient,
     PluginError,
     ProviderError,
     ProviderEvent,
@@ -27,10 +28,11 @@ from oma_core.toolkit import (
     ProviderResponse,
     ProviderSettings,
     ResponseComplete,
+    encode_json,
 )
 
 from .capabilities import CAPABILITIES, DEFAULT_MAX_INLINE_BYTES, DISPLAY_NAME
-from .errors import http_error, malformed, stream_exception, transport_error
+from .errors import ERROR_BODY_LIMIT, http_error, malformed, stream_exception, transport_error
 from .mapping import build_body, check_inline_size
 from .replies import MalformedReply, StreamAssembler, response_from_json
 from .signing import AwsIdentity
@@ -72,15 +74,16 @@ class BedrockProvider:
         self._extra_fields: Mapping[str, Any] | None = options.get(
             "additional_model_request_fields"
         )
-        self._timeout = httpx.Timeout(
-            options.get("timeout", _READ_TIMEOUT), connect=_CONNECT_TIMEOUT
+        self._http = LoopLocalClient(
+            timeouts=HttpTimeouts(
+                connect=_CONNECT_TIMEOUT, read=float(options.get("timeout", _READ_TIMEOUT))
+            ),
+            max_connections=_MAX_CONNECTIONS,
         )
         self._base_url = settings.base_url.rstrip("/") if settings.base_url else None
         self._identity = AwsIdentity(
             region=options.get("region"), profile=options.get("profile"), api_key=settings.api_key
         )
-        self._clients: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], httpx.AsyncClient]]
-        self._clients = {}
 
     # -- the provider interface
 
@@ -120,13 +123,7 @@ class BedrockProvider:
             raise error
         try:
             if response.status_code != 200:
-                body = b""
-                try:
-                    body = await response.aread()
-                except httpx.HTTPError as exc:
-                    error = transport_error(exc)
-                if error is not None:
-                    raise error
+                body = await _error_body(response)
                 raise http_error(response.status_code, response.headers, body, self._secrets())
             assembler = StreamAssembler(model)
             frames = _frames(response)
@@ -160,20 +157,14 @@ class BedrockProvider:
             await response.aclose()
 
     async def aclose(self) -> None:
-        clients, self._clients = self._clients, {}
-        for loop_ref, client in clients.values():
-            loop = loop_ref()
-            if loop is not None and loop is _running_loop():
-                await client.aclose()
-            # a client of another (or a finished) loop cannot be closed from here
+        await self._http.aclose()
 
     # -- helpers
 
     async def _build(self, request: ProviderRequest, model: str, action: str) -> httpx.Request:
         """The signed POST for ``request`` (refusals and size checks come first: nothing is
         signed for a request that will not be sent)."""
-        body = json.dumps(self.render(request), ensure_ascii=False, separators=(",", ":"))
-        data = body.encode()
+        data = encode_json(self.render(request))
         await self._identity.resolve()
         base = self._base_url or f"https://bedrock-runtime.{self._identity.region}.amazonaws.com"
         url = f"{base}/model/{urllib.parse.quote(model, safe='')}/{action}"
@@ -185,21 +176,23 @@ class BedrockProvider:
         return self._client().build_request("POST", url, content=data, headers=signed)
 
     def _client(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        entry = self._clients.get(id(loop))
-        if entry is not None and entry[0]() is loop:
-            return entry[1]
-        self._clients = {k: v for k, v in self._clients.items() if _alive(v[0])}
-        client = httpx.AsyncClient(
-            timeout=self._timeout,
-            limits=httpx.Limits(max_connections=_MAX_CONNECTIONS),
-            follow_redirects=False,
-        )
-        self._clients[id(loop)] = (weakref.ref(loop), client)
-        return client
+        return self._http.get()
 
     def _secrets(self) -> tuple[str | None, ...]:
         return self._identity.secrets()
+
+
+async def _error_body(response: httpx.Response) -> bytes:
+    """At most ``ERROR_BODY_LIMIT`` bytes of a streamed error reply (what arrived, if cut)."""
+    chunks: list[bytes] = []
+    size = 0
+    with contextlib.suppress(httpx.HTTPError):
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= ERROR_BODY_LIMIT:
+                break
+    return b"".join(chunks)[:ERROR_BODY_LIMIT]
 
 
 async def _frames(response: httpx.Response) -> AsyncIterator[tuple[str, str, bytes]]:
@@ -229,15 +222,3 @@ def _detail(exc: BaseException) -> str:
     if isinstance(exc, MalformedReply):
         return exc.detail
     return f"{type(exc).__name__} while decoding the reply"
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _alive(ref: weakref.ref[asyncio.AbstractEventLoop]) -> bool:
-    loop = ref()
-    return loop is not None and not loop.is_closed()
