@@ -10,29 +10,19 @@ the error is never chained to LiteLLM's, which holds the request.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from oma_core.toolkit import ProviderError, parse_retry_after, redact_text
+from oma_core.toolkit import ProviderError, malformed_response, parse_retry_after, scrub
 
 from .capabilities import DISPLAY_NAME
 
-__all__ = ["map_error", "malformed", "scrub"]
-
-_MESSAGE_LIMIT = 300
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
-_KEY_LIKE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{8,}")
+__all__ = ["malformed", "map_error", "scrub_all"]
 
 
-def scrub(text: str, secrets: Iterable[str | None]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[REDACTED]")
-    text = _LONG_TOKEN.sub("[...]", _KEY_LIKE.sub("[REDACTED]", redact_text(text)))
-    if len(text) > _MESSAGE_LIMIT:
-        text = text[:_MESSAGE_LIMIT] + "..."
-    return text
+def scrub_all(text: str, secrets: Iterable[str | None]) -> str:
+    """The toolkit's ``scrub`` over the secrets that are set."""
+    return scrub(text, [s for s in secrets if s])
 
 
 def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderError:
@@ -59,7 +49,7 @@ def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderErro
         message = getattr(exc, "message", None)
         text = f"{DISPLAY_NAME} returned HTTP {status} ({name})"
         if isinstance(message, str) and message:
-            text += f": {scrub(message, secrets)}"
+            text += f": {scrub_all(message, secrets)}"
         return ProviderError(
             text,
             status_code=status,
@@ -73,9 +63,7 @@ def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderErro
 
 def malformed(detail: str) -> ProviderError:
     """A reply without the expected shape: retryable, since a second try may be whole."""
-    return ProviderError(
-        f"{DISPLAY_NAME} got a malformed response: {detail}", provider=DISPLAY_NAME, retryable=True
-    )
+    return malformed_response(DISPLAY_NAME, detail)
 
 
 def _headers(exc: BaseException) -> Mapping[str, str]:

@@ -21,6 +21,7 @@ from oma_core.toolkit import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    chat_tools,
 )
 
 __all__ = ["build_body", "split_model"]
@@ -48,17 +49,7 @@ def build_body(request: ProviderRequest) -> dict[str, Any]:
         messages.extend(_messages(message))
     body: dict[str, Any] = {"model": model, "messages": messages}
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": _plain(tool.input_schema),
-                },
-            }
-            for tool in request.tools
-        ]
+        body["tools"] = _plain(chat_tools(request.tools))
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.max_tokens is not None:

@@ -14,7 +14,6 @@ handler rather than the OpenAI SDK (``anthropic/`` and most others), that handle
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import weakref
 from collections.abc import AsyncIterator, Mapping
@@ -32,6 +31,7 @@ from oma_core.toolkit import (
     TextBlock,
     TextDelta,
     ToolCall,
+    ToolCallAssembler,
     ToolUseBlock,
     Usage,
 )
@@ -230,8 +230,11 @@ def _response(reply: Any, model: str) -> ProviderResponse:
     blocks: list[Any] = []
     if message.content:
         blocks.append(TextBlock(str(message.content)))
-    for call in message.tool_calls or ():
-        blocks.append(_tool_use(call.id, call.function.name, call.function.arguments))
+    calls = ToolCallAssembler(DISPLAY_NAME)
+    for n, call in enumerate(message.tool_calls or ()):
+        calls.feed(n, id=call.id, name=call.function.name, arguments=call.function.arguments)
+    if calls:
+        blocks.extend(calls.finish())
     if not blocks:
         blocks.append(TextBlock(""))
     return ProviderResponse(
@@ -240,15 +243,6 @@ def _response(reply: Any, model: str) -> ProviderResponse:
         stop_reason=_stop(choice.finish_reason),
         model=model,
     )
-
-
-def _tool_use(call_id: Any, name: Any, arguments: Any) -> ToolUseBlock:
-    if not isinstance(call_id, str) or not isinstance(name, str):
-        raise ValueError("a tool call without an id or a name")
-    parsed = json.loads(arguments or "{}") if isinstance(arguments, str) else arguments
-    if not isinstance(parsed, dict):
-        raise ValueError(f"the arguments of tool call {call_id} are not a JSON object")
-    return ToolUseBlock(call_id, name, parsed)
 
 
 def _usage(usage: Any) -> Usage:
@@ -266,12 +260,14 @@ def _stop(reason: Any) -> str | None:
 
 
 class _StreamAssembler:
-    """LiteLLM's stream chunks (OpenAI's ``chat.completion.chunk`` shape) as oma's events."""
+    """LiteLLM's stream chunks (OpenAI's ``chat.completion.chunk`` shape) as oma's events;
+    tool-call deltas go to the toolkit's ``ToolCallAssembler``."""
 
     def __init__(self, model: str) -> None:
         self._model = model
         self._text: list[str] = []
-        self._calls: dict[int, dict[str, Any]] = {}
+        self._calls = ToolCallAssembler(DISPLAY_NAME)
+        self._blocks: tuple[ToolUseBlock, ...] | None = None
         self._finish: str | None = None
         self._usage = Usage()
 
@@ -285,29 +281,23 @@ class _StreamAssembler:
             if delta is not None and delta.content:
                 self._text.append(delta.content)
                 events.append(TextDelta(delta.content))
-            for call in (delta.tool_calls if delta is not None else None) or ():
-                index = call.index if isinstance(call.index, int) else len(self._calls)
-                slot = self._calls.setdefault(index, {"id": None, "name": None, "arguments": []})
-                if call.id:
-                    slot["id"] = call.id
-                if call.function is not None:
-                    if call.function.name:
-                        slot["name"] = call.function.name
-                    if call.function.arguments:
-                        slot["arguments"].append(call.function.arguments)
-            if choice.finish_reason:
+            for n, call in enumerate((delta.tool_calls if delta is not None else None) or ()):
+                function = call.function
+                self._calls.feed(
+                    call.index if isinstance(call.index, int) else n,
+                    id=call.id,
+                    name=function.name if function is not None else None,
+                    arguments=function.arguments if function is not None else None,
+                )
+            if choice.finish_reason and self._finish is None:
                 self._finish = choice.finish_reason
                 events.extend(ToolCall(block) for block in self._tool_blocks())
         return events
 
-    def _tool_blocks(self) -> list[ToolUseBlock]:
-        blocks = []
-        for index in sorted(self._calls):
-            slot = self._calls[index]
-            if "block" not in slot:
-                slot["block"] = _tool_use(slot["id"], slot["name"], "".join(slot["arguments"]))
-            blocks.append(slot["block"])
-        return blocks
+    def _tool_blocks(self) -> tuple[ToolUseBlock, ...]:
+        if self._blocks is None:
+            self._blocks = self._calls.finish() if self._calls else ()
+        return self._blocks
 
     def finish(self) -> ProviderResponse:
         if self._finish is None:
@@ -317,9 +307,7 @@ class _StreamAssembler:
             # LiteLLM turns a 200 stream with no events at all into an empty "stop"; a real
             # turn, even an empty one, costs input tokens
             raise ValueError("the stream carried no content and no usage")
-        blocks: list[Any] = []
-        if text:
-            blocks.append(TextBlock(text))
+        blocks: list[Any] = [TextBlock(text)] if text else []
         blocks.extend(self._tool_blocks())
         if not blocks:
             blocks.append(TextBlock(""))
