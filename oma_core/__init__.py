@@ -64,7 +64,7 @@ _EXPORTS: dict[str, str] = {
     "RunStatus": "results",
     "StreamEvent": "results",
     "RunSettings": "settings",
-    "BeforeRunContext": "before_run",
+    "BeforeRunContext": "config",
     "Usage": "providers",
     "tool": "tools",
     "Tool": "tools",
@@ -221,10 +221,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .agent import Agent
-    from .before_run import BeforeRunContext
     from .budgets import Budget, CostContext
     from .capabilities import BackendSpec, Capabilities, ProviderSpec
-    from .config import AgentConfig
+    from .config import AgentConfig, BeforeRunContext
     from .errors import (
         BackendError,
         BudgetExceededError,

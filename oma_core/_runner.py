@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from .before_run import NamedHook, apply_before_run, text_of
-from .budgets import charged_usage, reported_usage
+from ._before_run import NamedHook, apply_before_run, text_of
+from ._usage import charged_usage, reported_usage
 from .calls import ModelCall, RunContext, ToolInvocation
 from .errors import MaxTurnsExceededError, RunTimeoutError
 from .messages import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock
@@ -108,6 +108,7 @@ class Run:
         self.usage = Usage()
         self.produced: list[LLMMessage] = []
         self.output = ""
+        self.tool_calls = 0
         timeout = settings.timeout
         self.deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
 
@@ -161,10 +162,15 @@ class Run:
                 raise MaxTurnsExceededError(target.max_turns)
             results: list[ToolResultBlock] = []
             for call_block in calls:
-                invocation = ToolInvocation(call_block, target.tools)
-                result = await self._within(
-                    self._hook.oma_tool_call(call=invocation, run=self.context)
-                )
+                cap = self.context.settings.max_tool_calls
+                if cap is not None and self.tool_calls >= cap:
+                    result = ToolResultBlock(call_block.id, _over_cap(cap), True)
+                else:
+                    self.tool_calls += 1
+                    invocation = ToolInvocation(call_block, target.tools)
+                    result = await self._within(
+                        self._hook.oma_tool_call(call=invocation, run=self.context)
+                    )
                 if streaming:
                     yield StreamEvent("tool_result", result)
                 results.append(result)
@@ -329,6 +335,10 @@ async def _bounded(awaitable: Awaitable[T], deadline: float, scope: str, seconds
         if timeout.expired():
             raise RunTimeoutError(scope, seconds) from None
         raise
+
+
+def _over_cap(cap: int) -> str:
+    return f"not run: this run may make at most {cap} tool calls; answer without tools"
 
 
 def _user_text(text: str) -> LLMMessage:

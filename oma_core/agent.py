@@ -18,10 +18,10 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._before_run import NamedHook, prompt_of
 from ._runner import ModelTarget, Run, RunInput
-from .before_run import BeforeRunContext, NamedHook, prompt_of
 from .capabilities import Capabilities
-from .config import AgentConfig
+from .config import AgentConfig, BeforeRunContext
 from .errors import HookError, InvalidMessageError, ToolError
 from .messages import LLMMessage, TextBlock
 from .providers import ProviderRequest, ProviderSettings
@@ -79,7 +79,6 @@ class Agent:
                 raise ToolError(f"two tools are named {built.name!r}", tool=built.name)
             tools[built.name] = built
         self._tools = tools
-        self._retry = config.retry_policy()
         self._provider: Any = None
         self._owns_provider = False
         self._target: ModelTarget | None = None
@@ -196,7 +195,7 @@ class Agent:
             self._host(),
             config,
             settings,
-            settings.retry or self._retry,
+            settings.retry or config.retry_policy(),
             streaming=streaming,
             session=session,
         )
@@ -278,7 +277,7 @@ class Agent:
                 return result
             window = (*self._history, turn)
             if self.config.max_history_tokens is not None:
-                from .history import trim_history
+                from ._history import trim_history
 
                 window = trim_history(window, self.config.max_history_tokens)
             result = await self._result(self._events(window, settings, False, True))
@@ -328,15 +327,17 @@ class Agent:
 
     def _resolve_target(self) -> ModelTarget:
         config = self.config
+        provider_name = config.provider_name
         if isinstance(config.provider, str):
             host = self._host()
-            spec = host.provider_spec(config.provider)
+            provider_name, model = _provider_and_model(config, host)
+            spec = host.provider_spec(provider_name)
             settings = ProviderSettings(config.base_url, config.api_key, config.provider_options)
             pooled = None if self._pool is None else self._pool.get(spec, settings, host)
             provider = host.build_provider(spec, settings) if pooled is None else pooled
             capabilities = spec.capabilities
             display_name = spec.display_name
-            model = config.model or spec.default_model
+            model = model or spec.default_model
             self._owns_provider = pooled is None
         else:
             provider = config.provider
@@ -353,7 +354,7 @@ class Agent:
         self._provider = provider
         return ModelTarget(
             provider=provider,
-            provider_name=config.provider_name,
+            provider_name=provider_name,
             capabilities=capabilities,
             display_name=display_name,
             model=model,
@@ -376,6 +377,18 @@ class Agent:
 
 
 _EVERYTHING = Capabilities.everything()
+
+
+def _provider_and_model(config: AgentConfig, host: PluginHost) -> tuple[str, str | None]:
+    """The provider and model a config names: ``model="provider:model"`` names both when the
+    part before the first colon is a registered provider (and ``provider`` is left at its
+    default or says the same); otherwise the model is taken as it is (``ft:gpt-4o:acme``)."""
+    name, model = str(config.provider), config.model
+    if model is not None and ":" in model:
+        prefix, _, rest = model.partition(":")
+        if prefix in (name, *host.provider_specs()) and name in ("echo", prefix):
+            return prefix, rest or None
+    return name, model
 
 
 def _display(backend: Any, kind: str) -> str:

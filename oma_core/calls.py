@@ -28,6 +28,8 @@ __all__ = ["CallEvent", "CallEvents", "ModelCall", "RunContext", "ToolInvocation
 #: agent, the tool calls it reports.
 CallEvent: TypeAlias = "ProviderEvent | BackendToolCall | BackendToolResult"
 CallEvents: TypeAlias = "AsyncGenerator[CallEvent, None]"
+#: (The built-in call answered whole returns a lighter async iterator with ``aclose``; treat
+#: what ``yield`` gives a wrapper as an async iterator you close, nothing more.)
 
 
 @attrs.define(eq=False)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .retry import DEFAULT_POLICY
+
 if TYPE_CHECKING:
     from .messages import LLMMessage
     from .retry import RetryPolicy
@@ -130,9 +132,10 @@ class AgentConfig:
 
     def retry_policy(self, base: RetryPolicy | None = None) -> RetryPolicy:
         """``base`` (the ladder's defaults if None) overridden by this config's settings."""
-        from .retry import DEFAULT_POLICY
-
-        return (base or DEFAULT_POLICY).override(
+        base = base or DEFAULT_POLICY
+        if self.max_retries is None and self.retry_delay is None and self.retry_backoff is None:
+            return base
+        return base.override(
             max_retries=self.max_retries, delay=self.retry_delay, backoff=self.retry_backoff
         )
 

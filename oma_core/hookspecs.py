@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .before_run import BeforeRunContext
     from .calls import CallEvents, ModelCall, RunContext, ToolInvocation
     from .capabilities import BackendSpec, ProviderSpec
+    from .config import BeforeRunContext
     from .evaluation import EvalResult
     from .messages import ToolResultBlock
     from .progress import ProgressEvent
@@ -80,9 +80,10 @@ def oma_register_providers() -> Sequence[ProviderSpec]:
 def oma_register_backends() -> Sequence[BackendSpec]:
     """Return the external agent backends this plugin offers (a subprocess CLI, an ACP agent).
 
-    Collect hook, called like ``oma_register_providers`` and combined the same way, keyed by
-    ``BackendSpec.kind``: the value ``AgentConfig.backend["kind"]`` names. ``BackendSpec.factory``
-    receives the rest of that mapping when the agent first runs.
+    Implemented by backend plugins (oma-process, oma-acp). Collect hook, called like
+    ``oma_register_providers`` and combined the same way, keyed by ``BackendSpec.kind``: the
+    value ``AgentConfig.backend["kind"]`` names. ``BackendSpec.factory`` receives the rest of
+    that mapping when the agent first runs.
 
     :returns: a list of ``oma_core.BackendSpec``. A plugin that raises here, or returns
         anything else, is unregistered and reported as a load failure.
@@ -93,8 +94,9 @@ def oma_register_backends() -> Sequence[BackendSpec]:
 def oma_register_scorers() -> Sequence[Any]:
     """Return online-evaluation scorers shipped by this plugin.
 
-    A scorer is a callable (sync or async) that receives an ``oma_core.EvalCase`` and returns a
-    float or an ``oma_core.Score``. Collect hook: the lists of every plugin are joined, in
+    Implemented by evaluation packages. Called once per plugin, when it loads. A scorer is a
+    callable (sync or async) that receives an ``oma_core.EvalCase`` and returns a float or an
+    ``oma_core.Score``. Collect hook: the lists of every plugin are joined, in
     pluggy's call order, and offered next to the scorers of ``OnlineEvaluationConfig``.
 
     :returns: a list of scorer callables. A plugin that raises here, or returns a
@@ -111,11 +113,12 @@ def oma_register_scorers() -> Sequence[Any]:
 def oma_before_run(ctx: BeforeRunContext) -> BeforeRunContext | Mapping[str, Any] | None:
     """Rewrite the input of a run before the first model call.
 
-    Chain hook: the agent calls the implementations one by one in pluggy's order (the plugin
-    registered last first, ``tryfirst``/``trylast`` respected), then the agent's own
-    ``AgentConfig.before_run``; each receives the previous one's result. The agent gets the
-    implementations in that order from ``PluginHost.before_run_hooks()``. An implementation may
-    be ``async def``: the agent awaits it.
+    Implemented by packages that add context, redact or route. Chain hook: the agent calls the
+    implementations one by one in pluggy's order (the plugin registered last first,
+    ``tryfirst``/``trylast`` respected), then the agent's own ``AgentConfig.before_run``; each
+    receives the previous one's result. The agent gets the implementations in that order from
+    ``PluginHost.hook_calls("oma_before_run")``. An implementation may be ``async def``: the
+    agent awaits it.
 
     Called once per run, after the input was validated and copied, before the first model call
     (invalid input runs no hook at all).
@@ -135,8 +138,10 @@ def oma_before_run(ctx: BeforeRunContext) -> BeforeRunContext | Mapping[str, Any
 def oma_progress(event: ProgressEvent) -> None:
     """Observe a run's progress: ``agent_start``, ``agent_complete``, ``task_start``, ...
 
-    Observe hook: every implementation is called in pluggy's order as the event happens, after
-    the ``on_progress`` observer of ``OpenMultiAgent``. An ``async def`` implementation is
+    Implemented by packages that show or ship progress (a dashboard, a log). Called by
+    ``OpenMultiAgent`` for every event of its runs and team runs. Observe hook: every
+    implementation is called in pluggy's order as the event happens, after the ``on_progress``
+    observer of ``OpenMultiAgent``. An ``async def`` implementation is
     awaited with a time limit before ``run_agent`` returns. What it returns is otherwise
     ignored; one that raises or times out is counted and skipped, so a failing observer never
     fails a run. Events carry the input unredacted, like the input
@@ -150,8 +155,9 @@ def oma_progress(event: ProgressEvent) -> None:
 def oma_evaluation_result(result: EvalResult) -> None:
     """Receive the result of one online evaluation: where evaluation results go.
 
-    Observe hook: called once per scored sample, after every scorer of that sample finished,
-    off the run's critical path. What it returns is ignored; one that raises is counted in
+    Implemented by packages that store evaluation results. Called by ``OpenMultiAgent``'s
+    evaluator. Observe hook: called once per scored sample, after every scorer of that sample
+    finished, off the run's critical path. What it returns is ignored; one that raises is counted in
     ``evaluation.stats().failed`` and skipped. The payloads in ``result`` follow the
     ``store_payloads`` policy of ``OnlineEvaluationConfig``.
 

@@ -34,11 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ._delivery import ProgressDispatcher
 from ._pool import ProviderPool
 from .agent import Agent, AgentConfig, RunResult
 from .budgets import Budget, CostEstimator
 from .evaluation import Evaluator, OnlineEvaluationConfig
-from .progress import ProgressDispatcher, ProgressEvent, ProgressObserver, ProgressStats
+from .progress import ProgressEvent, ProgressObserver, ProgressStats
 from .redaction import detached_error
 from .retry import RetryPolicy
 from .settings import RunSettings, check_seconds, new_run_id

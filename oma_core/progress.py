@@ -1,6 +1,6 @@
-"""Progress events and their delivery to observers (``on_progress`` and ``oma_progress`` hooks).
-
-Delivery rules, the same for every observer:
+"""Progress events (``ProgressEvent``), how their delivery went (``ProgressStats``), and the
+events from inside a run. Delivery itself is ``_delivery``; its rules, the same for every
+observer (``on_progress`` and the ``oma_progress`` hooks):
 
 - each observer gets its own copy of the event (dicts and lists in ``data`` are fresh per
   observer; messages are immutable and shared), so nothing an observer does to an event
@@ -20,10 +20,7 @@ returned an error result) come from this module's call middleware, a built-in pl
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import logging
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -34,9 +31,8 @@ if TYPE_CHECKING:
     from .calls import ModelCall, RunContext, ToolInvocation
     from .messages import ToolResultBlock
 
-__all__ = ["ProgressDispatcher", "ProgressEvent", "ProgressObserver", "ProgressStats"]
+__all__ = ["ProgressEvent", "ProgressObserver", "ProgressStats"]
 
-_log = logging.getLogger("oma.progress")
 
 #: A progress observer: called with each event; may be a coroutine function.
 ProgressObserver = Callable[["ProgressEvent"], object]
@@ -68,172 +64,6 @@ class ProgressStats:
     delivered: int = 0
     failed: int = 0
     timed_out: int = 0
-
-
-def _fresh(value: Any) -> Any:
-    """A copy of ``value`` in which every dict and list is new; immutable leaves are shared."""
-    if isinstance(value, dict):
-        return {key: _fresh(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_fresh(item) for item in value]
-    if isinstance(value, tuple) and any(isinstance(item, dict | list) for item in value):
-        return tuple(_fresh(item) for item in value)
-    return value
-
-
-class ProgressDispatcher:
-    """Delivers events to observers and counts their failures; one per ``OpenMultiAgent``.
-
-    ``emit`` is synchronous so it can be called from inside the agent loop (observers, retry
-    callbacks); the async observers it starts are collected in ``pending`` and awaited by
-    ``drain``, which the orchestrator calls before a run returns.
-    """
-
-    def __init__(self, timeout: float | None = 5.0) -> None:
-        self.timeout = timeout
-        self.stats = ProgressStats()
-
-    def emitter(
-        self,
-        observers: Sequence[ProgressObserver],
-        pending: list[asyncio.Task[None]],
-        agent: str | None,
-        task: str | None,
-        run_id: str | None,
-    ) -> Callable[[str, dict[str, Any]], None]:
-        """``emit(type, data)`` for one run: builds the event and delivers it like ``emit``.
-
-        With a single observer (the common case) the event goes straight to it: no copy is
-        needed and no extra call is paid on the run's path.
-        """
-        if len(observers) != 1:
-
-            def emit_all(kind: str, data: dict[str, Any]) -> None:
-                self.emit(ProgressEvent(kind, agent, task, data, run_id), observers, pending)
-
-            return emit_all
-        observer = observers[0]
-        stats = self.stats
-
-        def emit_one(kind: str, data: dict[str, Any]) -> None:
-            try:
-                outcome = observer(ProgressEvent(kind, agent, task, data, run_id))
-            except (Exception, asyncio.CancelledError) as error:
-                self._failed(observer, error)
-                return
-            if outcome is None:
-                stats.delivered += 1
-            else:
-                self._settle(observer, outcome, pending)
-
-        return emit_one
-
-    def emit(
-        self,
-        event: ProgressEvent,
-        observers: Sequence[ProgressObserver],
-        pending: list[asyncio.Task[None]],
-    ) -> None:
-        """Call every observer with its own copy of ``event``; start async ones as tasks.
-
-        The dispatcher takes ``event`` over: the first observer may receive it as it is, so
-        the caller must not keep using its ``data``.
-        """
-        if len(observers) == 1:  # the common case, kept cheap: no copy needed
-            self._deliver(observers[0], event, pending)
-            return
-        copies = [event]
-        for _ in range(len(observers) - 1):  # copied up front: observer 1 may mutate its copy
-            copies.append(
-                ProgressEvent(event.type, event.agent, event.task, _fresh(event.data), event.run_id)
-            )
-        for observer, copy in zip(observers, copies, strict=False):
-            self._deliver(observer, copy, pending)
-
-    def _deliver(
-        self, observer: ProgressObserver, event: ProgressEvent, pending: list[asyncio.Task[None]]
-    ) -> None:
-        try:
-            outcome = observer(event)
-        except (Exception, asyncio.CancelledError) as error:
-            self._failed(observer, error)
-            return
-        self._settle(observer, outcome, pending)
-
-    def _settle(
-        self, observer: ProgressObserver, outcome: object, pending: list[asyncio.Task[None]]
-    ) -> None:
-        if outcome is not None and inspect.isawaitable(outcome):
-            task = asyncio.ensure_future(self._bounded(observer, outcome))
-            if inspect.iscoroutine(outcome):
-                # Cancelled before it started: close it so it is not reported as never awaited.
-                task.add_done_callback(_closer(outcome))
-            pending.append(task)
-        else:
-            self.stats.delivered += 1
-
-    async def _bounded(self, observer: ProgressObserver, outcome: Awaitable[object]) -> None:
-        try:
-            if self.timeout is None:
-                await outcome
-            else:
-                await asyncio.wait_for(outcome, self.timeout)
-        except TimeoutError:
-            self.stats.timed_out += 1
-            _log.warning("progress observer %s timed out after %s s", _name(observer), self.timeout)
-        except asyncio.CancelledError as error:
-            if _being_cancelled():
-                raise
-            self._failed(observer, error)  # the observer raised it itself: its own failure
-        except Exception as error:
-            self._failed(observer, error)
-        else:
-            self.stats.delivered += 1
-
-    async def drain(self, pending: list[asyncio.Task[None]]) -> None:
-        """Wait for the async observers started so far (each is bounded by ``timeout``)."""
-        while pending:
-            batch = list(pending)
-            pending.clear()
-            try:
-                await asyncio.gather(*batch)
-            except asyncio.CancelledError:
-                for task in batch:
-                    task.cancel()
-                await asyncio.gather(*batch, return_exceptions=True)
-                raise
-
-    @staticmethod
-    async def cancel(pending: list[asyncio.Task[None]]) -> None:
-        """Stop the async observers still running (the run was cancelled from outside)."""
-        batch = list(pending)
-        pending.clear()
-        for task in batch:
-            task.cancel()
-        if batch:
-            await asyncio.gather(*batch, return_exceptions=True)
-
-    def _failed(self, observer: ProgressObserver, error: BaseException) -> None:
-        self.stats.failed += 1
-        # The type only: an observer's error text may quote the event, i.e. the input.
-        _log.warning("progress observer %s raised %s", _name(observer), type(error).__name__)
-
-
-def _being_cancelled() -> bool:
-    """Whether the running task was asked to stop (as opposed to code raising CancelledError)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
-def _name(observer: object) -> str:
-    return str(getattr(observer, "__qualname__", None) or type(observer).__name__)
-
-
-def _closer(coroutine: Coroutine[Any, Any, Any]) -> Callable[[object], None]:
-    def close(_task: object) -> None:
-        coroutine.close()
-
-    return close
 
 
 # -- the middleware: progress events from inside a run ---------------------------------------

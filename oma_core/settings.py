@@ -59,6 +59,11 @@ def _seconds(_inst: object, attribute: attrs.Attribute[Any], value: object) -> N
     check_seconds(attribute.name, value)
 
 
+def _optional_count(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(f"{attribute.name} must be an int >= 0 or None, got {value!r}")
+
+
 def _metadata(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if value is None:
         return {}
@@ -97,3 +102,6 @@ class RunSettings:
     progress: ProgressEmitter | None = attrs.field(default=None, eq=False, repr=False)
     tracer: Any | None = attrs.field(default=None, eq=False, repr=False)
     trace_content: bool = False
+    #: At most this many tool calls in the run; past it, a call is answered with an error
+    #: result (the tool does not run) so the model finishes without tools. None: no cap.
+    max_tool_calls: int | None = attrs.field(default=None, validator=_optional_count)

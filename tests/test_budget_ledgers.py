@@ -25,7 +25,7 @@ from oma_core import (
     TextBlock,
     Usage,
 )
-from oma_core.budgets import charged_usage
+from oma_core._usage import charged_usage
 from oma_core.toolkit import ProviderRequest, ProviderResponse, ResponseComplete, TextDelta
 
 REQUEST = ProviderRequest("m", (LLMMessage("user", (TextBlock("x" * 40),)),), max_tokens=1000)

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+from _builders import ROOT
 
 from oma_core import hookspecs
 from oma_core.cli import CAPABILITY_COLUMNS, cli
 
-ROOT = Path(__file__).parent.parent
 HOOKS = sorted(name for name in vars(hookspecs) if name.startswith("oma_"))
 # Tests that only list the hooks do not count as exercising them.
 LISTING_TESTS = {"test_hookspecs.py", "test_docs.py"}
@@ -45,23 +45,34 @@ def _is_hookimpl(decorator: ast.expr) -> bool:
     return name == "hookimpl"
 
 
+def _owners(tree: ast.Module, hook: str) -> set[str]:
+    """Module-level names whose body defines a ``@hookimpl`` implementation of ``hook``."""
+    owners: set[str] = set()
+    for top in tree.body:
+        for node in ast.walk(top):
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and node.name == hook
+                and any(_is_hookimpl(d) for d in node.decorator_list)
+            ):
+                owners.add(getattr(top, "name", ""))
+    return owners
+
+
 def _tests_implementing(hook: str) -> list[str]:
-    """Test functions that define a ``@hookimpl`` implementation of ``hook`` (in their body or
-    in a class or function of their module that they use by name)."""
+    """Test functions that define a ``@hookimpl`` implementation of ``hook`` (in their body, in
+    a class or function of their module, or in one of tests/_builders.py that they import, used
+    by name)."""
+    shared = _owners(ast.parse((ROOT / "tests" / "_builders.py").read_text("utf-8")), hook)
     found = []
     for path in ROOT.glob("tests/test_*.py"):
         if path.name in LISTING_TESTS:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        owners: set[str] = set()  # module-level names whose body implements the hook
+        owners = _owners(tree, hook)
         for top in tree.body:
-            for node in ast.walk(top):
-                if (
-                    isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                    and node.name == hook
-                    and any(_is_hookimpl(d) for d in node.decorator_list)
-                ):
-                    owners.add(getattr(top, "name", ""))
+            if isinstance(top, ast.ImportFrom) and top.module == "_builders":
+                owners |= {a.asname or a.name for a in top.names if a.name in shared}
         for top in tree.body:
             if not (
                 isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef)

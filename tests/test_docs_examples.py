@@ -22,14 +22,13 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import attrs
 import pytest
+from _builders import ROOT
 
 from oma_core import PluginHost
 
-ROOT = Path(__file__).parent.parent
 PAGES = [
     "README.md",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),

@@ -6,6 +6,7 @@ import base64
 import math
 
 import pytest
+from _builders import assistant_turn, tool_call_turn, user_turn
 
 from oma_core import (
     Agent,
@@ -43,6 +44,12 @@ def request(*messages: LLMMessage, **kwargs: object) -> ProviderRequest:
     return ProviderRequest(model=None, messages=messages, **kwargs)  # type: ignore[arg-type]
 
 
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode("ascii")
+
+
+PNG_BYTES = len(base64.b64decode(PNG))
+
+
 def test_text_and_base64_image_are_described_on_one_line() -> None:
     message = user(TextBlock("What is shown?"), ImageBlock(Base64Source("image/png", PNG_1234)))
     assert describe_message(message) == (
@@ -66,11 +73,6 @@ def test_base64_video_shows_its_decoded_size() -> None:
     assert describe_message(user(VideoBlock(Base64Source("video/mp4", data)))) == (
         "user: video video/mp4 base64 10 bytes"
     )
-
-
-def test_text_past_200_characters_is_shortened() -> None:
-    line = describe_message(user(TextBlock("a" * 250)))
-    assert line == f'user: text "{"a" * 200}..." (250 characters)'
 
 
 def test_tool_use_shows_name_and_input_json() -> None:
@@ -178,3 +180,62 @@ async def test_the_agent_runs_offline_on_echo_by_default(stream: bool) -> None:
     else:
         result = await agent.run(conversation)
     assert result.output == 'user: text "What?"; image image/png base64 1234 bytes'
+
+
+async def test_echo_describes_roles_block_types_text_and_media() -> None:
+    conv = [
+        user_turn(
+            "hello echo",
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+        ),
+        assistant_turn("reply"),
+        user_turn(
+            {
+                "type": "video",
+                "source": {
+                    "type": "url",
+                    "media_type": "video/mp4",
+                    "url": "https://example.com/clip.mp4",
+                },
+            }
+        ),
+    ]
+    result = await Agent(AgentConfig(name="e")).run(conv)
+    out = result.output
+    assert result.success
+    for piece in ("user", "assistant", "text", "image", "video", "hello echo", "reply"):
+        assert piece in out
+    assert "image/png" in out and "base64" in out and str(PNG_BYTES) in out
+    assert "video/mp4" in out and "https://example.com/clip.mp4" in out and "url" in out
+    assert PNG not in out
+
+
+async def test_echo_shortens_text_past_200_characters() -> None:
+    out = (await Agent(AgentConfig(name="e")).run("a" * 300 + " " + "b" * 200)).output
+    assert "a" * 150 in out
+    assert "a" * 201 not in out and "b" * 200 not in out
+    full = (await Agent(AgentConfig(name="e")).run("c" * 200)).output
+    assert "c" * 200 in full
+
+    line = describe_message(user(TextBlock("a" * 250)))
+    assert line == f'user: text "{"a" * 200}..." (250 characters)'
+
+
+async def test_echo_streams_in_chunks() -> None:
+    events = [e async for e in Agent(AgentConfig(name="e")).stream("hello " * 20)]
+    texts = [e for e in events if e.type == "text"]
+    assert len(texts) > 1
+    assert "".join(e.data for e in texts) == events[-1].data.output
+
+
+async def test_echo_names_tool_blocks() -> None:
+    conv = [
+        user_turn("q"),
+        tool_call_turn("zoom", {"f": 2}),
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "zoomed"}],
+        },
+    ]
+    out = (await Agent(AgentConfig(name="e")).run(conv)).output
+    assert "tool_use" in out and "tool_result" in out

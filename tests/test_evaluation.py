@@ -3,28 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
+from _builders import agent_config, builtin_host, collecting_scorer, make_orchestrator
 
-from oma_core import AgentConfig, OpenMultiAgent, dump_messages, hookimpl, load_messages
+from oma_core import (
+    AgentConfig,
+    OpenMultiAgent,
+    hookimpl,
+)
 from oma_core.evaluation import (
     EvalCase,
     EvalResult,
     Evaluator,
     OnlineEvaluationConfig,
     Score,
-    build_payload,
 )
 from oma_core.plugins import PluginHost
-from oma_core.testing import ScriptedProvider
-
-CONVERSATION = [
-    {"role": "user", "content": [{"type": "text", "text": "hello"}]},
-    {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
-    {"role": "user", "content": [{"type": "text", "text": "describe"}]},
-]
+from oma_core.testing import Delayed, ScriptedProvider
 
 
 def _evaluator(**kwargs: Any) -> tuple[Evaluator, list[EvalCase], list[EvalResult]]:
@@ -44,26 +41,10 @@ def _submit(evaluator: Evaluator, value: Any = "twelve chars", output: str = "ou
     evaluator.submit(value, output, run_id="r1", metadata={"user": "u"}, status="ok", agent="a")
 
 
-@pytest.mark.parametrize("bad", ["all", "", None, "NONE", 1])
-def test_unknown_store_payloads_is_refused_when_the_config_is_built(bad: Any) -> None:
-    with pytest.raises(ValueError, match="store_payloads"):
-        OnlineEvaluationConfig(scorers=[], store_payloads=bad)
-
-
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "half", True])
 def test_sample_must_be_a_probability_or_a_predicate(bad: Any) -> None:
     with pytest.raises(ValueError, match="sample"):
         OnlineEvaluationConfig(scorers=[], sample=bad)
-
-
-def test_none_policy_gives_placeholders() -> None:
-    assert build_payload("twelve chars", "none") == "[string input omitted; 12 characters]"
-    messages = load_messages(CONVERSATION)
-    assert build_payload(messages, "none") == "[array input omitted; 3 items]"
-
-
-def test_full_policy_of_a_string_is_its_json() -> None:
-    assert json.loads(build_payload('say "hi"', "full")) == 'say "hi"'
 
 
 async def test_scorer_sees_placeholder_and_output_under_none() -> None:
@@ -87,35 +68,11 @@ async def test_scorers_may_be_async_and_return_a_score() -> None:
     assert results[0].scores == {"judge": Score(0.5, "half right")}
 
 
-async def test_a_raising_scorer_is_isolated_and_counted() -> None:
-    def broken(case: EvalCase) -> float:
-        raise RuntimeError("scorer bug")
-
-    def good(case: EvalCase) -> float:
-        return 0.25
-
-    evaluator, _, results = _evaluator(scorers=[broken, good])
-    _submit(evaluator)
-    await evaluator.flush()
-    stats = evaluator.stats()
-    assert (stats.sampled, stats.scored, stats.failed) == (1, 1, 1)
-    assert results[0].scores == {"good": Score(0.25)}
-    assert "broken" in results[0].errors
-
-
 async def test_a_scorer_returning_garbage_counts_as_failed() -> None:
     evaluator, _, _ = _evaluator(scorers=[lambda case: "great"])
     _submit(evaluator)
     await evaluator.flush()
     assert evaluator.stats().failed == 1
-
-
-async def test_sample_zero_samples_nothing() -> None:
-    evaluator, cases, _ = _evaluator(sample=0.0)
-    for _ in range(5):
-        _submit(evaluator)
-    await evaluator.flush()
-    assert evaluator.stats().sampled == 0 and cases == []
 
 
 async def test_a_predicate_decides_per_case() -> None:
@@ -206,26 +163,6 @@ async def test_packaged_scorers_run_and_results_reach_the_hook() -> None:
     assert [r.scores["packaged"].value for r in plugin.results] == [0.75]
 
 
-async def test_full_payload_parses_back_below_the_limit() -> None:
-    evaluator, cases, _ = _evaluator(store_payloads="full")
-    messages = load_messages(CONVERSATION)
-    _submit(evaluator, messages)
-    await evaluator.flush()
-    assert json.loads(cases[0].input) == dump_messages(messages)
-
-
-async def test_full_payload_is_cut_with_a_marker_above_the_limit() -> None:
-    evaluator, cases, results = _evaluator(store_payloads="full")
-    messages = load_messages([{"role": "user", "content": [{"type": "text", "text": "x" * 9000}]}])
-    _submit(evaluator, messages)
-    await evaluator.flush()
-    assert cases[0].input.startswith(json.dumps(dump_messages(messages))[:8192])
-    assert len(cases[0].input) > 8192 and "truncated" in cases[0].input[8192:]
-    with pytest.raises(json.JSONDecodeError):
-        json.loads(cases[0].input)
-    assert results[0].input == cases[0].input
-
-
 async def test_evaluation_never_delays_the_run_result() -> None:
     release = asyncio.Event()
 
@@ -247,7 +184,109 @@ async def test_evaluation_never_delays_the_run_result() -> None:
     assert oma.evaluation.stats().scored == 1
 
 
-async def test_metadata_is_copied_when_run_agent_is_called() -> None:
+def test_online_evaluation_config_defaults() -> None:
+    config = OnlineEvaluationConfig(scorers=[lambda case: 1.0])
+    assert config.sample == 1.0
+    assert config.store_payloads == "none"
+
+
+async def test_sampling_zero_scores_nothing() -> None:
+    scored: list[Any] = []
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(scorers=[collecting_scorer(scored)], sample=0.0)
+    )
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    await oma.evaluation.flush()
+    assert scored == [] and oma.evaluation.stats().scored == 0
+
+    evaluator, cases, _ = _evaluator(sample=0.0)
+    for _ in range(5):
+        _submit(evaluator)
+    await evaluator.flush()
+    assert evaluator.stats().sampled == 0 and cases == []
+
+
+async def test_a_failing_scorer_is_counted_and_never_fails_the_run() -> None:
+    def bad(case: EvalCase) -> float:
+        raise RuntimeError("scorer broke")
+
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[bad]))
+    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    await oma.evaluation.flush()
+    assert result.success
+    assert oma.evaluation.stats().failed >= 1
+
+    def broken(case: EvalCase) -> float:
+        raise RuntimeError("scorer bug")
+
+    def good(case: EvalCase) -> float:
+        return 0.25
+
+    evaluator, _, results = _evaluator(scorers=[broken, good])
+    _submit(evaluator)
+    await evaluator.flush()
+    stats = evaluator.stats()
+    assert (stats.sampled, stats.scored, stats.failed) == (1, 1, 1)
+    assert results[0].scores == {"good": Score(0.25)}
+    assert "broken" in results[0].errors
+
+
+async def test_async_scorers_and_the_result_hook_receive_the_sample() -> None:
+    results: list[Any] = []
+
+    class Sink:
+        @hookimpl
+        def oma_evaluation_result(self, result: Any) -> None:
+            results.append(result)
+
+    async def scorer(case: EvalCase) -> float:
+        await asyncio.sleep(0)
+        return 0.5
+
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(scorers=[scorer]), plugins=builtin_host(Sink())
+    )
+    await oma.run_agent(
+        AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hello", run_id="z"
+    )
+    await oma.evaluation.flush()
+    assert len(results) == 1
+    assert results[0].run_id == "z"
+    assert results[0].input == "[string input omitted; 5 characters]"
+
+
+async def test_scorer_may_return_a_score_with_a_reason() -> None:
+    from oma_core import Score
+
+    results: list[Any] = []
+
+    class Sink:
+        @hookimpl
+        def oma_evaluation_result(self, result: Any) -> None:
+            results.append(result)
+
+    oma = OpenMultiAgent(
+        evaluation=OnlineEvaluationConfig(scorers=[lambda case: Score(0.25, "meh")]),
+        plugins=builtin_host(Sink()),
+    )
+    await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    await oma.evaluation.flush()
+    (score,) = results[0].scores.values()
+    assert score.value == 0.25 and score.reason == "meh"
+
+
+async def test_evaluation_metadata_is_copied_at_the_call() -> None:
+    cases: list[EvalCase] = []
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[collecting_scorer(cases)]))
+    metadata = {"k": "v"}
+    coro = oma.run_agent(
+        AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi", metadata=metadata
+    )
+    metadata["k"] = "changed"
+    await coro
+    await oma.evaluation.flush()
+    assert cases[0].metadata == {"k": "v"}
+
     evaluator_cases: list[EvalCase] = []
     metadata = {"tags": ["a"]}
     oma = OpenMultiAgent(
@@ -264,3 +303,66 @@ async def test_metadata_is_copied_when_run_agent_is_called() -> None:
     await oma.evaluation.flush()
     assert evaluator_cases[0].metadata == {"tags": ["a"]}
     assert evaluator_cases[0].run_id == "run-7"
+
+
+async def test_after_shutdown_runs_are_not_scored_but_counted_as_dropped() -> None:
+    scored: list[Any] = []
+    oma = OpenMultiAgent(evaluation=OnlineEvaluationConfig(scorers=[collecting_scorer(scored)]))
+    await oma.evaluation.shutdown()
+    result = await oma.run_agent(AgentConfig(name="v", provider=ScriptedProvider(["r"])), "hi")
+    await oma.evaluation.flush()
+    assert result.success and scored == []
+    assert oma.evaluation.stats().dropped == 1
+
+
+async def test_cancelling_with_evaluation_leaks_no_task_after_flush() -> None:
+    oma = make_orchestrator(evaluation=OnlineEvaluationConfig([lambda c: 1.0]))
+    await oma.run_agent(agent_config(ScriptedProvider(["ok"])), "hi")
+    await oma.evaluation.flush()
+    before = asyncio.all_tasks()
+    task = asyncio.ensure_future(
+        oma.run_agent(agent_config(ScriptedProvider([Delayed(10, "late")])), "hi")
+    )
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await oma.evaluation.flush()
+    assert asyncio.all_tasks() == before
+    assert oma.evaluation.stats().sampled == 1  # the cancelled run is not evaluated
+
+
+async def test_async_result_sinks_are_awaited_by_flush() -> None:
+    delivered: list[str | None] = []
+
+    async def sink(result: Any) -> None:
+        await asyncio.sleep(0.01)
+        delivered.append(result.run_id)
+
+    oma = make_orchestrator(evaluation=OnlineEvaluationConfig([lambda c: 1.0], on_result=sink))
+    await oma.run_agent(agent_config(ScriptedProvider(["ok"])), "hi", run_id="r-1")
+    await oma.evaluation.flush()
+    assert delivered == ["r-1"]
+
+
+async def test_a_scorer_raising_cancelled_error_itself_is_counted_as_failed() -> None:
+    def rogue(case: Any) -> float:
+        raise asyncio.CancelledError
+
+    async def rogue_async(case: Any) -> float:
+        raise asyncio.CancelledError
+
+    results: list[Any] = []
+    oma = make_orchestrator(
+        evaluation=OnlineEvaluationConfig(
+            {"rogue": rogue, "rogue_async": rogue_async, "fine": lambda case: 0.5},
+            on_result=results.append,
+        )
+    )
+    await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), "hi")
+    await asyncio.wait_for(oma.evaluation.flush(), 5)
+    stats = oma.evaluation.stats()
+    assert (stats.sampled, stats.scored, stats.failed) == (1, 1, 2)
+    (stored,) = results
+    assert stored.scores["fine"].value == 0.5
+    assert set(stored.errors) == {"rogue", "rogue_async"}

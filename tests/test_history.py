@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oma_core.history import trim_history
+from oma_core._history import trim_history
 from oma_core.messages import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock
 
 

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import base64
+import mimetypes
 from typing import Any
 
 import pytest
+from _builders import IMG_URL, PNG_B64, REFERENCE_MP4, REFERENCE_PNG, VID_URL, png_block, user_turn
 
 from oma_core import (
     IMAGE_MEDIA_TYPES,
     Base64Source,
     ImageBlock,
     InvalidMessageError,
+    LLMMessage,
     UrlSource,
     VideoBlock,
+    dump_messages,
     image_base64,
     image_url,
+    load_messages,
     video_base64,
     video_url,
 )
@@ -24,6 +29,13 @@ from oma_core.media import decoded_size, describe_source, guess_media_type
 
 def test_image_media_types_are_the_four_common_ones() -> None:
     assert frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"}) == IMAGE_MEDIA_TYPES
+
+    for media_type in ("image/jpeg", "image/png", "image/gif", "image/webp"):
+        assert media_type in IMAGE_MEDIA_TYPES
+    assert all(m.startswith("image/") for m in IMAGE_MEDIA_TYPES)
+
+    four = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+    assert four == IMAGE_MEDIA_TYPES
 
 
 @pytest.mark.parametrize(
@@ -39,11 +51,22 @@ def test_image_media_types_are_the_four_common_ones() -> None:
         ("https://example.com/a.svg", "image/svg+xml"),
         ("https://example.com/a.heic", "image/heic"),
         ("https://example.com/a.avif", "image/avif"),
+        ("https://example.com/a.png", "image/png"),
+        ("https://example.com/a.jpeg", "image/jpeg"),
+        ("https://example.com/dir/a.PNG", "image/png"),
+        ("https://example.com/a.png?size=large#top", "image/png"),
+        ("https://example.com/a.png?size=large", "image/png"),
+        ("https://example.com/a.gif#frame", "image/gif"),
     ],
 )
 def test_image_url_infers_the_media_type_from_the_extension(url: str, media_type: str) -> None:
     block = image_url(url)
     assert block == ImageBlock(UrlSource(media_type, url))
+    block = image_url(url)
+    assert isinstance(block, ImageBlock)
+    assert block.source == UrlSource(media_type=media_type, url=url)
+    assert block.detail is None
+    assert image_url(url).source.media_type == media_type
 
 
 @pytest.mark.parametrize(
@@ -58,10 +81,14 @@ def test_image_url_infers_the_media_type_from_the_extension(url: str, media_type
         ("https://example.com/clip.mpeg", "video/mpeg"),
         ("https://example.com/clip.mpg", "video/mpeg"),
         ("https://example.com/clip.3gp", "video/3gpp"),
+        ("https://example.com/clip.mov", "video/quicktime"),
     ],
 )
 def test_video_url_infers_the_media_type_from_the_extension(url: str, media_type: str) -> None:
     assert video_url(url).source.media_type == media_type
+    block = video_url(url)
+    assert isinstance(block, VideoBlock)
+    assert block.source == UrlSource(media_type=media_type, url=url)
 
 
 @pytest.mark.parametrize(
@@ -131,6 +158,14 @@ def test_base64_helpers_build_validated_blocks(png_base64: str) -> None:
     video = video_base64("AAAA", "video/mp4")
     assert video == VideoBlock(Base64Source("video/mp4", "AAAA"))
 
+    img = image_base64(PNG_B64, "image/png", detail="low")
+    assert img == ImageBlock(
+        source=Base64Source(media_type="image/png", data=PNG_B64), detail="low"
+    )
+    vid = video_base64("AAAA", "video/mp4")
+    assert vid == VideoBlock(source=Base64Source(media_type="video/mp4", data="AAAA"))
+    assert image_base64("AAA", "image/gif").source.data == "AAA="
+
 
 @pytest.mark.parametrize("size", [0, 1, 2, 3, 4, 5, 100, 1001])
 def test_decoded_size_matches_the_decoded_bytes(size: int) -> None:
@@ -146,3 +181,149 @@ def test_describe_source_names_type_kind_and_size_or_url(png_base64: str) -> Non
         describe_source(UrlSource("video/mp4", "https://example.com/c.mp4"))
         == "video/mp4, url, https://example.com/c.mp4"
     )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/photo",
+        "https://example.com/photo.xyzzy",
+        "https://example.com/",
+        "https://example.com/a.png/",
+    ],
+)
+def test_unknown_extension_without_media_type_is_refused(url: str) -> None:
+    with pytest.raises(InvalidMessageError):
+        image_url(url)
+    with pytest.raises(InvalidMessageError):
+        video_url(url)
+
+
+def test_host_suffix_is_not_an_extension() -> None:
+    with pytest.raises(InvalidMessageError):
+        image_url("https://example.png")
+
+
+def test_helper_media_type_table_is_fixed_not_mimetypes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("mimetypes consulted")
+
+    monkeypatch.setattr(mimetypes, "guess_type", boom)
+    monkeypatch.setattr(mimetypes, "init", boom)
+    assert image_url("https://example.com/a.webp").source.media_type == "image/webp"
+    assert video_url("https://example.com/a.mp4").source.media_type == "video/mp4"
+
+
+def test_explicit_media_type_and_detail_are_kept() -> None:
+    block = image_url("https://example.com/render", media_type="image/png", detail="high")
+    assert block.source.media_type == "image/png"
+    assert block.detail == "high"
+    assert video_url(VID_URL, media_type="video/webm").source.media_type == "video/webm"
+
+    block = image_url("https://example.com/photo", media_type="image/jpeg", detail="high")
+    assert block.source.media_type == "image/jpeg"
+    assert block.detail == "high"
+
+
+def test_helpers_check_like_load() -> None:
+    with pytest.raises(InvalidMessageError):
+        image_url(IMG_URL, detail="medium")
+    with pytest.raises(InvalidMessageError):
+        image_url("https://example.com/clip.mp4")
+    with pytest.raises(InvalidMessageError):
+        video_url("https://example.com/a.png")
+    with pytest.raises(InvalidMessageError, match="must use HTTP or HTTPS"):
+        image_url("file:///tmp/a.png")
+    with pytest.raises(InvalidMessageError):
+        image_url("data:image/png;base64,AAAA")
+    with pytest.raises(InvalidMessageError):
+        video_url("mm_file://abc", media_type="video/mp4")
+    with pytest.raises(InvalidMessageError):
+        image_url(IMG_URL, media_type="image/png; charset=x")
+
+
+def test_base64_helpers_refuse_data_urls_and_wrong_kinds() -> None:
+    with pytest.raises(InvalidMessageError, match="must contain raw base64 data"):
+        image_base64("data:image/png;base64,AAAA", "image/png")
+    with pytest.raises(InvalidMessageError, match="must contain raw base64 data"):
+        video_base64("data:video/mp4;base64,AAAA", "video/mp4")
+    with pytest.raises(InvalidMessageError):
+        video_base64("AAAA", "image/png")
+    with pytest.raises(InvalidMessageError):
+        image_base64("AAAA", "video/mp4")
+    with pytest.raises(InvalidMessageError):
+        image_base64("AAAA", "image/png", detail="medium")
+
+
+def test_helper_errors_do_not_echo_base64() -> None:
+    with pytest.raises(InvalidMessageError) as info:
+        image_base64("SECRETPAYLOAD" * 5 + "%", "image/png")
+    assert "SECRETPAYLOAD" not in str(info.value)
+
+
+def test_image_url_references_a_remote_image() -> None:
+    block = image_url("https://example.com/photo.jpg")
+    assert isinstance(block, ImageBlock)
+    assert block.source == UrlSource("image/jpeg", "https://example.com/photo.jpg")
+    assert block.detail is None
+    assert dump_messages([LLMMessage("user", (block,))])[0]["content"][0] == {
+        "type": "image",
+        "source": {
+            "type": "url",
+            "media_type": "image/jpeg",
+            "url": "https://example.com/photo.jpg",
+        },
+    }
+
+
+@pytest.mark.parametrize("detail", ["low", "high", "auto"])
+def test_detail_is_low_high_or_auto(detail: str) -> None:
+    assert image_url("https://example.com/a.png", detail=detail).detail == detail  # type: ignore[arg-type]
+    (message,) = load_messages([user_turn({**png_block(), "detail": detail})])
+    assert message.content[0].detail == detail  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("detail", ["medium", "HIGH", "", 1])
+def test_any_other_detail_is_refused(detail: Any) -> None:
+    with pytest.raises(InvalidMessageError):
+        image_url("https://example.com/a.png", detail=detail)
+    with pytest.raises(InvalidMessageError):
+        load_messages([user_turn({**png_block(), "detail": detail})])
+
+
+def test_image_url_without_an_inferable_media_type_is_refused() -> None:
+    with pytest.raises(InvalidMessageError, match="media_type"):
+        image_url("https://example.com/photo")
+
+
+def test_image_base64_embeds_raw_base64() -> None:
+    block = image_base64(REFERENCE_PNG, "image/png")
+    assert block.source == Base64Source("image/png", REFERENCE_PNG)
+    assert dump_messages([LLMMessage("user", (block,))])[0]["content"][0] == png_block()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "data:image/png;base64," + REFERENCE_PNG,
+        REFERENCE_PNG[:16] + " " + REFERENCE_PNG[16:],
+        "",
+        "not base64!",
+    ],
+)
+def test_image_base64_refuses_anything_but_raw_base64(data: str) -> None:
+    with pytest.raises(InvalidMessageError, match="raw base64") as caught:
+        image_base64(data, "image/png")
+    assert REFERENCE_PNG not in str(caught.value)
+
+
+def test_image_base64_refuses_bytes() -> None:
+    with pytest.raises(InvalidMessageError):
+        image_base64(base64.b64decode(REFERENCE_PNG), "image/png")  # type: ignore[arg-type]
+
+
+def test_an_image_helper_refuses_a_non_image_media_type() -> None:
+    with pytest.raises(InvalidMessageError):
+        image_base64(REFERENCE_PNG, "video/mp4")
+    with pytest.raises(InvalidMessageError):
+        video_base64(REFERENCE_MP4, "image/png")

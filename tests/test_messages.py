@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import copy
 import enum
+import math
 import pickle
 from typing import Any
 
 import attrs
 import pytest
+from _builders import (
+    IMG_URL,
+    VID_URL,
+    assistant,
+    b64_source,
+    image,
+    text,
+    tool_result,
+    tool_use,
+    url_source,
+    user,
+    video,
+)
 
 from oma_core import (
     Base64Source,
@@ -22,13 +36,14 @@ from oma_core import (
     ToolUseBlock,
     UrlSource,
     VideoBlock,
+    dump_messages,
     load_messages,
 )
 
 PNG_URL = UrlSource("image/png", "https://example.com/a.png")
 
 
-def refused(build: Any, path: str, phrase: str) -> None:
+def construction_refused(build: Any, path: str, phrase: str) -> None:
     with pytest.raises(InvalidMessageError) as info:
         build()
     assert info.value.path == path
@@ -163,11 +178,11 @@ def test_dict_blocks_are_accepted_and_built() -> None:
 def test_hand_construction_runs_the_checks_with_relative_paths(
     build: Any, path: str, phrase: str
 ) -> None:
-    refused(build, path, phrase)
+    construction_refused(build, path, phrase)
 
 
 def test_the_role_is_checked_before_the_content() -> None:
-    refused(lambda: LLMMessage("system", "not a list"), "role", "must be")
+    construction_refused(lambda: LLMMessage("system", "not a list"), "role", "must be")
 
 
 def test_objects_are_frozen() -> None:
@@ -177,6 +192,13 @@ def test_objects_are_frozen() -> None:
     message = LLMMessage("user", [block])
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         message.content = ()  # type: ignore[misc]
+
+    block = TextBlock(text="x")
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        block.text = "y"  # type: ignore[misc]
+    source = UrlSource(media_type="image/png", url=IMG_URL)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        source.url = "file:///x"  # type: ignore[misc]
 
 
 def test_a_tool_input_is_a_read_only_deep_copy() -> None:
@@ -263,3 +285,90 @@ def test_a_string_subclass_cannot_lie_its_way_past_the_checks() -> None:
     with pytest.raises(InvalidMessageError, match="absolute HTTP"):
         UrlSource("image/png", Liar("https://example.com/a\nb"))
     assert type(Base64Source("image/png", Liar("QUJD")).data) is str
+
+
+def test_hand_built_objects_equal_loaded_ones() -> None:
+    built = LLMMessage(
+        role="user",
+        content=(
+            TextBlock(text="hi"),
+            ImageBlock(source=UrlSource(media_type="image/png", url=IMG_URL), detail="high"),
+            VideoBlock(source=Base64Source(media_type="video/mp4", data="AAAA")),
+            ToolResultBlock(tool_use_id="t1", content="ok"),
+        ),
+    )
+    loaded = load_messages(
+        [
+            user(
+                text("hi"),
+                image(url_source(), detail="high"),
+                video(b64_source("AAAA", "video/mp4")),
+                tool_result("ok"),
+            )
+        ]
+    )
+    assert loaded == (built,)
+    assistant_built = LLMMessage(
+        role="assistant",
+        content=(
+            ReasoningBlock(text="r", signature="s"),
+            ToolUseBlock(id="t1", name="zoom", input={"q": "x"}),
+        ),
+    )
+    assert dump_messages([assistant_built]) == [
+        assistant({"type": "reasoning", "text": "r", "signature": "s"}, tool_use())
+    ]
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: TextBlock(text=123),
+        lambda: TextBlock(text=None),
+        lambda: TextBlock(text="\ud800"),
+        lambda: UrlSource(media_type="image/png", url="file:///etc/passwd"),
+        lambda: UrlSource(media_type="image/png", url="mm_file://abc"),
+        lambda: UrlSource(media_type="Image/PNG", url=IMG_URL),
+        lambda: UrlSource(media_type="image/png; q=1", url=IMG_URL),
+        lambda: Base64Source(media_type="image/png", data="data:image/png;base64,AAAA"),
+        lambda: Base64Source(media_type="image/png", data="AB=="),
+        lambda: Base64Source(media_type="image/png", data=""),
+        lambda: ImageBlock(source=UrlSource(media_type="image/png", url=IMG_URL), detail="medium"),
+        lambda: ImageBlock(source=UrlSource(media_type="video/mp4", url=VID_URL)),
+        lambda: ImageBlock(source="https://example.com/a.png"),
+        lambda: VideoBlock(source=UrlSource(media_type="image/png", url=IMG_URL)),
+        lambda: ToolUseBlock(id=1, name="x", input={}),
+        lambda: ToolUseBlock(id="1", name="x", input=[1]),
+        lambda: ToolUseBlock(id="1", name="x", input={"s": {1}}),
+        lambda: ToolUseBlock(id="1", name="x", input={"f": math.nan}),
+        lambda: ToolResultBlock(tool_use_id="t", content=()),
+        lambda: ToolResultBlock(tool_use_id="t", content=(TextBlock(text="x"),), is_error=True),
+        lambda: ToolResultBlock(tool_use_id=None, content="x"),
+        lambda: ReasoningBlock(text=5),
+        lambda: ReasoningBlock(text="x", signature=5),
+        lambda: LLMMessage(role="system", content=(TextBlock(text="x"),)),
+        lambda: LLMMessage(role="user", content=()),
+        lambda: LLMMessage(role="user", content="hello"),
+        lambda: LLMMessage(role="user", content=(ToolUseBlock(id="1", name="x", input={}),)),
+        lambda: LLMMessage(role="user", content=(ReasoningBlock(text="x"),)),
+        lambda: LLMMessage(
+            role="assistant", content=(ToolResultBlock(tool_use_id="t", content="x"),)
+        ),
+        lambda: LLMMessage(role="user", content=({"type": "text", "text": 1},)),
+    ],
+)
+def test_invalid_objects_cannot_be_constructed(build: Any) -> None:
+    with pytest.raises(InvalidMessageError):
+        build()
+
+
+def test_constructed_error_never_echoes_base64() -> None:
+    with pytest.raises(InvalidMessageError) as info:
+        Base64Source(media_type="image/png", data="SECRETPAYLOAD" * 10 + "!")
+    assert "SECRETPAYLOAD" not in str(info.value)
+
+
+def test_evolving_into_an_invalid_object_is_refused() -> None:
+    source = UrlSource(media_type="image/png", url=IMG_URL)
+    with pytest.raises(InvalidMessageError):
+        attrs.evolve(source, url="file:///x")

@@ -13,6 +13,7 @@ from typing import Any
 import oma_cachecalls
 import oma_logcalls
 import pytest
+from _builders import Recorder, make, start
 
 from oma_core import (
     Agent,
@@ -280,3 +281,37 @@ def test_a_model_call_timeout_is_reported_exactly_when_the_loop_clock_is_large()
     assert result.status.code == "timeout"
     assert result.status.error.scope == "call"
     assert result.status.error.timeout == 0.05
+
+
+async def test_middleware_sees_calls_and_tools_in_order(host: PluginHost) -> None:
+    def echo(text: str) -> str:
+        return text
+
+    turn = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "echo", "input": {"text": "x"}}],
+    }
+    agent, _ = make(host, turn, "done", tools=[echo])
+    recorder = Recorder()
+    result = await start(agent, "hi", observers=(recorder,))
+    assert [e[0] for e in recorder.log] == [
+        "before_call",
+        "after_call",
+        "before_tool",
+        "after_tool",
+        "before_call",
+        "after_call",
+    ]
+    assert recorder.log[3] == ("after_tool", "t1", "x")
+    assert result.success
+
+
+async def test_a_pass_through_middleware_changes_nothing(host: PluginHost) -> None:
+    class PassThrough:
+        @hookimpl(wrapper=True)
+        def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+            return (yield)
+
+    agent, provider = make(host, "ok")
+    result = await start(agent, "hi", observers=(PassThrough(),))
+    assert result.success and provider.requests[0].max_tokens is None

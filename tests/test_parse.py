@@ -7,6 +7,11 @@ import pathlib
 from typing import Any
 
 import pytest
+from _builders import (
+    URL_SOURCE,
+    VIDEO_SOURCE,
+    user,
+)
 
 import oma_core._parse as parse_module
 from oma_core import (
@@ -25,7 +30,6 @@ from oma_core.serialization import message_converter
 
 CORE = pathlib.Path(__file__).resolve().parent.parent / "oma_core"
 MODEL_MODULES = ("messages", "_parse", "validation", "serialization", "media", "_checks")
-URL_SOURCE = {"type": "url", "media_type": "image/png", "url": "https://example.com/a.png"}
 
 
 def _runtime_imports(module: str) -> list[ast.ImportFrom]:
@@ -78,6 +82,21 @@ def test_dicts_are_checked_exactly_once(monkeypatch: pytest.MonkeyPatch, png_bas
     load_messages([{"role": "user", "content": [{"type": "image", "source": source}]}])
     assert calls == ["messages[0].content[0].source.data"]
 
+    monkeypatch.undo()  # the second part counts through the real check again
+    calls: list[str] = []
+    original = parse_module.check_base64
+
+    def counting(value: object, path: str) -> str:
+        calls.append(path)
+        return original(value, path)
+
+    monkeypatch.setattr(parse_module, "check_base64", counting)
+    source = {"type": "base64", "media_type": "image/png", "data": png_base64}
+    load_messages(
+        [user({"type": "image", "source": source}, {"type": "video", "source": VIDEO_SOURCE})]
+    )
+    assert calls == ["messages[0].content[0].source.data"]
+
 
 def test_message_objects_inside_dicts_are_not_parsed_again(
     monkeypatch: pytest.MonkeyPatch, png_base64: str
@@ -91,6 +110,17 @@ def test_message_objects_inside_dicts_are_not_parsed_again(
         monkeypatch.setattr(parse_module, name, forbidden)
     (loaded,) = load_messages([{"role": "user", "content": [image]}])
     assert loaded.content[0] is image
+
+    message = LLMMessage("user", [ImageBlock(Base64Source("image/png", png_base64))])
+
+    def forbidden(*args: object) -> str:
+        raise AssertionError("checked again")
+
+    monkeypatch.setattr(parse_module, "check_base64", forbidden)
+    monkeypatch.setattr(parse_module, "check_media_type", forbidden)
+    monkeypatch.setattr(parse_module, "check_string", forbidden)
+    assert load_messages([message])[0] is message
+    assert load_messages([{"role": "user", "content": list(message.content)}])[0] == message
 
 
 def test_constructors_and_load_messages_give_the_same_reason_for_the_same_fault() -> None:

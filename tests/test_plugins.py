@@ -13,8 +13,17 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _builders import TinyBackendPlugin, builtin_host
 
-from oma_core import BackendSpec, Capabilities, PluginError, ProviderSpec, hookimpl
+from oma_core import (
+    Agent,
+    AgentConfig,
+    BackendSpec,
+    Capabilities,
+    PluginError,
+    ProviderSpec,
+    hookimpl,
+)
 from oma_core.plugins import PluginHost
 from oma_core.testing import ScriptedProvider
 
@@ -63,6 +72,48 @@ def _provider_plugin(name: str, display: str = "Test") -> object:
 # -- built-ins and discovery --------------------------------------------------------------------
 
 
+_GOOD_PLUGIN = """
+from oma_core import Capabilities, ProviderSpec, hookimpl
+from oma_core.testing import ScriptedProvider
+
+
+@hookimpl
+def oma_register_providers():
+    return [ProviderSpec(name="ctgood", display_name="CT Good",
+                         factory=lambda settings: ScriptedProvider(["from ctgood"]),
+                         capabilities=Capabilities.everything())]
+"""
+
+
+_BROKEN_PLUGINS = {
+    "oma_ctimport": "raise ImportError('this plugin cannot import')\n",
+    "oma_ctbadhook": (
+        "from oma_core import hookimpl\n\n"
+        "@hookimpl\ndef oma_progress(evt, extra):\n    return None\n"
+    ),
+    "oma_ctraise": (
+        "from oma_core import hookimpl\n\n"
+        "@hookimpl\ndef oma_register_providers():\n    raise RuntimeError('cannot register')\n"
+    ),
+}
+
+
+@pytest.fixture
+def entry_point_plugins(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four distributions with ``oma`` entry points: one good, three broken in different ways."""
+    modules = {"oma_ctgood": _GOOD_PLUGIN, **_BROKEN_PLUGINS}
+    for module, source in modules.items():
+        (tmp_path / f"{module}.py").write_text(source)
+        dist = module.replace("_", "-")
+        info = tmp_path / f"{module}-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(f"[oma]\n{module[4:]} = {module}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("OMA_LOAD_PLUGINS", raising=False)
+    monkeypatch.delenv("OMA_DISABLE_PLUGINS", raising=False)
+
+
 def test_builtin_providers_load_without_entry_points() -> None:
     host = PluginHost(load_entrypoints=False)
     assert list(host.provider_specs()) == ["echo", "scripted"]
@@ -101,16 +152,6 @@ def test_builtins_are_registered_before_external_plugins() -> None:
 
 
 # -- environment switches -----------------------------------------------------------------------
-
-
-def test_empty_load_plugins_loads_no_external_plugin(
-    monkeypatch: pytest.MonkeyPatch, broken_dist: Path
-) -> None:
-    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
-    host = PluginHost()
-    assert list(host.provider_specs()) == ["echo", "scripted"]
-    assert host.failures == []
-    assert host.before_run_hooks() == []
 
 
 @pytest.mark.parametrize("name", ["testplugin", "oma-testplugin", "oma_testplugin"])
@@ -380,3 +421,58 @@ def test_loading_plugins_imports_no_sdk_or_cli() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_oma_load_plugins_empty_loads_no_external_plugin_but_the_builtins(
+    monkeypatch: pytest.MonkeyPatch, broken_dist: Path
+) -> None:
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
+    monkeypatch.delenv("OMA_DISABLE_PLUGINS", raising=False)
+    specs = PluginHost().provider_specs()
+    assert {"echo", "scripted"} <= set(specs)
+    assert "anthropic" not in specs and "openai" not in specs
+
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
+    host = PluginHost()
+    assert list(host.provider_specs()) == ["echo", "scripted"]
+    assert host.failures == []
+    assert host.before_run_hooks() == []
+
+
+def test_a_registered_in_process_plugin_offers_its_backend() -> None:
+    host = builtin_host(TinyBackendPlugin())
+    assert "tiny" in host.backend_specs()
+
+
+@pytest.mark.usefixtures("entry_point_plugins")
+async def test_broken_entry_point_plugins_are_skipped_and_reported() -> None:
+    host = PluginHost()
+    assert "ctgood" in host.provider_specs()
+    failed = {failure.name for failure in host.failures}
+    assert {"ctimport", "ctbadhook", "ctraise"} <= failed
+    agent = Agent(AgentConfig(name="g", provider="ctgood"), plugins=host)
+    assert (await agent.run("x")).output == "from ctgood"
+
+
+@pytest.mark.usefixtures("entry_point_plugins")
+def test_oma_load_plugins_loads_only_the_named_entry_point_plugins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "ctgood")
+    host = PluginHost()
+    specs = host.provider_specs()
+    assert "ctgood" in specs and "anthropic" not in specs
+    assert {"echo", "scripted"} <= set(specs)
+    assert host.failures == []
+
+
+@pytest.mark.usefixtures("entry_point_plugins")
+def test_oma_disable_plugins_blocks_named_entry_point_plugins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OMA_DISABLE_PLUGINS", "ctgood,ctimport,ctbadhook,ctraise,echo,scripted")
+    host = PluginHost()
+    specs = host.provider_specs()
+    assert "ctgood" not in specs
+    assert {"echo", "scripted"} <= set(specs), "built-in providers always load"
+    assert not {"ctimport", "ctbadhook", "ctraise"} & {f.name for f in host.failures}

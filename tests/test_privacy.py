@@ -12,11 +12,17 @@ import logging
 from typing import Any
 
 import pytest
+from _builders import agent_config, make_orchestrator
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from oma_core import AgentConfig, OnlineEvaluationConfig, OpenMultiAgent, ProviderError
+from oma_core import (
+    AgentConfig,
+    OnlineEvaluationConfig,
+    OpenMultiAgent,
+    ProviderError,
+)
 from oma_core.evaluation import EvalCase, EvalResult, Score
 from oma_core.plugins import PluginHost
 from oma_core.testing import ScriptedProvider
@@ -114,3 +120,13 @@ async def test_redacted_payload_keeps_the_shape_and_a_media_digest() -> None:
     assert image["source"]["media_type"] == "image/png"
     assert image["source"]["bytes"] == 600
     assert len(image["source"]["sha256"]) == 64
+
+
+async def test_failed_run_error_text_is_redacted() -> None:
+    key = "sk-ant-api03-" + "Q" * 30
+    provider = ScriptedProvider([ProviderError(f"bad request echo {key}", status_code=400)])
+    result = await make_orchestrator().run_agent(agent_config(provider), "hi")
+    assert result.status.code == "error"
+    assert isinstance(result.status.error, ProviderError)
+    assert result.status.error.status_code == 400
+    assert key not in str(result.status.error)

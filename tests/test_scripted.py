@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 
 import pytest
+from _builders import add, assistant_turn, scripted_agent
 
 from oma_core import (
     Agent,
@@ -19,6 +22,7 @@ from oma_core import (
     ToolCall,
     ToolDefinition,
     ToolUseBlock,
+    load_messages,
 )
 from oma_core.plugins import PluginHost
 from oma_core.testing import Delayed, ScriptedProvider
@@ -91,15 +95,6 @@ async def test_an_exception_is_raised_when_reached_and_the_queue_goes_on() -> No
     assert len(provider.requests) == 2
 
 
-async def test_delayed_waits_before_answering() -> None:
-    provider = ScriptedProvider([Delayed(0.05, "late")])
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    response = await provider.complete(request())
-    assert loop.time() - start >= 0.045
-    assert response.message.content == (TextBlock("late"),)
-
-
 async def test_an_exhausted_queue_raises_a_clear_non_retryable_error() -> None:
     provider = ScriptedProvider(["only"])
     await provider.complete(request())
@@ -133,14 +128,69 @@ async def test_aclose_sets_closed() -> None:
     assert provider.closed
 
 
-def test_the_registered_scripted_provider_takes_responses_from_options() -> None:
-    spec = PluginHost(load_entrypoints=False).provider_spec("scripted")
-    provider = spec.factory(ProviderSettings(options={"responses": ["hi"]}))
-    assert isinstance(provider, ScriptedProvider)
-    assert provider.remaining == 1
-
-
 async def test_an_agent_on_the_scripted_provider_plays_the_script() -> None:
     config = AgentConfig(name="a", provider="scripted", provider_options={"responses": ["hello"]})
     result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("x")
     assert result.output == "hello"
+
+
+async def test_scripted_plays_strings_messages_and_dicts_in_order() -> None:
+    message = load_messages([assistant_turn("from object")])[0]
+    agent, provider = scripted_agent(["one", message, assistant_turn("from dict")])
+    outputs = [(await agent.run("x")).output for _ in range(3)]
+    assert outputs == ["one", "from object", "from dict"]
+    assert len(provider.requests) == 3
+
+
+async def test_scripted_raises_an_exception_instance_when_reached() -> None:
+    boom = ProviderError("nope", status_code=400)
+    agent, _ = scripted_agent(["first", boom])
+    assert (await agent.run("x")).success
+    result = await agent.run("y")
+    assert result.status.error is boom
+
+
+async def test_scripted_delayed_waits_before_answering() -> None:
+    agent, _ = scripted_agent([Delayed(0.2, "late")])
+    start = time.monotonic()
+    result = await agent.run("x")
+    assert result.output == "late"
+    assert time.monotonic() - start >= 0.19
+
+    provider = ScriptedProvider([Delayed(0.05, "late")])
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    response = await provider.complete(request())
+    assert loop.time() - start >= 0.045
+    assert response.message.content == (TextBlock("late"),)
+
+
+async def test_an_exhausted_script_raises_an_error_that_says_so() -> None:
+    agent, _ = scripted_agent(["only"])
+    await agent.run("x")
+    result = await agent.run("y")
+    assert not result.success
+    assert re.search(r"exhaust|no more|ran out|empty", str(result.status.error), re.I)
+
+
+async def test_scripted_records_messages_system_prompt_and_tools() -> None:
+    agent, provider = scripted_agent(["ok"], system_prompt="be brief", tools=[add])
+    await agent.run("x")
+    (request,) = provider.requests
+    assert isinstance(request.messages, tuple)
+    assert all(isinstance(m, LLMMessage) for m in request.messages)
+    assert request.system_prompt == "be brief"
+    assert [t.name for t in request.tools] == ["add"]
+
+
+async def test_the_registered_scripted_provider_reads_provider_options_responses() -> None:
+    agent = Agent(
+        AgentConfig(name="s", provider="scripted", provider_options={"responses": ["a", "b"]})
+    )
+    assert (await agent.run("x")).output == "a"
+    assert (await agent.run("y")).output == "b"
+
+    spec = PluginHost(load_entrypoints=False).provider_spec("scripted")
+    provider = spec.factory(ProviderSettings(options={"responses": ["hi"]}))
+    assert isinstance(provider, ScriptedProvider)
+    assert provider.remaining == 1

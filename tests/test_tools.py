@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import enum
 from typing import Annotated, Any, Literal
 
 import attrs
 import pytest
+from _builders import Color
 
 from oma_core import Tool, tool
 from oma_core.errors import ToolError
 from oma_core.messages import TextBlock
 from oma_core.tools import tool_result_content
-
-
-class Color(enum.Enum):
-    RED = "red"
-    BLUE = "blue"
 
 
 @attrs.frozen

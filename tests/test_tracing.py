@@ -7,12 +7,20 @@ import sys
 from typing import Any
 
 import pytest
+from _builders import make_orchestrator
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from oma_core import AgentConfig, OpenMultiAgent, ProviderError, RetryPolicy, tool
+from oma_core import (
+    AgentConfig,
+    InvalidMessageError,
+    OpenMultiAgent,
+    ProviderError,
+    RetryPolicy,
+    tool,
+)
 from oma_core.plugins import PluginHost
 from oma_core.testing import ScriptedProvider
 
@@ -22,7 +30,7 @@ def exporter() -> InMemorySpanExporter:
     return InMemorySpanExporter()
 
 
-def _oma(exporter: InMemorySpanExporter, **kwargs: Any) -> OpenMultiAgent:
+def _traced_oma(exporter: InMemorySpanExporter, **kwargs: Any) -> OpenMultiAgent:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
 
@@ -62,7 +70,7 @@ async def test_a_run_has_run_chat_and_tool_spans_with_genai_attributes(
         ]
     )
     config = AgentConfig("weather", provider=provider, model="m-1", tools=[lookup])
-    result = await _oma(exporter).run_agent(config, "Weather in Oslo?", run_id="run-1")
+    result = await _traced_oma(exporter).run_agent(config, "Weather in Oslo?", run_id="run-1")
     assert result.success
     spans = exporter.get_finished_spans()
     (run,) = _by_name(spans, "invoke_agent")
@@ -90,7 +98,9 @@ async def test_a_run_has_run_chat_and_tool_spans_with_genai_attributes(
 
 async def test_spans_carry_no_content_by_default(exporter: InMemorySpanExporter) -> None:
     provider = ScriptedProvider(["the secret answer"])
-    await _oma(exporter).run_agent(AgentConfig("a", provider=provider), "the secret question")
+    await _traced_oma(exporter).run_agent(
+        AgentConfig("a", provider=provider), "the secret question"
+    )
     for span in exporter.get_finished_spans():
         text = repr(dict(span.attributes or {})) + repr([e.attributes for e in span.events])
         assert "secret" not in text
@@ -101,7 +111,7 @@ async def test_trace_content_puts_redacted_input_and_output_on_the_run_span(
 ) -> None:
     key = "sk-ant-api03-" + "K" * 30
     provider = ScriptedProvider(["answer"])
-    await _oma(exporter, trace_content=True).run_agent(
+    await _traced_oma(exporter, trace_content=True).run_agent(
         AgentConfig("a", provider=provider), f"question with {key}"
     )
     (run,) = _by_name(exporter.get_finished_spans(), "invoke_agent")
@@ -114,7 +124,7 @@ async def test_trace_content_puts_redacted_input_and_output_on_the_run_span(
 async def test_errors_are_recorded_with_redacted_text(exporter: InMemorySpanExporter) -> None:
     key = "sk-ant-api03-" + "E" * 30
     provider = ScriptedProvider([ProviderError(f"echo {key}", status_code=400)])
-    result = await _oma(exporter).run_agent(AgentConfig("a", provider=provider), "hi")
+    result = await _traced_oma(exporter).run_agent(AgentConfig("a", provider=provider), "hi")
     assert not result.success
     spans = exporter.get_finished_spans()
     (run,) = _by_name(spans, "invoke_agent")
@@ -129,7 +139,7 @@ async def test_errors_are_recorded_with_redacted_text(exporter: InMemorySpanExpo
 
 async def test_each_attempt_gets_its_own_chat_span(exporter: InMemorySpanExporter) -> None:
     provider = ScriptedProvider([ProviderError("busy", status_code=503), "ok"])
-    await _oma(exporter).run_agent(AgentConfig("a", provider=provider), "hi", max_retries=2)
+    await _traced_oma(exporter).run_agent(AgentConfig("a", provider=provider), "hi", max_retries=2)
     chats = _by_name(exporter.get_finished_spans(), "chat")
     assert [c.status.status_code for c in chats] == [StatusCode.ERROR, StatusCode.UNSET]
 
@@ -154,7 +164,7 @@ async def test_a_call_stopped_by_a_budget_still_ends_its_span_with_usage(
     exporter: InMemorySpanExporter,
 ) -> None:
     provider = ScriptedProvider(["a long answer " * 20, "never"])
-    result = await _oma(exporter).run_agent(
+    result = await _traced_oma(exporter).run_agent(
         AgentConfig("a", provider=provider), "hi", max_token_budget=5
     )
     assert result.status.code == "budget_exhausted"
@@ -176,7 +186,7 @@ async def test_a_cancelled_run_ends_its_spans(exporter: InMemorySpanExporter) ->
 
     provider = ScriptedProvider([Delayed(10, "late")])
     task = asyncio.ensure_future(
-        _oma(exporter).run_agent(AgentConfig("a", provider=provider, model="m"), "hi")
+        _traced_oma(exporter).run_agent(AgentConfig("a", provider=provider, model="m"), "hi")
     )
     await asyncio.sleep(0.02)
     task.cancel()
@@ -194,7 +204,9 @@ async def test_the_run_span_carries_provider_model_and_usage(
     exporter: InMemorySpanExporter,
 ) -> None:
     provider = ScriptedProvider(["fine"])
-    result = await _oma(exporter).run_agent(AgentConfig("a", provider=provider, model="m-2"), "hi")
+    result = await _traced_oma(exporter).run_agent(
+        AgentConfig("a", provider=provider, model="m-2"), "hi"
+    )
     (run,) = _by_name(exporter.get_finished_spans(), "invoke_agent")
     attributes = run.attributes or {}
     assert attributes["gen_ai.provider.name"] == "scripted"
@@ -202,3 +214,17 @@ async def test_the_run_span_carries_provider_model_and_usage(
     assert attributes["gen_ai.usage.input_tokens"] == result.usage.input_tokens
     assert attributes["gen_ai.usage.output_tokens"] == result.usage.output_tokens
     assert attributes["oma.status"] == "ok"
+
+
+async def test_invalid_input_starts_no_span() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    oma = make_orchestrator(tracer_provider=tracer_provider)
+    with pytest.raises(InvalidMessageError):
+        oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["x"])), [{"role": "robot"}])
+    assert exporter.get_finished_spans() == ()

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .. import hookimpl
-from ..budgets import CostContext, charged_usage
+from .._usage import charged_usage
+from ..budgets import CostContext
 from ..errors import BudgetExceededError
 from ..providers import ResponseComplete, TextDelta
 
@@ -81,7 +82,7 @@ async def _budgeted(
 
 def _response_usage(request: ProviderRequest, response: Any, arrived: int) -> Usage:
     if not arrived:  # a whole reply (``complete``): its text stands for what arrived
-        from ..before_run import text_of
+        from .._before_run import text_of
 
         arrived = len(text_of(response.message))
     return charged_usage(request, response.usage, arrived=arrived)

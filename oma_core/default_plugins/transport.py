@@ -19,17 +19,18 @@ from ..messages import LLMMessage, TextBlock
 from ..providers import ProviderResponse, ResponseComplete, TextDelta
 
 if TYPE_CHECKING:
-    from ..calls import CallEvent, ModelCall, RunContext, ToolInvocation
+    from ..calls import CallEvent, CallEvents, ModelCall, RunContext, ToolInvocation
     from ..messages import ToolResultBlock
 
 __all__ = ["oma_model_call", "oma_tool_call"]
 
 
 @hookimpl(trylast=True)
-def oma_model_call(call: ModelCall, run: RunContext) -> AsyncGenerator[CallEvent, None]:
+def oma_model_call(call: ModelCall, run: RunContext) -> CallEvents:
     if call.kind == "backend":
         return _backend_events(call)
-    return _provider_events(call)
+    events: CallEvents = _provider_events(call)
+    return events
 
 
 @hookimpl(trylast=True)
@@ -39,14 +40,46 @@ def oma_tool_call(call: ToolInvocation, run: RunContext) -> Awaitable[ToolResult
     return call_tool(call.tools, call.block)
 
 
-async def _provider_events(call: ModelCall) -> AsyncGenerator[CallEvent, None]:
+def _provider_events(call: ModelCall) -> Any:
+    provider = call.target
+    if getattr(provider, "complete", None) is not None and not (
+        call.stream and hasattr(provider, "stream")
+    ):
+        return _Whole(call)
+    return _streamed(call)
+
+
+class _Whole:
+    """The events of a call answered whole (``complete``): one ``ResponseComplete``.
+
+    An async iterator rather than an async generator: the common, non-streaming call is the
+    hot path, and this is the cheap shape of "one awaited answer".
+    """
+
+    __slots__ = ("_call", "_done")
+
+    def __init__(self, call: ModelCall) -> None:
+        self._call = call
+        self._done = False
+
+    def __aiter__(self) -> _Whole:
+        return self
+
+    async def __anext__(self) -> ResponseComplete:
+        if self._done:
+            raise StopAsyncIteration
+        self._done = True
+        call = self._call  # its request is read now: a wrapper may have replaced it
+        response: ProviderResponse = await call.target.complete(call.request)
+        return ResponseComplete(response)
+
+    async def aclose(self) -> None:
+        self._done = True
+
+
+async def _streamed(call: ModelCall) -> AsyncGenerator[CallEvent, None]:
     provider = call.target
     request = call.request  # read now: a wrapper may have replaced it before iterating
-    complete = getattr(provider, "complete", None)
-    if complete is not None and not (call.stream and hasattr(provider, "stream")):
-        response: ProviderResponse = await complete(request)
-        yield ResponseComplete(response)
-        return
     async with aclosing(provider.stream(request)) as events:
         async for event in events:
             yield event

@@ -13,13 +13,23 @@ a child subreaper on Linux, as a proper init would be, and says whether that wor
 ``group_gone(pgid, leader=None)`` asserts that a process group is gone. A backend's tests
 usually request ``subreaper`` from an autouse fixture of their own, so every test runs as
 subreaper, not only those that check a group.
+
+To fail every async test that leaves an async generator to the garbage collector (asyncio
+closes it late, in a task of its own: a connection stays open, a cancel is sent after the
+caller was told the work stopped), enable ``oma_core.testing.closed_generators`` too;
+``generators_closed()`` here is the same check as a context manager. The generators of httpx
+and httpcore are exempt (an early-closed httpx stream leaves its own to the collector by
+design).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import gc
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +40,12 @@ import pytest
 
 from .fake_server import FakeServer
 
-__all__ = ["fake_server_factory", "group_gone", "subreaper"]
+__all__ = [
+    "fake_server_factory",
+    "generators_closed",
+    "group_gone",
+    "subreaper",
+]
 
 S = TypeVar("S", bound=FakeServer)
 
@@ -116,3 +131,30 @@ def group_gone(subreaper: bool) -> Callable[..., None]:
         assert members and not alive, f"process group {pgid} has live members: {alive}"
 
     return check
+
+
+#: Libraries whose async generators an early close leaves to the collector by design.
+_EXEMPT = re.compile(r"[/\\](httpx|httpcore)[/\\]")
+
+
+@contextlib.contextmanager
+def generators_closed(exempt: re.Pattern[str] = _EXEMPT) -> Iterator[None]:
+    """Fail if an async generator first iterated inside the block is left to the garbage
+    collector instead of being closed (the finalizer hook of ``sys.set_asyncgen_hooks`` is
+    called for exactly those)."""
+    hooks = sys.get_asyncgen_hooks()
+    leaked: list[str] = []
+
+    def finalizer(generator: Any) -> None:
+        if not exempt.search(generator.ag_code.co_filename):
+            leaked.append(generator.__qualname__)
+        if hooks.finalizer is not None:
+            hooks.finalizer(generator)
+
+    sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=finalizer)
+    try:
+        yield
+        gc.collect()
+    finally:
+        sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=hooks.finalizer)
+    assert not leaked, f"async generators left to the garbage collector: {leaked}"

@@ -601,4 +601,4 @@ async def test_a_missing_binary_error_holds_nothing_of_the_failed_start(
 
 async def test_every_async_test_runs_with_the_leaked_generator_check() -> None:
     finalizer = sys.get_asyncgen_hooks().finalizer
-    assert "_generators_closed" in getattr(finalizer, "__qualname__", "")  # see conftest.py
+    assert "generators_closed" in getattr(finalizer, "__qualname__", "")  # see conftest.py

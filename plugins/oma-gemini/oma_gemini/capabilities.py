@@ -23,6 +23,7 @@ __all__ = [
     "VIDEO_MEDIA_TYPES",
     "WIRE_MEDIA_TYPE",
     "image_url_problem",
+    "is_youtube",
     "video_url_problem",
 ]
 
@@ -74,12 +75,14 @@ def image_url_problem(url: str) -> str | None:
     return problem
 
 
+def is_youtube(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("https", "http") and parts.hostname in _YOUTUBE_HOSTS
+
+
 def video_url_problem(url: str) -> str | None:
     """None when Gemini can read the video at ``url`` (File API URI or YouTube), else why not."""
-    parts = urlsplit(url)
-    if parts.scheme in ("https", "http") and parts.hostname in _YOUTUBE_HOSTS:
-        return None
-    return _file_api_problem(url)
+    return None if is_youtube(url) else _file_api_problem(url)
 
 
 _USER = frozenset({"user"})

@@ -39,7 +39,7 @@ from oma_core.toolkit import (
     tool_result_text,
 )
 
-from .capabilities import DISPLAY_NAME, WIRE_MEDIA_TYPE
+from .capabilities import DISPLAY_NAME, WIRE_MEDIA_TYPE, is_youtube
 
 __all__ = [
     "BLOCKED_FINISH_REASONS",
@@ -175,6 +175,8 @@ def _media(block: ImageBlock | VideoBlock | FilePart, budget: _Inline) -> dict[s
     if isinstance(source, Base64Source):
         budget.take(len(source.data) * 3 // 4 - source.data[-2:].count("="), block.type)
         return {"inlineData": {"mimeType": mime, "data": source.data}}
+    if is_youtube(source.url):  # the documented form: a YouTube link has no MIME type
+        return {"fileData": {"fileUri": source.url}}
     return {"fileData": {"mimeType": mime, "fileUri": source.url}}
 
 

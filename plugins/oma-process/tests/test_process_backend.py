@@ -578,4 +578,4 @@ async def test_refusals_before_the_spawn_hold_nothing_of_what_failed(
 
 async def test_every_async_test_runs_with_the_leaked_generator_check() -> None:
     finalizer = sys.get_asyncgen_hooks().finalizer
-    assert "_generators_closed" in getattr(finalizer, "__qualname__", "")  # see conftest.py
+    assert "generators_closed" in getattr(finalizer, "__qualname__", "")  # see conftest.py

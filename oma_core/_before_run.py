@@ -1,4 +1,5 @@
-"""``before_run``: rewriting a run's input before the first model call.
+"""``before_run``: rewriting a run's input before the first model call (the agent's machinery;
+what a hook receives, ``BeforeRunContext``, is public in ``oma_core``).
 
 Package hooks (``oma_before_run``, in pluggy's order) run first, then the agent's own; each
 receives the previous one's result and returns None (unchanged), a ``ctx`` changed with
@@ -19,7 +20,7 @@ from .errors import HookError
 from .messages import LLMMessage, TextBlock
 from .validation import load_messages
 
-__all__ = ["BeforeRunContext", "apply_before_run", "prompt_of", "replace_prompt", "text_of"]
+__all__ = ["NamedHook", "apply_before_run", "prompt_of", "replace_prompt", "text_of"]
 
 #: A hook with the name errors call it by.
 NamedHook = tuple[str, Callable[["BeforeRunContext"], Any]]

@@ -1,4 +1,4 @@
-"""The retry ladder: waits, jitter, caps, Retry-After, deadlines and cancellation."""
+"""RetryPolicy: the ladder, equal jitter, Retry-After, which errors are retried, and retry_call."""
 
 from __future__ import annotations
 
@@ -32,6 +32,23 @@ class FakeSleep:
 def policy(**kwargs: object) -> RetryPolicy:
     kwargs.setdefault("sleep", FakeSleep())
     return RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+NOW = 1_700_000_000.0
+
+
+class Flaky:
+    """Fails with the given errors, then returns "ok"."""
+
+    def __init__(self, *errors: BaseException) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    async def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return "ok"
 
 
 def test_defaults_match_the_contract() -> None:
@@ -115,11 +132,6 @@ def test_which_errors_are_retried(error: BaseException, retryable: bool) -> None
     assert RetryPolicy().is_retryable(error) is retryable
 
 
-# -- Retry-After ------------------------------------------------------------------------------
-
-NOW = 1_700_000_000.0
-
-
 @pytest.mark.parametrize(
     ("headers", "expected"),
     [
@@ -166,23 +178,6 @@ def test_sane_retry_after_replaces_the_ladder(
     p = policy(delay=0.5, random=lambda: 1.0)
     error = ProviderError("slow down", status_code=429, retry_after=retry_after)
     assert p.delay_for(1, error) == (0.5 if used is None else used)
-
-
-# -- retry_call -------------------------------------------------------------------------------
-
-
-class Flaky:
-    """Fails with the given errors, then returns "ok"."""
-
-    def __init__(self, *errors: BaseException) -> None:
-        self.errors = list(errors)
-        self.calls = 0
-
-    async def __call__(self) -> str:
-        self.calls += 1
-        if self.errors:
-            raise self.errors.pop(0)
-        return "ok"
 
 
 async def test_retry_call_retries_transient_errors_with_ladder_waits() -> None:

@@ -1,4 +1,4 @@
-"""``OpenMultiAgent(share_providers=True)`` shares ``shared`` providers between its runs."""
+"""OpenMultiAgent shares one provider per settings between runs and closes it on aclose."""
 
 from __future__ import annotations
 
@@ -36,6 +36,12 @@ def _oma(plugin: _Counting, *, share: bool = True) -> OpenMultiAgent:
     return OpenMultiAgent(plugins=host, share_providers=share)
 
 
+PLAN = '{"tasks": [{"title": "a", "description": "do a", "assignee": "w"},'
+
+
+PLAN += ' {"title": "b", "description": "do b", "assignee": "w", "depends_on": ["a"]}]}'
+
+
 async def test_runs_share_one_provider_per_settings_and_aclose_closes_it() -> None:
     plugin = _Counting(shared=True)
     oma = _oma(plugin)
@@ -58,15 +64,6 @@ async def test_different_settings_get_different_providers() -> None:
     assert all(p.closed for p in plugin.made)
 
 
-async def test_unshared_providers_are_made_and_closed_per_run() -> None:
-    plugin = _Counting(shared=False)
-    oma = _oma(plugin)
-    for _ in range(2):
-        assert (await oma.run_agent(AgentConfig("a", provider="counting"), "hi")).success
-    assert len(plugin.made) == 2
-    assert all(p.closed for p in plugin.made)
-
-
 def test_a_shared_provider_is_never_reused_on_another_event_loop() -> None:
     plugin = _Counting(shared=True)
     oma = _oma(plugin)
@@ -84,11 +81,12 @@ async def test_without_share_providers_every_run_makes_and_closes_its_own() -> N
     assert len(plugin.made) == 2
     assert all(p.closed for p in plugin.made)
 
-
-# -- a team run shares every provider among its tasks and its coordinator ----------------------
-
-PLAN = '{"tasks": [{"title": "a", "description": "do a", "assignee": "w"},'
-PLAN += ' {"title": "b", "description": "do b", "assignee": "w", "depends_on": ["a"]}]}'
+    plugin = _Counting(shared=False)
+    oma = _oma(plugin)
+    for _ in range(2):
+        assert (await oma.run_agent(AgentConfig("a", provider="counting"), "hi")).success
+    assert len(plugin.made) == 2
+    assert all(p.closed for p in plugin.made)
 
 
 async def test_a_scripted_coordinator_from_options_plays_plan_then_answer() -> None:

@@ -1,0 +1,181 @@
+"""A provider that cannot carry a block refuses it locally, before any request, and is never
+retried.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _builders import (
+    REFERENCE_PNG,
+    builtin_host,
+    named_image,
+    png_block,
+    png_image,
+    stream_events,
+    text_block,
+    user_turn,
+    video_block,
+    vision_agent,
+)
+
+from oma_core import (
+    Agent,
+    AgentConfig,
+    BlockSupport,
+    Capabilities,
+    InvalidMessageError,
+    OpenMultiAgent,
+    PluginHost,
+    ProgressEvent,
+    ProviderError,
+    ProviderSpec,
+    UnsupportedContentBlockError,
+    hookimpl,
+    image_base64,
+    image_url,
+    load_messages,
+)
+from oma_core.testing import ScriptedProvider
+
+
+class _TextOnlyPlugin:
+    def __init__(self) -> None:
+        self.provider = ScriptedProvider(["never"])
+
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        return [
+            ProviderSpec(
+                name="textonly",
+                display_name="Text Only",
+                factory=lambda settings: self.provider,
+                capabilities=Capabilities.text_only(),
+            )
+        ]
+
+
+async def test_an_unsupported_block_fails_before_any_io_and_is_never_retried(
+    host: PluginHost,
+) -> None:
+    plugin = _TextOnlyPlugin()
+    agent = Agent(
+        AgentConfig(name="t", provider="textonly", max_retries=3, retry_delay=0.01),
+        plugins=builtin_host(plugin),
+    )
+    result = await agent.run([user_turn("look", named_image("a.png"))])
+    assert not result.success
+    error = result.status.error
+    assert isinstance(error, UnsupportedContentBlockError)
+    assert str(error).startswith('Text Only cannot represent the "image" content block')
+    assert plugin.provider.requests == []
+
+    provider = ScriptedProvider(
+        ["never"], display_name="Text Only", capabilities=Capabilities((BlockSupport("text"),))
+    )
+    agent = Agent(AgentConfig(name="a", provider=provider, max_retries=5), plugins=host)
+    result = await agent.run([{"role": "user", "content": [png_image()]}])
+    assert result.status.code == "error"
+    error = result.status.error
+    assert isinstance(error, UnsupportedContentBlockError)
+    assert str(error).startswith('Text Only cannot represent the "image" content block')
+    assert provider.requests == []
+
+
+async def test_a_supported_request_reaches_a_text_only_provider() -> None:
+    plugin = _TextOnlyPlugin()
+    agent = Agent(AgentConfig(name="t", provider="textonly"), plugins=builtin_host(plugin))
+    assert (await agent.run("only text")).output == "never"
+
+
+async def test_an_unsupported_block_in_stream_is_an_error_event() -> None:
+    plugin = _TextOnlyPlugin()
+    agent = Agent(AgentConfig(name="t", provider="textonly"), plugins=builtin_host(plugin))
+    events = [e async for e in agent.stream([user_turn(named_image("a.png"))])]
+    assert [e.type for e in events][-2:] == ["error", "done"]
+    assert isinstance(events[-2].data, UnsupportedContentBlockError)
+
+
+async def test_a_provider_that_cannot_carry_a_block_refuses_it_instead_of_dropping_it() -> None:
+    provider = ScriptedProvider(["never"], capabilities=Capabilities.text_only())
+    agent = Agent(AgentConfig(name="t", provider=provider), plugins=builtin_host())
+    result = await agent.run([user_turn("What is this?", png_block())])
+    assert not result.success
+    assert isinstance(result.status.error, UnsupportedContentBlockError)
+    assert result.status.error.block_type == "image"
+    assert provider.requests == []
+
+
+async def test_a_stream_with_an_unsupported_block_ends_with_error_then_done() -> None:
+    provider = ScriptedProvider(["never"], capabilities=Capabilities.text_only())
+    agent = Agent(AgentConfig(name="t", provider=provider), plugins=builtin_host())
+    events = await stream_events(agent, [user_turn("x", video_block())])
+    assert [e.type for e in events] == ["error", "done"]
+    assert isinstance(events[0].data, UnsupportedContentBlockError)
+    assert events[1].data.status.error is events[0].data
+
+
+async def test_an_unsupported_block_is_terminal_and_never_retried() -> None:
+    provider = ScriptedProvider(["never"], capabilities=Capabilities.text_only())
+    progress: list[ProgressEvent] = []
+    oma = OpenMultiAgent(on_progress=progress.append, max_retries=3, plugins=builtin_host())
+    result = await oma.run_agent(
+        AgentConfig(name="t", provider=provider), [user_turn("x", video_block())], max_retries=3
+    )
+    error = result.status.error
+    assert isinstance(error, UnsupportedContentBlockError)
+    assert error.retryable is False and error.code == "UNSUPPORTED_CONTENT_BLOCK"
+    assert [e for e in progress if e.type == "retry"] == []
+    assert provider.requests == []
+
+
+async def test_a_provider_error_for_a_forwarded_block_follows_the_normal_failure_path() -> None:
+    refusal = ProviderError("video_url is not supported by this model", status_code=400)
+    agent, provider = vision_agent([refusal])
+    result = await agent.run([user_turn("x", video_block())])  # returns, does not raise
+    assert not result.success
+    assert result.status.code == "error"
+    assert result.status.error is refusal
+    assert len(provider.requests) == 1  # forwarded, and refused by the service, not by oma
+    events = await stream_events(vision_agent([refusal])[0], [user_turn("x", video_block())])
+    assert [e.type for e in events][-2:] == ["error", "done"]
+
+
+async def test_oma_does_not_infer_a_vision_flag_from_the_model_name() -> None:
+    pytest.importorskip("oma_openai")
+    config = AgentConfig(name="o", provider="openai", model="gpt-3.5-turbo", api_key="k")
+    agent = Agent(config, plugins=PluginHost())
+    request = agent.build_request([user_turn("What is it?", png_block("url"))])
+    body = agent.provider().render(request)
+    parts = body["messages"][-1]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url"]
+    await agent.aclose()
+
+
+async def test_a_provider_that_takes_url_images_only_refuses_base64_at_run_time() -> None:
+    # the reference's Mistral row, declared the oma way: URL images only
+    url_only = Capabilities(
+        (BlockSupport("text"), BlockSupport("image", sources=frozenset({"url"})))
+    )
+    provider = ScriptedProvider(["url ok", "never"], capabilities=url_only, display_name="Mistral")
+    agent = Agent(AgentConfig(name="m", provider=provider), plugins=builtin_host())
+    assert (await agent.prompt([image_url("https://example.com/a.png"), text_block("x")])).success
+    result = await agent.run([user_turn(image_base64(REFERENCE_PNG, "image/png"), "x")])
+    error = result.status.error
+    assert isinstance(error, UnsupportedContentBlockError)
+    assert str(error) == (
+        'Mistral cannot represent the "image" content block: '
+        "base64 sources are not supported in a user message"
+    )
+    assert len(provider.requests) == 1
+
+
+def test_the_reference_typescript_block_shapes_are_not_oma_blocks() -> None:
+    # imageUrl()/imageBase64() of the other framework build {type: "image_url"} and
+    # {type: "image_base64"}; oma has one "image" block with a source, and no magic keys
+    for block in (
+        {"type": "image_url", "url": "https://example.com/a.png"},
+        {"type": "image_base64", "data": REFERENCE_PNG, "mimeType": "image/png"},
+        {**png_block(), "mimeType": "image/png"},
+    ):
+        with pytest.raises(InvalidMessageError):
+            load_messages([user_turn(block)])

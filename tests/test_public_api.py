@@ -1,0 +1,79 @@
+"""The public names: what `oma_core` and `oma_core.testing` export."""
+
+from __future__ import annotations
+
+import pluggy
+import pytest
+
+import oma_core
+from oma_core import hookimpl
+from oma_core.testing import Delayed, ScriptedProvider
+
+SECTION_8_NAMES = [
+    "Agent",
+    "AgentConfig",
+    "RunResult",
+    "RunStatus",
+    "Usage",
+    "StreamEvent",
+    "ProgressEvent",
+    "OpenMultiAgent",
+    "OnlineEvaluationConfig",
+    "EvalCase",
+    "Budget",
+    "LLMMessage",
+    "TextBlock",
+    "ImageBlock",
+    "VideoBlock",
+    "ToolUseBlock",
+    "ToolResultBlock",
+    "ReasoningBlock",
+    "Base64Source",
+    "UrlSource",
+    "load_messages",
+    "dump_messages",
+    "estimate_tokens",
+    "image_url",
+    "image_base64",
+    "video_url",
+    "video_base64",
+    "IMAGE_MEDIA_TYPES",
+    "OmaError",
+    "InvalidMessageError",
+    "UnsupportedContentBlockError",
+    "ProviderError",
+    "BudgetExceededError",
+    "hookimpl",
+    "ProviderSpec",
+    "BackendSpec",
+    "Capabilities",
+    "PluginHost",
+    "Team",
+    "TaskSpec",
+    "TeamRunResult",
+    "tool",
+]
+
+
+def test_testing_names_are_importable() -> None:
+    from oma_core.testing import Delayed, ScriptedProvider
+
+    assert callable(ScriptedProvider) and callable(Delayed)
+
+
+@pytest.mark.parametrize("name", SECTION_8_NAMES)
+def test_every_section_8_name_is_exported_from_oma_core(name: str) -> None:
+    assert name in oma_core.__all__
+    assert getattr(oma_core, name) is not None
+
+
+def test_testing_exports_scripted_provider_and_delayed() -> None:
+    import oma_core.testing as testing
+
+    assert testing.ScriptedProvider is ScriptedProvider
+    assert testing.Delayed is Delayed
+
+
+def test_hookimpl_is_pluggys_marker_for_the_oma_project() -> None:
+    assert isinstance(hookimpl, pluggy.HookimplMarker)
+    assert hookimpl.project_name == "oma"
