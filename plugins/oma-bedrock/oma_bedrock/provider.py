@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import urllib.parse
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from typing import Any, cast
 
 import httpx
@@ -121,6 +121,7 @@ class BedrockProvider:
             error = transport_error(exc)
         if error is not None:
             raise error
+        frames: AsyncGenerator[tuple[str, str, bytes], None] | None = None
         try:
             if response.status_code != 200:
                 body = await _error_body(response)
@@ -154,6 +155,8 @@ class BedrockProvider:
                 raise error
             yield ResponseComplete(final)
         finally:
+            if frames is not None:
+                await frames.aclose()
             await response.aclose()
 
     async def aclose(self) -> None:
@@ -195,7 +198,7 @@ async def _error_body(response: httpx.Response) -> bytes:
     return b"".join(chunks)[:ERROR_BODY_LIMIT]
 
 
-async def _frames(response: httpx.Response) -> AsyncIterator[tuple[str, str, bytes]]:
+async def _frames(response: httpx.Response) -> AsyncGenerator[tuple[str, str, bytes], None]:
     """``(message type, event or exception type, payload)`` for each event-stream frame;
     botocore's decoder checks each frame's prelude and message CRC32."""
     buffer = EventStreamBuffer()

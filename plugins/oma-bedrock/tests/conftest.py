@@ -11,7 +11,7 @@ from fake_bedrock import ACCESS_KEY, REGION, SECRET_KEY, FakeBedrock
 
 from oma_core import ProviderSettings
 
-pytest_plugins = ["oma_core.testing.pytest_plugin"]
+pytest_plugins = ["oma_core.testing.pytest_plugin", "oma_core.testing.closed_generators"]
 
 
 @pytest.fixture(autouse=True)
