@@ -11,7 +11,12 @@ GIL with the code measured):
 - a 5 MiB image (goal: <= 1.05 x; the messages are built once, as ``LLMMessage`` objects are
   valid by construction and never re-scanned);
 - streaming a long reply: time added per chunk (goal: <= 10 us);
-- 1,000 calls at 100 in flight (goal: throughput >= 90 % of the SDK's).
+- 1,000 calls at 100 in flight (goal: throughput >= 90 % of the SDK's);
+- the plugin on ``provider_options={"transport": "aiohttp"}`` (the SDK's own aiohttp client)
+  against its default transport: at 100 in flight (goal: >= 2.3 x the throughput) and one call
+  at a time (goal: no slower).
+
+``python bench/providers.py --transports [provider]`` runs only the transport comparison.
 
 Timings interleave the two paths and take medians, to be fair on a busy machine. A provider is
 one ``Target`` in ``TARGETS``; add a section for another plugin the same way.
@@ -52,7 +57,8 @@ class Target:
     name: str
     #: (reply text, chunk size) -> a context manager yielding the fake server's URL
     server: Callable[[str, int], Any]
-    agent_config: Callable[[str], Any]
+    #: (base URL, transport) -> the plugin's AgentConfig
+    agent_config: Callable[[str, str], Any]
     #: base URL -> a bare SDK client
     sdk_client: Callable[[str], Any]
     #: (client, text, image base64 or None) -> the bare SDK's non-streaming call
@@ -82,9 +88,14 @@ def _anthropic() -> Target:
 
     model = "claude-sonnet-4-6"
 
-    def agent_config(url: str) -> AgentConfig:
+    def agent_config(url: str, transport: str = "httpx") -> AgentConfig:
         return AgentConfig(
-            name="bench", provider="anthropic", model=model, base_url=url, api_key="bench-key"
+            name="bench",
+            provider="anthropic",
+            model=model,
+            base_url=url,
+            api_key="bench-key",
+            provider_options={"transport": transport},
         )
 
     def client(url: str) -> Any:
@@ -147,9 +158,14 @@ def _openai() -> Target:
 
     model = "gpt-4o-mini"
 
-    def agent_config(url: str) -> AgentConfig:
+    def agent_config(url: str, transport: str = "httpx") -> AgentConfig:
         return AgentConfig(
-            name="bench", provider="openai", model=model, base_url=url, api_key="bench-key"
+            name="bench",
+            provider="openai",
+            model=model,
+            base_url=url,
+            api_key="bench-key",
+            provider_options={"transport": transport},
         )
 
     def client(url: str) -> Any:
@@ -239,7 +255,7 @@ async def _bench(target: Target) -> None:
     print(f"{target.name}:")
     with target.server("Hello from the bench.", 64) as url:
         sdk = target.sdk_client(url)
-        async with Agent(target.agent_config(url)) as agent:
+        async with Agent(target.agent_config(url, "httpx")) as agent:
             ours, theirs = await _pairs(
                 SMALL_ROUNDS,
                 lambda: agent.run("hi"),
@@ -285,16 +301,7 @@ async def _bench(target: Target) -> None:
             scan = (time.perf_counter() - start) * 1e3
             print(f"  {'(validating the 5 MiB image once)':<34} {scan:.1f} ms")
 
-            semaphore = asyncio.Semaphore(IN_FLIGHT)
-
-            async def bounded(call: Callable[[], Awaitable[Any]]) -> None:
-                async with semaphore:
-                    await call()
-
-            async def many(call: Callable[[], Awaitable[Any]]) -> float:
-                start = time.perf_counter()
-                await asyncio.gather(*(bounded(call) for _ in range(THROUGHPUT_CALLS)))
-                return time.perf_counter() - start
+            many = _many
 
             await many(lambda: target.sdk_complete(sdk, "hi", None))  # warm the pools
             await many(lambda: agent.run("hi"))
@@ -320,9 +327,11 @@ async def _bench(target: Target) -> None:
             )
         await sdk.close()
 
+    await _bench_transports(target)
+
     with target.server(STREAM_TEXT, STREAM_CHUNK) as url:
         sdk = target.sdk_client(url)
-        async with Agent(target.agent_config(url)) as agent:
+        async with Agent(target.agent_config(url, "httpx")) as agent:
             chunks = await target.sdk_stream(sdk, "go")
 
             async def plugin_stream() -> None:
@@ -344,14 +353,70 @@ async def _bench(target: Target) -> None:
         await sdk.close()
 
 
+async def _many(call: Callable[[], Awaitable[Any]], in_flight: int = IN_FLIGHT) -> float:
+    """Seconds for ``THROUGHPUT_CALLS`` calls with at most ``in_flight`` at once."""
+    semaphore = asyncio.Semaphore(in_flight)
+
+    async def bounded() -> None:
+        async with semaphore:
+            await call()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(bounded() for _ in range(THROUGHPUT_CALLS)))
+    return time.perf_counter() - start
+
+
+async def _bench_transports(target: Target) -> None:
+    """The plugin on the SDK's aiohttp client against its default (httpx) transport."""
+    from oma_core import Agent
+
+    with target.server("Hello from the bench.", 64) as url:
+        async with (
+            Agent(target.agent_config(url, "httpx")) as default,
+            Agent(target.agent_config(url, "aiohttp")) as aio,
+        ):
+            await _many(lambda: default.run("hi"))  # warm both pools
+            await _many(lambda: aio.run("hi"))
+            default_runs: list[float] = []
+            aio_runs: list[float] = []
+            for i in range(THROUGHPUT_ROUNDS):
+                for first in (default, aio) if i % 2 == 0 else (aio, default):
+                    runs = default_runs if first is default else aio_runs
+                    runs.append(await _many(lambda a=first: a.run("hi")))
+            default_t, aio_t = min(default_runs), min(aio_runs)
+            gain = default_t / aio_t
+            _report(
+                f"aiohttp transport, {IN_FLIGHT} in flight",
+                f"{THROUGHPUT_CALLS / aio_t:.0f}/s vs httpx {THROUGHPUT_CALLS / default_t:.0f}/s "
+                f"({gain:.2f}x)",
+                ">= 2.3x",
+                gain >= 2.3,
+            )
+            aio_one, default_one = await _pairs(
+                SMALL_ROUNDS, lambda: aio.run("hi"), lambda: default.run("hi")
+            )
+            ratio = aio_one / default_one
+            _report(
+                "aiohttp transport, 1 in flight",
+                f"{aio_one * 1e3:.2f} ms vs httpx {default_one * 1e3:.2f} ms ({ratio:.3f}x)",
+                "<= 1.0x",
+                ratio <= 1.0,
+            )
+
+
 def main(argv: list[str]) -> None:
-    names = argv or list(TARGETS)
+    transports_only = "--transports" in argv
+    names = [a for a in argv if a != "--transports"] or list(TARGETS)
     unknown = [n for n in names if n not in TARGETS]
     if unknown:
         raise SystemExit(f"unknown provider section(s): {', '.join(unknown)}")
     start = time.perf_counter()
     for name in names:
-        asyncio.run(_bench(TARGETS[name]()))
+        if transports_only:
+            print(f"{name}:")
+            asyncio.run(_bench_transports(TARGETS[name]()))
+        else:
+            asyncio.run(_bench(TARGETS[name]()))
     print(f"total {time.perf_counter() - start:.1f} s")
 
 

@@ -91,8 +91,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 # Plugin-author names that ``oma_core`` still resolves for code written before
-# ``oma_core.toolkit`` existed. TRANSITION: listed in ``__all__`` until every bundled plugin
-# imports them from ``oma_core.toolkit`` (this session); then they leave it.
+# ``oma_core.toolkit`` existed; they are not in ``__all__``: import them from the toolkit.
 _TOOLKIT_ALIASES = frozenset(
     {
         "Backend",
@@ -120,16 +119,10 @@ __all__ = [
     "Agent",
     "AgentConfig",
     "AgentStream",
-    "Backend",
     "BackendError",
-    "BackendRequest",
-    "BackendResult",
     "BackendSpec",
-    "BackendToolCall",
-    "BackendToolResult",
     "Base64Source",
     "BeforeRunContext",
-    "BlockSupport",
     "Budget",
     "BudgetExceededError",
     "Capabilities",
@@ -145,7 +138,6 @@ __all__ = [
     "LLMMessage",
     "MaxTurnsExceededError",
     "MediaSource",
-    "Mode",
     "OmaError",
     "OnlineEvaluationConfig",
     "OpenMultiAgent",
@@ -154,16 +146,9 @@ __all__ = [
     "PluginHost",
     "ProgressEvent",
     "ProgressStats",
-    "Provider",
     "ProviderError",
-    "ProviderEvent",
-    "ProviderRequest",
-    "ProviderResponse",
-    "ProviderSettings",
     "ProviderSpec",
     "ReasoningBlock",
-    "ReasoningDelta",
-    "ResponseComplete",
     "RetryPolicy",
     "RunError",
     "RunResult",
@@ -177,10 +162,7 @@ __all__ = [
     "Team",
     "TeamRunResult",
     "TextBlock",
-    "TextDelta",
     "Tool",
-    "ToolCall",
-    "ToolDefinition",
     "ToolError",
     "ToolResultBlock",
     "ToolUseBlock",
@@ -197,7 +179,6 @@ __all__ = [
     "image_base64",
     "image_url",
     "load_messages",
-    "parse_retry_after",
     "tool",
     "video_base64",
     "video_url",
@@ -266,25 +247,5 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .settings import RunSettings
     from .teams import TaskResult, TaskSpec, Team, TeamRunResult
     from .tokens import estimate_tokens
-    from .toolkit import (
-        Backend,
-        BackendRequest,
-        BackendResult,
-        BackendToolCall,
-        BackendToolResult,
-        BlockSupport,
-        Mode,
-        Provider,
-        ProviderEvent,
-        ProviderRequest,
-        ProviderResponse,
-        ProviderSettings,
-        ReasoningDelta,
-        ResponseComplete,
-        TextDelta,
-        ToolCall,
-        ToolDefinition,
-        parse_retry_after,
-    )
     from .tools import Tool, tool
     from .validation import ValidationLimits, load_messages

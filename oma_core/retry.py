@@ -25,7 +25,7 @@ import attrs
 
 from .errors import OmaError, ProviderError
 
-__all__ = ["RetryPolicy", "parse_retry_after", "retry_call"]
+__all__ = ["DEFAULT_POLICY", "RetryPolicy", "parse_retry_after"]
 
 T = TypeVar("T")
 
@@ -117,35 +117,6 @@ class RetryPolicy:
 
 #: The ladder's defaults (a frozen value: every run without settings of its own shares it).
 DEFAULT_POLICY = RetryPolicy()
-
-
-async def retry_call(
-    policy: RetryPolicy,
-    attempt: Callable[[], Awaitable[T]],
-    *,
-    deadline: float | None = None,
-    on_retry: Callable[[int, float, BaseException], object] | None = None,
-) -> T:
-    """Await ``attempt()`` and retry it on the ladder while its failure is retryable.
-
-    ``deadline`` is on the running loop's clock (``loop.time()``): a wait that would end past
-    it is not slept, the last error is raised at once. Cancellation (also during a wait)
-    propagates immediately.
-    """
-    retry = 0
-    while True:
-        try:
-            return await attempt()
-        except Exception as error:
-            if retry >= policy.max_retries or not policy.is_retryable(error):
-                raise
-            retry += 1
-            wait = policy.delay_for(retry, error)
-            if deadline is not None and asyncio.get_running_loop().time() + wait > deadline:
-                raise
-            if on_retry is not None:
-                on_retry(retry, wait, error)
-            await policy.sleep(wait)
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:

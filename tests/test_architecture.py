@@ -119,3 +119,33 @@ def test_orchestration_uses_nothing_private_of_the_agent(module: str) -> None:
             and node.value.id in ("agent", "run_agent", "config")
         ):
             assert not node.attr.startswith("_"), ast.unparse(node)
+
+
+PLUGINS = Path(__file__).parent.parent / "plugins"
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(PLUGINS.glob("oma-*/oma_*/**/*.py")) + sorted(PLUGINS.glob("oma-*/tests/*.py")),
+    ids=lambda p: str(p.relative_to(PLUGINS)),
+)
+def test_plugins_import_only_the_application_and_plugin_author_surfaces(path: Path) -> None:
+    """A plugin package imports ``oma_core`` and ``oma_core.toolkit``; its tests may also use
+    the testing kit and drive the CLI."""
+    allowed = {"oma_core", "oma_core.toolkit"}
+    if "tests" in path.parts:
+        allowed |= {"oma_core.cli"}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        modules = (
+            [node.module]
+            if isinstance(node, ast.ImportFrom) and node.level == 0
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
+        for module in modules:
+            if module and (module == "oma_core" or module.startswith("oma_core.")):
+                ok = module in allowed or (
+                    "tests" in path.parts and module.startswith("oma_core.testing")
+                )
+                assert ok, f"{path.name} imports {module}"

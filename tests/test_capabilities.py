@@ -21,7 +21,6 @@ from _builders import (
 from oma_core import (
     Agent,
     AgentConfig,
-    BlockSupport,
     Capabilities,
     InvalidMessageError,
     OpenMultiAgent,
@@ -36,6 +35,7 @@ from oma_core import (
     load_messages,
 )
 from oma_core.testing import ScriptedProvider
+from oma_core.toolkit import BlockSupport
 
 
 class _TextOnlyPlugin:

@@ -14,13 +14,8 @@ from oma_core import (
     Base64Source,
     ImageBlock,
     LLMMessage,
-    Provider,
-    ProviderRequest,
     ReasoningBlock,
-    ResponseComplete,
     TextBlock,
-    TextDelta,
-    ToolDefinition,
     ToolResultBlock,
     ToolUseBlock,
     UrlSource,
@@ -32,6 +27,7 @@ from oma_core.capabilities import Capabilities
 from oma_core.default_plugins.echo import EchoProvider, describe_message
 from oma_core.messages import FilePart
 from oma_core.plugins import PluginHost
+from oma_core.toolkit import Provider, ProviderRequest, ResponseComplete, TextDelta, ToolDefinition
 
 PNG_1234 = base64.b64encode(bytes(1234)).decode()
 

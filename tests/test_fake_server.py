@@ -123,14 +123,18 @@ def test_aborted_stream_is_cut_mid_body(server: FakeEcho) -> None:
 
 def test_slow_stream_spaces_events(server: FakeEcho) -> None:
     server.enqueue(SlowStream(event_delay=0.05))
-    times: list[float] = []
+    lines = 0
+    began = time.monotonic()
     with (
         httpx.Client(base_url=server.url) as client,
         client.stream("POST", "/echo", json={"stream": 3}) as reply,
     ):
         for _ in reply.iter_lines():
-            times.append(time.monotonic())
-    assert times[-1] - times[0] >= 0.15
+            lines += 1
+    # A lower bound on the whole reply (the server slept between events) holds under any
+    # load; the gaps the client sees between lines do not (a late reader gets them at once).
+    assert time.monotonic() - began >= 0.1
+    assert lines >= 3
 
 
 async def test_closing_a_slow_stream_leaves_no_open_connection(server: FakeEcho) -> None:

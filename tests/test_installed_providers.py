@@ -29,8 +29,6 @@ from oma_core import (
     PluginHost,
     ProgressEvent,
     ProviderError,
-    ProviderRequest,
-    ProviderSettings,
     TextBlock,
     UnsupportedContentBlockError,
     image_base64,
@@ -39,6 +37,7 @@ from oma_core import (
 )
 from oma_core.capabilities import Mode
 from oma_core.testing.fake_server import FakeServer, RecordedRequest, Response, SSEEvent
+from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 
 def _plugin_capabilities(name: str) -> Capabilities:

@@ -1,4 +1,5 @@
-"""RetryPolicy: the ladder, equal jitter, Retry-After, which errors are retried, and retry_call."""
+"""RetryPolicy: the ladder, equal jitter, Retry-After, which errors are retried (the one loop
+that uses it, the runner's, is tested through the agent in test_retries.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import math
 
 import pytest
 
-from oma_core import parse_retry_after
 from oma_core.errors import (
     BudgetExceededError,
     InvalidMessageError,
@@ -16,7 +16,8 @@ from oma_core.errors import (
     RunTimeoutError,
     UnsupportedContentBlockError,
 )
-from oma_core.retry import RetryPolicy, retry_call
+from oma_core.retry import RetryPolicy
+from oma_core.toolkit import parse_retry_after
 
 
 class FakeSleep:
@@ -35,20 +36,6 @@ def policy(**kwargs: object) -> RetryPolicy:
 
 
 NOW = 1_700_000_000.0
-
-
-class Flaky:
-    """Fails with the given errors, then returns "ok"."""
-
-    def __init__(self, *errors: BaseException) -> None:
-        self.errors = list(errors)
-        self.calls = 0
-
-    async def __call__(self) -> str:
-        self.calls += 1
-        if self.errors:
-            raise self.errors.pop(0)
-        return "ok"
 
 
 def test_defaults_match_the_contract() -> None:
@@ -178,54 +165,3 @@ def test_sane_retry_after_replaces_the_ladder(
     p = policy(delay=0.5, random=lambda: 1.0)
     error = ProviderError("slow down", status_code=429, retry_after=retry_after)
     assert p.delay_for(1, error) == (0.5 if used is None else used)
-
-
-async def test_retry_call_retries_transient_errors_with_ladder_waits() -> None:
-    sleep = FakeSleep()
-    p = policy(sleep=sleep, random=lambda: 1.0)
-    attempt = Flaky(ProviderError("a", status_code=503), ProviderError("b", status_code=502))
-    seen: list[tuple[int, float]] = []
-    assert await retry_call(p, attempt, on_retry=lambda n, d, e: seen.append((n, d))) == "ok"
-    assert attempt.calls == 3
-    assert sleep.waits == [0.5, 1.0]
-    assert seen == [(1, 0.5), (2, 1.0)]
-
-
-async def test_retry_call_gives_up_after_max_retries() -> None:
-    p = policy(max_retries=2)
-    attempt = Flaky(*[ProviderError(str(i), status_code=500) for i in range(5)])
-    with pytest.raises(ProviderError, match="2"):
-        await retry_call(p, attempt)
-    assert attempt.calls == 3
-
-
-async def test_retry_call_does_not_retry_a_client_error() -> None:
-    attempt = Flaky(ProviderError("bad request", status_code=400))
-    with pytest.raises(ProviderError):
-        await retry_call(policy(max_retries=5), attempt)
-    assert attempt.calls == 1
-
-
-async def test_retry_call_fails_at_once_when_the_wait_passes_the_deadline() -> None:
-    sleep = FakeSleep()
-    p = policy(sleep=sleep)
-    attempt = Flaky(ProviderError("busy", status_code=429, retry_after=30.0))
-    deadline = asyncio.get_running_loop().time() + 1.0
-    with pytest.raises(ProviderError, match="busy"):
-        await retry_call(p, attempt, deadline=deadline)
-    assert sleep.waits == []
-    assert attempt.calls == 1
-
-
-async def test_cancelling_during_backoff_returns_at_once() -> None:
-    p = RetryPolicy(delay=30.0, random=lambda: 1.0)  # the real asyncio.sleep
-    attempt = Flaky(ProviderError("busy", status_code=503))
-    task = asyncio.create_task(retry_call(p, attempt))
-    await asyncio.sleep(0.01)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert loop.time() - started < 1.0
-    assert attempt.calls == 1

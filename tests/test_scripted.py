@@ -14,18 +14,20 @@ from oma_core import (
     AgentConfig,
     LLMMessage,
     ProviderError,
-    ProviderRequest,
-    ProviderSettings,
-    ResponseComplete,
     TextBlock,
-    TextDelta,
-    ToolCall,
-    ToolDefinition,
     ToolUseBlock,
     load_messages,
 )
 from oma_core.plugins import PluginHost
 from oma_core.testing import Delayed, ScriptedProvider
+from oma_core.toolkit import (
+    ProviderRequest,
+    ProviderSettings,
+    ResponseComplete,
+    TextDelta,
+    ToolCall,
+    ToolDefinition,
+)
 
 
 def request(text: str = "hi", **kwargs: object) -> ProviderRequest:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from oma_acp import AcpBackend
 
-from oma_core.backends import BackendEvent, BackendRequest
+from oma_core.toolkit import BackendEvent, BackendRequest
 
 pytest_plugins = [
     "oma_core.testing.pytest_plugin",

@@ -15,16 +15,19 @@ import pytest
 from acp_agent import MALFORMED
 from oma_acp import AcpBackend, PermissionRequest, oma_register_backends
 
-from oma_core.backends import (
+from oma_core.testing import assert_holds_no_secret
+from oma_core.toolkit import (
+    BackendError,
     BackendRequest,
     BackendResult,
+    BackendSpec,
     BackendToolCall,
     BackendToolResult,
+    ReasoningDelta,
+    RunTimeoutError,
+    TextDelta,
+    Usage,
 )
-from oma_core.capabilities import BackendSpec
-from oma_core.errors import BackendError, RunTimeoutError
-from oma_core.providers import ReasoningDelta, TextDelta, Usage
-from oma_core.testing import assert_holds_no_secret
 
 #: Terminal control left in text: ESC, BEL, CR or any other C0/C1 control but tab and newline.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -15,13 +15,14 @@ from oma_acp import PermissionRequest
 from oma_core import (
     Agent,
     AgentConfig,
+    BackendError,
+    InvalidMessageError,
     OpenMultiAgent,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
     image_url,
 )
-from oma_core.errors import BackendError, InvalidMessageError
 from oma_core.testing import assert_holds_no_secret
 
 AGENT = str(Path(__file__).with_name("acp_agent.py"))

@@ -14,7 +14,7 @@ from oma_core import ProviderSpec, hookimpl
 from .capabilities import CAPABILITIES, DISPLAY_NAME
 
 if TYPE_CHECKING:
-    from oma_core import Provider, ProviderSettings
+    from oma_core.toolkit import Provider, ProviderSettings
 
 __all__ = ["CAPABILITIES", "DISPLAY_NAME", "SPEC", "create_provider", "oma_register_providers"]
 

@@ -7,8 +7,8 @@ not declared, so the core refuses it before any request: the Messages API has no
 
 from __future__ import annotations
 
-from oma_core import BlockSupport, Capabilities
-from oma_core.toolkit import IN_TOOL_RESULT
+from oma_core import Capabilities
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport
 
 __all__ = ["CAPABILITIES", "DISPLAY_NAME", "DOCUMENT_MEDIA_TYPES", "IMAGE_MEDIA_TYPES"]
 

@@ -1,26 +1,49 @@
-"""The SDK's exceptions (and its HTTP library's) as oma's ``ProviderError``.
+"""The SDK's exceptions (and its HTTP library's) as oma's ``ProviderError``, holding no secret.
 
 An HTTP status keeps its code, so the core decides retries by it (429, 5xx, 529 retryable);
 ``retry-after-ms`` / ``retry-after`` are read into ``retry_after``. An ``error`` event inside a
 stream that began with HTTP 200 gets the status its error type stands for (``overloaded_error``
-is 529). Connection faults and timeouts are retryable without a status; a reply the plugin
-cannot read is not. Messages name the status and the service's error type and message, cut
-short, with anything that looks like a credential or a base64 payload removed.
+is 529). Connection faults and timeouts are retryable without a status; so is a reply the
+plugin cannot decode (a garbled reply is a transient fault). A failure before anything was
+sent (the SDK refusing its input) is not retryable, and is not called a malformed response.
+
+Every error is built from strings only and raised after the ``except`` block that caught the
+SDK's exception, so it holds no reference to that exception, its request or its response
+(``raise ... from None`` would still keep one in ``__context__``). Messages name the status
+and the service's error type and message, cut short, without the API key, the request's own
+text, or anything that looks like a credential or a base64 payload: the toolkit's ``scrub``,
+with the key and the request's own text as the secrets, and its ``error_fields`` and
+``malformed_response``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from typing import Any
+import json
+from collections.abc import Iterable, Iterator, Mapping
 
 import anthropic
 
-from oma_core import ProviderError, parse_retry_after
+from oma_core import ProviderError
+from oma_core.toolkit import (
+    Base64Source,
+    ProviderRequest,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    error_fields,
+    malformed_response,
+    parse_retry_after,
+    scrub,
+)
 
 from .capabilities import DISPLAY_NAME
 
-__all__ = ["ERROR_TYPE_STATUS", "map_error"]
+__all__ = [
+    "ERROR_TYPE_STATUS",
+    "map_error",
+    "refused_before_sending",
+    "request_secrets",
+]
 
 #: The status each documented error type stands for (used for errors inside a 200 stream).
 ERROR_TYPE_STATUS = {
@@ -36,26 +59,79 @@ ERROR_TYPE_STATUS = {
     "overloaded_error": 529,
 }
 
-_MESSAGE_LIMIT = 300
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{64,}")
-_KEY_LIKE = re.compile(r"sk-ant-[A-Za-z0-9_-]+")
+#: Request texts shorter than this are not blanked out of messages (they would hit words).
+_MIN_SECRET = 8
 
 
-def map_error(exc: BaseException, api_key: str | None = None) -> ProviderError | None:
-    """``exc`` as a ``ProviderError``, or None when it is not a provider failure."""
+def request_secrets(request: ProviderRequest | None, api_key: str | None) -> tuple[str, ...]:
+    """What an error message must never quote: the key and the request's own text and media,
+    each also as it appears inside a JSON echo of the body."""
+    found: set[str] = {api_key} if api_key else set()
+    if request is not None:
+        for value in _request_strings(request):
+            if len(value) >= _MIN_SECRET:
+                found.add(value)
+                found.add(json.dumps(value, ensure_ascii=False)[1:-1])
+                found.add(json.dumps(value)[1:-1])
+    return tuple(found)
+
+
+def _request_strings(request: ProviderRequest) -> Iterator[str]:
+    if request.system_prompt:
+        yield request.system_prompt
+    for message in request.messages:
+        for block in message.content:
+            if isinstance(block, TextBlock | ReasoningBlock):
+                yield block.text
+            elif isinstance(block, ToolResultBlock):
+                if isinstance(block.content, str):
+                    yield block.content
+                    continue
+                for part in block.content:
+                    if isinstance(part, TextBlock):
+                        yield part.text
+                    elif isinstance(part.source, Base64Source):
+                        yield part.source.data
+            source = getattr(block, "source", None)
+            if isinstance(source, Base64Source):
+                yield source.data
+
+
+def refused_before_sending(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError:
+    """The SDK refused the request before sending it (bad input, such as a ``max_tokens`` it
+    will only stream): not retryable, and not a malformed response."""
+    return ProviderError(
+        f"{DISPLAY_NAME}: the request was not sent: {type(exc).__name__}: "
+        f"{scrub(str(exc), secrets)}",
+        provider=DISPLAY_NAME,
+        retryable=False,
+    )
+
+
+def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError | None:
+    """``exc`` as a ``ProviderError``, or None when it is not the SDK's (the caller knows
+    whether it came before or after the reply arrived)."""
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, anthropic.APIStatusError):
-        return _status_error(exc, api_key)
+        return _status_error(exc, secrets)
     if isinstance(exc, anthropic.APITimeoutError):
+        root = _innermost_cause(exc)
+        if "Timeout" not in type(root).__name__:
+            # the aiohttp transport reports a dropped connection as a connect timeout
+            return ProviderError(
+                f"{DISPLAY_NAME} connection failed ({type(root).__name__})",
+                provider=DISPLAY_NAME,
+                retryable=True,
+            )
         return ProviderError(
             f"{DISPLAY_NAME} request timed out", provider=DISPLAY_NAME, retryable=True
         )
     if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__
+        why = f" ({type(cause).__name__})" if cause is not None else ""
         return ProviderError(
-            f"{DISPLAY_NAME} connection failed: {_clean(str(exc), api_key)}",
-            provider=DISPLAY_NAME,
-            retryable=True,
+            f"{DISPLAY_NAME} connection failed{why}", provider=DISPLAY_NAME, retryable=True
         )
     if _is_transport_error(exc):
         # Raised while a stream's body is read, which the SDK does not wrap.
@@ -64,26 +140,22 @@ def map_error(exc: BaseException, api_key: str | None = None) -> ProviderError |
             provider=DISPLAY_NAME,
             retryable=True,
         )
-    if isinstance(exc, anthropic.APIResponseValidationError | ValueError):
-        return ProviderError(
-            f"{DISPLAY_NAME} sent a malformed response: {type(exc).__name__}",
-            provider=DISPLAY_NAME,
-            retryable=False,
-        )
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return malformed_response(DISPLAY_NAME, "the reply does not match the documented schema")
     return None
 
 
-def _status_error(exc: anthropic.APIStatusError, api_key: str | None) -> ProviderError:
+def _status_error(exc: anthropic.APIStatusError, secrets: Iterable[str]) -> ProviderError:
     status: int | None = exc.status_code
-    error_type, message = _error_fields(exc.body)
+    error_type, message = error_fields(exc.body)
     if status == 200:  # an ``error`` event inside a stream that began fine
         status = ERROR_TYPE_STATUS.get(error_type or "")
     headers: Mapping[str, str] = exc.response.headers
     text = f"{DISPLAY_NAME} returned HTTP {status}" if status else f"{DISPLAY_NAME} failed"
     if error_type:
-        text += f" ({error_type})"
+        text += f" ({scrub(error_type, secrets)})"
     if message:
-        text += f": {_clean(message, api_key)}"
+        text += f": {scrub(message, secrets)}"
     return ProviderError(
         text,
         status_code=status,
@@ -94,29 +166,13 @@ def _status_error(exc: anthropic.APIStatusError, api_key: str | None) -> Provide
     )
 
 
-def _error_fields(body: Any) -> tuple[str | None, str | None]:
-    """``error.type`` and ``error.message`` of the documented error shape."""
-    if isinstance(body, Mapping):
-        error = body.get("error", body)
-        if isinstance(error, Mapping):
-            kind, message = error.get("type"), error.get("message")
-            return (
-                kind if isinstance(kind, str) else None,
-                message if isinstance(message, str) else None,
-            )
-    if isinstance(body, str):
-        return None, body
-    return None, None
-
-
-def _clean(text: str, api_key: str | None) -> str:
-    if api_key:
-        text = text.replace(api_key, "[api key]")
-    text = _KEY_LIKE.sub("[api key]", text)
-    text = _LONG_TOKEN.sub("[...]", text)
-    if len(text) > _MESSAGE_LIMIT:
-        text = text[:_MESSAGE_LIMIT] + "..."
-    return text
+def _innermost_cause(exc: BaseException) -> BaseException:
+    """The exception at the bottom of ``exc``'s ``__cause__`` chain (a few links at most)."""
+    for _ in range(8):
+        if exc.__cause__ is None:
+            break
+        exc = exc.__cause__
+    return exc
 
 
 def _is_transport_error(exc: BaseException) -> bool:

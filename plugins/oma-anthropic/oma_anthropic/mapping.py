@@ -7,6 +7,7 @@ imports the SDK; replies are read by attribute, so the SDK's models and plain ob
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,8 +20,6 @@ from oma_core import (
     LLMMessage,
     MediaSource,
     ProviderError,
-    ProviderRequest,
-    ProviderResponse,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -28,6 +27,7 @@ from oma_core import (
     UnsupportedContentBlockError,
     Usage,
 )
+from oma_core.toolkit import ProviderRequest, ProviderResponse, malformed_response
 
 from .capabilities import DISPLAY_NAME
 
@@ -77,10 +77,11 @@ def build_body(
     """The JSON body of a non-streaming ``POST /v1/messages`` for ``request``.
 
     ``options`` are the provider's options with the request's own merged over them
-    (``extra_body`` entries last, overriding). Keys come in the order the SDK sends them:
-    ``max_tokens``, ``messages``, ``model``, then the parameters the SDK knows (``sdk_keys``)
-    alphabetically, then the others alphabetically; so ``json.dumps`` of this dict, compact,
-    equals the bytes the SDK puts on the wire.
+    (``extra_body`` entries last, overriding); the request's portable ``max_tokens``,
+    ``temperature`` and ``stop`` (sent as ``stop_sequences``) override them all. Keys come in
+    the order the SDK sends them: ``max_tokens``, ``messages``, ``model``, then the parameters
+    the SDK knows (``sdk_keys``) alphabetically, then the others alphabetically; so
+    ``json.dumps`` of this dict, compact, equals the bytes the SDK puts on the wire.
     """
     max_tokens = request.max_tokens
     if max_tokens is None:
@@ -91,8 +92,6 @@ def build_body(
         "model": request.model or options.get("model") or DEFAULT_MODEL,
     }
     optional: dict[str, Any] = {k: plain(options[k]) for k in BODY_OPTIONS if k in options}
-    if request.temperature is not None:
-        optional["temperature"] = request.temperature
     if request.system_prompt is not None:
         optional["system"] = request.system_prompt
     if request.tools:
@@ -109,6 +108,13 @@ def build_body(
             body[key] = value
         else:
             optional[key] = value
+    # The request's portable settings win over anything the options said.
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        optional["temperature"] = request.temperature
+    if request.stop is not None:
+        optional["stop_sequences"] = list(request.stop)
     for key in sorted(optional, key=lambda k: (k not in sdk_keys, k)):
         body[key] = optional[key]
     return body
@@ -220,21 +226,21 @@ def _int(obj: Any, name: str) -> int:
 
 
 def _malformed(what: str) -> ProviderError:
-    return ProviderError(
-        f"{DISPLAY_NAME} sent a malformed response: {what}",
-        provider=DISPLAY_NAME,
-        retryable=False,
-    )
+    return malformed_response(DISPLAY_NAME, what)
+
+
+_NOT_JSON = object()
 
 
 def parse_tool_input(text: str) -> dict[str, Any]:
     """The JSON object a streamed tool call's ``input_json_delta`` pieces add up to."""
     if not text:
         return {}
-    try:
+    value: Any = _NOT_JSON
+    with contextlib.suppress(ValueError):  # raised below, outside a handler: not chained
         value = json.loads(text)
-    except ValueError:
-        raise _malformed("a tool_use block whose streamed input is not JSON") from None
+    if value is _NOT_JSON:
+        raise _malformed("a tool_use block whose streamed input is not JSON")
     if not isinstance(value, dict):
         raise _malformed("a tool_use block whose streamed input is not a JSON object")
     return value

@@ -8,6 +8,7 @@ is kept per event loop, since an HTTP connection pool belongs to the loop that o
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import os
 import weakref
@@ -16,25 +17,28 @@ from typing import Any
 
 import anthropic
 
-from oma_core import (
-    PluginError,
-    ProviderError,
+from oma_core import PluginError, ProviderError
+from oma_core.toolkit import (
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
     ResponseComplete,
+    malformed_response,
 )
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
-from .errors import map_error
+from .errors import map_error, refused_before_sending, request_secrets
 from .mapping import BODY_OPTIONS, build_body, response_from_message
 from .streaming import StreamAssembler
 
-__all__ = ["CLIENT_OPTIONS", "AnthropicProvider"]
+__all__ = ["CLIENT_OPTIONS", "TRANSPORTS", "AnthropicProvider"]
 
 #: ``provider_options`` that configure the client rather than the body.
-CLIENT_OPTIONS = ("headers", "timeout")
+CLIENT_OPTIONS = ("headers", "timeout", "transport")
+#: What ``provider_options["transport"]`` may be: the SDK's httpx client (the default) or its
+#: aiohttp one (faster with many calls in flight; needs the plugin's ``aiohttp`` extra).
+TRANSPORTS = ("httpx", "aiohttp")
 _REQUEST_OPTIONS = frozenset({*BODY_OPTIONS, "max_tokens", "model", "extra_body"})
 _KNOWN_OPTIONS = frozenset({*CLIENT_OPTIONS, *_REQUEST_OPTIONS})
 
@@ -64,6 +68,7 @@ class AnthropicProvider:
                 f"(known: {', '.join(sorted(_KNOWN_OPTIONS))})",
                 name=self.name,
             )
+        self._transport = _transport(settings.options.get("transport"))
         self._settings = settings
         self._options: Mapping[str, Any] = settings.options
         self._base_url = _sdk_base_url(settings.base_url)
@@ -83,33 +88,56 @@ class AnthropicProvider:
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body = self.render(request)
         client = self._client()
+        # Each failure is built inside its ``except`` and raised after it, so the error holds
+        # no reference to the SDK's exception (whose request carries the key and the prompt).
+        error: ProviderError | None = None
         try:
-            message = await client.messages.create(**_split(body))
-            return response_from_message(message)
+            raw = await client.messages.with_raw_response.create(**_split(body))
         except Exception as exc:
-            raise self._mapped(exc) from None  # the SDK error may echo the request
+            error = self._error(exc, request, sent=False)
+        if error is not None:
+            raise error
+        try:
+            return response_from_message(await raw.parse())
+        except Exception as exc:
+            error = self._error(exc, request, sent=True)
+        raise error
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         body = self.render(request)
         client = self._client()
+        error: ProviderError | None = None
         try:
-            events = await client.messages.create(**_split(body), stream=True)
+            raw = await client.messages.with_raw_response.create(**_split(body), stream=True)
+            events = await raw.parse()
         except Exception as exc:
-            raise self._mapped(exc) from None  # the SDK error may echo the request
+            error = self._error(exc, request, sent=False)
+        if error is not None:
+            raise error
         assembler = StreamAssembler()
         feed = assembler.feed
+        iterator = events.__aiter__()
         try:
-            try:
-                async for event in events:
-                    out = feed(event)
-                    if out is not None:
-                        yield out
-                response = assembler.finish()
-            except Exception as exc:
-                raise self._mapped(exc) from None  # the SDK error may echo the request
-            yield ResponseComplete(response)
+            while True:
+                try:
+                    out = feed(await iterator.__anext__())
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    error = self._error(exc, request, sent=True)
+                if error is not None:
+                    raise error
+                if out is not None:
+                    yield out
         finally:
             await events.close()
+        try:
+            response = assembler.finish()
+        except ProviderError as exc:
+            error = exc
+        if error is not None:
+            raise error
+        yield ResponseComplete(response)
 
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
@@ -134,6 +162,9 @@ class AnthropicProvider:
             max_retries=0,
             timeout=self._options.get("timeout", anthropic.DEFAULT_TIMEOUT),
             default_headers=dict(self._options.get("headers") or {}),
+            # The SDK's own aiohttp client keeps the SDK's default connection limits and
+            # takes the per-request timeout the SDK passes on, as its httpx client does.
+            http_client=anthropic.DefaultAioHttpClient() if self._transport == "aiohttp" else None,
         )
         self._clients[id(loop)] = (weakref.ref(loop), client)
         return client
@@ -148,9 +179,39 @@ class AnthropicProvider:
             )
         return key
 
-    def _mapped(self, exc: Exception) -> Exception:
-        mapped = map_error(exc, self._settings.api_key or os.environ.get("ANTHROPIC_API_KEY"))
-        return exc if mapped is None else mapped
+    def _error(self, exc: BaseException, request: ProviderRequest, *, sent: bool) -> ProviderError:
+        """The ``ProviderError`` for ``exc``, scrubbed of the key and the request's content.
+
+        ``sent``: the reply had arrived, so what the SDK did not wrap is a reply that could not
+        be decoded; before that, it is the SDK refusing its input.
+        """
+        key = self._settings.api_key or os.environ.get("ANTHROPIC_API_KEY")
+        secrets = request_secrets(request, key)
+        mapped = map_error(exc, secrets)
+        if mapped is not None:
+            return mapped
+        if sent:
+            what = f"the reply could not be decoded ({type(exc).__name__})"
+            return malformed_response(DISPLAY_NAME, what)
+        return refused_before_sending(exc, secrets)
+
+
+def _transport(value: Any) -> str:
+    if value is None:
+        return "httpx"
+    if value not in TRANSPORTS:
+        raise PluginError(
+            f'provider_options["transport"] for anthropic must be "httpx" or "aiohttp", '
+            f"got {value!r}",
+            name="anthropic",
+        )
+    if value == "aiohttp" and importlib.util.find_spec("aiohttp") is None:
+        raise PluginError(
+            'provider_options["transport"] = "aiohttp" needs aiohttp: '
+            "pip install 'oma-anthropic[aiohttp]'",
+            name="anthropic",
+        )
+    return str(value)
 
 
 def _split(body: dict[str, Any]) -> dict[str, Any]:

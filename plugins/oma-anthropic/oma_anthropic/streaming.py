@@ -12,18 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from oma_core import (
-    ContentBlock,
-    ProviderError,
+from oma_core import ContentBlock, ProviderError, ReasoningBlock, TextBlock, ToolUseBlock, Usage
+from oma_core.toolkit import (
     ProviderEvent,
     ProviderResponse,
-    ReasoningBlock,
     ReasoningDelta,
-    TextBlock,
     TextDelta,
     ToolCall,
-    ToolUseBlock,
-    Usage,
+    malformed_response,
 )
 
 from .capabilities import DISPLAY_NAME
@@ -141,11 +137,8 @@ class StreamAssembler:
     def _partial(self, index: int) -> _Partial:
         partial = self._blocks.get(index)
         if partial is None:
-            raise ProviderError(
-                f"{DISPLAY_NAME} sent a malformed stream: an event for content block {index} "
-                "before its content_block_start",
-                provider=DISPLAY_NAME,
-                retryable=False,
+            raise malformed_response(
+                DISPLAY_NAME, f"an event for content block {index} before its content_block_start"
             )
         return partial
 
@@ -164,9 +157,5 @@ class StreamAssembler:
 def _required_str(obj: Any, name: str) -> str:
     value = getattr(obj, name, None)
     if not isinstance(value, str):
-        raise ProviderError(
-            f"{DISPLAY_NAME} sent a malformed stream: a content block without a string {name}",
-            provider=DISPLAY_NAME,
-            retryable=False,
-        )
+        raise malformed_response(DISPLAY_NAME, f"a content block without a string {name}")
     return value

@@ -1,4 +1,5 @@
-"""Fixtures shared by the plugin's tests: the fake Messages API and providers pointed at it."""
+"""Fixtures shared by the plugin's tests: the fake Messages API and providers pointed at it
+(a provider once per transport, so the wire, reply and fault tests run on each)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropic
+from oma_anthropic.provider import TRANSPORTS
 
-from oma_core import ProviderSettings
+from oma_core.toolkit import ProviderSettings
 
 pytest_plugins = ["oma_core.testing.pytest_plugin"]
 
@@ -18,10 +20,21 @@ def server(fake_server_factory: Callable[..., Any]) -> FakeAnthropic:
     return fake_server_factory(FakeAnthropic, api_key="test-key")  # type: ignore[no-any-return]
 
 
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> str:
+    """Each transport the plugin offers (``provider_options["transport"]``)."""
+    return str(request.param)
+
+
 @pytest.fixture
-async def provider(server: FakeAnthropic) -> AsyncIterator[Any]:
+async def provider(server: FakeAnthropic, transport: str) -> AsyncIterator[Any]:
+    """A provider for the fake server, once per transport."""
     from oma_anthropic import create_provider
 
-    built = create_provider(ProviderSettings(base_url=server.url, api_key="test-key"))
+    settings = ProviderSettings(
+        base_url=server.url, api_key="test-key", options={"transport": transport}
+    )
+    built = create_provider(settings)
     yield built
     await built.aclose()
+    assert await server.async_wait_idle(), "a connection was left open"

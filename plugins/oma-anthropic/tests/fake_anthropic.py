@@ -8,7 +8,8 @@ use, thinking with a signature, redacted thinking) as one JSON message or as the
 event stream: ``message_start``, per block ``content_block_start`` / ``content_block_delta``... /
 ``content_block_stop`` (a ``ping`` after the first start), ``message_delta``, ``message_stop``.
 Faults come from the kit (``oma_core.testing``): ``HTTPError(429, retry_after=1)``,
-``ErrorMidStream()`` (an ``overloaded_error`` event), ``DropConnection``, ...
+``ErrorMidStream()`` (an ``overloaded_error`` event), ``DropConnection``, ...; and from here,
+``MalformedReply``: a 200 that cannot be read.
 
 The checks are the documented rules, not whatever the plugin sends: required ``model``,
 ``max_tokens`` and non-empty ``messages``; roles; images (JPEG, PNG, GIF, WebP whose bytes match
@@ -26,14 +27,14 @@ import itertools
 import json
 import re
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal
 
 import attrs
 
-from oma_core.testing import FakeServer, RecordedRequest, Response, SSEEvent
+from oma_core.testing import FakeServer, Fault, RecordedRequest, Response, SSEEvent
 
-__all__ = ["FakeAnthropic", "Reply"]
+__all__ = ["FakeAnthropic", "MalformedReply", "Reply"]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -61,6 +62,24 @@ _MAGIC = {
 }
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 _MAX_BODY = 32 * 1024 * 1024
+
+
+@attrs.frozen
+class MalformedReply(Fault):
+    """A 200 that cannot be read, instead of the reply: ``kind`` "not_json" (``{not json``),
+    "empty" (no body), or "wrong_shape" (JSON that is not a message). A streamed request gets
+    the same garbage as the data of a ``message_start`` event."""
+
+    kind: Literal["not_json", "empty", "wrong_shape"] = "not_json"
+
+    async def apply(
+        self, server: FakeServer, request: RecordedRequest, make: Callable[[], Awaitable[Response]]
+    ) -> Response:
+        if isinstance(request.json, dict) and request.json.get("stream"):
+            data = {"not_json": "{not json", "empty": "", "wrong_shape": "[1, 2, 3]"}[self.kind]
+            return Response.sse([SSEEvent(data, "message_start")])
+        body = {"not_json": b"{not json", "empty": b"", "wrong_shape": b'{"type": "message"}'}
+        return Response.raw(body[self.kind], content_type="application/json")
 
 
 class _Refused(Exception):
@@ -241,6 +260,9 @@ def _check_body(body: dict[str, Any]) -> None:
     temperature = body.get("temperature", 0.0)
     if not isinstance(temperature, int | float) or not 0.0 <= temperature <= 1.0:
         raise _Refused("temperature: Input should be between 0 and 1")
+    stop = body.get("stop_sequences", [])
+    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+        raise _Refused("stop_sequences: Input should be a valid list of strings")
     if "system" in body:
         _check_system(body["system"])
     if "tools" in body:

@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 from fake_anthropic import FakeAnthropic
+from oma_anthropic.provider import TRANSPORTS
 
-from oma_core.testing import RecordedRequest
+from oma_core import AgentConfig
+from oma_core.testing import FakeServer, RecordedRequest
 from oma_core.testing.conformance import ProviderConformance, Sample
+from oma_core.toolkit import ProviderSettings
 
 
 def expected_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
@@ -34,7 +38,22 @@ def expected_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class TestAnthropicConformance(ProviderConformance):
+    """The suite, once per transport: every agent, ``run_agent`` call and provider it builds
+    gets ``provider_options={"transport": ...}``."""
+
     provider_name = "anthropic"
+    transport = "httpx"
+
+    @pytest.fixture(autouse=True, params=TRANSPORTS)
+    def _each_transport(self, request: pytest.FixtureRequest) -> None:
+        self.transport = request.param
+
+    def settings(self, server: FakeServer, **options: Any) -> ProviderSettings:
+        return super().settings(server, **{"transport": self.transport, **options})
+
+    def config(self, server: FakeServer, **config: Any) -> AgentConfig:
+        options = {"transport": self.transport, **dict(config.pop("provider_options", None) or {})}
+        return super().config(server, provider_options=options, **config)
 
     def script_text(self, server: FakeAnthropic, text: str) -> None:
         server.reply_text(text)

@@ -8,15 +8,8 @@ from typing import Any
 import pytest
 from fake_anthropic import FakeAnthropic
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    ProviderRequest,
-    ProviderSettings,
-    ToolDefinition,
-    UnsupportedContentBlockError,
-    load_messages,
-)
+from oma_core import Agent, AgentConfig, UnsupportedContentBlockError, load_messages
+from oma_core.toolkit import ProviderRequest, ProviderSettings, ToolDefinition
 
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d49484452")).decode()
 PDF = base64.b64encode(b"%PDF-1.4\n%%EOF\n").decode()

@@ -10,17 +10,13 @@ from fake_anthropic import FakeAnthropic
 from oma_core import (
     Agent,
     AgentConfig,
-    ProviderRequest,
     ReasoningBlock,
-    ReasoningDelta,
-    ResponseComplete,
     TextBlock,
-    TextDelta,
-    ToolCall,
     ToolUseBlock,
     dump_messages,
     load_messages,
 )
+from oma_core.toolkit import ProviderRequest, ReasoningDelta, ResponseComplete, TextDelta, ToolCall
 
 REQUEST = ProviderRequest(
     model="claude-test",

@@ -10,15 +10,9 @@ from typing import Any
 import pytest
 from fake_anthropic import FakeAnthropic
 
-from oma_core import (
-    PluginError,
-    ProviderError,
-    ProviderRequest,
-    ProviderSettings,
-    ToolDefinition,
-    load_messages,
-)
+from oma_core import PluginError, ProviderError, load_messages
 from oma_core.testing.conformance import MEDIA_SAMPLES
+from oma_core.toolkit import ProviderRequest, ProviderSettings, ToolDefinition
 
 PNG = __import__("base64").b64encode(MEDIA_SAMPLES["image/png"]).decode()
 

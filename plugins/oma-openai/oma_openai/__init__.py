@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from oma_core import PluginError, ProviderSettings, ProviderSpec, hookimpl
+from oma_core import PluginError, ProviderSpec, hookimpl
+from oma_core.toolkit import ProviderSettings
 
 from .presets import PRESETS, Preset, preset
 

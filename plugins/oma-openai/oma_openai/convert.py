@@ -18,7 +18,6 @@ from oma_core import (
     LLMMessage,
     MediaSource,
     ProviderError,
-    ProviderRequest,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -26,6 +25,7 @@ from oma_core import (
     UnsupportedContentBlockError,
     VideoBlock,
 )
+from oma_core.toolkit import ProviderRequest, malformed_response
 
 from .presets import Preset
 
@@ -34,10 +34,20 @@ __all__ = ["content_blocks", "media_note", "parse_arguments", "request_body", "t
 #: ``provider_options`` keys that configure the SDK client, not the request body
 #: (``headers`` is an alias of ``default_headers``, the name the other plugins use).
 CLIENT_OPTIONS = frozenset(
-    {"organization", "project", "timeout", "default_headers", "default_query", "headers"}
+    {
+        "organization",
+        "project",
+        "timeout",
+        "default_headers",
+        "default_query",
+        "headers",
+        "transport",
+    }
 )
 #: Body fields the plugin owns; options cannot replace them.
 _OWN_FIELDS = frozenset({"model", "messages", "stream", "stream_options"})
+#: The two names presets use for the reply's token limit.
+_TOKEN_FIELDS = frozenset({"max_tokens", "max_completion_tokens"})
 
 
 def media_note(tool_call_id: str) -> str:
@@ -56,9 +66,10 @@ def request_body(
 
     ``options`` (the provider's ``provider_options``) and then ``request.options`` add body
     fields (``seed``, ``reasoning_effort``, ``response_format``, ...); client options and the
-    fields the plugin owns are skipped. Key order follows the order the SDK would use for its
-    own fields (model, stream, messages, ...), which keeps the bytes on the wire equal to
-    ``json.dumps`` of this dict.
+    fields the plugin owns are skipped, and so is a field the request's portable settings
+    (``max_tokens``, ``temperature``, ``stop``) already fill: the portable value wins. Key
+    order follows the order the SDK would use for its own fields (model, stream, messages,
+    ...), which keeps the bytes on the wire equal to ``json.dumps`` of this dict.
     """
     model = request.model or preset.default_model
     if not model:
@@ -77,13 +88,32 @@ def request_body(
         body["stream_options"] = {"include_usage": True}
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.stop is not None:
+        body["stop"] = list(request.stop)
     if request.tools:
         body["tools"] = [_tool(t.name, t.description, t.input_schema) for t in request.tools]
+    portable = _portable(request, preset)
     for extra in (options, request.options):
         for key, value in (extra or {}).items():
-            if key not in CLIENT_OPTIONS and key not in _OWN_FIELDS:
+            if key not in CLIENT_OPTIONS and key not in _OWN_FIELDS and key not in portable:
                 body[key] = _plain(value)
     return body
+
+
+def _portable(request: ProviderRequest, preset: Preset) -> frozenset[str]:
+    """The body fields the request's portable settings fill, which options cannot replace.
+
+    ``max_tokens`` claims both token fields: a preset that sends ``max_completion_tokens``
+    must not also get a ``max_tokens`` from the options (the service refuses the pair).
+    """
+    fields: set[str] = set()
+    if request.max_tokens is not None:
+        fields.update(_TOKEN_FIELDS)
+    if request.temperature is not None:
+        fields.add("temperature")
+    if request.stop is not None:
+        fields.add("stop")
+    return frozenset(fields)
 
 
 # --------------------------------------------------------------------------- messages
@@ -246,11 +276,7 @@ def parse_arguments(arguments: str | None, display_name: str) -> dict[str, Any]:
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        raise ProviderError(
-            f"{display_name}: malformed response: tool call arguments are not a JSON object",
-            provider=display_name,
-            retryable=False,
-        )
+        raise malformed_response(display_name, "tool call arguments are not a JSON object")
     return value
 
 

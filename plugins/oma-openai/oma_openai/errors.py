@@ -1,26 +1,44 @@
-"""The openai SDK's exceptions -> oma's ``ProviderError``, with nothing secret in the message.
+"""The openai SDK's exceptions -> oma's ``ProviderError``, holding nothing secret.
 
 An HTTP status keeps its code (so 408, 409, 429 and 5xx are retryable) and the server's
 ``retry-after-ms`` / ``retry-after``; connection faults and timeouts are retryable without a
 status; an error the service reports inside a stream is retryable when its type says it is
-transient; a reply that cannot be read is not retryable. Messages are cut short, and API keys
-and long base64-looking runs are blanked out, since services sometimes echo what they got.
+transient; a reply that cannot be read is retryable too (a garbled reply is a transient fault).
+A failure before anything was sent (the SDK refusing its input) is not retryable, and is not
+called a malformed response.
+
+Every error is built from strings only and raised after the ``except`` block that caught the
+SDK's exception, so it holds no reference to that exception, its request or its response
+(``raise ... from None`` would still keep one in ``__context__``). Messages go through the
+toolkit's ``scrub`` (cut short; credentials by shape and base64-like runs blanked out) with
+the API key and the request's own text as the secrets, since services sometimes echo what
+they got; a reply that cannot be decoded is the toolkit's ``malformed_response``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from typing import Any
+import json
+from collections.abc import Iterable, Iterator, Mapping
 
 import openai
 
-from oma_core import ProviderError, parse_retry_after
+from oma_core import ProviderError
+from oma_core.toolkit import (
+    Base64Source,
+    ProviderRequest,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    error_fields,
+    malformed_response,
+    parse_retry_after,
+    scrub,
+)
 
-__all__ = ["from_sdk_error", "malformed"]
+__all__ = ["from_sdk_error", "refused_before_sending", "request_secrets"]
 
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{64,}={0,2}")
-_MAX_MESSAGE = 500
+#: Request texts shorter than this are not blanked out of messages (they would hit words).
+_MIN_SECRET = 8
 #: Error types and codes (OpenAI's and common compatible servers') that mean "try again".
 _TRANSIENT = frozenset(
     {
@@ -37,35 +55,78 @@ _TRANSIENT = frozenset(
 )
 
 
-def clean(text: str, api_key: str | None) -> str:
-    """``text`` without the API key or base64 payloads, at most a few hundred characters."""
-    if api_key:
-        text = text.replace(api_key, "[api key]")
-    text = _BASE64_RUN.sub("[...]", text)
-    if len(text) > _MAX_MESSAGE:
-        text = text[:_MAX_MESSAGE] + "..."
-    return text
+def request_secrets(request: ProviderRequest | None, api_key: str | None) -> tuple[str, ...]:
+    """What an error message must never quote: the key and the request's own text and media,
+    each also as it appears inside a JSON echo of the body."""
+    found: set[str] = {api_key} if api_key else set()
+    if request is not None:
+        for value in _request_strings(request):
+            if len(value) >= _MIN_SECRET:
+                found.add(value)
+                found.add(json.dumps(value, ensure_ascii=False)[1:-1])
+                found.add(json.dumps(value)[1:-1])
+    return tuple(found)
 
 
-def malformed(display_name: str, what: str) -> ProviderError:
-    """A reply that does not have the shape the API documents: not worth retrying."""
+def _request_strings(request: ProviderRequest) -> Iterator[str]:
+    if request.system_prompt:
+        yield request.system_prompt
+    for message in request.messages:
+        for block in message.content:
+            if isinstance(block, TextBlock | ReasoningBlock):
+                yield block.text
+            elif isinstance(block, ToolResultBlock):
+                if isinstance(block.content, str):
+                    yield block.content
+                    continue
+                for part in block.content:
+                    if isinstance(part, TextBlock):
+                        yield part.text
+                    elif isinstance(part.source, Base64Source):
+                        yield part.source.data
+            source = getattr(block, "source", None)
+            if isinstance(source, Base64Source):
+                yield source.data
+
+
+def refused_before_sending(
+    display_name: str, exc: BaseException, secrets: Iterable[str] = ()
+) -> ProviderError:
+    """The SDK refused the request before sending it (bad input, such as a NaN in
+    ``provider_options``): not retryable, and not a malformed response."""
     return ProviderError(
-        f"{display_name}: malformed response: {what}", provider=display_name, retryable=False
+        f"{display_name}: the request was not sent: {type(exc).__name__}: "
+        f"{scrub(str(exc), secrets)}",
+        provider=display_name,
+        retryable=False,
     )
 
 
-def from_sdk_error(exc: BaseException, display_name: str, api_key: str | None) -> ProviderError:
-    """The ``ProviderError`` for an exception the SDK raised during one call."""
+def from_sdk_error(
+    exc: BaseException, display_name: str, secrets: Iterable[str] = ()
+) -> ProviderError | None:
+    """The ``ProviderError`` for an exception the SDK raised, or None when it is not the SDK's
+    (the caller knows whether it came before or after the reply arrived)."""
+    if isinstance(exc, ProviderError):
+        return exc
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        detail = _error_message(exc.body) or exc.response.reason_phrase or "request failed"
+        detail = error_fields(exc.body)[1] or exc.response.reason_phrase or "request failed"
         return ProviderError(
-            f"{display_name}: HTTP {status}: {clean(detail, api_key)}",
+            f"{display_name}: HTTP {status}: {scrub(detail, secrets)}",
             status_code=status,
             provider=display_name,
             retry_after=parse_retry_after(exc.response.headers),
         )
     if isinstance(exc, openai.APITimeoutError):
+        root = _innermost_cause(exc)
+        if "Timeout" not in type(root).__name__:
+            # the aiohttp transport reports a dropped connection as a connect timeout
+            return ProviderError(
+                f"{display_name}: connection error: {type(root).__name__}",
+                provider=display_name,
+                retryable=True,
+            )
         return ProviderError(
             f"{display_name}: the request timed out", provider=display_name, retryable=True
         )
@@ -76,31 +137,41 @@ def from_sdk_error(exc: BaseException, display_name: str, api_key: str | None) -
             f"{display_name}: connection error{why}", provider=display_name, retryable=True
         )
     if isinstance(exc, openai.APIResponseValidationError):
-        return malformed(display_name, "the reply does not match the documented schema")
+        return malformed_response(display_name, "the reply does not match the documented schema")
     if isinstance(exc, openai.APIError):  # an error event inside a stream
         error = exc.body if isinstance(exc.body, Mapping) else {}
         kind = {str(error.get("type") or ""), str(error.get("code") or "")}
-        detail = clean(_error_message({"error": error}) or exc.message, api_key)
+        detail = scrub(error_fields({"error": error})[1] or exc.message, secrets)
         return ProviderError(
             f"{display_name}: error in stream: {detail}",
             provider=display_name,
             retryable=bool(kind & _TRANSIENT),
         )
-    return ProviderError(
-        f"{display_name}: {type(exc).__name__}: {clean(str(exc), api_key)}",
-        provider=display_name,
-        retryable=False,
-    )
-
-
-def _error_message(body: object) -> str | None:
-    """``error.message`` of an OpenAI-style error body, or None."""
-    if isinstance(body, Mapping):
-        error: Any = body.get("error", body)
-        if isinstance(error, Mapping):
-            message = error.get("message")
-            if isinstance(message, str) and message:
-                return message
-        elif isinstance(error, str) and error:
-            return error
+    if _is_transport_error(exc):  # raised while a stream's body is read, not wrapped
+        return ProviderError(
+            f"{display_name}: connection error mid-response: {type(exc).__name__}",
+            provider=display_name,
+            retryable=True,
+        )
     return None
+
+
+def _innermost_cause(exc: BaseException) -> BaseException:
+    """The exception at the bottom of ``exc``'s ``__cause__`` chain (a few links at most)."""
+    for _ in range(8):
+        if exc.__cause__ is None:
+            break
+        exc = exc.__cause__
+    return exc
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    # The SDK's HTTP library (httpx2, or httpx in older SDKs) raises TransportError and
+    # StreamError subclasses; telling them apart by name avoids importing a library the SDK
+    # may not use.
+    for cls in type(exc).__mro__:
+        if cls.__name__ in ("TransportError", "StreamError") and cls.__module__.startswith(
+            ("httpx", "httpcore")
+        ):
+            return True
+    return False

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import attrs
 
-from oma_core import BlockSupport, Capabilities, Mode
-from oma_core.toolkit import IN_TOOL_RESULT
+from oma_core import Capabilities
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Mode
 
 __all__ = ["PRESETS", "Preset", "preset"]
 

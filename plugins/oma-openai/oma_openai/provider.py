@@ -11,15 +11,15 @@ the whole conversation to transform a value that ``extra_body`` replaces anyway.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 import openai
 
-from oma_core import (
-    LLMMessage,
-    ProviderError,
+from oma_core import LLMMessage, PluginError, ProviderError, ToolUseBlock, Usage
+from oma_core.toolkit import (
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
@@ -28,12 +28,11 @@ from oma_core import (
     ResponseComplete,
     TextDelta,
     ToolCall,
-    ToolUseBlock,
-    Usage,
+    malformed_response,
 )
 
 from .convert import CLIENT_OPTIONS, content_blocks, parse_arguments, request_body
-from .errors import from_sdk_error, malformed
+from .errors import from_sdk_error, refused_before_sending, request_secrets
 from .presets import Preset
 
 __all__ = ["OpenAIChatProvider"]
@@ -60,6 +59,7 @@ class OpenAIChatProvider:
         self._api_key = settings.api_key or (
             os.environ.get(preset.api_key_env) if preset.api_key_env else None
         )
+        self._transport = transport_option(settings.options.get("transport"), preset.name)
         self._client_options = _client_options(settings.options)
         self._body_options = {k: v for k, v in settings.options.items() if k not in CLIENT_OPTIONS}
         self._sdk: openai.AsyncOpenAI | None = None
@@ -73,39 +73,59 @@ class OpenAIChatProvider:
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body = request_body(request, self.preset, stream=False, options=self._body_options)
         client = self._client()
+        # Each failure is built inside its ``except`` and raised after it, so the error holds
+        # no reference to the SDK's exception (whose request carries the key and the prompt).
+        error: ProviderError | None = None
         try:
-            completion = await client.chat.completions.create(
+            raw = await client.chat.completions.with_raw_response.create(
                 model=body["model"], messages=(), extra_body=body
             )
-        except openai.OpenAIError as exc:
-            raise from_sdk_error(exc, self.display_name, self._api_key) from None
-        return self._read_completion(completion)
+        except Exception as exc:
+            error = self._error(exc, request, sent=False)
+        if error is not None:
+            raise error
+        try:
+            return self._read_completion(raw.parse())
+        except Exception as exc:
+            error = self._error(exc, request, sent=True)
+        raise error
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         body = request_body(request, self.preset, stream=True, options=self._body_options)
         client = self._client()
+        error: ProviderError | None = None
         try:
-            chunks = await client.chat.completions.create(
+            raw = await client.chat.completions.with_raw_response.create(
                 model=body["model"], messages=(), stream=True, extra_body=body
             )
-        except openai.OpenAIError as exc:
-            raise from_sdk_error(exc, self.display_name, self._api_key) from None
+            chunks = raw.parse()
+        except Exception as exc:
+            error = self._error(exc, request, sent=False)
+        if error is not None:
+            raise error
         assembly = _StreamAssembly(self.preset)
         try:
             while True:
                 try:
                     chunk = await chunks.__anext__()
+                    events = assembly.feed(chunk)
                 except StopAsyncIteration:
                     break
-                except openai.OpenAIError as exc:
-                    raise from_sdk_error(exc, self.display_name, self._api_key) from None
-                except ValueError as exc:  # an event whose data is not JSON
-                    raise malformed(self.display_name, "a stream event is not JSON") from exc
-                for event in assembly.feed(chunk):
+                except Exception as exc:
+                    error = self._error(exc, request, sent=True)
+                if error is not None:
+                    raise error
+                for event in events:
                     yield event
         finally:
             await chunks.close()
-        yield ResponseComplete(assembly.finish())
+        try:
+            response = assembly.finish()
+        except ProviderError as exc:
+            error = exc
+        if error is not None:
+            raise error
+        yield ResponseComplete(response)
 
     async def aclose(self) -> None:
         sdk, self._sdk, self._loop = self._sdk, None, None
@@ -126,11 +146,31 @@ class OpenAIChatProvider:
                 provider=self.display_name,
                 retryable=False,
             )
+        options = dict(self._client_options)
+        if self._transport == "aiohttp":
+            # The SDK's own aiohttp client: the SDK's default timeout and connection limits,
+            # and the per-request timeout the SDK passes on, as with its httpx client.
+            options["http_client"] = openai.DefaultAioHttpClient()
         self._sdk = openai.AsyncOpenAI(
-            api_key=api_key, base_url=self.base_url, max_retries=0, **self._client_options
+            api_key=api_key, base_url=self.base_url, max_retries=0, **options
         )
         self._loop = loop
         return self._sdk
+
+    def _error(self, exc: BaseException, request: ProviderRequest, *, sent: bool) -> ProviderError:
+        """The ``ProviderError`` for ``exc``, scrubbed of the key and the request's content.
+
+        ``sent``: the reply had arrived, so what the SDK did not wrap is a reply that could not
+        be decoded; before that, it is the SDK refusing its input.
+        """
+        secrets = request_secrets(request, self._api_key)
+        mapped = from_sdk_error(exc, self.display_name, secrets)
+        if mapped is not None:
+            return mapped
+        if sent:
+            what = f"the reply could not be decoded ({type(exc).__name__})"
+            return malformed_response(self.display_name, what)
+        return refused_before_sending(self.display_name, exc, secrets)
 
     def _read_completion(self, completion: Any) -> ProviderResponse:
         name = self.display_name
@@ -155,10 +195,9 @@ class OpenAIChatProvider:
                 stop_reason=choice.finish_reason,
                 model=completion.model,
             )
-        except ProviderError:
-            raise
-        except _SHAPE_ERRORS as exc:
-            raise malformed(name, "the reply has no readable choice") from exc
+        except _SHAPE_ERRORS:
+            pass  # raised below, outside the handler, so that it is not chained
+        raise malformed_response(name, "the reply has no readable choice")
 
 
 class _StreamAssembly:
@@ -182,10 +221,9 @@ class _StreamAssembly:
     def feed(self, chunk: Any) -> list[ProviderEvent]:
         try:
             return self._feed(chunk)
-        except ProviderError:
-            raise
-        except _SHAPE_ERRORS as exc:
-            raise malformed(self._preset.display_name, "unreadable stream chunk") from exc
+        except _SHAPE_ERRORS:
+            pass  # raised below, outside the handler, so that it is not chained
+        raise malformed_response(self._preset.display_name, "a stream chunk could not be read")
 
     def _feed(self, chunk: Any) -> list[ProviderEvent]:
         events: list[ProviderEvent] = []
@@ -229,7 +267,7 @@ class _StreamAssembly:
         for index in sorted(self._calls):
             slot = self._calls[index]
             if not slot["id"] or not slot["name"]:
-                raise malformed(name, "a streamed tool call has no id or name")
+                raise malformed_response(name, "a streamed tool call has no id or name")
             arguments = parse_arguments(slot["arguments"], name)
             calls.append(ToolUseBlock(slot["id"], slot["name"], arguments))
         return tuple(calls)
@@ -256,9 +294,35 @@ class _StreamAssembly:
         )
 
 
+TRANSPORTS = ("httpx", "aiohttp")
+
+
+def transport_option(value: Any, name: str) -> str:
+    """``provider_options["transport"]``: the SDK's default httpx client, or its aiohttp one
+    (faster with many calls in flight; needs the plugin's ``aiohttp`` extra)."""
+    if value is None:
+        return "httpx"
+    if value not in TRANSPORTS:
+        raise PluginError(
+            f'provider_options["transport"] for {name} must be "httpx" or "aiohttp", got {value!r}',
+            name=name,
+        )
+    if value == "aiohttp" and importlib.util.find_spec("aiohttp") is None:
+        raise PluginError(
+            'provider_options["transport"] = "aiohttp" needs aiohttp: '
+            "pip install 'oma-openai[aiohttp]'",
+            name=name,
+        )
+    return str(value)
+
+
 def _client_options(options: Any) -> dict[str, Any]:
     """The ``provider_options`` that configure the SDK client, as ``AsyncOpenAI`` keywords."""
-    chosen = {k: v for k, v in options.items() if k in CLIENT_OPTIONS and v is not None}
+    chosen = {
+        k: v
+        for k, v in options.items()
+        if k in CLIENT_OPTIONS and k != "transport" and v is not None
+    }
     headers = chosen.pop("headers", None)
     if headers:
         chosen["default_headers"] = {**dict(headers), **dict(chosen.get("default_headers") or {})}

@@ -1,4 +1,5 @@
-"""Shared fixtures: fake Chat Completions servers and providers pointed at them."""
+"""Shared fixtures: fake Chat Completions servers and providers pointed at them (a provider
+once per transport, so the mapping, streaming and fault tests run on each)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from fake_openai import FakeChatCompletions
-from oma_openai.provider import OpenAIChatProvider
+from oma_openai.provider import TRANSPORTS, OpenAIChatProvider
 from openai_builders import provider_for
 
 
@@ -24,8 +25,18 @@ def compatible_server() -> Iterator[FakeChatCompletions]:
         yield srv  # type: ignore[misc]
 
 
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> str:
+    """Each transport the plugin offers (``provider_options["transport"]``)."""
+    return str(request.param)
+
+
 @pytest.fixture
-async def openai_provider(server: FakeChatCompletions) -> AsyncIterator[OpenAIChatProvider]:
-    provider = provider_for(server)
+async def openai_provider(
+    server: FakeChatCompletions, transport: str
+) -> AsyncIterator[OpenAIChatProvider]:
+    """A provider for the strict server, once per transport."""
+    provider = provider_for(server, transport=transport)
     yield provider
     await provider.aclose()
+    assert await server.async_wait_idle(), "a connection was left open"

@@ -13,7 +13,7 @@ assistant message, unknown part types, missing ``model``/``messages``, invalid d
 fields ignored, ``reasoning_content`` accepted on assistant messages and sent in replies).
 Replies are scripted with ``server.reply(Reply(...))`` (``default_reply`` when none is queued);
 streamed text is cut into words, or into ``chunk_size`` characters. Faults come from the base
-(``oma_core.testing.fake_server``).
+(``oma_core.testing.fake_server``), plus ``MalformedReply``: a 200 that cannot be read.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import attrs
 
-from oma_core.testing.fake_server import FakeServer, RecordedRequest, Response, SSEEvent
+from oma_core.testing.fake_server import FakeServer, Fault, RecordedRequest, Response, SSEEvent
 
-__all__ = ["FakeChatCompletions", "Reply"]
+__all__ = ["FakeChatCompletions", "MalformedReply", "Reply"]
 
 API_KEY = "test-key"
 
@@ -69,6 +70,24 @@ class Reply:
     finish_reason: str | None = None
     prompt_tokens: int = 12
     completion_tokens: int = 7
+
+
+@attrs.frozen
+class MalformedReply(Fault):
+    """A 200 that cannot be read, instead of the reply: ``kind`` "not_json" (``{not json``),
+    "empty" (no body), or "wrong_shape" (JSON that is not a completion). A streamed request
+    gets the same garbage as the data of its SSE events (then ``[DONE]``)."""
+
+    kind: Literal["not_json", "empty", "wrong_shape"] = "not_json"
+
+    async def apply(
+        self, server: FakeServer, request: RecordedRequest, make: Callable[[], Awaitable[Response]]
+    ) -> Response:
+        if isinstance(request.json, dict) and request.json.get("stream"):
+            data = {"not_json": "{not json", "empty": "", "wrong_shape": "[1, 2, 3]"}[self.kind]
+            return Response.sse([SSEEvent(data), SSEEvent("[DONE]")])
+        body = {"not_json": b"{not json", "empty": b"", "wrong_shape": b'{"object": "list"}'}
+        return Response.raw(body[self.kind], content_type="application/json")
 
 
 class _Refused(Exception):
@@ -174,6 +193,12 @@ class FakeChatCompletions(FakeServer):
             value = body.get(key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise _Refused(f"Invalid '{key}': integer below minimum value.", key)
+        stop = body.get("stop")
+        if isinstance(stop, list):
+            if len(stop) > 4 or not all(isinstance(s, str) for s in stop):
+                raise _Refused("Invalid 'stop': expected up to 4 strings.", "stop")
+        elif stop is not None and not isinstance(stop, str):
+            raise _Refused("Invalid type for 'stop': expected a string or an array.", "stop")
         self._check_tools(body.get("tools"))
         messages = body["messages"]
         if not isinstance(messages, list) or not messages:

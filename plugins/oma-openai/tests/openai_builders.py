@@ -9,7 +9,8 @@ from fake_openai import API_KEY, FakeChatCompletions
 from oma_openai import make_provider, preset
 from oma_openai.provider import OpenAIChatProvider
 
-from oma_core import ProviderRequest, ProviderSettings, ToolDefinition, load_messages
+from oma_core import load_messages
+from oma_core.toolkit import ProviderRequest, ProviderSettings, ToolDefinition
 
 #: 1x1 transparent PNG.
 PNG_B64 = (

@@ -14,10 +14,12 @@ from typing import Any
 
 import pytest
 from fake_openai import FakeChatCompletions, Reply
+from oma_openai.provider import TRANSPORTS
 
-from oma_core import Mode
+from oma_core import AgentConfig
 from oma_core.testing.conformance import ProviderConformance, Sample, declared, samples
 from oma_core.testing.fake_server import FakeServer, RecordedRequest
+from oma_core.toolkit import Mode, ProviderSettings
 
 
 def _url(source: dict[str, Any]) -> str:
@@ -62,7 +64,22 @@ def expected_on_wire(sample: Sample) -> Any:
 
 
 class _ChatCompletionsConformance(ProviderConformance):
+    """The suite, once per transport: every agent, ``run_agent`` call and provider it builds
+    gets ``provider_options={"transport": ...}``."""
+
     mode = "strict"
+    transport = "httpx"
+
+    @pytest.fixture(autouse=True, params=TRANSPORTS)
+    def _each_transport(self, request: pytest.FixtureRequest) -> None:
+        self.transport = request.param
+
+    def settings(self, server: FakeServer, **options: Any) -> ProviderSettings:
+        return super().settings(server, **{"transport": self.transport, **options})
+
+    def config(self, server: FakeServer, **config: Any) -> AgentConfig:
+        options = {"transport": self.transport, **dict(config.pop("provider_options", None) or {})}
+        return super().config(server, provider_options=options, **config)
 
     @pytest.fixture
     def server(self) -> Iterator[FakeChatCompletions]:

@@ -23,13 +23,8 @@ from openai_builders import (
     user,
 )
 
-from oma_core import (
-    InvalidMessageError,
-    ProviderError,
-    ToolDefinition,
-    UnsupportedContentBlockError,
-    load_messages,
-)
+from oma_core import InvalidMessageError, ProviderError, UnsupportedContentBlockError, load_messages
+from oma_core.toolkit import ToolDefinition
 
 
 def sent(server: FakeChatCompletions) -> dict[str, Any]:

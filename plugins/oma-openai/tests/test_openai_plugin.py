@@ -10,8 +10,9 @@ from pathlib import Path
 from click.testing import CliRunner
 from oma_openai import PRESETS, oma_register_providers
 
-from oma_core import Mode, PluginHost
+from oma_core import PluginHost
 from oma_core.cli import cli
+from oma_core.toolkit import Mode
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "providers" / "openai.md"
 

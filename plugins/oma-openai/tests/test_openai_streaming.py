@@ -10,8 +10,9 @@ from fake_openai import FakeChatCompletions, Reply
 from oma_openai.provider import OpenAIChatProvider
 from openai_builders import provider_for, request
 
-from oma_core import ResponseComplete, TextDelta, ToolCall, Usage
+from oma_core import Usage
 from oma_core.testing.fake_server import SlowStream
+from oma_core.toolkit import ResponseComplete, TextDelta, ToolCall
 
 
 async def collect(provider: OpenAIChatProvider, req: Any) -> list[Any]:
@@ -72,7 +73,7 @@ async def test_stream_and_complete_give_the_same_response(
 async def test_compatible_reasoning_streams_as_reasoning_deltas(
     compatible_server: FakeChatCompletions,
 ) -> None:
-    from oma_core import ReasoningDelta
+    from oma_core.toolkit import ReasoningDelta
 
     compatible_server.reply(Reply(text="42", reasoning="Let me think."))
     provider = provider_for(compatible_server, "deepseek")

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from oma_process import ProcessBackend
 
-from oma_core import BackendRequest
-from oma_core.backends import BackendEvent
+from oma_core.toolkit import BackendEvent, BackendRequest
 
 pytest_plugins = [
     "oma_core.testing.pytest_plugin",

@@ -15,15 +15,9 @@ from typing import Any
 import pytest
 from oma_process import ProcessBackend, oma_register_backends
 
-from oma_core import (
-    BackendError,
-    BackendRequest,
-    BackendResult,
-    BackendSpec,
-    RunTimeoutError,
-    TextDelta,
-)
+from oma_core import BackendError, BackendSpec, RunTimeoutError
 from oma_core.testing import assert_holds_no_secret
+from oma_core.toolkit import BackendRequest, BackendResult, TextDelta
 
 
 def _output(events: list[Any]) -> str:

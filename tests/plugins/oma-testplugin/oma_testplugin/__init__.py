@@ -10,17 +10,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import oma_core
-from oma_core import (
-    Capabilities,
-    LLMMessage,
+from oma_core import Capabilities, LLMMessage, ProviderSpec, TextBlock, Usage
+from oma_core.toolkit import (
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
-    ProviderSpec,
     ResponseComplete,
-    TextBlock,
     TextDelta,
-    Usage,
 )
 
 MARKER = "testplugin:"
