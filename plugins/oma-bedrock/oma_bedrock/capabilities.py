@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from oma_core import BlockSupport, Capabilities
-from oma_core.toolkit import IN_TOOL_RESULT
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Capabilities
 
 __all__ = [
     "CAPABILITIES",
