@@ -213,3 +213,23 @@ async def test_cancelling_an_in_flight_call_closes_its_connection(server: FakeBe
         assert await server.async_wait_idle(timeout=2.0)
     finally:
         await built.aclose()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_the_core_sends_a_request_again_after_a_broken_reply(
+    server: FakeBedrock, streaming: bool
+) -> None:
+    server.enqueue(CorruptFrame(index=0) if streaming else Malformed(b"not JSON"))
+    server.reply_text("whole this time")
+    server.reply_text("whole this time")
+    config = AgentConfig(
+        name="b", provider="bedrock", base_url=server.url, max_retries=1, retry_delay=0.001
+    )
+    async with Agent(config) as bedrock:
+        if streaming:
+            async with bedrock.stream("hi") as events:
+                result = [e async for e in events][-1].data
+        else:
+            result = await bedrock.run("hi")
+    assert result.output == "whole this time", result.status.error
+    assert len(server.requests) == 2

@@ -170,3 +170,25 @@ async def test_a_key_litellm_read_from_the_environment_never_shows(
     assert server.requests[0].headers["authorization"] == f"Bearer {key}"  # LiteLLM read it
     assert "is not valid here" in str(error)
     assert_holds_no_secret(error, key)
+
+
+async def test_the_core_sends_a_request_again_after_a_malformed_reply(
+    server: FakeChatCompletions,
+) -> None:
+    from oma_core import Agent, AgentConfig
+
+    server.enqueue(Malformed(b"this is not JSON"))
+    server.reply_text("whole this time")
+    config = AgentConfig(
+        name="l",
+        provider="litellm",
+        model=MODEL,
+        base_url=server.base_url,
+        api_key="test-key",
+        max_retries=1,
+        retry_delay=0.001,
+    )
+    async with Agent(config) as bridge:
+        result = await bridge.run("hi")
+    assert result.output == "whole this time", result.status.error
+    assert len(server.requests) == 2
