@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+# Every async test fails if it leaves an async generator to the garbage collector.
+pytest_plugins = ["oma_core.testing.closed_generators"]
+
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
