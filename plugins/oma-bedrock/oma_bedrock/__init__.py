@@ -1,0 +1,51 @@
+"""oma provider plugin for Amazon Bedrock's Converse API, with native video.
+
+Registers one provider, ``bedrock``. Loading the plugin imports neither botocore nor httpx:
+the factory imports them when an agent first uses the provider. What it carries, block by
+block, is in ``capabilities`` and in ``docs/providers/bedrock.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from oma_core.toolkit import ProviderSpec, hookimpl
+
+from .capabilities import CAPABILITIES, DEFAULT_MAX_INLINE_BYTES, DISPLAY_NAME
+
+if TYPE_CHECKING:
+    from oma_core.toolkit import Provider, ProviderSettings
+
+__all__ = [
+    "CAPABILITIES",
+    "DEFAULT_MAX_INLINE_BYTES",
+    "DISPLAY_NAME",
+    "SPEC",
+    "create_provider",
+    "oma_register_providers",
+]
+
+__version__ = "0.1.0"
+
+
+def create_provider(settings: ProviderSettings) -> Provider:
+    """Build a ``BedrockProvider`` (botocore and httpx are imported here, on first use)."""
+    from .provider import BedrockProvider
+
+    return BedrockProvider(settings)
+
+
+SPEC = ProviderSpec(
+    name="bedrock",
+    display_name=DISPLAY_NAME,
+    factory=create_provider,
+    capabilities=CAPABILITIES,
+    description="Amazon Bedrock's Converse API (botocore signing, httpx transport), native video.",
+    default_model="amazon.nova-pro-v1:0",
+    shared=True,  # one httpx pool per event loop serves concurrent runs
+)
+
+
+@hookimpl
+def oma_register_providers() -> list[ProviderSpec]:
+    return [SPEC]

@@ -1,0 +1,77 @@
+"""What Amazon Bedrock's Converse API can carry, as oma's ``Capabilities``.
+
+Converse takes media as bytes (or S3 locations, which oma's message model does not have), so
+every media block is declared for base64 sources only: a URL source is refused by the core
+before anything is signed or sent. Images (png, jpeg, gif, webp) in user turns and inside tool
+results; video, natively, in user turns for the formats Converse names; documents a tool
+returns; tool calls, tool results and reasoning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Capabilities
+
+__all__ = [
+    "CAPABILITIES",
+    "DEFAULT_MAX_INLINE_BYTES",
+    "DISPLAY_NAME",
+    "DOCUMENT_FORMATS",
+    "IMAGE_FORMATS",
+    "VIDEO_FORMATS",
+]
+
+DISPLAY_NAME = "Amazon Bedrock"
+
+#: Media type -> Converse ``ImageFormat``.
+IMAGE_FORMATS: Mapping[str, str] = {
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
+#: Media type -> Converse ``VideoFormat`` (mp4, mov, mkv, webm, flv, mpeg/mpg, wmv, 3gp).
+VIDEO_FORMATS: Mapping[str, str] = {
+    "video/mp4": "mp4",
+    "video/quicktime": "mov",
+    "video/x-matroska": "mkv",
+    "video/webm": "webm",
+    "video/x-flv": "flv",
+    "video/mpeg": "mpeg",
+    "video/x-ms-wmv": "wmv",
+    "video/3gpp": "three_gp",
+}
+#: Media type -> Converse ``DocumentFormat``, for files a tool returns.
+DOCUMENT_FORMATS: Mapping[str, str] = {
+    "application/pdf": "pdf",
+    "text/csv": "csv",
+    "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/html": "html",
+    "text/plain": "txt",
+    "text/markdown": "md",
+}
+#: Decoded media bytes one request may carry inline (Converse's documented 25 MB request
+#: limit for video bytes); settable with ``provider_options["max_inline_bytes"]``.
+DEFAULT_MAX_INLINE_BYTES = 25_000_000
+
+_USER = frozenset({"user"})
+_ASSISTANT = frozenset({"assistant"})
+_IN_TOOL_RESULT = frozenset({IN_TOOL_RESULT})
+_BASE64 = frozenset({"base64"})
+
+CAPABILITIES = Capabilities(
+    (
+        BlockSupport("text"),
+        BlockSupport("image", _USER, _BASE64, frozenset(IMAGE_FORMATS)),
+        BlockSupport("video", _USER, _BASE64, frozenset(VIDEO_FORMATS)),
+        BlockSupport("tool_use", _ASSISTANT),
+        BlockSupport("tool_result", _USER),
+        BlockSupport("reasoning", _ASSISTANT),
+        BlockSupport("image", _IN_TOOL_RESULT, _BASE64, frozenset(IMAGE_FORMATS)),
+        BlockSupport("file", _IN_TOOL_RESULT, _BASE64, frozenset(DOCUMENT_FORMATS)),
+    )
+)

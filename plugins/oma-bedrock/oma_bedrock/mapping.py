@@ -1,0 +1,194 @@
+"""oma's messages and settings as a Converse request body (the JSON the REST wire carries).
+
+Converse's blobs (image, video and document bytes) travel as base64 strings in its JSON wire;
+oma's base64 sources are already canonical base64, so they are passed through as the very same
+string objects and never decoded. Their decoded size is computed from the length alone, to
+hold a request under the inline limit (Converse takes larger media only from S3).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from oma_core.toolkit import (
+    Base64Source,
+    FilePart,
+    ImageBlock,
+    LLMMessage,
+    MediaSource,
+    ProviderRequest,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UnsupportedContentBlockError,
+    VideoBlock,
+)
+
+from .capabilities import DISPLAY_NAME, DOCUMENT_FORMATS, IMAGE_FORMATS, VIDEO_FORMATS
+
+__all__ = ["build_body", "check_inline_size", "decoded_size", "document_name"]
+
+_NAME_DISALLOWED = re.compile(r"[^A-Za-z0-9\s\-()\[\]]+")
+_SPACES = re.compile(r"\s+")
+
+
+def build_body(request: ProviderRequest, extra_fields: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The Converse body for ``request`` (the model goes in the URL, not the body)."""
+    body: dict[str, Any] = {"messages": [_message(m) for m in request.messages]}
+    if request.system_prompt:
+        body["system"] = [{"text": request.system_prompt}]
+    inference: dict[str, Any] = {}
+    if request.max_tokens is not None:
+        inference["maxTokens"] = request.max_tokens
+    if request.temperature is not None:
+        inference["temperature"] = request.temperature
+    if request.stop is not None:
+        inference["stopSequences"] = list(request.stop)
+    if inference:
+        body["inferenceConfig"] = inference
+    specs = [
+        (tool.name, tool.description or tool.name, _plain(tool.input_schema))
+        for tool in request.tools
+    ]
+    if not specs:
+        # Converse refuses toolUse / toolResult blocks without a toolConfig; a conversation
+        # that carries earlier tool calls but offers no tools now declares the tools it used
+        specs = [
+            (name, f"the {name} tool used earlier in this conversation", {"type": "object"})
+            for name in _tools_used(request.messages)
+        ]
+    if specs:
+        body["toolConfig"] = {
+            "tools": [
+                {"toolSpec": {"name": n, "description": d, "inputSchema": {"json": schema}}}
+                for n, d, schema in specs
+            ]
+        }
+    if extra_fields:
+        body["additionalModelRequestFields"] = _plain(extra_fields)
+    return body
+
+
+def _tools_used(messages: tuple[LLMMessage, ...]) -> list[str]:
+    """The names of the tools a conversation's tool calls use (in order, once each); a
+    ``toolResult`` without its call in the conversation still needs a toolConfig."""
+    names: dict[str, None] = {}
+    results = False
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, ToolUseBlock):
+                names.setdefault(block.name)
+            elif isinstance(block, ToolResultBlock):
+                results = True
+    if results and not names:
+        names["tool"] = None
+    return list(names)
+
+
+def _message(message: LLMMessage) -> dict[str, Any]:
+    return {"role": message.role, "content": [_block(b) for b in message.content]}
+
+
+def _block(block: Any) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"text": block.text}
+    if isinstance(block, ImageBlock):
+        return {"image": _media(block.source, IMAGE_FORMATS)}
+    if isinstance(block, VideoBlock):
+        return {"video": _media(block.source, VIDEO_FORMATS)}
+    if isinstance(block, ToolUseBlock):
+        use = {"toolUseId": block.id, "name": block.name, "input": _plain(block.input)}
+        return {"toolUse": use}
+    if isinstance(block, ToolResultBlock):
+        return {"toolResult": _tool_result(block)}
+    if isinstance(block, ReasoningBlock):
+        if block.redacted_data is not None:
+            return {"reasoningContent": {"redactedContent": block.redacted_data}}
+        text: dict[str, Any] = {"text": block.text}
+        if block.signature is not None:
+            text["signature"] = block.signature
+        return {"reasoningContent": {"reasoningText": text}}
+    # the core checked the capabilities: nothing else reaches a provider
+    raise UnsupportedContentBlockError(DISPLAY_NAME, block.type, "no Converse mapping")
+
+
+def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
+    content: list[dict[str, Any]]
+    if isinstance(block.content, str):
+        content = [{"text": block.content}]
+    else:
+        content = []
+        for part in block.content:
+            if isinstance(part, TextBlock):
+                content.append({"text": part.text})
+            elif isinstance(part, ImageBlock):
+                content.append({"image": _media(part.source, IMAGE_FORMATS)})
+            elif isinstance(part, FilePart):
+                document = _media(part.source, DOCUMENT_FORMATS)
+                content.append({"document": {**document, "name": document_name(part.filename)}})
+    result: dict[str, Any] = {"toolUseId": block.tool_use_id, "content": content}
+    if block.is_error:
+        result["status"] = "error"
+    return result
+
+
+def _media(source: MediaSource, formats: Mapping[str, str]) -> dict[str, Any]:
+    assert isinstance(source, Base64Source)  # capabilities declare base64 only
+    return {"format": formats[source.media_type], "source": {"bytes": source.data}}
+
+
+def document_name(filename: str) -> str:
+    """A Converse document name from a file name: its stem, with only the characters
+    Converse allows (letters, digits, single spaces, hyphens, parentheses, brackets)."""
+    stem = filename.rsplit(".", 1)[0] if "." in filename.lstrip(".") else filename
+    cleaned = _SPACES.sub(" ", _NAME_DISALLOWED.sub("-", stem)).strip()
+    return cleaned or "document"
+
+
+def decoded_size(data: str) -> int:
+    """The number of bytes canonical, padded base64 ``data`` decodes to."""
+    padding = len(data) - len(data.rstrip("="))
+    return len(data) // 4 * 3 - padding
+
+
+def _media_blocks(messages: tuple[LLMMessage, ...]) -> Iterator[tuple[str, Base64Source]]:
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, ImageBlock | VideoBlock) and isinstance(
+                block.source, Base64Source
+            ):
+                yield block.type, block.source
+            elif isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
+                for part in block.content:
+                    if isinstance(part, ImageBlock | FilePart) and isinstance(
+                        part.source, Base64Source
+                    ):
+                        yield part.type, part.source
+
+
+def check_inline_size(messages: tuple[LLMMessage, ...], limit: int) -> None:
+    """Refuse, before anything is signed or sent, media whose decoded bytes together pass
+    ``limit``; the error names the block that crossed it, the limit and the way out."""
+    total = 0
+    for block_type, source in _media_blocks(messages):
+        total += decoded_size(source.data)
+        if total > limit:
+            raise UnsupportedContentBlockError(
+                DISPLAY_NAME,
+                block_type,
+                f"the request's inline media come to more than {limit} bytes, the inline "
+                'limit (provider_options["max_inline_bytes"]); Converse takes larger media '
+                "from S3 only",
+            )
+
+
+def _plain(value: Any) -> Any:
+    """Immutable mappings and tuples as plain JSON-shaped dicts and lists."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

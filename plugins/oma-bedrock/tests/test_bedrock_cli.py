@@ -1,0 +1,73 @@
+"""`oma run -p bedrock` through the real command line, against the fake Converse server."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fake_bedrock import FakeBedrock
+
+from oma_core.cli import cli
+from oma_core.testing.conformance import MEDIA_SAMPLES
+
+CLIP = MEDIA_SAMPLES["video/mp4"] + bytes(range(256)) * 40  # a few KB with every byte value
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_oma_run_with_a_video_reaches_converse_as_a_video_block_with_its_bytes(
+    server: FakeBedrock, tmp_path: Path, streaming: bool
+) -> None:
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(CLIP)
+    server.reply_text("A short clip of nothing much.")
+    args = ["run", "-p", "bedrock", "-m", "amazon.nova-lite-v1:0", "--video", str(clip)]
+    args += ["--base-url", server.url, "What happens in this clip?"]
+    if not streaming:
+        args.insert(1, "--no-stream")
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "A short clip of nothing much." in result.output
+    [request] = server.requests
+    action = "converse-stream" if streaming else "converse"
+    assert request.path == f"/model/amazon.nova-lite-v1%3A0/{action}"
+    assert request.headers["authorization"].startswith("AWS4-HMAC-SHA256 ")
+    content = request.json["messages"][0]["content"]
+    [video] = [block["video"] for block in content if "video" in block]
+    assert video["format"] == "mp4"
+    assert base64.b64decode(video["source"]["bytes"]) == CLIP
+    assert {"text": "What happens in this clip?"} in content
+
+
+def test_oma_run_refuses_a_video_url_and_sends_nothing(server: FakeBedrock) -> None:
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "-p",
+            "bedrock",
+            "--base-url",
+            server.url,
+            "--video",
+            "https://example.com/clip.mp4",
+            "what is this?",
+        ],
+    )
+    assert result.exit_code == 1
+    assert 'Amazon Bedrock cannot represent the "video" content block' in result.output
+    assert server.requests == []
+
+
+def test_oma_render_is_the_converse_body(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.webm"
+    clip.write_bytes(b"\x1a\x45\xdf\xa3" + bytes(64))
+    result = CliRunner().invoke(
+        cli, ["render", "--full", "-p", "bedrock", "--video", str(clip), "x"]
+    )
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    [video] = [b["video"] for b in body["messages"][0]["content"] if "video" in b]
+    assert video["format"] == "webm"
+    assert base64.b64decode(video["source"]["bytes"]) == clip.read_bytes()

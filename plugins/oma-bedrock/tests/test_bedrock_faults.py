@@ -1,0 +1,235 @@
+"""Failures: each documented exception's status and retryability, exception frames inside a
+stream, broken frames and checksums, cut streams and malformed replies — and errors that hold
+no credential, prompt or base64."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+from typing import Any
+
+import pytest
+from fake_bedrock import ACCESS_KEY, SECRET_KEY, CorruptFrame, FakeBedrock, Malformed, StreamGarbage
+
+from oma_core import (
+    Agent,
+    AgentConfig,
+    ProviderError,
+    ProviderRequest,
+    ProviderSettings,
+    load_messages,
+)
+from oma_core.testing import (
+    DropConnection,
+    EchoRequestError,
+    ErrorMidStream,
+    Fault,
+    HTTPError,
+    TruncatedStream,
+    assert_holds_no_secret,
+)
+
+
+def request(*blocks: dict[str, Any]) -> ProviderRequest:
+    content = [{"type": "text", "text": "hello"}, *blocks]
+    return ProviderRequest(
+        model=None, messages=load_messages([{"role": "user", "content": content}])
+    )
+
+
+async def failure(
+    server: FakeBedrock,
+    streaming: bool,
+    req: ProviderRequest | None = None,
+    api_key: str | None = None,
+) -> ProviderError:
+    from oma_bedrock import create_provider
+
+    built = create_provider(ProviderSettings(base_url=server.url, api_key=api_key))
+    try:
+        with pytest.raises(ProviderError) as caught:
+            if streaming:
+                async for _ in built.stream(req or request()):
+                    pass
+            else:
+                await built.complete(req or request())
+    finally:
+        await built.aclose()
+    return caught.value
+
+
+EXCEPTIONS = [
+    ("ValidationException", 400, False),
+    ("ServiceQuotaExceededException", 400, False),
+    ("AccessDeniedException", 403, False),
+    ("ResourceNotFoundException", 404, False),
+    ("ModelTimeoutException", 408, True),
+    ("ModelErrorException", 424, False),
+    ("ThrottlingException", 429, True),
+    ("ModelNotReadyException", 429, True),
+    ("InternalServerException", 500, True),
+    ("ServiceUnavailableException", 503, True),
+]
+
+
+@pytest.mark.parametrize(("name", "status", "retryable"), EXCEPTIONS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_each_documented_exception_keeps_its_status_and_retryability(
+    server: FakeBedrock, name: str, status: int, retryable: bool, streaming: bool
+) -> None:
+    server.enqueue(HTTPError(status, message="scripted", error_type=name))
+    error = await failure(server, streaming)
+    assert (error.status_code, error.retryable) == (status, retryable)
+    assert name in str(error) and error.provider == "Amazon Bedrock"
+    assert len(server.requests) == 1  # nothing retried behind the core's back
+
+
+async def test_throttling_carries_its_retry_hint(server: FakeBedrock) -> None:
+    server.enqueue(HTTPError(429, error_type="ThrottlingException", retry_after=4))
+    error = await failure(server, False)
+    assert error.retry_after == 4.0
+
+
+async def test_throttling_is_retried_by_the_core_after_the_hint(server: FakeBedrock) -> None:
+    server.enqueue(HTTPError(429, error_type="ThrottlingException", retry_after_ms=20))
+    server.reply_text("after the wait")
+    config = AgentConfig(
+        name="b", provider="bedrock", base_url=server.url, max_retries=1, retry_delay=0.001
+    )
+    async with Agent(config) as bedrock:
+        result = await bedrock.run("hi")
+    assert result.output == "after the wait", result.status.error
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("exception", "status", "retryable"),
+    [
+        ("throttlingException", 429, True),
+        ("modelStreamErrorException", 424, True),
+        ("internalServerException", 500, True),
+        ("serviceUnavailableException", 503, True),
+        ("validationException", 400, False),
+    ],
+)
+async def test_an_exception_frame_mid_stream_maps_like_its_exception(
+    server: FakeBedrock, exception: str, status: int, retryable: bool
+) -> None:
+    server.reply_text("some words before the failure")
+    server.enqueue(ErrorMidStream(3, exception, "scripted mid-stream"))
+    error = await failure(server, True)
+    assert (error.status_code, error.retryable) == (status, retryable)
+    assert "scripted mid-stream" in str(error)
+
+
+FAULTS: dict[str, tuple[Fault, bool]] = {
+    "bad-message-crc": (CorruptFrame(index=1), True),
+    "bad-first-frame-crc": (CorruptFrame(index=0), True),
+    "garbage-frame": (StreamGarbage(after=1), True),
+    "short-prelude": (StreamGarbage(after=2, garbage=b"\x00\x00"), True),
+    "cut-mid-stream": (TruncatedStream(after_events=3, abort=True), True),
+    "ended-before-message-stop": (TruncatedStream(after_events=-2), True),
+    "dropped-mid-body": (DropConnection("mid_body"), True),
+    "json-not-json": (Malformed(b"this is not JSON"), False),
+    "json-empty": (Malformed(b""), False),
+    "json-wrong-shape": (Malformed(b'{"output": {"message": {"content": "text"}}}'), False),
+    "json-no-stop-reason": (Malformed(b'{"output": {"message": {"content": []}}}'), False),
+    "json-array": (Malformed(b"[1, 2]"), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+async def test_a_broken_reply_is_a_retryable_error_without_status(
+    server: FakeBedrock, name: str
+) -> None:
+    fault, streaming = FAULTS[name]
+    server.reply_text("a reply long enough to span several frames")
+    server.enqueue(fault)
+    error = await failure(server, streaming)
+    assert (error.status_code, error.retryable) == (None, True), error
+    assert await server.async_wait_idle(timeout=2.0)
+
+
+async def test_a_bad_checksum_is_named(server: FakeBedrock) -> None:
+    server.enqueue(CorruptFrame(index=1))
+    error = await failure(server, True)
+    assert "ChecksumMismatch" in str(error)
+
+
+@pytest.mark.parametrize("stop", ["malformed_model_output", "malformed_tool_use"])
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_unusable_turn_is_a_retryable_error(
+    server: FakeBedrock, stop: str, streaming: bool
+) -> None:
+    server.reply({"text": "garbled"}, stop_reason=stop)
+    error = await failure(server, streaming)
+    assert error.retryable is True and stop in str(error)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_error_echoing_a_signed_request_holds_no_credential_prompt_or_base64(
+    server: FakeBedrock, streaming: bool
+) -> None:
+    prompt = "a private question " + os.urandom(6).hex()
+    payload = base64.b64encode(b"\x89PNG\r\n\x1a\n" + os.urandom(3000)).decode()
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": payload},
+    }
+    req = ProviderRequest(
+        model=None,
+        messages=load_messages(
+            [{"role": "user", "content": [{"type": "text", "text": prompt}, image]}]
+        ),
+    )
+    server.enqueue(EchoRequestError(400))
+    error = await failure(server, streaming, req)
+    assert error.status_code == 400
+    signature = server.requests[0].headers["authorization"].rsplit("Signature=", 1)[1]
+    assert ACCESS_KEY.encode() in str(server.requests[0].headers).encode()  # it was echoed
+    assert_holds_no_secret(error, ACCESS_KEY, SECRET_KEY, signature, prompt, payload[500:560])
+
+
+async def test_an_error_echoing_an_api_key_holds_no_key(server: FakeBedrock) -> None:
+    key = "ABSK" + os.urandom(30).hex()
+    server.enqueue(EchoRequestError(400))
+    error = await failure(server, False, api_key=key)
+    assert error.status_code == 400
+    assert_holds_no_secret(error, key)
+
+
+async def test_cancelling_an_in_flight_call_closes_its_connection(server: FakeBedrock) -> None:
+    from oma_bedrock import create_provider
+
+    server.response_delay = 5.0
+    built = create_provider(ProviderSettings(base_url=server.url))
+    try:
+        task = asyncio.ensure_future(built.complete(request()))
+        assert await server.async_wait_until(lambda: server.in_flight == 1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await server.async_wait_idle(timeout=2.0)
+    finally:
+        await built.aclose()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_the_core_sends_a_request_again_after_a_broken_reply(
+    server: FakeBedrock, streaming: bool
+) -> None:
+    server.enqueue(CorruptFrame(index=0) if streaming else Malformed(b"not JSON"))
+    server.reply_text("whole this time")
+    server.reply_text("whole this time")
+    config = AgentConfig(
+        name="b", provider="bedrock", base_url=server.url, max_retries=1, retry_delay=0.001
+    )
+    async with Agent(config) as bedrock:
+        if streaming:
+            async with bedrock.stream("hi") as events:
+                result = [e async for e in events][-1].data
+        else:
+            result = await bedrock.run("hi")
+    assert result.output == "whole this time", result.status.error
+    assert len(server.requests) == 2

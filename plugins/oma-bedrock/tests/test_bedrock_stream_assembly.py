@@ -1,0 +1,84 @@
+"""converse-stream events, however the service cuts them, assemble into the turn the
+``converse`` reply would have been (properties over text, reasoning and tool arguments)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oma_bedrock.replies import StreamAssembler, response_from_json
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**9), 10**9) | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+def pieces(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    return [text[a:b] for a, b in itertools.pairwise(points)] or [""]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    text=st.text(max_size=60),
+    thinking=st.text(min_size=1, max_size=30),
+    arguments=st.dictionaries(st.text(max_size=8), _JSON, max_size=4),
+    cuts=st.lists(st.integers(0, 10**6), max_size=12),
+)
+def test_any_cut_of_a_stream_assembles_the_same_turn_as_converse(
+    text: str, thinking: str, arguments: dict[str, Any], cuts: list[int]
+) -> None:
+    content = [
+        {"reasoningContent": {"reasoningText": {"text": thinking, "signature": "sig"}}},
+        {"text": text},
+        {"toolUse": {"toolUseId": "tu_1", "name": "f", "input": arguments}},
+    ]
+    usage = {"inputTokens": 3, "outputTokens": 4, "totalTokens": 7}
+    reply = {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": "tool_use",
+        "usage": usage,
+    }
+    expected = response_from_json(reply, "m")
+
+    assembler = StreamAssembler("m")
+    events: list[Any] = []
+
+    def feed(kind: str, payload: dict[str, Any]) -> None:
+        out = assembler.feed(kind, payload)
+        if out is not None:
+            events.append(out)
+
+    feed("messageStart", {"role": "assistant"})
+    for piece in pieces(thinking, cuts):
+        feed(
+            "contentBlockDelta",
+            {"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": piece}}},
+        )
+    feed(
+        "contentBlockDelta",
+        {"contentBlockIndex": 0, "delta": {"reasoningContent": {"signature": "sig"}}},
+    )
+    feed("contentBlockStop", {"contentBlockIndex": 0})
+    for piece in pieces(text, cuts):
+        feed("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"text": piece}})
+    feed("contentBlockStop", {"contentBlockIndex": 1})
+    feed(
+        "contentBlockStart",
+        {"contentBlockIndex": 2, "start": {"toolUse": {"toolUseId": "tu_1", "name": "f"}}},
+    )
+    for piece in pieces(json.dumps(arguments), cuts):
+        feed("contentBlockDelta", {"contentBlockIndex": 2, "delta": {"toolUse": {"input": piece}}})
+    feed("contentBlockStop", {"contentBlockIndex": 2})
+    feed("messageStop", {"stopReason": "tool_use"})
+    feed("metadata", {"usage": usage, "metrics": {"latencyMs": 1}})
+
+    assert assembler.finish() == expected
+    assert "".join(e.text for e in events if type(e).__name__ == "TextDelta") == text

@@ -1,0 +1,133 @@
+"""LiteLLM's exceptions as oma's ``ProviderError``, scrubbed of keys, prompts and media.
+
+LiteLLM maps every provider's failures onto OpenAI-style classes with a ``status_code``; the
+status is kept, so the core decides retries by it (408, 409, 429, 5xx). Its connection error
+(which LiteLLM reports as status 500) and its time-out are retryable without a status, like
+every other plugin's. A reply LiteLLM could not read is retryable too. The message names the
+exception and LiteLLM's message, cut short, without the key or anything long and base64-like;
+the error is never chained to LiteLLM's, which holds the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from oma_core.toolkit import ProviderError, malformed_response, parse_retry_after, scrub
+
+from .capabilities import DISPLAY_NAME
+
+__all__ = ["malformed", "map_error", "scrub_all"]
+
+
+def scrub_all(text: str, secrets: Iterable[str | None]) -> str:
+    """The toolkit's ``scrub`` over the secrets that are set."""
+    return scrub(text, [s for s in secrets if s])
+
+
+def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderError:
+    """``exc`` (raised by LiteLLM, its SDKs or its HTTP client) as a ``ProviderError``."""
+    if isinstance(exc, ProviderError):
+        return exc
+    from litellm.exceptions import APIConnectionError, Timeout
+
+    name = type(exc).__name__
+    chain = list(_chain(exc))
+    if any(_is_transport_timeout(e) for e in chain) or (
+        isinstance(exc, Timeout) and not isinstance(getattr(exc, "status_code", None), int)
+    ):
+        return ProviderError(f"{DISPLAY_NAME} timed out ({name})", provider=DISPLAY_NAME,
+                             retryable=True)  # fmt: skip
+    # LiteLLM reports a dropped connection as its InternalServerError (status 500); what it
+    # wraps tells the two apart
+    if isinstance(exc, APIConnectionError) or any(_is_transport_error(e) for e in chain):
+        return ProviderError(
+            f"{DISPLAY_NAME} connection failed ({name})", provider=DISPLAY_NAME, retryable=True
+        )
+    status = _wire_status(chain)
+    if status is not None:
+        message = getattr(exc, "message", None)
+        text = f"{DISPLAY_NAME} returned HTTP {status} ({name})"
+        if isinstance(message, str) and message:
+            text += f": {scrub_all(message, secrets)}"
+        return ProviderError(
+            text,
+            status_code=status,
+            provider=DISPLAY_NAME,
+            retry_after=parse_retry_after(_headers(exc)),
+        )
+    if isinstance(exc, ValueError):
+        return malformed(f"{name} while reading the reply")
+    return ProviderError(f"{DISPLAY_NAME} failed ({name})", provider=DISPLAY_NAME, retryable=False)
+
+
+def malformed(detail: str) -> ProviderError:
+    """A reply without the expected shape: retryable, since a second try may be whole."""
+    return malformed_response(DISPLAY_NAME, detail)
+
+
+def _headers(exc: BaseException) -> Mapping[str, str]:
+    headers: dict[str, str] = {}
+    response = getattr(exc, "response", None)
+    found: Any = getattr(response, "headers", None)
+    if found is not None:
+        headers.update({str(k): str(v) for k, v in found.items()})
+    extra: Any = getattr(exc, "litellm_response_headers", None)
+    if extra is not None:
+        headers.update({str(k): str(v) for k, v in extra.items()})
+    return headers
+
+
+def _wire_status(chain: list[BaseException]) -> int | None:
+    """The status the service answered with: LiteLLM's class keeps only the statuses it
+    knows (a 529 becomes its InternalServerError, 500), the provider error it wraps keeps
+    the one on the wire."""
+    outer: int | None = None
+    for exc in chain:
+        status = getattr(exc, "status_code", None)
+        if not isinstance(status, int) or isinstance(status, bool):
+            continue
+        if type(exc).__module__ != "litellm.exceptions":
+            return status
+        if outer is None:
+            outer = status
+    return outer
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it wraps: causes, contexts and LiteLLM's ``original_exception``."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < 20:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        original = getattr(current, "original_exception", None)
+        for nxt in (current.__cause__, current.__context__, original):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    if type(exc).__name__ == "APIConnectionError" and type(exc).__module__.startswith("openai"):
+        return True
+    return _named(exc, ("TransportError", "StreamError", "ClientError", "ServerDisconnectedError"))
+
+
+def _is_transport_timeout(exc: BaseException) -> bool:
+    if isinstance(exc, TimeoutError):
+        return True
+    if type(exc).__name__ == "APITimeoutError" and type(exc).__module__.startswith("openai"):
+        return True
+    return _named(exc, ("TimeoutException", "ServerTimeoutError"))
+
+
+def _named(exc: BaseException, names: tuple[str, ...]) -> bool:
+    # httpx / httpcore / aiohttp failures LiteLLM lets through while a body is read; told
+    # apart by name so that this plugin imports none of them
+    return any(
+        cls.__name__ in names and cls.__module__.startswith(("httpx", "httpcore", "aiohttp"))
+        for cls in type(exc).__mro__
+    )

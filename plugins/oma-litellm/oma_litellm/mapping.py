@@ -1,0 +1,122 @@
+"""oma's messages and settings as the OpenAI-shaped chat request LiteLLM takes.
+
+A tool result becomes a ``tool`` message (its text parts joined); a user turn's tool results
+come before its other blocks, as chat completions require. The model name is split into
+LiteLLM's route (``openai``, ``anthropic``, ...) and the model the route names, so that the
+body handed to LiteLLM is, on the ``openai/`` route, the very body that reaches the wire.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from oma_core.toolkit import (
+    Base64Source,
+    ImageBlock,
+    LLMMessage,
+    PluginError,
+    ProviderRequest,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    chat_tools,
+)
+
+__all__ = ["build_body", "split_model"]
+
+
+def split_model(model: str | None) -> tuple[str, str]:
+    """``"provider/model"`` as ``(route, model)``; the route is LiteLLM's provider name."""
+    route, _, name = (model or "").partition("/")
+    if not route or not name:
+        raise PluginError(
+            f"litellm needs a model in LiteLLM's provider/model form "
+            f"(e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-6), got {model!r}",
+            name="litellm",
+        )
+    return route, name
+
+
+def build_body(request: ProviderRequest) -> dict[str, Any]:
+    """The chat request (OpenAI's shape) for ``request``; the route's model in ``model``."""
+    _, model = split_model(request.model)
+    messages: list[dict[str, Any]] = []
+    if request.system_prompt:
+        messages.append({"role": "system", "content": request.system_prompt})
+    for message in request.messages:
+        messages.extend(_messages(message))
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if request.tools:
+        body["tools"] = _plain(chat_tools(request.tools))
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.stop is not None:
+        body["stop"] = list(request.stop)
+    return body
+
+
+def _messages(message: LLMMessage) -> list[dict[str, Any]]:
+    if message.role == "assistant":
+        texts = [b.text for b in message.content if isinstance(b, TextBlock)]
+        calls = [
+            {
+                "id": b.id,
+                "type": "function",
+                "function": {
+                    "name": b.name,
+                    "arguments": json.dumps(_plain(b.input), ensure_ascii=False),
+                },
+            }
+            for b in message.content
+            if isinstance(b, ToolUseBlock)
+        ]
+        out: dict[str, Any] = {"role": "assistant"}
+        if texts or not calls:  # content may be left out of a turn of tool calls only
+            out["content"] = "".join(texts)
+        if calls:
+            out["tool_calls"] = calls
+        return [out]
+    results = [
+        {"role": "tool", "tool_call_id": b.tool_use_id, "content": _result_text(b)}
+        for b in message.content
+        if isinstance(b, ToolResultBlock)
+    ]
+    parts = [_part(b) for b in message.content if not isinstance(b, ToolResultBlock)]
+    if not parts:
+        return results
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        return [*results, {"role": "user", "content": parts[0]["text"]}]
+    return [*results, {"role": "user", "content": parts}]
+
+
+def _part(block: Any) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    assert isinstance(block, ImageBlock)  # the core checked the capabilities
+    source = block.source
+    if isinstance(source, Base64Source):
+        url = f"data:{source.media_type};base64,{source.data}"
+    else:
+        url = source.url
+    image: dict[str, Any] = {"url": url}
+    if block.detail is not None:
+        image["detail"] = block.detail
+    return {"type": "image_url", "image_url": image}
+
+
+def _result_text(block: ToolResultBlock) -> str:
+    if isinstance(block.content, str):
+        return block.content
+    return "".join(p.text for p in block.content if isinstance(p, TextBlock))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,319 @@
+"""The LiteLLM bridge: oma's provider interface over ``litellm.acompletion``.
+
+LiteLLM is imported on first use (it takes seconds to import) with its cost map forced to
+the copy it ships (``LITELLM_LOCAL_MODEL_COST_MAP=True``), so it never fetches one over the
+network. Its own retries (``num_retries``) and its SDKs' (``max_retries``) are off: the core
+owns the one retry ladder.
+
+Each provider keeps its own connections per event loop, so that ``aclose`` closes them instead
+of leaving them in LiteLLM's global client cache: an ``aiohttp`` session (LiteLLM's transport)
+handed over as ``shared_session``, and, for the routes LiteLLM serves with its own HTTP
+handler rather than the OpenAI SDK (``anthropic/`` and most others), that handler as ``client``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from oma_core.toolkit import (
+    LLMMessage,
+    PluginError,
+    ProviderError,
+    ProviderEvent,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    ResponseComplete,
+    TextBlock,
+    TextDelta,
+    ToolCall,
+    ToolCallAssembler,
+    ToolUseBlock,
+    Usage,
+)
+
+from .capabilities import CAPABILITIES, DISPLAY_NAME
+from .errors import malformed, map_error
+from .mapping import build_body, split_model
+
+__all__ = ["FINISH_REASONS", "OPTIONS", "LiteLLMProvider", "import_litellm"]
+
+#: LiteLLM's (OpenAI's) ``finish_reason`` -> oma's stop reason.
+FINISH_REASONS: Mapping[str, str] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+}
+#: ``provider_options`` this provider reads.
+OPTIONS = frozenset({"timeout", "headers", "api_version"})
+_DEFAULT_TIMEOUT = 600.0
+_CONNECT_TIMEOUT = 10.0
+_SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
+
+
+def import_litellm() -> Any:
+    """``litellm``, imported so that it never reaches the network for its cost map."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
+    return litellm
+
+
+class LiteLLMProvider:
+    """Sends ``ProviderRequest``s through ``litellm.acompletion``; see
+    ``docs/providers/litellm.md``."""
+
+    name = "litellm"
+    display_name = DISPLAY_NAME
+    capabilities = CAPABILITIES
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        unknown = sorted(set(settings.options) - OPTIONS)
+        if unknown:
+            raise PluginError(
+                f"unknown provider_options for litellm: {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(OPTIONS))})",
+                name=self.name,
+            )
+        self._settings = settings
+        self._litellm = import_litellm()
+        self._sessions: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any, Any]] = {}
+        self._sdk_routes = frozenset(
+            {"openai", "custom_openai", "text-completion-openai", "azure", "azure_text"}
+            | set(getattr(self._litellm, "openai_compatible_providers", ()))
+        )
+
+    # -- the provider interface
+
+    def render(self, request: ProviderRequest) -> dict[str, Any]:
+        return build_body(request)
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        kwargs = self._kwargs(request)
+        error: ProviderError | None = None
+        try:
+            reply = await self._litellm.acompletion(**kwargs)
+        except Exception as exc:
+            error = map_error(exc, self._secrets())
+        if error is not None:
+            raise error
+        try:
+            return _response(reply, kwargs["model"])
+        except (ValueError, TypeError, AttributeError, IndexError) as exc:
+            error = malformed(f"{type(exc).__name__} in the reply")
+        raise error
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        kwargs = self._kwargs(request)
+        error: ProviderError | None = None
+        try:
+            chunks = await self._litellm.acompletion(
+                **kwargs, stream=True, stream_options={"include_usage": True}
+            )
+        except Exception as exc:
+            error = map_error(exc, self._secrets())
+        if error is not None:
+            raise error
+        assembler = _StreamAssembler(kwargs["model"])
+        try:
+            iterator = chunks.__aiter__()
+            while True:
+                events: list[ProviderEvent] = []
+                try:
+                    chunk = await anext(iterator, None)
+                    if chunk is None:
+                        break
+                    events = assembler.feed(chunk)
+                except Exception as exc:
+                    error = map_error(exc, self._secrets())
+                if error is not None:
+                    raise error
+                for event in events:
+                    yield event
+            try:
+                final = assembler.finish()
+            except ValueError as exc:
+                error = malformed(str(exc))
+            if error is not None:
+                raise error
+            yield ResponseComplete(final)
+        finally:
+            await chunks.aclose()
+
+    async def aclose(self) -> None:
+        sessions, self._sessions = self._sessions, {}
+        for loop_ref, session, handler in sessions.values():
+            loop = loop_ref()
+            if loop is not None and loop is _running_loop():
+                await handler.close()
+                await session.close()
+            # a session of another (or a finished) loop cannot be closed from here
+
+    # -- helpers
+
+    def _kwargs(self, request: ProviderRequest) -> dict[str, Any]:
+        route, _ = split_model(request.model)
+        options = self._settings.options
+        kwargs: dict[str, Any] = {
+            **self.render(request),
+            "custom_llm_provider": route,
+            "num_retries": 0,
+            "max_retries": 0,
+            "timeout": options.get("timeout", _DEFAULT_TIMEOUT),
+        }
+        session, handler = self._session()
+        kwargs["shared_session"] = session
+        if route not in self._sdk_routes:  # the OpenAI SDK takes no LiteLLM handler
+            kwargs["client"] = handler
+        if self._settings.api_key:
+            kwargs["api_key"] = self._settings.api_key
+        if self._settings.base_url:
+            kwargs["api_base"] = self._settings.base_url
+        if options.get("headers"):
+            kwargs["extra_headers"] = dict(options["headers"])
+        if options.get("api_version"):
+            kwargs["api_version"] = options["api_version"]
+        return kwargs
+
+    def _secrets(self) -> tuple[str | None, ...]:
+        """The configured key and every key-like environment variable LiteLLM may have read
+        (``OPENAI_API_KEY``, ``GROQ_API_KEY``, ...): none may show in an error."""
+        from_env = tuple(
+            value
+            for name, value in os.environ.items()
+            if name.endswith(_SECRET_SUFFIXES) and len(value) >= 8
+        )
+        return (self._settings.api_key, *from_env)
+
+    def _session(self) -> tuple[Any, Any]:
+        """This provider's aiohttp session on the running loop, and LiteLLM's HTTP handler
+        over it (one connection pool per loop)."""
+        loop = asyncio.get_running_loop()
+        entry = self._sessions.get(id(loop))
+        if entry is not None and entry[0]() is loop:
+            return entry[1], entry[2]
+        self._sessions = {k: v for k, v in self._sessions.items() if _alive(v[0])}
+        import aiohttp
+        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+        session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
+        )
+        timeout = self._settings.options.get("timeout", _DEFAULT_TIMEOUT)
+        handler = AsyncHTTPHandler(timeout=timeout, shared_session=session)
+        self._sessions[id(loop)] = (weakref.ref(loop), session, handler)
+        return session, handler
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _alive(ref: weakref.ref[asyncio.AbstractEventLoop]) -> bool:
+    loop = ref()
+    return loop is not None and not loop.is_closed()
+
+
+def _response(reply: Any, model: str) -> ProviderResponse:
+    choice = reply.choices[0]
+    message = choice.message
+    blocks: list[Any] = []
+    if message.content:
+        blocks.append(TextBlock(str(message.content)))
+    calls = ToolCallAssembler(DISPLAY_NAME)
+    for n, call in enumerate(message.tool_calls or ()):
+        calls.feed(n, id=call.id, name=call.function.name, arguments=call.function.arguments)
+    if calls:
+        blocks.extend(calls.finish())
+    if not blocks:
+        blocks.append(TextBlock(""))
+    return ProviderResponse(
+        message=LLMMessage("assistant", tuple(blocks)),
+        usage=_usage(getattr(reply, "usage", None)),
+        stop_reason=_stop(choice.finish_reason),
+        model=model,
+    )
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    prompt = getattr(usage, "prompt_tokens", 0) or 0
+    completion = getattr(usage, "completion_tokens", 0) or 0
+    return Usage(int(prompt), int(completion))
+
+
+def _stop(reason: Any) -> str | None:
+    if reason is None:
+        return None
+    return FINISH_REASONS.get(str(reason), str(reason))
+
+
+class _StreamAssembler:
+    """LiteLLM's stream chunks (OpenAI's ``chat.completion.chunk`` shape) as oma's events;
+    tool-call deltas go to the toolkit's ``ToolCallAssembler``."""
+
+    def __init__(self, model: str) -> None:
+        self._model = model
+        self._text: list[str] = []
+        self._calls = ToolCallAssembler(DISPLAY_NAME)
+        self._blocks: tuple[ToolUseBlock, ...] | None = None
+        self._finish: str | None = None
+        self._usage = Usage()
+
+    def feed(self, chunk: Any) -> list[ProviderEvent]:
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._usage = _usage(usage)
+        events: list[ProviderEvent] = []
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            if delta is not None and delta.content:
+                self._text.append(delta.content)
+                events.append(TextDelta(delta.content))
+            for n, call in enumerate((delta.tool_calls if delta is not None else None) or ()):
+                function = call.function
+                self._calls.feed(
+                    call.index if isinstance(call.index, int) else n,
+                    id=call.id,
+                    name=function.name if function is not None else None,
+                    arguments=function.arguments if function is not None else None,
+                )
+            if choice.finish_reason and self._finish is None:
+                self._finish = choice.finish_reason
+                events.extend(ToolCall(block) for block in self._tool_blocks())
+        return events
+
+    def _tool_blocks(self) -> tuple[ToolUseBlock, ...]:
+        if self._blocks is None:
+            self._blocks = self._calls.finish() if self._calls else ()
+        return self._blocks
+
+    def finish(self) -> ProviderResponse:
+        if self._finish is None:
+            raise ValueError("the stream ended before its finish_reason")
+        text = "".join(self._text)
+        if not text and not self._calls and self._usage.total_tokens == 0:
+            # LiteLLM turns a 200 stream with no events at all into an empty "stop"; a real
+            # turn, even an empty one, costs input tokens
+            raise ValueError("the stream carried no content and no usage")
+        blocks: list[Any] = [TextBlock(text)] if text else []
+        blocks.extend(self._tool_blocks())
+        if not blocks:
+            blocks.append(TextBlock(""))
+        return ProviderResponse(
+            message=LLMMessage("assistant", tuple(blocks)),
+            usage=self._usage,
+            stop_reason=_stop(self._finish),
+            model=self._model,
+        )

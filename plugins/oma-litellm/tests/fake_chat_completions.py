@@ -1,0 +1,263 @@
+"""A small fake OpenAI Chat Completions API on 127.0.0.1, written from OpenAI's API reference.
+
+``POST /v1/chat/completions`` with ``Authorization: Bearer <key>`` answers with a
+``chat.completion`` object, or with ``stream: true`` a stream of ``chat.completion.chunk``
+events (a first chunk with the role and no text, text a few characters per chunk, tool-call
+deltas with the id and name first and the arguments in pieces, a chunk with the
+``finish_reason``, a usage chunk when ``stream_options.include_usage`` is set, ``[DONE]``).
+Errors have the documented ``{"error": {"message", "type", "param", "code"}}`` shape; inside
+a stream an error is a data-only event holding that object.
+
+It refuses what the service refuses: unknown top-level fields, a missing model, an empty
+message list, unknown roles, content parts other than ``text`` and ``image_url`` (so no
+video), image URLs that are neither ``http(s)`` nor a base64 ``data:`` URL of an image type,
+and a ``tool`` message that answers no ``tool_calls`` id of an earlier assistant turn.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections import deque
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from oma_core.testing import FakeServer, Fault, RecordedRequest, Response, SSEEvent
+
+__all__ = ["FakeChatCompletions", "Malformed", "Reply"]
+
+_TOP_LEVEL = {
+    "model",
+    "messages",
+    "temperature",
+    "top_p",
+    "n",
+    "stream",
+    "stream_options",
+    "stop",
+    "max_tokens",
+    "max_completion_tokens",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "user",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "seed",
+    "logprobs",
+    "top_logprobs",
+    "reasoning_effort",
+    "metadata",
+    "store",
+}
+_DATA_URL = re.compile(r"^data:(image/(?:png|jpeg|gif|webp));base64,([A-Za-z0-9+/]+=*)$")
+
+
+@attrs.frozen
+class Malformed(Fault):
+    """Answer 200 with ``body`` (not the documented reply), without calling the handler; with
+    ``events``, a stream of those data lines instead."""
+
+    body: bytes = b"this is not JSON"
+    events: tuple[str, ...] | None = None
+
+    async def apply(self, server: FakeServer, request: RecordedRequest, make: Any) -> Response:
+        if self.events is not None:
+            return Response.sse(SSEEvent(e) for e in self.events)
+        return Response.raw(self.body, content_type="application/json")
+
+
+class _Refused(Exception):
+    def __init__(self, message: str, status: int = 400) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+@attrs.frozen
+class Reply:
+    """One scripted assistant turn: text and/or tool calls ``(id, name, arguments)``."""
+
+    text: str | None = None
+    tool_calls: tuple[tuple[str, str, Mapping[str, Any]], ...] = ()
+    finish_reason: str | None = None
+    prompt_tokens: int = 9
+    completion_tokens: int = 5
+
+
+class FakeChatCompletions(FakeServer):
+    """The Chat Completions API for one key; ``chunk_size`` characters per streamed delta."""
+
+    def __init__(self, *, api_key: str = "test-key", chunk_size: int = 4) -> None:
+        super().__init__()
+        self.api_key = api_key
+        self.chunk_size = chunk_size
+        self.default_reply = Reply(text="Hello from the fake Chat Completions API.")
+        self._replies: deque[Reply] = deque()
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+    def reply(self, reply: Reply) -> None:
+        self._replies.append(reply)
+
+    def reply_text(self, text: str) -> None:
+        self._replies.append(Reply(text=text))
+
+    def reply_tool_call(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> None:
+        self._replies.append(Reply(tool_calls=((call_id, name, dict(arguments)),)))
+
+    # -- the error shapes
+
+    def error_response(self, status: int, message: str, error_type: str | None = None) -> Response:
+        kind = error_type or {
+            400: "invalid_request_error",
+            401: "invalid_request_error",
+            404: "not_found_error",
+            429: "rate_limit_exceeded",
+        }.get(status, "server_error")
+        error = {"message": message, "type": kind, "param": None, "code": None}
+        return Response.json({"error": error}, status=status)
+
+    def error_event(self, error_type: str, message: str) -> SSEEvent:
+        return SSEEvent(
+            {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+        )
+
+    # -- the protocol
+
+    def handle(self, request: RecordedRequest) -> Response:
+        if request.method != "POST" or request.path != "/v1/chat/completions":
+            return self.error_response(404, f"Invalid URL ({request.method} {request.path})")
+        if request.headers.get("authorization") != f"Bearer {self.api_key}":
+            return self.error_response(401, "Incorrect API key provided.")
+        try:
+            self._check(request.json)
+        except _Refused as exc:
+            return self.error_response(exc.status, str(exc))
+        reply = self._replies.popleft() if self._replies else self.default_reply
+        body = request.json
+        if body.get("stream"):
+            usage = (body.get("stream_options") or {}).get("include_usage", False)
+            return Response.sse([*self._chunks(reply, body["model"], usage), SSEEvent("[DONE]")])
+        return Response.json(self._completion(reply, body["model"]))
+
+    def _finish(self, reply: Reply) -> str:
+        return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+    def _usage(self, reply: Reply) -> dict[str, int]:
+        return {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        }
+
+    def _completion(self, reply: Reply, model: str) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                for i, n, a in reply.tool_calls
+            ]
+        choice = {"index": 0, "message": message, "finish_reason": self._finish(reply)}
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 1,
+            "model": model,
+            "choices": [choice],
+            "usage": self._usage(reply),
+        }
+
+    def _chunks(self, reply: Reply, model: str, usage: bool) -> Iterator[SSEEvent]:
+        def chunk(delta: Mapping[str, Any], finish: str | None = None, **extra: Any) -> SSEEvent:
+            choices = [{"index": 0, "delta": dict(delta), "finish_reason": finish}]
+            head = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1}
+            return SSEEvent({**head, "model": model, "choices": choices, **extra})
+
+        yield chunk({"role": "assistant", "content": ""})
+        size = self.chunk_size
+        text = reply.text or ""
+        for i in range(0, len(text), size):
+            yield chunk({"content": text[i : i + size]})
+        for n, (call_id, name, arguments) in enumerate(reply.tool_calls):
+            first = {
+                "index": n,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
+            yield chunk({"tool_calls": [first]})
+            raw = json.dumps(arguments)
+            for i in range(0, len(raw), size):
+                piece = {"index": n, "function": {"arguments": raw[i : i + size]}}
+                yield chunk({"tool_calls": [piece]})
+        yield chunk({}, self._finish(reply))
+        if usage:
+            yield SSEEvent(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": 1,
+                    "model": model,
+                    "choices": [],
+                    "usage": self._usage(reply),
+                }
+            )
+
+    # -- the documented rules
+
+    def _check(self, body: Any) -> None:
+        if not isinstance(body, dict):
+            raise _Refused("We could not parse the JSON body of your request.")
+        unknown = sorted(set(body) - _TOP_LEVEL)
+        if unknown:
+            raise _Refused(f"Unrecognized request argument supplied: {unknown[0]}")
+        if not isinstance(body.get("model"), str) or not body["model"]:
+            raise _Refused("you must provide a model parameter")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise _Refused("'messages' must contain at least one message.")
+        calls: set[str] = set()
+        for i, message in enumerate(messages):
+            role = message.get("role")
+            if role not in ("system", "developer", "user", "assistant", "tool"):
+                raise _Refused(f"Invalid value for 'messages[{i}].role'.")
+            if role == "assistant":
+                for call in message.get("tool_calls") or ():
+                    calls.add(call["id"])
+                    json.loads(call["function"]["arguments"])
+            if role == "tool" and message.get("tool_call_id") not in calls:
+                raise _Refused(
+                    f"Invalid parameter: messages[{i}] with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'."
+                )
+            content = message.get("content")
+            if isinstance(content, list):
+                for j, part in enumerate(content):
+                    self._check_part(part, f"messages[{i}].content[{j}]", role)
+
+    def _check_part(self, part: Any, where: str, role: str) -> None:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            return
+        if kind != "image_url" or role != "user":
+            raise _Refused(
+                f"Invalid value: '{kind}'. Supported values are: 'text' and 'image_url' ({where})."
+            )
+        url = str(part.get("image_url", {}).get("url", ""))
+        if url.startswith(("http://", "https://")):
+            return
+        match = _DATA_URL.match(url)
+        if match is None:
+            raise _Refused(f"Invalid image URL ({where}).")
+        try:
+            base64.b64decode(match.group(2), validate=True)
+        except binascii.Error:
+            raise _Refused(f"Invalid base64 image data ({where}).") from None
