@@ -12,7 +12,8 @@ from oma_anthropic.provider import TRANSPORTS
 
 from oma_core.toolkit import ProviderSettings
 
-pytest_plugins = ["oma_core.testing.pytest_plugin"]
+# the fake-server kit; and no async generator of ours left to the garbage collector
+pytest_plugins = ["oma_core.testing.pytest_plugin", "oma_core.testing.closed_generators"]
 
 
 @pytest.fixture

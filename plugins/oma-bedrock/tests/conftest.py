@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fake_bedrock import ACCESS_KEY, REGION, SECRET_KEY, FakeBedrock
 
-from oma_core import ProviderSettings
+from oma_core.toolkit import ProviderSettings
 
 pytest_plugins = ["oma_core.testing.pytest_plugin", "oma_core.testing.closed_generators"]
 

@@ -12,14 +12,7 @@ from typing import Any
 import pytest
 from fake_bedrock import ACCESS_KEY, SECRET_KEY, CorruptFrame, FakeBedrock, Malformed, StreamGarbage
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    ProviderError,
-    ProviderRequest,
-    ProviderSettings,
-    load_messages,
-)
+from oma_core import Agent, AgentConfig, ProviderError, load_messages
 from oma_core.testing import (
     DropConnection,
     EchoRequestError,
@@ -29,6 +22,7 @@ from oma_core.testing import (
     TruncatedStream,
     assert_holds_no_secret,
 )
+from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 
 def request(*blocks: dict[str, Any]) -> ProviderRequest:

@@ -8,8 +8,16 @@ from typing import Any
 import pytest
 from fake_bedrock import FakeBedrock
 
-from oma_core import ProviderRequest, ProviderResponse, ProviderSettings, load_messages
-from oma_core.toolkit import ReasoningBlock, ReasoningDelta, ResponseComplete, TextBlock
+from oma_core import load_messages
+from oma_core.toolkit import (
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    ReasoningBlock,
+    ReasoningDelta,
+    ResponseComplete,
+    TextBlock,
+)
 
 REQUEST = ProviderRequest(
     model=None,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fake_chat_completions import FakeChatCompletions, Malformed
 
-from oma_core import ProviderError, ProviderRequest, ProviderSettings, load_messages
+from oma_core import ProviderError, load_messages
 from oma_core.testing import (
     Delay,
     DropConnection,
@@ -18,6 +18,7 @@ from oma_core.testing import (
     HTTPError,
     assert_holds_no_secret,
 )
+from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 MODEL = "openai/gpt-fake"
 

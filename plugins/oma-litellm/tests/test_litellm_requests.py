@@ -12,15 +12,8 @@ from fake_chat_completions import FakeChatCompletions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    OmaError,
-    ProviderRequest,
-    UnsupportedContentBlockError,
-    load_messages,
-    tool,
-)
+from oma_core import Agent, AgentConfig, OmaError, UnsupportedContentBlockError, load_messages, tool
+from oma_core.toolkit import ProviderRequest
 
 MODEL = "openai/gpt-fake"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()

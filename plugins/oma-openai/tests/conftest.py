@@ -10,6 +10,9 @@ from fake_openai import FakeChatCompletions
 from oma_openai.provider import TRANSPORTS, OpenAIChatProvider
 from openai_builders import provider_for
 
+# no async generator of ours left to the garbage collector
+pytest_plugins = ["oma_core.testing.closed_generators"]
+
 
 @pytest.fixture
 def server() -> Iterator[FakeChatCompletions]:
