@@ -100,7 +100,7 @@ class RayExecutor:
                 budget.max_tokens, budget.max_cost, budget.used_tokens, budget.used_cost
             )
         caps = (None, None) if budget is None else (budget.max_tokens, budget.max_cost)
-        defaults = ray.put(context.defaults)
+        defaults = context.defaults  # small: sent with each task
         shared: dict[int, tuple[AgentConfig, Any]] = {}
 
         def config_ref(config: AgentConfig) -> Any:
@@ -122,15 +122,15 @@ class RayExecutor:
             spent = Usage()
             try:
                 async for ref in stream:
-                    kind, value = await ref
-                    if kind == "event":
-                        await context.emit(value)
-                    elif kind == "usage":
-                        spent = spent + value
-                        self.stats.calls_metered += 1
-                    else:
-                        result: RunResult = value
-                        return result
+                    for kind, value in await ref:
+                        if kind == "event":
+                            await context.emit(value)
+                        elif kind == "usage":
+                            spent = spent + value
+                            self.stats.calls_metered += 1
+                        else:
+                            result: RunResult = value
+                            return result
             except asyncio.CancelledError:
                 ray.cancel(stream)
                 raise
