@@ -162,9 +162,7 @@ def _start_ray() -> object:
     import ray._private.services as services
 
     services.resolve_ip_for_localhost = lambda host: host  # keep the cluster on 127.0.0.1
-    ray.init(
-        num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False
-    )
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
     return ray
 
 
