@@ -36,7 +36,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 
-from oma_core import AgentConfig, OpenMultiAgent, PluginHost, TaskSpec, Team
+from oma_core import AgentConfig, Budget, OpenMultiAgent, PluginHost, TaskSpec, Team
 from oma_core.teams import check_plan
 
 TASK_GOAL_US = 100.0
@@ -204,6 +204,13 @@ async def ray_section() -> int:
 
         ray_us = await best_us(2, n, run_on_ray)
 
+        async def run_on_ray_with_budget() -> None:
+            budget = Budget(max_tokens=10**12)  # shared by every task, never reached
+            outcome = await on_ray.run_tasks(team, tasks, budget=budget)
+            assert outcome.success and budget.used_tokens > 0
+
+        budget_us = await best_us(1, n, run_on_ray_with_budget)
+
         async def floor(kind: str) -> None:
             # as many in flight as the team allows, like the scheduler
             pending: set[asyncio.Future[object]] = set()
@@ -239,6 +246,10 @@ async def ray_section() -> int:
         f"   goal <= {RAY_GOAL_MS:.0f} ms  {verdict(good)}"
     )
     print(f"  ray's overhead over local               {overhead:9.1f} µs per task")
+    print(
+        f"  ray executor, one Budget shared by all  {budget_us:9.1f} µs per task"
+        f"  (the budget actor: ~{budget_us - ray_us:.1f})"
+    )
     print("  where a task's time on ray goes (wall per task, 4 in flight):")
     print(f"    a trivial Ray task                    {task_us:9.1f} µs")
     print(f"    a Ray generator task of two items     {stream_us:9.1f} µs")

@@ -21,6 +21,7 @@ from oma_core import (
     Budget,
     ExecutorSpec,
     OpenMultiAgent,
+    PluginError,
     PluginHost,
     ProgressEvent,
     TaskSpec,
@@ -30,6 +31,7 @@ from oma_core import (
     hookimpl,
     image_base64,
 )
+from oma_core.testing import assert_holds_no_secret
 
 
 def _observed(options: Mapping[str, Any]) -> tuple[OpenMultiAgent, list[RayExecutor]]:
@@ -120,6 +122,20 @@ async def test_media_a_config_carries_are_put_in_the_object_store_once(
     for record in outcome.tasks.values():
         assert "image image/png base64 2000008 bytes" in record.output
     assert executor.stats.objects_put == 1 and executor.stats.attempts == 4
+
+
+async def test_a_config_with_an_api_key_is_refused_before_it_reaches_the_cluster(
+    executor_options: dict[str, Any],
+) -> None:
+    oma, (executor,) = _observed(executor_options)
+    team = Team("t", [AgentConfig("keyed", api_key="sk-test-do-not-ship")])
+    outcome = await oma.run_tasks(team, [TaskSpec("job", "Do it.")])
+
+    record = outcome.tasks["job"]
+    assert record.status == "failed" and isinstance(record.error, PluginError)
+    assert "send_api_keys" in str(record.error)
+    assert_holds_no_secret(record.error, "sk-test-do-not-ship")
+    assert executor.stats.objects_put == 0 and executor.stats.attempts == 1
 
 
 def test_ray_is_imported_only_when_the_executor_runs() -> None:
