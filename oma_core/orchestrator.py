@@ -94,6 +94,9 @@ class OpenMultiAgent:
     event loop and settings, for providers whose spec says ``shared``: connections are reused
     across runs and stay open until ``await oma.aclose()``. By default each run makes and
     closes its own, so nothing stays open after ``run_agent`` returns.
+    ``executor`` names where the runs of team tasks happen (an executor plugin: "local", the
+    default, on this event loop; "ray" from oma-ray) and ``executor_options`` configures it;
+    an unknown name is a ``PluginError`` here.
     """
 
     def __init__(
@@ -150,7 +153,7 @@ class OpenMultiAgent:
         self.executor = executor
         self._executor_options = dict(executor_options or {})
         if executor != "local" or executor_options:  # "local" plainly is found on first use
-            self._executor(executor, self._executor_options)
+            self._executor(executor)
 
     # -- the public API ------------------------------------------------------------------------
 
@@ -444,9 +447,11 @@ class OpenMultiAgent:
 
     # -- teams ---------------------------------------------------------------------------------
 
-    def _executor(self, name: str, options: Mapping[str, Any] | None = None) -> Executor:
-        """The executor ``name``, built once per ``OpenMultiAgent`` (``PluginError`` for an
-        unknown name, a configuration it cannot carry, or a factory's bad product)."""
+    def _executor(self, name: str) -> Executor:
+        """The executor ``name``, built once per ``OpenMultiAgent`` with ``executor_options``
+        when it is the one chosen at construction, with none when a call names another
+        (``PluginError`` for an unknown name, a configuration it cannot carry, or a factory's
+        bad product)."""
         if not isinstance(name, str):
             raise TypeError(f"executor must be a name (str), got {type(name).__name__}")
         executor = self._executors.get(name)
@@ -462,8 +467,8 @@ class OpenMultiAgent:
                 "evaluation=... or on an executor that supports it",
                 name=name,
             )
-        given = self._executor_options if name == self.executor else {}
-        executor = self._executors[name] = host.build_executor(spec, options or given)
+        options = self._executor_options if name == self.executor else {}
+        executor = self._executors[name] = host.build_executor(spec, options)
         return executor
 
     @contextlib.asynccontextmanager

@@ -83,3 +83,23 @@ def attach(block: Any) -> Callable[[Any], dict[str, Any]]:
         return {"messages": [*ctx.messages[:-1], turn]}
 
     return hook
+
+
+@attrs.frozen
+class Raising:
+    """Raises ``error`` (pickled to the worker with the provider) on every call."""
+
+    error: BaseException
+    name: ClassVar[str] = "raising"
+    display_name: ClassVar[str] = "Raising test provider"
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        raise self.error
+
+    async def aclose(self) -> None:
+        return None
+
+
+def refuse(ctx: Any) -> None:
+    """A before_run hook that fails the run."""
+    raise ValueError("this hook refuses every run")
