@@ -21,7 +21,6 @@ pytest_plugins = ["oma_core.testing.pytest_plugin", "oma_core.testing.closed_gen
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ["RAY_DISABLE_DOCKER_CPU_WARNING"] = "1"
 HERE = str(Path(__file__).parent)
-os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH", "")) if p)
 
 
 @pytest.fixture(scope="session")
@@ -30,12 +29,19 @@ def ray_cluster() -> Iterator[str]:
     import ray._private.services as services
 
     services.resolve_ip_for_localhost = lambda host: host  # keep 127.0.0.1 (see above)
+    given = os.environ.get("PYTHONPATH")
+    # The cluster's processes inherit this environment when they start (only they need it).
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, given) if p)
     context = ray.init(
         num_cpus=2,
         include_dashboard=False,
         _node_ip_address="127.0.0.1",
         log_to_driver=False,
     )
+    if given is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = given
     try:
         yield context.address_info["address"]
     finally:
