@@ -106,8 +106,8 @@ class ExecutionContext:
       order the events happened, before the run's ``RunResult`` is returned;
     - ``defaults``: what a remote run needs to be run like a local one;
     - ``budget``: the ``Budget`` the team run shares (``run_tasks(..., budget=)``), or None;
-      an executor that runs elsewhere charges it atomically and leaves ``used_tokens`` and
-      ``used_cost`` on this object up to date when each run returns.
+      an executor that runs elsewhere charges it atomically, keeps ``used_tokens`` and
+      ``used_cost`` on this object current as runs charge it, and exact when the session ends.
     """
 
     run_local: TaskRunner

@@ -3,7 +3,8 @@
 The driver starts one ``BudgetLedger`` actor per team run that shares a ``Budget``, seeded with
 what that budget has spent. Each worker's run charges it through a ``RemoteBudget``: a
 ``Budget`` whose check before a call reads the actor's figures and whose charge after a call
-is one actor call (the actor runs its calls one at a time, so no update is lost). A call is
+is one actor call (the actor runs its calls one at a time, so no update is lost), whose answer
+is streamed to the driver so its ``Budget`` follows without asking the actor. A call is
 refused before it starts once the ledger is spent, so as locally a run may overshoot by at
 most the one call it has in flight: at most one call per task running at once.
 """
@@ -11,6 +12,7 @@ most the one call it has in flight: at most one call per task running at once.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from oma_core import Budget, BudgetExceededError
@@ -52,9 +54,16 @@ class RemoteBudget(Budget):
     atomic actor call whose answer ``exceeded()`` then judges.
     """
 
-    def __init__(self, ledger: Any, max_tokens: float | None, max_cost: float | None) -> None:
+    def __init__(
+        self,
+        ledger: Any,
+        max_tokens: float | None,
+        max_cost: float | None,
+        on_charge: Callable[[tuple[int, float]], None] | None = None,
+    ) -> None:
         super().__init__(max_tokens=max_tokens, max_cost=max_cost)
         self._ledger = ledger
+        self._on_charge = on_charge
 
     def _update(self, state: tuple[int, float]) -> None:
         self.used_tokens, self.used_cost = state
@@ -68,4 +77,7 @@ class RemoteBudget(Budget):
     def charge(self, tokens: int, cost: float = 0.0) -> None:
         import ray
 
-        self._update(ray.get(self._ledger.charge.remote(tokens, cost)))
+        state = ray.get(self._ledger.charge.remote(tokens, cost))
+        self._update(state)
+        if self._on_charge is not None:
+            self._on_charge(state)  # the driver's Budget follows without asking the actor

@@ -122,9 +122,15 @@ class RayExecutor:
                 self.stats.objects_put += 1
             return kept[1]
 
+        def follow_budget(state: tuple[int, float]) -> None:
+            # Charges from several workers arrive in any order; the ledger only grows.
+            if budget is not None:
+                budget.used_tokens = max(budget.used_tokens, state[0])
+                budget.used_cost = max(budget.used_cost, state[1])
+
         async def sync_budget() -> None:
-            if ledger is not None and budget is not None:
-                budget.used_tokens, budget.used_cost = await ledger.state.remote()
+            if ledger is not None:
+                follow_budget(await ledger.state.remote())
 
         async def run(attempt: TaskRun) -> RunResult:
             self.stats.attempts += 1
@@ -140,6 +146,8 @@ class RayExecutor:
                         elif kind == "usage":
                             spent = spent + value
                             self.stats.calls_metered += 1
+                        elif kind == "budget":
+                            follow_budget(value)
                         else:
                             result: RunResult = value
                             return result
@@ -156,8 +164,8 @@ class RayExecutor:
                 )
             except ray.exceptions.RayTaskError as error:
                 raise error.as_instanceof_cause() from None
-            finally:
-                await sync_budget()
+            # A lost worker's last charge may not have been streamed: ask the ledger.
+            await sync_budget()
             return RunResult(False, "", [], spent, RunStatus("error", lost))
 
         try:

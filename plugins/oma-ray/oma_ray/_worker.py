@@ -8,6 +8,8 @@ plugins) on an event loop in a thread, and yields, in order, lists of what the d
 - ``("event", ProgressEvent)`` for each progress event of the run, as it happens;
 - ``("usage", Usage)`` after each model call that completed (so the tokens an attempt spent
   are known to the driver even if this process dies before the run ends);
+- ``("budget", (used_tokens, used_cost))`` after each charge of a shared budget: the ledger's
+  figures then;
 - ``("result", RunResult)`` last.
 
 The worker process keeps one event loop in a thread for its life. Ray cancelling the task
@@ -123,7 +125,9 @@ def run_attempt(
 ) -> Iterator[list[tuple[str, Any]]]:
     """Run one attempt; yield its events, its calls' usage and, last, its ``RunResult``."""
     out: queue.Queue[Any] = queue.Queue()
-    budget = None if ledger is None else RemoteBudget(ledger, *caps)
+    budget = None
+    if ledger is not None:
+        budget = RemoteBudget(ledger, *caps, on_charge=lambda state: out.put(("budget", state)))
 
     async def attempt() -> None:
         try:

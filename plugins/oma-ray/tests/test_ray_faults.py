@@ -70,11 +70,13 @@ async def test_a_worker_killed_mid_task_is_retried_and_its_spent_tokens_kept(
     team = Team("t", [AgentConfig("worker", provider=provider, tools=[hold], max_retries=0)])
     run = asyncio.ensure_future(oma.run_tasks(team, [TaskSpec("job", "Do it.", max_retries=1)]))
     # The first call completed (its usage reached the driver) and the tool is holding.
-    while _pid(tmp_path) is None or executor.stats.calls_metered < 1:
+    for _ in range(2400):  # up to two minutes on a loaded machine
+        if _pid(tmp_path) is not None and executor.stats.calls_metered >= 1:
+            break
         assert not run.done(), run.result()
         await asyncio.sleep(0.05)
     victim = _pid(tmp_path)
-    assert victim is not None and victim != os.getpid()
+    assert victim is not None and victim != os.getpid() and executor.stats.calls_metered == 1
     (tmp_path / "killed").write_text("yes")
     os.kill(victim, signal.SIGKILL)
     outcome = await asyncio.wait_for(run, 120)
