@@ -203,6 +203,9 @@ async def ray_section() -> int:
             assert outcome.success, "the benchmark plan failed on Ray"
 
         ray_us = await best_us(2, n, run_on_ray)
+        cpu_started = time.process_time()  # the driver's CPU (its Ray threads included)
+        await run_on_ray()
+        driver_cpu_us = (time.process_time() - cpu_started) / n * 1e6
 
         async def run_on_ray_with_budget() -> None:
             budget = Budget(max_tokens=10**12)  # shared by every task, never reached
@@ -246,6 +249,7 @@ async def ray_section() -> int:
         f"   goal <= {RAY_GOAL_MS:.0f} ms  {verdict(good)}"
     )
     print(f"  ray's overhead over local               {overhead:9.1f} µs per task")
+    print(f"  the driver's CPU on ray (all threads)   {driver_cpu_us:9.1f} µs per task")
     print(
         f"  ray executor, one Budget shared by all  {budget_us:9.1f} µs per task"
         f"  (the budget actor: ~{budget_us - ray_us:.1f})"
