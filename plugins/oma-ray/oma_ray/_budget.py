@@ -2,11 +2,12 @@
 
 The driver starts one ``BudgetLedger`` actor per team run that shares a ``Budget``, seeded with
 what that budget has spent. Each worker's run charges it through a ``RemoteBudget``: a
-``Budget`` whose check before a call reads the actor's figures and whose charge after a call
-is one actor call (the actor runs its calls one at a time, so no update is lost), whose answer
-is streamed to the driver so its ``Budget`` follows without asking the actor. A call is
-refused before it starts once the ledger is spent, so as locally a run may overshoot by at
-most the one call it has in flight: at most one call per task running at once.
+``Budget`` whose charge after a call is one actor call (the actor runs its calls one at a time,
+so no update is lost) answering with the ledger's figures, which the run's next check before
+a call uses (its first check asks the actor) and which stream to the driver so its ``Budget``
+follows without asking the actor. A call is refused before it starts once the figures show
+the ledger spent, so a run may overshoot by at most one call after the ledger was spent: at
+most one call per task running at once, as locally.
 """
 
 from __future__ import annotations
@@ -50,8 +51,11 @@ class BudgetLedger:
 class RemoteBudget(Budget):
     """A worker's view of the shared ledger (``Budget``'s interface, figures from the actor).
 
-    ``exhausted()`` (the check before a call) reads the actor's figures; ``charge()`` is one
-    atomic actor call whose answer ``exceeded()`` then judges.
+    ``charge()`` is one atomic actor call whose answer (the ledger's figures then, every
+    worker's charges included) ``exceeded()`` judges and the next ``exhausted()`` check reuses;
+    only the run's first check asks the actor. So after the ledger is spent each running task
+    starts at most one more call — the bound stated for local runs, one call per task in
+    flight — for one actor call per model call instead of two.
     """
 
     def __init__(
@@ -64,14 +68,17 @@ class RemoteBudget(Budget):
         super().__init__(max_tokens=max_tokens, max_cost=max_cost)
         self._ledger = ledger
         self._on_charge = on_charge
+        self._read = False
 
     def _update(self, state: tuple[int, float]) -> None:
         self.used_tokens, self.used_cost = state
 
     def exhausted(self) -> BudgetExceededError | None:
-        import ray
+        if not self._read:
+            import ray
 
-        self._update(ray.get(self._ledger.state.remote()))
+            self._update(ray.get(self._ledger.state.remote()))
+            self._read = True
         return super().exhausted()
 
     def charge(self, tokens: int, cost: float = 0.0) -> None:
