@@ -124,7 +124,9 @@ class Executor(Protocol):
         """Open the executor for one team run; yield the function that runs each attempt.
 
         Leaving the context (at the end of the team run, or when it is cancelled) stops
-        whatever is still running and releases what the session opened.
+        whatever is still running and releases what the session opened. Connect or start
+        anything expensive on the first attempt, not on entry: a ``run_team`` whose plan
+        fails, or that only plans, runs no task.
         """
         ...
 

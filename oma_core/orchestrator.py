@@ -213,6 +213,8 @@ class OpenMultiAgent:
         from . import teams
 
         chosen = self._executor(executor) if executor is not None else None
+        if (executor or self.executor) != "local":
+            tasks = teams.check_plan(team, tasks)  # a bad plan opens no cluster session
         async with (
             self._team_providers(budget) as run_agent,
             self._executor_session(chosen, run_agent, budget) as run_task,

@@ -96,18 +96,28 @@ class RayExecutor:
 
     @asynccontextmanager
     async def session(self, context: ExecutionContext) -> AsyncIterator[TaskRunner]:
-        ray = await asyncio.to_thread(self._ray)
         budget = context.budget
-        ledger = None
-        if budget is not None:
-            ledger = self._ledger_class.remote(
-                budget.max_tokens, budget.max_cost, budget.used_tokens, budget.used_cost
-            )
         caps = (None, None) if budget is None else (budget.max_tokens, budget.max_cost)
         defaults = context.defaults  # small: sent with each task
         shared: dict[int, tuple[AgentConfig, Any]] = {}
+        # Ray is connected (and the budget's actor started) by the first attempt, not here:
+        # a team run that runs no task (a plan that fails, plan_only) touches no cluster.
+        started: list[tuple[Any, Any]] = []
+        starting = asyncio.Lock()
 
-        def config_ref(config: AgentConfig) -> Any:
+        async def start() -> tuple[Any, Any]:
+            async with starting:
+                if not started:
+                    ray = await asyncio.to_thread(self._ray)
+                    ledger = None
+                    if budget is not None:
+                        ledger = self._ledger_class.remote(
+                            budget.max_tokens, budget.max_cost, budget.used_tokens, budget.used_cost
+                        )
+                    started.append((ray, ledger))
+            return started[0]
+
+        def config_ref(ray: Any, config: AgentConfig) -> Any:
             kept = shared.get(id(config))
             if kept is None:
                 if config.api_key is not None and not self.send_api_keys:
@@ -128,14 +138,16 @@ class RayExecutor:
                 budget.used_tokens = max(budget.used_tokens, state[0])
                 budget.used_cost = max(budget.used_cost, state[1])
 
-        async def sync_budget() -> None:
+        async def sync_budget(ledger: Any) -> None:
             if ledger is not None:
                 follow_budget(await ledger.state.remote())
 
         async def run(attempt: TaskRun) -> RunResult:
+            ray, ledger = started[0] if started else await start()
             self.stats.attempts += 1
+            config = config_ref(ray, attempt.config)
             stream = self._remote.remote(
-                config_ref(attempt.config), attempt.prompt, attempt.task, defaults, ledger, caps
+                config, attempt.prompt, attempt.task, defaults, ledger, caps
             )
             spent = Usage()
             try:
@@ -165,15 +177,17 @@ class RayExecutor:
             except ray.exceptions.RayTaskError as error:
                 raise error.as_instanceof_cause() from None
             # A lost worker's last charge may not have been streamed: ask the ledger.
-            await sync_budget()
+            await sync_budget(ledger)
             return RunResult(False, "", [], spent, RunStatus("error", lost))
 
         try:
             yield run
         finally:
-            await sync_budget()
-            if ledger is not None:
-                ray.kill(ledger)
+            if started:
+                ray, ledger = started[0]
+                await sync_budget(ledger)
+                if ledger is not None:
+                    ray.kill(ledger)
 
 
 def _lost_worker_errors(ray: Any) -> tuple[type[BaseException], ...]:

@@ -140,14 +140,25 @@ async def test_a_config_with_an_api_key_is_refused_before_it_reaches_the_cluster
     assert executor.stats.objects_put == 0 and executor.stats.attempts == 1
 
 
-def test_ray_is_imported_only_when_the_executor_runs() -> None:
-    code = (
-        "import sys\n"
-        "from oma_core import OpenMultiAgent, PluginHost\n"
-        "oma = OpenMultiAgent(plugins=PluginHost(), executor='ray')\n"
-        "assert 'ray' not in sys.modules, 'ray was imported'\n"
-        "print('ok')\n"
-    )
+def test_ray_is_imported_only_when_a_task_runs_on_it() -> None:
+    code = """
+import asyncio, sys
+from oma_core import AgentConfig, OpenMultiAgent, PlanError, PluginHost, TaskSpec, Team
+
+oma = OpenMultiAgent(plugins=PluginHost(), executor="ray")
+assert "ray" not in sys.modules, "loading plugins or building the executor imported ray"
+team = Team("t", [AgentConfig("a")])
+try:  # a plan that cannot run is refused before any cluster is touched
+    asyncio.run(oma.run_tasks(team, [TaskSpec("x", "X.", depends_on="missing")]))
+except PlanError:
+    pass
+plan = '{"tasks": [{"title": "t1", "description": "Do it.", "assignee": null}]}'
+boss = AgentConfig("boss", provider="scripted", provider_options={"responses": [plan]})
+planned = asyncio.run(oma.run_team(team, "Goal", coordinator=boss, plan_only=True))
+assert planned.success and planned.plan is not None
+assert "ray" not in sys.modules, "a run that ran no task imported ray"
+print("ok")
+"""
     env = {k: v for k, v in os.environ.items() if k != "OMA_LOAD_PLUGINS"}
     run = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
