@@ -1,0 +1,90 @@
+"""A ``Budget`` shared across Ray workers: one actor keeps the ledger and charges atomically.
+
+The driver starts one ``BudgetLedger`` actor per team run that shares a ``Budget``, seeded with
+what that budget has spent. Each worker's run charges it through a ``RemoteBudget``: a
+``Budget`` whose charge after a call is one actor call (the actor runs its calls one at a time,
+so no update is lost) answering with the ledger's figures, which the run's next check before
+a call uses (its first check asks the actor) and which stream to the driver so its ``Budget``
+follows without asking the actor. A call is refused before it starts once the figures show
+the ledger spent, so a run may overshoot by at most one call after the ledger was spent: at
+most one call per task running at once, as locally.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from oma_core import Budget, BudgetExceededError
+
+__all__ = ["BudgetLedger", "RemoteBudget"]
+
+
+class BudgetLedger:
+    """The actor's state: caps and what was spent against them (plain Python, made an actor
+    with ``ray.remote`` by the driver)."""
+
+    def __init__(
+        self,
+        max_tokens: float | None,
+        max_cost: float | None,
+        used_tokens: int,
+        used_cost: float,
+    ) -> None:
+        self.max_tokens = max_tokens
+        self.max_cost = max_cost
+        self.used_tokens = used_tokens
+        self.used_cost = used_cost
+
+    def state(self) -> tuple[int, float]:
+        return self.used_tokens, self.used_cost
+
+    def charge(self, tokens: int, cost: float) -> tuple[int, float]:
+        self.used_tokens += max(0, tokens)
+        if math.isnan(cost) or cost <= 0:
+            return self.state()
+        self.used_cost += cost  # inf: an unpriced call makes a cost cap spent, as locally
+        return self.state()
+
+
+class RemoteBudget(Budget):
+    """A worker's view of the shared ledger (``Budget``'s interface, figures from the actor).
+
+    ``charge()`` is one atomic actor call whose answer (the ledger's figures then, every
+    worker's charges included) ``exceeded()`` judges and the next ``exhausted()`` check reuses;
+    only the run's first check asks the actor. So after the ledger is spent each running task
+    starts at most one more call — the bound stated for local runs, one call per task in
+    flight — for one actor call per model call instead of two.
+    """
+
+    def __init__(
+        self,
+        ledger: Any,
+        max_tokens: float | None,
+        max_cost: float | None,
+        on_charge: Callable[[tuple[int, float]], None] | None = None,
+    ) -> None:
+        super().__init__(max_tokens=max_tokens, max_cost=max_cost)
+        self._ledger = ledger
+        self._on_charge = on_charge
+        self._read = False
+
+    def _update(self, state: tuple[int, float]) -> None:
+        self.used_tokens, self.used_cost = state
+
+    def exhausted(self) -> BudgetExceededError | None:
+        if not self._read:
+            import ray
+
+            self._update(ray.get(self._ledger.state.remote()))
+            self._read = True
+        return super().exhausted()
+
+    def charge(self, tokens: int, cost: float = 0.0) -> None:
+        import ray
+
+        state = ray.get(self._ledger.charge.remote(tokens, cost))
+        self._update(state)
+        if self._on_charge is not None:
+            self._on_charge(state)  # the driver's Budget follows without asking the actor
