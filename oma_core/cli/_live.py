@@ -1,0 +1,338 @@
+"""The view of a team run while it runs: one row per task, fed by progress events.
+
+``TaskBoard`` is the state (each task's state, assignee, attempts, elapsed time, tokens, cost
+and the budget left), updated by ``apply(event)`` from the run's ``on_progress`` events; it
+knows nothing of terminals. ``RunView`` shows it: in a terminal a rich ``Live`` table redrawn
+in place (refreshed from the event loop, so no thread reads the board while the run changes
+it), elsewhere one plain line per state change, so a log or a pipe reads top to bottom.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+
+    from ..progress import ProgressEvent
+
+__all__ = ["Prices", "RunView", "TaskBoard", "TaskRow"]
+
+#: Where a task stands in the view: the core's task states, and "cancelled" for a task that
+#: was running when the run was interrupted.
+FINISHED = ("completed", "failed", "skipped", "cancelled")
+_STYLES = {
+    "pending": "dim",
+    "running": "yellow",
+    "retrying": "yellow",
+    "completed": "green",
+    "failed": "red",
+    "skipped": "dim",
+    "cancelled": "magenta",
+}
+#: How often the live table is redrawn between events (for the elapsed times).
+_TICK = 0.25
+
+
+@attrs.frozen
+class Prices:
+    """USD per million input and output tokens: how the view (and a cost budget) prices usage."""
+
+    input: float
+    output: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+
+
+@attrs.define
+class TaskRow:
+    """One task as the view shows it. ``last_run_tokens`` is the latest attempt's alone (a
+    per-run budget applies to each attempt); ``input_tokens``/``output_tokens`` sum them all."""
+
+    title: str
+    assignee: str | None
+    state: str = "pending"
+    attempts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    last_run_tokens: int = 0
+    last_run_cost: float = 0.0
+    started: float | None = None
+    ended: float | None = None
+    error: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@attrs.define
+class TaskBoard:
+    """Every task of one team run, as its progress events tell it.
+
+    ``coordinator`` names a ``run_team`` coordinator: its two runs (the plan, the final
+    answer) get rows of their own. Rows for tasks the board was not told of in advance (a
+    coordinator's plan) are added as their first event arrives. ``token_budget`` and
+    ``cost_budget`` are the per-run caps: the view shows what each task's latest run has left.
+    """
+
+    name: str
+    rows: dict[str, TaskRow] = attrs.Factory(dict)
+    coordinator: str | None = None
+    prices: Prices | None = None
+    token_budget: int | None = None
+    cost_budget: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    _coordinator_rows: list[str] = attrs.Factory(list)
+
+    def add(self, title: str, assignee: str | None) -> TaskRow:
+        row = self.rows.get(title)
+        if row is None:
+            row = self.rows[title] = TaskRow(title, assignee)
+        return row
+
+    # -- events --------------------------------------------------------------------------------
+
+    def apply(self, event: ProgressEvent) -> str | None:
+        """Take in one event; return the plain line for it when it changed a task's state."""
+        if event.task is None:
+            return self._coordinator_event(event)
+        row = self.add(event.task, event.agent)
+        kind, data = event.type, event.data
+        if event.agent is not None:
+            row.assignee = event.agent
+        if kind == "task_start":
+            row.state, row.attempts, row.started = "running", 1, self.clock()
+            return f"{row.title}: running ({row.assignee})"
+        if kind == "task_retry":
+            row.state = "retrying"
+            row.attempts = int(data.get("attempt", row.attempts + 1))
+            return f"{row.title}: retrying ({row.assignee}, attempt {row.attempts})"
+        if kind == "agent_start" and row.state == "retrying":
+            row.state = "running"
+            return None
+        if kind == "agent_complete":
+            self._charge(row, data.get("usage"))
+            return None
+        if kind == "task_complete":
+            row.state, row.ended = "completed", self.clock()
+            return f"{row.title}: completed ({self._facts(row)})"
+        if kind == "task_failed":
+            row.state, row.ended = "failed", self.clock()
+            row.error = _one_line(data.get("error"))
+            return f"{row.title}: failed ({self._facts(row)}): {row.error}"
+        if kind == "task_skipped":
+            row.state = "skipped"
+            return f"{row.title}: skipped (a task it depends on did not complete)"
+        return None
+
+    def _coordinator_event(self, event: ProgressEvent) -> str | None:
+        if self.coordinator is None or event.agent != self.coordinator:
+            return None
+        if event.type == "agent_start":
+            title = "(plan)" if not self._coordinator_rows else "(answer)"
+            self._coordinator_rows.append(title)
+            row = self.add(title, event.agent)
+            row.state, row.attempts, row.started = "running", 1, self.clock()
+            return f"{title}: running ({event.agent})"
+        if event.type == "agent_complete" and self._coordinator_rows:
+            row = self.rows[self._coordinator_rows[-1]]
+            self._charge(row, event.data.get("usage"))
+            row.ended = self.clock()
+            row.state = "completed" if event.data.get("success") else "failed"
+            return f"{row.title}: {row.state} ({self._facts(row)})"
+        if event.type == "error" and self._coordinator_rows:
+            row = self.rows[self._coordinator_rows[-1]]
+            row.error = _one_line(event.data.get("error"))
+        return None
+
+    def _charge(self, row: TaskRow, usage: Any) -> None:
+        input_tokens = int(getattr(usage, "input_tokens", 0) or 0)
+        output_tokens = int(getattr(usage, "output_tokens", 0) or 0)
+        row.input_tokens += input_tokens
+        row.output_tokens += output_tokens
+        row.last_run_tokens = input_tokens + output_tokens
+        if self.prices is not None:
+            row.last_run_cost = self.prices.cost(input_tokens, output_tokens)
+
+    def interrupt(self) -> None:
+        """The run was cancelled: what was running or retrying is now "cancelled"."""
+        now = self.clock()
+        for row in self.rows.values():
+            if row.state in ("running", "retrying"):
+                row.state, row.ended = "cancelled", now
+
+    # -- what is shown ------------------------------------------------------------------------
+
+    def cost(self, row: TaskRow | None = None) -> float | None:
+        if self.prices is None:
+            return None
+        rows = self.rows.values() if row is None else (row,)
+        return sum(self.prices.cost(r.input_tokens, r.output_tokens) for r in rows)
+
+    def elapsed(self, row: TaskRow) -> str:
+        if row.started is None:
+            return ""
+        end = row.ended if row.ended is not None else self.clock()
+        return f"{max(0.0, end - row.started):.1f}s"
+
+    def left(self, row: TaskRow) -> str:
+        """What the task's latest run has left of the per-run budgets."""
+        parts = []
+        if self.token_budget is not None:
+            parts.append(f"{max(0, self.token_budget - row.last_run_tokens):,}")
+        if self.cost_budget is not None:
+            parts.append(f"${max(0.0, self.cost_budget - row.last_run_cost):.4f}")
+        return " / ".join(parts)
+
+    def _facts(self, row: TaskRow) -> str:
+        attempts = f"{row.attempts} attempt{'s' if row.attempts != 1 else ''}"
+        facts = [str(row.assignee), attempts, f"{row.tokens:,} tokens"]
+        cost = self.cost(row)
+        if cost is not None:
+            facts.append(f"${cost:.4f}")
+        facts.append(self.elapsed(row))
+        return ", ".join(facts)
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for row in self.rows.values():
+            counts[row.state] = counts.get(row.state, 0) + 1
+        return counts
+
+    def headline(self) -> str:
+        done = sum(1 for row in self.rows.values() if row.state in FINISHED)
+        tokens = sum(row.tokens for row in self.rows.values())
+        parts = [f"team {self.name}", f"{done} of {len(self.rows)} done", f"{tokens:,} tokens"]
+        cost = self.cost()
+        if cost is not None:
+            parts.append(f"${cost:.4f}")
+        budget = []
+        if self.token_budget is not None:
+            budget.append(f"{self.token_budget:,} tokens")
+        if self.cost_budget is not None:
+            budget.append(f"${self.cost_budget:.4f}")
+        if budget:
+            parts.append(f"budget {' and '.join(budget)} per task run")
+        return " · ".join(parts)
+
+    def summary(self) -> list[str]:
+        """What finished, for the end of an interrupted run: one line per state."""
+        lines = []
+        for state in ("completed", "failed", "skipped", "cancelled", "pending"):
+            titles = [row.title for row in self.rows.values() if row.state == state]
+            if titles:
+                label = "not started" if state == "pending" else state
+                lines.append(f"{label}: {', '.join(titles)}")
+        return lines
+
+    def table(self) -> Table:
+        from rich.table import Table
+        from rich.text import Text
+
+        budgeted = self.token_budget is not None or self.cost_budget is not None
+        table = Table(title=self.headline(), title_justify="left", expand=False)
+        table.add_column("Task", overflow="fold")
+        table.add_column("Assignee")
+        table.add_column("State")
+        table.add_column("Attempt", justify="right")
+        table.add_column("Elapsed", justify="right")
+        table.add_column("Tokens", justify="right")
+        table.add_column("Cost", justify="right")
+        if budgeted:
+            table.add_column("Left", justify="right")
+        for row in self.rows.values():
+            cost = self.cost(row)
+            cells: list[Any] = [
+                row.title,
+                row.assignee or "",
+                Text(row.state, style=_STYLES.get(row.state, "")),
+                str(row.attempts) if row.attempts else "",
+                self.elapsed(row),
+                f"{row.tokens:,}" if row.attempts else "",
+                "" if cost is None else f"${cost:.4f}",
+            ]
+            if budgeted:
+                cells.append(self.left(row) if row.attempts else "")
+            table.add_row(*cells)
+        return table
+
+
+def _one_line(error: object) -> str:
+    text = str(error) if error is not None else "unknown error"
+    return " ".join(text.split()) or type(error).__name__
+
+
+class RunView:
+    """Shows a ``TaskBoard`` while a run goes: a live table on a terminal, else plain lines.
+
+    Use it as the run's ``on_progress`` observer and as an async context manager around the
+    run: entering starts the live table, leaving (also by cancellation) marks the running
+    tasks cancelled when interrupted, draws the last state and stops.
+    """
+
+    def __init__(self, board: TaskBoard, stream: IO[str], *, live: bool) -> None:
+        self.board = board
+        self.stream = stream
+        self.live = live
+        self._live: Live | None = None
+        self._ticker: asyncio.Task[None] | None = None
+
+    def __call__(self, event: ProgressEvent) -> None:
+        line = self.board.apply(event)
+        if self._live is not None:
+            self._live.refresh()
+        elif line is not None and not self.live:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+    async def __aenter__(self) -> RunView:
+        if self.live:
+            from rich.live import Live
+
+            self._live = Live(
+                get_renderable=self.board.table,
+                console=self._console(),
+                auto_refresh=False,
+                transient=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start(refresh=True)
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        if kind is not None and issubclass(kind, asyncio.CancelledError | KeyboardInterrupt):
+            self.board.interrupt()
+        ticker, self._ticker = self._ticker, None
+        if ticker is not None:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+        self.stop()
+
+    def stop(self) -> None:
+        """Draw the last state and leave it on the screen (safe to call twice)."""
+        live, self._live = self._live, None
+        if live is not None:
+            live.refresh()
+            live.stop()
+
+    async def _tick(self) -> None:
+        while self._live is not None:
+            await asyncio.sleep(_TICK)
+            if self._live is not None:
+                self._live.refresh()
+
+    def _console(self) -> Console:
+        from rich.console import Console
+
+        return Console(file=self.stream, force_terminal=True)

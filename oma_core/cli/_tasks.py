@@ -1,0 +1,508 @@
+"""``oma tasks`` and ``oma team``: a task graph from a file, or a coordinator's plan, run with
+a live view of every task.
+
+A plan file is one JSON object: the team (``name``, ``max_concurrency``), its ``agents``
+(``AgentConfig`` fields) and its ``tasks`` (``TaskSpec`` fields, the shape of a coordinator's
+plan). An agents file is the same without ``tasks``, and may hold a ``coordinator``. A file
+that cannot run is refused with one line naming the place, exit status 2, before anything
+starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import click
+
+from ..errors import OmaError
+from ._inputs import read_json
+from ._live import Prices, RunView, TaskBoard
+
+if TYPE_CHECKING:
+    from ..config import AgentConfig
+    from ..orchestrator import OpenMultiAgent
+    from ..teams import TaskSpec, Team, TeamRunResult
+
+__all__ = ["result_json", "tasks", "team"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The ``AgentConfig`` fields a JSON file can set (not ``before_run`` or ``tools``: code).
+AGENT_FIELDS = (
+    "name",
+    "model",
+    "provider",
+    "base_url",
+    "api_key",
+    "system_prompt",
+    "description",
+    "history",
+    "max_turns",
+    "max_history_tokens",
+    "max_retries",
+    "retry_delay",
+    "retry_backoff",
+    "backend",
+    "provider_options",
+    "temperature",
+    "max_tokens",
+    "stop",
+)
+TASK_FIELDS = ("title", "description", "assignee", "depends_on", "max_retries")
+TEAM_FIELDS = ("name", "max_concurrency", "agents", "coordinator")
+#: Exit statuses: a failed task, a usage or configuration error, Ctrl-C.
+FAILED, USAGE, INTERRUPTED = 1, 2, 130
+
+
+def refuse(message: str) -> NoReturn:
+    """A usage or configuration error: one line on stderr, exit status 2."""
+    click.echo(f"error: {message}", err=True)
+    raise SystemExit(USAGE)
+
+
+# -- reading files -----------------------------------------------------------------------------
+
+
+def _object(data: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        refuse(f"{where} must be a JSON object, got {_json_type(data)}")
+    return data
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")
+
+
+def _known(data: Mapping[str, Any], fields: Sequence[str], where: str) -> None:
+    unknown = [key for key in data if key not in fields]
+    if unknown:
+        refuse(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(fields)})")
+
+
+def _scripted_responses(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The scripted provider's responses, with ``{"delay": s, "response": r}`` as ``Delayed``:
+    JSON has no other way to ask for a slow answer (for demos and tests of the view)."""
+    from ..testing import Delayed
+
+    responses = options.get("responses")
+    if not isinstance(responses, list):
+        return dict(options)
+    played = [
+        Delayed(item["delay"], item["response"])
+        if isinstance(item, Mapping) and set(item) == {"delay", "response"}
+        else item
+        for item in responses
+    ]
+    return {**options, "responses": played}
+
+
+def agent_config(data: Any, where: str) -> AgentConfig:
+    from ..config import AgentConfig
+
+    fields = dict(_object(data, where))
+    _known(fields, AGENT_FIELDS, where)
+    if not isinstance(fields.get("name"), str) or not fields["name"]:
+        refuse(f"{where}.name must be a non-empty string")
+    if "provider" in fields and not isinstance(fields["provider"], str):
+        refuse(f"{where}.provider must be a provider's name")
+    options = fields.get("provider_options")
+    if options is not None and not isinstance(options, Mapping):
+        refuse(f"{where}.provider_options must be an object")
+    provider = str(fields.get("provider", "echo"))
+    if options is not None and (
+        provider == "scripted" or str(fields.get("model", "")).startswith("scripted:")
+    ):
+        fields["provider_options"] = _scripted_responses(options)
+    try:
+        return AgentConfig(**fields)
+    except (TypeError, ValueError, OmaError) as error:
+        refuse(f"{where}: {error}")
+
+
+def task_spec(data: Any, where: str) -> TaskSpec:
+    from ..teams import TaskSpec
+
+    fields = _object(data, where)
+    _known(fields, TASK_FIELDS, where)
+    for key in ("title", "description"):
+        if not isinstance(fields.get(key), str):
+            refuse(f"{where}.{key} must be a string")
+    assignee = fields.get("assignee")
+    if assignee is not None and not isinstance(assignee, str):
+        refuse(f"{where}.assignee must be an agent's name or null")
+    depends_on = fields.get("depends_on", [])
+    if not isinstance(depends_on, list) or not all(isinstance(d, str) for d in depends_on):
+        refuse(f"{where}.depends_on must be a list of task titles")
+    retries = fields.get("max_retries", 0)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        refuse(f"{where}.max_retries must be a whole number >= 0")
+    return TaskSpec(fields["title"], fields["description"], assignee, tuple(depends_on), retries)
+
+
+def load_team(data: Mapping[str, Any], path: str, default_name: str) -> Team:
+    from ..teams import Team
+
+    agents = data.get("agents")
+    if not isinstance(agents, list) or not agents:
+        refuse(f"{path}: agents must be a non-empty list of agents")
+    configs = [agent_config(item, f"{path}: agents[{i}]") for i, item in enumerate(agents)]
+    name = data.get("name", default_name)
+    if not isinstance(name, str):
+        refuse(f"{path}: name must be a string")
+    concurrency = data.get("max_concurrency", 4)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        refuse(f"{path}: max_concurrency must be a whole number >= 1")
+    try:
+        return Team(name, configs, max_concurrency=concurrency)
+    except (TypeError, ValueError) as error:
+        refuse(f"{path}: {error}")
+
+
+def _team_file(path: str, extra: Sequence[str] = ()) -> Mapping[str, Any]:
+    data = _object(read_json_or_refuse(path), path)
+    _known(data, (*TEAM_FIELDS, *extra), path)
+    return data
+
+
+def read_json_or_refuse(path: str) -> Any:
+    """``read_json``, but a missing or broken file is a configuration error (status 2)."""
+    try:
+        return read_json(path)
+    except SystemExit:
+        raise SystemExit(USAGE) from None
+
+
+def _stem(path: str) -> str:
+    from pathlib import Path
+
+    return Path(path).stem
+
+
+# -- the orchestrator --------------------------------------------------------------------------
+
+
+def _value(text: str) -> Any:
+    """An option's value: JSON when it parses (``2``, ``true``, ``{...}``), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _orchestrator(settings: RunOptions, view: RunView) -> OpenMultiAgent:
+    from ..orchestrator import OpenMultiAgent
+
+    kwargs: dict[str, Any] = {"on_progress": view}
+    if settings.token_budget is not None:
+        kwargs["max_token_budget"] = settings.token_budget
+    if settings.prices is not None:
+        prices = settings.prices
+        kwargs["estimate_cost"] = lambda usage, ctx: prices.cost(
+            usage.input_tokens, usage.output_tokens
+        )
+    if settings.cost_budget is not None:
+        if settings.prices is None:
+            refuse("--max-cost-budget needs --price IN OUT (USD per million tokens) to price calls")
+        kwargs["max_cost_budget"] = settings.cost_budget
+    if settings.executor is not None or settings.executor_options:
+        if "executor" not in inspect.signature(OpenMultiAgent).parameters:
+            refuse("--executor needs an oma with executor plugins; this OpenMultiAgent has none")
+        kwargs["executor"] = settings.executor or "local"
+        kwargs["executor_options"] = dict(settings.executor_options)
+    try:
+        return OpenMultiAgent(**kwargs)
+    except (OmaError, TypeError, ValueError) as error:
+        refuse(str(error))
+
+
+async def _check_agents(configs: Sequence[AgentConfig]) -> None:
+    """Refuse an unknown provider or backend, or a provider without its key, before any task
+    starts (a run would otherwise fail each of that agent's tasks with the same error)."""
+    from ..agent import Agent
+    from ..plugins import PluginHost
+
+    host = PluginHost.default()
+    for config in configs:
+        if config.backend is not None:
+            kind = config.backend.get("kind")
+            if kind not in host.backend_specs():
+                refuse(f"agent {config.name!r}: no backend {kind!r} is installed")
+            continue
+        agent = Agent(config, plugins=host)
+        try:
+            agent.provider()
+        except OmaError as error:
+            refuse(f"agent {config.name!r}: {error}")
+        finally:
+            await agent.aclose()
+
+
+# -- the commands ------------------------------------------------------------------------------
+
+
+class RunOptions:
+    """What ``tasks`` and ``team`` share: the executor, budgets, prices and ``--json``."""
+
+    def __init__(
+        self,
+        executor: str | None,
+        executor_options: Sequence[tuple[str, str]],
+        as_json: bool,
+        token_budget: int | None,
+        cost_budget: float | None,
+        price: tuple[float, float] | None,
+    ) -> None:
+        self.executor = executor
+        self.executor_options = {key: _value(value) for key, value in executor_options}
+        self.as_json = as_json
+        self.token_budget = token_budget
+        self.cost_budget = cost_budget
+        self.prices = Prices(*price) if price else None
+
+
+def run_options(function: F) -> F:
+    options = [
+        click.option(
+            "--executor",
+            default=None,
+            metavar="NAME",
+            help="Run the tasks on this executor (local, ray, ...).",
+        ),
+        click.option(
+            "--executor-option",
+            "executor_options",
+            nargs=2,
+            multiple=True,
+            metavar="KEY VALUE",
+            help="An option for the executor (VALUE read as JSON when it parses; repeatable).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+        click.option(
+            "--max-token-budget",
+            "token_budget",
+            type=click.IntRange(min=0),
+            default=None,
+            metavar="N",
+            help="At most N tokens per task run.",
+        ),
+        click.option(
+            "--max-cost-budget",
+            "cost_budget",
+            type=click.FloatRange(min=0),
+            default=None,
+            metavar="USD",
+            help="At most this cost per task run (needs --price).",
+        ),
+        click.option(
+            "--price",
+            nargs=2,
+            type=click.FloatRange(min=0),
+            default=None,
+            metavar="IN OUT",
+            help="USD per million input and output tokens, to show and cap costs.",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _view(board: TaskBoard, as_json: bool) -> RunView:
+    # With --json stdout carries the result alone, so the view goes to stderr.
+    stream = sys.stderr if as_json else sys.stdout
+    return RunView(board, stream, live=stream.isatty())
+
+
+def _execute(view: RunView, run: Callable[[], Any]) -> TeamRunResult:
+    """Run to the end; on Ctrl-C the run is cancelled (its tasks with it), the view shows what
+    finished, and the command exits 130."""
+    try:
+        result: TeamRunResult = asyncio.run(run())
+    except KeyboardInterrupt:
+        view.stop()
+        click.echo("interrupted; the run was cancelled", err=True)
+        for line in view.board.summary():
+            click.echo(f"  {line}", err=True)
+        raise SystemExit(INTERRUPTED) from None
+    return result
+
+
+def _finish(outcome: TeamRunResult, board: TaskBoard, options: RunOptions, answer: bool) -> None:
+    if options.as_json:
+        click.echo(json.dumps(result_json(outcome, board), ensure_ascii=False, indent=2))
+    elif answer:
+        if outcome.output:
+            click.echo(outcome.output)
+    else:
+        _echo_results(outcome)
+    if outcome.success:
+        return
+    failed = [record.title for record in outcome.tasks.values() if record.status == "failed"]
+    if failed:
+        reason = f"{len(failed)} task{'s' if len(failed) > 1 else ''} failed: {', '.join(failed)}"
+    else:
+        reason = str(outcome.error or "the team run failed")
+    click.echo(f"error: {reason}", err=True)
+    raise SystemExit(FAILED)
+
+
+def _echo_results(outcome: TeamRunResult) -> None:
+    """The outputs of the tasks no other task depends on: the graph's results."""
+    plan = outcome.plan or ()
+    needed = {dep for task in plan for dep in task.depends_on}
+    for task in plan:
+        record = outcome.tasks[task.title]
+        if task.title not in needed and record.status == "completed":
+            click.echo(f"\n## {task.title}\n{record.output}")
+
+
+def result_json(outcome: TeamRunResult, board: TaskBoard) -> dict[str, Any]:
+    """The ``TeamRunResult`` as JSON: each task's status, output, attempts, usage and error."""
+
+    def usage(value: Any) -> dict[str, int]:
+        return {"input_tokens": value.input_tokens, "output_tokens": value.output_tokens}
+
+    def price(value: Any) -> float | None:
+        prices = board.prices
+        return None if prices is None else prices.cost(value.input_tokens, value.output_tokens)
+
+    tasks = {
+        title: {
+            "status": record.status,
+            "assignee": record.assignee,
+            "attempts": record.attempts,
+            "output": record.output,
+            "error": None if record.error is None else str(record.error),
+            "usage": usage(record.usage),
+            "cost": price(record.usage),
+        }
+        for title, record in outcome.tasks.items()
+    }
+    plan = None
+    if outcome.plan is not None:
+        plan = [
+            {
+                "title": task.title,
+                "description": task.description,
+                "assignee": task.assignee,
+                "depends_on": list(task.depends_on),
+                "max_retries": task.max_retries,
+            }
+            for task in outcome.plan
+        ]
+    return {
+        "success": outcome.success,
+        "tasks": tasks,
+        "plan": plan,
+        "output": outcome.output,
+        "usage": usage(outcome.usage),
+        "cost": price(outcome.usage),
+        "error": None if outcome.error is None else str(outcome.error),
+    }
+
+
+def _board(team: Team, settings: RunOptions, coordinator: str | None = None) -> TaskBoard:
+    return TaskBoard(
+        team.name,
+        coordinator=coordinator,
+        prices=settings.prices,
+        token_budget=settings.token_budget,
+        cost_budget=settings.cost_budget,
+    )
+
+
+@click.command()
+@click.argument("plan_file", metavar="PLAN.json")
+@click.option(
+    "--agents",
+    "agents_file",
+    default=None,
+    metavar="AGENTS.json",
+    help="Take the team (name, max_concurrency, agents) from this file instead.",
+)
+@run_options
+def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
+    """Run the task graph in PLAN.json (agents, tasks, dependencies) with a live view."""
+    from ..errors import PlanError
+    from ..teams import check_plan
+
+    settings = RunOptions(**given)
+    plan = _team_file(plan_file, ("tasks",))
+    team_source = _team_file(agents_file) if agents_file is not None else plan
+    team = load_team(team_source, agents_file or plan_file, _stem(plan_file))
+    listed = plan.get("tasks")
+    if not isinstance(listed, list) or not listed:
+        refuse(f"{plan_file}: tasks must be a non-empty list of tasks")
+    specs = [task_spec(item, f"{plan_file}: tasks[{i}]") for i, item in enumerate(listed)]
+    try:
+        checked = check_plan(team, specs)
+    except PlanError as error:
+        refuse(f"{plan_file}: {error}")
+    board = _board(team, settings)
+    for index, spec in enumerate(checked):
+        board.add(spec.title, spec.assignee or team.agents[index % len(team.agents)].name)
+    view = _view(board, settings.as_json)
+    oma = _orchestrator(settings, view)
+
+    asyncio.run(_check_agents(team.agents))
+
+    async def run() -> TeamRunResult:
+        async with oma, view:
+            return await oma.run_tasks(team, checked)
+
+    _finish(_execute(view, run), board, settings, answer=False)
+
+
+@click.command()
+@click.argument("goal")
+@click.option(
+    "--agents",
+    "agents_file",
+    required=True,
+    metavar="AGENTS.json",
+    help="The team: name, max_concurrency, agents (and a coordinator).",
+)
+@click.option(
+    "--coordinator",
+    "coordinator_file",
+    default=None,
+    metavar="AGENT.json",
+    help="The coordinator's AgentConfig (default: the agents file's, else one on the first "
+    "agent's provider and model).",
+)
+@click.option("--plan-only", is_flag=True, help="Print the coordinator's plan; run nothing.")
+@run_options
+def team(
+    goal: str, agents_file: str, coordinator_file: str | None, plan_only: bool, **given: Any
+) -> None:
+    """Let a coordinator plan GOAL for the team in AGENTS.json, run the plan, and answer."""
+    settings = RunOptions(**given)
+    source = _team_file(agents_file)
+    team = load_team(source, agents_file, _stem(agents_file))
+    coordinator = None
+    if coordinator_file is not None:
+        coordinator = agent_config(read_json_or_refuse(coordinator_file), coordinator_file)
+    elif "coordinator" in source:
+        coordinator = agent_config(source["coordinator"], f"{agents_file}: coordinator")
+    board = _board(team, settings, coordinator.name if coordinator else "coordinator")
+    view = _view(board, settings.as_json)
+    oma = _orchestrator(settings, view)
+
+    asyncio.run(_check_agents([*team.agents, *([coordinator] if coordinator else [])]))
+
+    async def run() -> TeamRunResult:
+        async with oma, view:
+            return await oma.run_team(team, goal, coordinator=coordinator, plan_only=plan_only)
+
+    outcome = _execute(view, run)
+    if plan_only and not settings.as_json and outcome.plan is not None:
+        for task in outcome.plan:
+            after = f" (after {', '.join(task.depends_on)})" if task.depends_on else ""
+            click.echo(f"- {task.title} [{task.assignee or 'anyone'}]{after}: {task.description}")
+    _finish(outcome, board, settings, answer=not plan_only)
