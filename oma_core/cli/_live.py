@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, RenderableType
     from rich.live import Live
     from rich.table import Table
 
@@ -234,12 +234,19 @@ class TaskBoard:
                 lines.append(f"{label}: {', '.join(titles)}")
         return lines
 
+    def view(self) -> RenderableType:
+        """The headline above the table (a title inside it would wrap to the table's width)."""
+        from rich.console import Group
+        from rich.text import Text
+
+        return Group(Text(self.headline(), style="bold"), self.table())
+
     def table(self) -> Table:
         from rich.table import Table
         from rich.text import Text
 
         budgeted = self.token_budget is not None or self.cost_budget is not None
-        table = Table(title=self.headline(), title_justify="left", expand=False)
+        table = Table(expand=False)
         table.add_column("Task", overflow="fold")
         table.add_column("Assignee")
         table.add_column("State")
@@ -299,7 +306,7 @@ class RunView:
             from rich.live import Live
 
             self._live = Live(
-                get_renderable=self.board.table,
+                get_renderable=self.board.view,
                 console=self._console(),
                 auto_refresh=False,
                 transient=False,
