@@ -56,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     "ToolError": "errors",
     "PluginError": "errors",
     "PlanError": "errors",
+    "WorkerLostError": "executors",
     # the agent
     "Agent": "agent",
     "AgentConfig": "config",
@@ -88,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     "ProviderSpec": "capabilities",
     "BackendSpec": "capabilities",
     "Capabilities": "capabilities",
+    "ExecutorSpec": "executors",
 }
 
 # Plugin-author names that ``oma_core`` still resolves for code written before
@@ -130,6 +132,7 @@ __all__ = [
     "CostContext",
     "EvalCase",
     "EvalResult",
+    "ExecutorSpec",
     "FilePart",
     "HookError",
     "IMAGE_MEDIA_TYPES",
@@ -172,6 +175,7 @@ __all__ = [
     "UsageError",
     "ValidationLimits",
     "VideoBlock",
+    "WorkerLostError",
     "__version__",
     "dump_messages",
     "estimate_tokens",
@@ -222,6 +226,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         UsageError,
     )
     from .evaluation import EvalCase, EvalResult, OnlineEvaluationConfig, Score
+    from .executors import ExecutorSpec, WorkerLostError
     from .media import IMAGE_MEDIA_TYPES, image_base64, image_url, video_base64, video_url
     from .messages import (
         Base64Source,

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .capabilities import BackendSpec, ProviderSpec
     from .config import BeforeRunContext
     from .evaluation import EvalResult
+    from .executors import ExecutorSpec
     from .messages import ToolResultBlock
     from .progress import ProgressEvent
 
@@ -43,6 +44,7 @@ __all__ = [
     "oma_model_call",
     "oma_progress",
     "oma_register_backends",
+    "oma_register_executors",
     "oma_register_providers",
     "oma_register_scorers",
     "oma_tool_call",
@@ -87,6 +89,21 @@ def oma_register_backends() -> Sequence[BackendSpec]:
 
     :returns: a list of ``oma_core.BackendSpec``. A plugin that raises here, or returns
         anything else, is unregistered and reported as a load failure.
+    """
+
+
+@hookspec
+def oma_register_executors() -> Sequence[ExecutorSpec]:
+    """Return the executors this plugin offers: where a team's task runs happen (oma-ray).
+
+    Implemented by executor plugins. Collect hook, called like ``oma_register_providers`` and
+    combined the same way, keyed by ``ExecutorSpec.name``: the value
+    ``OpenMultiAgent(executor=...)`` names. ``ExecutorSpec.factory`` receives
+    ``executor_options`` when the ``OpenMultiAgent`` is built; it must import nothing heavy
+    (the cluster's library is imported when a team run opens the executor's session).
+
+    :returns: a list of ``oma_core.toolkit.ExecutorSpec``. A plugin that raises here, or
+        returns anything else, is unregistered and reported as a load failure.
     """
 
 

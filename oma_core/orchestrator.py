@@ -39,6 +39,7 @@ from ._pool import ProviderPool
 from .agent import Agent, AgentConfig, RunResult
 from .budgets import Budget, CostEstimator
 from .evaluation import Evaluator, OnlineEvaluationConfig
+from .executors import ExecutionContext, Executor, RunDefaults, TaskRun, TaskRunner
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
 from .redaction import detached_error
 from .retry import RetryPolicy
@@ -114,6 +115,8 @@ class OpenMultiAgent:
         tracer_provider: Any | None = None,
         trace_content: bool = False,
         share_providers: bool = False,
+        executor: str = "local",
+        executor_options: Mapping[str, Any] | None = None,
     ) -> None:
         if on_progress is not None and not callable(on_progress):
             raise TypeError("on_progress must be callable")
@@ -143,6 +146,11 @@ class OpenMultiAgent:
         self._progress = ProgressDispatcher(observer_timeout)
         self._evaluating = evaluation is not None
         self.evaluation = Evaluator(evaluation or OnlineEvaluationConfig(), plugins)
+        self._executors: dict[str, Executor] = {}
+        self.executor = executor
+        self._executor_options = dict(executor_options or {})
+        if executor != "local" or executor_options:  # "local" plainly is found on first use
+            self._executor(executor, self._executor_options)
 
     # -- the public API ------------------------------------------------------------------------
 
@@ -186,12 +194,27 @@ class OpenMultiAgent:
             config, input, given, call, (max_retries, retry_delay, retry_backoff), caps
         )
 
-    async def run_tasks(self, team: Team, tasks: Iterable[TaskSpec]) -> TeamRunResult:
-        """Run a caller's plan on ``team``; each task is one ``run_agent`` on its assignee."""
+    async def run_tasks(
+        self,
+        team: Team,
+        tasks: Iterable[TaskSpec],
+        *,
+        budget: Budget | None = None,
+        executor: str | None = None,
+    ) -> TeamRunResult:
+        """Run a caller's plan on ``team``; each task is one ``run_agent`` on its assignee.
+
+        ``budget`` is shared by every task's run; ``executor`` names where the runs happen
+        for this call (default: the one ``OpenMultiAgent(executor=...)`` chose).
+        """
         from . import teams
 
-        async with self._team_providers() as run_agent:
-            return await teams.run_tasks(team, tasks, run_agent=run_agent, emit=self._emit_team)
+        chosen = self._executor(executor) if executor is not None else None
+        async with (
+            self._team_providers(budget) as run_agent,
+            self._executor_session(chosen, run_agent, budget) as run_task,
+        ):
+            return await teams.run_tasks(team, tasks, run_task=run_task, emit=self._emit_team)
 
     async def run_team(
         self,
@@ -200,11 +223,21 @@ class OpenMultiAgent:
         *,
         coordinator: AgentConfig | None = None,
         plan_only: bool = False,
+        budget: Budget | None = None,
+        executor: str | None = None,
     ) -> TeamRunResult:
-        """Ask a coordinator for a plan for ``goal``, run it, then ask for the final answer."""
+        """Ask a coordinator for a plan for ``goal``, run it, then ask for the final answer.
+
+        The coordinator runs here; the tasks on the executor. ``budget`` is shared by every
+        run of the team run, the coordinator's included.
+        """
         from . import teams
 
-        async with self._team_providers() as run_agent:
+        chosen = self._executor(executor) if executor is not None else None
+        async with (
+            self._team_providers(budget) as run_agent,
+            self._executor_session(chosen, run_agent, budget) as run_task,
+        ):
             return await teams.run_team(
                 team,
                 goal,
@@ -212,6 +245,7 @@ class OpenMultiAgent:
                 plan_only=plan_only,
                 run_agent=run_agent,
                 emit=self._emit_team,
+                run_task=run_task,
             )
 
     async def aclose(self) -> None:
@@ -410,13 +444,80 @@ class OpenMultiAgent:
 
     # -- teams ---------------------------------------------------------------------------------
 
+    def _executor(self, name: str, options: Mapping[str, Any] | None = None) -> Executor:
+        """The executor ``name``, built once per ``OpenMultiAgent`` (``PluginError`` for an
+        unknown name, a configuration it cannot carry, or a factory's bad product)."""
+        if not isinstance(name, str):
+            raise TypeError(f"executor must be a name (str), got {type(name).__name__}")
+        executor = self._executors.get(name)
+        if executor is not None:
+            return executor
+        from .errors import PluginError
+
+        host = self._host()
+        spec = host.executor_spec(name)
+        if self._evaluating and "evaluation" not in spec.supports:
+            raise PluginError(
+                f"executor {name!r} does not support online evaluation; run without "
+                "evaluation=... or on an executor that supports it",
+                name=name,
+            )
+        given = self._executor_options if name == self.executor else {}
+        executor = self._executors[name] = host.build_executor(spec, options or given)
+        return executor
+
     @contextlib.asynccontextmanager
-    async def _team_providers(self) -> AsyncIterator[Callable[..., Awaitable[RunResult]]]:
+    async def _executor_session(
+        self,
+        executor: Executor | None,
+        run_agent: Callable[[AgentConfig, str, str | None], Awaitable[RunResult]],
+        budget: Budget | None,
+    ) -> AsyncIterator[TaskRunner]:
+        """Open the team run's executor (``executor``, else the default one) around it."""
+
+        def run_local(run: TaskRun) -> Awaitable[RunResult]:
+            return run_agent(run.config, run.prompt, run.task)
+
+        context = ExecutionContext(
+            run_local=run_local, emit=self._emit_event, defaults=self._defaults(), budget=budget
+        )
+        chosen = executor or self._executor(self.executor)
+        async with chosen.session(context) as run_task:
+            yield run_task
+
+    def _defaults(self) -> RunDefaults:
+        return RunDefaults(
+            retry_policy=self._retry,
+            max_token_budget=self.max_token_budget,
+            max_cost_budget=self.max_cost_budget,
+            estimate_cost=self.estimate_cost,
+            timeout=self.timeout,
+            call_timeout=self.call_timeout,
+            trace_content=self.trace_content,
+        )
+
+    async def _emit_event(self, event: ProgressEvent) -> None:
+        """Deliver an event that happened elsewhere (an executor's worker) to our observers."""
+        observers = self._observers()
+        if not observers:
+            return
+        pending: list[asyncio.Task[None]] = []
+        self._progress.emit(event, observers, pending)
+        if pending:
+            await self._progress.drain(pending)
+
+    @contextlib.asynccontextmanager
+    async def _team_providers(
+        self, budget: Budget | None = None
+    ) -> AsyncIterator[Callable[..., Awaitable[RunResult]]]:
         """A ``run_agent`` for one team run whose tasks and coordinator share providers.
 
         An agent is one provider for the whole team run (a scripted queue plays in order
         across its tasks; an SDK client keeps its connections); all are closed at the end.
         """
+        if budget is not None and not isinstance(budget, Budget):
+            raise TypeError(f"budget must be a Budget, got {type(budget).__name__}")
+        caps = (None, None, budget)
         pool = ProviderPool(every_provider=True)
 
         def run_agent(config: AgentConfig, prompt: str, task: str | None) -> Awaitable[RunResult]:
@@ -428,7 +529,7 @@ class OpenMultiAgent:
             }
             nothing = (None, None, None)
             settings = RunSettings(task=task)
-            return self._start(config, prompt, settings, call, nothing, nothing, pool)
+            return self._start(config, prompt, settings, call, nothing, caps, pool)
 
         try:
             yield run_agent

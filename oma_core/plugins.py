@@ -16,6 +16,7 @@ are the same name).
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import threading
@@ -29,6 +30,7 @@ import pluggy
 from . import __version__, hookspecs
 from .capabilities import BackendSpec, ProviderSpec
 from .errors import PluginError
+from .executors import EXECUTOR_FEATURES, Executor, ExecutorSpec
 
 if TYPE_CHECKING:
     from .providers import Provider, ProviderSettings
@@ -39,8 +41,8 @@ __all__ = ["HookCall", "PluginFailure", "PluginHost", "PluginInfo"]
 ENTRY_POINT_GROUP = "oma"
 
 _Spec = TypeVar("_Spec", ProviderSpec, BackendSpec)
-#: What one plugin's registration hooks returned: providers, backends, scorers.
-_Offered: TypeAlias = tuple[list[ProviderSpec], list[BackendSpec], list[Any]]
+#: What one plugin's registration hooks returned: providers, backends, scorers, executors.
+_Offered: TypeAlias = tuple[list[ProviderSpec], list[BackendSpec], list[Any], list[ExecutorSpec]]
 
 _HOOK_NAMES = frozenset(name for name in vars(hookspecs) if name.startswith("oma_"))
 
@@ -70,6 +72,7 @@ class PluginInfo:
     backends: tuple[str, ...]
     scorers: int
     hooks: tuple[str, ...]
+    executors: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -104,6 +107,8 @@ class _Registry:
     backends: dict[str, BackendSpec] = attrs.Factory(dict)
     backend_owner: dict[str, str] = attrs.Factory(dict)
     scorers: list[Any] = attrs.Factory(list)
+    executors: dict[str, ExecutorSpec] = attrs.Factory(dict)
+    executor_owner: dict[str, str] = attrs.Factory(dict)
     by_plugin: dict[str, _Offered] = attrs.Factory(dict)
     shadowed: list[str] = attrs.Factory(list)
     calls: dict[str, list[HookCall]] = attrs.Factory(dict)
@@ -254,6 +259,40 @@ class PluginHost:
         """The backend registered as ``kind``; ``PluginError`` names the available ones."""
         return self._lookup(self._collected().backends, kind, "backend kind", "backends")
 
+    def executor_specs(self) -> dict[str, ExecutorSpec]:
+        """Every registered executor, by name, sorted by name."""
+        return dict(self._collected().executors)
+
+    def executor_spec(self, name: str) -> ExecutorSpec:
+        """The executor registered as ``name``; ``PluginError`` names the available ones and
+        the closest match (an executor is named by hand, in code or on the command line)."""
+        table = self._collected().executors
+        if name not in table:
+            close = difflib.get_close_matches(name, list(table), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise PluginError(
+                f"unknown executor {name!r}{hint}; available executors: "
+                f"{', '.join(table) or 'none'}{self._failure_hint()}",
+                name=name,
+            )
+        return table[name]
+
+    def build_executor(self, spec: ExecutorSpec, options: Mapping[str, Any]) -> Executor:
+        """Call ``spec.factory(options)`` and check its product has ``session``.
+
+        A product without it is a ``PluginError`` naming the plugin, when the
+        ``OpenMultiAgent`` that selects the executor is built.
+        """
+        executor = spec.factory(options)
+        if not callable(getattr(executor, "session", None)):
+            owner = self._collected().executor_owner.get(spec.name, "?")
+            raise PluginError(
+                f"plugin {owner!r}: the factory of executor {spec.name!r} returned a "
+                f"{type(executor).__name__}, which has no session()",
+                name=owner,
+            )
+        return executor
+
     def scorers(self) -> list[Any]:
         """The online-evaluation scorers plugins ship, in pluggy's call order."""
         return list(self._collected().scorers)
@@ -295,7 +334,7 @@ class PluginHost:
             if plugin is None:  # blocked
                 continue
             origin = self._origins.get(name, _Origin(None, None, builtin=False))
-            providers, backends, scorers = registry.by_plugin.get(name, ([], [], []))
+            providers, backends, scorers, executors = registry.by_plugin.get(name, ([], [], [], []))
             hooks = sorted(hc.name for hc in self.pm.get_hookcallers(plugin) or [])
             infos.append(
                 PluginInfo(
@@ -313,6 +352,11 @@ class PluginHost:
                     ),
                     scorers=len(scorers),
                     hooks=tuple(hooks),
+                    executors=tuple(
+                        spec.name
+                        for spec in executors
+                        if registry.executor_owner[spec.name] == name
+                    ),
                 )
             )
         # Built-ins in the order they were registered, then the others by name.
@@ -432,7 +476,7 @@ class PluginHost:
             registry.by_plugin[name] = offered
         # pluggy's order: the plugin registered last is called first and wins a clash.
         for name in reversed(list(registry.by_plugin)):
-            providers, backends, scorers = registry.by_plugin[name]
+            providers, backends, scorers, executors = registry.by_plugin[name]
             claims: list[tuple[dict[str, Any], dict[str, str], str, str, Any]] = [
                 (registry.providers, registry.provider_owner, "provider", spec.name, spec)
                 for spec in providers
@@ -440,6 +484,10 @@ class PluginHost:
             claims += [
                 (registry.backends, registry.backend_owner, "backend", spec.kind, spec)
                 for spec in backends
+            ]
+            claims += [
+                (registry.executors, registry.executor_owner, "executor", spec.name, spec)
+                for spec in executors
             ]
             for table, owners, what, claimed, spec in claims:
                 if claimed in table:
@@ -453,6 +501,7 @@ class PluginHost:
             registry.scorers.extend(scorers)
         registry.providers = dict(sorted(registry.providers.items()))
         registry.backends = dict(sorted(registry.backends.items()))
+        registry.executors = dict(sorted(registry.executors.items()))
         return registry
 
     def _lookup(self, table: Mapping[str, _Spec], key: str, what: str, plural: str) -> _Spec:
@@ -489,7 +538,8 @@ def _probe(pm: pluggy.PluginManager, plugin_name: str) -> _Offered:
     providers = _call_own(pm, plugin_name, "oma_register_providers", ProviderSpec)
     backends = _call_own(pm, plugin_name, "oma_register_backends", BackendSpec)
     scorers = _call_own(pm, plugin_name, "oma_register_scorers", None)
-    return providers, backends, scorers
+    executors = _call_own(pm, plugin_name, "oma_register_executors", ExecutorSpec)
+    return providers, backends, scorers, executors
 
 
 def _call_own(
@@ -520,11 +570,11 @@ def _call_own(
     return results
 
 
-def _check_spec(hook: str, spec: ProviderSpec | BackendSpec) -> None:
+def _check_spec(hook: str, spec: ProviderSpec | BackendSpec | ExecutorSpec) -> None:
     """A spec the core could not use is the plugin's fault, reported when it loads."""
     from .capabilities import Capabilities
 
-    name = spec.name if isinstance(spec, ProviderSpec) else spec.kind
+    name = spec.kind if isinstance(spec, BackendSpec) else spec.name
     if not isinstance(name, str) or not name:
         raise _HookFault(f"{hook} returned a spec without a name")
     if not callable(spec.factory):
@@ -532,4 +582,10 @@ def _check_spec(hook: str, spec: ProviderSpec | BackendSpec) -> None:
     if isinstance(spec, ProviderSpec) and not isinstance(spec.capabilities, Capabilities):
         raise _HookFault(
             f"{hook}: provider {name!r} declares no capabilities (a Capabilities is required)"
+        )
+    if isinstance(spec, ExecutorSpec) and not spec.supports <= EXECUTOR_FEATURES:
+        unknown = ", ".join(sorted(spec.supports - EXECUTOR_FEATURES))
+        raise _HookFault(
+            f"{hook}: executor {name!r} declares unknown features ({unknown}); known: "
+            f"{', '.join(sorted(EXECUTOR_FEATURES))}"
         )

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import attrs
 
 from .errors import OmaError, PlanError
+from .executors import TaskRun
 from .providers import Usage
 
 if TYPE_CHECKING:
     from .agent import Agent
     from .config import AgentConfig
+    from .executors import TaskRunner
     from .results import RunResult
 
 __all__ = [
@@ -263,18 +265,39 @@ def _retryable(result: RunResult) -> bool:
 
 
 async def run_tasks(
-    team: Team, tasks: Iterable[TaskSpec], *, run_agent: RunAgent, emit: Emit
+    team: Team,
+    tasks: Iterable[TaskSpec],
+    *,
+    run_agent: RunAgent | None = None,
+    emit: Emit,
+    run_task: TaskRunner | None = None,
 ) -> TeamRunResult:
     """Run ``tasks`` on ``team``'s agents, respecting dependencies and ``max_concurrency``.
 
-    A task whose dependency failed or was skipped is skipped. Cancelling the caller cancels
-    every running task and propagates ``CancelledError``.
+    Each attempt of a task is ``run_task(TaskRun(...))`` (an executor's runner), or
+    ``run_agent(config, prompt, title)``. A task whose dependency failed or was skipped is
+    skipped. Cancelling the caller cancels every running task and propagates
+    ``CancelledError``.
     """
-    return await _run_graph(team, _Graph.of(team, tasks), run_agent=run_agent, emit=emit)
+    runner = _task_runner(run_agent, run_task)
+    return await _run_graph(team, _Graph.of(team, tasks), run_task=runner, emit=emit)
+
+
+def _task_runner(run_agent: RunAgent | None, run_task: TaskRunner | None) -> TaskRunner:
+    if run_task is not None:
+        return run_task
+    if run_agent is None:
+        raise TypeError("run_tasks needs run_task or run_agent")
+    agent = run_agent
+
+    def run(attempt: TaskRun) -> Awaitable[RunResult]:
+        return agent(attempt.config, attempt.prompt, attempt.task)
+
+    return run
 
 
 async def _run_graph(
-    team: Team, graph: _Graph, *, run_agent: RunAgent, emit: Emit
+    team: Team, graph: _Graph, *, run_task: TaskRunner, emit: Emit
 ) -> TeamRunResult:
     """The scheduler: O(tasks + dependencies) bookkeeping, whatever the plan's shape.
 
@@ -310,7 +333,7 @@ async def _run_graph(
                 assert record.result is not None
                 data = {"attempt": attempt, "error": record.result.status.error}
                 await emit("task_retry", config.name, task.title, data)
-            result = record.result = await run_agent(config, prompt, task.title)
+            result = record.result = await run_task(TaskRun(config, prompt, task.title, attempt))
             record.usage = record.usage + result.usage
             if result.success:
                 record.status = "completed"
@@ -479,8 +502,13 @@ async def run_team(
     plan_only: bool,
     run_agent: RunAgent,
     emit: Emit,
+    run_task: TaskRunner | None = None,
 ) -> TeamRunResult:
-    """Plan with the coordinator, run the plan, then ask the coordinator for the answer."""
+    """Plan with the coordinator, run the plan, then ask the coordinator for the answer.
+
+    The coordinator's two calls go through ``run_agent``; the tasks through ``run_task``
+    when given (an executor's runner), else ``run_agent`` too.
+    """
     if not isinstance(goal, str):
         raise TypeError(f"a team goal is text, got {type(goal).__name__}")
     coordinator = coordinator or _default_coordinator(team)
@@ -497,7 +525,8 @@ async def run_team(
     if plan_only:
         pending = {t.title: TaskResult(t.title, assignee=t.assignee) for t in plan}
         return TeamRunResult(True, pending, plan=plan, usage=usage)
-    outcome = await _run_graph(team, graph, run_agent=run_agent, emit=emit)
+    runner = _task_runner(run_agent, run_task)
+    outcome = await _run_graph(team, graph, run_task=runner, emit=emit)
     final = await run_agent(coordinator, _final_prompt(goal, outcome), None)
     return TeamRunResult(
         success=outcome.success and final.success,

@@ -13,6 +13,8 @@ The groups:
   ``ProviderSettings``, its events (``TextDelta``, ``ReasoningDelta``, ``ToolCall``,
   ``ResponseComplete``), ``ToolDefinition``, ``Usage``;
 - the backend interface: ``Backend``, ``BackendRequest``, its events and ``BackendResult``;
+- the executor interface: ``ExecutorSpec``, ``Executor``, ``ExecutionContext``, ``TaskRun``,
+  ``TaskRunner``, ``RunDefaults``, ``EXECUTOR_FEATURES``, ``WorkerLostError``;
 - call middleware: ``ModelCall``, ``ToolInvocation``, ``RunContext`` (with ``RunSettings``),
   ``CallEvent`` — what ``oma_model_call`` / ``oma_tool_call`` wrappers receive;
 - the message model a mapping reads (``LLMMessage`` and its blocks and sources);
@@ -65,6 +67,15 @@ _EXPORTS: dict[str, str] = {
     "BackendResult": "backends",
     "BackendToolCall": "backends",
     "BackendToolResult": "backends",
+    # the executor interface
+    "EXECUTOR_FEATURES": "executors",
+    "ExecutionContext": "executors",
+    "Executor": "executors",
+    "ExecutorSpec": "executors",
+    "RunDefaults": "executors",
+    "TaskRun": "executors",
+    "TaskRunner": "executors",
+    "WorkerLostError": "executors",
     # the message model
     "LLMMessage": "messages",
     "ContentBlock": "messages",
@@ -162,6 +173,10 @@ __all__ = [
     "CommandOptions",
     "ContentBlock",
     "DEFAULT_MAX_EVENT_BYTES",
+    "EXECUTOR_FEATURES",
+    "ExecutionContext",
+    "Executor",
+    "ExecutorSpec",
     "FilePart",
     "HttpTimeouts",
     "IN_TOOL_RESULT",
@@ -183,9 +198,12 @@ __all__ = [
     "ReasoningBlock",
     "ReasoningDelta",
     "ResponseComplete",
+    "RunDefaults",
     "RunTimeoutError",
     "StderrTail",
     "TextBlock",
+    "TaskRun",
+    "TaskRunner",
     "TextDelta",
     "ToolCall",
     "ToolCallAssembler",
@@ -197,6 +215,7 @@ __all__ = [
     "UrlSource",
     "Usage",
     "VideoBlock",
+    "WorkerLostError",
     "assistant_response",
     "chat_text",
     "chat_tools",
@@ -305,6 +324,16 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ProviderError,
         RunTimeoutError,
         UnsupportedContentBlockError,
+    )
+    from .executors import (
+        EXECUTOR_FEATURES,
+        ExecutionContext,
+        Executor,
+        ExecutorSpec,
+        RunDefaults,
+        TaskRun,
+        TaskRunner,
+        WorkerLostError,
     )
     from .messages import (
         Base64Source,

@@ -20,6 +20,7 @@ LISTING_TESTS = {"test_hookspecs.py", "test_docs.py"}
 KINDS = {
     "oma_register_providers": "collect",
     "oma_register_backends": "collect",
+    "oma_register_executors": "collect",
     "oma_register_scorers": "collect",
     "oma_before_run": "chain",
     "oma_progress": "observe",

@@ -21,6 +21,7 @@ def test_the_hooks_are_the_six_of_the_contract_and_the_two_middleware_hooks() ->
     assert set(SPECS) == {
         "oma_register_providers",
         "oma_register_backends",
+        "oma_register_executors",
         "oma_before_run",
         "oma_progress",
         "oma_register_scorers",
@@ -49,6 +50,7 @@ def test_hook_arguments_are_the_documented_ones() -> None:
     assert arguments == {
         "oma_register_providers": [],
         "oma_register_backends": [],
+        "oma_register_executors": [],
         "oma_register_scorers": [],
         "oma_before_run": ["ctx"],
         "oma_progress": ["event"],

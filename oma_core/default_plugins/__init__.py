@@ -11,6 +11,7 @@ __all__ = ["DEFAULT_PLUGINS"]
 DEFAULT_PLUGINS = (
     "oma_core.default_plugins.echo",
     "oma_core.default_plugins.scripted",
+    "oma_core.default_plugins.local_executor",
     "oma_core.default_plugins.transport",
     "oma_core.default_plugins.budgets",
     "oma_core.tracing",
