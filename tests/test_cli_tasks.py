@@ -358,25 +358,50 @@ def test_the_view_counts_a_retried_task_s_attempts() -> None:
     assert board.rows["only"].attempts == 2 and board.rows["only"].state == "completed"
 
 
-def test_a_token_budget_stops_a_task_run_and_shows_what_is_left(
-    tmp_path: Path, terminals: list[Terminal]
-) -> None:
+def test_a_token_budget_is_shared_by_the_whole_graph(tmp_path: Path) -> None:
+    # A budget of what one task spends: the first task fits it exactly, the second (run
+    # after it) finds it spent, though it would fit the budget alone.
+    alone = {"agents": [echo_agent("a")], "tasks": [task("one", "a")]}
+    usage = json.loads(oma("tasks", write(tmp_path / "one.json", alone), "--json").stdout)["usage"]
+    budget = str(usage["input_tokens"] + usage["output_tokens"])
+    plan = {
+        "max_concurrency": 1,
+        "agents": [echo_agent("a")],
+        "tasks": [task("one", "a"), task("two", "a")],
+    }
+    result = oma(
+        "tasks", write(tmp_path / "plan.json", plan), "--json", "--max-token-budget", budget
+    )
+    assert result.returncode == 1
+    printed = json.loads(result.stdout)
+    assert printed["tasks"]["one"]["status"] == "completed"
+    assert printed["tasks"]["two"]["status"] == "failed"
+    assert "budget" in printed["tasks"]["two"]["error"].lower()
+    assert result.stderr.splitlines()[-1] == "error: 1 task failed: two"
+
+
+def test_the_view_shows_the_budget_left(tmp_path: Path, terminals: list[Terminal]) -> None:
     plan = {"agents": [echo_agent("a")], "tasks": [task("big", "a")]}
     path = write(tmp_path / "plan.json", plan)
-    result = oma("tasks", path, "--json", "--max-token-budget", "3")
-    assert result.returncode == 1
-    error = json.loads(result.stdout)["tasks"]["big"]["error"]
-    assert "budget" in error.lower()
+    usage = json.loads(oma("tasks", path, "--json").stdout)["usage"]
+    left = 1000 - usage["input_tokens"] - usage["output_tokens"]
 
     terminal = on_terminal(terminals, "tasks", path, "--max-token-budget", "1000")
     assert terminal.wait() == 0
-    screen = terminal.screen.text()
-    assert "budget 1,000 tokens per task run" in screen
-    assert "Left" in screen
-    row = terminal.screen.row_of("big")
-    tokens = json.loads(oma("tasks", path, "--json").stdout)["usage"]
-    spent = tokens["input_tokens"] + tokens["output_tokens"]
-    assert f"{1000 - spent:,}" in row.split("│")[-2]
+    assert f"budget left: {left:,} of 1,000 tokens" in terminal.screen.text()
+
+    piped = oma(
+        "tasks",
+        path,
+        "--max-token-budget",
+        "1000",
+        "--price",
+        "1e6",
+        "0",
+        "--max-cost-budget",
+        "1e9",
+    )
+    assert piped.returncode == 0, piped.stderr
 
 
 def test_prices_show_the_cost_of_each_task(tmp_path: Path) -> None:
@@ -475,12 +500,25 @@ def test_a_cost_budget_without_prices_is_refused(tmp_path: Path) -> None:
     )
 
 
-def test_an_executor_is_refused_while_oma_has_no_executor_plugins() -> None:
-    result = oma("tasks", "examples/PLAN.json", "--executor", "local")
+def test_the_local_executor_gives_the_same_result() -> None:
+    plain = json.loads(oma("tasks", "examples/PLAN.json", "--json").stdout)
+    result = oma("tasks", "examples/PLAN.json", "--json", "--executor", "local")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == plain
+
+
+def test_an_unknown_executor_is_refused_with_one_line() -> None:
+    result = oma("tasks", "examples/PLAN.json", "--executor", "nowhere")
     assert result.returncode == 2
-    assert result.stderr == (
-        "error: --executor needs an oma with executor plugins; this OpenMultiAgent has none\n"
-    )
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("error: ") and "'nowhere'" in result.stderr
+
+
+def test_an_executor_option_the_local_executor_does_not_take_is_refused() -> None:
+    result = oma("tasks", "examples/PLAN.json", "--executor-option", "address", "auto")
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1 and "address" in result.stderr, result.stderr
 
 
 # -- the live view -----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ it), elsewhere one plain line per state change, so a log or a pipe reads top to 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from rich.live import Live
     from rich.table import Table
 
+    from ..budgets import Budget
     from ..progress import ProgressEvent
 
 __all__ = ["Prices", "RunView", "TaskBoard", "TaskRow"]
@@ -54,8 +56,7 @@ class Prices:
 
 @attrs.define
 class TaskRow:
-    """One task as the view shows it. ``last_run_tokens`` is the latest attempt's alone (a
-    per-run budget applies to each attempt); ``input_tokens``/``output_tokens`` sum them all."""
+    """One task as the view shows it; ``input_tokens``/``output_tokens`` sum every attempt."""
 
     title: str
     assignee: str | None
@@ -63,8 +64,6 @@ class TaskRow:
     attempts: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    last_run_tokens: int = 0
-    last_run_cost: float = 0.0
     started: float | None = None
     ended: float | None = None
     error: str | None = None
@@ -80,16 +79,16 @@ class TaskBoard:
 
     ``coordinator`` names a ``run_team`` coordinator: its two runs (the plan, the final
     answer) get rows of their own. Rows for tasks the board was not told of in advance (a
-    coordinator's plan) are added as their first event arrives. ``token_budget`` and
-    ``cost_budget`` are the per-run caps: the view shows what each task's latest run has left.
+    coordinator's plan) are added as their first event arrives. ``budget`` is the team run's
+    shared ``Budget``: the headline shows what is left of it, as the ledger says (it counts
+    what the runs were charged, estimates for failed calls included).
     """
 
     name: str
     rows: dict[str, TaskRow] = attrs.Factory(dict)
     coordinator: str | None = None
     prices: Prices | None = None
-    token_budget: int | None = None
-    cost_budget: float | None = None
+    budget: Budget | None = None
     clock: Callable[[], float] = time.monotonic
     _coordinator_rows: list[str] = attrs.Factory(list)
 
@@ -155,13 +154,8 @@ class TaskBoard:
         return None
 
     def _charge(self, row: TaskRow, usage: Any) -> None:
-        input_tokens = int(getattr(usage, "input_tokens", 0) or 0)
-        output_tokens = int(getattr(usage, "output_tokens", 0) or 0)
-        row.input_tokens += input_tokens
-        row.output_tokens += output_tokens
-        row.last_run_tokens = input_tokens + output_tokens
-        if self.prices is not None:
-            row.last_run_cost = self.prices.cost(input_tokens, output_tokens)
+        row.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
+        row.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)
 
     def interrupt(self) -> None:
         """The run was cancelled: what was running or retrying is now "cancelled"."""
@@ -184,14 +178,19 @@ class TaskBoard:
         end = row.ended if row.ended is not None else self.clock()
         return f"{max(0.0, end - row.started):.1f}s"
 
-    def left(self, row: TaskRow) -> str:
-        """What the task's latest run has left of the per-run budgets."""
+    def budget_left(self) -> str | None:
+        """What is left of the shared budget, e.g. ``4,321 of 5,000 tokens``."""
+        budget = self.budget
+        if budget is None:
+            return None
         parts = []
-        if self.token_budget is not None:
-            parts.append(f"{max(0, self.token_budget - row.last_run_tokens):,}")
-        if self.cost_budget is not None:
-            parts.append(f"${max(0.0, self.cost_budget - row.last_run_cost):.4f}")
-        return " / ".join(parts)
+        if budget.max_tokens is not None:
+            left = max(0, math.floor(budget.max_tokens - budget.used_tokens))
+            parts.append(f"{left:,} of {math.floor(budget.max_tokens):,} tokens")
+        if budget.max_cost is not None:
+            left_cost = max(0.0, budget.max_cost - budget.used_cost)
+            parts.append(f"${left_cost:.4f} of ${budget.max_cost:.4f}")
+        return " and ".join(parts) or None
 
     def _facts(self, row: TaskRow) -> str:
         attempts = f"{row.attempts} attempt{'s' if row.attempts != 1 else ''}"
@@ -215,13 +214,9 @@ class TaskBoard:
         cost = self.cost()
         if cost is not None:
             parts.append(f"${cost:.4f}")
-        budget = []
-        if self.token_budget is not None:
-            budget.append(f"{self.token_budget:,} tokens")
-        if self.cost_budget is not None:
-            budget.append(f"${self.cost_budget:.4f}")
-        if budget:
-            parts.append(f"budget {' and '.join(budget)} per task run")
+        left = self.budget_left()
+        if left is not None:
+            parts.append(f"budget left: {left}")
         return " · ".join(parts)
 
     def summary(self) -> list[str]:
@@ -245,7 +240,6 @@ class TaskBoard:
         from rich.table import Table
         from rich.text import Text
 
-        budgeted = self.token_budget is not None or self.cost_budget is not None
         table = Table(expand=False)
         table.add_column("Task", overflow="fold")
         table.add_column("Assignee")
@@ -254,8 +248,6 @@ class TaskBoard:
         table.add_column("Elapsed", justify="right")
         table.add_column("Tokens", justify="right")
         table.add_column("Cost", justify="right")
-        if budgeted:
-            table.add_column("Left", justify="right")
         for row in self.rows.values():
             cost = self.cost(row)
             cells: list[Any] = [
@@ -267,8 +259,6 @@ class TaskBoard:
                 f"{row.tokens:,}" if row.attempts else "",
                 "" if cost is None else f"${cost:.4f}",
             ]
-            if budgeted:
-                cells.append(self.left(row) if row.attempts else "")
             table.add_row(*cells)
         return table
 

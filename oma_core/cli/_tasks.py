@@ -11,7 +11,6 @@ starts.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -199,20 +198,12 @@ def _orchestrator(settings: RunOptions, view: RunView) -> OpenMultiAgent:
     from ..orchestrator import OpenMultiAgent
 
     kwargs: dict[str, Any] = {"on_progress": view}
-    if settings.token_budget is not None:
-        kwargs["max_token_budget"] = settings.token_budget
     if settings.prices is not None:
         prices = settings.prices
         kwargs["estimate_cost"] = lambda usage, ctx: prices.cost(
             usage.input_tokens, usage.output_tokens
         )
-    if settings.cost_budget is not None:
-        if settings.prices is None:
-            refuse("--max-cost-budget needs --price IN OUT (USD per million tokens) to price calls")
-        kwargs["max_cost_budget"] = settings.cost_budget
     if settings.executor is not None or settings.executor_options:
-        if "executor" not in inspect.signature(OpenMultiAgent).parameters:
-            refuse("--executor needs an oma with executor plugins; this OpenMultiAgent has none")
         kwargs["executor"] = settings.executor or "local"
         kwargs["executor_options"] = dict(settings.executor_options)
     try:
@@ -247,7 +238,10 @@ async def _check_agents(configs: Sequence[AgentConfig]) -> None:
 
 
 class RunOptions:
-    """What ``tasks`` and ``team`` share: the executor, budgets, prices and ``--json``."""
+    """What ``tasks`` and ``team`` share: the executor, the team's budget, prices, ``--json``.
+
+    The budgets are one ``Budget`` shared by every run of the team run (``budget=``), so
+    ``--max-token-budget`` caps the whole graph, as a person reading it would expect."""
 
     def __init__(
         self,
@@ -261,9 +255,14 @@ class RunOptions:
         self.executor = executor
         self.executor_options = {key: _value(value) for key, value in executor_options}
         self.as_json = as_json
-        self.token_budget = token_budget
-        self.cost_budget = cost_budget
         self.prices = Prices(*price) if price else None
+        self.budget = None
+        if cost_budget is not None and self.prices is None:
+            refuse("--max-cost-budget needs --price IN OUT (USD per million tokens) to price calls")
+        if token_budget is not None or cost_budget is not None:
+            from ..budgets import Budget
+
+            self.budget = Budget(max_tokens=token_budget, max_cost=cost_budget)
 
 
 def run_options(function: F) -> F:
@@ -289,7 +288,7 @@ def run_options(function: F) -> F:
             type=click.IntRange(min=0),
             default=None,
             metavar="N",
-            help="At most N tokens per task run.",
+            help="At most N tokens for the whole team run (shared by its tasks).",
         ),
         click.option(
             "--max-cost-budget",
@@ -297,7 +296,7 @@ def run_options(function: F) -> F:
             type=click.FloatRange(min=0),
             default=None,
             metavar="USD",
-            help="At most this cost per task run (needs --price).",
+            help="At most this cost (USD) for the whole team run (needs --price).",
         ),
         click.option(
             "--price",
@@ -412,8 +411,7 @@ def _board(team: Team, settings: RunOptions, coordinator: str | None = None) -> 
         team.name,
         coordinator=coordinator,
         prices=settings.prices,
-        token_budget=settings.token_budget,
-        cost_budget=settings.cost_budget,
+        budget=settings.budget,
     )
 
 
@@ -454,7 +452,7 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
 
     async def run() -> TeamRunResult:
         async with oma, view:
-            return await oma.run_tasks(team, checked)
+            return await oma.run_tasks(team, checked, budget=settings.budget)
 
     _finish(_execute(view, run), board, settings, answer=False)
 
@@ -498,7 +496,9 @@ def team(
 
     async def run() -> TeamRunResult:
         async with oma, view:
-            return await oma.run_team(team, goal, coordinator=coordinator, plan_only=plan_only)
+            return await oma.run_team(
+                team, goal, coordinator=coordinator, plan_only=plan_only, budget=settings.budget
+            )
 
     outcome = _execute(view, run)
     if plan_only and not settings.as_json and outcome.plan is not None:
