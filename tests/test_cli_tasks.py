@@ -390,18 +390,25 @@ def test_the_view_shows_the_budget_left(tmp_path: Path, terminals: list[Terminal
     assert terminal.wait() == 0
     assert f"budget left: {left:,} of 1,000 tokens" in terminal.screen.text()
 
-    piped = oma(
-        "tasks",
-        path,
-        "--max-token-budget",
-        "1000",
-        "--price",
-        "1e6",
-        "0",
-        "--max-cost-budget",
-        "1e9",
-    )
-    assert piped.returncode == 0, piped.stderr
+    piped = oma("tasks", path, "--max-token-budget", "1000")
+    assert piped.stdout.splitlines()[1].endswith(f"; budget left: {left:,} of 1,000 tokens")
+
+
+def test_a_cost_budget_with_prices_is_shared_and_shown(tmp_path: Path) -> None:
+    # One USD per input token: the budget is spent by the first task's input alone.
+    plan = {
+        "max_concurrency": 1,
+        "agents": [echo_agent("a")],
+        "tasks": [task("one", "a"), task("two", "a")],
+    }
+    path = write(tmp_path / "plan.json", plan)
+    args = ("--json", "--price", "1e6", "0", "--max-cost-budget", "1")
+    result = oma("tasks", path, *args)
+    assert result.returncode == 1
+    printed = json.loads(result.stdout)
+    assert printed["tasks"]["two"]["status"] == "failed"
+    assert "budget" in printed["tasks"]["two"]["error"].lower()
+    assert "of $1.0000" in result.stderr
 
 
 def test_prices_show_the_cost_of_each_task(tmp_path: Path) -> None:

@@ -123,11 +123,11 @@ class TaskBoard:
             return None
         if kind == "task_complete":
             row.state, row.ended = "completed", self.clock()
-            return f"{row.title}: completed ({self._facts(row)})"
+            return f"{row.title}: completed ({self._facts(row)}){self._left()}"
         if kind == "task_failed":
             row.state, row.ended = "failed", self.clock()
             row.error = _one_line(data.get("error"))
-            return f"{row.title}: failed ({self._facts(row)}): {row.error}"
+            return f"{row.title}: failed ({self._facts(row)}): {row.error}{self._left()}"
         if kind == "task_skipped":
             row.state = "skipped"
             return f"{row.title}: skipped (a task it depends on did not complete)"
@@ -191,6 +191,10 @@ class TaskBoard:
             left_cost = max(0.0, budget.max_cost - budget.used_cost)
             parts.append(f"${left_cost:.4f} of ${budget.max_cost:.4f}")
         return " and ".join(parts) or None
+
+    def _left(self) -> str:
+        left = self.budget_left()
+        return "" if left is None else f"; budget left: {left}"
 
     def _facts(self, row: TaskRow) -> str:
         attempts = f"{row.attempts} attempt{'s' if row.attempts != 1 else ''}"
