@@ -1,0 +1,37 @@
+"""One local Ray cluster for the whole session (starting one takes seconds), on 127.0.0.1,
+without the dashboard or usage reporting; workers find this folder's test modules (the
+providers and tools the tests pickle to them) through PYTHONPATH."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ["RAY_DISABLE_DOCKER_CPU_WARNING"] = "1"
+HERE = str(Path(__file__).parent)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH", "")) if p)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    import ray
+
+    context = ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+    )
+    try:
+        yield context.address_info["address"]
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture
+def executor_options(ray_cluster: str) -> dict[str, object]:
+    return {"address": ray_cluster}
