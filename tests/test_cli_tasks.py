@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from _builders import ROOT, builtin_host
 
-from oma_core import AgentConfig, OpenMultiAgent, ProviderError, TaskSpec, Team
+from oma_core import AgentConfig, OpenMultiAgent, ProgressEvent, ProviderError, TaskSpec, Team
 from oma_core.cli._live import RunView, TaskBoard
 from oma_core.testing import ScriptedProvider
 
@@ -356,6 +356,28 @@ def test_the_view_counts_a_retried_task_s_attempts() -> None:
     assert re.fullmatch(r"only: completed \(flaky, 2 attempts, [\d,]+ tokens, \d+\.\ds\)", shown[2])
     assert len(shown) == 3
     assert board.rows["only"].attempts == 2 and board.rows["only"].state == "completed"
+
+
+def test_what_others_print_while_the_table_is_up_goes_above_it() -> None:
+    # A library's log line (Ray prints some as its cluster starts) must not break the table.
+    board = TaskBoard("t")
+    board.add("only", "a")
+    terminal = io.StringIO()
+    view = RunView(board, terminal, live=True)
+
+    async def run() -> None:
+        async with view:
+            print("a library's log line", file=sys.stderr)
+            view(ProgressEvent("task_start", "a", "only"))
+
+    asyncio.run(run())
+    screen = Screen()
+    screen.feed(terminal.getvalue().replace("\n", "\r\n"))
+    lines = screen.text().splitlines()
+    assert lines[0] == "a library's log line"
+    assert lines[1].startswith("team t · 0 of 1 done")
+    assert screen.text().count("Assignee") == 1
+    assert "running" in screen.row_of("only")
 
 
 def test_a_token_budget_is_shared_by_the_whole_graph(tmp_path: Path) -> None:

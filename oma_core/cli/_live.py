@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sys
 import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
@@ -304,8 +305,10 @@ class RunView:
                 console=self._console(),
                 auto_refresh=False,
                 transient=False,
-                redirect_stdout=False,
-                redirect_stderr=False,
+                # Lines others print while the table is up (a plugin's, a library's logs)
+                # go above it instead of breaking it; stdout only when the table is there.
+                redirect_stdout=self.stream is sys.stdout,
+                redirect_stderr=True,
             )
             self._live.start(refresh=True)
             self._ticker = asyncio.get_running_loop().create_task(self._tick())

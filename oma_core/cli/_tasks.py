@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
@@ -234,6 +234,14 @@ async def _check_agents(configs: Sequence[AgentConfig]) -> None:
             await agent.aclose()
 
 
+def _interruptible(check: Coroutine[Any, Any, None]) -> None:
+    try:
+        asyncio.run(check)
+    except KeyboardInterrupt:
+        click.echo("interrupted; nothing ran", err=True)
+        raise SystemExit(INTERRUPTED) from None
+
+
 # -- the commands ------------------------------------------------------------------------------
 
 
@@ -320,7 +328,10 @@ def _view(board: TaskBoard, as_json: bool) -> RunView:
 
 def _execute(view: RunView, run: Callable[[], Any]) -> TeamRunResult:
     """Run to the end; on Ctrl-C the run is cancelled (its tasks with it), the view shows what
-    finished, and the command exits 130."""
+    finished, and the command exits 130. An error that escapes the run (an executor that
+    cannot start, say) is one line: status 2 for a usage or configuration error, else 1."""
+    from ..errors import UsageError
+
     try:
         result: TeamRunResult = asyncio.run(run())
     except KeyboardInterrupt:
@@ -329,7 +340,18 @@ def _execute(view: RunView, run: Callable[[], Any]) -> TeamRunResult:
         for line in view.board.summary():
             click.echo(f"  {line}", err=True)
         raise SystemExit(INTERRUPTED) from None
+    except UsageError as error:
+        view.stop()
+        refuse(_one_line(error))
+    except Exception as error:
+        view.stop()
+        click.echo(f"error: the run failed: {type(error).__name__}: {_one_line(error)}", err=True)
+        raise SystemExit(FAILED) from None
     return result
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 def _finish(outcome: TeamRunResult, board: TaskBoard, options: RunOptions, answer: bool) -> None:
@@ -448,7 +470,7 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
     view = _view(board, settings.as_json)
     oma = _orchestrator(settings, view)
 
-    asyncio.run(_check_agents(team.agents))
+    _interruptible(_check_agents(team.agents))
 
     async def run() -> TeamRunResult:
         async with oma, view:
@@ -492,7 +514,7 @@ def team(
     view = _view(board, settings.as_json)
     oma = _orchestrator(settings, view)
 
-    asyncio.run(_check_agents([*team.agents, *([coordinator] if coordinator else [])]))
+    _interruptible(_check_agents([*team.agents, *([coordinator] if coordinator else [])]))
 
     async def run() -> TeamRunResult:
         async with oma, view:
