@@ -610,6 +610,48 @@ def test_plan_only_prints_the_plan_and_runs_no_task() -> None:
     assert "describe: running" not in result.stdout
 
 
+def test_plan_only_json_has_the_plan_and_every_task_pending() -> None:
+    result = oma(
+        "team", "Caption the cat", "--agents", "examples/AGENTS.json", "--plan-only", "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert [t["title"] for t in printed["plan"]] == ["describe", "caption"]
+    assert {t: r["status"] for t, r in printed["tasks"].items()} == {
+        "describe": "pending",
+        "caption": "pending",
+    }
+    assert printed["output"] == ""
+
+
+def test_a_coordinator_file_plans_for_the_agents_file(tmp_path: Path) -> None:
+    plan = {"tasks": [task("look", "a")]}
+    coordinator = scripted_agent("boss", json.dumps(plan), "All looked at.")
+    agents = write(tmp_path / "agents.json", {"agents": [echo_agent("a")]})
+    boss = write(tmp_path / "boss.json", coordinator)
+    result = oma("team", "Look", "--agents", agents, "--coordinator", boss, "--json")
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert printed["output"] == "All looked at."
+    assert printed["tasks"]["look"]["output"] == 'user: text "Do look."'
+    assert result.stderr.splitlines()[0] == "(plan): running (boss)"
+
+
+def test_a_broken_coordinator_file_is_refused_with_one_line(tmp_path: Path) -> None:
+    agents = write(tmp_path / "agents.json", {"agents": [echo_agent("a")]})
+    boss = write(tmp_path / "boss.json", {"name": "boss", "provider": 3})
+    result = oma("team", "Look", "--agents", agents, "--coordinator", boss)
+    assert result.returncode == 2
+    assert result.stderr == f"error: {boss}.provider must be a provider's name\n"
+
+
+def test_tasks_can_take_the_team_from_an_agents_file(tmp_path: Path) -> None:
+    plan = write(tmp_path / "plan.json", {"tasks": [task("look", "looker")]})
+    result = oma("tasks", plan, "--agents", "examples/AGENTS.json", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["tasks"]["look"]["assignee"] == "looker"
+
+
 def test_a_coordinator_without_a_plan_fails_the_team_with_status_1(tmp_path: Path) -> None:
     agents = write(tmp_path / "agents.json", {"agents": [echo_agent("a")]})
     result = oma("team", "Do it", "--agents", agents)  # the echo coordinator answers prose
