@@ -572,6 +572,35 @@ def test_on_a_terminal_a_live_table_shows_every_task_and_its_final_state(
     assert "## caption" in text
 
 
+def test_a_graph_taller_than_the_terminal_shows_what_fits_and_counts_the_rest(
+    tmp_path: Path, terminals: list[Terminal]
+) -> None:
+    titles = [f"t{index:02}" for index in range(ROWS + 20)]
+    plan = {"agents": [echo_agent("a")], "tasks": [task(title, "a") for title in titles]}
+    terminal = on_terminal(terminals, "tasks", write(tmp_path / "plan.json", plan))
+    assert terminal.wait() == 0
+    text = terminal.screen.text()
+    table = text.split("\n\n## ")[0].splitlines()  # the view, before the results
+    assert len(table) <= ROWS
+    shown = [title for title in titles if terminal.screen.row_of(title)]
+    assert shown == titles[: len(shown)]  # all completed: the first ones, in plan order
+    more = re.search(r"\.\.\. and (\d+) more: (\d+) completed", text)
+    assert more is not None, text
+    assert int(more.group(1)) == int(more.group(2)) == len(titles) - len(shown)
+
+
+def test_what_is_running_or_failed_is_shown_before_what_is_done() -> None:
+    board = TaskBoard("t")
+    for index in range(10):
+        board.add(f"t{index}", "a").state = "completed"
+    board.rows["t8"].state = "failed"
+    board.rows["t9"].state = "pending"
+    rows, hidden = board.shown(4)  # three rows and the line that counts the rest
+    assert [row.title for row in rows] == ["t0", "t8", "t9"]  # in plan order
+    assert hidden == {"completed": 7}
+    assert board.shown(10) == (list(board.rows.values()), {})
+
+
 def test_a_team_on_a_terminal_shows_the_coordinator_and_its_answer(
     terminals: list[Terminal],
 ) -> None:

@@ -40,8 +40,12 @@ _STYLES = {
     "skipped": "dim",
     "cancelled": "magenta",
 }
-#: How often the live table is redrawn between events (for the elapsed times).
-_TICK = 0.25
+#: The live table is redrawn at most every ``_TICK`` seconds when something changed, and
+#: every ``_TICK * _REDRAW`` seconds anyway (the elapsed times move).
+_TICK, _REDRAW = 0.1, 5
+#: Screen lines that are not task rows: the headline, the table's borders and header, the
+#: line for rows left out, and one spare.
+_CHROME = 7
 
 
 @attrs.frozen
@@ -234,14 +238,41 @@ class TaskBoard:
                 lines.append(f"{label}: {', '.join(titles)}")
         return lines
 
-    def view(self) -> RenderableType:
-        """The headline above the table (a title inside it would wrap to the table's width)."""
+    def view(self, max_rows: int | None = None) -> RenderableType:
+        """The headline, the table, and a line for the rows left out (at most ``max_rows``
+        rows are shown: a terminal shows only so many, and a big graph has thousands)."""
         from rich.console import Group
         from rich.text import Text
 
-        return Group(Text(self.headline(), style="bold"), self.table())
+        rows, hidden = self.shown(max_rows)
+        parts: list[RenderableType] = [Text(self.headline(), style="bold"), self.table(rows)]
+        if hidden:
+            counts = ", ".join(f"{count:,} {state}" for state, count in hidden.items())
+            parts.append(Text(f"... and {sum(hidden.values()):,} more: {counts}", style="dim"))
+        return Group(*parts)
 
-    def table(self) -> Table:
+    def shown(self, max_rows: int | None) -> tuple[list[TaskRow], dict[str, int]]:
+        """The rows to show, in plan order, and how many of each state are left out: what
+        is going on (running, retrying) and what went wrong come first, then what is next."""
+        rows = list(self.rows.values())
+        if max_rows is None or len(rows) <= max_rows:
+            return rows, {}
+        limit = max(1, max_rows - 1)  # one line says what is left out
+
+        def urgency(index: int) -> int:
+            state = rows[index].state
+            if state in ("running", "retrying", "failed", "cancelled"):
+                return 0
+            return 1 if state == "pending" else 2
+
+        chosen = set(sorted(range(len(rows)), key=lambda i: (urgency(i), i))[:limit])
+        hidden: dict[str, int] = {}
+        for index, row in enumerate(rows):
+            if index not in chosen:
+                hidden[row.state] = hidden.get(row.state, 0) + 1
+        return [rows[i] for i in sorted(chosen)], hidden
+
+    def table(self, rows: list[TaskRow] | None = None) -> Table:
         from rich.table import Table
         from rich.text import Text
 
@@ -253,7 +284,7 @@ class TaskBoard:
         table.add_column("Elapsed", justify="right")
         table.add_column("Tokens", justify="right")
         table.add_column("Cost", justify="right")
-        for row in self.rows.values():
+        for row in self.rows.values() if rows is None else rows:
             cost = self.cost(row)
             cells: list[Any] = [
                 row.title,
@@ -287,12 +318,13 @@ class RunView:
         self.live = live
         self._live: Live | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._changed = False
 
     def __call__(self, event: ProgressEvent) -> None:
         line = self.board.apply(event)
-        if self._live is not None:
-            self._live.refresh()
-        elif line is not None and not self.live:
+        if self.live:
+            self._changed = True  # drawn at the next tick: events may come thousands a second
+        elif line is not None:
             self.stream.write(line + "\n")
             self.stream.flush()
 
@@ -300,9 +332,10 @@ class RunView:
         if self.live:
             from rich.live import Live
 
+            console = self._console()
             self._live = Live(
-                get_renderable=self.board.view,
-                console=self._console(),
+                get_renderable=lambda: self.board.view(max(3, console.height - _CHROME)),
+                console=console,
                 auto_refresh=False,
                 transient=False,
                 # Lines others print while the table is up (a plugin's, a library's logs)
@@ -331,9 +364,12 @@ class RunView:
             live.stop()
 
     async def _tick(self) -> None:
+        ticks = 0
         while self._live is not None:
             await asyncio.sleep(_TICK)
-            if self._live is not None:
+            ticks += 1
+            if self._live is not None and (self._changed or ticks % _REDRAW == 0):
+                self._changed = False
                 self._live.refresh()
 
     def _console(self) -> Console:
