@@ -417,20 +417,26 @@ def test_the_view_shows_the_budget_left(tmp_path: Path, terminals: list[Terminal
 
 
 def test_a_cost_budget_with_prices_is_shared_and_shown(tmp_path: Path) -> None:
-    # One USD per input token: the budget is spent by the first task's input alone.
+    # One USD per input token, output free: a budget of what one task costs; the first task
+    # spends it exactly, the second finds it spent.
+    prices = ("--price", "1e6", "0")
+    alone = {"agents": [echo_agent("a")], "tasks": [task("one", "a")]}
+    one = json.loads(oma("tasks", write(tmp_path / "one.json", alone), "--json", *prices).stdout)
+    cost = one["cost"]
+    assert cost == one["usage"]["input_tokens"] > 0
     plan = {
         "max_concurrency": 1,
         "agents": [echo_agent("a")],
         "tasks": [task("one", "a"), task("two", "a")],
     }
     path = write(tmp_path / "plan.json", plan)
-    args = ("--json", "--price", "1e6", "0", "--max-cost-budget", "1")
-    result = oma("tasks", path, *args)
+    result = oma("tasks", path, "--json", *prices, "--max-cost-budget", str(cost))
     assert result.returncode == 1
     printed = json.loads(result.stdout)
+    assert printed["tasks"]["one"]["status"] == "completed"
     assert printed["tasks"]["two"]["status"] == "failed"
     assert "budget" in printed["tasks"]["two"]["error"].lower()
-    assert "of $1.0000" in result.stderr
+    assert f"budget left: $0.0000 of ${cost:.4f}" in result.stderr
 
 
 def test_prices_show_the_cost_of_each_task(tmp_path: Path) -> None:
