@@ -28,7 +28,7 @@ from oma_core.toolkit import ExecutionContext, TaskRun, TaskRunner
 
 __all__ = ["RayExecutor", "RayExecutorStats"]
 
-_OPTIONS = frozenset({"address", "init_options", "task_options"})
+_OPTIONS = frozenset({"address", "init_options", "task_options", "send_api_keys"})
 
 
 @attrs.define
@@ -48,7 +48,10 @@ class RayExecutor:
     """``executor_options``: ``address`` (a Ray cluster's address, e.g. ``"auto"`` or
     ``"ray://head:10001"``; none: the cluster this process is connected to, else a local one
     started on first use), ``init_options`` (more ``ray.init`` keywords, e.g. ``runtime_env``),
-    ``task_options`` (``.options()`` of each task, e.g. ``{"num_cpus": 0.25}``)."""
+    ``task_options`` (``.options()`` of each task, e.g. ``{"num_cpus": 0.25}``),
+    ``send_api_keys`` (default False: an ``AgentConfig`` with ``api_key`` set is refused, since
+    its key would be copied into the object store; workers take keys from their environment).
+    """
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         unknown = sorted(set(options) - _OPTIONS)
@@ -68,6 +71,7 @@ class RayExecutor:
                 name="ray",
             )
         self.task_options = task_options
+        self.send_api_keys = bool(options.get("send_api_keys", False))
         self.stats = RayExecutorStats()
         self._remote: Any = None
         self._ledger_class: Any = None
@@ -100,12 +104,20 @@ class RayExecutor:
                 budget.max_tokens, budget.max_cost, budget.used_tokens, budget.used_cost
             )
         caps = (None, None) if budget is None else (budget.max_tokens, budget.max_cost)
-        defaults = ray.put(context.defaults)
+        defaults = context.defaults  # small: sent with each task
         shared: dict[int, tuple[AgentConfig, Any]] = {}
 
         def config_ref(config: AgentConfig) -> Any:
             kept = shared.get(id(config))
             if kept is None:
+                if config.api_key is not None and not self.send_api_keys:
+                    raise PluginError(
+                        f"agent {config.name!r} has an api_key, which the ray executor would "
+                        "copy to the cluster's object store; give the workers the key in their "
+                        "environment (api_key=None), or pass executor_options="
+                        '{"send_api_keys": True}',
+                        name="ray",
+                    )
                 kept = shared[id(config)] = (config, ray.put(config))
                 self.stats.objects_put += 1
             return kept[1]
@@ -122,15 +134,15 @@ class RayExecutor:
             spent = Usage()
             try:
                 async for ref in stream:
-                    kind, value = await ref
-                    if kind == "event":
-                        await context.emit(value)
-                    elif kind == "usage":
-                        spent = spent + value
-                        self.stats.calls_metered += 1
-                    else:
-                        result: RunResult = value
-                        return result
+                    for kind, value in await ref:
+                        if kind == "event":
+                            await context.emit(value)
+                        elif kind == "usage":
+                            spent = spent + value
+                            self.stats.calls_metered += 1
+                        else:
+                            result: RunResult = value
+                            return result
             except asyncio.CancelledError:
                 ray.cancel(stream)
                 raise

@@ -2,15 +2,17 @@
 
 ``run_attempt`` is a Ray generator task. It runs the agent with the worker's own
 ``OpenMultiAgent`` (built from the driver's ``RunDefaults``, on the worker's installed
-plugins) on an event loop in a thread, and yields, in order, what the driver needs:
+plugins) on an event loop in a thread, and yields, in order, lists of what the driver needs
+(one list holds what happened since the last; the end of a run is one list):
 
 - ``("event", ProgressEvent)`` for each progress event of the run, as it happens;
 - ``("usage", Usage)`` after each model call that completed (so the tokens an attempt spent
   are known to the driver even if this process dies before the run ends);
 - ``("result", RunResult)`` last.
 
-Ray cancelling the task interrupts the generator's thread; the run is then cancelled on its
-loop (so the provider's connections close as they would locally) before the task ends.
+The worker process keeps one event loop in a thread for its life. Ray cancelling the task
+interrupts the generator; the run is then cancelled on that loop (so the provider's
+connections close as they would locally) before the task ends.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ _METER: contextvars.ContextVar[Callable[[Usage], None] | None] = contextvars.Con
     "oma_ray_meter", default=None
 )
 _HOST: list[PluginHost] = []
+_LOOP: list[asyncio.AbstractEventLoop] = []
 _DONE = object()
 
 
@@ -100,6 +103,16 @@ async def _run(
         await oma.aclose()
 
 
+def _loop() -> asyncio.AbstractEventLoop:
+    """This worker process's event loop, running in a thread of its own for the process's
+    life (a Ray worker runs one task at a time; starting a loop per attempt costs more)."""
+    if not _LOOP:
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, name="oma-ray-loop", daemon=True).start()
+        _LOOP.append(loop)
+    return _LOOP[0]
+
+
 def run_attempt(
     config: AgentConfig,
     prompt: str,
@@ -107,41 +120,50 @@ def run_attempt(
     defaults: RunDefaults,
     ledger: Any | None,
     caps: tuple[float | None, float | None],
-) -> Iterator[tuple[str, Any]]:
+) -> Iterator[list[tuple[str, Any]]]:
     """Run one attempt; yield its events, its calls' usage and, last, its ``RunResult``."""
     out: queue.Queue[Any] = queue.Queue()
     budget = None if ledger is None else RemoteBudget(ledger, *caps)
-    loop = asyncio.new_event_loop()
-    job = loop.create_task(_run(config, prompt, task, defaults, budget, out))
 
-    def drive() -> None:
+    async def attempt() -> None:
         try:
-            result = loop.run_until_complete(job)
+            result = await _run(config, prompt, task, defaults, budget, out)
         except BaseException as error:  # cancelled (the driver cancelled) or a bug
             out.put(("raise", error))
         else:
             out.put(("result", result))
         finally:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
             out.put(_DONE)
 
-    thread = threading.Thread(target=drive, name="oma-ray-run", daemon=True)
-    thread.start()
+    job = asyncio.run_coroutine_threadsafe(attempt(), _loop())
+    finished = False
     try:
-        while True:
+        while not finished:
             try:
                 item = out.get(timeout=0.05)  # short waits: Ray's interrupt lands between them
             except queue.Empty:
                 continue
-            if item is _DONE:
-                break
-            if item[0] == "raise":
-                raise item[1]
-            yield item
+            batch = [item]  # and whatever else already happened: one object, not several
+            while True:
+                try:
+                    batch.append(out.get_nowait())
+                except queue.Empty:
+                    break
+            if batch[-1] is _DONE:
+                finished = True
+                batch.pop()
+            for kind, value in batch:
+                if kind == "raise":
+                    raise value
+            if batch:
+                yield batch
     except BaseException:  # KeyboardInterrupt / TaskCancelledError: Ray cancelled the task
-        if not job.done():
-            loop.call_soon_threadsafe(job.cancel)
-        thread.join(timeout=30)
+        if not finished:
+            job.cancel()  # cancels the run on its loop: its finally blocks and cleanup run
+            for _ in range(600):  # up to 30 s for the run's cleanup
+                try:
+                    if out.get(timeout=0.05) is _DONE:
+                        break
+                except queue.Empty:
+                    continue
         raise
-    thread.join()

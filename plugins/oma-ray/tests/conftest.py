@@ -1,6 +1,11 @@
 """One local Ray cluster for the whole session (starting one takes seconds), on 127.0.0.1,
 without the dashboard or usage reporting; workers find this folder's test modules (the
-providers and tools the tests pickle to them) through PYTHONPATH."""
+providers and tools the tests pickle to them) through PYTHONPATH.
+
+Ray swaps a loopback ``_node_ip_address`` for the machine's outward address by design
+(``ray._private.services.resolve_ip_for_localhost``); the tests keep every socket on
+127.0.0.1, so they turn that swap off for the cluster they start (and only here).
+"""
 
 from __future__ import annotations
 
@@ -19,7 +24,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, os.environ.get("PYT
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:
     import ray
+    import ray._private.services as services
 
+    services.resolve_ip_for_localhost = lambda host: host  # keep 127.0.0.1 (see above)
     context = ray.init(
         num_cpus=2,
         include_dashboard=False,
