@@ -694,6 +694,9 @@ def test_a_coordinator_without_a_plan_fails_the_team_with_status_1(tmp_path: Pat
     assert result.stderr.splitlines()[-1] == (
         "error: invalid task plan: the coordinator's answer holds no JSON plan"
     )
+    assert result.stdout.splitlines()[-1] == (
+        "(plan): failed: invalid task plan: the coordinator's answer holds no JSON plan"
+    )
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------------

@@ -156,6 +156,9 @@ class TaskBoard:
         if event.type == "error" and self._coordinator_rows:
             row = self.rows[self._coordinator_rows[-1]]
             row.error = _one_line(event.data.get("error"))
+            if row.state == "completed":  # the run went well but its answer held no plan
+                row.state = "failed"
+                return f"{row.title}: failed: {row.error}"
         return None
 
     def _charge(self, row: TaskRow, usage: Any) -> None:
