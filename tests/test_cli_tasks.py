@@ -41,11 +41,23 @@ def command(*args: str) -> list[str]:
     return [sys.executable, "-W", "error::ResourceWarning", "-c", ENTRY, *args]
 
 
-def environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "COLUMNS")}
+#: What would change how rich or oma behave, whatever the machine running the tests set.
+_UNSET = (
+    "FORCE_COLOR",
+    "NO_COLOR",
+    "COLUMNS",
+    "LINES",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "OMA_PROVIDER",
+    "OMA_DISABLE_PLUGINS",
+)
+
+
+def environment(**changes: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _UNSET}
     env.update(OMA_LOAD_PLUGINS="", TERM="xterm-256color", PYTHONUNBUFFERED="1")
-    env.pop("OMA_PROVIDER", None)
-    env.pop("OMA_DISABLE_PLUGINS", None)
+    env.update(changes)
     return env
 
 
@@ -185,14 +197,15 @@ class Screen:
 class Terminal:
     """The command running on a pseudo-terminal (its controlling terminal), like in a shell."""
 
-    def __init__(self, *args: str, cwd: Path = ROOT) -> None:
+    def __init__(self, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> None:
+        env = env or environment()
         pid, fd = pty.fork()
         if pid == 0:  # the child: a terminal of a known size, then the command
             try:
                 fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
                 os.chdir(cwd)
                 default_sigint()
-                os.execve(sys.executable, command(*args), environment())
+                os.execve(sys.executable, command(*args), env)
             finally:
                 os._exit(127)
         self.pid, self.fd = pid, fd
@@ -241,8 +254,8 @@ def terminals() -> Iterator[list[Terminal]]:
             terminal.wait()
 
 
-def on_terminal(started: list[Terminal], *args: str) -> Terminal:
-    terminal = Terminal(*args)
+def on_terminal(started: list[Terminal], *args: str, **env: str) -> Terminal:
+    terminal = Terminal(*args, env=environment(**env))
     started.append(terminal)
     return terminal
 
@@ -605,6 +618,13 @@ def test_what_is_running_or_failed_is_shown_before_what_is_done() -> None:
     assert [row.title for row in rows] == ["t0", "t8", "t9"]  # in plan order
     assert hidden == {"completed": 7}
     assert board.shown(10) == (list(board.rows.values()), {})
+
+
+def test_a_dumb_terminal_gets_plain_lines(terminals: list[Terminal]) -> None:
+    terminal = on_terminal(terminals, "tasks", "examples/PLAN.json", TERM="dumb")
+    assert terminal.wait() == 0
+    assert "\x1b[" not in terminal.raw
+    assert "describe: completed (looker, 1 attempt, " in terminal.screen.text()
 
 
 def test_a_team_on_a_terminal_shows_the_coordinator_and_its_answer(

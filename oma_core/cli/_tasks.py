@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -179,9 +180,11 @@ def run_options(function: F) -> F:
 
 
 def _view(board: TaskBoard, as_json: bool) -> RunView:
-    # With --json stdout carries the result alone, so the view goes to stderr.
+    # With --json stdout carries the result alone, so the view goes to stderr. A terminal
+    # that cannot move its cursor (TERM=dumb: an editor's shell, some CI logs) gets lines.
     stream = sys.stderr if as_json else sys.stdout
-    return RunView(board, stream, live=stream.isatty())
+    live = stream.isatty() and os.environ.get("TERM", "") not in ("dumb", "unknown")
+    return RunView(board, stream, live=live)
 
 
 def _execute(view: RunView, run: Callable[[], Any]) -> TeamRunResult:
