@@ -77,3 +77,30 @@ def test_testing_exports_scripted_provider_and_delayed() -> None:
 def test_hookimpl_is_pluggys_marker_for_the_oma_project() -> None:
     assert isinstance(hookimpl, pluggy.HookimplMarker)
     assert hookimpl.project_name == "oma"
+
+
+EXECUTOR_APPLICATION_NAMES = ["ExecutorSpec", "WorkerLostError"]
+EXECUTOR_TOOLKIT_NAMES = [
+    "EXECUTOR_FEATURES",
+    "ExecutionContext",
+    "Executor",
+    "ExecutorSpec",
+    "RunDefaults",
+    "TaskRun",
+    "TaskRunner",
+    "WorkerLostError",
+]
+
+
+@pytest.mark.parametrize("name", EXECUTOR_APPLICATION_NAMES)
+def test_the_executor_names_applications_use_are_exported_from_oma_core(name: str) -> None:
+    assert name in oma_core.__all__
+    assert getattr(oma_core, name) is not None
+
+
+@pytest.mark.parametrize("name", EXECUTOR_TOOLKIT_NAMES)
+def test_the_executor_interface_is_in_the_plugin_authors_toolkit(name: str) -> None:
+    import oma_core.toolkit
+
+    assert name in oma_core.toolkit.__all__
+    assert getattr(oma_core.toolkit, name) is not None

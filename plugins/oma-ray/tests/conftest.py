@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+# Every async test fails if it leaves an async generator to the garbage collector.
+pytest_plugins = ["oma_core.testing.pytest_plugin", "oma_core.testing.closed_generators"]
+
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ["RAY_DISABLE_DOCKER_CPU_WARNING"] = "1"
 HERE = str(Path(__file__).parent)
