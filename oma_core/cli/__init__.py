@@ -13,6 +13,7 @@ import click
 from .. import __version__
 from ._plugins import CAPABILITY_COLUMNS, capability_matrix, plugins
 from ._run import render, run, validate
+from ._tasks import tasks, team
 
 __all__ = ["CAPABILITY_COLUMNS", "capability_matrix", "cli", "main"]
 
@@ -23,7 +24,7 @@ def cli() -> None:
     """Run LLM agents on structured, multimodal input. Providers are plugins."""
 
 
-for _command in (run, validate, render, plugins):
+for _command in (run, validate, render, plugins, tasks, team):
     cli.add_command(_command)
 
 

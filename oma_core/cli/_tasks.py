@@ -1,0 +1,391 @@
+"""``oma tasks`` and ``oma team``: a task graph from a file, or a coordinator's plan, run with
+a live view of every task (``_live``), its result printed or given as JSON.
+
+A command reads its files (``_plans``), checks the plan and the agents before anything runs,
+then runs the team in one ``asyncio.run``: Ctrl-C cancels that run (the core cancels every
+task in flight) and the command reports what finished. Exit statuses: 0 every task
+completed, 1 a task (or the team) failed, 2 a usage or configuration error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from ..errors import OmaError
+from ._live import Prices, RunView, TaskBoard
+from ._plans import (
+    agent_config,
+    load_team,
+    read_json_or_refuse,
+    refuse,
+    stem,
+    task_spec,
+    team_file,
+)
+
+if TYPE_CHECKING:
+    from ..config import AgentConfig
+    from ..orchestrator import OpenMultiAgent
+    from ..teams import Team, TeamRunResult
+
+__all__ = ["result_json", "tasks", "team"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Exit statuses besides ``USAGE``: a failed task or team, Ctrl-C.
+FAILED, INTERRUPTED = 1, 130
+
+# -- the orchestrator --------------------------------------------------------------------------
+
+
+def _value(text: str) -> Any:
+    """An option's value: JSON when it parses (``2``, ``true``, ``{...}``), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _orchestrator(settings: RunOptions, view: RunView) -> OpenMultiAgent:
+    from ..orchestrator import OpenMultiAgent
+
+    kwargs: dict[str, Any] = {"on_progress": view}
+    if settings.prices is not None:
+        prices = settings.prices
+        kwargs["estimate_cost"] = lambda usage, ctx: prices.cost(
+            usage.input_tokens, usage.output_tokens
+        )
+    if settings.executor is not None or settings.executor_options:
+        kwargs["executor"] = settings.executor or "local"
+        kwargs["executor_options"] = dict(settings.executor_options)
+    try:
+        return OpenMultiAgent(**kwargs)
+    except (OmaError, TypeError, ValueError) as error:
+        refuse(str(error))
+
+
+async def _check_agents(configs: Sequence[AgentConfig]) -> None:
+    """Refuse an unknown provider or backend, or a provider without its key, before any task
+    starts (a run would otherwise fail each of that agent's tasks with the same error)."""
+    from ..agent import Agent
+    from ..plugins import PluginHost
+
+    host = PluginHost.default()
+    for config in configs:
+        if config.backend is not None:
+            kind = config.backend.get("kind")
+            if kind not in host.backend_specs():
+                refuse(f"agent {config.name!r}: no backend {kind!r} is installed")
+            continue
+        agent = Agent(config, plugins=host)
+        try:
+            agent.provider()
+        except OmaError as error:
+            refuse(f"agent {config.name!r}: {error}")
+        finally:
+            await agent.aclose()
+
+
+def _interruptible(check: Coroutine[Any, Any, None]) -> None:
+    try:
+        asyncio.run(check)
+    except KeyboardInterrupt:
+        click.echo("interrupted; nothing ran", err=True)
+        raise SystemExit(INTERRUPTED) from None
+
+
+# -- the commands ------------------------------------------------------------------------------
+
+
+class RunOptions:
+    """What ``tasks`` and ``team`` share: the executor, the team's budget, prices, ``--json``.
+
+    The budgets are one ``Budget`` shared by every run of the team run (``budget=``), so
+    ``--max-token-budget`` caps the whole graph, as a person reading it would expect."""
+
+    def __init__(
+        self,
+        executor: str | None,
+        executor_options: Sequence[tuple[str, str]],
+        as_json: bool,
+        token_budget: int | None,
+        cost_budget: float | None,
+        price: tuple[float, float] | None,
+    ) -> None:
+        self.executor = executor
+        self.executor_options = {key: _value(value) for key, value in executor_options}
+        self.as_json = as_json
+        self.prices = Prices(*price) if price else None
+        self.budget = None
+        if cost_budget is not None and self.prices is None:
+            refuse("--max-cost-budget needs --price IN OUT (USD per million tokens) to price calls")
+        if token_budget is not None or cost_budget is not None:
+            from ..budgets import Budget
+
+            self.budget = Budget(max_tokens=token_budget, max_cost=cost_budget)
+
+
+def run_options(function: F) -> F:
+    options = [
+        click.option(
+            "--executor",
+            default=None,
+            metavar="NAME",
+            help="Run the tasks on this executor (local, ray, ...).",
+        ),
+        click.option(
+            "--executor-option",
+            "executor_options",
+            nargs=2,
+            multiple=True,
+            metavar="KEY VALUE",
+            help="An option for the executor (VALUE read as JSON when it parses; repeatable).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+        click.option(
+            "--max-token-budget",
+            "token_budget",
+            type=click.IntRange(min=0),
+            default=None,
+            metavar="N",
+            help="At most N tokens for the whole team run (shared by its tasks).",
+        ),
+        click.option(
+            "--max-cost-budget",
+            "cost_budget",
+            type=click.FloatRange(min=0),
+            default=None,
+            metavar="USD",
+            help="At most this cost (USD) for the whole team run (needs --price).",
+        ),
+        click.option(
+            "--price",
+            nargs=2,
+            type=click.FloatRange(min=0),
+            default=None,
+            metavar="IN OUT",
+            help="USD per million input and output tokens, to show and cap costs.",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _view(board: TaskBoard, as_json: bool) -> RunView:
+    # With --json stdout carries the result alone, so the view goes to stderr. A terminal
+    # that cannot move its cursor (TERM=dumb: an editor's shell, some CI logs) gets lines.
+    stream = sys.stderr if as_json else sys.stdout
+    live = stream.isatty() and os.environ.get("TERM", "") not in ("dumb", "unknown")
+    return RunView(board, stream, live=live)
+
+
+def _execute(view: RunView, run: Callable[[], Any]) -> TeamRunResult:
+    """Run to the end; on Ctrl-C the run is cancelled (its tasks with it), the view shows what
+    finished, and the command exits 130. An error that escapes the run (an executor that
+    cannot start, say) is one line: status 2 for a usage or configuration error, else 1."""
+    from ..errors import UsageError
+
+    try:
+        result: TeamRunResult = asyncio.run(run())
+    except KeyboardInterrupt:
+        view.stop()
+        click.echo("interrupted; the run was cancelled", err=True)
+        for line in view.board.summary():
+            click.echo(f"  {line}", err=True)
+        raise SystemExit(INTERRUPTED) from None
+    except UsageError as error:
+        view.stop()
+        refuse(_one_line(error))
+    except Exception as error:
+        view.stop()
+        click.echo(f"error: the run failed: {type(error).__name__}: {_one_line(error)}", err=True)
+        raise SystemExit(FAILED) from None
+    return result
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _finish(outcome: TeamRunResult, board: TaskBoard, options: RunOptions, answer: bool) -> None:
+    if options.as_json:
+        click.echo(json.dumps(result_json(outcome, board), ensure_ascii=False, indent=2))
+    elif answer:
+        if outcome.output:
+            click.echo(outcome.output)
+    else:
+        _echo_results(outcome)
+    if outcome.success:
+        return
+    failed = [record.title for record in outcome.tasks.values() if record.status == "failed"]
+    if failed:
+        reason = f"{len(failed)} task{'s' if len(failed) > 1 else ''} failed: {', '.join(failed)}"
+    else:
+        reason = str(outcome.error or "the team run failed")
+    click.echo(f"error: {reason}", err=True)
+    raise SystemExit(FAILED)
+
+
+def _echo_results(outcome: TeamRunResult) -> None:
+    """The outputs of the tasks no other task depends on: the graph's results."""
+    plan = outcome.plan or ()
+    needed = {dep for task in plan for dep in task.depends_on}
+    for task in plan:
+        record = outcome.tasks[task.title]
+        if task.title not in needed and record.status == "completed":
+            click.echo(f"\n## {task.title}\n{record.output}")
+
+
+def result_json(outcome: TeamRunResult, board: TaskBoard) -> dict[str, Any]:
+    """The ``TeamRunResult`` as JSON: each task's status, output, attempts, usage and error."""
+
+    def usage(value: Any) -> dict[str, int]:
+        return {"input_tokens": value.input_tokens, "output_tokens": value.output_tokens}
+
+    def price(value: Any) -> float | None:
+        prices = board.prices
+        return None if prices is None else prices.cost(value.input_tokens, value.output_tokens)
+
+    tasks = {
+        title: {
+            "status": record.status,
+            "assignee": record.assignee,
+            "attempts": record.attempts,
+            "output": record.output,
+            "error": None if record.error is None else str(record.error),
+            "usage": usage(record.usage),
+            "cost": price(record.usage),
+        }
+        for title, record in outcome.tasks.items()
+    }
+    plan = None
+    if outcome.plan is not None:
+        plan = [
+            {
+                "title": task.title,
+                "description": task.description,
+                "assignee": task.assignee,
+                "depends_on": list(task.depends_on),
+                "max_retries": task.max_retries,
+            }
+            for task in outcome.plan
+        ]
+    return {
+        "success": outcome.success,
+        "tasks": tasks,
+        "plan": plan,
+        "output": outcome.output,
+        "usage": usage(outcome.usage),
+        "cost": price(outcome.usage),
+        "error": None if outcome.error is None else str(outcome.error),
+    }
+
+
+def _board(team: Team, settings: RunOptions, coordinator: str | None = None) -> TaskBoard:
+    return TaskBoard(
+        team.name,
+        coordinator=coordinator,
+        prices=settings.prices,
+        budget=settings.budget,
+    )
+
+
+@click.command()
+@click.argument("plan_file", metavar="PLAN.json")
+@click.option(
+    "--agents",
+    "agents_file",
+    default=None,
+    metavar="AGENTS.json",
+    help="Take the team (name, max_concurrency, agents) from this file instead.",
+)
+@run_options
+def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
+    """Run the task graph in PLAN.json (agents, tasks, dependencies) with a live view."""
+    from ..errors import PlanError
+    from ..teams import check_plan
+
+    settings = RunOptions(**given)
+    plan = team_file(plan_file, ("tasks",))
+    team_source = team_file(agents_file) if agents_file is not None else plan
+    team = load_team(team_source, agents_file or plan_file, stem(plan_file))
+    listed = plan.get("tasks")
+    if not isinstance(listed, list) or not listed:
+        refuse(f"{plan_file}: tasks must be a non-empty list of tasks")
+    specs = [task_spec(item, f"{plan_file}: tasks[{i}]") for i, item in enumerate(listed)]
+    try:
+        checked = check_plan(team, specs)
+    except PlanError as error:
+        refuse(f"{plan_file}: {error}")
+    board = _board(team, settings)
+    for index, spec in enumerate(checked):
+        board.add(spec.title, spec.assignee or team.agents[index % len(team.agents)].name)
+    view = _view(board, settings.as_json)
+    oma = _orchestrator(settings, view)
+
+    _interruptible(_check_agents(team.agents))
+
+    async def run() -> TeamRunResult:
+        async with oma, view:
+            return await oma.run_tasks(team, checked, budget=settings.budget)
+
+    _finish(_execute(view, run), board, settings, answer=False)
+
+
+@click.command()
+@click.argument("goal")
+@click.option(
+    "--agents",
+    "agents_file",
+    required=True,
+    metavar="AGENTS.json",
+    help="The team: name, max_concurrency, agents (and a coordinator).",
+)
+@click.option(
+    "--coordinator",
+    "coordinator_file",
+    default=None,
+    metavar="AGENT.json",
+    help="The coordinator's AgentConfig (default: the agents file's, else one on the first "
+    "agent's provider and model).",
+)
+@click.option("--plan-only", is_flag=True, help="Print the coordinator's plan; run nothing.")
+@run_options
+def team(
+    goal: str, agents_file: str, coordinator_file: str | None, plan_only: bool, **given: Any
+) -> None:
+    """Let a coordinator plan GOAL for the team in AGENTS.json, run the plan, and answer."""
+    settings = RunOptions(**given)
+    source = team_file(agents_file)
+    team = load_team(source, agents_file, stem(agents_file))
+    coordinator = None
+    if coordinator_file is not None:
+        coordinator = agent_config(read_json_or_refuse(coordinator_file), coordinator_file)
+    elif "coordinator" in source:
+        coordinator = agent_config(source["coordinator"], f"{agents_file}: coordinator")
+    board = _board(team, settings, coordinator.name if coordinator else "coordinator")
+    view = _view(board, settings.as_json)
+    oma = _orchestrator(settings, view)
+
+    _interruptible(_check_agents([*team.agents, *([coordinator] if coordinator else [])]))
+
+    async def run() -> TeamRunResult:
+        async with oma, view:
+            return await oma.run_team(
+                team, goal, coordinator=coordinator, plan_only=plan_only, budget=settings.budget
+            )
+
+    outcome = _execute(view, run)
+    if plan_only and not settings.as_json and outcome.plan is not None:
+        for task in outcome.plan:
+            after = f" (after {', '.join(task.depends_on)})" if task.depends_on else ""
+            click.echo(f"- {task.title} [{task.assignee or 'anyone'}]{after}: {task.description}")
+    _finish(outcome, board, settings, answer=not plan_only)
