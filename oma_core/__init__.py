@@ -56,6 +56,14 @@ _EXPORTS: dict[str, str] = {
     "ToolError": "errors",
     "PluginError": "errors",
     "PlanError": "errors",
+    "NotRegisteredError": "errors",
+    "UnknownOptionError": "errors",
+    "MissingKeyError": "errors",
+    "MissingProviderError": "errors",
+    "MediaTooLargeError": "errors",
+    # configuration: names, keys, provider:model
+    "resolve_model": "resolution",
+    "check_api_key": "resolution",
     # the agent
     "Agent": "agent",
     "AgentConfig": "config",
@@ -88,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "ProviderSpec": "capabilities",
     "BackendSpec": "capabilities",
     "Capabilities": "capabilities",
+    "MediaLimit": "capabilities",
 }
 
 # Plugin-author names that ``oma_core`` still resolves for code written before
@@ -137,7 +146,12 @@ __all__ = [
     "InvalidMessageError",
     "LLMMessage",
     "MaxTurnsExceededError",
+    "MediaLimit",
     "MediaSource",
+    "MediaTooLargeError",
+    "MissingKeyError",
+    "MissingProviderError",
+    "NotRegisteredError",
     "OmaError",
     "OnlineEvaluationConfig",
     "OpenMultiAgent",
@@ -166,6 +180,7 @@ __all__ = [
     "ToolError",
     "ToolResultBlock",
     "ToolUseBlock",
+    "UnknownOptionError",
     "UnsupportedContentBlockError",
     "UrlSource",
     "Usage",
@@ -173,12 +188,14 @@ __all__ = [
     "ValidationLimits",
     "VideoBlock",
     "__version__",
+    "check_api_key",
     "dump_messages",
     "estimate_tokens",
     "hookimpl",
     "image_base64",
     "image_url",
     "load_messages",
+    "resolve_model",
     "tool",
     "video_base64",
     "video_url",
@@ -203,7 +220,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .agent import Agent
     from .budgets import Budget, CostContext
-    from .capabilities import BackendSpec, Capabilities, ProviderSpec
+    from .capabilities import BackendSpec, Capabilities, MediaLimit, ProviderSpec
     from .config import AgentConfig, BeforeRunContext
     from .errors import (
         BackendError,
@@ -211,6 +228,10 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         HookError,
         InvalidMessageError,
         MaxTurnsExceededError,
+        MediaTooLargeError,
+        MissingKeyError,
+        MissingProviderError,
+        NotRegisteredError,
         OmaError,
         PlanError,
         PluginError,
@@ -218,6 +239,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         RunError,
         RunTimeoutError,
         ToolError,
+        UnknownOptionError,
         UnsupportedContentBlockError,
         UsageError,
     )
@@ -241,6 +263,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .plugins import PluginHost
     from .progress import ProgressEvent, ProgressStats
     from .providers import Usage
+    from .resolution import check_api_key, resolve_model
     from .results import AgentStream, RunResult, RunStatus, StreamEvent
     from .retry import RetryPolicy
     from .serialization import dump_messages
