@@ -155,6 +155,14 @@ class Agent:
         messages = (_user_text(checked),) if isinstance(checked, str) else checked
         return self._model_target().request(messages)
 
+    def limit_warnings(self, input: str | Sequence[Any]) -> list[str]:
+        """The provider's media size limits the first request of ``run(input)`` would break, one
+        line each (empty when all fit); nothing is raised or sent, no key is needed. For ``oma
+        render``, which shows a request without sending it."""
+        target = self._model_target()
+        request = self.build_request(input)
+        return target.capabilities.limit_warnings(request.messages, target.display_name)
+
     async def aclose(self) -> None:
         """Close the provider and backend this agent created; the next use creates new ones."""
         provider, self._provider, self._target = self._provider, None, None

@@ -140,12 +140,20 @@ class Capabilities:
                 return support.mode
         return None
 
-    def check(self, messages: Iterable[LLMMessage], provider: str, *, start: int = 0) -> None:
+    def check(
+        self,
+        messages: Iterable[LLMMessage],
+        provider: str,
+        *,
+        start: int = 0,
+        sizes: bool = True,
+    ) -> None:
         """Raise ``UnsupportedContentBlockError`` for the first block ``provider`` cannot carry,
         or ``MediaTooLargeError`` for the first past a size limit.
 
         ``start`` skips the block checks of messages already checked (a conversation growing
-        turn by turn); the size limits always count the whole request.
+        turn by turn); the size limits always count the whole request. ``sizes=False`` leaves
+        the size limits out (``oma render`` warns about them with ``limit_warnings`` instead).
         """
         messages = tuple(messages)
         for message in messages[start:]:
@@ -155,7 +163,7 @@ class Capabilities:
                     for part in block.content:
                         if part.type != "text":
                             self._check_block(part.type, IN_TOOL_RESULT, _source_of(part), provider)
-        if self.limits:
+        if sizes and self.limits:
             problems = self._size_problems(messages, provider, first_only=True)
             if problems:
                 raise problems[0]

@@ -322,3 +322,22 @@ def test_the_decoded_size_from_the_base64_length_is_the_byte_count(payload: byte
     assert decoded_size(block.source) == expected
     assert MediaLimit(0, measure="base64").size_of(block.source) == len(encoded)
     assert MediaLimit(0).size_of(block.source) == expected
+
+
+def test_an_agent_lists_the_limits_its_request_would_break_without_sending() -> None:
+    agent, provider = _limited_agent()
+    turn = [{"role": "user", "content": [image_base64(_png_of(101), "image/png")]}]
+    decoded, encoded = agent.limit_warnings(turn)
+    assert "messages[0].content[0] is 101 bytes, past the limit of 100 bytes" in decoded
+    assert "is 136 bytes of base64, past the limit of 120 bytes of base64" in encoded
+    assert agent.limit_warnings("just text") == []
+    assert provider.requests == []
+
+
+def test_the_block_check_can_leave_the_size_limits_to_the_warnings() -> None:
+    messages = load_messages(
+        [{"role": "user", "content": [image_base64(_png_of(500), "image/png")]}]
+    )
+    LIMITED.check(messages, "Limited", sizes=False)
+    with pytest.raises(MediaTooLargeError):
+        LIMITED.check(messages, "Limited")
