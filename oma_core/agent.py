@@ -33,6 +33,7 @@ from .validation import load_messages, load_user_content
 
 if TYPE_CHECKING:
     from ._pool import ProviderPool
+    from .capabilities import ProviderSpec
     from .plugins import PluginHost
 
 __all__ = [
@@ -80,7 +81,7 @@ class Agent:
                 raise ToolError(f"two tools are named {built.name!r}", tool=built.name)
             tools[built.name] = built
         self._tools = tools
-        self._check_names()
+        self._spec: ProviderSpec | None = self._check_names()
         self._provider: Any = None
         self._owns_provider = False
         self._target: ModelTarget | None = None
@@ -340,25 +341,26 @@ class Agent:
             hooks.append(("AgentConfig.before_run", self.config.before_run))
         return hooks
 
-    def _check_names(self) -> None:
+    def _check_names(self) -> ProviderSpec | None:
         """An unknown provider or backend, or an option the provider does not accept, raises
-        when the agent is built (``NotRegisteredError``, ``UnknownOptionError``)."""
+        when the agent is built (``NotRegisteredError``, ``UnknownOptionError``); returns the
+        registered provider's spec (None for a backend or a provider object)."""
         config = self.config
         if config.backend is not None:
             self._host().backend_spec(str(config.backend["kind"]))
         elif isinstance(config.provider, str):
             host = self._host()
             name, _ = _provider_and_model(config, host)
-            check_provider_options(host.provider_spec(name), config.provider_options)
+            spec = host.provider_spec(name)
+            check_provider_options(spec, config.provider_options)
+            return spec
+        return None
 
     def _check_key(self) -> None:
         """A provider that needs a key and has none raises ``MissingKeyError`` when a run
         starts, before any hook or request."""
-        config = self.config
-        if config.backend is None and isinstance(config.provider, str):
-            host = self._host()
-            name, _ = _provider_and_model(config, host)
-            check_api_key(host.provider_spec(name), config.api_key)
+        if self._spec is not None and self._spec.requires_api_key:
+            check_api_key(self._spec, self.config.api_key)
 
     def _model_target(self) -> ModelTarget:
         target = self._target

@@ -155,7 +155,6 @@ class MediaTooLargeError(UnsupportedContentBlockError):
         provider: str,
         block_type: str,
         detail: str,
-        *,
         path: str,
         size: int,
         limit: int,
@@ -226,7 +225,7 @@ class MissingKeyError(UsageError):
     code = "MISSING_API_KEY"
 
     def __init__(
-        self, provider: str, variables: Sequence[str] = (), *, display_name: str | None = None
+        self, provider: str, variables: Sequence[str] = (), display_name: str | None = None
     ) -> None:
         self.provider = provider
         self.variables = tuple(variables)
