@@ -341,3 +341,16 @@ def test_the_block_check_can_leave_the_size_limits_to_the_warnings() -> None:
     LIMITED.check(messages, "Limited", sizes=False)
     with pytest.raises(MediaTooLargeError):
         LIMITED.check(messages, "Limited")
+
+
+@given(st.lists(st.integers(min_value=1, max_value=160), min_size=1, max_size=4))
+def test_check_refuses_exactly_when_there_are_warnings_and_with_the_first(sizes: list[int]) -> None:
+    blocks = [image_base64(_png_of(size), "image/png") for size in sizes]
+    messages = load_messages([{"role": "user", "content": blocks}])
+    warnings = LIMITED.limit_warnings(messages, "Limited")
+    if not warnings:
+        LIMITED.check(messages, "Limited")
+        return
+    with pytest.raises(MediaTooLargeError) as caught:
+        LIMITED.check(messages, "Limited")
+    assert str(caught.value) == warnings[0]
