@@ -57,6 +57,14 @@ _EXPORTS: dict[str, str] = {
     "PluginError": "errors",
     "PlanError": "errors",
     "WorkerLostError": "executors",
+    "NotRegisteredError": "errors",
+    "UnknownOptionError": "errors",
+    "MissingKeyError": "errors",
+    "MissingProviderError": "errors",
+    "MediaTooLargeError": "errors",
+    # configuration: names, keys, provider:model
+    "resolve_model": "resolution",
+    "check_api_key": "resolution",
     # the agent
     "Agent": "agent",
     "AgentConfig": "config",
@@ -90,6 +98,7 @@ _EXPORTS: dict[str, str] = {
     "BackendSpec": "capabilities",
     "Capabilities": "capabilities",
     "ExecutorSpec": "executors",
+    "MediaLimit": "capabilities",
 }
 
 # Plugin-author names that ``oma_core`` still resolves for code written before
@@ -140,7 +149,12 @@ __all__ = [
     "InvalidMessageError",
     "LLMMessage",
     "MaxTurnsExceededError",
+    "MediaLimit",
     "MediaSource",
+    "MediaTooLargeError",
+    "MissingKeyError",
+    "MissingProviderError",
+    "NotRegisteredError",
     "OmaError",
     "OnlineEvaluationConfig",
     "OpenMultiAgent",
@@ -169,6 +183,7 @@ __all__ = [
     "ToolError",
     "ToolResultBlock",
     "ToolUseBlock",
+    "UnknownOptionError",
     "UnsupportedContentBlockError",
     "UrlSource",
     "Usage",
@@ -177,12 +192,14 @@ __all__ = [
     "VideoBlock",
     "WorkerLostError",
     "__version__",
+    "check_api_key",
     "dump_messages",
     "estimate_tokens",
     "hookimpl",
     "image_base64",
     "image_url",
     "load_messages",
+    "resolve_model",
     "tool",
     "video_base64",
     "video_url",
@@ -207,7 +224,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .agent import Agent
     from .budgets import Budget, CostContext
-    from .capabilities import BackendSpec, Capabilities, ProviderSpec
+    from .capabilities import BackendSpec, Capabilities, MediaLimit, ProviderSpec
     from .config import AgentConfig, BeforeRunContext
     from .errors import (
         BackendError,
@@ -215,6 +232,10 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         HookError,
         InvalidMessageError,
         MaxTurnsExceededError,
+        MediaTooLargeError,
+        MissingKeyError,
+        MissingProviderError,
+        NotRegisteredError,
         OmaError,
         PlanError,
         PluginError,
@@ -222,6 +243,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         RunError,
         RunTimeoutError,
         ToolError,
+        UnknownOptionError,
         UnsupportedContentBlockError,
         UsageError,
     )
@@ -246,6 +268,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .plugins import PluginHost
     from .progress import ProgressEvent, ProgressStats
     from .providers import Usage
+    from .resolution import check_api_key, resolve_model
     from .results import AgentStream, RunResult, RunStatus, StreamEvent
     from .retry import RetryPolicy
     from .serialization import dump_messages

@@ -107,6 +107,11 @@ class AgentConfig:
     seeds ``prompt`` and is validated when the ``Agent`` is built. ``temperature``,
     ``max_tokens`` and ``stop`` are portable: every provider maps them to its wire.
     ``max_retries``/``retry_delay``/``retry_backoff`` left None use the ladder's defaults.
+
+    Mistakes in it raise at once, never as an empty result: an unknown provider or backend, or
+    a ``provider_options`` name the provider's spec does not accept, when the ``Agent`` is
+    built; a provider that needs a key and has none (not ``api_key``, nor its environment
+    variables) when a run starts, before any request.
     """
 
     name: str

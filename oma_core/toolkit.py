@@ -8,7 +8,7 @@ so importing this module is cheap.
 The groups:
 
 - registration: ``hookimpl``, ``ProviderSpec``, ``BackendSpec``, ``Capabilities``,
-  ``BlockSupport``, ``Mode``, ``IN_TOOL_RESULT``;
+  ``BlockSupport``, ``MediaLimit``, ``Mode``, ``IN_TOOL_RESULT``;
 - the provider interface: ``Provider``, ``ProviderRequest``, ``ProviderResponse``,
   ``ProviderSettings``, its events (``TextDelta``, ``ReasoningDelta``, ``ToolCall``,
   ``ResponseComplete``), ``ToolDefinition``, ``Usage``;
@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "BackendSpec": "capabilities",
     "Capabilities": "capabilities",
     "BlockSupport": "capabilities",
+    "MediaLimit": "capabilities",
     "Mode": "capabilities",
     "IN_TOOL_RESULT": "capabilities",
     # the provider interface
@@ -183,6 +184,7 @@ __all__ = [
     "ImageBlock",
     "LLMMessage",
     "LoopLocalClient",
+    "MediaLimit",
     "MediaSource",
     "Mode",
     "OmaError",
@@ -314,6 +316,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         BackendSpec,
         BlockSupport,
         Capabilities,
+        MediaLimit,
         Mode,
         ProviderSpec,
     )

@@ -92,8 +92,20 @@ EXECUTOR_TOOLKIT_NAMES = [
 ]
 
 
-@pytest.mark.parametrize("name", EXECUTOR_APPLICATION_NAMES)
-def test_the_executor_names_applications_use_are_exported_from_oma_core(name: str) -> None:
+CONFIGURATION_NAMES = [
+    "NotRegisteredError",
+    "UnknownOptionError",
+    "MissingKeyError",
+    "MissingProviderError",
+    "MediaTooLargeError",
+    "MediaLimit",
+    "resolve_model",
+    "check_api_key",
+]
+
+
+@pytest.mark.parametrize("name", EXECUTOR_APPLICATION_NAMES + CONFIGURATION_NAMES)
+def test_the_executor_and_configuration_names_are_exported_from_oma_core(name: str) -> None:
     assert name in oma_core.__all__
     assert getattr(oma_core, name) is not None
 
@@ -104,3 +116,10 @@ def test_the_executor_interface_is_in_the_plugin_authors_toolkit(name: str) -> N
 
     assert name in oma_core.toolkit.__all__
     assert getattr(oma_core.toolkit, name) is not None
+
+
+def test_media_limit_is_part_of_the_plugin_author_surface() -> None:
+    from oma_core import toolkit
+
+    assert "MediaLimit" in toolkit.__all__
+    assert toolkit.MediaLimit is oma_core.MediaLimit
