@@ -37,6 +37,14 @@ _EXPORTS: dict[str, str] = {
     "video_url": "media",
     "video_base64": "media",
     "IMAGE_MEDIA_TYPES": "media",
+    "MediaTypeMismatchError": "media",
+    "image_file": "media",
+    "video_file": "media",
+    "media_file": "media",
+    "image_bytes": "media",
+    "video_bytes": "media",
+    "media_bytes": "media",
+    "RunLog": "run_log",
     "load_messages": "validation",
     "ValidationLimits": "validation",
     "dump_messages": "serialization",
@@ -138,6 +146,7 @@ __all__ = [
     "LLMMessage",
     "MaxTurnsExceededError",
     "MediaSource",
+    "MediaTypeMismatchError",
     "OmaError",
     "OnlineEvaluationConfig",
     "OpenMultiAgent",
@@ -151,6 +160,7 @@ __all__ = [
     "ReasoningBlock",
     "RetryPolicy",
     "RunError",
+    "RunLog",
     "RunResult",
     "RunSettings",
     "RunStatus",
@@ -177,10 +187,16 @@ __all__ = [
     "estimate_tokens",
     "hookimpl",
     "image_base64",
+    "image_bytes",
+    "image_file",
     "image_url",
     "load_messages",
+    "media_bytes",
+    "media_file",
     "tool",
     "video_base64",
+    "video_bytes",
+    "video_file",
     "video_url",
 ]
 
@@ -222,7 +238,20 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         UsageError,
     )
     from .evaluation import EvalCase, EvalResult, OnlineEvaluationConfig, Score
-    from .media import IMAGE_MEDIA_TYPES, image_base64, image_url, video_base64, video_url
+    from .media import (
+        IMAGE_MEDIA_TYPES,
+        MediaTypeMismatchError,
+        image_base64,
+        image_bytes,
+        image_file,
+        image_url,
+        media_bytes,
+        media_file,
+        video_base64,
+        video_bytes,
+        video_file,
+        video_url,
+    )
     from .messages import (
         Base64Source,
         ContentBlock,
@@ -243,6 +272,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .providers import Usage
     from .results import AgentStream, RunResult, RunStatus, StreamEvent
     from .retry import RetryPolicy
+    from .run_log import RunLog
     from .serialization import dump_messages
     from .settings import RunSettings
     from .teams import TaskResult, TaskSpec, Team, TeamRunResult

@@ -92,7 +92,6 @@ def make_agent(
     options: AgentOptions,
     host: PluginHost,
     backend: dict[str, Any] | None = None,
-    history: Sequence[Any] = (),
 ) -> Agent:
     """The agent to run; a wrong option value is a usage error naming it."""
     from ..agent import Agent, AgentConfig
@@ -114,7 +113,6 @@ def make_agent(
             base_url=options.base_url,
             api_key=api_key,
             backend=backend,
-            history=history,
             provider_options=provider_options,
             **portable,
         )

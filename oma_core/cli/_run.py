@@ -143,13 +143,17 @@ def run(
     if continue_last or conversation_id:
         conversation_id, history, agent_options = continued_history(conversation_id, agent_options)
     run_input = build_input(prompt, media, messages_file)
+    if history:  # the logged conversation, then this turn
+        if isinstance(run_input, str):
+            run_input = [{"role": "user", "content": [{"type": "text", "text": run_input}]}]
+        run_input = [*history, *run_input]
     host = PluginHost.default()
     plugin = None if no_log else log_plugin()
     conversation_id = conversation_id or new_run_id()
     if plugin is not None:
         host.register(plugin)
     try:
-        agent = make_agent(agent_options, host, backend, history)
+        agent = make_agent(agent_options, host, backend)
         settings = RunSettings(metadata={"conversation_id": conversation_id}, progress=_progress)
         result = asyncio.run(
             _execute(agent, run_input, settings, stream=not (no_stream or as_json))
