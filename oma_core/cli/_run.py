@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -65,18 +66,60 @@ async def _stream(
     return result
 
 
-def _progress(event_type: str, data: dict[str, Any]) -> None:
+def _endpoint(agent: Agent) -> str | None:
+    """The host (and port) the agent's provider talks to, for connection errors: from
+    ``--base-url`` or the provider's documented default; never user info, path or query."""
+    from urllib.parse import urlsplit
+
+    config = agent.config
+    url = config.base_url
+    if url is None and config.backend is None and isinstance(config.provider, str):
+        spec = agent.plugins.provider_specs().get(config.provider)
+        url = None if spec is None else spec.default_base_url
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    return host if port is None else f"{host}:{port}"
+
+
+def _explained(error: object, endpoint: str | None) -> str:
+    """The error's text on one line, naming the host of a connection error."""
+    from ..errors import ProviderError
+
+    text = " ".join(str(error).split())
+    if (
+        endpoint
+        and isinstance(error, ProviderError)
+        and error.status_code is None
+        and "connect" in text.lower()
+        and endpoint not in text
+    ):
+        text += f" (connecting to {endpoint})"
+    return text
+
+
+def _progress(endpoint: str | None) -> Callable[[str, dict[str, Any]], None]:
     """Retries and warnings on stderr, as they happen."""
-    if event_type == "retry":
-        error = data.get("error")
-        reason = " ".join(str(error).split()) if error is not None else "unknown"
-        click.echo(
-            f"retrying: attempt {data.get('attempt')} failed ({reason}); "
-            f"waiting {float(data.get('delay') or 0):.1f}s",
-            err=True,
-        )
-    elif event_type == "warning":
-        note(str(data.get("message")))
+
+    def report(event_type: str, data: dict[str, Any]) -> None:
+        if event_type == "retry":
+            error = data.get("error")
+            reason = "unknown" if error is None else _explained(error, endpoint)
+            click.echo(
+                f"retrying: attempt {data.get('attempt')} failed ({reason}); "
+                f"waiting {float(data.get('delay') or 0):.1f}s",
+                err=True,
+            )
+        elif event_type == "warning":
+            note(str(data.get("message")))
+
+    return report
 
 
 @click.command()
@@ -154,7 +197,10 @@ def run(
         host.register(plugin)
     try:
         agent = make_agent(agent_options, host, backend)
-        settings = RunSettings(metadata={"conversation_id": conversation_id}, progress=_progress)
+        endpoint = _endpoint(agent)
+        settings = RunSettings(
+            metadata={"conversation_id": conversation_id}, progress=_progress(endpoint)
+        )
         result = asyncio.run(
             _execute(agent, run_input, settings, stream=not (no_stream or as_json))
         )
@@ -174,7 +220,7 @@ def run(
 
         if isinstance(error, UsageError):  # a configuration mistake found at run start
             usage(str(error))
-        fail(str(error or result.status.code))
+        fail(_explained(error, endpoint) if error is not None else result.status.code)
 
 
 @click.command()
