@@ -141,6 +141,7 @@ def _print_plugins(report: dict[str, Any]) -> None:
     providers = _providers_table(report)
     if _fits(console, providers):
         console.print(providers)
+        console.print()
     else:
         console.print("[bold]Providers[/bold]")
         for name, entry in report["providers"].items():
