@@ -136,7 +136,8 @@ def logs(
     if as_json:
         click.echo(json.dumps([r.as_json() for r in runs], ensure_ascii=False, indent=2))
         return
-    click.echo("\n\n".join(_describe(r) for r in runs))
+    if runs:
+        click.echo("\n\n".join(_describe(r) for r in runs))
 
 
 @logs.command("path")

@@ -7,9 +7,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from typing import Any
 import pytest
 from fake_openai import API_KEY, FakeChatCompletions, Reply
 
-from oma_core.testing.fake_server import HTTPError
+from oma_core.testing.fake_server import Delay, HTTPError
 
 #: A real PNG (the PNG signature, an IHDR chunk, then padding), so the content is sniffed.
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(180))
@@ -131,3 +133,32 @@ def test_a_connection_error_names_the_host_never_the_key(home: Path) -> None:
     assert API_KEY not in done.stderr and "Traceback" not in done.stderr
     (run,) = logged(home)
     assert run["answer"] is None and "connection" in run["error"].lower()
+
+
+@pytest.mark.usefixtures("stored_key")
+def test_ctrl_c_during_a_request_exits_130_quietly_and_closes_the_connection(
+    server: FakeChatCompletions, home: Path
+) -> None:
+    server.enqueue(Delay(60))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMA_")}
+    env["OMA_HOME"] = str(home)
+    command = ["run", "-m", "openai:gpt-4o", "--base-url", server.base_url, "hi"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "oma_core.cli", *command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    ) as process:
+        for _ in range(6000):  # until the request has arrived (the server holds it)
+            if server.requests or process.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert server.requests, "the request never arrived"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert (out, err) == (b"", b"")
+    assert server.wait_idle(timeout=10), "a connection was left open"
+    (run,) = logged(home)
+    assert run["error"] == "interrupted"
