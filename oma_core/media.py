@@ -29,6 +29,7 @@ __all__ = [
     "IMAGE_MEDIA_TYPES",
     "VIDEO_EXTENSIONS",
     "MediaTypeMismatchError",
+    "checked_media_type",
     "extension_media_type",
     "image_bytes",
     "image_file",

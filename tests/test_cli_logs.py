@@ -226,3 +226,25 @@ async def test_a_library_run_is_logged_when_its_host_has_the_log_plugin(tmp_path
     )
     with sqlite3.connect(log.path) as db:
         assert db.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+
+
+def test_a_log_that_cannot_be_written_never_fails_the_run(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "logs.db").write_bytes(b"this is not a database" * 100)
+    (home / "logs.db").chmod(0o600)
+    result = oma("run", "hi")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "hi"\n'
+    assert result.stderr.startswith(f"note: the run log {home / 'logs.db'} was not written (")
+
+
+def test_a_broken_log_database_is_one_line_for_logs_and_continue(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "logs.db").write_bytes(b"this is not a database" * 100)
+    for args in (["logs"], ["logs", "status"], ["run", "-c", "more"]):
+        result = oma(*args)
+        assert result.exit_code == 2, args
+        assert result.stderr.startswith(f"error: cannot read the run log {home / 'logs.db'} (")
+        assert result.stderr.count("\n") == 1

@@ -230,3 +230,38 @@ def test_render_never_shows_a_stored_key() -> None:
     assert result.exit_code == 0, result.output
     assert "sk-stored-123" not in result.output
     assert json.loads(result.stdout)["messages"][0]["content"][0]["text"] == "hi"
+
+
+class PickyPlugin:
+    """A provider that refuses an option and needs a key, as the core's checks do."""
+
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        from oma_core import PluginError, UsageError
+
+        def factory(settings: ProviderSettings) -> Recorder:
+            if "bogus" in settings.options:
+                raise PluginError("the picky provider has no option 'bogus'; did you mean 'bogs'?")
+            if settings.api_key is None:
+                raise UsageError("the picky provider needs a key: set PICKY_API_KEY")
+            return Recorder()
+
+        return [ProviderSpec("picky", "Picky", factory, Capabilities.everything())]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["-o", "bogus", "1", "--api-key", "sk-x"], "no option 'bogus'; did you mean 'bogs'?"),
+        ([], "needs a key: set PICKY_API_KEY"),
+    ],
+)
+def test_a_configuration_error_at_run_start_is_one_line_and_exit_2(
+    args: list[str], says: str
+) -> None:
+    PluginHost.default().register(PickyPlugin(), name="picky-plugin")
+    result = oma("run", "-p", "picky", *args, "hi")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ") and says in result.stderr
+    assert result.stderr.count("\n") == 1

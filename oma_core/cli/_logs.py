@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import click
 
-from ._exits import command_guard, note, usage
+from ._exits import command_guard, fail, note, usage
 from ._paths import logs_off_path, logs_path
 
 if TYPE_CHECKING:
@@ -34,6 +34,20 @@ def run_log() -> RunLog:
     return RunLog(logs_path())
 
 
+def read_runs(
+    limit: int | None = 3, search: str | None = None, conversation_id: str | None = None
+) -> list[LoggedRun]:
+    """The logged runs (see ``RunLog.runs``); a broken database is one ``error:`` line."""
+    import sqlite3
+
+    log = run_log()
+    try:
+        return log.runs(limit, search=search, conversation_id=conversation_id)
+    except (sqlite3.Error, OSError, ValueError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+    fail(f"cannot read the run log {log.path} ({reason}); move it away to start a new one", 2)
+
+
 def log_plugin() -> object | None:
     """The middleware that logs this command's run, or None when logging is off."""
     return run_log().plugin() if logging_on() else None
@@ -44,7 +58,8 @@ def continued_history(
 ) -> tuple[str, list[dict[str, Any]], AgentOptions]:
     """The conversation to continue: its id, the history to send, and the options with the
     logged provider, model and system prompt filled in where not given."""
-    last = run_log().last(conversation_id)
+    found = read_runs(1, conversation_id=conversation_id)
+    last = found[0] if found else None
     if last is None:
         if conversation_id:
             usage(f"no logged conversation {conversation_id} (see `oma logs`)")
@@ -132,7 +147,7 @@ def logs(
     """Show the last logged runs; `oma logs off|on|path|status` manage the log."""
     if ctx.invoked_subcommand is not None:
         return
-    runs = run_log().runs(count or None, search=query, conversation_id=conversation_id)
+    runs = read_runs(count or None, query, conversation_id)
     if as_json:
         click.echo(json.dumps([r.as_json() for r in runs], ensure_ascii=False, indent=2))
         return
@@ -149,7 +164,7 @@ def logs_path_command() -> None:
 @logs.command("status")
 def logs_status() -> None:
     """Say whether runs are logged, where, and how many are."""
-    count = len(run_log().runs(None))
+    count = len(read_runs(None))
     state = "on" if logging_on() else "off"
     click.echo(f"logging is {state}; {count} run{'s' if count != 1 else ''} in {logs_path()}")
 

@@ -4,11 +4,13 @@
 Not a default plugin: it is registered only by whoever wants a log (``RunLog.plugin()``; the
 ``oma`` command registers one unless ``oma logs off``). It is ``tryfirst``, outside the
 budgets, so a call a budget refuses is logged too. What it writes is redacted: media as type,
-size and SHA-256, never a payload or a key.
+size and SHA-256, never a payload or a key. A log that cannot be written (a full disk, a
+locked or broken file) never fails the run: it is reported as a ``warning`` progress event.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import AsyncGenerator, Generator
 from contextlib import aclosing
@@ -86,28 +88,33 @@ class RunLogger:
             text = "".join(b.text for b in response.message.content if isinstance(b, TextBlock))
             output = redact_text(text)
         conversation = run.metadata.get("conversation_id")
-        self.log.write(
-            {
-                "run_id": run.run_id,
-                "conversation_id": str(conversation) if conversation else run.run_id,
-                "datetime_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-                "agent": run.agent,
-                "provider": call.provider,
-                "model": (response.model if response is not None else None) or request.model,
-                "system": None
-                if request.system_prompt is None
-                else redact_text(request.system_prompt),
-                "messages": redact_json(dump_messages(request.messages)),
-                "answer": answer,
-                "output": output,
-                "input_tokens": state["input"],
-                "output_tokens": state["output"],
-                "duration_ms": round(state["seconds"] * 1000),
-                "calls": state["calls"],
-                "attempts": state["attempts"],
-                "error": error,
-            }
-        )
+        row = {
+            "run_id": run.run_id,
+            "conversation_id": str(conversation) if conversation else run.run_id,
+            "datetime_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+            "agent": run.agent,
+            "provider": call.provider,
+            "model": (response.model if response is not None else None) or request.model,
+            "system": None if request.system_prompt is None else redact_text(request.system_prompt),
+            "messages": redact_json(dump_messages(request.messages)),
+            "answer": answer,
+            "output": output,
+            "input_tokens": state["input"],
+            "output_tokens": state["output"],
+            "duration_ms": round(state["seconds"] * 1000),
+            "calls": state["calls"],
+            "attempts": state["attempts"],
+            "error": error,
+        }
+        try:
+            self.log.write(row)
+        except (OSError, sqlite3.Error) as exc:  # a log that cannot be written never fails a run
+            if run.settings.progress is not None:
+                reason = f"{type(exc).__name__}: {exc}"
+                run.settings.progress(
+                    "warning",
+                    {"message": f"the run log {self.log.path} was not written ({reason})"},
+                )
 
 
 def _error_text(exc: BaseException) -> str:
