@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -200,3 +201,15 @@ def test_no_prompt_no_stdin_no_media_is_a_usage_error() -> None:
     result = oma("run")
     assert result.exit_code == 2
     assert result.stderr.startswith("error: give a PROMPT")
+
+
+def test_messages_from_stdin() -> None:
+    conversation = [{"role": "user", "content": [{"type": "text", "text": "from a pipe"}]}]
+    result = oma("run", "--messages", "-", input=json.dumps(conversation))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "from a pipe"\n'
+    both = oma("run", "--messages", "-", "-a", "-", input=json.dumps(conversation))
+    assert both.exit_code == 2
+    assert both.stderr == (
+        "error: stdin can be read once: --messages - and -a - cannot both take it\n"
+    )

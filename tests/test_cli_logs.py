@@ -248,3 +248,13 @@ def test_a_broken_log_database_is_one_line_for_logs_and_continue(tmp_path: Path)
         assert result.exit_code == 2, args
         assert result.stderr.startswith(f"error: cannot read the run log {home / 'logs.db'} (")
         assert result.stderr.count("\n") == 1
+
+
+def test_continue_after_a_failed_run_does_not_resend_its_unanswered_prompt() -> None:
+    oma("run", "one", *scripted("First."))
+    assert oma("run", "-c", "two", "-p", "scripted").exit_code == 1  # nothing scripted: fails
+    again = oma("run", "-c", "three", *scripted("Third."))
+    assert again.exit_code == 0, again.output
+    assert "the last run of the conversation failed" in again.stderr
+    texts = [m["content"][0]["text"] for m in logged()[-1]["messages"]]
+    assert texts == ["one", "First.", "three"]

@@ -36,7 +36,12 @@ class MediaOptions:
 
 
 def read_json(path: str) -> Any:
-    """A JSON file's data; an unreadable, binary or broken file is one ``error:`` line."""
+    """A JSON file's data (``-``: stdin's); an unreadable, binary or broken file is one
+    ``error:`` line."""
+    if path == "-":
+        from ._attach import Stdin
+
+        return _parse_json(Stdin().read(), "stdin")
     file = Path(path)
     if file.is_dir():
         usage(f"{path} is a directory, not a JSON file")
@@ -46,10 +51,15 @@ def read_json(path: str) -> Any:
         usage(f"no such file: {path}")
     except OSError as exc:
         usage(f"cannot read {path}: {exc.strerror or exc}")
+    return _parse_json(raw, path)
+
+
+def _parse_json(raw: bytes, path: str) -> Any:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        usage(f"{path} is not UTF-8 text (an image or video? attach it with -a {path})")
+        where = "-" if path == "stdin" else path
+        usage(f"{path} is not UTF-8 text (an image or video? attach it with -a {where})")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -72,9 +82,12 @@ def build_input(
     """
     from ._attach import Stdin, attachments
 
+    values = (*media.attach, *(v for v, _ in media.attach_types), *media.images, *media.videos)
+    if messages_file == "-" and "-" in values:
+        usage("stdin can be read once: --messages - and -a - cannot both take it")
     stdin = Stdin()
     media_blocks = attachments(media.attach, media.attach_types, media.images, media.videos, stdin)
-    if not stdin.used and stdin_is_piped():
+    if messages_file != "-" and not stdin.used and stdin_is_piped():
         piped = _stdin_text()
         if piped.strip():
             prompt = f"{prompt}\n\n{piped}" if prompt else piped
@@ -159,7 +172,7 @@ def input_options(function: F) -> F:
             "messages_file",
             default=None,
             metavar="FILE",
-            help="A JSON conversation to send; PROMPT, if given, is appended.",
+            help="A JSON conversation to send (- reads stdin); PROMPT, if given, is appended.",
         ),
         click.option(
             "-o",

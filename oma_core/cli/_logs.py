@@ -65,6 +65,10 @@ def continued_history(
             usage(f"no logged conversation {conversation_id} (see `oma logs`)")
         usage("no logged conversation to continue (see `oma logs`)")
     history, replaced = _history_of(last)
+    if last.answer is None:  # the last run failed: its unanswered turn is not sent again
+        while history and history[-1].get("role") == "user":
+            history.pop()
+        note("the last run of the conversation failed; its prompt is not sent again")
     if replaced:
         note(
             f"{replaced} media block{'s' if replaced != 1 else ''} of the logged conversation "
