@@ -94,3 +94,17 @@ def test_a_broken_keys_file_is_one_line_not_a_traceback(_home: Path) -> None:
     result = oma("keys", "list")
     assert result.exit_code == 2
     assert result.stderr == f"error: {path} is not a JSON object of keys; fix or remove it\n"
+
+
+def test_a_name_no_provider_has_is_stored_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
+    from oma_core.plugins import PluginHost
+
+    previous = PluginHost.set_default(None)
+    try:
+        result = oma("keys", "set", "opneai", input=f"{SECRET}\n")
+    finally:
+        PluginHost.set_default(previous)
+    assert result.exit_code == 0
+    assert "note: no installed provider is named opneai" in result.stderr
+    assert oma("keys", "list").stdout == "opneai\n"

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from ._exits import command_guard, fail, stdin_is_piped, usage
+from ._exits import command_guard, fail, note, stdin_is_piped, usage
 from ._paths import keys_path
 
 
@@ -81,6 +81,11 @@ def keys_set(name: str) -> None:
     stored[name] = value
     save_keys(stored)
     click.echo(f"stored the key for {name} in {keys_path()}", err=True)
+    from ..plugins import PluginHost
+
+    installed = PluginHost.default().provider_specs()
+    if name not in installed:
+        note(f"no installed provider is named {name}; `oma run -p {name}` would use this key")
 
 
 @keys.command("list")
