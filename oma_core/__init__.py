@@ -64,6 +64,14 @@ _EXPORTS: dict[str, str] = {
     "ToolError": "errors",
     "PluginError": "errors",
     "PlanError": "errors",
+    "NotRegisteredError": "errors",
+    "UnknownOptionError": "errors",
+    "MissingKeyError": "errors",
+    "MissingProviderError": "errors",
+    "MediaTooLargeError": "errors",
+    # configuration: names, keys, provider:model
+    "resolve_model": "resolution",
+    "check_api_key": "resolution",
     # the agent
     "Agent": "agent",
     "AgentConfig": "config",
@@ -96,6 +104,7 @@ _EXPORTS: dict[str, str] = {
     "ProviderSpec": "capabilities",
     "BackendSpec": "capabilities",
     "Capabilities": "capabilities",
+    "MediaLimit": "capabilities",
 }
 
 # Plugin-author names that ``oma_core`` still resolves for code written before
@@ -145,8 +154,13 @@ __all__ = [
     "InvalidMessageError",
     "LLMMessage",
     "MaxTurnsExceededError",
+    "MediaLimit",
     "MediaSource",
+    "MediaTooLargeError",
     "MediaTypeMismatchError",
+    "MissingKeyError",
+    "MissingProviderError",
+    "NotRegisteredError",
     "OmaError",
     "OnlineEvaluationConfig",
     "OpenMultiAgent",
@@ -176,6 +190,7 @@ __all__ = [
     "ToolError",
     "ToolResultBlock",
     "ToolUseBlock",
+    "UnknownOptionError",
     "UnsupportedContentBlockError",
     "UrlSource",
     "Usage",
@@ -183,6 +198,7 @@ __all__ = [
     "ValidationLimits",
     "VideoBlock",
     "__version__",
+    "check_api_key",
     "dump_messages",
     "estimate_tokens",
     "hookimpl",
@@ -193,6 +209,7 @@ __all__ = [
     "load_messages",
     "media_bytes",
     "media_file",
+    "resolve_model",
     "tool",
     "video_base64",
     "video_bytes",
@@ -219,7 +236,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .agent import Agent
     from .budgets import Budget, CostContext
-    from .capabilities import BackendSpec, Capabilities, ProviderSpec
+    from .capabilities import BackendSpec, Capabilities, MediaLimit, ProviderSpec
     from .config import AgentConfig, BeforeRunContext
     from .errors import (
         BackendError,
@@ -227,6 +244,10 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         HookError,
         InvalidMessageError,
         MaxTurnsExceededError,
+        MediaTooLargeError,
+        MissingKeyError,
+        MissingProviderError,
+        NotRegisteredError,
         OmaError,
         PlanError,
         PluginError,
@@ -234,6 +255,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         RunError,
         RunTimeoutError,
         ToolError,
+        UnknownOptionError,
         UnsupportedContentBlockError,
         UsageError,
     )
@@ -270,6 +292,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .plugins import PluginHost
     from .progress import ProgressEvent, ProgressStats
     from .providers import Usage
+    from .resolution import check_api_key, resolve_model
     from .results import AgentStream, RunResult, RunStatus, StreamEvent
     from .retry import RetryPolicy
     from .run_log import RunLog

@@ -130,7 +130,7 @@ class Run:
         turns = 0
         while True:
             # Messages are immutable: each is checked once, the input before the first call.
-            target.capabilities.check(conversation[checked:], target.display_name)
+            target.capabilities.check(conversation, target.display_name, start=checked)
             checked = len(conversation)
             call = ModelCall(
                 target.request(tuple(conversation)),

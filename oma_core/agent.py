@@ -25,6 +25,7 @@ from .config import AgentConfig, BeforeRunContext
 from .errors import HookError, InvalidMessageError, ToolError
 from .messages import LLMMessage, TextBlock
 from .providers import ProviderRequest, ProviderSettings
+from .resolution import KNOWN_DISTRIBUTIONS, check_api_key, check_provider_options, suggest
 from .results import AgentStream, RunResult, RunStatus, StreamEvent
 from .settings import RunSettings
 from .tools import Tool, as_tool
@@ -79,6 +80,7 @@ class Agent:
                 raise ToolError(f"two tools are named {built.name!r}", tool=built.name)
             tools[built.name] = built
         self._tools = tools
+        self._check_names()
         self._provider: Any = None
         self._owns_provider = False
         self._target: ModelTarget | None = None
@@ -137,12 +139,11 @@ class Agent:
     def check_input(self, input: str | Sequence[Any]) -> RunInput:
         """Validate and copy ``run``/``stream`` input, as they do when called: a str stays a
         str, anything else becomes a tuple of messages (at least one). A text-only backend
-        refuses structured input ("accepts string prompts only")."""
-        if isinstance(input, str):
-            return input
-        if self.config.backend is not None:
-            raise InvalidMessageError("", self._string_only())
-        return load_messages(input)
+        refuses structured input ("accepts string prompts only"). A run starts here, so a
+        provider that needs a key and has none raises ``MissingKeyError`` here too."""
+        checked = self._validated(input)
+        self._check_key()
+        return checked
 
     def provider(self) -> Any:
         """The provider object, created on first use from the registered factory."""
@@ -150,9 +151,17 @@ class Agent:
 
     def build_request(self, input: str | Sequence[Any]) -> ProviderRequest:
         """The request the first model call of ``run(input)`` would send (hooks not applied)."""
-        checked = self.check_input(input)
+        checked = self._validated(input)  # no key needed: nothing is sent
         messages = (_user_text(checked),) if isinstance(checked, str) else checked
         return self._model_target().request(messages)
+
+    def limit_warnings(self, input: str | Sequence[Any]) -> list[str]:
+        """The provider's media size limits the first request of ``run(input)`` would break, one
+        line each (empty when all fit); nothing is raised or sent, no key is needed. For ``oma
+        render``, which shows a request without sending it."""
+        target = self._model_target()
+        request = self.build_request(input)
+        return target.capabilities.limit_warnings(request.messages, target.display_name)
 
     async def aclose(self) -> None:
         """Close the provider and backend this agent created; the next use creates new ones."""
@@ -246,7 +255,19 @@ class Agent:
 
     # -- input -------------------------------------------------------------------------------
 
+    def _validated(self, input: str | Sequence[Any]) -> RunInput:
+        if isinstance(input, str):
+            return input
+        if self.config.backend is not None:
+            raise InvalidMessageError("", self._string_only())
+        return load_messages(input)
+
     def _check_turn(self, input: Any) -> LLMMessage:
+        turn = self._turn(input)
+        self._check_key()
+        return turn
+
+    def _turn(self, input: Any) -> LLMMessage:
         if isinstance(input, str):
             return _user_text(input)
         if self.config.backend is not None:
@@ -319,6 +340,26 @@ class Agent:
             hooks.append(("AgentConfig.before_run", self.config.before_run))
         return hooks
 
+    def _check_names(self) -> None:
+        """An unknown provider or backend, or an option the provider does not accept, raises
+        when the agent is built (``NotRegisteredError``, ``UnknownOptionError``)."""
+        config = self.config
+        if config.backend is not None:
+            self._host().backend_spec(str(config.backend["kind"]))
+        elif isinstance(config.provider, str):
+            host = self._host()
+            name, _ = _provider_and_model(config, host)
+            check_provider_options(host.provider_spec(name), config.provider_options)
+
+    def _check_key(self) -> None:
+        """A provider that needs a key and has none raises ``MissingKeyError`` when a run
+        starts, before any hook or request."""
+        config = self.config
+        if config.backend is None and isinstance(config.provider, str):
+            host = self._host()
+            name, _ = _provider_and_model(config, host)
+            check_api_key(host.provider_spec(name), config.api_key)
+
     def _model_target(self) -> ModelTarget:
         target = self._target
         if target is None:
@@ -335,7 +376,7 @@ class Agent:
             settings = ProviderSettings(config.base_url, config.api_key, config.provider_options)
             pooled = None if self._pool is None else self._pool.get(spec, settings, host)
             provider = host.build_provider(spec, settings) if pooled is None else pooled
-            capabilities = spec.capabilities
+            capabilities = spec.capabilities.with_options(config.provider_options)
             display_name = spec.display_name
             model = model or spec.default_model
             self._owns_provider = pooled is None
@@ -382,12 +423,19 @@ _EVERYTHING = Capabilities.everything()
 def _provider_and_model(config: AgentConfig, host: PluginHost) -> tuple[str, str | None]:
     """The provider and model a config names: ``model="provider:model"`` names both when the
     part before the first colon is a registered provider (and ``provider`` is left at its
-    default or says the same); otherwise the model is taken as it is (``ft:gpt-4o:acme``)."""
+    default or says the same); otherwise the model is taken as it is (``ft:gpt-4o:acme``).
+    With the default provider, a prefix that names a provider whose plugin is missing, or
+    is close to a registered one (``antropic:``), is an unknown provider, not an echo model."""
     name, model = str(config.provider), config.model
     if model is not None and ":" in model:
         prefix, _, rest = model.partition(":")
-        if prefix in (name, *host.provider_specs()) and name in ("echo", prefix):
+        specs = host.provider_specs()
+        if prefix in (name, *specs) and name in ("echo", prefix):
             return prefix, rest or None
+        if name == "echo" and (
+            prefix in KNOWN_DISTRIBUTIONS or suggest(prefix, {*specs, *KNOWN_DISTRIBUTIONS})
+        ):
+            host.provider_spec(prefix)  # raises: not registered, with the install hint
     return name, model
 
 

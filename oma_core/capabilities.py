@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .errors import UnsupportedContentBlockError
+from .errors import MediaTooLargeError, UnsupportedContentBlockError
+from .media import decoded_size
 from .messages import (
     Base64Source,
     FilePart,
@@ -33,6 +34,7 @@ __all__ = [
     "BackendSpec",
     "BlockSupport",
     "Capabilities",
+    "MediaLimit",
     "Mode",
     "ProviderSpec",
 ]
@@ -70,11 +72,63 @@ class BlockSupport:
     url_check: Callable[[str], str | None] | None = None
 
 
+#: How a size is counted: the file's own bytes, or the base64 characters put on the wire.
+_MEASURES = ("decoded", "base64")
+_SCOPES = ("block", "request")
+
+
+def _frozen_types(value: Iterable[str]) -> frozenset[str]:
+    return frozenset((value,) if isinstance(value, str) else value)
+
+
+@attrs.frozen
+class MediaLimit:
+    """A documented size limit on inline (base64) media, checked before any request.
+
+    ``scope`` "block": each block of ``block_types`` may hold at most ``max_bytes``;
+    "request": all of them in one request together. ``measure`` says what is counted:
+    "decoded" (the file's bytes; most providers document that) or "base64" (the characters
+    sent, for a provider that caps the encoded payload or the request body). Both are
+    computed from the base64 length, never by decoding. ``option`` names a
+    ``provider_options`` key that replaces ``max_bytes`` (a plugin's own, e.g. Gemini's
+    ``inline_limit``). ``name`` is how the refusal calls the limit ("inline limit") and
+    ``hint`` the way out it offers (default: send the media by URL, or smaller). URL sources
+    are not counted: their size is not known before the service fetches them.
+    """
+
+    max_bytes: int
+    block_types: frozenset[str] = attrs.field(
+        default=frozenset({"image", "video", "file"}), converter=_frozen_types
+    )
+    scope: str = attrs.field(default="block", validator=attrs.validators.in_(_SCOPES))
+    measure: str = attrs.field(default="decoded", validator=attrs.validators.in_(_MEASURES))
+    option: str | None = None
+    name: str = "limit"
+    hint: str = "send it by URL or make it smaller"
+
+    def size_of(self, source: Base64Source) -> int:
+        """``source``'s size as this limit counts it."""
+        return len(source.data) if self.measure == "base64" else decoded_size(source)
+
+    def describe(self) -> str:
+        """``limit of 5242880 bytes of base64 per image``: the limit as refusals name it."""
+        what = "/".join(sorted(self.block_types))
+        per = f"per {what}" if self.scope == "block" else f"per request, {what} together"
+        counted = "" if self.measure == "decoded" else " of base64"
+        return f"{self.name} of {self.max_bytes} bytes{counted} {per}"
+
+
+def _limit_tuple(limits: Iterable[MediaLimit]) -> tuple[MediaLimit, ...]:
+    return tuple(limits)
+
+
 @attrs.frozen
 class Capabilities:
-    """The set of blocks a provider carries; everything else is refused before any request."""
+    """The set of blocks a provider carries, and the documented size limits on inline media;
+    everything else is refused before any request."""
 
     blocks: tuple[BlockSupport, ...]
+    limits: tuple[MediaLimit, ...] = attrs.field(default=(), converter=_limit_tuple)
 
     def find(self, block_type: str, role: str) -> tuple[BlockSupport, ...]:
         return tuple(b for b in self.blocks if b.block_type == block_type and role in b.roles)
@@ -86,15 +140,95 @@ class Capabilities:
                 return support.mode
         return None
 
-    def check(self, messages: Iterable[LLMMessage], provider: str) -> None:
-        """Raise ``UnsupportedContentBlockError`` for the first block ``provider`` cannot carry."""
-        for message in messages:
+    def check(
+        self,
+        messages: Iterable[LLMMessage],
+        provider: str,
+        *,
+        start: int = 0,
+        sizes: bool = True,
+    ) -> None:
+        """Raise ``UnsupportedContentBlockError`` for the first block ``provider`` cannot carry,
+        or ``MediaTooLargeError`` for the first past a size limit.
+
+        ``start`` skips the block checks of messages already checked (a conversation growing
+        turn by turn); the size limits always count the whole request. ``sizes=False`` leaves
+        the size limits out (``oma render`` warns about them with ``limit_warnings`` instead).
+        """
+        messages = tuple(messages)
+        for message in messages[start:]:
             for block in message.content:
                 self._check_block(block.type, message.role, _source_of(block), provider)
                 if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
                     for part in block.content:
                         if part.type != "text":
                             self._check_block(part.type, IN_TOOL_RESULT, _source_of(part), provider)
+        if sizes and self.limits:
+            problems = self._size_problems(messages, provider, first_only=True)
+            if problems:
+                raise problems[0]
+
+    def limit_warnings(self, messages: Iterable[LLMMessage], provider: str) -> list[str]:
+        """Every media size limit ``messages`` break, one line each (for ``oma render``, which
+        shows a request it does not send); empty when all fit."""
+        return [str(error) for error in self._size_problems(tuple(messages), provider)]
+
+    def with_options(self, options: Mapping[str, Any]) -> Capabilities:
+        """These capabilities with each limit's ``option`` applied from ``options`` (an int
+        there replaces the limit's ``max_bytes``)."""
+        if not any(limit.option and limit.option in options for limit in self.limits):
+            return self
+        limits: list[MediaLimit] = []
+        for limit in self.limits:
+            value = options.get(limit.option) if limit.option else None
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                limit = attrs.evolve(limit, max_bytes=value)
+            limits.append(limit)
+        return attrs.evolve(self, limits=tuple(limits))
+
+    def _size_problems(
+        self, messages: tuple[LLMMessage, ...], provider: str, *, first_only: bool = False
+    ) -> list[MediaTooLargeError]:
+        problems: list[MediaTooLargeError] = []
+        totals = [0] * len(self.limits)
+        for path, block_type, source in _inline_media(messages):
+            for index, limit in enumerate(self.limits):
+                if block_type not in limit.block_types:
+                    continue
+                size = limit.size_of(source)
+                if limit.scope == "request":
+                    before = totals[index]
+                    totals[index] += size
+                    if before > limit.max_bytes or totals[index] <= limit.max_bytes:
+                        continue  # fits, or already reported where the sum crossed the limit
+                    size = totals[index]
+                    counted = "" if limit.measure == "decoded" else " of base64"
+                    detail = (
+                        f"the inline media up to {path} add up to {size} bytes{counted}, past "
+                        f"the {limit.describe()}"
+                    )
+                elif size > limit.max_bytes:
+                    counted = "" if limit.measure == "decoded" else " of base64"
+                    detail = f"{path} is {size} bytes{counted}, past the {limit.describe()}"
+                else:
+                    continue
+                if limit.option:
+                    detail += f' (provider_options["{limit.option}"] sets it)'
+                problems.append(
+                    MediaTooLargeError(
+                        provider,
+                        block_type,
+                        f"{detail}; {limit.hint}",
+                        path=path,
+                        size=size,
+                        limit=limit.max_bytes,
+                        scope=limit.scope,
+                        measure=limit.measure,
+                    )
+                )
+                if first_only:
+                    return problems
+        return problems
 
     def _check_block(
         self, block_type: str, role: str, source: MediaSource | None, provider: str
@@ -143,10 +277,34 @@ class Capabilities:
         return cls((BlockSupport("text"),))
 
 
+def _inline_media(
+    messages: tuple[LLMMessage, ...],
+) -> Iterable[tuple[str, str, Base64Source]]:
+    """``(path, block type, source)`` of every base64 media block and tool-result part."""
+    for i, message in enumerate(messages):
+        for j, block in enumerate(message.content):
+            source = _source_of(block)
+            if isinstance(source, Base64Source):
+                yield f"messages[{i}].content[{j}]", block.type, source
+            if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
+                for k, part in enumerate(block.content):
+                    source = _source_of(part)
+                    if isinstance(source, Base64Source):
+                        yield f"messages[{i}].content[{j}].content[{k}]", part.type, source
+
+
 def _source_of(block: object) -> MediaSource | None:
     if isinstance(block, ImageBlock | VideoBlock | FilePart):
         return block.source
     return None
+
+
+def _option_names(value: Iterable[str] | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise TypeError("provider_options must be a collection of option names, not a str")
+    return frozenset(value)
 
 
 @attrs.frozen
@@ -160,9 +318,18 @@ class ProviderSpec:
     ``default_model`` is the model when ``AgentConfig.model`` is None. ``shared`` says one
     instance may serve many runs at once (a stateless SDK client): ``OpenMultiAgent`` then
     keeps one per event loop and settings instead of building a client and connection pool
-    for every run. ``default_base_url`` and ``api_key_env`` are not read by the core: they
-    document what the provider itself falls back to when ``ProviderSettings.base_url`` or
-    ``api_key`` is None (``docs/writing-a-provider.md`` has the table).
+    for every run. ``default_base_url`` documents what the provider falls back to when
+    ``ProviderSettings.base_url`` is None.
+
+    ``api_key_env`` names the environment variable (or a tuple of them, in the order the
+    provider reads them) its key comes from; ``requires_api_key`` says a run cannot start
+    without one: the core then raises ``MissingKeyError`` when a run starts with no
+    ``AgentConfig.api_key`` and none of those variables set, before any request (a provider
+    with another credential chain, such as AWS's, or a local server leaves it False).
+    ``provider_options`` is the set of ``AgentConfig.provider_options`` names it accepts,
+    checked when the agent is built (``UnknownOptionError`` with a did-you-mean); None
+    declares nothing and lets every name through (a provider forwarding body fields to
+    services with fields of their own).
     """
 
     name: str
@@ -172,8 +339,18 @@ class ProviderSpec:
     description: str = ""
     default_model: str | None = None
     default_base_url: str | None = None
-    api_key_env: str | None = None
+    api_key_env: str | tuple[str, ...] | None = None
     shared: bool = False
+    requires_api_key: bool = False
+    provider_options: frozenset[str] | None = attrs.field(default=None, converter=_option_names)
+
+    @property
+    def key_variables(self) -> tuple[str, ...]:
+        """``api_key_env`` as a tuple (empty when the provider reads none)."""
+        env = self.api_key_env
+        if env is None:
+            return ()
+        return (env,) if isinstance(env, str) else tuple(env)
 
 
 @attrs.frozen

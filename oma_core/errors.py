@@ -5,7 +5,12 @@ OmaError                                   code, retryable, status
 ├── UsageError: oma was called wrong; nothing was sent
 │   ├── InvalidMessageError (ValueError)   path, reason: the first offending place in the input
 │   ├── UnsupportedContentBlockError       provider, block_type, detail: refused before any request
+│   │   └── MediaTooLargeError             path, size, limit, scope: past a documented size limit
 │   ├── PluginError                        name: an unknown provider or backend, a plugin failed
+│   │   ├── NotRegisteredError             kind, suggestions, distribution: no such provider/backend
+│   │   └── UnknownOptionError             options, accepted, suggestions: a provider_options typo
+│   ├── MissingKeyError                    provider, variables: a provider that needs a key has none
+│   ├── MissingProviderError               model, suggestion: a bare model names no provider
 │   ├── ToolError                          tool: a tool was misdefined (bad calls become results)
 │   └── PlanError                          reason: a team task plan cannot run
 └── RunError: the run started and failed
@@ -30,6 +35,7 @@ contents.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 __all__ = [
@@ -38,6 +44,10 @@ __all__ = [
     "HookError",
     "InvalidMessageError",
     "MaxTurnsExceededError",
+    "MediaTooLargeError",
+    "MissingKeyError",
+    "MissingProviderError",
+    "NotRegisteredError",
     "OmaError",
     "PlanError",
     "PluginError",
@@ -45,6 +55,7 @@ __all__ = [
     "RunError",
     "RunTimeoutError",
     "ToolError",
+    "UnknownOptionError",
     "UnsupportedContentBlockError",
     "UsageError",
 ]
@@ -130,6 +141,123 @@ class PluginError(UsageError):
     def __init__(self, message: str, *, name: str | None = None) -> None:
         self.name = name
         super().__init__(message)
+
+
+class MediaTooLargeError(UnsupportedContentBlockError):
+    """A media block, or a request's media together, is past a size limit the provider
+    documents; refused locally, before any upload.
+
+    ``path`` names the block (``messages[1].content[0]``); ``size`` and ``limit`` are bytes,
+    counted as ``measure`` says ("decoded": the file's bytes, "base64": the characters sent);
+    ``scope`` is "block" (one block's limit) or "request" (the sum crossed it at ``path``).
+    """
+
+    code = "MEDIA_TOO_LARGE"
+
+    def __init__(
+        self,
+        provider: str,
+        block_type: str,
+        detail: str,
+        *,
+        path: str,
+        size: int,
+        limit: int,
+        scope: str,
+        measure: str = "decoded",
+    ) -> None:
+        self.path = path
+        self.size = size
+        self.limit = limit
+        self.scope = scope
+        self.measure = measure
+        super().__init__(provider, block_type, detail)
+
+
+class NotRegisteredError(PluginError):
+    """No provider (or backend kind) of that name is registered.
+
+    ``kind`` is "provider" or "backend"; ``available`` the registered names; ``suggestions``
+    the close ones (did you mean); ``distribution`` the package that provides the name when
+    oma knows one (``oma-anthropic``), so the message can say what to install.
+    """
+
+    code = "NOT_REGISTERED"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        name: str,
+        kind: str = "provider",
+        available: Sequence[str] = (),
+        suggestions: Sequence[str] = (),
+        distribution: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.available = tuple(available)
+        self.suggestions = tuple(suggestions)
+        self.distribution = distribution
+        super().__init__(message, name=name)
+
+
+class UnknownOptionError(PluginError):
+    """``provider_options`` holds names the provider does not accept (declared in its
+    ``ProviderSpec.provider_options``); ``name`` is the provider."""
+
+    code = "UNKNOWN_OPTION"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        name: str,
+        options: Sequence[str],
+        accepted: Sequence[str] = (),
+        suggestions: Sequence[str] = (),
+    ) -> None:
+        self.options = tuple(options)
+        self.accepted = tuple(accepted)
+        self.suggestions = tuple(suggestions)
+        super().__init__(message, name=name)
+
+
+class MissingKeyError(UsageError):
+    """A provider that needs an API key has none: not in ``AgentConfig.api_key`` nor in any
+    of ``variables`` (the environment variables it reads). Raised when the run starts, before
+    any request; the message says where a key comes from and never holds one."""
+
+    code = "MISSING_API_KEY"
+
+    def __init__(
+        self, provider: str, variables: Sequence[str] = (), *, display_name: str | None = None
+    ) -> None:
+        self.provider = provider
+        self.variables = tuple(variables)
+        self.display_name = display_name
+        shown = display_name or provider
+        where = " or ".join(self.variables)
+        env = f"set {where} in the environment, " if where else ""
+        super().__init__(
+            f"{shown} needs an API key and has none: {env}store one with "
+            f"`oma keys set {provider}`, or pass AgentConfig.api_key"
+        )
+
+
+class MissingProviderError(UsageError):
+    """A model was given without a provider (no ``provider:`` prefix, no provider named);
+    ``suggestion`` is the ``provider:model`` spelling to use when oma can guess it."""
+
+    code = "MISSING_PROVIDER"
+
+    def __init__(self, model: str, suggestion: str | None = None) -> None:
+        self.model = model
+        self.suggestion = suggestion
+        example = suggestion or f"PROVIDER:{model}"
+        super().__init__(
+            f"the model {model!r} names no provider: write it as {example!r} or name the "
+            "provider (-p PROVIDER, AgentConfig.provider); `oma plugins` lists the providers"
+        )
 
 
 class ToolError(UsageError):

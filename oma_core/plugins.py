@@ -458,11 +458,10 @@ class PluginHost:
     def _lookup(self, table: Mapping[str, _Spec], key: str, what: str, plural: str) -> _Spec:
         spec = table.get(key)
         if spec is None:
-            raise PluginError(
-                f"unknown {what} {key!r}; available {plural}: "
-                f"{', '.join(table) or 'none'}{self._failure_hint()}",
-                name=key,
-            )
+            from .resolution import not_registered
+
+            kind = "provider" if plural == "providers" else "backend"
+            raise not_registered(str(key), table, kind=kind, note=self._failure_hint())
         return spec
 
     def _failure_hint(self) -> str:

@@ -8,7 +8,7 @@ so importing this module is cheap.
 The groups:
 
 - registration: ``hookimpl``, ``ProviderSpec``, ``BackendSpec``, ``Capabilities``,
-  ``BlockSupport``, ``Mode``, ``IN_TOOL_RESULT``;
+  ``BlockSupport``, ``MediaLimit``, ``Mode``, ``IN_TOOL_RESULT``;
 - the provider interface: ``Provider``, ``ProviderRequest``, ``ProviderResponse``,
   ``ProviderSettings``, its events (``TextDelta``, ``ReasoningDelta``, ``ToolCall``,
   ``ResponseComplete``), ``ToolDefinition``, ``Usage``;
@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "BackendSpec": "capabilities",
     "Capabilities": "capabilities",
     "BlockSupport": "capabilities",
+    "MediaLimit": "capabilities",
     "Mode": "capabilities",
     "IN_TOOL_RESULT": "capabilities",
     # the provider interface
@@ -168,6 +169,7 @@ __all__ = [
     "ImageBlock",
     "LLMMessage",
     "LoopLocalClient",
+    "MediaLimit",
     "MediaSource",
     "Mode",
     "OmaError",
@@ -295,6 +297,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         BackendSpec,
         BlockSupport,
         Capabilities,
+        MediaLimit,
         Mode,
         ProviderSpec,
     )

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from _builders import make, text_msg
 
-from oma_core import Agent, AgentConfig, PluginHost
+from oma_core import Agent, AgentConfig, NotRegisteredError, PluginHost
 from oma_core.capabilities import Capabilities, ProviderSpec
 from oma_core.messages import LLMMessage, TextBlock
 from oma_core.providers import (
@@ -108,11 +108,11 @@ async def test_aclose_closes_the_provider_the_agent_created() -> None:
     assert provider.closed is True
 
 
-async def test_an_unknown_provider_fails_the_run(host: PluginHost) -> None:
-    agent = Agent(AgentConfig(name="a", provider="nope"), plugins=host)
-    result = await agent.run("hi")
-    assert result.status.code == "error"
-    assert "nope" in str(result.status.error)
+def test_an_unknown_provider_raises_when_the_agent_is_built(host: PluginHost) -> None:
+    with pytest.raises(NotRegisteredError) as caught:
+        Agent(AgentConfig(name="a", provider="nope"), plugins=host)
+    assert caught.value.code == "NOT_REGISTERED"
+    assert "nope" in str(caught.value)
 
 
 def test_the_api_key_never_appears_in_the_repr() -> None:

@@ -202,9 +202,9 @@ async def test_external_backend_refuses_structured_input_before_anything_starts(
 
     events: list[ProgressEvent] = []
     oma = make_orchestrator(
-        on_progress=events.append, evaluation=OnlineEvaluationConfig([lambda c: 1.0])
+        on_progress=events.append, evaluation=OnlineEvaluationConfig([lambda c: 1.0]), plugins=host
     )
-    config = AgentConfig("cli", backend={"kind": "process", "command": ["true"]})
+    config = AgentConfig("cli", backend={"kind": "tiny"})
     with pytest.raises(InvalidMessageError, match="accepts string prompts only"):
         oma.run_agent(config, three_turn_conversation())
     await oma.evaluation.flush()

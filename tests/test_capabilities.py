@@ -4,6 +4,8 @@ retried.
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from _builders import (
     REFERENCE_PNG,
@@ -17,6 +19,8 @@ from _builders import (
     video_block,
     vision_agent,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oma_core import (
     Agent,
@@ -34,6 +38,9 @@ from oma_core import (
     image_url,
     load_messages,
 )
+from oma_core.capabilities import MediaLimit
+from oma_core.errors import MediaTooLargeError
+from oma_core.media import decoded_size
 from oma_core.testing import ScriptedProvider
 from oma_core.toolkit import BlockSupport
 
@@ -179,3 +186,158 @@ def test_the_reference_typescript_block_shapes_are_not_oma_blocks() -> None:
     ):
         with pytest.raises(InvalidMessageError):
             load_messages([user_turn(block)])
+
+
+# -- media size limits: documented limits, refused before any request --------------------------
+
+
+def _png_of(size: int) -> str:
+    """Base64 of ``size`` bytes (the content does not matter to a size check)."""
+    return base64.b64encode(b"\x89" * size).decode("ascii")
+
+
+LIMITED = Capabilities(
+    Capabilities.everything().blocks,
+    limits=(
+        MediaLimit(100, {"image"}),
+        MediaLimit(120, {"image"}, measure="base64"),
+        MediaLimit(250, scope="request", option="inline_limit"),
+    ),
+)
+
+
+def _limited_agent(**options: object) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider(["ok"] * 3)
+    spec = ProviderSpec("limited", "Limited", lambda _s: provider, LIMITED)
+    host = PluginHost(load_entrypoints=False)
+
+    class Plugin:
+        @hookimpl
+        def oma_register_providers(self) -> list[ProviderSpec]:
+            return [spec]
+
+    host.register(Plugin(), name="limited-plugin")
+    config = AgentConfig(name="a", provider="limited", provider_options=options)
+    return Agent(config, plugins=host), provider
+
+
+def test_an_image_past_the_per_block_limit_is_refused_before_any_request() -> None:
+    agent, provider = _limited_agent()
+    turn = [
+        {"role": "user", "content": [text_block("look"), image_base64(_png_of(101), "image/png")]}
+    ]
+    result = agent.run_sync(turn)
+    error = result.status.error
+    assert isinstance(error, MediaTooLargeError)
+    assert isinstance(error, UnsupportedContentBlockError)
+    assert (error.path, error.size, error.limit, error.scope) == (
+        "messages[0].content[1]",
+        101,
+        100,
+        "block",
+    )
+    assert "messages[0].content[1] is 101 bytes" in str(error)
+    assert "past the limit of 100 bytes per image; send it by URL" in str(error)
+    assert provider.requests == []
+
+
+def test_a_limit_counted_in_base64_counts_the_characters_sent() -> None:
+    agent, provider = _limited_agent()
+    data = _png_of(93)  # 93 bytes fit the decoded limit; their 124 base64 characters do not
+    result = agent.run_sync([{"role": "user", "content": [image_base64(data, "image/png")]}])
+    error = result.status.error
+    assert isinstance(error, MediaTooLargeError)
+    assert (error.size, error.limit, error.measure) == (124, 120, "base64")
+    assert "of base64" in str(error) and provider.requests == []
+
+
+def test_the_request_limit_counts_every_inline_block_and_names_the_one_that_crossed_it() -> None:
+    agent, provider = _limited_agent()
+    images = [image_base64(_png_of(90), "image/png") for _ in range(3)]
+    result = agent.run_sync([{"role": "user", "content": images}])
+    error = result.status.error
+    assert isinstance(error, MediaTooLargeError)
+    assert (error.scope, error.path, error.size) == ("request", "messages[0].content[2]", 270)
+    assert "inline_limit" in str(error) and provider.requests == []
+
+
+def test_a_provider_option_named_by_the_limit_replaces_it() -> None:
+    agent, provider = _limited_agent(inline_limit=1000)
+    images = [image_base64(_png_of(90), "image/png") for _ in range(3)]
+    assert agent.run_sync([{"role": "user", "content": images}]).success
+    assert len(provider.requests) == 1
+
+
+def test_url_sources_are_not_counted() -> None:
+    agent, _ = _limited_agent()
+    turn = [{"role": "user", "content": [image_url("https://example.com/big.png")] * 5}]
+    assert agent.run_sync(turn).success
+
+
+def test_limit_warnings_list_every_limit_a_request_breaks() -> None:
+    messages = load_messages(
+        [{"role": "user", "content": [image_base64(_png_of(200), "image/png")] * 2}]
+    )
+    warnings = LIMITED.limit_warnings(messages, "Limited")
+    assert len(warnings) == 5  # each image: both block limits; the pair: the request limit
+    assert all(w.startswith('Limited cannot represent the "image" content block') for w in warnings)
+    assert LIMITED.limit_warnings(load_messages([user_turn("hi")]), "Limited") == []
+
+
+def test_images_a_tool_returns_are_counted_by_their_place_in_the_tool_result() -> None:
+    part = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": _png_of(101)},
+    }
+    messages = load_messages(
+        [
+            {"role": "user", "content": [text_block("go")]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [part]}],
+            },
+        ]
+    )
+    with pytest.raises(MediaTooLargeError) as caught:
+        LIMITED.check(messages, "Limited")
+    assert caught.value.path == "messages[2].content[0].content[0]"
+
+
+def test_a_media_limit_refuses_a_scope_or_measure_it_does_not_know() -> None:
+    with pytest.raises(ValueError):
+        MediaLimit(1, scope="conversation")
+    with pytest.raises(ValueError):
+        MediaLimit(1, measure="encoded")
+
+
+@given(st.binary(max_size=300))
+def test_the_decoded_size_from_the_base64_length_is_the_byte_count(payload: bytes) -> None:
+    encoded = base64.b64encode(payload).decode("ascii") or "AA=="
+    expected = len(payload) if payload else 1
+    block = image_base64(encoded.rstrip("="), "image/png")  # unpadded input is normalised
+    assert decoded_size(block.source) == expected
+    assert MediaLimit(0, measure="base64").size_of(block.source) == len(encoded)
+    assert MediaLimit(0).size_of(block.source) == expected
+
+
+def test_an_agent_lists_the_limits_its_request_would_break_without_sending() -> None:
+    agent, provider = _limited_agent()
+    turn = [{"role": "user", "content": [image_base64(_png_of(101), "image/png")]}]
+    decoded, encoded = agent.limit_warnings(turn)
+    assert "messages[0].content[0] is 101 bytes, past the limit of 100 bytes" in decoded
+    assert "is 136 bytes of base64, past the limit of 120 bytes of base64" in encoded
+    assert agent.limit_warnings("just text") == []
+    assert provider.requests == []
+
+
+def test_the_block_check_can_leave_the_size_limits_to_the_warnings() -> None:
+    messages = load_messages(
+        [{"role": "user", "content": [image_base64(_png_of(500), "image/png")]}]
+    )
+    LIMITED.check(messages, "Limited", sizes=False)
+    with pytest.raises(MediaTooLargeError):
+        LIMITED.check(messages, "Limited")

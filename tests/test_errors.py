@@ -147,6 +147,29 @@ EXAMPLES: list[Any] = [
     errors.UnsupportedContentBlockError("Mistral", "video", "not supported in a user message"),
     errors.UnsupportedContentBlockError("Mistral", "video"),
     errors.PluginError("unknown provider 'x'", name="x"),
+    errors.NotRegisteredError(
+        "unknown provider 'antropic'",
+        name="antropic",
+        kind="provider",
+        available=("echo",),
+        suggestions=("anthropic",),
+        distribution="oma-anthropic",
+    ),
+    errors.UnknownOptionError(
+        "unknown provider_options", name="p", options=("timeot",), accepted=("timeout",)
+    ),
+    errors.MissingKeyError("anthropic", ("ANTHROPIC_API_KEY",), display_name="Anthropic"),
+    errors.MissingProviderError("claude-sonnet-4-6", "anthropic:claude-sonnet-4-6"),
+    errors.MediaTooLargeError(
+        "Anthropic Messages",
+        "image",
+        "messages[0].content[1] is too large",
+        path="messages[0].content[1]",
+        size=6,
+        limit=5,
+        scope="block",
+        measure="base64",
+    ),
     errors.ToolError("two tools are named 'f'", tool="f"),
     errors.PlanError("a cycle"),
     errors.ProviderError(
@@ -194,6 +217,11 @@ def test_the_two_families_split_called_wrong_from_run_failed() -> None:
         errors.InvalidMessageError,
         errors.UnsupportedContentBlockError,
         errors.PluginError,
+        errors.NotRegisteredError,
+        errors.UnknownOptionError,
+        errors.MissingKeyError,
+        errors.MissingProviderError,
+        errors.MediaTooLargeError,
         errors.ToolError,
         errors.PlanError,
     }
@@ -251,3 +279,11 @@ def test_every_error_takes_one_of_two_constructor_shapes(error: Any) -> None:
         assert all(kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for kind in kinds), cls
         fields = [p.name for p in params]
     assert all(hasattr(error, name) for name in fields), cls
+
+
+def test_configuration_errors_are_caught_as_the_classes_they_refine() -> None:
+    assert issubclass(errors.NotRegisteredError, errors.PluginError)
+    assert issubclass(errors.UnknownOptionError, errors.PluginError)
+    assert issubclass(errors.MediaTooLargeError, errors.UnsupportedContentBlockError)
+    missing = errors.MissingKeyError("mistral", ("MISTRAL_API_KEY",))
+    assert "MISTRAL_API_KEY" in str(missing) and missing.code == "MISSING_API_KEY"

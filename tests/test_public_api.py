@@ -85,3 +85,28 @@ def test_testing_exports_scripted_provider_and_delayed() -> None:
 def test_hookimpl_is_pluggys_marker_for_the_oma_project() -> None:
     assert isinstance(hookimpl, pluggy.HookimplMarker)
     assert hookimpl.project_name == "oma"
+
+
+CONFIGURATION_NAMES = [
+    "NotRegisteredError",
+    "UnknownOptionError",
+    "MissingKeyError",
+    "MissingProviderError",
+    "MediaTooLargeError",
+    "MediaLimit",
+    "resolve_model",
+    "check_api_key",
+]
+
+
+@pytest.mark.parametrize("name", CONFIGURATION_NAMES)
+def test_the_configuration_names_are_exported_from_oma_core(name: str) -> None:
+    assert name in oma_core.__all__
+    assert getattr(oma_core, name) is not None
+
+
+def test_media_limit_is_part_of_the_plugin_author_surface() -> None:
+    from oma_core import toolkit
+
+    assert "MediaLimit" in toolkit.__all__
+    assert toolkit.MediaLimit is oma_core.MediaLimit

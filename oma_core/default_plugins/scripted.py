@@ -32,5 +32,6 @@ def oma_register_providers() -> list[ProviderSpec]:
             factory=_make,
             capabilities=Capabilities.everything(),
             description='Plays the responses in provider_options["responses"], in order.',
+            provider_options=("responses",),
         )
     ]

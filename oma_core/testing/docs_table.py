@@ -4,7 +4,10 @@ A plugin's page ``docs/providers/NAME.md`` has a table under "## What it carries
 columns ``block | where | sources | mode | notes`` (``where`` and ``sources`` may list several,
 comma-separated; ``-`` for no source). The kit checks it twice over: against the plugin's
 ``Capabilities`` (every row says what the capabilities say, and nothing they declare is missing)
-and against ``oma plugins --json`` (every capability column it shows)::
+and against ``oma plugins --json`` (every capability column it shows). A provider that declares
+media size limits (``Capabilities.limits``) lists them under "## Size limits" in a table with
+the columns ``blocks | per | at most (bytes) | counted as | set by`` (``-`` for no option),
+checked against the declared limits both ways::
 
     class TestGeminiDocsTable(CapabilityTableConformance):
         provider = "gemini"
@@ -24,7 +27,7 @@ import pytest
 
 from ..capabilities import Capabilities
 
-__all__ = ["CLI_COLUMNS", "CapabilityTableConformance", "capability_table"]
+__all__ = ["CLI_COLUMNS", "CapabilityTableConformance", "capability_table", "limits_table"]
 
 #: ``oma plugins --json`` capability columns -> the (block, where, source) row they show.
 CLI_COLUMNS: dict[str, tuple[str, str, str | None]] = {
@@ -43,7 +46,8 @@ Rows = dict[tuple[str, str, str | None], str]
 
 def capability_table(doc: Path) -> Rows:
     """(block, where, source) -> mode, one entry per role and source a row of the table lists."""
-    lines = doc.read_text(encoding="utf-8").split("## What it carries", 1)[1].splitlines()
+    section = doc.read_text(encoding="utf-8").split("## What it carries", 1)[1]
+    lines = section.split("\n## ", 1)[0].splitlines()  # up to the next section
     rows: Rows = {}
     for line in lines:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -54,6 +58,29 @@ def capability_table(doc: Path) -> Rows:
             for source in [None] if sources == "-" else [s.strip() for s in sources.split(",")]:
                 rows[(block, where, source)] = mode
     assert rows, f"no table under '## What it carries' in {doc}"
+    return rows
+
+
+LimitRow = tuple[frozenset[str], str, int, str, str | None]
+
+
+def limits_table(doc: Path) -> set[LimitRow]:
+    """(block types, per, max bytes, counted as, option) of each row under "## Size limits";
+    empty when the page has no such section."""
+    text = doc.read_text(encoding="utf-8")
+    if "## Size limits" not in text:
+        return set()
+    section = text.split("## Size limits", 1)[1].split("\n## ", 1)[0]
+    rows: set[LimitRow] = set()
+    for line in section.splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) != 5 or cells[0] in ("blocks", "") or set(cells[0]) <= {"-"}:
+            continue
+        blocks = frozenset(b.strip() for b in cells[0].split(","))
+        option = None if cells[4] == "-" else cells[4].removeprefix("provider_options.")
+        rows.add(
+            (blocks, cells[1], int(cells[2].replace(",", "").replace("_", "")), cells[3], option)
+        )
     return rows
 
 
@@ -80,6 +107,13 @@ class CapabilityTableConformance:
                 media = support.block_type in _MEDIA
                 for source in sorted(support.sources) if media else [None]:
                     assert (support.block_type, where, source) in rows, (support.block_type, where)
+
+    def test_size_limits_table_matches_the_declared_limits(self) -> None:
+        declared = {
+            (limit.block_types, limit.scope, limit.max_bytes, limit.measure, limit.option)
+            for limit in self.capabilities.limits
+        }
+        assert limits_table(self.doc) == declared
 
     @pytest.mark.parametrize("column", sorted(CLI_COLUMNS))
     def test_oma_plugins_json_matches_the_table(

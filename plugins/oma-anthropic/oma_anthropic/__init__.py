@@ -37,6 +37,13 @@ SPEC = ProviderSpec(
     default_model="claude-sonnet-4-6",
     api_key_env="ANTHROPIC_API_KEY",
     shared=True,  # one SDK client serves concurrent runs
+    requires_api_key=True,
+    # what AnthropicProvider reads: client options, body fields, max_tokens, model, extra_body
+    provider_options=(
+        *("headers", "timeout", "transport"),
+        *("metadata", "service_tier", "stop_sequences", "temperature", "thinking"),
+        *("tool_choice", "top_k", "top_p", "max_tokens", "model", "extra_body"),
+    ),
 )
 
 

@@ -8,7 +8,7 @@ not declared, so the core refuses it before any request: the Messages API has no
 from __future__ import annotations
 
 from oma_core import Capabilities
-from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
 __all__ = ["CAPABILITIES", "DISPLAY_NAME", "DOCUMENT_MEDIA_TYPES", "IMAGE_MEDIA_TYPES"]
 
@@ -32,5 +32,11 @@ CAPABILITIES = Capabilities(
         BlockSupport("reasoning", _ASSISTANT),
         BlockSupport("image", _IN_TOOL_RESULT, media_types=IMAGE_MEDIA_TYPES),
         BlockSupport("file", _IN_TOOL_RESULT, media_types=DOCUMENT_MEDIA_TYPES),
-    )
+    ),
+    # The API's documented limits: 5 MB per image (it counts the base64 text), 32 MB per
+    # request body on the Messages endpoint.
+    limits=(
+        MediaLimit(5 * 1024 * 1024, {"image"}, measure="base64"),
+        MediaLimit(32_000_000, {"image", "file"}, scope="request", measure="base64"),
+    ),
 )

@@ -42,7 +42,13 @@ SPEC = ProviderSpec(
     capabilities=CAPABILITIES,
     description="Amazon Bedrock's Converse API (botocore signing, httpx transport), native video.",
     default_model="amazon.nova-pro-v1:0",
+    api_key_env="AWS_BEARER_TOKEN_BEDROCK",  # optional: the AWS credential chain works too
     shared=True,  # one httpx pool per event loop serves concurrent runs
+    requires_api_key=False,
+    provider_options=(
+        *("region", "profile", "max_inline_bytes", "additional_model_request_fields"),
+        "timeout",
+    ),
 )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Capabilities
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Capabilities, MediaLimit
 
 __all__ = [
     "CAPABILITIES",
@@ -73,5 +73,18 @@ CAPABILITIES = Capabilities(
         BlockSupport("reasoning", _ASSISTANT),
         BlockSupport("image", _IN_TOOL_RESULT, _BASE64, frozenset(IMAGE_FORMATS)),
         BlockSupport("file", _IN_TOOL_RESULT, _BASE64, frozenset(DOCUMENT_FORMATS)),
-    )
+    ),
+    # Converse's documented limits: 3.75 MB per image, 4.5 MB per document; the inline media
+    # of a request together at most max_inline_bytes (25 MB by default, for video bytes).
+    limits=(
+        MediaLimit(3_750_000, {"image"}),
+        MediaLimit(4_500_000, {"file"}),
+        MediaLimit(
+            DEFAULT_MAX_INLINE_BYTES,
+            scope="request",
+            option="max_inline_bytes",
+            name="inline limit",
+            hint="Converse takes larger media from S3 only",
+        ),
+    ),
 )

@@ -36,8 +36,14 @@ SPEC = ProviderSpec(
     description="Google Gemini over the REST generateContent API (httpx; native video).",
     default_model="gemini-2.5-flash",
     default_base_url="https://generativelanguage.googleapis.com/v1beta",
-    api_key_env="GEMINI_API_KEY",
+    api_key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     shared=True,  # one httpx client per event loop serves concurrent runs
+    requires_api_key=True,
+    # client options, the inline limit, and the generateContent body fields oma does not fill
+    provider_options=(
+        *("timeout", "headers", "inline_limit"),
+        *("generationConfig", "safetySettings", "toolConfig", "cachedContent"),
+    ),
 )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Capabilities
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Capabilities, MediaLimit
 
 __all__ = [
     "CAPABILITIES",
@@ -103,5 +103,17 @@ CAPABILITIES = Capabilities(
         BlockSupport(
             "file", _IN_TOOL_RESULT, frozenset({"base64"}), media_types=TOOL_FILE_MEDIA_TYPES
         ),
-    )
+    ),
+    # The API takes at most 20 MB of inline data per request (larger media go through its
+    # File API); provider_options["inline_limit"] sets it, as the provider's own check reads.
+    limits=(
+        MediaLimit(
+            20 * 1000 * 1000,
+            scope="request",
+            option="inline_limit",
+            name="inline limit",
+            hint="upload large media with the Gemini File API and send the file's URI as a URL "
+            "source",
+        ),
+    ),
 )

@@ -36,6 +36,8 @@ SPEC = ProviderSpec(
     capabilities=CAPABILITIES,
     description="Any provider LiteLLM reaches, with model names as provider/model.",
     shared=True,  # stateless: LiteLLM keeps its own clients
+    requires_api_key=False,  # each provider behind LiteLLM reads its own variable
+    provider_options=("timeout", "headers", "api_version"),
 )
 
 

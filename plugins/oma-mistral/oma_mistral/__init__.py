@@ -22,6 +22,7 @@ from oma_core.toolkit import (
     ImageBlock,
     LLMMessage,
     LoopLocalClient,
+    MediaLimit,
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
@@ -59,7 +60,15 @@ CAPABILITIES = Capabilities(
         BlockSupport("image", frozenset({"user"}), media_types=_IMAGE_TYPES),
         BlockSupport("tool_use", frozenset({"assistant"})),
         BlockSupport("tool_result", frozenset({"user"})),
-    )
+    ),
+    limits=(MediaLimit(10_000_000, {"image"}),),  # Mistral's vision docs: 10 MB per image
+)
+#: The chat completions body fields Mistral documents that oma does not fill itself; each is
+#: forwarded as given.
+BODY_OPTIONS = (
+    *("top_p", "random_seed", "response_format", "tool_choice", "presence_penalty"),
+    *("frequency_penalty", "n", "prediction", "parallel_tool_calls", "prompt_mode"),
+    *("safe_prompt", "temperature", "max_tokens", "stop", "metadata"),
 )
 _ID = re.compile(r"[A-Za-z0-9]{9}")
 
@@ -192,6 +201,8 @@ SPEC = ProviderSpec(
     default_base_url="https://api.mistral.ai/v1",
     api_key_env="MISTRAL_API_KEY",
     shared=True,  # one httpx client per event loop serves concurrent runs
+    requires_api_key=True,
+    provider_options=(*CLIENT_OPTIONS, *BODY_OPTIONS),
 )
 
 

@@ -16,7 +16,7 @@ from oma_mistral import MistralProvider, wire_id
 from oma_core import (
     Agent,
     AgentConfig,
-    ProviderError,
+    MissingKeyError,
     UnsupportedContentBlockError,
     load_messages,
 )
@@ -64,9 +64,10 @@ class TestTheRequest:
         self, server: FakeMistral, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.delenv("MISTRAL_API_KEY", raising=False)
-        result = await _run(server, "hi", api_key=None)
-        assert isinstance(result.status.error, ProviderError)
-        assert "MISTRAL_API_KEY" in str(result.status.error)
+        with pytest.raises(MissingKeyError) as caught:
+            await _run(server, "hi", api_key=None)
+        assert caught.value.variables == ("MISTRAL_API_KEY",)
+        assert "MISTRAL_API_KEY" in str(caught.value)
         assert server.requests == []
 
     def test_system_prompt_and_generation_settings(self) -> None:

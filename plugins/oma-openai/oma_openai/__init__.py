@@ -57,6 +57,10 @@ def oma_register_providers() -> list[ProviderSpec]:
             default_base_url=p.base_url,
             api_key_env=p.api_key_env,
             shared=True,  # one SDK client serves concurrent runs
+            # a local server's preset sends a placeholder; a hosted one needs a real key
+            requires_api_key=p.api_key_env is not None and p.key_placeholder is None,
+            # None: body fields are forwarded, and compatible services have fields of their own
+            provider_options=None,
         )
         for p in PRESETS
     ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import attrs
 
 from oma_core import Capabilities
-from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Mode
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit, Mode
 
 __all__ = ["PRESETS", "Preset", "preset"]
 
@@ -30,6 +30,7 @@ def _capabilities(
     video: bool = True,
     files: Mode | None = Mode.FORWARDED,
     reasoning: bool = False,
+    limits: tuple[MediaLimit, ...] = (),
 ) -> Capabilities:
     blocks = [
         BlockSupport("text"),
@@ -47,7 +48,14 @@ def _capabilities(
         blocks.append(BlockSupport("file", _IN_TOOL, _BASE64, pdf_only, files))
     if reasoning:
         blocks.append(BlockSupport("reasoning", _ASSISTANT, mode=Mode.FORWARDED))
-    return Capabilities(tuple(blocks))
+    return Capabilities(tuple(blocks), limits=limits)
+
+
+#: OpenAI's documented image input limits: 20 MB per image, 50 MB of payload per request.
+_OPENAI_LIMITS = (
+    MediaLimit(20_000_000, {"image"}),
+    MediaLimit(50_000_000, scope="request", measure="base64"),
+)
 
 
 @attrs.frozen
@@ -77,7 +85,7 @@ PRESETS: tuple[Preset, ...] = (
         "OpenAI Chat Completions",
         "https://api.openai.com/v1",
         "OPENAI_API_KEY",
-        _capabilities(files=Mode.NATIVE),
+        _capabilities(files=Mode.NATIVE, limits=_OPENAI_LIMITS),
         default_model="gpt-4o-mini",
         token_param="max_completion_tokens",
         description="OpenAI Chat Completions API",

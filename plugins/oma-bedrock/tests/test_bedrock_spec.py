@@ -1,0 +1,46 @@
+"""What the ``bedrock`` spec declares to the core: no key required (the AWS chain signs), the
+options it accepts and Converse's media size limits, each enforced before any request."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from fake_bedrock import FakeBedrock
+from oma_bedrock import SPEC
+
+from oma_core import Agent, AgentConfig, MediaTooLargeError, UnknownOptionError, image_base64
+
+
+def test_the_spec_needs_no_key_and_names_the_optional_bearer_token() -> None:
+    assert SPEC.requires_api_key is False
+    assert SPEC.key_variables == ("AWS_BEARER_TOKEN_BEDROCK",)
+
+
+def test_the_spec_accepts_exactly_the_options_the_provider_reads() -> None:
+    from oma_bedrock.provider import OPTIONS
+
+    assert SPEC.provider_options == OPTIONS
+
+
+def test_a_misspelt_option_raises_when_the_agent_is_built() -> None:
+    with pytest.raises(UnknownOptionError, match="did you mean 'region'"):
+        Agent(AgentConfig(name="a", provider="bedrock", provider_options={"regoin": "x"}))
+
+
+def test_a_run_without_a_bedrock_key_is_signed_by_the_aws_chain(server: FakeBedrock) -> None:
+    agent = Agent(AgentConfig(name="a", provider="bedrock", base_url=server.url))
+    assert agent.run_sync("hi").success
+    assert len(server.requests) == 1
+
+
+async def test_an_image_past_3_75_megabytes_is_refused_before_any_request(
+    server: FakeBedrock,
+) -> None:
+    data = base64.b64encode(bytes(3_750_001)).decode("ascii")
+    async with Agent(AgentConfig(name="a", provider="bedrock", base_url=server.url)) as agent:
+        result = await agent.run([{"role": "user", "content": [image_base64(data, "image/png")]}])
+    error = result.status.error
+    assert isinstance(error, MediaTooLargeError)
+    assert "limit of 3750000 bytes per image" in str(error)
+    assert server.requests == []
