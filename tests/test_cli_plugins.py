@@ -49,7 +49,7 @@ def test_no_line_is_wider_than_the_terminal_and_no_name_is_cut(columns: str | No
 
 def test_each_provider_shows_its_key_variable_and_default_model() -> None:
     data = json.loads(plugins("--json"))
-    assert data["providers"]["echo"]["api_key_env"] is None
+    assert data["providers"]["echo"]["api_key_env"] == []
     out = plugins(columns="120")
     row = re.search(r"^ *shout +- +- *$", out, re.M)
     assert row, out

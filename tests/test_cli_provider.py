@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from click.testing import CliRunner, Result
 
@@ -95,7 +96,7 @@ def test_a_model_alone_is_a_usage_error_naming_the_fix_never_echo() -> None:
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.startswith("error: -m claude-sonnet-4-6 names no provider")
-    assert "-m PROVIDER:claude-sonnet-4-6" in result.stderr
+    assert "write -m anthropic:claude-sonnet-4-6 or add -p PROVIDER" in result.stderr
     assert "installed providers: echo, recorder, scripted" in result.stderr
     assert SEEN == []
 
@@ -104,6 +105,19 @@ def test_a_model_with_p_is_the_model_as_the_provider_spells_it() -> None:
     result = oma("run", "-p", "recorder", "-m", "ft:rec-1:acme", "hi")
     assert result.exit_code == 0, result.output
     assert request().model == "ft:rec-1:acme"
+
+
+def test_a_model_alone_without_a_guess_names_the_spelling() -> None:
+    result = oma("run", "-m", "my-model", "hi")
+    assert result.exit_code == 2
+    assert "write -m PROVIDER:my-model or add -p PROVIDER" in result.stderr
+
+
+def test_an_uninstalled_provider_prefix_says_what_to_install() -> None:
+    result = oma("run", "-m", "anthropic:claude-sonnet-4-6", "hi")
+    assert result.exit_code == 2
+    assert "oma-anthropic" in result.stderr
+    assert result.stderr.count("\n") == 1
 
 
 def test_oma_model_sets_the_default_model(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -265,3 +279,74 @@ def test_a_configuration_error_at_run_start_is_one_line_and_exit_2(
     assert result.stdout == ""
     assert result.stderr.startswith("error: ") and says in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+class LimitedPlugin:
+    """A provider whose images may hold 100 bytes each, with a render()."""
+
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        from oma_core import MediaLimit
+
+        class Renders(Recorder):
+            def render(self, request: ProviderRequest) -> dict[str, Any]:
+                return {"messages": len(request.messages)}
+
+        capabilities = attrs.evolve(
+            Capabilities.everything(), limits=(MediaLimit(100, name="image limit"),)
+        )
+        return [ProviderSpec("limited", "Limited", lambda s: Renders(), capabilities)]
+
+
+def test_render_warns_on_a_size_limit_and_a_run_refuses_before_sending(tmp_path: Path) -> None:
+    PluginHost.default().register(LimitedPlugin(), name="limited-plugin")
+    picture = tmp_path / "big.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(300))
+    rendered = oma("render", "-p", "limited", "-a", str(picture))
+    assert rendered.exit_code == 0, rendered.output
+    assert json.loads(rendered.stdout) == {"messages": 1}
+    assert rendered.stderr.startswith("warning: ") and "image limit" in rendered.stderr
+    ran = oma("run", "-p", "limited", "-a", str(picture))
+    assert ran.exit_code == 2
+    assert ran.stderr.startswith("error: ") and "image limit" in ran.stderr
+    assert [kind for kind, _ in SEEN if kind == "request"] == []
+
+
+class KeyedPlugin:
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        def factory(settings: ProviderSettings) -> Recorder:
+            SEEN.append(("settings", settings))
+            return Recorder()
+
+        spec = ProviderSpec(
+            "keyed",
+            "Keyed",
+            factory,
+            Capabilities.everything(),
+            api_key_env=("KEYED_API_KEY", "KEYED_TOKEN"),
+            requires_api_key=True,
+        )
+        return [spec]
+
+
+def test_a_missing_key_is_one_line_naming_the_variables_and_oma_keys_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("KEYED_API_KEY", "KEYED_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    PluginHost.default().register(KeyedPlugin(), name="keyed-plugin")
+    result = oma("run", "-p", "keyed", "hi")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: Keyed needs an API key and has none: set KEYED_API_KEY or KEYED_TOKEN in the "
+        "environment or store one with `oma keys set keyed` (--api-key KEY is the last resort)\n"
+    )
+    assert [kind for kind, _ in SEEN] == []  # nothing built, nothing sent
+    CliRunner().invoke(cli, ["keys", "set", "keyed"], input="sk-keyed-1\n")
+    assert oma("run", "-p", "keyed", "hi").exit_code == 0
+    assert settings().api_key == "sk-keyed-1"
+    SEEN.clear()
+    monkeypatch.setenv("KEYED_TOKEN", "sk-from-second-variable")
+    assert oma("run", "-p", "keyed", "hi").exit_code == 0
+    assert settings().api_key is None  # any of the provider's variables wins over the store

@@ -46,23 +46,24 @@ class AgentOptions:
 def provider_and_model(
     provider: str | None, model: str | None, host: PluginHost
 ) -> tuple[str, str | None]:
-    """The provider and model to run: see the module docstring."""
+    """The provider and model to run (``oma_core.resolve_model`` on the options, with
+    ``$OMA_PROVIDER`` and ``$OMA_MODEL`` as their defaults): see the module docstring."""
+    from ..errors import MissingProviderError
+    from ..resolution import resolve_model
+
     from_env = model is None and bool(os.environ.get("OMA_MODEL"))
     model = model or os.environ.get("OMA_MODEL") or None
     provider = provider or os.environ.get("OMA_PROVIDER") or None
-    if provider is not None:
-        return provider, model
-    if model is None:
-        return "echo", None
-    prefix, colon, rest = model.partition(":")
-    if not colon or not prefix:
-        where = f"$OMA_MODEL={model}" if from_env else f"-m {model}"
-        installed = ", ".join(sorted(host.provider_specs())) or "none"
-        usage(
-            f"{where} names no provider: write -m PROVIDER:{model} or add -p PROVIDER "
-            f"(installed providers: {installed})"
-        )
-    return prefix, rest or None
+    try:
+        return resolve_model(provider, model, plugins=host)
+    except MissingProviderError as exc:  # said the command line's way
+        fix = exc.suggestion or f"PROVIDER:{model}"
+    where = f"$OMA_MODEL={model}" if from_env else f"-m {model}"
+    installed = ", ".join(sorted(host.provider_specs())) or "none"
+    usage(
+        f"{where} names no provider: write -m {fix} or add -p PROVIDER "
+        f"(installed providers: {installed})"
+    )
 
 
 def parse_value(text: str) -> Any:
@@ -103,7 +104,7 @@ def make_agent(
     if api_key is None and backend is None:
         spec = host.provider_specs().get(provider)
         if spec is not None:
-            api_key = stored_key(provider, spec.api_key_env)
+            api_key = stored_key(provider, spec.key_variables)
     try:
         config = AgentConfig(
             name="oma",

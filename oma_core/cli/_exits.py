@@ -50,12 +50,27 @@ def reported() -> Iterator[None]:
     except KeyboardInterrupt:
         raise SystemExit(INTERRUPTED) from None
     except UsageError as exc:
-        message = str(exc)
+        message = usage_text(exc)
     except OmaError as exc:
         fail(str(exc))
     else:
         return
     usage(message)
+
+
+def usage_text(error: BaseException) -> str:
+    """A usage error's message, in the command line's words where oma's own are Python's."""
+    from ..errors import MissingKeyError
+
+    if isinstance(error, MissingKeyError):
+        shown = error.display_name or error.provider
+        where = " or ".join(error.variables)
+        env = f"set {where} in the environment or " if where else ""
+        return (
+            f"{shown} needs an API key and has none: {env}store one with "
+            f"`oma keys set {error.provider}` (--api-key KEY is the last resort)"
+        )
+    return str(error)
 
 
 def command_guard(function: F) -> F:

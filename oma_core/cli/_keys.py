@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,10 @@ def save_keys(keys: dict[str, str], path: Path | None = None) -> None:
     os.replace(temporary, path)
 
 
-def stored_key(provider: str, api_key_env: str | None) -> str | None:
-    """The key a run of ``provider`` uses when no ``--api-key`` is given: None when the
-    provider's environment variable is set (the plugin reads it) or nothing is stored."""
-    if api_key_env and os.environ.get(api_key_env):
+def stored_key(provider: str, variables: Sequence[str]) -> str | None:
+    """The key a run of ``provider`` uses when no ``--api-key`` is given: None when one of
+    the provider's environment variables is set (the plugin reads it) or nothing is stored."""
+    if any(os.environ.get(variable) for variable in variables):
         return None
     return load_keys().get(provider)
 

@@ -92,7 +92,7 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
                 "plugin": provider_owner.get(name),
                 "description": spec.description,
                 "default_model": spec.default_model,
-                "api_key_env": spec.api_key_env,
+                "api_key_env": list(spec.key_variables),
                 "default_base_url": spec.default_base_url,
                 "capabilities": capability_matrix(spec.capabilities),
             }
@@ -146,7 +146,8 @@ def _print_plugins(report: dict[str, Any]) -> None:
         console.print("[bold]Providers[/bold]")
         for name, entry in report["providers"].items():
             console.print(f"  {escape(name)}", soft_wrap=True)
-            console.print(f"    key: {escape(entry['api_key_env'] or '-')}", soft_wrap=True)
+            keys = ", ".join(entry["api_key_env"]) or "-"
+            console.print(f"    key: {escape(keys)}", soft_wrap=True)
             console.print(
                 f"    default model: {escape(entry['default_model'] or '-')}", soft_wrap=True
             )
@@ -238,9 +239,8 @@ def _providers_table(report: dict[str, Any]) -> Table:
     for column in ("provider", "key variable", "default model"):
         table.add_column(column, no_wrap=True)
     for name, entry in report["providers"].items():
-        table.add_row(
-            escape(name), escape(entry["api_key_env"] or "-"), escape(entry["default_model"] or "-")
-        )
+        keys = ", ".join(entry["api_key_env"]) or "-"
+        table.add_row(escape(name), escape(keys), escape(entry["default_model"] or "-"))
     return table
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._agent import AgentOptions, make_agent
-from ._exits import command_guard, fail, note, usage
+from ._exits import command_guard, fail, note, usage, usage_text
 from ._inputs import MediaOptions, build_input, conversation_of, input_options, read_json, shorten
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ def run(
         from ..errors import UsageError
 
         if isinstance(error, UsageError):  # a configuration mistake found at run start
-            usage(str(error))
+            usage(usage_text(error))
         fail(_explained(error, endpoint) if error is not None else result.status.code)
 
 
@@ -268,7 +268,9 @@ async def _render(agent: Agent, run_input: str | list[Any], host: PluginHost) ->
         request = agent.build_request(run_input)
         provider = agent.provider()
         spec = host.provider_spec(agent.config.provider)
-        spec.capabilities.check(request.messages, spec.display_name)
+        spec.capabilities.check(request.messages, spec.display_name, sizes=False)
+        for warning in agent.limit_warnings(run_input):  # shown, not sent: warn, do not refuse
+            click.echo(f"warning: {warning}", err=True)
         render = getattr(provider, "render", None)
         if render is None:
             usage(f"the {spec.display_name} provider cannot render requests (it has no render())")
