@@ -128,7 +128,7 @@ def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys; print('ready', flush=True); from oma_core.cli import main; main()",
+            "from oma_core.cli import main; print('ready', flush=True); main()",
             "run",
             "summarise",
         ],
