@@ -37,6 +37,14 @@ _EXPORTS: dict[str, str] = {
     "video_url": "media",
     "video_base64": "media",
     "IMAGE_MEDIA_TYPES": "media",
+    "MediaTypeMismatchError": "media",
+    "image_file": "media",
+    "video_file": "media",
+    "media_file": "media",
+    "image_bytes": "media",
+    "video_bytes": "media",
+    "media_bytes": "media",
+    "RunLog": "run_log",
     "load_messages": "validation",
     "ValidationLimits": "validation",
     "dump_messages": "serialization",
@@ -152,6 +160,7 @@ __all__ = [
     "MediaLimit",
     "MediaSource",
     "MediaTooLargeError",
+    "MediaTypeMismatchError",
     "MissingKeyError",
     "MissingProviderError",
     "NotRegisteredError",
@@ -168,6 +177,7 @@ __all__ = [
     "ReasoningBlock",
     "RetryPolicy",
     "RunError",
+    "RunLog",
     "RunResult",
     "RunSettings",
     "RunStatus",
@@ -197,11 +207,17 @@ __all__ = [
     "estimate_tokens",
     "hookimpl",
     "image_base64",
+    "image_bytes",
+    "image_file",
     "image_url",
     "load_messages",
+    "media_bytes",
+    "media_file",
     "resolve_model",
     "tool",
     "video_base64",
+    "video_bytes",
+    "video_file",
     "video_url",
 ]
 
@@ -249,7 +265,20 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from .evaluation import EvalCase, EvalResult, OnlineEvaluationConfig, Score
     from .executors import ExecutorSpec, WorkerLostError
-    from .media import IMAGE_MEDIA_TYPES, image_base64, image_url, video_base64, video_url
+    from .media import (
+        IMAGE_MEDIA_TYPES,
+        MediaTypeMismatchError,
+        image_base64,
+        image_bytes,
+        image_file,
+        image_url,
+        media_bytes,
+        media_file,
+        video_base64,
+        video_bytes,
+        video_file,
+        video_url,
+    )
     from .messages import (
         Base64Source,
         ContentBlock,
@@ -271,6 +300,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .resolution import check_api_key, resolve_model
     from .results import AgentStream, RunResult, RunStatus, StreamEvent
     from .retry import RetryPolicy
+    from .run_log import RunLog
     from .serialization import dump_messages
     from .settings import RunSettings
     from .teams import TaskResult, TaskSpec, Team, TeamRunResult

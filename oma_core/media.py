@@ -1,14 +1,22 @@
 """Building image and video blocks, and small facts about media sources.
 
 The helpers return validated blocks; errors name the helper's parameter (``url``,
-``media_type``, ``data``, ``detail``). A missing media type is looked up from the URL path's
-file extension in a fixed table shipped with oma, so the answer is the same on every machine
-(the system ``mimetypes`` database differs between machines and reads files).
+``media_type``, ``data``, ``detail``, ``path``). A URL's missing media type is looked up from
+the URL path's file extension in a fixed table shipped with oma, so the answer is the same on
+every machine (the system ``mimetypes`` database differs between machines and reads files).
+
+Bytes and files (``image_file``, ``video_file``, ``media_file``, ``image_bytes``, ...) are typed
+by their content: the signature library ``filetype`` (loaded on first use, never on ``import
+oma_core``) names the type; a file's extension is a hint only, and an extension or a stated
+``media_type`` that disagrees with the content is a ``MediaTypeMismatchError`` naming both.
 """
 
 from __future__ import annotations
 
+import base64
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Final, Literal
 
 from ._checks import check_base64, check_media_type, check_url, type_name
@@ -20,6 +28,16 @@ __all__ = [
     "IMAGE_EXTENSIONS",
     "IMAGE_MEDIA_TYPES",
     "VIDEO_EXTENSIONS",
+    "MediaTypeMismatchError",
+    "checked_media_type",
+    "extension_media_type",
+    "image_bytes",
+    "image_file",
+    "media_bytes",
+    "media_file",
+    "sniff_media_type",
+    "video_bytes",
+    "video_file",
     "check_base64",
     "check_media_type",
     "check_url",
@@ -174,3 +192,217 @@ def describe_source(source: MediaSource) -> str:
     if isinstance(source, Base64Source):
         return f"{source.media_type}, base64, {decoded_size(source)} bytes"
     return f"{source.media_type}, url, {source.url}"
+
+
+# -- bytes and files: typed by their content ---------------------------------------------------
+
+Family = Literal["image", "video"]
+
+#: Names of one type the signature library, the extension table and callers may each use.
+_SAME_TYPE: Final[Mapping[str, str]] = {
+    "image/jpg": "image/jpeg",
+    "image/pjpeg": "image/jpeg",
+    "image/apng": "image/png",
+    "image/x-icon": "image/vnd.microsoft.icon",
+    "image/x-png": "image/png",
+    "video/x-m4v": "video/mp4",
+    "video/m4v": "video/mp4",
+}
+
+
+class MediaTypeMismatchError(InvalidMessageError):
+    """The content of bytes or a file is of one type, its extension (or the caller) says
+    another; or the content is not an image or video at all (``content_type`` None or of
+    another family). ``name`` is the file (or ``"data"``); ``claimed_by`` says who claimed
+    ``claimed_type``: ``"extension"``, ``"caller"`` or ``"family"`` (the helper's kind);
+    ``detail`` is the reason without the name."""
+
+    def __init__(
+        self,
+        name: str,
+        content_type: str | None,
+        claimed_type: str | None,
+        claimed_by: str,
+        reason: str,
+    ) -> None:
+        self.name = name
+        self.content_type = content_type
+        self.claimed_type = claimed_type
+        self.claimed_by = claimed_by
+        self.detail = reason
+        super().__init__("media_type", f"of {name}: {reason}")
+
+
+def _canonical(media_type: str) -> str:
+    lowered = media_type.strip().lower()
+    return _SAME_TYPE.get(lowered, lowered)
+
+
+def sniff_media_type(data: bytes) -> str | None:
+    """The media type the content of ``data`` starts with (its signature), or None.
+
+    Only the first 8 KiB are read; the answer comes from the ``filetype`` library's
+    signature tables (imported on the first call).
+    """
+    import filetype  # type: ignore[import-untyped]
+
+    kind = filetype.guess(bytes(data[:8192]))
+    return None if kind is None else str(kind.mime)
+
+
+def extension_media_type(name: str) -> str | None:
+    """The image or video media type of ``name``'s file extension in oma's tables, or None."""
+    extension = name.rpartition(".")[2].lower() if "." in name else ""
+    return IMAGE_EXTENSIONS.get(extension) or VIDEO_EXTENSIONS.get(extension)
+
+
+def _looks_like_text(data: bytes) -> bool:
+    head = bytes(data[:4096])
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:  # a multi-byte character cut at the end is still text
+        return exc.start >= len(head) - 3
+    return True
+
+
+def checked_media_type(
+    data: bytes,
+    name: str,
+    family: Family | None = None,
+    media_type: str | None = None,
+    extension_hint: str | None = None,
+) -> str:
+    """The media type ``data`` is sent with: the one its content shows.
+
+    ``media_type`` (stated by the caller; it replaces ``extension_hint``, from a file name)
+    must agree with the content; it decides alone only when the content's type is unknown
+    (never for text, except SVG).
+    ``family`` limits the answer to images or videos. Anything else raises
+    ``MediaTypeMismatchError`` naming both types.
+    """
+    sniffed = sniff_media_type(data)
+    content = None if sniffed is None else _canonical(sniffed)
+    wanted = {None: "an image or a video", "image": "an image", "video": "a video"}[family]
+    if content is None:
+        text = bool(data) and _looks_like_text(data)
+        if media_type is not None and (not text or _canonical(media_type) == "image/svg+xml"):
+            return (
+                _family_type(media_type, family)
+                if family
+                else check_media_type(media_type, "media_type")
+            )
+        if not data:
+            reason = f"it is empty, not {wanted}"
+        elif text:
+            reason = f"it holds text, not {wanted}"
+        else:
+            reason = "its content is of no image or video type oma recognises"
+        hint = extension_hint or None
+        if hint:
+            reason += f" (its extension says {hint})"
+        claimed_by = "caller" if media_type is not None else "extension"
+        raise MediaTypeMismatchError(name, None, media_type or hint, claimed_by, reason)
+    family_of_content = content.partition("/")[0]
+    if family_of_content not in ("image", "video") or (family and family_of_content != family):
+        raise MediaTypeMismatchError(
+            name, content, media_type, "family", f"its content is {content}, not {wanted}"
+        )
+    if media_type is not None and _canonical(media_type) != content:
+        raise MediaTypeMismatchError(
+            name,
+            content,
+            media_type,
+            "caller",
+            f"its content is {content}, but the stated type is {media_type}",
+        )
+    if media_type is None and extension_hint is not None and _canonical(extension_hint) != content:
+        raise MediaTypeMismatchError(
+            name,
+            content,
+            extension_hint,
+            "extension",
+            f"its content is {content}, but its extension says {extension_hint}",
+        )
+    return content
+
+
+def _read(path: str | os.PathLike[str]) -> tuple[bytes, str, str | None]:
+    file = Path(path)
+    name = str(path)
+    if file.is_dir():
+        raise InvalidMessageError("path", f"{name} is a directory, not a file")
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError:
+        raise InvalidMessageError("path", f"no such file: {name}") from None
+    except OSError as exc:
+        raise InvalidMessageError("path", f"cannot read {name}: {exc.strerror or exc}") from None
+    return data, name, extension_media_type(file.name)
+
+
+def _block(data: bytes, media_type: str, detail: Detail | None) -> ImageBlock | VideoBlock:
+    encoded = base64.b64encode(data).decode("ascii")
+    if media_type.startswith("image/"):
+        return image_base64(encoded, media_type, detail)
+    return video_base64(encoded, media_type)
+
+
+def image_bytes(
+    data: bytes, media_type: str | None = None, detail: Detail | None = None
+) -> ImageBlock:
+    """An image block of raw ``data``, its type taken from the content (``media_type``, when
+    given, must agree; it decides only for content of a type the signatures do not know)."""
+    checked = checked_media_type(_raw(data), "data", "image", media_type)
+    block = _block(bytes(data), checked, detail)
+    assert isinstance(block, ImageBlock)
+    return block
+
+
+def video_bytes(data: bytes, media_type: str | None = None) -> VideoBlock:
+    """A video block of raw ``data``, its type taken from the content (see ``image_bytes``)."""
+    checked = checked_media_type(_raw(data), "data", "video", media_type)
+    block = _block(bytes(data), checked, None)
+    assert isinstance(block, VideoBlock)
+    return block
+
+
+def media_bytes(
+    data: bytes, media_type: str | None = None, name: str = "data"
+) -> ImageBlock | VideoBlock:
+    """An image or video block of raw ``data``, whichever its content is."""
+    return _block(bytes(data), checked_media_type(_raw(data), name, None, media_type), None)
+
+
+def image_file(
+    path: str | os.PathLike[str], media_type: str | None = None, detail: Detail | None = None
+) -> ImageBlock:
+    """An image block of the file at ``path``, typed by its content; the extension must agree
+    (a JPEG named ``.png`` is refused, naming both types)."""
+    data, name, hint = _read(path)
+    block = _block(data, checked_media_type(data, name, "image", media_type, hint), detail)
+    assert isinstance(block, ImageBlock)
+    return block
+
+
+def video_file(path: str | os.PathLike[str], media_type: str | None = None) -> VideoBlock:
+    """A video block of the file at ``path``, typed by its content (see ``image_file``)."""
+    data, name, hint = _read(path)
+    block = _block(data, checked_media_type(data, name, "video", media_type, hint), None)
+    assert isinstance(block, VideoBlock)
+    return block
+
+
+def media_file(
+    path: str | os.PathLike[str], media_type: str | None = None
+) -> ImageBlock | VideoBlock:
+    """An image or video block of the file at ``path``, whichever its content is."""
+    data, name, hint = _read(path)
+    return _block(data, checked_media_type(data, name, None, media_type, hint), None)
+
+
+def _raw(data: object) -> bytes:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise InvalidMessageError("data", f"must be bytes, got {type_name(data)}")
+    return bytes(data)

@@ -15,12 +15,16 @@ from click.testing import CliRunner, Result
 from oma_core.cli import CAPABILITY_COLUMNS, cli
 from oma_core.plugins import PluginHost
 
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(92)  # 100 bytes; only the extension decides the media type
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(92)  # 100 bytes: the PNG signature, then padding
+MP4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + bytes(6)  # 30 bytes
 
 
 @pytest.fixture(autouse=True)
-def _fresh_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test gets a process-wide host built from its own environment."""
+def _fresh_host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """Each test gets a process-wide host built from its own environment, and its own
+    directory for keys and the run log."""
+    monkeypatch.setenv("OMA_HOME", str(tmp_path / "oma-home"))
+    monkeypatch.delenv("OMA_MODEL", raising=False)
     monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
     monkeypatch.delenv("OMA_DISABLE_PLUGINS", raising=False)
     monkeypatch.delenv("OMA_PROVIDER", raising=False)
@@ -78,7 +82,7 @@ def test_run_with_urls_keeps_them_urls() -> None:
 
 def test_run_with_a_video_file_sends_base64(tmp_path: Path) -> None:
     clip = tmp_path / "clip.mp4"
-    clip.write_bytes(bytes(30))
+    clip.write_bytes(MP4)
     result = oma("run", "--video", str(clip))
     assert result.exit_code == 0, result.output
     assert result.stdout == "user: video video/mp4 base64 30 bytes\n"
@@ -118,14 +122,14 @@ def test_run_with_an_invalid_conversation_fails_with_the_path_and_no_traceback(
     bad = [{"role": "user", "content": [{"type": "image", "source": {"type": "url",
             "media_type": "image/png", "url": "file:///etc/passwd"}}]}]  # fmt: skip
     result = oma("run", "--messages", write_json(tmp_path / "bad.json", bad))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "messages[0].content[0].source.url must use HTTP or HTTPS" in result.stderr
     assert "Traceback" not in result.output
 
 
 def test_run_with_a_non_http_media_url_fails_without_a_traceback() -> None:
     result = oma("run", "x", "--image", "ftp://example.com/a.png")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "must use HTTP or HTTPS" in result.stderr
     assert "Traceback" not in result.output
 
@@ -138,7 +142,7 @@ def test_run_with_a_failing_provider_exits_non_zero() -> None:
 
 def test_run_with_an_unknown_provider_names_the_available_ones() -> None:
     result = oma("run", "hi", "-p", "nope")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "unknown provider 'nope'; available providers: echo, scripted" in result.stderr
 
 
@@ -191,7 +195,7 @@ def test_validate_reports_a_file_that_is_not_json(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     path.write_text("{nope")
     result = oma("validate", str(path))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "is not valid JSON" in result.stderr
 
 
@@ -237,7 +241,7 @@ def test_plugins_prints_tables_for_people(monkeypatch: pytest.MonkeyPatch) -> No
     result = oma("plugins")
     assert result.exit_code == 0, result.output
     assert "echo (built-in)" in result.stdout
-    assert "tool-result" in result.stdout
+    assert re.search(r"tool-\s.*\n.*result", result.stdout)
     assert re.search(r"^ *echo +native +native", result.stdout, re.M)
 
 
@@ -265,7 +269,7 @@ def test_render_checks_capabilities_before_rendering(
 ) -> None:
     monkeypatch.setenv("OMA_LOAD_PLUGINS", "testplugin")
     result = oma("render", "-p", "shout", "Look", "--image", str(png))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert 'Shout cannot represent the "image" content block' in result.stderr
 
 
@@ -277,7 +281,7 @@ def test_run_with_command_but_no_backend_is_a_usage_error() -> None:
 
 def test_run_with_an_unknown_backend_kind_names_the_available_ones() -> None:
     result = oma("run", "hi", "--backend", "nope", "--command", "cat")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "unknown backend kind 'nope'" in result.stderr
 
 
@@ -345,12 +349,12 @@ def test_run_json_reports_a_failed_run_and_exits_1() -> None:
     assert "no responses left" in data["status"]["error"]
 
 
-def test_plugins_fits_the_matrix_into_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "80")
+def test_plugins_fits_the_matrix_into_narrow_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "72")
     monkeypatch.setenv("OMA_LOAD_PLUGINS", "testplugin")
     result = oma("plugins")
     assert result.exit_code == 0, result.output
-    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    assert max(len(line) for line in result.stdout.splitlines()) <= 72
     assert re.search(r"^ *shout +native +no +no +no +no +no +no *$", result.stdout, re.M)
     assert "no: refused before any request" in result.stdout
     assert "oma_register_providers" in result.stdout  # hook names are never cut
@@ -382,6 +386,6 @@ def test_plugins_reports_a_plugin_that_failed_to_load(
 @pytest.mark.usefixtures("two_way")
 def test_render_with_a_provider_without_render_fails_cleanly() -> None:
     result = oma("render", "hi", "-p", "two-way")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "the Two Way provider cannot render requests" in result.stderr
     assert "Traceback" not in result.output

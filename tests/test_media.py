@@ -327,3 +327,176 @@ def test_an_image_helper_refuses_a_non_image_media_type() -> None:
         image_base64(REFERENCE_PNG, "video/mp4")
     with pytest.raises(InvalidMessageError):
         video_base64(REFERENCE_MP4, "image/png")
+
+
+# -- bytes and files: typed by their content ------------------------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from oma_core import (  # noqa: E402
+    MediaTypeMismatchError,
+    image_bytes,
+    image_file,
+    media_bytes,
+    media_file,
+    video_bytes,
+    video_file,
+)
+from oma_core.media import (  # noqa: E402
+    IMAGE_EXTENSIONS,
+    VIDEO_EXTENSIONS,
+    checked_media_type,
+    sniff_media_type,
+)
+
+#: The start of a real file of each type (what the signature library reads), and its type.
+SIGNATURES: dict[str, bytes] = {
+    "image/png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+    "image/jpeg": b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01",
+    "image/gif": b"GIF89a\x01\x00\x01\x00",
+    "image/webp": b"RIFF\x24\x00\x00\x00WEBPVP8 ",
+    "video/mp4": b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom",
+    "video/quicktime": b"\x00\x00\x00\x14ftypqt  \x00\x00\x00\x00qt  ",
+    "video/webm": bytes.fromhex("1a45dfa3")
+    + b"\x9f\x42\x86\x81\x01\x42\xf7\x81\x01\x42\xf2\x81\x04\x42\xf3\x81\x08\x42\x82\x84webm",
+}
+EXTENSION_OF = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "video/mp4": "mp4",
+    "video/quicktime": "mov",
+    "video/webm": "webm",
+}
+
+
+@pytest.mark.parametrize("media_type", sorted(SIGNATURES))
+def test_the_content_names_the_type_of_each_common_image_and_video(media_type: str) -> None:
+    assert sniff_media_type(SIGNATURES[media_type] + bytes(64)) == media_type
+
+
+@pytest.mark.parametrize("media_type", sorted(SIGNATURES))
+def test_a_file_with_its_own_extension_becomes_a_base64_block_of_that_type(
+    media_type: str, tmp_path: Path
+) -> None:
+    data = SIGNATURES[media_type] + bytes(64)
+    path = tmp_path / f"clip.{EXTENSION_OF[media_type]}"
+    path.write_bytes(data)
+    block = media_file(path)
+    assert isinstance(block.source, Base64Source)
+    assert block.source.media_type == media_type
+    assert base64.b64decode(block.source.data) == data
+    family = image_file if media_type.startswith("image/") else video_file
+    assert family(path).source == block.source
+
+
+def test_a_jpeg_named_png_is_refused_naming_both_types(tmp_path: Path) -> None:
+    path = tmp_path / "photo.png"
+    path.write_bytes(SIGNATURES["image/jpeg"] + bytes(64))
+    with pytest.raises(MediaTypeMismatchError) as caught:
+        image_file(path)
+    error = caught.value
+    assert (error.content_type, error.claimed_type, error.claimed_by) == (
+        "image/jpeg",
+        "image/png",
+        "extension",
+    )
+    assert "image/jpeg" in str(error) and "image/png" in str(error)
+    assert str(path) in str(error)
+
+
+def test_a_stated_type_replaces_the_extension_but_must_match_the_content(tmp_path: Path) -> None:
+    path = tmp_path / "photo.png"
+    path.write_bytes(SIGNATURES["image/jpeg"] + bytes(64))
+    assert image_file(path, media_type="image/jpeg").source.media_type == "image/jpeg"
+    with pytest.raises(MediaTypeMismatchError, match="stated type is image/gif"):
+        image_file(path, media_type="image/gif")
+
+
+def test_a_text_file_named_png_is_refused_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "fake.png"
+    path.write_bytes(b"this is not a png")
+    with pytest.raises(MediaTypeMismatchError, match="holds text, not an image"):
+        image_file(path)
+    with pytest.raises(MediaTypeMismatchError, match="holds text"):
+        image_file(path, media_type="image/png")  # stating a type does not make text an image
+
+
+def test_a_video_given_as_an_image_is_refused() -> None:
+    with pytest.raises(MediaTypeMismatchError, match="is video/mp4, not an image"):
+        image_bytes(SIGNATURES["video/mp4"] + bytes(8))
+
+
+def test_content_of_no_known_type_needs_a_stated_type() -> None:
+    unknown = bytes([0x00, 0xFF, 0x13, 0x37]) * 8
+    with pytest.raises(MediaTypeMismatchError, match="no image or video type"):
+        media_bytes(unknown)
+    assert video_bytes(unknown, media_type="video/x-custom").source.media_type == "video/x-custom"
+
+
+def test_empty_data_is_refused() -> None:
+    with pytest.raises(MediaTypeMismatchError, match="empty"):
+        image_bytes(b"")
+
+
+def test_bytes_helpers_refuse_a_str() -> None:
+    with pytest.raises(InvalidMessageError, match="data must be bytes, got str"):
+        image_bytes("iVBORw0KGgo=")  # type: ignore[arg-type]
+
+
+def test_a_directory_and_a_missing_file_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(InvalidMessageError, match="is a directory"):
+        image_file(tmp_path)
+    with pytest.raises(InvalidMessageError, match="no such file"):
+        video_file(tmp_path / "missing.mp4")
+
+
+def test_the_signature_library_is_not_loaded_by_importing_oma() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, oma_core, oma_core.media; print('filetype' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+_EXTENSIONS = sorted({**IMAGE_EXTENSIONS, **VIDEO_EXTENSIONS}.items())
+
+
+@given(
+    content_type=st.sampled_from(sorted(SIGNATURES)),
+    extension=st.sampled_from(_EXTENSIONS),
+    tail=st.binary(max_size=64),
+)
+def test_the_extension_never_changes_the_type_sent_only_agrees_or_fails(
+    content_type: str, extension: tuple[str, str], tail: bytes
+) -> None:
+    """Whatever the extension says, the type sent is the content's, or the call fails
+    naming both."""
+    data = SIGNATURES[content_type] + tail
+    _name, hinted = extension
+    same = {"image/apng": "image/png", "video/x-m4v": "video/mp4"}.get(hinted, hinted)
+    try:
+        sent = checked_media_type(data, "f", None, None, hinted)
+    except MediaTypeMismatchError as error:
+        assert same != content_type
+        assert content_type in error.detail and hinted in error.detail
+    else:
+        assert same == content_type
+        assert sent == content_type
+
+
+@given(data=st.binary(max_size=256))
+def test_any_bytes_are_typed_by_their_signature_or_refused(data: bytes) -> None:
+    sniffed = sniff_media_type(data)
+    try:
+        block = media_bytes(data)
+    except MediaTypeMismatchError:
+        assert sniffed is None or not sniffed.startswith(("image/", "video/"))
+    else:
+        assert sniffed is not None
+        assert block.source.media_type.split("/")[0] == sniffed.split("/")[0]

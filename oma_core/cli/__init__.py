@@ -1,7 +1,8 @@
-"""The ``oma`` command: run an agent, list plugins, validate a conversation, render a request.
+"""The ``oma`` command: run an agent, list plugins, validate a conversation, render a request,
+keep keys and a log of runs.
 
 click and rich are imported here only, and this package loads only when the command runs.
-Each command lives in a module of its own and is added to the group below.
+Each command (group) lives in a module of its own and is added to the group below.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Sequence
 import click
 
 from .. import __version__
+from ._keys import keys
+from ._logs import logs
 from ._plugins import CAPABILITY_COLUMNS, capability_matrix, plugins
 from ._run import render, run, validate
 from ._tasks import tasks, team
@@ -24,7 +27,7 @@ def cli() -> None:
     """Run LLM agents on structured, multimodal input. Providers are plugins."""
 
 
-for _command in (run, validate, render, plugins, tasks, team):
+for _command in (run, validate, render, plugins, keys, logs, tasks, team):
     cli.add_command(_command)
 
 

@@ -1,21 +1,21 @@
 """What ``oma run`` and ``oma render`` share: the input options, reading files, building the
-input and the agent, and shortening payloads for display."""
+input, and shortening payloads for display."""
 
 from __future__ import annotations
 
-import base64
+import functools
 import json
-import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
+import attrs
 import click
 
-if TYPE_CHECKING:
-    from ..agent import Agent
-    from ..messages import ContentBlock
+from ._agent import AgentOptions
+from ._exits import stdin_is_piped, usage
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,62 +25,45 @@ _KEEP = 16
 _SHORTEN_PAST = 64
 
 
-def fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    raise SystemExit(1)
+@attrs.frozen
+class MediaOptions:
+    """The attachments as given: ``-a``, ``--attach-type`` pairs, ``--image``, ``--video``."""
 
-
-def default_provider() -> str:
-    return os.environ.get("OMA_PROVIDER") or "echo"
-
-
-def is_url(value: str) -> bool:
-    return "://" in value or value.lower().startswith("data:")
-
-
-def media_block(value: str, kind: str) -> ContentBlock:
-    """An image or video block: a URL stays a URL; a local file (its media type from its
-    extension) and a ``data:...;base64,`` URL become base64."""
-    from .. import media
-
-    inline = _DATA_URL.match(value)
-    if inline:  # a data: URL carries the bytes: it becomes a base64 block, like a file
-        header, data = inline.groups()
-        media_type = header[len("data:") :].split(";", 1)[0].strip().lower()
-        return base64_block(kind, data, media_type)
-    if is_url(value):
-        return media.image_url(value) if kind == "image" else media.video_url(value)
-    path = Path(value)
-    if not path.is_file():
-        raise click.BadParameter(f"no such file: {value}", param_hint=f"--{kind}")
-    table = media.IMAGE_EXTENSIONS if kind == "image" else media.VIDEO_EXTENSIONS
-    media_type = table.get(path.suffix.lower().lstrip("."))
-    if media_type is None:
-        known = ", ".join(sorted(table))
-        raise click.BadParameter(
-            f"cannot tell the {kind} type of {path.name}; known extensions: {known}",
-            param_hint=f"--{kind}",
-        )
-    return base64_block(kind, base64.b64encode(path.read_bytes()).decode("ascii"), media_type)
-
-
-def base64_block(kind: str, data: str, media_type: str) -> ContentBlock:
-    from .. import media
-
-    if kind == "image":
-        return media.image_base64(data, media_type)
-    return media.video_base64(data, media_type)
+    attach: tuple[str, ...] = ()
+    attach_types: tuple[tuple[str, str], ...] = ()
+    images: tuple[str, ...] = ()
+    videos: tuple[str, ...] = ()
 
 
 def read_json(path: str) -> Any:
+    """A JSON file's data (``-``: stdin's); an unreadable, binary or broken file is one
+    ``error:`` line."""
+    if path == "-":
+        from ._attach import Stdin
+
+        return _parse_json(Stdin().read(), "stdin")
+    file = Path(path)
+    if file.is_dir():
+        usage(f"{path} is a directory, not a JSON file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        usage(f"no such file: {path}")
     except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror or exc}")
+        usage(f"cannot read {path}: {exc.strerror or exc}")
+    return _parse_json(raw, path)
+
+
+def _parse_json(raw: bytes, path: str) -> Any:
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        where = "-" if path == "stdin" else path
+        usage(f"{path} is not UTF-8 text (an image or video? attach it with -a {where})")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        fail(f"{path} is not valid JSON: {exc}")
+        usage(f"{path} is not valid JSON: {exc}")
 
 
 def conversation_of(data: Any) -> Any:
@@ -91,92 +74,147 @@ def conversation_of(data: Any) -> Any:
 
 
 def build_input(
-    prompt: str | None, images: Sequence[str], videos: Sequence[str], messages_file: str | None
+    prompt: str | None, media: MediaOptions, messages_file: str | None
 ) -> str | list[Any]:
-    """The run's input: a plain prompt, or messages (a file's conversation and/or one turn)."""
-    if not (prompt or images or videos or messages_file):
-        raise click.UsageError("give a PROMPT, an --image, a --video or --messages FILE")
-    if messages_file is None and not images and not videos:
+    """The run's input: a plain prompt, or messages (a file's conversation and/or one turn).
+
+    Piped text on stdin (when ``-a -`` does not take stdin) is appended to the prompt.
+    """
+    from ._attach import Stdin, attachments
+
+    values = (*media.attach, *(v for v, _ in media.attach_types), *media.images, *media.videos)
+    if messages_file == "-" and "-" in values:
+        usage("stdin can be read once: --messages - and -a - cannot both take it")
+    stdin = Stdin()
+    media_blocks = attachments(media.attach, media.attach_types, media.images, media.videos, stdin)
+    if messages_file != "-" and not stdin.used and stdin_is_piped():
+        piped = _stdin_text()
+        if piped.strip():
+            prompt = f"{prompt}\n\n{piped}" if prompt else piped
+    if not (prompt or media_blocks or messages_file):
+        usage("give a PROMPT (or pipe text on stdin), -a FILE or --messages FILE")
+    if messages_file is None and not media_blocks:
         assert prompt is not None
         return prompt
     conversation: list[Any] = []
     if messages_file is not None:
         loaded = conversation_of(read_json(messages_file))
         if not isinstance(loaded, list):
-            fail(f"{messages_file} must hold a list of messages or an object with 'messages'")
+            usage(f"{messages_file} must hold a list of messages or an object with 'messages'")
         conversation.extend(loaded)
     blocks: list[Any] = []
     if prompt:
         blocks.append({"type": "text", "text": prompt})
-    blocks.extend(media_block(value, "image") for value in images)
-    blocks.extend(media_block(value, "video") for value in videos)
+    blocks.extend(media_blocks)
     if blocks:
         conversation.append({"role": "user", "content": blocks})
     return conversation
 
 
+def _stdin_text() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        usage("stdin is not UTF-8 text; to send an image or video from stdin, use -a -")
+
+
 def input_options(function: F) -> F:
-    """The options ``run`` and ``render`` share: what to send and to whom."""
+    """The options ``run`` and ``render`` share: what to send and to whom. The command gets
+    ``media`` (``MediaOptions``) and ``agent_options`` (``AgentOptions``) for them."""
     options = [
         click.argument("prompt", required=False),
+        click.option(
+            "-m",
+            "--model",
+            default=None,
+            help="PROVIDER:MODEL (e.g. openai:gpt-4o), or MODEL with -p (default: $OMA_MODEL).",
+        ),
         click.option(
             "-p",
             "--provider",
             default=None,
-            help="Registered provider name (default: $OMA_PROVIDER or echo).",
+            help="Registered provider name (default: $OMA_PROVIDER; echo if no model either).",
         ),
-        click.option("-m", "--model", default=None, help="Model name."),
-        click.option("--system", "system_prompt", default=None, help="System prompt."),
+        click.option("-s", "--system", "system_prompt", default=None, help="System prompt."),
+        click.option(
+            "-a",
+            "--attach",
+            multiple=True,
+            metavar="PATH|URL|-",
+            help="Attach an image or video (a file, or - for stdin, typed by its content).",
+        ),
+        click.option(
+            "--attach-type",
+            "--at",
+            "attach_types",
+            multiple=True,
+            nargs=2,
+            metavar="PATH_OR_URL MIME",
+            help="Attach PATH_OR_URL as this media type (e.g. a URL without an extension).",
+        ),
         click.option(
             "--image",
             "images",
             multiple=True,
             metavar="PATH_OR_URL",
-            help="Attach an image (a local file is sent as base64).",
+            help="Attach an image (like -a; it must be one).",
         ),
         click.option(
             "--video",
             "videos",
             multiple=True,
             metavar="PATH_OR_URL",
-            help="Attach a video (a local file is sent as base64).",
+            help="Attach a video (like -a; it must be one).",
         ),
         click.option(
             "--messages",
             "messages_file",
             default=None,
             metavar="FILE",
-            type=click.Path(dir_okay=False),
-            help="A JSON conversation to send; PROMPT, if given, is appended.",
+            help="A JSON conversation to send (- reads stdin); PROMPT, if given, is appended.",
+        ),
+        click.option(
+            "-o",
+            "--option",
+            "options",
+            multiple=True,
+            nargs=2,
+            metavar="NAME VALUE",
+            help="temperature, max_tokens, stop or a provider option; VALUE is JSON if it "
+            "parses, else a string.",
         ),
         click.option("--base-url", default=None, help="Override the provider's base URL."),
-        click.option("--api-key", default=None, help="API key (default: the plugin's env var)."),
+        click.option(
+            "--api-key",
+            default=None,
+            help="A last resort (it lands in shell history): prefer the provider's env var "
+            "or `oma keys set`.",
+        ),
     ]
+
+    @functools.wraps(function)
+    def collected(**kwargs: Any) -> Any:
+        media = MediaOptions(
+            tuple(kwargs.pop("attach")),
+            tuple(tuple(pair) for pair in kwargs.pop("attach_types")),
+            tuple(kwargs.pop("images")),
+            tuple(kwargs.pop("videos")),
+        )
+        agent_options = AgentOptions(
+            provider=kwargs.pop("provider"),
+            model=kwargs.pop("model"),
+            system_prompt=kwargs.pop("system_prompt"),
+            base_url=kwargs.pop("base_url"),
+            api_key=kwargs.pop("api_key"),
+            options=tuple(tuple(pair) for pair in kwargs.pop("options")),
+        )
+        return function(media=media, agent_options=agent_options, **kwargs)
+
+    wrapped: Any = collected
     for option in reversed(options):
-        function = option(function)
-    return function
-
-
-def make_agent(
-    provider: str | None,
-    model: str | None,
-    system_prompt: str | None,
-    base_url: str | None,
-    api_key: str | None,
-    backend: dict[str, Any] | None = None,
-) -> Agent:
-    from ..agent import Agent, AgentConfig
-
-    config = AgentConfig(
-        name="oma",
-        provider=provider or default_provider(),
-        model=model,
-        system_prompt=system_prompt,
-        base_url=base_url,
-        api_key=api_key,
-        backend=backend,
-    )
-    return Agent(config)
+        wrapped = option(wrapped)
+    return wrapped  # type: ignore[no-any-return]
 
 
 def shorten(value: Any) -> Any:
@@ -193,6 +231,3 @@ def shorten(value: Any) -> Any:
         if _BASE64_RUN.match(value):
             return f"{value[:_KEEP]}...[{len(value)} chars]"
     return value
-
-
-# -- commands ----------------------------------------------------------------------------------

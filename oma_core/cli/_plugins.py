@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.table import Table
 
     from ..capabilities import Capabilities
@@ -91,6 +92,8 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
                 "plugin": provider_owner.get(name),
                 "description": spec.description,
                 "default_model": spec.default_model,
+                "api_key_env": list(spec.key_variables),
+                "default_base_url": spec.default_base_url,
                 "capabilities": capability_matrix(spec.capabilities),
             }
             for name, spec in host.provider_specs().items()
@@ -114,19 +117,14 @@ _MODE_STYLES = {"native": "green", "forwarded": "yellow", "refused": "red"}
 
 
 def _print_plugins(report: dict[str, Any]) -> None:
-    from rich import box
+    """Tables when they fit the terminal (or 80 columns when piped), lists otherwise: a
+    name is never cut mid-word."""
     from rich.console import Console
     from rich.markup import escape
-    from rich.measure import Measurement
-    from rich.table import Table
 
     console = Console()
-    table = Table(title="Plugins", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("plugin", overflow="fold")
-    table.add_column("version", no_wrap=True)
-    table.add_column("providers", overflow="fold")
-    table.add_column("backends", overflow="fold")
-    table.add_column("hooks", no_wrap=True)  # one per line: a hook name is never cut
+    width = console.width
+    console.print("[bold]Plugins[/bold]")
     for info in report["plugins"]:
         if info["builtin"]:
             label = escape(info["name"].rpartition(".")[2]) + " [dim](built-in)[/dim]"
@@ -134,41 +132,116 @@ def _print_plugins(report: dict[str, Any]) -> None:
             label = escape(info["name"])
             if info["distribution"]:
                 label += f" [dim]({escape(info['distribution'])})[/dim]"
-        table.add_row(
-            label,
-            escape(info["version"] or ""),
-            escape(", ".join(info["providers"])),
-            escape(", ".join(info["backends"])),
-            "\n".join(info["hooks"]),
-        )
-    console.print(table)
+        console.print(f"  {label} {escape(info['version'] or '')}", soft_wrap=True)
+        for field in ("providers", "backends", "hooks"):
+            if info[field]:
+                _print_wrapped(console, f"{field}: ", info[field], width, indent=4)
+    console.print()
+
+    providers = _providers_table(report)
+    if _fits(console, providers):
+        console.print(providers)
+        console.print()
+    else:
+        console.print("[bold]Providers[/bold]")
+        for name, entry in report["providers"].items():
+            console.print(f"  {escape(name)}", soft_wrap=True)
+            keys = ", ".join(entry["api_key_env"]) or "-"
+            console.print(f"    key: {escape(keys)}", soft_wrap=True)
+            console.print(
+                f"    default model: {escape(entry['default_model'] or '-')}", soft_wrap=True
+            )
+        console.print()
 
     matrix = _capability_table(report, _MODE_NAMES)
-    unbounded = console.options.update_width(10_000)
-    short = Measurement.get(console, unbounded, matrix).maximum > console.width
+    short = not _fits(console, matrix)
     if short:
         matrix = _capability_table(report, _SHORT_MODES)
-    console.print(matrix)
+    if _fits(console, matrix):
+        console.print(matrix)
+    else:  # not even the short matrix fits: one wrapped line per provider
+        console.print("[bold]What each provider can carry[/bold]")
+        for name, entry in report["providers"].items():
+            cells = [
+                f"{CAPABILITY_COLUMNS[key][0]} {_SHORT_MODES[mode]}"
+                for key, mode in entry["capabilities"].items()
+            ]
+            _print_wrapped(console, f"{name}: ", cells, width, indent=2)
     if short:
         console.print("fwd: forwarded for the service to judge; no: refused before any request")
 
     if report["backends"]:
+        from rich import box
+        from rich.table import Table
+
         backends = Table(title="Backends", title_justify="left", box=box.SIMPLE_HEAD)
         for column in ("kind", "name", "input"):
-            backends.add_column(column)
+            backends.add_column(column, no_wrap=True)
         for kind, entry in report["backends"].items():
             text_only = "text prompts only" if entry["text_only"] else "structured"
             backends.add_row(escape(kind), escape(entry["display_name"]), text_only)
-        console.print(backends)
+        if _fits(console, backends):
+            console.print(backends)
+        else:
+            console.print("[bold]Backends[/bold]")
+            for kind, entry in report["backends"].items():
+                console.print(f"  {escape(kind)}: {escape(entry['display_name'])}", soft_wrap=True)
 
     for note in report["shadowed"]:
-        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)
     for failure in report["failures"]:
         where = f" ({failure['distribution']})" if failure["distribution"] else ""
         console.print(
             f"[red]failed to load[/red] {escape(failure['name'] + where)} at "
-            f"{failure['stage']}: {escape(failure['error'])}"
+            f"{failure['stage']}: {escape(failure['error'])}",
+            soft_wrap=True,
         )
+
+
+def _fits(console: Console, table: Table) -> bool:
+    from rich.measure import Measurement
+
+    unbounded = console.options.update_width(10_000)
+    return Measurement.get(console, unbounded, table).maximum <= console.width
+
+
+def _print_wrapped(console: Console, head: str, items: list[str], width: int, indent: int) -> None:
+    """``head`` and comma-separated ``items``, wrapped between items, never inside one."""
+    import textwrap
+
+    from rich.markup import escape
+
+    text = head + ", ".join(items)
+    lines = textwrap.wrap(
+        text,
+        width=max(width - 1, 20),
+        initial_indent=" " * indent,
+        subsequent_indent=" " * (indent + 2),
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    for line in lines:
+        console.print(escape(line), soft_wrap=True, highlight=False)
+
+
+def _providers_table(report: dict[str, Any]) -> Table:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(
+        title="Providers",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+    )
+    for column in ("provider", "key variable", "default model"):
+        table.add_column(column, no_wrap=True)
+    for name, entry in report["providers"].items():
+        keys = ", ".join(entry["api_key_env"]) or "-"
+        table.add_row(escape(name), escape(keys), escape(entry["default_model"] or "-"))
+    return table
 
 
 _MODE_NAMES = {mode: mode for mode in _MODE_STYLES}
@@ -185,10 +258,11 @@ def _capability_table(report: dict[str, Any], names: Mapping[str, str]) -> Table
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        show_edge=False,
     )
-    matrix.add_column("provider", overflow="fold")
+    matrix.add_column("provider", no_wrap=True)
     for label, *_ in CAPABILITY_COLUMNS.values():
-        matrix.add_column(label.replace(" ", "\n", 1), no_wrap=True)
+        matrix.add_column(label.replace(" ", "\n").replace("-", "-\n"), no_wrap=True)
     for name, entry in report["providers"].items():
         cells = [
             f"[{_MODE_STYLES[mode]}]{names[mode]}[/{_MODE_STYLES[mode]}]"

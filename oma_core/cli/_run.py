@@ -6,27 +6,23 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import OmaError
-from ._inputs import (
-    build_input,
-    conversation_of,
-    fail,
-    input_options,
-    make_agent,
-    read_json,
-    shorten,
-)
+from ._agent import AgentOptions, make_agent
+from ._exits import command_guard, fail, note, usage, usage_text
+from ._inputs import MediaOptions, build_input, conversation_of, input_options, read_json, shorten
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..plugins import PluginHost
     from ..results import RunResult
+    from ..settings import RunSettings
 
 
-def _result_json(result: RunResult) -> dict[str, Any]:
+def _result_json(result: RunResult, conversation_id: str | None) -> dict[str, Any]:
     error = result.status.error
     return {
         "success": result.success,
@@ -36,21 +32,26 @@ def _result_json(result: RunResult) -> dict[str, Any]:
             "output_tokens": result.usage.output_tokens,
         },
         "status": {"code": result.status.code, "error": None if error is None else str(error)},
+        "conversation_id": conversation_id,
     }
 
 
-async def _execute(agent: Agent, run_input: str | list[Any], *, stream: bool) -> RunResult | None:
+async def _execute(
+    agent: Agent, run_input: str | list[Any], settings: RunSettings, *, stream: bool
+) -> RunResult | None:
     """Run (or stream) once, then close the provider the agent created."""
     try:
         if stream:
-            return await _stream(agent, run_input)
-        return await agent.run(run_input)
+            return await _stream(agent, run_input, settings)
+        return await agent.run(run_input, settings=settings)
     finally:
         await agent.aclose()
 
 
-async def _stream(agent: Agent, run_input: str | list[Any]) -> RunResult | None:
-    events = agent.stream(run_input)
+async def _stream(
+    agent: Agent, run_input: str | list[Any], settings: RunSettings
+) -> RunResult | None:
+    events = agent.stream(run_input, settings=settings)
     result = None
     printed = False
     async for event in events:
@@ -65,8 +66,71 @@ async def _stream(agent: Agent, run_input: str | list[Any]) -> RunResult | None:
     return result
 
 
+def _endpoint(agent: Agent) -> str | None:
+    """The host (and port) the agent's provider talks to, for connection errors: from
+    ``--base-url`` or the provider's documented default; never user info, path or query."""
+    from urllib.parse import urlsplit
+
+    config = agent.config
+    url = config.base_url
+    if url is None and config.backend is None and isinstance(config.provider, str):
+        spec = agent.plugins.provider_specs().get(config.provider)
+        url = None if spec is None else spec.default_base_url
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    return host if port is None else f"{host}:{port}"
+
+
+def _explained(error: object, endpoint: str | None) -> str:
+    """The error's text on one line, naming the host of a connection error."""
+    from ..errors import ProviderError
+
+    text = " ".join(str(error).split())
+    if (
+        endpoint
+        and isinstance(error, ProviderError)
+        and error.status_code is None
+        and "connect" in text.lower()
+        and endpoint not in text
+    ):
+        text += f" (connecting to {endpoint})"
+    return text
+
+
+def _progress(endpoint: str | None) -> Callable[[str, dict[str, Any]], None]:
+    """Retries and warnings on stderr, as they happen."""
+
+    def report(event_type: str, data: dict[str, Any]) -> None:
+        if event_type == "retry":
+            error = data.get("error")
+            reason = "unknown" if error is None else _explained(error, endpoint)
+            click.echo(
+                f"retrying: attempt {data.get('attempt')} failed ({reason}); "
+                f"waiting {float(data.get('delay') or 0):.1f}s",
+                err=True,
+            )
+        elif event_type == "warning":
+            note(str(data.get("message")))
+
+    return report
+
+
 @click.command()
 @input_options
+@click.option(
+    "-c", "--continue", "continue_last", is_flag=True, help="Continue the last conversation."
+)
+@click.option(
+    "--cid", "conversation_id", default=None, metavar="ID", help="Continue conversation ID."
+)
+@click.option("--no-log", is_flag=True, help="Do not log this run.")
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer (Agent.run).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as a JSON object.")
 @click.option(
@@ -86,23 +150,29 @@ async def _stream(agent: Agent, run_input: str | list[Any]) -> RunResult | None:
     metavar="ARG",
     help="An argument for the backend's command (repeatable).",
 )
+@command_guard
 def run(
     prompt: str | None,
-    provider: str | None,
-    model: str | None,
-    system_prompt: str | None,
-    images: tuple[str, ...],
-    videos: tuple[str, ...],
+    media: MediaOptions,
+    agent_options: AgentOptions,
     messages_file: str | None,
-    base_url: str | None,
-    api_key: str | None,
+    continue_last: bool,
+    conversation_id: str | None,
+    no_log: bool,
     no_stream: bool,
     as_json: bool,
     backend_kind: str | None,
     backend_command: str | None,
     backend_args: tuple[str, ...],
 ) -> None:
-    """Send PROMPT (and any media or conversation) to a provider and print the answer."""
+    """Send PROMPT (and any media or conversation) to a provider and print the answer.
+
+    Piped text on stdin is appended to PROMPT. Every run is logged (see `oma logs`).
+    """
+    from ..plugins import PluginHost
+    from ..settings import RunSettings, new_run_id
+    from ._logs import continued_history, log_plugin
+
     backend: dict[str, Any] | None = None
     if backend_kind is not None:
         backend = {"kind": backend_kind}
@@ -111,28 +181,55 @@ def run(
         if backend_args:
             backend["args"] = list(backend_args)
     elif backend_command is not None or backend_args:
-        raise click.UsageError("--command and --arg need --backend")
+        usage("--command and --arg need --backend")
+    history: list[Any] = []
+    if continue_last or conversation_id:
+        conversation_id, history, agent_options = continued_history(conversation_id, agent_options)
+    run_input = build_input(prompt, media, messages_file)
+    if history:  # the logged conversation, then this turn
+        if isinstance(run_input, str):
+            run_input = [{"role": "user", "content": [{"type": "text", "text": run_input}]}]
+        run_input = [*history, *run_input]
+    host = PluginHost.default()
+    plugin = None if no_log else log_plugin()
+    conversation_id = conversation_id or new_run_id()
+    if plugin is not None:
+        host.register(plugin)
     try:
-        run_input = build_input(prompt, images, videos, messages_file)
-        agent = make_agent(provider, model, system_prompt, base_url, api_key, backend)
-        result = asyncio.run(_execute(agent, run_input, stream=not (no_stream or as_json)))
-    except OmaError as exc:
-        fail(str(exc))
+        agent = make_agent(agent_options, host, backend)
+        endpoint = _endpoint(agent)
+        settings = RunSettings(
+            metadata={"conversation_id": conversation_id}, progress=_progress(endpoint)
+        )
+        result = asyncio.run(
+            _execute(agent, run_input, settings, stream=not (no_stream or as_json))
+        )
+    finally:
+        if plugin is not None:
+            host.unregister(plugin)
     if result is None:  # pragma: no cover - every stream ends with "done"
         fail("the run ended without a result")
     if as_json:
-        click.echo(json.dumps(_result_json(result), ensure_ascii=False, indent=2))
+        logged = conversation_id if plugin is not None else None
+        click.echo(json.dumps(_result_json(result, logged), ensure_ascii=False, indent=2))
     elif no_stream and result.success:
         click.echo(result.output)
     if not result.success:
-        fail(str(result.status.error or result.status.code))
+        error = result.status.error
+        from ..errors import UsageError
+
+        if isinstance(error, UsageError):  # a configuration mistake found at run start
+            usage(usage_text(error))
+        fail(_explained(error, endpoint) if error is not None else result.status.code)
 
 
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file")
+@command_guard
 def validate(file: str) -> None:
     """Check a JSON conversation and describe each message; exit 1 if it is invalid."""
     from ..default_plugins.echo import describe_message
+    from ..errors import OmaError
     from ..validation import load_messages
 
     data = conversation_of(read_json(file))
@@ -148,39 +245,35 @@ def validate(file: str) -> None:
 @click.command()
 @input_options
 @click.option("--full", is_flag=True, help="Print base64 payloads whole.")
+@command_guard
 def render(
     prompt: str | None,
-    provider: str | None,
-    model: str | None,
-    system_prompt: str | None,
-    images: tuple[str, ...],
-    videos: tuple[str, ...],
+    media: MediaOptions,
+    agent_options: AgentOptions,
     messages_file: str | None,
-    base_url: str | None,
-    api_key: str | None,
     full: bool,
 ) -> None:
     """Print the JSON body a provider would send for this input; send nothing."""
-    try:
-        run_input = build_input(prompt, images, videos, messages_file)
-        agent = make_agent(provider, model, system_prompt, base_url, api_key)
-        body = asyncio.run(_render(agent, run_input))
-    except OmaError as exc:
-        fail(str(exc))
+    from ..plugins import PluginHost
+
+    host = PluginHost.default()
+    run_input = build_input(prompt, media, messages_file)
+    agent = make_agent(agent_options, host)
+    body = asyncio.run(_render(agent, run_input, host))
     click.echo(json.dumps(body if full else shorten(body), ensure_ascii=False, indent=2))
 
 
-async def _render(agent: Agent, run_input: str | list[Any]) -> dict[str, Any]:
-    from ..plugins import PluginHost
-
+async def _render(agent: Agent, run_input: str | list[Any], host: PluginHost) -> dict[str, Any]:
     try:
         request = agent.build_request(run_input)
         provider = agent.provider()
-        spec = PluginHost.default().provider_spec(agent.config.provider)
-        spec.capabilities.check(request.messages, spec.display_name)
+        spec = host.provider_spec(agent.config.provider)
+        spec.capabilities.check(request.messages, spec.display_name, sizes=False)
+        for warning in agent.limit_warnings(run_input):  # shown, not sent: warn, do not refuse
+            click.echo(f"warning: {warning}", err=True)
         render = getattr(provider, "render", None)
         if render is None:
-            fail(f"the {spec.display_name} provider cannot render requests (it has no render())")
+            usage(f"the {spec.display_name} provider cannot render requests (it has no render())")
         body: dict[str, Any] = render(request)
         return body
     finally:

@@ -1,0 +1,124 @@
+"""The agent a command builds: which provider and model (``-m``, ``-p``, ``$OMA_MODEL``,
+``$OMA_PROVIDER``), its options (``-o NAME VALUE``) and its key.
+
+- ``-m provider:model`` names both; ``-p`` names the provider (then ``-m`` is the model as the
+  provider spells it, ``ft:gpt-4o:acme`` included);
+- ``-m MODEL`` with no provider anywhere is a usage error naming the fix: it never falls back
+  to the offline echo provider, which answers only when neither is given;
+- ``-o temperature|max_tokens|stop VALUE`` set the portable ``AgentConfig`` fields; any other
+  name goes to ``provider_options`` (the provider says which it accepts); a VALUE is JSON
+  when it parses as JSON, else the string;
+- the key: ``--api-key``, else the provider's environment variable (read by the plugin),
+  else the key stored with ``oma keys set PROVIDER``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ._exits import usage
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..plugins import PluginHost
+
+#: ``-o`` names that are ``AgentConfig`` fields, portable across providers.
+PORTABLE_OPTIONS = ("temperature", "max_tokens", "stop")
+
+
+@attrs.frozen
+class AgentOptions:
+    """The agent options of ``run`` and ``render``, as given on the command line."""
+
+    provider: str | None = None
+    model: str | None = None
+    system_prompt: str | None = None
+    base_url: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=False)
+    options: tuple[tuple[str, str], ...] = ()
+
+
+def provider_and_model(
+    provider: str | None, model: str | None, host: PluginHost
+) -> tuple[str, str | None]:
+    """The provider and model to run (``oma_core.resolve_model`` on the options, with
+    ``$OMA_PROVIDER`` and ``$OMA_MODEL`` as their defaults): see the module docstring."""
+    from ..errors import MissingProviderError
+    from ..resolution import resolve_model
+
+    from_env = model is None and bool(os.environ.get("OMA_MODEL"))
+    model = model or os.environ.get("OMA_MODEL") or None
+    provider = provider or os.environ.get("OMA_PROVIDER") or None
+    try:
+        return resolve_model(provider, model, plugins=host)
+    except MissingProviderError as exc:  # said the command line's way
+        fix = exc.suggestion or f"PROVIDER:{model}"
+    where = f"$OMA_MODEL={model}" if from_env else f"-m {model}"
+    installed = ", ".join(sorted(host.provider_specs())) or "none"
+    usage(
+        f"{where} names no provider: write -m {fix} or add -p PROVIDER "
+        f"(installed providers: {installed})"
+    )
+
+
+def parse_value(text: str) -> Any:
+    """``-o`` values: JSON when they parse (``0.2``, ``500``, ``["a"]``, ``true``), else text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def split_options(options: Sequence[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``-o`` pairs as (portable ``AgentConfig`` fields, ``provider_options``)."""
+    portable: dict[str, Any] = {}
+    provider_options: dict[str, Any] = {}
+    for name, text in options:
+        value = parse_value(text)
+        if name == "stop":
+            portable["stop"] = [value] if isinstance(value, str) else value
+        elif name in PORTABLE_OPTIONS:
+            portable[name] = value
+        else:
+            provider_options[name] = value
+    return portable, provider_options
+
+
+def make_agent(
+    options: AgentOptions,
+    host: PluginHost,
+    backend: dict[str, Any] | None = None,
+) -> Agent:
+    """The agent to run; a wrong option value is a usage error naming it."""
+    from ..agent import Agent, AgentConfig
+    from ._keys import stored_key
+
+    provider, model = provider_and_model(options.provider, options.model, host)
+    portable, provider_options = split_options(options.options)
+    api_key = options.api_key
+    if api_key is None and backend is None:
+        spec = host.provider_specs().get(provider)
+        if spec is not None:
+            api_key = stored_key(provider, spec.key_variables)
+    try:
+        config = AgentConfig(
+            name="oma",
+            provider=provider,
+            model=model,
+            system_prompt=options.system_prompt,
+            base_url=options.base_url,
+            api_key=api_key,
+            backend=backend,
+            provider_options=provider_options,
+            **portable,
+        )
+    except (TypeError, ValueError) as exc:
+        message = str(exc)
+    else:
+        return Agent(config, plugins=host)
+    usage(f"-o {message}")

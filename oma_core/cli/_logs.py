@@ -1,0 +1,189 @@
+"""``oma logs``: the SQLite log of every ``oma run`` (``oma_core.run_log``), and ``-c``.
+
+Logging is on unless ``oma logs off`` (a ``logs-off`` file beside the database). ``oma run
+-c`` continues the last conversation (``--cid ID`` a chosen one): its logged messages and
+answer are sent as history, with the provider, model and system prompt it used unless given
+again. The log keeps media only as type, size and SHA-256, so media from earlier turns cannot
+be sent again: each such block becomes a short text placeholder naming it, and a note on
+stderr says how many were replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import click
+
+from ._exits import command_guard, fail, note, usage
+from ._paths import logs_off_path, logs_path
+
+if TYPE_CHECKING:
+    from ..run_log import LoggedRun, RunLog
+    from ._agent import AgentOptions
+
+
+def logging_on() -> bool:
+    return not logs_off_path().exists()
+
+
+def run_log() -> RunLog:
+    from ..run_log import RunLog
+
+    return RunLog(logs_path())
+
+
+def read_runs(
+    limit: int | None = 3, search: str | None = None, conversation_id: str | None = None
+) -> list[LoggedRun]:
+    """The logged runs (see ``RunLog.runs``); a broken database is one ``error:`` line."""
+    import sqlite3
+
+    log = run_log()
+    try:
+        return log.runs(limit, search=search, conversation_id=conversation_id)
+    except (sqlite3.Error, OSError, ValueError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+    fail(f"cannot read the run log {log.path} ({reason}); move it away to start a new one", 2)
+
+
+def log_plugin() -> object | None:
+    """The middleware that logs this command's run, or None when logging is off."""
+    return run_log().plugin() if logging_on() else None
+
+
+def continued_history(
+    conversation_id: str | None, options: AgentOptions
+) -> tuple[str, list[dict[str, Any]], AgentOptions]:
+    """The conversation to continue: its id, the history to send, and the options with the
+    logged provider, model and system prompt filled in where not given."""
+    found = read_runs(1, conversation_id=conversation_id)
+    last = found[0] if found else None
+    if last is None:
+        if conversation_id:
+            usage(f"no logged conversation {conversation_id} (see `oma logs`)")
+        usage("no logged conversation to continue (see `oma logs`)")
+    history, replaced = _history_of(last)
+    if last.answer is None:  # the last run failed: its unanswered turn is not sent again
+        while history and history[-1].get("role") == "user":
+            history.pop()
+        note("the last run of the conversation failed; its prompt is not sent again")
+    if replaced:
+        note(
+            f"{replaced} media block{'s' if replaced != 1 else ''} of the logged conversation "
+            "cannot be sent again (the log keeps type, size and SHA-256 only); "
+            "the model sees a placeholder"
+        )
+    if options.provider is None and options.model is None:
+        options = attrs.evolve(options, provider=last.provider, model=last.model)
+    if options.system_prompt is None and last.system is not None:
+        options = attrs.evolve(options, system_prompt=last.system)
+    return last.conversation_id, history, options
+
+
+def _history_of(last: LoggedRun) -> tuple[list[dict[str, Any]], int]:
+    messages = [*last.messages, *([last.answer] if last.answer else [])]
+    replaced = 0
+
+    def block(item: dict[str, Any]) -> dict[str, Any] | None:
+        nonlocal replaced
+        source = item.get("source")
+        if isinstance(source, dict) and "data" not in source and "url" not in source:
+            replaced += 1
+            return {
+                "type": "text",
+                "text": f"[{item.get('type')} {source.get('media_type')}, "
+                f"{source.get('bytes')} bytes, sha256 {source.get('sha256')}: "
+                "sent earlier, not kept]",
+            }
+        if item.get("type") == "tool_result" and isinstance(item.get("content"), list):
+            return {**item, "content": [b for b in map(block, item["content"]) if b]}
+        if item.get("type") == "reasoning":
+            return None  # a past turn's reasoning is not sent back
+        return item
+
+    history = []
+    for message in messages:
+        content = [b for b in map(block, message.get("content", [])) if b]
+        if content:
+            history.append({**message, "content": content})
+    return history, replaced
+
+
+def _describe(run: LoggedRun) -> str:
+    prompt = ""
+    for message in reversed(run.messages):
+        if message.get("role") == "user":
+            texts = [
+                b.get("text", "") for b in message.get("content", []) if b.get("type") == "text"
+            ]
+            media = [
+                f"{b.get('type')} {b.get('source', {}).get('media_type')}"
+                for b in message.get("content", [])
+                if b.get("type") in ("image", "video")
+            ]
+            prompt = " ".join([*texts, *(f"[{m}]" for m in media)])
+            break
+    lines = [
+        f"## {run.datetime_utc}  conversation {run.conversation_id}",
+        f"{run.provider}{':' + run.model if run.model else ''}  "
+        f"{run.input_tokens} in, {run.output_tokens} out, {run.duration_ms} ms",
+        f"> {prompt}",
+    ]
+    if run.output:
+        lines.append(run.output)
+    if run.error:
+        lines.append(f"error: {run.error}")
+    return "\n".join(lines)
+
+
+@click.group(invoke_without_command=True)
+@click.option("-n", "--count", default=3, show_default=True, help="How many runs (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON list.")
+@click.option("-q", "--query", default=None, help="Only runs whose prompt or answer has this.")
+@click.option("--cid", "conversation_id", default=None, help="Only this conversation.")
+@click.pass_context
+@command_guard
+def logs(
+    ctx: click.Context, count: int, as_json: bool, query: str | None, conversation_id: str | None
+) -> None:
+    """Show the last logged runs; `oma logs off|on|path|status` manage the log."""
+    if ctx.invoked_subcommand is not None:
+        return
+    runs = read_runs(count or None, query, conversation_id)
+    if as_json:
+        click.echo(json.dumps([r.as_json() for r in runs], ensure_ascii=False, indent=2))
+        return
+    if runs:
+        click.echo("\n\n".join(_describe(r) for r in runs))
+
+
+@logs.command("path")
+def logs_path_command() -> None:
+    """Print where the log database is."""
+    click.echo(str(logs_path()))
+
+
+@logs.command("status")
+def logs_status() -> None:
+    """Say whether runs are logged, where, and how many are."""
+    count = len(read_runs(None))
+    state = "on" if logging_on() else "off"
+    click.echo(f"logging is {state}; {count} run{'s' if count != 1 else ''} in {logs_path()}")
+
+
+@logs.command("off")
+def logs_off() -> None:
+    """Stop logging runs (the log is kept)."""
+    marker = logs_off_path()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    click.echo("logging is off", err=True)
+
+
+@logs.command("on")
+def logs_on() -> None:
+    """Log runs again."""
+    logs_off_path().unlink(missing_ok=True)
+    click.echo("logging is on", err=True)

@@ -1,0 +1,128 @@
+"""The run log as call middleware: each model call of a run updates the run's row in a
+``RunLog`` (``oma_core.run_log``).
+
+Not a default plugin: it is registered only by whoever wants a log (``RunLog.plugin()``; the
+``oma`` command registers one unless ``oma logs off``). It is ``tryfirst``, outside the
+budgets, so a call a budget refuses is logged too. What it writes is redacted: media as type,
+size and SHA-256, never a payload or a key. A log that cannot be written (a full disk, a
+locked or broken file) never fails the run: it is reported as a ``warning`` progress event.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import AsyncGenerator, Generator
+from contextlib import aclosing
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from .. import hookimpl
+
+if TYPE_CHECKING:
+    from ..calls import CallEvent, ModelCall, RunContext
+    from ..run_log import RunLog
+
+__all__ = ["RunLogger"]
+
+_STATE = "oma.run_log"
+
+
+class RunLogger:
+    """Writes each run that passes through it to ``log``."""
+
+    def __init__(self, log: RunLog) -> None:
+        self.log = log
+
+    @hookimpl(wrapper=True, tryfirst=True)
+    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+        events = yield
+        return self._logged(events, call, run)
+
+    async def _logged(
+        self, events: AsyncGenerator[CallEvent, None], call: ModelCall, run: RunContext
+    ) -> AsyncGenerator[CallEvent, None]:
+        from ..providers import ResponseComplete
+
+        state: dict[str, Any] = run.state.setdefault(
+            _STATE, {"input": 0, "output": 0, "seconds": 0.0, "calls": 0, "attempts": 0}
+        )
+        state["attempts"] += 1
+        started = time.monotonic()
+        response = None
+        error: str | None = None
+        try:
+            async with aclosing(events) as inner:
+                async for event in inner:
+                    if isinstance(event, ResponseComplete):
+                        response = event.response
+                    yield event
+        except BaseException as exc:  # logged, then raised on unchanged
+            error = _error_text(exc)
+            raise
+        finally:
+            state["seconds"] += time.monotonic() - started
+            if response is not None:
+                state["calls"] += 1
+                state["input"] += response.usage.input_tokens
+                state["output"] += response.usage.output_tokens
+            self._write(call, run, state, response, error)
+
+    def _write(
+        self,
+        call: ModelCall,
+        run: RunContext,
+        state: dict[str, Any],
+        response: Any,
+        error: str | None,
+    ) -> None:
+        from ..messages import TextBlock
+        from ..redaction import redact_json, redact_text
+        from ..serialization import dump_messages
+
+        request = call.request
+        answer = None
+        output = None
+        if response is not None:
+            answer = redact_json(dump_messages([response.message]))[0]
+            text = "".join(b.text for b in response.message.content if isinstance(b, TextBlock))
+            output = redact_text(text)
+        conversation = run.metadata.get("conversation_id")
+        row = {
+            "run_id": run.run_id,
+            "conversation_id": str(conversation) if conversation else run.run_id,
+            "datetime_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+            "agent": run.agent,
+            "provider": call.provider,
+            "model": (response.model if response is not None else None) or request.model,
+            "system": None if request.system_prompt is None else redact_text(request.system_prompt),
+            "messages": redact_json(dump_messages(request.messages)),
+            "answer": answer,
+            "output": output,
+            "input_tokens": state["input"],
+            "output_tokens": state["output"],
+            "duration_ms": round(state["seconds"] * 1000),
+            "calls": state["calls"],
+            "attempts": state["attempts"],
+            "error": error,
+        }
+        try:
+            self.log.write(row)
+        except (OSError, sqlite3.Error) as exc:  # a log that cannot be written never fails a run
+            if run.settings.progress is not None:
+                reason = f"{type(exc).__name__}: {exc}"
+                run.settings.progress(
+                    "warning",
+                    {"message": f"the run log {self.log.path} was not written ({reason})"},
+                )
+
+
+def _error_text(exc: BaseException) -> str:
+    import asyncio
+
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit):
+        return "interrupted"
+    from ..redaction import redact_error
+
+    redacted = redact_error(exc)
+    return f"{type(exc).__name__}: {redacted}"

@@ -1,0 +1,192 @@
+"""``RunLog``: a SQLite log of runs — who was asked, what was sent, what came back.
+
+One row per run (updated after each model call of it): provider, model, system prompt, the
+conversation sent, the answer, usage, duration, attempts, error, and a conversation id that
+ties the runs of one conversation together. The conversation is stored through
+``oma_core.redaction.redact_json``: a media payload is kept only as its type, size and
+SHA-256, URLs lose their query strings, secret-looking values and long base64 runs are
+scrubbed, and an API key is never among what a row is made of. Nothing is logged unless a
+``RunLog``'s plugin is registered on the ``PluginHost`` a run uses::
+
+    log = RunLog("runs.db")
+    host = PluginHost()
+    host.register(log.plugin())
+    await Agent(config, plugins=host).run("hi", settings=RunSettings(
+        metadata={"conversation_id": "c1"}))   # optional: without it, the run's own id
+
+The ``oma`` command does this for every run (``oma logs off`` stops it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = ["LoggedRun", "RunLog"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
+    conversation_id TEXT NOT NULL,
+    datetime_utc TEXT NOT NULL,
+    agent TEXT,
+    provider TEXT NOT NULL,
+    model TEXT,
+    system TEXT,
+    messages TEXT NOT NULL,
+    answer TEXT,
+    output TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    duration_ms INTEGER NOT NULL DEFAULT 0,
+    calls INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_conversation ON runs (conversation_id, id);
+"""
+
+_COLUMNS = (
+    "id",
+    "run_id",
+    "conversation_id",
+    "datetime_utc",
+    "agent",
+    "provider",
+    "model",
+    "system",
+    "messages",
+    "answer",
+    "output",
+    "input_tokens",
+    "output_tokens",
+    "duration_ms",
+    "calls",
+    "attempts",
+    "error",
+)
+
+
+@attrs.frozen
+class LoggedRun:
+    """One row of the log. ``messages`` is the conversation sent (media as
+    ``{"media_type", "bytes", "sha256"}``), ``answer`` the assistant message that came back
+    (None when the run failed before one), ``output`` its text."""
+
+    id: int
+    run_id: str
+    conversation_id: str
+    datetime_utc: str
+    agent: str | None
+    provider: str
+    model: str | None
+    system: str | None
+    messages: list[dict[str, Any]]
+    answer: dict[str, Any] | None
+    output: str | None
+    input_tokens: int
+    output_tokens: int
+    duration_ms: int
+    calls: int
+    attempts: int
+    error: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+class RunLog:
+    """The log database at ``path`` (created, with its directory, on first write; the file is
+    made readable by its owner only)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunLog({str(self.path)!r})"
+
+    def plugin(self) -> object:
+        """The call middleware that writes to this log: register it on a ``PluginHost``."""
+        from .default_plugins.logs import RunLogger
+
+        return RunLogger(self)
+
+    @contextmanager
+    def _connect(self, create: bool) -> Iterator[sqlite3.Connection]:
+        if create and not self.path.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+        with closing(sqlite3.connect(self.path, timeout=10)) as db:
+            if create:
+                db.executescript(_SCHEMA)
+            yield db
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        """Insert the run's row, or replace it by ``run_id`` (each call of a run updates it)."""
+        values = dict(row)
+        for key in ("messages", "answer"):
+            if values.get(key) is not None and not isinstance(values[key], str):
+                values[key] = json.dumps(values[key], ensure_ascii=False)
+        names = [name for name in _COLUMNS if name != "id" and name in values]
+        placeholders = ", ".join("?" for _ in names)
+        updates = ", ".join(f"{name} = excluded.{name}" for name in names if name != "run_id")
+        with self._connect(create=True) as db, db:
+            db.execute(
+                f"INSERT INTO runs ({', '.join(names)}) VALUES ({placeholders}) "
+                f"ON CONFLICT(run_id) DO UPDATE SET {updates}",
+                [values[name] for name in names],
+            )
+
+    def runs(
+        self,
+        limit: int | None = 3,
+        *,
+        search: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[LoggedRun]:
+        """The last ``limit`` runs (None: all), oldest first; ``search`` matches the prompt,
+        system prompt or answer text; ``conversation_id`` keeps one conversation."""
+        if not self.path.exists():
+            return []
+        where: list[str] = []
+        args: list[Any] = []
+        if search:
+            where.append("(messages LIKE ? OR output LIKE ? OR system LIKE ?)")
+            args.extend([f"%{search}%"] * 3)
+        if conversation_id:
+            where.append("conversation_id = ?")
+            args.append(conversation_id)
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        with self._connect(create=False) as db:
+            try:
+                rows = db.execute(sql, args).fetchall()
+            except sqlite3.OperationalError:  # an empty file: no table yet
+                return []
+        return [_logged(row) for row in reversed(rows)]
+
+    def last(self, conversation_id: str | None = None) -> LoggedRun | None:
+        """The latest run (of ``conversation_id``, if given), or None."""
+        found = self.runs(1, conversation_id=conversation_id)
+        return found[0] if found else None
+
+
+def _logged(row: Sequence[Any]) -> LoggedRun:
+    values = dict(zip(_COLUMNS, row, strict=True))
+    values["messages"] = json.loads(values["messages"] or "[]")
+    values["answer"] = json.loads(values["answer"]) if values["answer"] else None
+    return LoggedRun(**values)

@@ -1,0 +1,164 @@
+"""``oma run`` against a fake Chat Completions server, through the real command: the stored
+key is used and never logged, ``-c`` continues a logged conversation, retries are shown,
+a connection error names the host."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_openai import API_KEY, FakeChatCompletions, Reply
+
+from oma_core.testing.fake_server import Delay, HTTPError
+
+#: A real PNG (the PNG signature, an IHDR chunk, then padding), so the content is sniffed.
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(180))
+PNG_B64 = base64.b64encode(PNG).decode("ascii")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeChatCompletions]:
+    with FakeChatCompletions(mode="strict") as srv:
+        yield srv  # type: ignore[misc]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def oma(home: Path, *args: str, input: bytes = b"") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMA_")}
+    env.pop("OPENAI_API_KEY", None)
+    env["OMA_HOME"] = str(home)
+    done = subprocess.run(
+        [sys.executable, "-m", "oma_core.cli", *args],
+        input=input,
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
+    )
+
+
+def logged(home: Path) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = json.loads(oma(home, "logs", "-n", "0", "--json").stdout)
+    return runs
+
+
+@pytest.fixture
+def stored_key(home: Path) -> None:
+    done = oma(home, "keys", "set", "openai", input=f"{API_KEY}\n".encode())
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.usefixtures("stored_key")
+def test_continue_sends_the_logged_conversation_to_the_service(
+    server: FakeChatCompletions, home: Path, tmp_path: Path
+) -> None:
+    picture = tmp_path / "cat.png"
+    picture.write_bytes(PNG)
+    server.reply(Reply("A cat."), Reply("Grey."))
+    base = ["--base-url", server.base_url]
+    first = oma(home, "run", "-m", "openai:gpt-4o", *base, "what is it?", "-a", str(picture))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "A cat.\n"
+    second = oma(home, "run", "-c", *base, "and its colour?")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "Grey.\n"
+    assert "1 media block of the logged conversation cannot be sent again" in second.stderr
+
+    assert [r.headers["authorization"] for r in server.requests] == [f"Bearer {API_KEY}"] * 2
+    sent = server.requests[1].json
+    assert sent["model"] == "gpt-4o"  # the logged model, with the logged provider
+    roles = [m["role"] for m in sent["messages"]]
+    assert roles == ["user", "assistant", "user"]
+    first_turn = sent["messages"][0]["content"]
+    assert first_turn[0] == {"type": "text", "text": "what is it?"}
+    assert first_turn[1]["type"] == "text" and first_turn[1]["text"].startswith(
+        f"[image image/png, {len(PNG)} bytes, sha256 "
+    )
+    assert sent["messages"][1]["content"] in ("A cat.", [{"type": "text", "text": "A cat."}])
+    assert server.requests[0].json["messages"][0]["content"][1]["image_url"]["url"] == (
+        f"data:image/png;base64,{PNG_B64}"
+    )
+
+    one, two = logged(home)
+    assert one["conversation_id"] == two["conversation_id"]
+    assert (one["provider"], one["model"], two["model"]) == ("openai", "gpt-4o", "gpt-4o")
+    assert (two["input_tokens"], two["output_tokens"]) == (12, 7)
+    database = Path(oma(home, "logs", "path").stdout.strip()).read_bytes()
+    for secret in (API_KEY, PNG_B64, PNG_B64[:20], f"Bearer {API_KEY}"):
+        assert secret.encode() not in database
+
+
+@pytest.mark.usefixtures("stored_key")
+def test_a_retry_is_shown_on_stderr_as_it_happens(server: FakeChatCompletions, home: Path) -> None:
+    server.enqueue(HTTPError(503, "overloaded", retry_after=0))
+    done = oma(home, "run", "-m", "openai:gpt-4o", "--base-url", server.base_url, "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello from the fake service.\n"
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("retrying: attempt 1 failed (")
+    assert "503" in line and line.endswith("; waiting 0.0s")
+    assert API_KEY not in done.stderr
+    (run,) = logged(home)
+    assert run["attempts"] == 2 and run["error"] is None
+
+
+@pytest.mark.usefixtures("stored_key")
+def test_a_connection_error_names_the_host_never_the_key(home: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    done = oma(home, "run", "-m", "openai:gpt-4o", "--base-url", url, "hi")
+    assert done.returncode == 1
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("error: ") and f"127.0.0.1:{port}" in last
+    assert all(line.startswith("retrying: ") for line in done.stderr.splitlines()[:-1])
+    assert API_KEY not in done.stderr and "Traceback" not in done.stderr
+    (run,) = logged(home)
+    assert run["answer"] is None and "connection" in run["error"].lower()
+
+
+@pytest.mark.usefixtures("stored_key")
+def test_ctrl_c_during_a_request_exits_130_quietly_and_closes_the_connection(
+    server: FakeChatCompletions, home: Path
+) -> None:
+    server.enqueue(Delay(60))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMA_")}
+    env["OMA_HOME"] = str(home)
+    command = ["run", "-m", "openai:gpt-4o", "--base-url", server.base_url, "hi"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "oma_core.cli", *command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    ) as process:
+        for _ in range(6000):  # until the request has arrived (the server holds it)
+            if server.requests or process.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert server.requests, "the request never arrived"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert (out, err) == (b"", b"")
+    assert server.wait_idle(timeout=10), "a connection was left open"
+    (run,) = logged(home)
+    assert run["error"] == "interrupted"

@@ -1,0 +1,215 @@
+"""``oma run -a``: files, URLs and stdin attached, typed by their content; piped text."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from oma_core.cli import cli
+from oma_core.plugins import PluginHost
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(84)  # 100 bytes
+JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01" + bytes(88)  # 100 bytes
+MP4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + bytes(6)  # 30 bytes
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.setenv("OMA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
+    for name in ("OMA_PROVIDER", "OMA_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    previous = PluginHost.set_default(None)
+    yield
+    PluginHost.set_default(previous)
+
+
+def oma(*args: str, input: bytes | str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_attach_a_file_typed_by_its_content(tmp_path: Path) -> None:
+    result = oma("run", "look", "-a", write(tmp_path, "cat.png", PNG))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "look"; image image/png base64 100 bytes\n'
+
+
+def test_a_file_without_an_extension_is_typed_by_its_content(tmp_path: Path) -> None:
+    result = oma("run", "-a", write(tmp_path, "clip", MP4))
+    assert result.exit_code == 0, result.output
+    assert "video video/mp4 base64 30 bytes" in result.stdout
+
+
+def test_a_jpeg_named_png_is_a_usage_error_naming_both_types_and_the_fix(tmp_path: Path) -> None:
+    path = write(tmp_path, "photo.png", JPEG)
+    result = oma("run", "look", "-a", path)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"error: -a {path}: its content is image/jpeg, but its extension says image/png; "
+        f"if the content is right, say so: --attach-type {path} image/jpeg\n"
+    )
+
+
+def test_attach_type_states_the_type_and_attaches(tmp_path: Path) -> None:
+    path = write(tmp_path, "photo.png", JPEG)
+    result = oma("run", "--attach-type", path, "image/jpeg")
+    assert result.exit_code == 0, result.output
+    assert "image image/jpeg base64 100 bytes" in result.stdout
+    both = oma("run", "-a", path, "--at", path, "image/jpeg")  # given twice, attached once
+    assert both.stdout.count("image/jpeg") == 1
+
+
+def test_a_stated_type_that_the_content_contradicts_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "photo.png", JPEG)
+    result = oma("run", "--attach-type", path, "image/gif")
+    assert result.exit_code == 2
+    assert "its content is image/jpeg, but the stated type is image/gif" in result.stderr
+
+
+def test_a_text_file_named_png_is_refused_as_text(tmp_path: Path) -> None:
+    result = oma("run", "-a", write(tmp_path, "fake.png", b"sixteen bytes!!\n"))
+    assert result.exit_code == 2
+    assert "it holds text, not an image or a video (its extension says image/png)" in result.stderr
+    assert "pipe it" in result.stderr
+
+
+def test_a_binary_non_media_file_is_one_line(tmp_path: Path) -> None:
+    result = oma("run", "-a", write(tmp_path, "blob.bin", bytes(range(256))))
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1
+    assert "no image or video type" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_a_directory_and_a_missing_file_are_one_line_each(tmp_path: Path) -> None:
+    folder = oma("run", "-a", str(tmp_path))
+    assert folder.exit_code == 2
+    assert folder.stderr == f"error: -a {tmp_path}: {tmp_path} is a directory, not a file\n"
+    missing = oma("run", "--image", str(tmp_path / "nope.png"))
+    assert missing.exit_code == 2
+    assert "no such file" in missing.stderr
+
+
+def test_an_unreadable_file_is_one_line(tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / "secret.png"
+    path.write_bytes(PNG)
+    path.chmod(0)
+    if os.access(path, os.R_OK):  # root reads anything: a symlink loop cannot be read
+        path.unlink()
+        path.symlink_to(path)
+    result = oma("run", "-a", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: -a {path}: cannot read {path}")
+    assert result.stderr.count("\n") == 1
+
+
+def test_image_and_video_check_the_family(tmp_path: Path) -> None:
+    result = oma("run", "--image", write(tmp_path, "clip.mp4", MP4))
+    assert result.exit_code == 2
+    assert "its content is video/mp4, not an image" in result.stderr
+    assert oma("run", "--video", write(tmp_path, "x.mp4", MP4)).exit_code == 0
+
+
+def test_attach_stdin_bytes_with_a_dash() -> None:
+    result = oma("run", "what is it?", "-a", "-", input=PNG)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "what is it?"; image image/png base64 100 bytes\n'
+
+
+def test_stdin_that_is_no_media_is_refused() -> None:
+    result = oma("run", "-a", "-", input=b"just words")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: -a -: it holds text")
+
+
+def test_stdin_can_be_attached_once() -> None:
+    result = oma("run", "-a", "-", "-a", "-", input=PNG)
+    assert result.exit_code == 2
+    assert "stdin can be attached once" in result.stderr
+
+
+def test_a_url_with_an_extension_stays_a_url() -> None:
+    result = oma("run", "-a", "https://example.com/a.jpg", "-a", "https://example.com/b.webm")
+    assert result.exit_code == 0, result.output
+    assert "image image/jpeg url https://example.com/a.jpg" in result.stdout
+    assert "video video/webm url https://example.com/b.webm" in result.stdout
+
+
+def test_a_url_without_an_extension_needs_attach_type() -> None:
+    url = "https://example.com/render?id=7"
+    result = oma("run", "-a", url)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: cannot tell the media type of {url}")
+    assert f"--attach-type {url} image/png" in result.stderr
+    assert "media_type=" not in result.stderr  # a CLI hint, not Python advice
+    stated = oma("run", "--attach-type", url, "image/png")
+    assert stated.exit_code == 0, stated.output
+    assert f"image image/png url {url}" in stated.stdout
+
+
+def test_a_non_http_url_is_a_usage_error() -> None:
+    result = oma("run", "-a", "file:///etc/passwd.png")
+    assert result.exit_code == 2
+    assert "must use HTTP or HTTPS" in result.stderr
+
+
+def test_a_data_url_is_checked_against_its_content() -> None:
+    good = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    assert "image image/png base64 100 bytes" in oma("run", "-a", good).stdout
+    lying = "data:image/png;base64," + base64.b64encode(JPEG).decode()
+    result = oma("run", "-a", lying)
+    assert result.exit_code == 2
+    assert "its content is image/jpeg, but the stated type is image/png" in result.stderr
+
+
+# -- piped text ---------------------------------------------------------------------------------
+
+
+def test_piped_text_is_appended_to_the_prompt() -> None:
+    result = oma("run", "summarise", input="line one\nline two\n")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "summarise\\n\\nline one\\nline two\\n"\n'
+
+
+def test_piped_text_alone_is_the_prompt() -> None:
+    assert oma("run", input="just this").stdout == 'user: text "just this"\n'
+
+
+def test_piped_text_that_is_not_utf8_is_one_line() -> None:
+    result = oma("run", "summarise", input=b"\xff\xfe\x00bad")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: stdin is not UTF-8 text; to send an image or video from stdin, use -a -\n"
+    )
+
+
+def test_no_prompt_no_stdin_no_media_is_a_usage_error() -> None:
+    result = oma("run")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: give a PROMPT")
+
+
+def test_messages_from_stdin() -> None:
+    conversation = [{"role": "user", "content": [{"type": "text", "text": "from a pipe"}]}]
+    result = oma("run", "--messages", "-", input=json.dumps(conversation))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "from a pipe"\n'
+    both = oma("run", "--messages", "-", "-a", "-", input=json.dumps(conversation))
+    assert both.exit_code == 2
+    assert both.stderr == (
+        "error: stdin can be read once: --messages - and -a - cannot both take it\n"
+    )

@@ -1,0 +1,215 @@
+"""How ``oma`` ends, through the real command: one ``error:`` line and 2 for usage, 1 for a
+failed run, 130 quietly on Ctrl-C, never a traceback; retries shown as they happen."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from oma_core import Capabilities, LLMMessage, ProviderError, ProviderSpec, TextBlock, hookimpl
+from oma_core.cli import cli
+from oma_core.plugins import PluginHost
+from oma_core.providers import ProviderResponse
+
+ROOT = Path(__file__).resolve().parent.parent
+PNG = (ROOT / "examples" / "cat.png").read_bytes()
+
+
+def environment(home: Path, **env: str) -> dict[str, str]:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("OMA_")},
+        "OMA_HOME": str(home),
+        "OMA_LOAD_PLUGINS": "",
+        **env,
+    }
+
+
+def oma(
+    *args: str, home: Path, input: bytes | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "oma_core.cli", *args],
+        input=input if input is not None else b"",
+        capture_output=True,
+        env=environment(home, **env),
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    return _text(done)
+
+
+def _text(done: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess(
+        done.args,
+        done.returncode,
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+    )
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_the_offline_first_run_answers_from_echo(tmp_path: Path) -> None:
+    done = oma("run", "hi", home=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, 'user: text "hi"\n', "")
+
+
+def test_a_model_without_a_provider_exits_2(tmp_path: Path) -> None:
+    done = oma("run", "Summarise the news", "-m", "claude-sonnet-4-6", home=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "names no provider" in one_error_line(done)
+
+
+@pytest.mark.parametrize("command", ["validate", "run --messages"])
+def test_an_image_given_as_a_conversation_is_one_line(tmp_path: Path, command: str) -> None:
+    done = oma(*command.split(), "examples/cat.png", home=tmp_path)
+    assert done.returncode == 2
+    assert one_error_line(done) == (
+        "error: examples/cat.png is not UTF-8 text (an image or video? attach it with "
+        "-a examples/cat.png)"
+    )
+
+
+@pytest.mark.parametrize("command", ["validate", "run --messages"])
+def test_a_directory_as_a_conversation_is_one_line(tmp_path: Path, command: str) -> None:
+    done = oma(*command.split(), str(tmp_path), home=tmp_path)
+    assert done.returncode == 2
+    assert one_error_line(done) == f"error: {tmp_path} is a directory, not a JSON file"
+
+
+def test_broken_json_is_one_line(tmp_path: Path) -> None:
+    broken = tmp_path / "c.json"
+    broken.write_text('[{"role": "user",')
+    done = oma("validate", str(broken), home=tmp_path)
+    assert done.returncode == 2
+    assert one_error_line(done).startswith(f"error: {broken} is not valid JSON")
+
+
+def test_an_invalid_conversation_is_a_verdict_exit_1(tmp_path: Path) -> None:
+    done = oma("validate", "examples/invalid_conversation.json", home=tmp_path)
+    assert done.returncode == 1
+    assert "must use HTTP or HTTPS" in one_error_line(done)
+
+
+def test_a_failed_run_exits_1(tmp_path: Path) -> None:
+    done = oma("run", "hi", "-p", "scripted", home=tmp_path)
+    assert done.returncode == 1
+    assert "ScriptedProvider is exhausted" in one_error_line(done)
+
+
+def test_piped_text_and_stdin_media_through_real_pipes(tmp_path: Path) -> None:
+    text = oma("run", "summarise", home=tmp_path, input=b"notes\n")
+    assert text.stdout == 'user: text "summarise\\n\\nnotes\\n"\n'
+    image = oma("run", "what?", "-a", "-", home=tmp_path, input=PNG)
+    assert image.returncode == 0, image.stderr
+    assert image.stdout == f'user: text "what?"; image image/png base64 {len(PNG)} bytes\n'
+
+
+def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
+    """Interrupted while waiting for piped input that never ends."""
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from oma_core.cli import main; print('ready', flush=True); main()",
+            "run",
+            "summarise",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(tmp_path),
+        cwd=ROOT,
+    ) as process:
+        assert process.stdout is not None and process.stdin is not None
+        assert process.stdout.readline() == b"ready\n"
+        process.stdin.write(b"partial input ")
+        process.stdin.flush()
+        _wait_until_reading(process.pid)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert (out, err) == (b"", b"")
+
+
+def _wait_until_reading(pid: int) -> None:
+    """Until the process blocks on its stdin (its state reads "S" in a read syscall)."""
+    import time
+
+    syscall = Path(f"/proc/{pid}/syscall")
+    for _ in range(3000):
+        try:
+            number = syscall.read_text().split()[0]
+        except (OSError, IndexError):
+            number = ""
+        if number == "0":  # read(2) on x86-64 / arm64 is 0 / 63
+            return
+        if number == "63" and os.uname().machine == "aarch64":
+            return
+        time.sleep(0.01)
+    raise AssertionError("the command never blocked reading stdin")
+
+
+# -- retries on stderr ----------------------------------------------------------------------
+
+
+class Flaky:
+    """Fails once with a retryable 503 (no wait), then answers."""
+
+    name = display_name = "flaky"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, request: Any) -> ProviderResponse:
+        self.calls += 1
+        if self.calls == 1:
+            raise ProviderError(
+                "HTTP 503 from api.flaky.test: overloaded", status_code=503, retry_after=0
+            )
+        return ProviderResponse(LLMMessage("assistant", (TextBlock("fine"),)))
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.fixture
+def flaky(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    class Plugin:
+        @hookimpl
+        def oma_register_providers(self) -> list[ProviderSpec]:
+            return [ProviderSpec("flaky", "Flaky", lambda s: Flaky(), Capabilities.everything())]
+
+    monkeypatch.setenv("OMA_HOME", str(tmp_path / "home"))
+    host = PluginHost(load_entrypoints=False)
+    host.register(Plugin(), name="flaky-plugin")
+    previous = PluginHost.set_default(host)
+    yield
+    PluginHost.set_default(previous)
+
+
+@pytest.mark.usefixtures("flaky")
+def test_a_retry_is_shown_on_stderr_with_attempt_reason_and_wait() -> None:
+    result = CliRunner().invoke(cli, ["run", "-p", "flaky", "hi", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["output"] == "fine"
+    assert result.stderr == (
+        "retrying: attempt 1 failed (HTTP 503 from api.flaky.test: overloaded); waiting 0.0s\n"
+    )

@@ -1,0 +1,260 @@
+"""The run log: every ``oma run`` in SQLite, ``oma logs``, and ``oma run -c`` from it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from oma_core import Agent, AgentConfig, PluginHost, RunLog, RunSettings
+from oma_core.cli import cli
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(200))
+PNG_B64 = base64.b64encode(PNG).decode("ascii")
+KEY = "sk-test-logkey-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.setenv("OMA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
+    for name in ("OMA_PROVIDER", "OMA_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    previous = PluginHost.set_default(None)
+    yield
+    PluginHost.set_default(previous)
+
+
+def oma(*args: str, input: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def logged() -> list[dict[str, Any]]:
+    result = oma("logs", "-n", "0", "--json")
+    assert result.exit_code == 0, result.output
+    runs: list[dict[str, Any]] = json.loads(result.stdout)
+    return runs
+
+
+def scripted(*answers: str) -> list[str]:
+    return ["-p", "scripted", "-o", "responses", json.dumps(list(answers))]
+
+
+@pytest.fixture
+def png(tmp_path: Path) -> str:
+    path = tmp_path / "cat.png"
+    path.write_bytes(PNG)
+    return str(path)
+
+
+def test_every_run_is_logged_with_provider_model_conversation_answer_and_usage() -> None:
+    assert oma("run", "hi", "-s", "be brief").exit_code == 0
+    answer = 'system: "be brief"\nuser: text "hi"'
+    (run,) = logged()
+    assert run["provider"] == "echo"
+    assert run["system"] == "be brief"
+    assert run["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert run["answer"] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": answer}],
+    }
+    assert run["output"] == answer
+    assert run["input_tokens"] > 0 and run["output_tokens"] > 0
+    assert (run["calls"], run["attempts"], run["error"]) == (1, 1, None)
+    assert run["duration_ms"] >= 0
+    assert run["conversation_id"]
+
+
+def test_the_database_is_in_the_data_directory_with_mode_0600(tmp_path: Path) -> None:
+    oma("run", "hi")
+    path = Path(oma("logs", "path").stdout.strip())
+    assert path == tmp_path / "home" / "logs.db"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_media_is_logged_as_type_size_and_sha256_never_payload_or_key(png: str) -> None:
+    import hashlib
+
+    result = oma("run", "what is it?", "-a", png, "--api-key", KEY, "--no-stream")
+    assert result.exit_code == 0, result.output
+    (run,) = logged()
+    image = run["messages"][0]["content"][1]
+    assert image == {
+        "type": "image",
+        "source": {
+            "media_type": "image/png",
+            "bytes": len(PNG),
+            "sha256": hashlib.sha256(PNG).hexdigest(),
+        },
+    }
+    raw = Path(oma("logs", "path").stdout.strip()).read_bytes()
+    for secret in (KEY, PNG_B64, PNG_B64[:24], PNG_B64[-24:]):
+        assert secret.encode() not in raw
+    assert PNG[16:80] not in raw
+
+
+def test_a_failed_run_is_logged_with_its_error_and_exits_1() -> None:
+    result = oma("run", "hi", "-p", "scripted")
+    assert result.exit_code == 1
+    (run,) = logged()
+    assert run["answer"] is None
+    assert "ScriptedProvider is exhausted" in run["error"]
+
+
+def test_logs_off_stops_logging_and_on_resumes() -> None:
+    assert oma("logs", "off").exit_code == 0
+    oma("run", "one")
+    assert logged() == []
+    assert oma("logs", "status").stdout.startswith("logging is off; 0 runs in ")
+    oma("logs", "on")
+    oma("run", "two")
+    assert [r["messages"][0]["content"][0]["text"] for r in logged()] == ["two"]
+    assert oma("logs", "status").stdout.startswith("logging is on; 1 run in ")
+
+
+def test_no_log_skips_one_run() -> None:
+    oma("run", "--no-log", "one")
+    assert logged() == []
+
+
+def test_logs_shows_the_last_n_and_searches() -> None:
+    for prompt in ("alpha", "beta", "gamma", "delta"):
+        oma("run", prompt)
+    text = oma("logs").stdout
+    assert "> alpha" not in text
+    assert [line for line in text.splitlines() if line.startswith("> ")] == [
+        "> beta",
+        "> gamma",
+        "> delta",
+    ]
+    one = oma("logs", "-n", "1", "--json")
+    assert [r["output"] for r in json.loads(one.stdout)] == ['user: text "delta"']
+    found = json.loads(oma("logs", "-q", "gam", "--json").stdout)
+    assert [r["output"] for r in found] == ['user: text "gamma"']
+
+
+def test_run_json_names_the_conversation_and_logs_cid_filters_it() -> None:
+    first = json.loads(oma("run", "--json", "first").stdout)["conversation_id"]
+    oma("run", "second")
+    (run,) = json.loads(oma("logs", "--cid", first, "--json").stdout)
+    assert run["output"] == 'user: text "first"'
+
+
+# -- -c: continue a conversation --------------------------------------------------------------
+
+
+def test_continue_sends_the_logged_conversation_as_history(png: str) -> None:
+    first = oma("run", "what is it?", "-a", png, *scripted("A cat."))
+    assert first.exit_code == 0, first.output
+    second = oma("run", "-c", "and its colour?", *scripted("Grey."))
+    assert second.exit_code == 0, second.output
+    assert second.stdout == "Grey.\n"
+    assert "1 media block of the logged conversation cannot be sent again" in second.stderr
+    one, two = logged()
+    assert one["conversation_id"] == two["conversation_id"]
+    sent = two["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[0]["content"][0] == {"type": "text", "text": "what is it?"}
+    placeholder = sent[0]["content"][1]["text"]
+    assert placeholder.startswith(f"[image image/png, {len(PNG)} bytes, sha256 ")
+    assert sent[1]["content"] == [{"type": "text", "text": "A cat."}]
+    assert sent[2]["content"] == [{"type": "text", "text": "and its colour?"}]
+
+
+def test_continue_uses_the_logged_provider_and_system_prompt_unless_given() -> None:
+    oma("run", "hi", "-s", "be terse")
+    again = oma("run", "-c", "more")
+    assert again.exit_code == 0
+    runs = logged()
+    assert runs[1]["provider"] == "echo" and runs[1]["system"] == "be terse"
+    assert len(runs[1]["messages"]) == 3
+
+
+def test_cid_continues_a_chosen_conversation() -> None:
+    first = json.loads(oma("run", "--json", "one").stdout)["conversation_id"]
+    oma("run", "other")
+    assert oma("run", "--cid", first, "two").exit_code == 0
+    last = logged()[-1]
+    assert last["conversation_id"] == first
+    texts = [m["content"][0]["text"] for m in last["messages"]]
+    assert texts == ["one", 'user: text "one"', "two"]
+
+
+def test_continue_with_nothing_logged_is_a_usage_error() -> None:
+    result = oma("run", "-c", "hello?")
+    assert result.exit_code == 2
+    assert result.stderr == "error: no logged conversation to continue (see `oma logs`)\n"
+    unknown = oma("run", "--cid", "nope", "hello?")
+    assert unknown.exit_code == 2
+    assert "no logged conversation nope" in unknown.stderr
+
+
+# -- the library: off unless enabled ------------------------------------------------------------
+
+
+def test_library_runs_are_not_logged_by_default() -> None:
+    from oma_core.default_plugins import DEFAULT_PLUGINS
+
+    assert "oma_core.default_plugins.logs" not in DEFAULT_PLUGINS
+    names = [info.name for info in PluginHost(load_entrypoints=False).plugin_info()]
+    assert not any("logs" in name or "RunLogger" in name for name in names)
+
+
+async def test_a_library_run_is_logged_when_its_host_has_the_log_plugin(tmp_path: Path) -> None:
+    log = RunLog(tmp_path / "runs.db")
+    host = PluginHost(load_entrypoints=False)
+    host.register(log.plugin())
+    agent = Agent(AgentConfig("lib", provider="scripted", provider_options={"responses": ["ok"]}),
+                  plugins=host)  # fmt: skip
+    settings = RunSettings(metadata={"conversation_id": "c-1"})
+    result = await agent.run("hello", settings=settings)
+    await agent.aclose()
+    assert result.success
+    (run,) = log.runs()
+    assert (run.agent, run.provider, run.conversation_id, run.output) == (
+        "lib",
+        "scripted",
+        "c-1",
+        "ok",
+    )
+    with sqlite3.connect(log.path) as db:
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+
+
+def test_a_log_that_cannot_be_written_never_fails_the_run(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "logs.db").write_bytes(b"this is not a database" * 100)
+    (home / "logs.db").chmod(0o600)
+    result = oma("run", "hi")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "hi"\n'
+    assert result.stderr.startswith(f"note: the run log {home / 'logs.db'} was not written (")
+
+
+def test_a_broken_log_database_is_one_line_for_logs_and_continue(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "logs.db").write_bytes(b"this is not a database" * 100)
+    for args in (["logs"], ["logs", "status"], ["run", "-c", "more"]):
+        result = oma(*args)
+        assert result.exit_code == 2, args
+        assert result.stderr.startswith(f"error: cannot read the run log {home / 'logs.db'} (")
+        assert result.stderr.count("\n") == 1
+
+
+def test_continue_after_a_failed_run_does_not_resend_its_unanswered_prompt() -> None:
+    oma("run", "one", *scripted("First."))
+    assert oma("run", "-c", "two", "-p", "scripted").exit_code == 1  # nothing scripted: fails
+    again = oma("run", "-c", "three", *scripted("Third."))
+    assert again.exit_code == 0, again.output
+    assert "the last run of the conversation failed" in again.stderr
+    texts = [m["content"][0]["text"] for m in logged()[-1]["messages"]]
+    assert texts == ["one", "First.", "three"]

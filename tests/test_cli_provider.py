@@ -1,0 +1,352 @@
+"""``oma run``: which provider and model run, the ``-o`` options and the key they get."""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from click.testing import CliRunner, Result
+
+from oma_core import Capabilities, LLMMessage, ProviderSpec, TextBlock, hookimpl
+from oma_core.cli import cli
+from oma_core.plugins import PluginHost
+from oma_core.providers import ProviderRequest, ProviderResponse, ProviderSettings
+
+#: What the recording provider saw: ("settings", ProviderSettings) and ("request", ...).
+SEEN: list[tuple[str, Any]] = []
+KEY_ENV = "OMA_TEST_RECORDER_KEY"
+
+
+class Recorder:
+    name = display_name = "recorder"
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        SEEN.append(("request", request))
+        return ProviderResponse(LLMMessage("assistant", (TextBlock("ok"),)), model=request.model)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class RecorderPlugin:
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        def factory(settings: ProviderSettings) -> Recorder:
+            SEEN.append(("settings", settings))
+            return Recorder()
+
+        return [
+            ProviderSpec(
+                "recorder",
+                "Recorder",
+                factory,
+                Capabilities.everything(),
+                default_model="rec-1",
+                api_key_env=KEY_ENV,
+            )
+        ]
+
+
+@pytest.fixture(autouse=True)
+def _host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.setenv("OMA_HOME", str(tmp_path / "home"))
+    for name in ("OMA_PROVIDER", "OMA_MODEL", KEY_ENV):
+        monkeypatch.delenv(name, raising=False)
+    host = PluginHost(load_entrypoints=False)
+    host.register(RecorderPlugin(), name="recorder-plugin")
+    previous = PluginHost.set_default(host)
+    SEEN.clear()
+    yield
+    PluginHost.set_default(previous)
+
+
+def oma(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def request() -> ProviderRequest:
+    (found,) = [value for kind, value in SEEN if kind == "request"]
+    assert isinstance(found, ProviderRequest)
+    return found
+
+
+def settings() -> ProviderSettings:
+    (found,) = [value for kind, value in SEEN if kind == "settings"]
+    assert isinstance(found, ProviderSettings)
+    return found
+
+
+# -- provider and model -------------------------------------------------------------------------
+
+
+def test_provider_colon_model_picks_the_provider_and_the_model() -> None:
+    result = oma("run", "-m", "recorder:rec-big", "hi")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "ok\n"
+    assert request().model == "rec-big"
+
+
+def test_a_model_alone_is_a_usage_error_naming_the_fix_never_echo() -> None:
+    result = oma("run", "-m", "claude-sonnet-4-6", "hi")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: -m claude-sonnet-4-6 names no provider")
+    assert "write -m anthropic:claude-sonnet-4-6 or add -p PROVIDER" in result.stderr
+    assert "installed providers: echo, recorder, scripted" in result.stderr
+    assert SEEN == []
+
+
+def test_a_model_with_p_is_the_model_as_the_provider_spells_it() -> None:
+    result = oma("run", "-p", "recorder", "-m", "ft:rec-1:acme", "hi")
+    assert result.exit_code == 0, result.output
+    assert request().model == "ft:rec-1:acme"
+
+
+def test_a_model_alone_without_a_guess_names_the_spelling() -> None:
+    result = oma("run", "-m", "my-model", "hi")
+    assert result.exit_code == 2
+    assert "write -m PROVIDER:my-model or add -p PROVIDER" in result.stderr
+
+
+def test_an_uninstalled_provider_prefix_says_what_to_install() -> None:
+    result = oma("run", "-m", "anthropic:claude-sonnet-4-6", "hi")
+    assert result.exit_code == 2
+    assert "oma-anthropic" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_oma_model_sets_the_default_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMA_MODEL", "recorder:rec-env")
+    assert oma("run", "hi").exit_code == 0
+    assert request().model == "rec-env"
+
+
+def test_oma_model_without_a_provider_is_a_usage_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OMA_MODEL", "rec-env")
+    result = oma("run", "hi")
+    assert result.exit_code == 2
+    assert "$OMA_MODEL=rec-env names no provider" in result.stderr
+
+
+def test_oma_provider_with_a_model_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMA_PROVIDER", "recorder")
+    assert oma("run", "-m", "rec-2", "hi").exit_code == 0
+    assert request().model == "rec-2"
+
+
+def test_the_provider_alone_runs_its_default_model() -> None:
+    assert oma("run", "-p", "recorder", "hi").exit_code == 0
+    assert request().model == "rec-1"
+
+
+def test_echo_answers_when_neither_provider_nor_model_is_given() -> None:
+    result = oma("run", "hi")
+    assert result.exit_code == 0
+    assert result.stdout == 'user: text "hi"\n'
+
+
+def test_an_unknown_provider_prefix_is_a_usage_error_from_the_core() -> None:
+    result = oma("run", "-m", "recordr:x", "hi")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ")
+    assert "recordr" in result.stderr
+    assert "Traceback" not in result.output
+
+
+# -- -o options ---------------------------------------------------------------------------------
+
+
+def test_portable_options_reach_the_request_typed_from_json() -> None:
+    result = oma(
+        "run", "-p", "recorder", "-o", "temperature", "0.2", "-o", "max_tokens", "500",
+        "-o", "stop", "END", "hi",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    sent = request()
+    assert (sent.temperature, sent.max_tokens, sent.stop) == (0.2, 500, ("END",))
+
+
+def test_a_json_list_of_stop_sequences() -> None:
+    assert oma("run", "-p", "recorder", "-o", "stop", '["a", "b"]', "hi").exit_code == 0
+    assert request().stop == ("a", "b")
+
+
+def test_other_options_go_to_provider_options_json_or_string() -> None:
+    result = oma(
+        "run", "-p", "recorder", "-o", "seed", "7", "-o", "user", "alice",
+        "-o", "extra", '{"a": [1, true]}', "hi",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert dict(settings().options) == {"seed": 7, "user": "alice", "extra": {"a": [1, True]}}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("temperature", "hot", "temperature must be a finite number"),
+        ("max_tokens", "-3", "max_tokens must be an int >= 1"),
+        ("stop", "5", "stop must be a list of strings"),
+    ],
+)
+def test_a_bad_portable_option_is_a_usage_error_naming_it(name: str, value: str, says: str) -> None:
+    result = oma("run", "-p", "recorder", "-o", name, value, "hi")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: -o {says}"), result.stderr
+    assert SEEN == []
+
+
+# -- keys ---------------------------------------------------------------------------------------
+
+
+def test_a_stored_key_reaches_the_provider(tmp_path: Path) -> None:
+    assert (
+        CliRunner().invoke(cli, ["keys", "set", "recorder"], input="sk-stored-123\n").exit_code == 0
+    )
+    assert oma("run", "-p", "recorder", "hi").exit_code == 0
+    assert settings().api_key == "sk-stored-123"
+
+
+def test_the_environment_variable_overrides_a_stored_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    CliRunner().invoke(cli, ["keys", "set", "recorder"], input="sk-stored-123\n")
+    monkeypatch.setenv(KEY_ENV, "sk-from-env")
+    assert oma("run", "-p", "recorder", "hi").exit_code == 0
+    assert settings().api_key is None  # the plugin reads its own variable
+
+
+def test_api_key_overrides_both(monkeypatch: pytest.MonkeyPatch) -> None:
+    CliRunner().invoke(cli, ["keys", "set", "recorder"], input="sk-stored-123\n")
+    monkeypatch.setenv(KEY_ENV, "sk-from-env")
+    assert oma("run", "-p", "recorder", "--api-key", "sk-flag", "hi").exit_code == 0
+    assert settings().api_key == "sk-flag"
+
+
+def test_a_keys_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    CliRunner().invoke(cli, ["keys", "set", "recorder"], input="sk-stored-123\n")
+    path = Path(oma("keys", "path").stdout.strip())
+    path.chmod(0o644)
+    result = oma("run", "-p", "recorder", "hi")
+    assert result.exit_code == 2
+    assert "can be read by others" in result.stderr and "chmod 600" in result.stderr
+    assert "sk-stored-123" not in result.output
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_render_never_shows_a_stored_key() -> None:
+    CliRunner().invoke(cli, ["keys", "set", "echo"], input="sk-stored-123\n")
+    result = oma("render", "hi")
+    assert result.exit_code == 0, result.output
+    assert "sk-stored-123" not in result.output
+    assert json.loads(result.stdout)["messages"][0]["content"][0]["text"] == "hi"
+
+
+class PickyPlugin:
+    """A provider that refuses an option and needs a key, as the core's checks do."""
+
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        from oma_core import PluginError, UsageError
+
+        def factory(settings: ProviderSettings) -> Recorder:
+            if "bogus" in settings.options:
+                raise PluginError("the picky provider has no option 'bogus'; did you mean 'bogs'?")
+            if settings.api_key is None:
+                raise UsageError("the picky provider needs a key: set PICKY_API_KEY")
+            return Recorder()
+
+        return [ProviderSpec("picky", "Picky", factory, Capabilities.everything())]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["-o", "bogus", "1", "--api-key", "sk-x"], "no option 'bogus'; did you mean 'bogs'?"),
+        ([], "needs a key: set PICKY_API_KEY"),
+    ],
+)
+def test_a_configuration_error_at_run_start_is_one_line_and_exit_2(
+    args: list[str], says: str
+) -> None:
+    PluginHost.default().register(PickyPlugin(), name="picky-plugin")
+    result = oma("run", "-p", "picky", *args, "hi")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ") and says in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+class LimitedPlugin:
+    """A provider whose images may hold 100 bytes each, with a render()."""
+
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        from oma_core import MediaLimit
+
+        class Renders(Recorder):
+            def render(self, request: ProviderRequest) -> dict[str, Any]:
+                return {"messages": len(request.messages)}
+
+        capabilities = attrs.evolve(
+            Capabilities.everything(), limits=(MediaLimit(100, name="image limit"),)
+        )
+        return [ProviderSpec("limited", "Limited", lambda s: Renders(), capabilities)]
+
+
+def test_render_warns_on_a_size_limit_and_a_run_refuses_before_sending(tmp_path: Path) -> None:
+    PluginHost.default().register(LimitedPlugin(), name="limited-plugin")
+    picture = tmp_path / "big.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(300))
+    rendered = oma("render", "-p", "limited", "-a", str(picture))
+    assert rendered.exit_code == 0, rendered.output
+    assert json.loads(rendered.stdout) == {"messages": 1}
+    assert rendered.stderr.startswith("warning: ") and "image limit" in rendered.stderr
+    ran = oma("run", "-p", "limited", "-a", str(picture))
+    assert ran.exit_code == 2
+    assert ran.stderr.startswith("error: ") and "image limit" in ran.stderr
+    assert [kind for kind, _ in SEEN if kind == "request"] == []
+
+
+class KeyedPlugin:
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        def factory(settings: ProviderSettings) -> Recorder:
+            SEEN.append(("settings", settings))
+            return Recorder()
+
+        spec = ProviderSpec(
+            "keyed",
+            "Keyed",
+            factory,
+            Capabilities.everything(),
+            api_key_env=("KEYED_API_KEY", "KEYED_TOKEN"),
+            requires_api_key=True,
+        )
+        return [spec]
+
+
+def test_a_missing_key_is_one_line_naming_the_variables_and_oma_keys_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("KEYED_API_KEY", "KEYED_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    PluginHost.default().register(KeyedPlugin(), name="keyed-plugin")
+    result = oma("run", "-p", "keyed", "hi")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: Keyed needs an API key and has none: set KEYED_API_KEY or KEYED_TOKEN in the "
+        "environment or store one with `oma keys set keyed` (--api-key KEY is the last resort)\n"
+    )
+    assert [kind for kind, _ in SEEN] == []  # nothing built, nothing sent
+    CliRunner().invoke(cli, ["keys", "set", "keyed"], input="sk-keyed-1\n")
+    assert oma("run", "-p", "keyed", "hi").exit_code == 0
+    assert settings().api_key == "sk-keyed-1"
+    SEEN.clear()
+    monkeypatch.setenv("KEYED_TOKEN", "sk-from-second-variable")
+    assert oma("run", "-p", "keyed", "hi").exit_code == 0
+    assert settings().api_key is None  # any of the provider's variables wins over the store
