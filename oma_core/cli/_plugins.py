@@ -68,6 +68,7 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
     infos = host.plugin_info()
     provider_owner = {p: info.name for info in infos for p in info.providers}
     backend_owner = {b: info.name for info in infos for b in info.backends}
+    executor_owner = {e: info.name for info in infos for e in info.executors}
     return {
         "plugins": [
             {
@@ -77,6 +78,7 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
                 "builtin": info.builtin,
                 "providers": list(info.providers),
                 "backends": list(info.backends),
+                "executors": list(info.executors),
                 "scorers": info.scorers,
                 "hooks": list(info.hooks),
             }
@@ -107,6 +109,14 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
             }
             for kind, spec in host.backend_specs().items()
         },
+        "executors": {
+            name: {
+                "plugin": executor_owner.get(name),
+                "supports": sorted(spec.supports),
+                "description": spec.description,
+            }
+            for name, spec in host.executor_specs().items()
+        },
         "shadowed": host.shadowed(),
     }
 
@@ -133,7 +143,7 @@ def _print_plugins(report: dict[str, Any]) -> None:
             if info["distribution"]:
                 label += f" [dim]({escape(info['distribution'])})[/dim]"
         console.print(f"  {label} {escape(info['version'] or '')}", soft_wrap=True)
-        for field in ("providers", "backends", "hooks"):
+        for field in ("providers", "backends", "executors", "hooks"):
             if info[field]:
                 _print_wrapped(console, f"{field}: ", info[field], width, indent=4)
     console.print()
