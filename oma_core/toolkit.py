@@ -29,7 +29,11 @@ The groups:
   by ``scrub``), ``encode_json``, ``error_fields``, ``retry_delay`` (Google's ``RetryInfo``),
   ``ToolCallAssembler``; for the mapping, ``assistant_response``, ``tool_call_events``,
   ``tool_result_text``, ``media_url`` and ``missing_api_key``; for Chat Completions
-  dialects, ``chat_tools``, ``chat_usage``, ``chat_text`` (and ``ToolCallAssembler.feed_chat``).
+  dialects, ``chat_tools``, ``chat_usage``, ``chat_text`` (and ``ToolCallAssembler.feed_chat``);
+- the same over aiohttp, for throughput (aiohttp imported on first use): ``AioHttpClient``
+  (one session per event loop), ``aio_post_json``, ``aio_stream_sse`` (``SSEParser``'s
+  ``SSEMessage``s), each taking an optional ``StatusError`` builder; ``JsonView`` to read a
+  decoded reply with code written for an SDK's models.
 """
 
 from __future__ import annotations
@@ -111,10 +115,17 @@ _EXPORTS: dict[str, str] = {
     "malformed_response": "_http",
     "retry_delay": "_http",
     "scrub": "_http",
+    "AioHttpClient": "_http",
+    "aio_post_json": "_http",
+    "StatusError": "_http",
     "DEFAULT_MAX_EVENT_BYTES": "_sse",
+    "SSEMessage": "_sse",
+    "SSEParser": "_sse",
+    "aio_stream_sse": "_sse",
     "sse_events": "_sse",
     "event_json": "_sse",
     "assistant_response": "_replies",
+    "JsonView": "_replies",
     "tool_call_events": "_replies",
     "chat_text": "_chat",
     "chat_tools": "_chat",
@@ -141,6 +152,13 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AioHttpClient",
+    "JsonView",
+    "SSEMessage",
+    "SSEParser",
+    "StatusError",
+    "aio_post_json",
+    "aio_stream_sse",
     "RunSettings",
     "ToolInvocation",
     "RunContext",
@@ -258,8 +276,11 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from ._chat import chat_text, chat_tools, chat_usage
     from ._http import (
         CLIENT_OPTIONS,
+        AioHttpClient,
         HttpTimeouts,
         LoopLocalClient,
+        StatusError,
+        aio_post_json,
         encode_json,
         error_fields,
         error_from_event,
@@ -273,13 +294,22 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         scrub,
     )
     from ._replies import (
+        JsonView,
         assistant_response,
         media_url,
         missing_api_key,
         tool_call_events,
         tool_result_text,
     )
-    from ._sse import DEFAULT_MAX_EVENT_BYTES, event_json, sse_events, stream_sse
+    from ._sse import (
+        DEFAULT_MAX_EVENT_BYTES,
+        SSEMessage,
+        SSEParser,
+        aio_stream_sse,
+        event_json,
+        sse_events,
+        stream_sse,
+    )
     from ._tool_calls import ToolCallAssembler
     from .backends import (
         Backend,

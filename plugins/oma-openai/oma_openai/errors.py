@@ -35,7 +35,13 @@ from oma_core.toolkit import (
     scrub,
 )
 
-__all__ = ["from_sdk_error", "refused_before_sending", "request_secrets"]
+__all__ = [
+    "from_sdk_error",
+    "refused_before_sending",
+    "request_secrets",
+    "status_error",
+    "stream_error",
+]
 
 #: Request texts shorter than this are not blanked out of messages (they would hit words).
 _MIN_SECRET = 8
@@ -102,6 +108,44 @@ def refused_before_sending(
     )
 
 
+def status_error(
+    status: int,
+    headers: Mapping[str, str],
+    body: object,
+    display_name: str,
+    secrets: Iterable[str] = (),
+    *,
+    reason: str | None = None,
+) -> ProviderError:
+    """The error for an error status (the same on every transport): the code (which decides
+    ``retryable``), the service's message, scrubbed, and ``retry-after-ms`` / ``retry-after``."""
+    detail = error_fields(body)[1] or reason or "request failed"
+    return ProviderError(
+        f"{display_name}: HTTP {status}: {scrub(detail, secrets)}",
+        status_code=status,
+        provider=display_name,
+        retry_after=parse_retry_after(headers),
+    )
+
+
+def stream_error(
+    error: Mapping[str, object],
+    display_name: str,
+    secrets: Iterable[str] = (),
+    *,
+    fallback: str = "error event",
+) -> ProviderError:
+    """The error for an ``error`` object a service sends inside a stream: retryable when its
+    type or code says the fault is transient."""
+    kind = {str(error.get("type") or ""), str(error.get("code") or "")}
+    detail = scrub(error_fields({"error": error})[1] or fallback, secrets)
+    return ProviderError(
+        f"{display_name}: error in stream: {detail}",
+        provider=display_name,
+        retryable=bool(kind & _TRANSIENT),
+    )
+
+
 def from_sdk_error(
     exc: BaseException, display_name: str, secrets: Iterable[str] = ()
 ) -> ProviderError | None:
@@ -110,13 +154,13 @@ def from_sdk_error(
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        detail = error_fields(exc.body)[1] or exc.response.reason_phrase or "request failed"
-        return ProviderError(
-            f"{display_name}: HTTP {status}: {scrub(detail, secrets)}",
-            status_code=status,
-            provider=display_name,
-            retry_after=parse_retry_after(exc.response.headers),
+        return status_error(
+            exc.status_code,
+            exc.response.headers,
+            exc.body,
+            display_name,
+            secrets,
+            reason=exc.response.reason_phrase,
         )
     if isinstance(exc, openai.APITimeoutError):
         root = _innermost_cause(exc)
@@ -140,13 +184,7 @@ def from_sdk_error(
         return malformed_response(display_name, "the reply does not match the documented schema")
     if isinstance(exc, openai.APIError):  # an error event inside a stream
         error = exc.body if isinstance(exc.body, Mapping) else {}
-        kind = {str(error.get("type") or ""), str(error.get("code") or "")}
-        detail = scrub(error_fields({"error": error})[1] or exc.message, secrets)
-        return ProviderError(
-            f"{display_name}: error in stream: {detail}",
-            provider=display_name,
-            retryable=bool(kind & _TRANSIENT),
-        )
+        return stream_error(error, display_name, secrets, fallback=exc.message)
     if _is_transport_error(exc):  # raised while a stream's body is read, not wrapped
         return ProviderError(
             f"{display_name}: connection error mid-response: {type(exc).__name__}",
