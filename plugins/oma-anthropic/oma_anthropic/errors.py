@@ -43,6 +43,7 @@ __all__ = [
     "map_error",
     "refused_before_sending",
     "request_secrets",
+    "status_error",
 ]
 
 #: The status each documented error type stands for (used for errors inside a 200 stream).
@@ -146,22 +147,30 @@ def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError 
 
 
 def _status_error(exc: anthropic.APIStatusError, secrets: Iterable[str]) -> ProviderError:
-    status: int | None = exc.status_code
-    error_type, message = error_fields(exc.body)
-    if status == 200:  # an ``error`` event inside a stream that began fine
-        status = ERROR_TYPE_STATUS.get(error_type or "")
-    headers: Mapping[str, str] = exc.response.headers
-    text = f"{DISPLAY_NAME} returned HTTP {status}" if status else f"{DISPLAY_NAME} failed"
+    return status_error(exc.status_code, exc.response.headers, exc.body, secrets)
+
+
+def status_error(
+    status: int, headers: Mapping[str, str], body: object, secrets: Iterable[str] = ()
+) -> ProviderError:
+    """The error for an error status, or (``status`` 200) for an ``error`` event inside a
+    stream that began fine, which gets the status its error type stands for; the same on
+    every transport."""
+    code: int | None = status
+    error_type, message = error_fields(body)
+    if status == 200:
+        code = ERROR_TYPE_STATUS.get(error_type or "")
+    text = f"{DISPLAY_NAME} returned HTTP {code}" if code else f"{DISPLAY_NAME} failed"
     if error_type:
         text += f" ({scrub(error_type, secrets)})"
     if message:
         text += f": {scrub(message, secrets)}"
     return ProviderError(
         text,
-        status_code=status,
+        status_code=code,
         provider=DISPLAY_NAME,
         # an error type outside the documented list mid-stream: a server fault, try again
-        retryable=True if status is None else None,
+        retryable=True if code is None else None,
         retry_after=parse_retry_after(headers),
     )
 
