@@ -21,7 +21,7 @@ import json
 import re
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -33,6 +33,8 @@ from .retry import parse_retry_after
 if TYPE_CHECKING:
     import aiohttp
     import httpx
+
+    from .providers import ProviderRequest
 
 #: Builds the error for an error status from (status, headers, body): a plugin's own shape.
 StatusError = Callable[[int, Mapping[str, str], bytes], ProviderError]
@@ -49,13 +51,18 @@ __all__ = [
     "error_from_response",
     "http_client",
     "malformed_response",
+    "innermost_cause",
+    "is_transport_error",
     "post_json",
+    "request_secrets",
     "retry_delay",
     "scrub",
 ]
 
 #: The provider options ``LoopLocalClient.from_options`` reads (the rest usually go in the body).
 CLIENT_OPTIONS = ("timeout", "headers")
+#: Request texts shorter than this are not blanked out of messages (they would hit words).
+MIN_SECRET = 8
 #: How much of a service's error text a message keeps (characters).
 MESSAGE_LIMIT = 300
 #: How much of an error body is read from a streamed response (bytes).
@@ -155,14 +162,18 @@ class LoopLocalClient:
     async def aclose(self) -> None:
         client, loop_ref = self._client, self._loop
         self._client = self._loop = None
-        if client is None or loop_ref is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        if loop_ref() is running:
+        if client is not None and _is_running(loop_ref):
             await client.aclose()
+
+
+def _is_running(loop_ref: weakref.ref[asyncio.AbstractEventLoop] | None) -> bool:
+    """Whether ``loop_ref`` is the running loop: a client can be closed only on its own loop
+    (one left on a finished loop is released when collected)."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return loop_ref is not None and loop_ref() is running
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
@@ -175,6 +186,65 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     if len(text) > MESSAGE_LIMIT:
         text = text[:MESSAGE_LIMIT] + "..."
     return text
+
+
+def request_secrets(request: ProviderRequest | None, api_key: str | None) -> tuple[str, ...]:
+    """What an error message must never quote, as ``scrub``'s secrets: the key and the
+    request's own text and base64 media (at least ``MIN_SECRET`` characters), each also as it
+    appears inside a JSON echo of the body (services sometimes quote what they got)."""
+    found: set[str] = {api_key} if api_key else set()
+    if request is not None:
+        for value in _request_strings(request):
+            if len(value) >= MIN_SECRET:
+                found.add(value)
+                found.add(json.dumps(value, ensure_ascii=False)[1:-1])
+                found.add(json.dumps(value)[1:-1])
+    return tuple(found)
+
+
+def _request_strings(request: ProviderRequest) -> Iterator[str]:
+    from .messages import Base64Source, ReasoningBlock, TextBlock, ToolResultBlock
+
+    if request.system_prompt:
+        yield request.system_prompt
+    for message in request.messages:
+        for block in message.content:
+            if isinstance(block, TextBlock | ReasoningBlock):
+                yield block.text
+            elif isinstance(block, ToolResultBlock):
+                if isinstance(block.content, str):
+                    yield block.content
+                    continue
+                for part in block.content:
+                    if isinstance(part, TextBlock):
+                        yield part.text
+                    elif isinstance(part.source, Base64Source):
+                        yield part.source.data
+            source = getattr(block, "source", None)
+            if isinstance(source, Base64Source):
+                yield source.data
+
+
+def innermost_cause(exc: BaseException) -> BaseException:
+    """The exception at the bottom of ``exc``'s ``__cause__`` chain (a few links at most): what
+    an SDK's wrapped error really was (a timeout, or a dropped connection)."""
+    for _ in range(8):
+        if exc.__cause__ is None:
+            break
+        exc = exc.__cause__
+    return exc
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an httpx / httpx2 / httpcore ``TransportError`` or ``StreamError``
+    (what an SDK leaves unwrapped while a stream's body is read), told by class name and
+    module, so that no HTTP library need be imported to ask."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ in ("TransportError", "StreamError") and cls.__module__.startswith(
+            ("httpx", "httpcore")
+        ):
+            return True
+    return False
 
 
 def malformed_response(provider: str, detail: str) -> ProviderError:
@@ -502,7 +572,6 @@ class AioHttpClient:
             headers=self._headers,
             timeout=timeout,
             auto_decompress=True,
-            skip_auto_headers=("User-Agent",),
         )
         self._loop = weakref.ref(loop)
         return self._session
@@ -510,13 +579,7 @@ class AioHttpClient:
     async def aclose(self) -> None:
         session, loop_ref = self._session, self._loop
         self._session = self._loop = None
-        if session is None or loop_ref is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        if loop_ref() is running:
+        if session is not None and _is_running(loop_ref):
             await session.close()
 
 

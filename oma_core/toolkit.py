@@ -26,7 +26,9 @@ The groups:
   ``post_json``, ``stream_sse`` / ``sse_events`` (bounded events) / ``event_json``,
   ``error_from_response`` / ``error_from_streamed_response`` / ``error_from_event`` /
   ``error_from_exception`` / ``malformed_response`` (failures as ``ProviderError``, scrubbed
-  by ``scrub``), ``encode_json``, ``error_fields``, ``retry_delay`` (Google's ``RetryInfo``),
+  by ``scrub``; ``request_secrets`` lists what it must blank out of an error about a request;
+  ``innermost_cause`` and ``is_transport_error`` tell what an SDK's error really was),
+  ``encode_json``, ``error_fields``, ``retry_delay`` (Google's ``RetryInfo``),
   ``ToolCallAssembler``; for the mapping, ``assistant_response``, ``tool_call_events``,
   ``tool_result_text``, ``media_url`` and ``missing_api_key``; for Chat Completions
   dialects, ``chat_tools``, ``chat_usage``, ``chat_text`` (and ``ToolCallAssembler.feed_chat``);
@@ -115,6 +117,9 @@ _EXPORTS: dict[str, str] = {
     "malformed_response": "_http",
     "retry_delay": "_http",
     "scrub": "_http",
+    "request_secrets": "_http",
+    "innermost_cause": "_http",
+    "is_transport_error": "_http",
     "AioHttpClient": "_http",
     "aio_post_json": "_http",
     "StatusError": "_http",
@@ -232,6 +237,8 @@ __all__ = [
     "event_json",
     "hookimpl",
     "http_client",
+    "innermost_cause",
+    "is_transport_error",
     "malformed_response",
     "media_url",
     "missing_api_key",
@@ -241,6 +248,7 @@ __all__ = [
     "prompt_fragments",
     "redact",
     "redact_text",
+    "request_secrets",
     "retry_delay",
     "scrub",
     "sse_events",
@@ -288,8 +296,11 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         error_from_response,
         error_from_streamed_response,
         http_client,
+        innermost_cause,
+        is_transport_error,
         malformed_response,
         post_json,
+        request_secrets,
         retry_delay,
         scrub,
     )

@@ -30,6 +30,7 @@ from .errors import status_error
 
 __all__ = ["API_VERSION", "DirectClient"]
 
+
 def _api_version() -> str:
     """The ``anthropic-version`` header the installed SDK sends, so the wire is the same on
     every transport (the SDK keeps it in a private module; the documented first version if

@@ -25,11 +25,12 @@ from oma_core.toolkit import (
     ProviderSettings,
     ResponseComplete,
     malformed_response,
+    request_secrets,
 )
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
 from .direct import DirectClient
-from .errors import map_error, refused_before_sending, request_secrets
+from .errors import map_error, refused_before_sending
 from .mapping import BODY_OPTIONS, build_body, response_from_message
 from .streaming import StreamAssembler
 

@@ -17,19 +17,15 @@ they got; a reply that cannot be decoded is the toolkit's ``malformed_response``
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 
 import openai
 
 from oma_core import ProviderError
 from oma_core.toolkit import (
-    Base64Source,
-    ProviderRequest,
-    ReasoningBlock,
-    TextBlock,
-    ToolResultBlock,
     error_fields,
+    innermost_cause,
+    is_transport_error,
     malformed_response,
     parse_retry_after,
     scrub,
@@ -38,13 +34,10 @@ from oma_core.toolkit import (
 __all__ = [
     "from_sdk_error",
     "refused_before_sending",
-    "request_secrets",
     "status_error",
     "stream_error",
 ]
 
-#: Request texts shorter than this are not blanked out of messages (they would hit words).
-_MIN_SECRET = 8
 #: Error types and codes (OpenAI's and common compatible servers') that mean "try again".
 _TRANSIENT = frozenset(
     {
@@ -59,40 +52,6 @@ _TRANSIENT = frozenset(
         "timeout",
     }
 )
-
-
-def request_secrets(request: ProviderRequest | None, api_key: str | None) -> tuple[str, ...]:
-    """What an error message must never quote: the key and the request's own text and media,
-    each also as it appears inside a JSON echo of the body."""
-    found: set[str] = {api_key} if api_key else set()
-    if request is not None:
-        for value in _request_strings(request):
-            if len(value) >= _MIN_SECRET:
-                found.add(value)
-                found.add(json.dumps(value, ensure_ascii=False)[1:-1])
-                found.add(json.dumps(value)[1:-1])
-    return tuple(found)
-
-
-def _request_strings(request: ProviderRequest) -> Iterator[str]:
-    if request.system_prompt:
-        yield request.system_prompt
-    for message in request.messages:
-        for block in message.content:
-            if isinstance(block, TextBlock | ReasoningBlock):
-                yield block.text
-            elif isinstance(block, ToolResultBlock):
-                if isinstance(block.content, str):
-                    yield block.content
-                    continue
-                for part in block.content:
-                    if isinstance(part, TextBlock):
-                        yield part.text
-                    elif isinstance(part.source, Base64Source):
-                        yield part.source.data
-            source = getattr(block, "source", None)
-            if isinstance(source, Base64Source):
-                yield source.data
 
 
 def refused_before_sending(
@@ -163,7 +122,7 @@ def from_sdk_error(
             reason=exc.response.reason_phrase,
         )
     if isinstance(exc, openai.APITimeoutError):
-        root = _innermost_cause(exc)
+        root = innermost_cause(exc)
         if "Timeout" not in type(root).__name__:
             # the aiohttp transport reports a dropped connection as a connect timeout
             return ProviderError(
@@ -185,31 +144,10 @@ def from_sdk_error(
     if isinstance(exc, openai.APIError):  # an error event inside a stream
         error = exc.body if isinstance(exc.body, Mapping) else {}
         return stream_error(error, display_name, secrets, fallback=exc.message)
-    if _is_transport_error(exc):  # raised while a stream's body is read, not wrapped
+    if is_transport_error(exc):  # raised while a stream's body is read, not wrapped
         return ProviderError(
             f"{display_name}: connection error mid-response: {type(exc).__name__}",
             provider=display_name,
             retryable=True,
         )
     return None
-
-
-def _innermost_cause(exc: BaseException) -> BaseException:
-    """The exception at the bottom of ``exc``'s ``__cause__`` chain (a few links at most)."""
-    for _ in range(8):
-        if exc.__cause__ is None:
-            break
-        exc = exc.__cause__
-    return exc
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    # The SDK's HTTP library (httpx2, or httpx in older SDKs) raises TransportError and
-    # StreamError subclasses; telling them apart by name avoids importing a library the SDK
-    # may not use.
-    for cls in type(exc).__mro__:
-        if cls.__name__ in ("TransportError", "StreamError") and cls.__module__.startswith(
-            ("httpx", "httpcore")
-        ):
-            return True
-    return False

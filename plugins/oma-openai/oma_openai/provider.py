@@ -29,11 +29,12 @@ from oma_core.toolkit import (
     TextDelta,
     ToolCall,
     malformed_response,
+    request_secrets,
 )
 
 from .convert import CLIENT_OPTIONS, content_blocks, parse_arguments, request_body
 from .direct import DirectClient
-from .errors import from_sdk_error, refused_before_sending, request_secrets
+from .errors import from_sdk_error, refused_before_sending
 from .presets import Preset
 
 __all__ = ["OpenAIChatProvider"]
