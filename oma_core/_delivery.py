@@ -1,9 +1,8 @@
 """Delivering progress events to observers, one at a time, each failure isolated.
 
-The rules are stated in ``oma_core.progress``. ``ProgressDispatcher`` is the one place the core
-calls observer code whose failures must not fail a run: sync observers in order, async ones
-started at once and awaited with a time limit; one that raises or times out is counted and
-skipped.
+The rules are stated in ``oma_core.progress``: sync observers in order, async ones started at
+once and awaited with a time limit; one that raises or times out is counted and skipped (the
+containment itself is ``oma_core._isolation``'s, shared with the evaluation's scorers and sinks).
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
+from ._isolation import settle
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
 
 __all__ = ["ProgressDispatcher"]
@@ -124,20 +124,12 @@ class ProgressDispatcher:
             self.stats.delivered += 1
 
     async def _bounded(self, observer: ProgressObserver, outcome: Awaitable[object]) -> None:
-        try:
-            if self.timeout is None:
-                await outcome
-            else:
-                await asyncio.wait_for(outcome, self.timeout)
-        except TimeoutError:
+        settled = await settle(outcome, self.timeout)
+        if settled.timed_out:
             self.stats.timed_out += 1
             _log.warning("progress observer %s timed out after %s s", _name(observer), self.timeout)
-        except asyncio.CancelledError as error:
-            if _being_cancelled():
-                raise
-            self._failed(observer, error)  # the observer raised it itself: its own failure
-        except Exception as error:
-            self._failed(observer, error)
+        elif settled.error is not None:
+            self._failed(observer, settled.error)
         else:
             self.stats.delivered += 1
 
@@ -168,12 +160,6 @@ class ProgressDispatcher:
         self.stats.failed += 1
         # The type only: an observer's error text may quote the event, i.e. the input.
         _log.warning("progress observer %s raised %s", _name(observer), type(error).__name__)
-
-
-def _being_cancelled() -> bool:
-    """Whether the running task was asked to stop (as opposed to code raising CancelledError)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _name(observer: object) -> str:

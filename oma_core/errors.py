@@ -17,7 +17,11 @@ OmaError                                   code, retryable, status
     └── HookError                          hook: a before_run hook raised or returned garbage
 ```
 
-Every error keeps its fields as attributes and survives ``pickle`` (also across processes)
+Constructors take one of two shapes, by where the message comes from: free text is
+``(message, *, fields)`` (``PluginError``, ``ToolError``, ``ProviderError``, ``BackendError``,
+``HookError``); a message made from the fields takes the fields alone, positional in the order
+above (``InvalidMessageError(path, reason)``, ``RunTimeoutError("call", 0.2)``, ...). Every
+error keeps its fields as attributes and survives ``pickle`` (also across processes)
 with its type, message and fields. ``status`` is the ``RunStatus.code`` a run that ends with
 the error gets: "timeout", "budget_exhausted", or "error" for everything else, so there is one
 status vocabulary. Messages never carry base64 payloads or credentials: they name places, not

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import inspect
 import json
 import logging
 import math
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
+from ._isolation import Outcome, contained
 from .redaction import DEFAULT_LIMIT, cut, redact_json, redact_text
 
 if TYPE_CHECKING:
@@ -428,13 +428,6 @@ class Evaluator:
             self._resolved = tuple((_scorer_name(s, i, taken), s) for i, s in enumerate(scorers))
         return self._resolved
 
-    async def _bounded(self, outcome: object) -> object:
-        if not inspect.isawaitable(outcome):
-            return outcome
-        if self.config.scorer_timeout is None:
-            return await outcome
-        return await asyncio.wait_for(outcome, self.config.scorer_timeout)
-
     async def _evaluate(self, job: _Job) -> None:
         input, output, run_id, metadata, status, agent = job
         config = self.config
@@ -461,21 +454,21 @@ class Evaluator:
         scores: dict[str, Score] = {}
         errors: dict[str, str] = {}
         for name, scorer in self._scorer_list():
-            try:
-                scores[name] = _as_score(await self._bounded(scorer(case)))
-            except asyncio.CancelledError as error:
-                if _being_cancelled():
-                    raise
-                self._failed += 1  # the scorer raised it itself: its own failure
-                errors[name] = type(error).__name__
-                _log.warning("scorer %s raised %s", name, type(error).__name__)
-            except Exception as error:
-                self._failed += 1
-                text = redact_text(f"{type(error).__name__}: {error}")
-                errors[name] = text if policy == "full" else type(error).__name__
-                _log.warning("scorer %s raised %s", name, type(error).__name__)
-            else:
-                self._scored += 1
+            settled = await contained(scorer, case, config.scorer_timeout)
+            if settled.ok:
+                try:
+                    scores[name] = _as_score(settled.value)
+                except Exception as error:
+                    settled = Outcome(error=error)
+                else:
+                    self._scored += 1
+                    continue
+            self._failed += 1
+            failure = settled.error or TimeoutError()
+            kind = type(failure).__name__
+            full = policy == "full" and not isinstance(failure, asyncio.CancelledError)
+            errors[name] = redact_text(f"{kind}: {failure}") if full else kind
+            _log.warning("scorer %s raised %s", name, kind)
         if policy == "full":
             stored: Any = copy.deepcopy(metadata) if metadata else {}
         else:
@@ -515,18 +508,8 @@ class Evaluator:
         except Exception as error:
             _log.warning("could not list evaluation hooks: %s", type(error).__name__)
         for sink in sinks:
-            try:
-                await self._bounded(sink(result))
-            except asyncio.CancelledError:
-                if _being_cancelled():
-                    raise
+            settled = await contained(sink, result, self.config.scorer_timeout)
+            if not settled.ok:
                 self._failed += 1
-                _log.warning("evaluation result sink raised CancelledError")
-            except Exception as error:
-                self._failed += 1
-                _log.warning("evaluation result sink raised %s", type(error).__name__)
-
-
-def _being_cancelled() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
+                kind = type(settled.error or TimeoutError()).__name__
+                _log.warning("evaluation result sink raised %s", kind)

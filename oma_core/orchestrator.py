@@ -41,7 +41,7 @@ from .budgets import Budget, CostEstimator
 from .evaluation import Evaluator, OnlineEvaluationConfig
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
 from .redaction import detached_error
-from .retry import RetryPolicy
+from .retry import DEFAULT_POLICY, RetryPolicy
 from .settings import RunSettings, check_seconds, new_run_id
 from .tracing import RunSpan, get_tracer
 
@@ -135,7 +135,7 @@ class OpenMultiAgent:
         self.timeout = timeout
         self.call_timeout = call_timeout
         self.trace_content = trace_content
-        self._retry = (retry_policy or RetryPolicy()).override(
+        self._retry = (retry_policy or DEFAULT_POLICY).override(
             max_retries=max_retries, delay=retry_delay, backoff=retry_backoff
         )
         self._plugins = plugins
@@ -295,26 +295,42 @@ class OpenMultiAgent:
         max_retries, retry_delay, retry_backoff = retry
         policy = given.retry or config.retry_policy(self._retry)
         policy = policy.override(max_retries=max_retries, delay=retry_delay, backoff=retry_backoff)
-        run_id = call["run_id"] or new_run_id()
         observers = self._observers()
+        tracer = self._tracer()
         timeout, call_timeout = call["timeout"], call["call_timeout"]
-        return attrs.evolve(
-            given,
-            run_id=run_id,
-            metadata=call["metadata"],
-            retry=policy,
-            timeout=timeout if timeout is not None else self.timeout,
-            call_timeout=call_timeout if call_timeout is not None else self.call_timeout,
-            budgets=tuple(budgets),
-            estimate_cost=estimate_cost,
-            progress=(
+        timeout = timeout if timeout is not None else self.timeout
+        call_timeout = call_timeout if call_timeout is not None else self.call_timeout
+        if (
+            given is _NO_SETTINGS
+            and not (
+                budgets or observers or call["metadata"] or self.trace_content or estimate_cost
+            )
+            and self._retry is DEFAULT_POLICY
+            and given.retry is None
+            and retry == (None, None, None)
+            and tracer is timeout is call_timeout is call["run_id"] is None
+        ):
+            return _NO_SETTINGS  # nothing to add: the agent's own defaults are the settings
+        run_id = call["run_id"] or new_run_id()
+        changes: dict[str, Any] = {
+            "run_id": run_id,
+            "metadata": call["metadata"],
+            "retry": policy,
+            "timeout": timeout,
+            "call_timeout": call_timeout,
+            "budgets": tuple(budgets),
+            "estimate_cost": estimate_cost,
+            "progress": (
                 self._progress.emitter(observers, pending, config.name, given.task, run_id)
                 if observers
                 else None
             ),
-            tracer=self._tracer(),
-            trace_content=self.trace_content,
-        )
+            "tracer": tracer,
+            "trace_content": self.trace_content,
+        }
+        if given is _NO_SETTINGS:  # the same as evolving it, without copying every field
+            return RunSettings(**changes)
+        return attrs.evolve(given, **changes)
 
     async def _run(
         self,

@@ -65,6 +65,8 @@ def _optional_count(_inst: object, attribute: attrs.Attribute[Any], value: objec
 
 
 def _metadata(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if type(value) is dict:  # the common case, first: every run resolves its settings
+        return value
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -73,7 +75,7 @@ def _metadata(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 def _budgets(value: Iterable[Budget]) -> tuple[Budget, ...]:
-    return tuple(value)
+    return value if type(value) is tuple else tuple(value)
 
 
 @attrs.frozen(kw_only=True)

@@ -3,6 +3,7 @@ one status vocabulary, and pickling of every class."""
 
 from __future__ import annotations
 
+import inspect
 import pickle
 from typing import Any
 
@@ -228,3 +229,25 @@ def test_the_families_are_exported() -> None:
 def test_a_call_timeout_may_be_retried_and_a_run_timeout_may_not() -> None:
     assert errors.RunTimeoutError("call", 1).retryable
     assert not errors.RunTimeoutError("run", 1).retryable
+
+
+# -- two constructor shapes, by where the message comes from -------------------------------------
+
+
+@pytest.mark.parametrize("error", EXAMPLES, ids=lambda e: f"{type(e).__name__}")
+def test_every_error_takes_one_of_two_constructor_shapes(error: Any) -> None:
+    """Free text: ``(message, *, fields)``; a message made from the fields: ``(fields...)``,
+    positional in their documented order. Either way every field is kept as an attribute."""
+    cls = type(error)
+    if cls in (errors.OmaError, errors.UsageError, errors.RunError):
+        return  # the bases take what Exception takes
+    params = list(inspect.signature(cls).parameters.values())
+    kinds = [p.kind for p in params]
+    if params[0].name == "message":
+        assert kinds[0] is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        assert all(kind is inspect.Parameter.KEYWORD_ONLY for kind in kinds[1:]), cls
+        fields = [p.name for p in params[1:] if p.name != "retryable"]
+    else:
+        assert all(kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for kind in kinds), cls
+        fields = [p.name for p in params]
+    assert all(hasattr(error, name) for name in fields), cls

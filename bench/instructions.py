@@ -1,0 +1,125 @@
+"""Instructions per run, counted by valgrind: a figure that does not move with the machine's load.
+
+Run: ``python bench/instructions.py [runs]`` (needs ``valgrind`` on the PATH; about a minute).
+
+Timings on a shared machine swing by 2x; callgrind counts the instructions the interpreter
+executes, which are the same run after run. Each case is counted twice, with 0 and with ``runs``
+runs after the same warm-up, and the difference divided by ``runs``: start-up and imports
+cancel out. The cases are those of ``agent_overhead.py`` and ``orchestrator_overhead.py``:
+
+1. ``Agent.run("hello")`` on one agent, a provider that answers at once;
+2. ``OpenMultiAgent().run_agent(config, "hello")``, nothing configured (the instructions it
+   adds over case 1; the goal is in µs, in ``orchestrator_overhead.py``);
+3. the same with a progress observer and online evaluation at ``sample=1.0``
+   (goal: at most 1.10x case 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+GOAL_RATIO = 1.10
+_WARM_UP = 50
+
+
+def _case(mode: str, runs: int) -> None:
+    """One process's work: ``runs`` runs of ``mode`` after the warm-up (the counted part)."""
+    from oma_core import (
+        Agent,
+        AgentConfig,
+        LLMMessage,
+        OnlineEvaluationConfig,
+        OpenMultiAgent,
+        TextBlock,
+    )
+    from oma_core.providers import ProviderRequest, ProviderResponse, Usage
+
+    class Instant:
+        name = "instant"
+        display_name = "Instant"
+
+        def __init__(self) -> None:
+            self.response = ProviderResponse(
+                LLMMessage("assistant", (TextBlock("ok"),)), Usage(3, 1), "end_turn"
+            )
+
+        async def complete(self, request: ProviderRequest) -> ProviderResponse:
+            return self.response
+
+    config = AgentConfig("bench", provider=Instant())
+
+    async def main() -> None:
+        if mode == "agent":
+            agent = Agent(config)
+            run = lambda: agent.run("hello")  # noqa: E731
+        else:
+            options = {}
+            if mode == "observed":
+                options = {
+                    "on_progress": lambda event: None,
+                    "evaluation": OnlineEvaluationConfig(
+                        scorers=[lambda case: float(len(case.output))], sample=1.0
+                    ),
+                }
+            oma = OpenMultiAgent(**options)  # type: ignore[arg-type]
+            run = lambda: oma.run_agent(config, "hello")  # noqa: E731
+        for _ in range(_WARM_UP + runs):
+            await run()
+            await asyncio.sleep(0)  # background scoring runs here, and is counted
+
+    asyncio.run(main())
+
+
+def _count(mode: str, runs: int) -> int:
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--case",
+            mode,
+            str(runs),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"valgrind printed no count:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def _per_run(mode: str, runs: int) -> float:
+    return (_count(mode, runs) - _count(mode, 0)) / runs
+
+
+def main(runs: int) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+    agent, bare, observed = (_per_run(mode, runs) for mode in ("agent", "bare", "observed"))
+    added = bare - agent
+    ratio = observed / bare
+    print(f"runs per count                    {runs}")
+    print(f"Agent.run                         {agent:10,.0f} instructions/run")
+    print(f"run_agent, nothing configured     {bare:10,.0f} instructions/run")
+    print(f"  added over Agent.run            {added:10,.0f} instructions ({bare / agent:.2f}x)")
+    print(f"run_agent, observer + evaluation  {observed:10,.0f} instructions/run")
+    print(
+        f"  ratio to nothing configured     {ratio:10.3f}        goal <= {GOAL_RATIO:.2f}"
+        f"   {'OK' if ratio <= GOAL_RATIO else 'MISSED'}"
+    )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--case":
+        _case(sys.argv[2], int(sys.argv[3]))
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)
