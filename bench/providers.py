@@ -517,6 +517,17 @@ async def _bench_run_agent(target: Target) -> None:
                 "<= 1.10x",
                 ratio <= 1.10,
             )
+            unshared = OpenMultiAgent(share_providers=False)  # the default before sharing
+            async with Agent(config) as agent:
+                ours, theirs = await _pairs(
+                    SMALL_ROUNDS // 5,
+                    lambda: unshared.run_agent(config, "hi"),
+                    lambda: agent.run("hi"),
+                )
+            print(
+                f"  {'(share_providers=False: a client per run)':<34} {ours * 1e3:.2f} ms vs "
+                f"Agent.run {theirs * 1e3:.2f} ms ({ours / theirs:.2f}x)"
+            )
             best = await _interleaved(
                 {
                     "run_agent": lambda: oma.run_agent(config, "hi"),
