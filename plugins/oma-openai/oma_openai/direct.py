@@ -79,11 +79,14 @@ class DirectClient:
             status_error=self._status_error(secrets),
         )
         error: ProviderError | None = None
+        done = False
         try:
             async for event in events:
                 data = event.data
-                if data == "[DONE]":
-                    break
+                if done or data == "[DONE]":
+                    # read on to the end of the body, so the connection is kept for reuse
+                    done = True
+                    continue
                 chunk = _decode(data)
                 if not isinstance(chunk, dict):
                     error = malformed_response(self.display_name, "a stream chunk is not JSON")
