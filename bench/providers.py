@@ -12,11 +12,17 @@ GIL with the code measured):
   valid by construction and never re-scanned);
 - streaming a long reply: time added per chunk (goal: <= 10 us);
 - 1,000 calls at 100 in flight (goal: throughput >= 90 % of the SDK's);
-- the plugin on ``provider_options={"transport": "aiohttp"}`` (the SDK's own aiohttp client)
-  against its default transport: at 100 in flight (goal: >= 2.3 x the throughput) and one call
-  at a time (goal: no slower).
+- ``OpenMultiAgent().run_agent`` with default settings (a fresh ``Agent`` per run, providers
+  shared by default) against ``Agent.run`` on one reused agent: one call at a time (goal:
+  <= 1.10 x) and at 100 in flight against the bare SDK (goal: throughput >= 0.9 x the SDK's);
+- the transports at 100 in flight, in one run beside the bare SDK and raw aiohttp (the same
+  request bytes posted with one ``aiohttp.ClientSession``: the ceiling): the plugin on
+  ``provider_options={"transport": "aiohttp"}`` (the SDK's own aiohttp client; goal >= 2.3 x the
+  default transport's throughput, and no slower one call at a time) and on ``"direct"`` (the
+  plugin's own aiohttp client; goal >= 5 x the default's, moonshot >= 4,000 calls/s).
 
-``python bench/providers.py --transports [provider]`` runs only the transport comparison.
+``python bench/providers.py --transports [provider]`` runs only the transport comparison;
+``--run-agent`` only the ``run_agent`` one.
 
 Timings interleave the two paths and take medians, to be fair on a busy machine. A provider is
 one ``Target`` in ``TARGETS``; add a section for another plugin the same way.
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import multiprocessing
 import os
 import statistics
@@ -65,6 +72,8 @@ class Target:
     sdk_complete: Callable[[Any, str, str | None], Awaitable[Any]]
     #: (client, text) -> drain the bare SDK's stream, return the number of text chunks
     sdk_stream: Callable[[Any, str], Awaitable[int]]
+    #: base URL -> (URL, headers, body) of one small call, posted as it is by raw aiohttp
+    raw_request: Callable[[str], tuple[str, dict[str, str], bytes]]
 
 
 # --------------------------------------------------------------------------- anthropic
@@ -124,6 +133,15 @@ def _anthropic() -> Target:
                 chunks += 1
         return chunks
 
+    def raw(url: str) -> tuple[str, dict[str, str], bytes]:
+        body = {"model": model, "max_tokens": 4096, "messages": [{"role": "user", "content": "hi"}]}
+        headers = {
+            "x-api-key": "bench-key",
+            "anthropic-version": "2023-06-01",
+            "content-type": "application/json",
+        }
+        return f"{url}/v1/messages", headers, json.dumps(body).encode()
+
     return Target(
         name="anthropic",
         server=lambda text, chunk: _child_server(_serve_anthropic, text, chunk),
@@ -131,6 +149,7 @@ def _anthropic() -> Target:
         sdk_client=client,
         sdk_complete=complete,
         sdk_stream=stream,
+        raw_request=raw,
     )
 
 
@@ -194,6 +213,11 @@ def _openai() -> Target:
                 count += 1
         return count
 
+    def raw(url: str) -> tuple[str, dict[str, str], bytes]:
+        body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+        headers = {"authorization": "Bearer bench-key", "content-type": "application/json"}
+        return f"{url}/chat/completions", headers, json.dumps(body).encode()
+
     return Target(
         name="openai",
         server=lambda text, chunk: _child_server(_serve_openai, text, chunk),
@@ -201,6 +225,7 @@ def _openai() -> Target:
         sdk_client=client,
         sdk_complete=complete,
         sdk_stream=stream,
+        raw_request=raw,
     )
 
 
@@ -327,6 +352,7 @@ async def _bench(target: Target) -> None:
             )
         await sdk.close()
 
+    await _bench_run_agent(target)
     await _bench_transports(target)
 
     with target.server(STREAM_TEXT, STREAM_CHUNK) as url:
@@ -366,55 +392,174 @@ async def _many(call: Callable[[], Awaitable[Any]], in_flight: int = IN_FLIGHT) 
     return time.perf_counter() - start
 
 
+def _transports() -> tuple[str, ...]:
+    """The plugin transports to measure beside the default (those the plugins offer)."""
+    from oma_openai.provider import TRANSPORTS
+
+    return tuple(t for t in ("aiohttp", "direct") if t in TRANSPORTS)
+
+
+async def _interleaved(paths: dict[str, Callable[[], Awaitable[Any]]]) -> dict[str, float]:
+    """Best seconds for ``THROUGHPUT_CALLS`` calls of each path, rounds interleaved (a load
+    spike on the shared machine would otherwise decide the comparison), after a warm-up."""
+    for call in paths.values():
+        await _many(call)
+    runs: dict[str, list[float]] = {name: [] for name in paths}
+    names = list(paths)
+    for i in range(THROUGHPUT_ROUNDS):
+        for name in names if i % 2 == 0 else reversed(names):
+            runs[name].append(await _many(paths[name]))
+    return {name: min(times) for name, times in runs.items()}
+
+
 async def _bench_transports(target: Target) -> None:
-    """The plugin on the SDK's aiohttp client against its default (httpx) transport."""
+    """The plugin on each transport, beside the bare SDK and raw aiohttp, at 100 in flight."""
+    import aiohttp
+
     from oma_core import Agent
 
     with target.server("Hello from the bench.", 64) as url:
-        async with (
-            Agent(target.agent_config(url, "httpx")) as default,
-            Agent(target.agent_config(url, "aiohttp")) as aio,
-        ):
-            await _many(lambda: default.run("hi"))  # warm both pools
-            await _many(lambda: aio.run("hi"))
-            default_runs: list[float] = []
-            aio_runs: list[float] = []
-            for i in range(THROUGHPUT_ROUNDS):
-                for first in (default, aio) if i % 2 == 0 else (aio, default):
-                    runs = default_runs if first is default else aio_runs
-                    runs.append(await _many(lambda a=first: a.run("hi")))
-            default_t, aio_t = min(default_runs), min(aio_runs)
-            gain = default_t / aio_t
+        sdk = target.sdk_client(url)
+        raw_url, raw_headers, raw_body = target.raw_request(url)
+        connector = aiohttp.TCPConnector(limit=IN_FLIGHT)
+        session = aiohttp.ClientSession(connector=connector)
+
+        async def raw() -> None:
+            async with session.post(raw_url, data=raw_body, headers=raw_headers) as response:
+                assert response.status == 200, response.status
+                await response.read()
+
+        agents = {t: Agent(target.agent_config(url, t)) for t in ("httpx", *_transports())}
+        try:
+            paths: dict[str, Callable[[], Awaitable[Any]]] = {
+                "sdk": lambda: target.sdk_complete(sdk, "hi", None),
+                "raw": raw,
+            }
+            for transport, agent in agents.items():
+                paths[transport] = lambda a=agent: a.run("hi")
+            best = await _interleaved(paths)
+            rate = {name: THROUGHPUT_CALLS / seconds for name, seconds in best.items()}
+            print(
+                f"  {IN_FLIGHT} in flight: bare SDK {rate['sdk']:.0f}/s, raw aiohttp "
+                f"{rate['raw']:.0f}/s, plugin default (httpx) {rate['httpx']:.0f}/s"
+            )
+            if "aiohttp" in rate:
+                gain = rate["aiohttp"] / rate["httpx"]
+                _report(
+                    f"aiohttp transport, {IN_FLIGHT} in flight",
+                    f"{rate['aiohttp']:.0f}/s vs httpx {rate['httpx']:.0f}/s ({gain:.2f}x)",
+                    ">= 2.3x",
+                    gain >= 2.3,
+                )
+                aio_one, default_one = await _pairs(
+                    SMALL_ROUNDS,
+                    lambda: agents["aiohttp"].run("hi"),
+                    lambda: agents["httpx"].run("hi"),
+                )
+                ratio = aio_one / default_one
+                _report(
+                    "aiohttp transport, 1 in flight",
+                    f"{aio_one * 1e3:.2f} ms vs httpx {default_one * 1e3:.2f} ms ({ratio:.3f}x)",
+                    "<= 1.0x",
+                    ratio <= 1.0,
+                )
+            if "direct" in rate:
+                gain = rate["direct"] / rate["httpx"]
+                _report(
+                    f"direct transport, {IN_FLIGHT} in flight",
+                    f"{rate['direct']:.0f}/s vs httpx {rate['httpx']:.0f}/s ({gain:.2f}x)",
+                    ">= 5x",
+                    gain >= 5,
+                )
+                _report(
+                    "  direct: moonshot",
+                    f"{rate['direct']:.0f}/s ({rate['direct'] / rate['raw']:.0%} of raw aiohttp)",
+                    ">= 4000/s",
+                    rate["direct"] >= 4000,
+                )
+                direct_one, default_one = await _pairs(
+                    SMALL_ROUNDS,
+                    lambda: agents["direct"].run("hi"),
+                    lambda: agents["httpx"].run("hi"),
+                )
+                ratio = direct_one / default_one
+                _report(
+                    "direct transport, 1 in flight",
+                    f"{direct_one * 1e3:.2f} ms vs httpx {default_one * 1e3:.2f} ms ({ratio:.3f}x)",
+                    "<= 1.0x",
+                    ratio <= 1.0,
+                )
+        finally:
+            for agent in agents.values():
+                await agent.aclose()
+            await session.close()
+            await sdk.close()
+
+
+async def _bench_run_agent(target: Target) -> None:
+    """``OpenMultiAgent().run_agent`` with default settings against ``Agent.run`` on a reused
+    agent (one call at a time) and against the bare SDK (at 100 in flight)."""
+    from oma_core import Agent, OpenMultiAgent
+
+    with target.server("Hello from the bench.", 64) as url:
+        sdk = target.sdk_client(url)
+        config = target.agent_config(url, "httpx")
+        oma = OpenMultiAgent()  # the documented first example: no options
+        try:
+            async with Agent(config) as agent:
+                ours, theirs = await _pairs(
+                    SMALL_ROUNDS, lambda: oma.run_agent(config, "hi"), lambda: agent.run("hi")
+                )
+            ratio = ours / theirs
             _report(
-                f"aiohttp transport, {IN_FLIGHT} in flight",
-                f"{THROUGHPUT_CALLS / aio_t:.0f}/s vs httpx {THROUGHPUT_CALLS / default_t:.0f}/s "
-                f"({gain:.2f}x)",
-                ">= 2.3x",
-                gain >= 2.3,
+                "run_agent, default settings",
+                f"{ours * 1e3:.2f} ms vs Agent.run {theirs * 1e3:.2f} ms ({ratio:.3f}x)",
+                "<= 1.10x",
+                ratio <= 1.10,
             )
-            aio_one, default_one = await _pairs(
-                SMALL_ROUNDS, lambda: aio.run("hi"), lambda: default.run("hi")
+            unshared = OpenMultiAgent(share_providers=False)  # the default before sharing
+            async with Agent(config) as agent:
+                ours, theirs = await _pairs(
+                    SMALL_ROUNDS // 5,
+                    lambda: unshared.run_agent(config, "hi"),
+                    lambda: agent.run("hi"),
+                )
+            print(
+                f"  {'(share_providers=False: a client per run)':<34} {ours * 1e3:.2f} ms vs "
+                f"Agent.run {theirs * 1e3:.2f} ms ({ours / theirs:.2f}x)"
             )
-            ratio = aio_one / default_one
+            best = await _interleaved(
+                {
+                    "run_agent": lambda: oma.run_agent(config, "hi"),
+                    "sdk": lambda: target.sdk_complete(sdk, "hi", None),
+                }
+            )
+            share = best["sdk"] / best["run_agent"]
             _report(
-                "aiohttp transport, 1 in flight",
-                f"{aio_one * 1e3:.2f} ms vs httpx {default_one * 1e3:.2f} ms ({ratio:.3f}x)",
-                "<= 1.0x",
-                ratio <= 1.0,
+                f"run_agent, {IN_FLIGHT} in flight",
+                f"{THROUGHPUT_CALLS / best['run_agent']:.0f}/s vs SDK "
+                f"{THROUGHPUT_CALLS / best['sdk']:.0f}/s ({share:.2f}x)",
+                ">= 0.9x",
+                share >= 0.9,
             )
+        finally:
+            await oma.aclose()
+            await sdk.close()
 
 
 def main(argv: list[str]) -> None:
-    transports_only = "--transports" in argv
-    names = [a for a in argv if a != "--transports"] or list(TARGETS)
+    only = {"--transports": _bench_transports, "--run-agent": _bench_run_agent}
+    chosen = [only[a] for a in argv if a in only]
+    names = [a for a in argv if a not in only] or list(TARGETS)
     unknown = [n for n in names if n not in TARGETS]
     if unknown:
         raise SystemExit(f"unknown provider section(s): {', '.join(unknown)}")
     start = time.perf_counter()
     for name in names:
-        if transports_only:
+        if chosen:
             print(f"{name}:")
-            asyncio.run(_bench_transports(TARGETS[name]()))
+            for part in chosen:
+                asyncio.run(part(TARGETS[name]()))
         else:
             asyncio.run(_bench(TARGETS[name]()))
     print(f"total {time.perf_counter() - start:.1f} s")

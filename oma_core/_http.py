@@ -6,6 +6,12 @@ turn an error response, a transport fault or an unreadable reply into a ``Provid
 core's retry ladder understands, without the key, the prompt or a base64 payload in its
 message and without a reference to the request (the error is built from strings, never
 chained). httpx is imported on first use, so ``import oma_core.toolkit`` stays cheap.
+
+For throughput, the same over aiohttp (imported on first use too; a plugin using these
+declares it): ``AioHttpClient`` (one ``aiohttp.ClientSession`` per event loop) and
+``aio_post_json``; ``error_from_exception`` maps aiohttp's faults as it maps httpx's. A plugin
+may pass ``status_error`` to build its own error for an error status (its messages the same on
+every transport).
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -24,24 +31,38 @@ from .redaction import REDACTED, redact_text
 from .retry import parse_retry_after
 
 if TYPE_CHECKING:
+    import aiohttp
     import httpx
+
+    from .providers import ProviderRequest
+
+#: Builds the error for an error status from (status, headers, body): a plugin's own shape.
+StatusError = Callable[[int, Mapping[str, str], bytes], ProviderError]
 
 __all__ = [
     "CLIENT_OPTIONS",
+    "AioHttpClient",
     "HttpTimeouts",
     "LoopLocalClient",
+    "StatusError",
+    "aio_post_json",
     "error_from_event",
     "error_from_exception",
     "error_from_response",
     "http_client",
     "malformed_response",
+    "innermost_cause",
+    "is_transport_error",
     "post_json",
+    "request_secrets",
     "retry_delay",
     "scrub",
 ]
 
 #: The provider options ``LoopLocalClient.from_options`` reads (the rest usually go in the body).
 CLIENT_OPTIONS = ("timeout", "headers")
+#: Request texts shorter than this are not blanked out of messages (they would hit words).
+MIN_SECRET = 8
 #: How much of a service's error text a message keeps (characters).
 MESSAGE_LIMIT = 300
 #: How much of an error body is read from a streamed response (bytes).
@@ -141,14 +162,18 @@ class LoopLocalClient:
     async def aclose(self) -> None:
         client, loop_ref = self._client, self._loop
         self._client = self._loop = None
-        if client is None or loop_ref is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        if loop_ref() is running:
+        if client is not None and _is_running(loop_ref):
             await client.aclose()
+
+
+def _is_running(loop_ref: weakref.ref[asyncio.AbstractEventLoop] | None) -> bool:
+    """Whether ``loop_ref`` is the running loop: a client can be closed only on its own loop
+    (one left on a finished loop is released when collected)."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return loop_ref is not None and loop_ref() is running
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
@@ -161,6 +186,65 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     if len(text) > MESSAGE_LIMIT:
         text = text[:MESSAGE_LIMIT] + "..."
     return text
+
+
+def request_secrets(request: ProviderRequest | None, api_key: str | None) -> tuple[str, ...]:
+    """What an error message must never quote, as ``scrub``'s secrets: the key and the
+    request's own text and base64 media (at least ``MIN_SECRET`` characters), each also as it
+    appears inside a JSON echo of the body (services sometimes quote what they got)."""
+    found: set[str] = {api_key} if api_key else set()
+    if request is not None:
+        for value in _request_strings(request):
+            if len(value) >= MIN_SECRET:
+                found.add(value)
+                found.add(json.dumps(value, ensure_ascii=False)[1:-1])
+                found.add(json.dumps(value)[1:-1])
+    return tuple(found)
+
+
+def _request_strings(request: ProviderRequest) -> Iterator[str]:
+    from .messages import Base64Source, ReasoningBlock, TextBlock, ToolResultBlock
+
+    if request.system_prompt:
+        yield request.system_prompt
+    for message in request.messages:
+        for block in message.content:
+            if isinstance(block, TextBlock | ReasoningBlock):
+                yield block.text
+            elif isinstance(block, ToolResultBlock):
+                if isinstance(block.content, str):
+                    yield block.content
+                    continue
+                for part in block.content:
+                    if isinstance(part, TextBlock):
+                        yield part.text
+                    elif isinstance(part.source, Base64Source):
+                        yield part.source.data
+            source = getattr(block, "source", None)
+            if isinstance(source, Base64Source):
+                yield source.data
+
+
+def innermost_cause(exc: BaseException) -> BaseException:
+    """The exception at the bottom of ``exc``'s ``__cause__`` chain (a few links at most): what
+    an SDK's wrapped error really was (a timeout, or a dropped connection)."""
+    for _ in range(8):
+        if exc.__cause__ is None:
+            break
+        exc = exc.__cause__
+    return exc
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an httpx / httpx2 / httpcore ``TransportError`` or ``StreamError``
+    (what an SDK leaves unwrapped while a stream's body is read), told by class name and
+    module, so that no HTTP library need be imported to ask."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ in ("TransportError", "StreamError") and cls.__module__.startswith(
+            ("httpx", "httpcore")
+        ):
+            return True
+    return False
 
 
 def malformed_response(provider: str, detail: str) -> ProviderError:
@@ -342,6 +426,9 @@ def error_from_exception(
     """
     if isinstance(exc, ProviderError):
         return exc
+    aio = sys.modules.get("aiohttp")
+    if aio is not None and isinstance(exc, aio.ClientError | TimeoutError):
+        return _aiohttp_error(exc, aio, provider)
     import httpx
 
     if isinstance(exc, httpx.HTTPStatusError):
@@ -424,3 +511,111 @@ def encode_json(body: Mapping[str, Any]) -> bytes:
 
 def _json_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     return {"content-type": "application/json", **(headers or {})}
+
+
+def _aiohttp_error(exc: BaseException, aio: Any, provider: str) -> ProviderError:
+    """``error_from_exception`` for aiohttp's faults (timeouts, connection faults, bad URLs)."""
+    host = getattr(exc, "host", None)
+    port = getattr(exc, "port", None)
+    where = f" to {host}:{port}" if host and port else f" to {host}" if host else ""
+    name = type(exc).__name__
+    if isinstance(exc, TimeoutError):
+        return ProviderError(
+            f"{provider} request{where} timed out ({name})", provider=provider, retryable=True
+        )
+    if isinstance(exc, aio.InvalidURL):
+        return ProviderError(
+            f"{provider} request could not be sent ({name})", provider=provider, retryable=False
+        )
+    return ProviderError(
+        f"{provider} connection{where} failed ({name})", provider=provider, retryable=True
+    )
+
+
+class AioHttpClient:
+    """An ``aiohttp.ClientSession`` per event loop, made on first use (a session and its
+    connection pool belong to the loop that opened them), with real timeouts and a connection
+    limit. ``total`` (seconds, if given) bounds each whole request, as an SDK's ``timeout``
+    does; otherwise ``timeouts`` bound the connect and each read. Redirects are not followed.
+    ``aclose`` closes the running loop's session; one left on a finished loop is dropped."""
+
+    def __init__(
+        self,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeouts: HttpTimeouts | None = None,
+        total: float | None = None,
+        max_connections: int = 100,
+    ) -> None:
+        self._headers = dict(headers or {})
+        self._timeouts = timeouts or HttpTimeouts()
+        self._total = total
+        self._max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def get(self) -> aiohttp.ClientSession:
+        """The session of the running loop (call from a coroutine)."""
+        loop = asyncio.get_running_loop()
+        session = self._session
+        if session is not None and self._loop is not None and self._loop() is loop:
+            return session
+        import aiohttp
+
+        t = self._timeouts
+        timeout = aiohttp.ClientTimeout(
+            total=self._total, connect=t.connect, sock_read=None if self._total else t.read
+        )
+        connector = aiohttp.TCPConnector(limit=self._max_connections)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers=self._headers,
+            timeout=timeout,
+            auto_decompress=True,
+        )
+        self._loop = weakref.ref(loop)
+        return self._session
+
+    async def aclose(self) -> None:
+        session, loop_ref = self._session, self._loop
+        self._session = self._loop = None
+        if session is not None and _is_running(loop_ref):
+            await session.close()
+
+
+async def aio_post_json(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: Mapping[str, Any] | bytes,
+    *,
+    provider: str,
+    secrets: Iterable[str] = (),
+    headers: Mapping[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
+    status_error: StatusError | None = None,
+) -> Any:
+    """``post_json`` over aiohttp: POST ``body`` (a mapping, or JSON bytes already encoded)
+    and return the decoded JSON reply; every failure is a ``ProviderError``."""
+    secrets = tuple(secrets)
+    data = body if isinstance(body, bytes) else encode_json(body)
+    error: ProviderError | None = None
+    try:
+        async with session.post(
+            url, data=data, headers=_json_headers(headers), params=params, allow_redirects=False
+        ) as response:
+            status = response.status
+            reply_headers = response.headers
+            payload = await response.read()
+    except Exception as exc:
+        error = error_from_exception(exc, provider=provider, secrets=secrets)
+    if error is not None:
+        raise error
+    if status >= 400:
+        if status_error is not None:
+            raise status_error(status, reply_headers, payload)
+        raise _status_error(status, reply_headers, payload, provider=provider, secrets=secrets)
+    try:
+        return json.loads(payload)
+    except ValueError:
+        error = malformed_response(provider, f"HTTP {status} body is not JSON")
+    raise error

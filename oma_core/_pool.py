@@ -1,19 +1,29 @@
-"""Provider objects shared by several runs.
+"""Provider objects shared by several runs, closed with their owner or their event loop.
 
 ``run_agent`` builds a fresh ``Agent`` per run; without a pool each run would build (and
-close) its own provider. A pool keeps one provider per event loop and per settings (name, base
-URL, key, options). Two pools exist: ``OpenMultiAgent(share_providers=True)`` shares the
-providers whose spec says ``shared`` (SDK clients: one connection pool instead of a handshake
-per run) until ``OpenMultiAgent.aclose``; a team run shares every provider among its tasks and
-its coordinator (so a scripted queue is played in order across them) until the team run ends.
+close) its own provider — for an SDK, a new client, SSL context and connection pool per run. A
+pool keeps one provider per event loop and per settings (name, base URL, key, options: runs
+that differ in any of these never share a provider, so never a connection pool). Two pools
+exist: each ``OpenMultiAgent`` has one (unless ``share_providers=False``) for the providers
+whose spec says ``shared``; a team run shares every provider among its tasks and its
+coordinator (so a scripted queue is played in order across them) until the team run ends.
 Clients are bound to the loop they were made in, so a provider is never handed to another loop.
+
+What cannot leak: the providers a pool made on a loop are closed by ``aclose`` (on that loop);
+if the pool is dropped unclosed, in a task on that loop; and at the latest when the loop shuts
+down — one keeper per loop, an async generator started on it, closes what is left in its
+``finally`` when ``loop.shutdown_asyncgens()`` runs (``asyncio.run`` and ``asyncio.Runner``
+call it before they return).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import weakref
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,7 +33,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ProviderPool"]
 
+_log = logging.getLogger("oma.providers")
+
 _Key = tuple[str, str | None, str | None, str]
+_Providers = dict[_Key, "Provider"]
 
 
 class ProviderPool:
@@ -34,9 +47,11 @@ class ProviderPool:
 
     def __init__(self, *, every_provider: bool = False) -> None:
         self._every_provider = every_provider
-        self._by_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[_Key, Provider]
-        ] = weakref.WeakKeyDictionary()
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Providers] = (
+            weakref.WeakKeyDictionary()
+        )
+        # Dropped unclosed: hand what is still open to each loop's keeper.
+        weakref.finalize(self, _orphan, self._by_loop)
 
     def get(
         self, spec: ProviderSpec, settings: ProviderSettings, host: PluginHost
@@ -51,7 +66,11 @@ class ProviderPool:
             return None
         providers = self._by_loop.get(loop)
         if providers is None:
+            keeper = _keeper(loop)
+            if keeper is None:  # the loop is shutting down: the caller makes its own
+                return None
             providers = self._by_loop[loop] = {}
+            keeper.pools.add(providers)
         options = json.dumps(settings.options, sort_keys=True, default=repr)
         key = (spec.name, settings.base_url, settings.api_key, options)
         provider = providers.get(key)
@@ -60,18 +79,129 @@ class ProviderPool:
         return provider
 
     async def aclose(self) -> None:
-        """Close the providers made on the running loop; forget those of other loops."""
+        """Close the providers made on the running loop; forget those of other loops (their
+        loops' keepers close them)."""
         loop = asyncio.get_running_loop()
-        providers: dict[_Key, Any] = self._by_loop.pop(loop, {})
-        self._by_loop.clear()
-        errors: list[BaseException] = []
-        for provider in providers.values():
-            close = getattr(provider, "aclose", None)
-            if close is None:
-                continue
-            try:
-                await close()
-            except Exception as error:  # close every provider, then report the first failure
-                errors.append(error)
+        providers = self._by_loop.pop(loop, None)
+        _orphan(self._by_loop)
+        if providers is None:
+            return
+        keeper = _KEEPERS.get(loop)
+        if keeper is not None:
+            keeper.pools.discard(providers)
+        errors = await _close_all(list(providers.values()))
+        providers.clear()
         if errors:
             raise errors[0]
+
+
+class _PoolSet:
+    """Providers dicts held by identity (a dict is not hashable)."""
+
+    def __init__(self) -> None:
+        self.items: dict[int, _Providers] = {}
+
+    def add(self, item: _Providers) -> None:
+        self.items[id(item)] = item
+
+    def discard(self, item: _Providers) -> None:
+        self.items.pop(id(item), None)
+
+    def drain(self) -> list[Provider]:
+        """Every provider of every dict, each dict emptied and forgotten."""
+        providers = [p for item in self.items.values() for p in item.values()]
+        for item in self.items.values():
+            item.clear()
+        self.items.clear()
+        return providers
+
+
+class _Keeper:
+    """What one loop closes when it shuts down: the providers of the pools in use on it, and
+    those of dropped pools not yet closed (``orphans``)."""
+
+    def __init__(self) -> None:
+        self.pools = _PoolSet()
+        self.orphans: list[Provider] = []
+        self.generator: AsyncGenerator[None, None] | None = None
+
+
+#: one keeper per live loop (a loop holds the async generators it will close only weakly)
+_KEEPERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Keeper] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _keeper(loop: asyncio.AbstractEventLoop) -> _Keeper | None:
+    """The running loop's keeper, started on first use; None if the loop is shutting down."""
+    if getattr(loop, "_asyncgens_shutdown_called", False):
+        return None
+    keeper = _KEEPERS.get(loop)
+    if keeper is not None:
+        return keeper
+    keeper = _Keeper()
+    generator = _keep(keeper)
+    # Its first step only reaches the ``yield``, so it is taken here, synchronously; taking it
+    # on the running loop registers the generator with the loop (the loop's firstiter hook),
+    # whose ``shutdown_asyncgens`` then closes it.
+    with contextlib.suppress(StopIteration):
+        generator.asend(None).send(None)
+    keeper.generator = generator
+    _KEEPERS[loop] = keeper
+    return keeper
+
+
+async def _keep(keeper: _Keeper) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        # The loop is shutting down: close everything still open on it.
+        while keeper.orphans or keeper.pools.items:
+            left = keeper.pools.drain() + keeper.orphans
+            keeper.orphans = []
+            for error in await _close_all(left):
+                _log.warning("closing a shared provider failed: %s", type(error).__name__)
+
+
+def _orphan(by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Providers]) -> None:
+    """Hand each loop's providers in ``by_loop`` to that loop's keeper, and ask the loop to
+    close them soon (the keeper closes whatever that task has not when the loop shuts down)."""
+    for loop, providers in list(by_loop.items()):
+        keeper = _KEEPERS.get(loop)
+        if keeper is None or not providers:
+            continue
+        keeper.pools.discard(providers)
+        keeper.orphans.extend(providers.values())
+        providers.clear()
+        if not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # closed meanwhile: its keeper ran
+                loop.call_soon_threadsafe(_close_orphans_soon, loop, keeper)
+    by_loop.clear()
+
+
+def _close_orphans_soon(loop: asyncio.AbstractEventLoop, keeper: _Keeper) -> None:
+    if keeper.orphans:
+        loop.create_task(_close_orphans(keeper))
+
+
+async def _close_orphans(keeper: _Keeper) -> None:
+    while keeper.orphans:
+        provider = keeper.orphans[0]
+        for error in await _close_all([provider]):
+            _log.warning("closing a shared provider failed: %s", type(error).__name__)
+        if keeper.orphans and keeper.orphans[0] is provider:
+            keeper.orphans.pop(0)
+
+
+async def _close_all(providers: list[Any]) -> list[BaseException]:
+    """Close every provider (each one even if another fails); the failures, in order."""
+    errors: list[BaseException] = []
+    for provider in providers:
+        close = getattr(provider, "aclose", None)
+        if close is None:
+            continue
+        try:
+            await close()
+        except Exception as error:
+            errors.append(error)
+    return errors

@@ -3,12 +3,15 @@
 ``assistant_response`` builds the turn ``complete`` and the end of ``stream`` must agree on:
 text (one block; left out when the turn is only tool calls), then the tool calls, the usage
 and the stop reason. ``tool_result_text``, ``media_url`` and ``missing_api_key`` are the
-conversions and the one error every HTTP provider writes.
+conversions and the one error every HTTP provider writes. ``JsonView`` lets code written for an
+SDK's reply models read a decoded JSON reply (a plugin with a transport of its own beside its
+SDK reads both with one mapping).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from .errors import ProviderError
 from .messages import (
@@ -22,6 +25,7 @@ from .messages import (
 from .providers import ProviderResponse, ToolCall, Usage
 
 __all__ = [
+    "JsonView",
     "assistant_response",
     "media_url",
     "missing_api_key",
@@ -75,3 +79,43 @@ def missing_api_key(provider: str, *variables: str) -> ProviderError:
     return ProviderError(
         f"{provider} needs an API key: set {where}", provider=provider, retryable=False
     )
+
+
+class JsonView(Mapping[str, Any]):
+    """A decoded JSON object read as an SDK's reply model built without validation is: an
+    attribute is the member of that name (a nested object as a ``JsonView``, an array as a
+    list of views), None when absent; ``model_extra`` is the whole object (where such a model
+    keeps fields it does not declare). As a mapping it is the object itself, values
+    unwrapped, so ``dict(view)`` is a plain copy."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        return _view(self._data.get(name))
+
+    @property
+    def model_extra(self) -> Mapping[str, Any]:
+        return self._data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"JsonView({sorted(self._data)!r})"
+
+
+def _view(value: Any) -> Any:
+    if isinstance(value, dict):
+        return JsonView(value)
+    if isinstance(value, list):
+        return [_view(v) for v in value]
+    return value

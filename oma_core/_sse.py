@@ -6,6 +6,9 @@
 ``ProviderError`` instead of filling memory. ``stream_sse`` opens the POST as well and turns
 every failure — an error status, a transport fault mid-stream, a body that is not an event
 stream — into a ``ProviderError``. httpx and httpx-sse are imported on first use.
+
+``aio_stream_sse`` is ``stream_sse`` over an ``aiohttp`` session, with its own bounded parser
+(``SSEParser``, yielding ``SSEMessage``s, which ``event_json`` reads like httpx-sse's events).
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._http import (
+    ERROR_BODY_LIMIT,
+    StatusError,
     _json_headers,
+    _status_error,
     encode_json,
     error_from_event,
     error_from_exception,
@@ -28,10 +34,19 @@ from ._http import (
 from .errors import ProviderError
 
 if TYPE_CHECKING:
+    import aiohttp
     import httpx
     from httpx_sse import ServerSentEvent
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "event_json", "sse_events", "stream_sse"]
+__all__ = [
+    "DEFAULT_MAX_EVENT_BYTES",
+    "SSEMessage",
+    "SSEParser",
+    "aio_stream_sse",
+    "event_json",
+    "sse_events",
+    "stream_sse",
+]
 
 #: The largest event ``sse_events`` accepts by default (bytes on the wire, field names and
 #: line ends included): 16 MiB, more than any model's single streamed chunk.
@@ -189,7 +204,7 @@ async def stream_sse(
 
 
 def event_json(
-    event: ServerSentEvent, *, provider: str, secrets: Iterable[str] = ()
+    event: ServerSentEvent | SSEMessage, *, provider: str, secrets: Iterable[str] = ()
 ) -> dict[str, Any]:
     """An event's ``data`` as a JSON object. Data that is not one is a malformed-response
     ``ProviderError``; an error object (an ``"error"`` member, or ``"object"`` / ``"type"``
@@ -208,3 +223,154 @@ def event_json(
     ):
         raise error_from_event(data, provider=provider, secrets=secrets)
     return data
+
+
+class SSEMessage:
+    """One server-sent event: its ``event`` name (``"message"`` when none was given), its
+    ``data`` (the data lines joined by newlines), ``id`` and ``retry``."""
+
+    __slots__ = ("data", "event", "id", "retry")
+
+    def __init__(
+        self, event: str, data: str, id: str | None = None, retry: int | None = None
+    ) -> None:
+        self.event = event
+        self.data = data
+        self.id = id
+        self.retry = retry
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+    def __repr__(self) -> str:
+        return f"SSEMessage(event={self.event!r}, data=<{len(self.data)} chars>)"
+
+
+class SSEParser:
+    """The event-stream format (WHATWG HTML, "server-sent events") parsed from bytes as they
+    arrive: ``feed`` returns the events each chunk completes. A line may end in CR, LF or
+    CRLF and may straddle chunks; more than ``limit`` bytes without an event boundary is a
+    malformed-response ``ProviderError``."""
+
+    def __init__(self, provider: str, limit: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._provider = provider
+        self._limit = limit
+        self._rest = b""  # an incomplete last line
+        self._pending = 0  # bytes since the last event boundary
+        self._event = ""
+        self._data: list[str] = []
+        self._id: str | None = None
+        self._retry: int | None = None
+
+    def feed(self, chunk: bytes) -> list[SSEMessage]:
+        buffer = self._rest + chunk if self._rest else chunk
+        lines = buffer.splitlines(keepends=True)
+        last = lines[-1] if lines else b""
+        # A last line without its end is kept; so is one ending in CR (an LF may follow).
+        if last and last[-1:] != b"\n":
+            self._rest = lines.pop()
+        else:
+            self._rest = b""
+        events: list[SSEMessage] = []
+        for raw in lines:
+            line = raw.rstrip(b"\r\n")
+            if line:
+                self._pending += len(raw)
+                self._field(line)
+            else:
+                self._pending = 0
+                self._dispatch(events)
+        if self._pending + len(self._rest) > self._limit:
+            raise malformed_response(
+                self._provider, f"a server-sent event exceeds {self._limit} bytes"
+            )
+        return events
+
+    def close(self) -> list[SSEMessage]:
+        """The end of the body: a last event without its blank line is dropped, as the format
+        says (an incomplete event is not dispatched)."""
+        return []
+
+    def _field(self, line: bytes) -> None:
+        if line[:1] == b":":
+            return  # a comment
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self._data.append(value.decode("utf-8", "replace"))
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id":
+            if b"\0" not in value:
+                self._id = value.decode("utf-8", "replace")
+        elif name == b"retry" and value.isdigit():
+            self._retry = int(value)
+
+    def _dispatch(self, events: list[SSEMessage]) -> None:
+        if self._data:
+            data = "\n".join(self._data)
+            events.append(SSEMessage(self._event or "message", data, self._id, self._retry))
+            self._data = []
+        self._event = ""
+
+
+async def aio_stream_sse(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: Mapping[str, Any] | bytes,
+    *,
+    provider: str,
+    secrets: Iterable[str] = (),
+    headers: Mapping[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    status_error: StatusError | None = None,
+) -> AsyncGenerator[SSEMessage, None]:
+    """``stream_sse`` over an aiohttp session: POST ``body`` and yield the reply's events.
+
+    Closing the generator closes the response (its connection is not reused unless the body
+    was read to its end). Every failure is a ``ProviderError`` built from strings, as with
+    ``stream_sse``; an error status is read (bounded) and given to ``status_error`` if given.
+    """
+    secrets = tuple(secrets)
+    request_headers = {
+        **_json_headers(headers),
+        "accept": "text/event-stream",
+        "cache-control": "no-store",
+    }
+    data = body if isinstance(body, bytes) else encode_json(body)
+    error: ProviderError | None = None
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            response = await stack.enter_async_context(
+                session.post(
+                    url, data=data, headers=request_headers, params=params, allow_redirects=False
+                )
+            )
+        except Exception as exc:
+            error = error_from_exception(exc, provider=provider, secrets=secrets)
+        if error is None and response.status >= 400:
+            payload = b""
+            with contextlib.suppress(Exception):  # a body cut short: the status is enough
+                payload = await response.content.read(ERROR_BODY_LIMIT)
+            if status_error is not None:
+                error = status_error(response.status, response.headers, payload)
+            else:
+                error = _status_error(
+                    response.status, response.headers, payload, provider=provider, secrets=secrets
+                )
+        if error is None and not response.headers.get("content-type", "").startswith(
+            "text/event-stream"
+        ):
+            error = malformed_response(provider, "the reply is not an event stream")
+        if error is None:
+            parser = SSEParser(provider, max_event_bytes)
+            try:
+                async for chunk in response.content.iter_any():
+                    for event in parser.feed(chunk):
+                        yield event
+            except Exception as exc:
+                error = error_from_exception(exc, provider=provider, secrets=secrets)
+    if error is not None:
+        raise error

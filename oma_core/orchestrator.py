@@ -90,10 +90,12 @@ class OpenMultiAgent:
     ``retry_policy`` the base ladder (a seam for tests: its ``sleep`` and ``random``);
     ``tracer_provider`` an OpenTelemetry tracer provider (default: the global one, once the
     application configured it); ``trace_content`` puts the redacted input and output in spans.
-    ``share_providers=True`` lets runs share one provider (SDK client and connection pool) per
-    event loop and settings, for providers whose spec says ``shared``: connections are reused
-    across runs and stay open until ``await oma.aclose()``. By default each run makes and
-    closes its own, so nothing stays open after ``run_agent`` returns.
+    Runs share one provider (SDK client and connection pool) per event loop and settings, for
+    providers whose spec says ``shared``; runs with different keys, base URLs or options never
+    share one. Connections are reused across runs and stay open until ``await oma.aclose()``
+    (or the end of ``async with OpenMultiAgent(...)``), or at the latest until the event loop
+    shuts down (``asyncio.run`` closes them before it returns). ``share_providers=False``
+    makes each run build and close its own provider, so nothing stays open after a run.
     ``executor`` names where the runs of team tasks happen (an executor plugin: "local", the
     default, on this event loop; "ray" from oma-ray) and ``executor_options`` configures it;
     an unknown name is a ``PluginError`` here.
@@ -117,7 +119,7 @@ class OpenMultiAgent:
         retry_policy: RetryPolicy | None = None,
         tracer_provider: Any | None = None,
         trace_content: bool = False,
-        share_providers: bool = False,
+        share_providers: bool = True,
         executor: str = "local",
         executor_options: Mapping[str, Any] | None = None,
     ) -> None:
@@ -254,10 +256,11 @@ class OpenMultiAgent:
             )
 
     async def aclose(self) -> None:
-        """Score the queued evaluation cases, then close the providers runs shared.
+        """Score the queued evaluation cases, then close the providers runs shared on this loop.
 
-        With ``share_providers=True`` call this (or use ``async with OpenMultiAgent(...)``)
-        before the event loop ends. The object stays usable: later runs make new providers.
+        Shared providers are closed when the event loop shuts down anyway; call this (or use
+        ``async with OpenMultiAgent(...)``) to close them sooner. The object stays usable:
+        later runs make new providers.
         """
         try:
             await self.evaluation.flush()

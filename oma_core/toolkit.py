@@ -28,10 +28,16 @@ The groups:
   ``post_json``, ``stream_sse`` / ``sse_events`` (bounded events) / ``event_json``,
   ``error_from_response`` / ``error_from_streamed_response`` / ``error_from_event`` /
   ``error_from_exception`` / ``malformed_response`` (failures as ``ProviderError``, scrubbed
-  by ``scrub``), ``encode_json``, ``error_fields``, ``retry_delay`` (Google's ``RetryInfo``),
+  by ``scrub``; ``request_secrets`` lists what it must blank out of an error about a request;
+  ``innermost_cause`` and ``is_transport_error`` tell what an SDK's error really was),
+  ``encode_json``, ``error_fields``, ``retry_delay`` (Google's ``RetryInfo``),
   ``ToolCallAssembler``; for the mapping, ``assistant_response``, ``tool_call_events``,
   ``tool_result_text``, ``media_url`` and ``missing_api_key``; for Chat Completions
-  dialects, ``chat_tools``, ``chat_usage``, ``chat_text`` (and ``ToolCallAssembler.feed_chat``).
+  dialects, ``chat_tools``, ``chat_usage``, ``chat_text`` (and ``ToolCallAssembler.feed_chat``);
+- the same over aiohttp, for throughput (aiohttp imported on first use): ``AioHttpClient``
+  (one session per event loop), ``aio_post_json``, ``aio_stream_sse`` (``SSEParser``'s
+  ``SSEMessage``s), each taking an optional ``StatusError`` builder; ``JsonView`` to read a
+  decoded reply with code written for an SDK's models.
 """
 
 from __future__ import annotations
@@ -123,10 +129,20 @@ _EXPORTS: dict[str, str] = {
     "malformed_response": "_http",
     "retry_delay": "_http",
     "scrub": "_http",
+    "request_secrets": "_http",
+    "innermost_cause": "_http",
+    "is_transport_error": "_http",
+    "AioHttpClient": "_http",
+    "aio_post_json": "_http",
+    "StatusError": "_http",
     "DEFAULT_MAX_EVENT_BYTES": "_sse",
+    "SSEMessage": "_sse",
+    "SSEParser": "_sse",
+    "aio_stream_sse": "_sse",
     "sse_events": "_sse",
     "event_json": "_sse",
     "assistant_response": "_replies",
+    "JsonView": "_replies",
     "tool_call_events": "_replies",
     "chat_text": "_chat",
     "chat_tools": "_chat",
@@ -153,6 +169,13 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AioHttpClient",
+    "JsonView",
+    "SSEMessage",
+    "SSEParser",
+    "StatusError",
+    "aio_post_json",
+    "aio_stream_sse",
     "RunSettings",
     "ToolInvocation",
     "RunContext",
@@ -235,6 +258,8 @@ __all__ = [
     "event_json",
     "hookimpl",
     "http_client",
+    "innermost_cause",
+    "is_transport_error",
     "malformed_response",
     "media_url",
     "missing_api_key",
@@ -244,6 +269,7 @@ __all__ = [
     "prompt_fragments",
     "redact",
     "redact_text",
+    "request_secrets",
     "retry_delay",
     "scrub",
     "sse_events",
@@ -279,8 +305,11 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from ._chat import chat_text, chat_tools, chat_usage
     from ._http import (
         CLIENT_OPTIONS,
+        AioHttpClient,
         HttpTimeouts,
         LoopLocalClient,
+        StatusError,
+        aio_post_json,
         encode_json,
         error_fields,
         error_from_event,
@@ -288,19 +317,31 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         error_from_response,
         error_from_streamed_response,
         http_client,
+        innermost_cause,
+        is_transport_error,
         malformed_response,
         post_json,
+        request_secrets,
         retry_delay,
         scrub,
     )
     from ._replies import (
+        JsonView,
         assistant_response,
         media_url,
         missing_api_key,
         tool_call_events,
         tool_result_text,
     )
-    from ._sse import DEFAULT_MAX_EVENT_BYTES, event_json, sse_events, stream_sse
+    from ._sse import (
+        DEFAULT_MAX_EVENT_BYTES,
+        SSEMessage,
+        SSEParser,
+        aio_stream_sse,
+        event_json,
+        sse_events,
+        stream_sse,
+    )
     from ._tool_calls import ToolCallAssembler
     from .backends import (
         Backend,

@@ -18,19 +18,15 @@ with the key and the request's own text as the secrets, and its ``error_fields``
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 
 import anthropic
 
 from oma_core import ProviderError
 from oma_core.toolkit import (
-    Base64Source,
-    ProviderRequest,
-    ReasoningBlock,
-    TextBlock,
-    ToolResultBlock,
     error_fields,
+    innermost_cause,
+    is_transport_error,
     malformed_response,
     parse_retry_after,
     scrub,
@@ -42,7 +38,7 @@ __all__ = [
     "ERROR_TYPE_STATUS",
     "map_error",
     "refused_before_sending",
-    "request_secrets",
+    "status_error",
 ]
 
 #: The status each documented error type stands for (used for errors inside a 200 stream).
@@ -58,43 +54,6 @@ ERROR_TYPE_STATUS = {
     "timeout_error": 504,
     "overloaded_error": 529,
 }
-
-#: Request texts shorter than this are not blanked out of messages (they would hit words).
-_MIN_SECRET = 8
-
-
-def request_secrets(request: ProviderRequest | None, api_key: str | None) -> tuple[str, ...]:
-    """What an error message must never quote: the key and the request's own text and media,
-    each also as it appears inside a JSON echo of the body."""
-    found: set[str] = {api_key} if api_key else set()
-    if request is not None:
-        for value in _request_strings(request):
-            if len(value) >= _MIN_SECRET:
-                found.add(value)
-                found.add(json.dumps(value, ensure_ascii=False)[1:-1])
-                found.add(json.dumps(value)[1:-1])
-    return tuple(found)
-
-
-def _request_strings(request: ProviderRequest) -> Iterator[str]:
-    if request.system_prompt:
-        yield request.system_prompt
-    for message in request.messages:
-        for block in message.content:
-            if isinstance(block, TextBlock | ReasoningBlock):
-                yield block.text
-            elif isinstance(block, ToolResultBlock):
-                if isinstance(block.content, str):
-                    yield block.content
-                    continue
-                for part in block.content:
-                    if isinstance(part, TextBlock):
-                        yield part.text
-                    elif isinstance(part.source, Base64Source):
-                        yield part.source.data
-            source = getattr(block, "source", None)
-            if isinstance(source, Base64Source):
-                yield source.data
 
 
 def refused_before_sending(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError:
@@ -116,7 +75,7 @@ def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError 
     if isinstance(exc, anthropic.APIStatusError):
         return _status_error(exc, secrets)
     if isinstance(exc, anthropic.APITimeoutError):
-        root = _innermost_cause(exc)
+        root = innermost_cause(exc)
         if "Timeout" not in type(root).__name__:
             # the aiohttp transport reports a dropped connection as a connect timeout
             return ProviderError(
@@ -133,7 +92,7 @@ def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError 
         return ProviderError(
             f"{DISPLAY_NAME} connection failed{why}", provider=DISPLAY_NAME, retryable=True
         )
-    if _is_transport_error(exc):
+    if is_transport_error(exc):
         # Raised while a stream's body is read, which the SDK does not wrap.
         return ProviderError(
             f"{DISPLAY_NAME} connection failed mid-response: {type(exc).__name__}",
@@ -146,41 +105,29 @@ def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError 
 
 
 def _status_error(exc: anthropic.APIStatusError, secrets: Iterable[str]) -> ProviderError:
-    status: int | None = exc.status_code
-    error_type, message = error_fields(exc.body)
-    if status == 200:  # an ``error`` event inside a stream that began fine
-        status = ERROR_TYPE_STATUS.get(error_type or "")
-    headers: Mapping[str, str] = exc.response.headers
-    text = f"{DISPLAY_NAME} returned HTTP {status}" if status else f"{DISPLAY_NAME} failed"
+    return status_error(exc.status_code, exc.response.headers, exc.body, secrets)
+
+
+def status_error(
+    status: int, headers: Mapping[str, str], body: object, secrets: Iterable[str] = ()
+) -> ProviderError:
+    """The error for an error status, or (``status`` 200) for an ``error`` event inside a
+    stream that began fine, which gets the status its error type stands for; the same on
+    every transport."""
+    code: int | None = status
+    error_type, message = error_fields(body)
+    if status == 200:
+        code = ERROR_TYPE_STATUS.get(error_type or "")
+    text = f"{DISPLAY_NAME} returned HTTP {code}" if code else f"{DISPLAY_NAME} failed"
     if error_type:
         text += f" ({scrub(error_type, secrets)})"
     if message:
         text += f": {scrub(message, secrets)}"
     return ProviderError(
         text,
-        status_code=status,
+        status_code=code,
         provider=DISPLAY_NAME,
         # an error type outside the documented list mid-stream: a server fault, try again
-        retryable=True if status is None else None,
+        retryable=True if code is None else None,
         retry_after=parse_retry_after(headers),
     )
-
-
-def _innermost_cause(exc: BaseException) -> BaseException:
-    """The exception at the bottom of ``exc``'s ``__cause__`` chain (a few links at most)."""
-    for _ in range(8):
-        if exc.__cause__ is None:
-            break
-        exc = exc.__cause__
-    return exc
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    # The SDK's HTTP library (httpx, or httpx2 in the 2.x SDK) raises TransportError
-    # subclasses; telling them apart by name avoids importing a library the SDK may not use.
-    for cls in type(exc).__mro__:
-        if cls.__name__ in ("TransportError", "StreamError") and cls.__module__.startswith(
-            ("httpx", "httpcore")
-        ):
-            return True
-    return False

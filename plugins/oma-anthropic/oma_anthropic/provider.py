@@ -12,7 +12,7 @@ import importlib.util
 import inspect
 import os
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anthropic
@@ -25,10 +25,12 @@ from oma_core.toolkit import (
     ProviderSettings,
     ResponseComplete,
     malformed_response,
+    request_secrets,
 )
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
-from .errors import map_error, refused_before_sending, request_secrets
+from .direct import DirectClient
+from .errors import map_error, refused_before_sending
 from .mapping import BODY_OPTIONS, build_body, response_from_message
 from .streaming import StreamAssembler
 
@@ -36,9 +38,10 @@ __all__ = ["CLIENT_OPTIONS", "TRANSPORTS", "AnthropicProvider"]
 
 #: ``provider_options`` that configure the client rather than the body.
 CLIENT_OPTIONS = ("headers", "timeout", "transport")
-#: What ``provider_options["transport"]`` may be: the SDK's httpx client (the default) or its
-#: aiohttp one (faster with many calls in flight; needs the plugin's ``aiohttp`` extra).
-TRANSPORTS = ("httpx", "aiohttp")
+#: What ``provider_options["transport"]`` may be: the SDK's httpx client (the default), its
+#: aiohttp one (faster with many calls in flight), or ``"direct"``, the plugin's own aiohttp
+#: client without the SDK (fastest); the last two need the plugin's ``aiohttp`` extra.
+TRANSPORTS = ("httpx", "aiohttp", "direct")
 _REQUEST_OPTIONS = frozenset({*BODY_OPTIONS, "max_tokens", "model", "extra_body"})
 _KNOWN_OPTIONS = frozenset({*CLIENT_OPTIONS, *_REQUEST_OPTIONS})
 
@@ -73,6 +76,7 @@ class AnthropicProvider:
         self._options: Mapping[str, Any] = settings.options
         self._base_url = _sdk_base_url(settings.base_url)
         self._clients: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any]] = {}
+        self._direct: DirectClient | None = None
 
     # -- the provider interface
 
@@ -87,6 +91,9 @@ class AnthropicProvider:
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body = self.render(request)
+        if self._transport == "direct":
+            reply = await self._direct_client().complete(body, self._secrets(request))
+            return response_from_message(reply)
         client = self._client()
         # Each failure is built inside its ``except`` and raised after it, so the error holds
         # no reference to the SDK's exception (whose request carries the key and the prompt).
@@ -105,15 +112,19 @@ class AnthropicProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         body = self.render(request)
-        client = self._client()
         error: ProviderError | None = None
-        try:
-            raw = await client.messages.with_raw_response.create(**_split(body), stream=True)
-            events = await raw.parse()
-        except Exception as exc:
-            error = self._error(exc, request, sent=False)
-        if error is not None:
-            raise error
+        events: Any
+        if self._transport == "direct":
+            events = self._direct_client().stream(body, self._secrets(request))
+        else:
+            client = self._client()
+            try:
+                raw = await client.messages.with_raw_response.create(**_split(body), stream=True)
+                events = await raw.parse()
+            except Exception as exc:
+                error = self._error(exc, request, sent=False)
+            if error is not None:
+                raise error
         assembler = StreamAssembler()
         feed = assembler.feed
         iterator = events.__aiter__()
@@ -130,7 +141,7 @@ class AnthropicProvider:
                 if out is not None:
                     yield out
         finally:
-            await events.close()
+            await (events.aclose() if self._transport == "direct" else events.close())
         try:
             response = assembler.finish()
         except ProviderError as exc:
@@ -140,6 +151,8 @@ class AnthropicProvider:
         yield ResponseComplete(response)
 
     async def aclose(self) -> None:
+        if self._direct is not None:
+            await self._direct.aclose()
         clients, self._clients = self._clients, {}
         for loop_ref, client in clients.values():
             loop = loop_ref()
@@ -168,6 +181,22 @@ class AnthropicProvider:
         )
         self._clients[id(loop)] = (weakref.ref(loop), client)
         return client
+
+    def _direct_client(self) -> DirectClient:
+        if self._direct is None:
+            timeout = self._options.get("timeout")
+            self._direct = DirectClient(
+                self._base_url,
+                self._api_key(),
+                dict(self._options.get("headers") or {}),
+                float(timeout) if isinstance(timeout, int | float) else None,
+            )
+        return self._direct
+
+    def _secrets(self, request: ProviderRequest) -> Callable[[], tuple[str, ...]]:
+        """What an error must not quote, worked out only when an error is built."""
+        key = self._settings.api_key or os.environ.get("ANTHROPIC_API_KEY")
+        return lambda: request_secrets(request, key)
 
     def _api_key(self) -> str:
         key = self._settings.api_key or os.environ.get("ANTHROPIC_API_KEY")
@@ -201,13 +230,13 @@ def _transport(value: Any) -> str:
         return "httpx"
     if value not in TRANSPORTS:
         raise PluginError(
-            f'provider_options["transport"] for anthropic must be "httpx" or "aiohttp", '
-            f"got {value!r}",
+            'provider_options["transport"] for anthropic must be "httpx", "aiohttp" or '
+            f'"direct", got {value!r}',
             name="anthropic",
         )
-    if value == "aiohttp" and importlib.util.find_spec("aiohttp") is None:
+    if value != "httpx" and importlib.util.find_spec("aiohttp") is None:
         raise PluginError(
-            'provider_options["transport"] = "aiohttp" needs aiohttp: '
+            f'provider_options["transport"] = "{value}" needs aiohttp: '
             "pip install 'oma-anthropic[aiohttp]'",
             name="anthropic",
         )

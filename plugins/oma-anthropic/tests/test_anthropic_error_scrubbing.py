@@ -1,5 +1,5 @@
 """Property: whatever the prompt, an error message built from a service's echo of the request
-(the toolkit's ``scrub`` with the plugin's ``request_secrets``) quotes neither the prompt (raw
+(the toolkit's ``scrub`` with its ``request_secrets``) quotes neither the prompt (raw
 or JSON-escaped, as an echoed body carries it) nor the key."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oma_anthropic.errors import request_secrets
 
 from oma_core import load_messages
-from oma_core.toolkit import ProviderRequest, scrub
+from oma_core.toolkit import ProviderRequest, request_secrets, scrub
 
 KEY = "sk-ant-oma-property-secret-0123456789"
 # Secrets made of brackets or dots could be spelled by the markers scrubbing inserts.

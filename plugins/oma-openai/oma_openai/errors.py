@@ -17,28 +17,27 @@ they got; a reply that cannot be decoded is the toolkit's ``malformed_response``
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 
 import openai
 
 from oma_core import ProviderError
 from oma_core.toolkit import (
-    Base64Source,
-    ProviderRequest,
-    ReasoningBlock,
-    TextBlock,
-    ToolResultBlock,
     error_fields,
+    innermost_cause,
+    is_transport_error,
     malformed_response,
     parse_retry_after,
     scrub,
 )
 
-__all__ = ["from_sdk_error", "refused_before_sending", "request_secrets"]
+__all__ = [
+    "from_sdk_error",
+    "refused_before_sending",
+    "status_error",
+    "stream_error",
+]
 
-#: Request texts shorter than this are not blanked out of messages (they would hit words).
-_MIN_SECRET = 8
 #: Error types and codes (OpenAI's and common compatible servers') that mean "try again".
 _TRANSIENT = frozenset(
     {
@@ -55,40 +54,6 @@ _TRANSIENT = frozenset(
 )
 
 
-def request_secrets(request: ProviderRequest | None, api_key: str | None) -> tuple[str, ...]:
-    """What an error message must never quote: the key and the request's own text and media,
-    each also as it appears inside a JSON echo of the body."""
-    found: set[str] = {api_key} if api_key else set()
-    if request is not None:
-        for value in _request_strings(request):
-            if len(value) >= _MIN_SECRET:
-                found.add(value)
-                found.add(json.dumps(value, ensure_ascii=False)[1:-1])
-                found.add(json.dumps(value)[1:-1])
-    return tuple(found)
-
-
-def _request_strings(request: ProviderRequest) -> Iterator[str]:
-    if request.system_prompt:
-        yield request.system_prompt
-    for message in request.messages:
-        for block in message.content:
-            if isinstance(block, TextBlock | ReasoningBlock):
-                yield block.text
-            elif isinstance(block, ToolResultBlock):
-                if isinstance(block.content, str):
-                    yield block.content
-                    continue
-                for part in block.content:
-                    if isinstance(part, TextBlock):
-                        yield part.text
-                    elif isinstance(part.source, Base64Source):
-                        yield part.source.data
-            source = getattr(block, "source", None)
-            if isinstance(source, Base64Source):
-                yield source.data
-
-
 def refused_before_sending(
     display_name: str, exc: BaseException, secrets: Iterable[str] = ()
 ) -> ProviderError:
@@ -102,6 +67,44 @@ def refused_before_sending(
     )
 
 
+def status_error(
+    status: int,
+    headers: Mapping[str, str],
+    body: object,
+    display_name: str,
+    secrets: Iterable[str] = (),
+    *,
+    reason: str | None = None,
+) -> ProviderError:
+    """The error for an error status (the same on every transport): the code (which decides
+    ``retryable``), the service's message, scrubbed, and ``retry-after-ms`` / ``retry-after``."""
+    detail = error_fields(body)[1] or reason or "request failed"
+    return ProviderError(
+        f"{display_name}: HTTP {status}: {scrub(detail, secrets)}",
+        status_code=status,
+        provider=display_name,
+        retry_after=parse_retry_after(headers),
+    )
+
+
+def stream_error(
+    error: Mapping[str, object],
+    display_name: str,
+    secrets: Iterable[str] = (),
+    *,
+    fallback: str = "error event",
+) -> ProviderError:
+    """The error for an ``error`` object a service sends inside a stream: retryable when its
+    type or code says the fault is transient."""
+    kind = {str(error.get("type") or ""), str(error.get("code") or "")}
+    detail = scrub(error_fields({"error": error})[1] or fallback, secrets)
+    return ProviderError(
+        f"{display_name}: error in stream: {detail}",
+        provider=display_name,
+        retryable=bool(kind & _TRANSIENT),
+    )
+
+
 def from_sdk_error(
     exc: BaseException, display_name: str, secrets: Iterable[str] = ()
 ) -> ProviderError | None:
@@ -110,16 +113,16 @@ def from_sdk_error(
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        detail = error_fields(exc.body)[1] or exc.response.reason_phrase or "request failed"
-        return ProviderError(
-            f"{display_name}: HTTP {status}: {scrub(detail, secrets)}",
-            status_code=status,
-            provider=display_name,
-            retry_after=parse_retry_after(exc.response.headers),
+        return status_error(
+            exc.status_code,
+            exc.response.headers,
+            exc.body,
+            display_name,
+            secrets,
+            reason=exc.response.reason_phrase,
         )
     if isinstance(exc, openai.APITimeoutError):
-        root = _innermost_cause(exc)
+        root = innermost_cause(exc)
         if "Timeout" not in type(root).__name__:
             # the aiohttp transport reports a dropped connection as a connect timeout
             return ProviderError(
@@ -140,38 +143,11 @@ def from_sdk_error(
         return malformed_response(display_name, "the reply does not match the documented schema")
     if isinstance(exc, openai.APIError):  # an error event inside a stream
         error = exc.body if isinstance(exc.body, Mapping) else {}
-        kind = {str(error.get("type") or ""), str(error.get("code") or "")}
-        detail = scrub(error_fields({"error": error})[1] or exc.message, secrets)
-        return ProviderError(
-            f"{display_name}: error in stream: {detail}",
-            provider=display_name,
-            retryable=bool(kind & _TRANSIENT),
-        )
-    if _is_transport_error(exc):  # raised while a stream's body is read, not wrapped
+        return stream_error(error, display_name, secrets, fallback=exc.message)
+    if is_transport_error(exc):  # raised while a stream's body is read, not wrapped
         return ProviderError(
             f"{display_name}: connection error mid-response: {type(exc).__name__}",
             provider=display_name,
             retryable=True,
         )
     return None
-
-
-def _innermost_cause(exc: BaseException) -> BaseException:
-    """The exception at the bottom of ``exc``'s ``__cause__`` chain (a few links at most)."""
-    for _ in range(8):
-        if exc.__cause__ is None:
-            break
-        exc = exc.__cause__
-    return exc
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    # The SDK's HTTP library (httpx2, or httpx in older SDKs) raises TransportError and
-    # StreamError subclasses; telling them apart by name avoids importing a library the SDK
-    # may not use.
-    for cls in type(exc).__mro__:
-        if cls.__name__ in ("TransportError", "StreamError") and cls.__module__.startswith(
-            ("httpx", "httpcore")
-        ):
-            return True
-    return False

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import openai
@@ -29,10 +29,12 @@ from oma_core.toolkit import (
     TextDelta,
     ToolCall,
     malformed_response,
+    request_secrets,
 )
 
 from .convert import CLIENT_OPTIONS, content_blocks, parse_arguments, request_body
-from .errors import from_sdk_error, refused_before_sending, request_secrets
+from .direct import DirectClient
+from .errors import from_sdk_error, refused_before_sending
 from .presets import Preset
 
 __all__ = ["OpenAIChatProvider"]
@@ -64,6 +66,7 @@ class OpenAIChatProvider:
         self._body_options = {k: v for k, v in settings.options.items() if k not in CLIENT_OPTIONS}
         self._sdk: openai.AsyncOpenAI | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._direct: DirectClient | None = None
 
     # -- the Provider interface
 
@@ -72,6 +75,9 @@ class OpenAIChatProvider:
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body = request_body(request, self.preset, stream=False, options=self._body_options)
+        if self._transport == "direct":
+            reply = await self._direct_client().complete(body, self._secrets(request))
+            return self._read_completion(reply)
         client = self._client()
         # Each failure is built inside its ``except`` and raised after it, so the error holds
         # no reference to the SDK's exception (whose request carries the key and the prompt).
@@ -92,17 +98,21 @@ class OpenAIChatProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         body = request_body(request, self.preset, stream=True, options=self._body_options)
-        client = self._client()
         error: ProviderError | None = None
-        try:
-            raw = await client.chat.completions.with_raw_response.create(
-                model=body["model"], messages=(), stream=True, extra_body=body
-            )
-            chunks = raw.parse()
-        except Exception as exc:
-            error = self._error(exc, request, sent=False)
-        if error is not None:
-            raise error
+        chunks: Any
+        if self._transport == "direct":
+            chunks = self._direct_client().stream(body, self._secrets(request))
+        else:
+            client = self._client()
+            try:
+                raw = await client.chat.completions.with_raw_response.create(
+                    model=body["model"], messages=(), stream=True, extra_body=body
+                )
+                chunks = raw.parse()
+            except Exception as exc:
+                error = self._error(exc, request, sent=False)
+            if error is not None:
+                raise error
         assembly = _StreamAssembly(self.preset)
         try:
             while True:
@@ -118,7 +128,7 @@ class OpenAIChatProvider:
                 for event in events:
                     yield event
         finally:
-            await chunks.close()
+            await (chunks.aclose() if self._transport == "direct" else chunks.close())
         try:
             response = assembly.finish()
         except ProviderError as exc:
@@ -131,13 +141,12 @@ class OpenAIChatProvider:
         sdk, self._sdk, self._loop = self._sdk, None, None
         if sdk is not None:
             await sdk.close()
+        if self._direct is not None:
+            await self._direct.aclose()
 
     # -- internals
 
-    def _client(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        if self._sdk is not None and self._loop is loop:
-            return self._sdk
+    def _key(self) -> str:
         api_key = self._api_key or self.preset.key_placeholder
         if not api_key:
             raise ProviderError(
@@ -146,6 +155,25 @@ class OpenAIChatProvider:
                 provider=self.display_name,
                 retryable=False,
             )
+        return api_key
+
+    def _direct_client(self) -> DirectClient:
+        if self._direct is None:
+            base_url = self.base_url or "https://api.openai.com/v1"
+            self._direct = DirectClient(
+                self.display_name, base_url, self._key(), self._client_options
+            )
+        return self._direct
+
+    def _secrets(self, request: ProviderRequest) -> Callable[[], tuple[str, ...]]:
+        """What an error must not quote, worked out only when an error is built."""
+        return lambda: request_secrets(request, self._api_key)
+
+    def _client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        if self._sdk is not None and self._loop is loop:
+            return self._sdk
+        api_key = self._key()
         options = dict(self._client_options)
         if self._transport == "aiohttp":
             # The SDK's own aiohttp client: the SDK's default timeout and connection limits,
@@ -294,22 +322,24 @@ class _StreamAssembly:
         )
 
 
-TRANSPORTS = ("httpx", "aiohttp")
+TRANSPORTS = ("httpx", "aiohttp", "direct")
 
 
 def transport_option(value: Any, name: str) -> str:
-    """``provider_options["transport"]``: the SDK's default httpx client, or its aiohttp one
-    (faster with many calls in flight; needs the plugin's ``aiohttp`` extra)."""
+    """``provider_options["transport"]``: the SDK's default httpx client, its aiohttp one
+    (faster with many calls in flight), or ``"direct"``: the plugin's own aiohttp client,
+    without the SDK (fastest). The last two need the plugin's ``aiohttp`` extra."""
     if value is None:
         return "httpx"
     if value not in TRANSPORTS:
         raise PluginError(
-            f'provider_options["transport"] for {name} must be "httpx" or "aiohttp", got {value!r}',
+            f'provider_options["transport"] for {name} must be "httpx", "aiohttp" or "direct", '
+            f"got {value!r}",
             name=name,
         )
-    if value == "aiohttp" and importlib.util.find_spec("aiohttp") is None:
+    if value != "httpx" and importlib.util.find_spec("aiohttp") is None:
         raise PluginError(
-            'provider_options["transport"] = "aiohttp" needs aiohttp: '
+            f'provider_options["transport"] = "{value}" needs aiohttp: '
             "pip install 'oma-openai[aiohttp]'",
             name=name,
         )

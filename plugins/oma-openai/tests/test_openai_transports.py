@@ -1,6 +1,7 @@
 """``provider_options={"transport": "aiohttp"}`` puts the SDK's own aiohttp client under the
-provider; the default stays the SDK's httpx client. (The mapping, streaming, fault, leak and
-conformance tests run on both: see the ``transport`` fixture.)"""
+provider, ``"direct"`` the plugin's own (no SDK); the default stays the SDK's httpx client.
+(The mapping, streaming, fault, leak and conformance tests run on each: see the ``transport``
+fixture.)"""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_unknown_transport_is_refused_when_the_provider_is_built(
 ) -> None:
     with pytest.raises(PluginError) as info:
         provider_for(server, transport="carrier-pigeon")
-    assert 'must be "httpx" or "aiohttp"' in str(info.value)
+    assert 'must be "httpx", "aiohttp" or "direct"' in str(info.value)
 
 
 async def test_transport_is_not_sent_as_a_body_field(server: FakeChatCompletions) -> None:
@@ -50,25 +51,29 @@ async def test_transport_is_not_sent_as_a_body_field(server: FakeChatCompletions
     assert "transport" not in server.requests[0].json
 
 
-async def test_the_timeout_option_bounds_an_aiohttp_call(server: FakeChatCompletions) -> None:
+@pytest.mark.parametrize("aio", ["aiohttp", "direct"])
+async def test_the_timeout_option_bounds_an_aiohttp_call(
+    server: FakeChatCompletions, aio: str
+) -> None:
     from oma_core import ProviderError
     from oma_core.testing import Delay
 
     server.enqueue(Delay(2.0))
-    provider = provider_for(server, transport="aiohttp", timeout=0.2)
+    provider = provider_for(server, transport=aio, timeout=0.2)
     with pytest.raises(ProviderError) as info:
         await provider.complete(request("hi"))
     await provider.aclose()
     assert "timed out" in str(info.value) and info.value.retryable
 
 
-async def test_a_cancelled_aiohttp_stream_closes_its_connection() -> None:
+@pytest.mark.parametrize("aio", ["aiohttp", "direct"])
+async def test_a_cancelled_aiohttp_stream_closes_its_connection(aio: str) -> None:
     with FakeChatCompletions(chunk_size=1) as server:
         server.reply(Reply(text="x" * 200))  # type: ignore[attr-defined]
         from oma_core.testing import SlowStream
 
         server.enqueue(SlowStream(event_delay=0.05))  # type: ignore[attr-defined]
-        provider = provider_for(server, transport="aiohttp")  # type: ignore[arg-type]
+        provider = provider_for(server, transport=aio)  # type: ignore[arg-type]
 
         async def read() -> None:
             async for _ in provider.stream(request("hi")):
@@ -83,14 +88,17 @@ async def test_a_cancelled_aiohttp_stream_closes_its_connection() -> None:
         assert await server.async_wait_idle()  # type: ignore[attr-defined]
 
 
-async def test_concurrent_aiohttp_runs_share_one_provider(server: FakeChatCompletions) -> None:
+@pytest.mark.parametrize("aio", ["aiohttp", "direct"])
+async def test_concurrent_aiohttp_runs_share_one_provider(
+    server: FakeChatCompletions, aio: str
+) -> None:
     config = AgentConfig(
         name="t",
         provider="openai",
         model="gpt-test",
         base_url=server.base_url,
         api_key="test-key",
-        provider_options={"transport": "aiohttp"},
+        provider_options={"transport": aio},
     )
     async with Agent(config) as agent:
         results = await asyncio.gather(*(agent.run(f"q{i}") for i in range(50)))
