@@ -537,7 +537,7 @@ def test_a_plan_that_cannot_run_is_refused_with_one_line_and_status_2(
 def test_a_missing_plan_file_is_refused_with_status_2(tmp_path: Path) -> None:
     result = oma("tasks", str(tmp_path / "absent.json"))
     assert result.returncode == 2
-    assert result.stderr.startswith("error: cannot read ") and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: no such file: ") and result.stderr.count("\n") == 1
 
 
 def test_a_cost_budget_without_prices_is_refused(tmp_path: Path) -> None:

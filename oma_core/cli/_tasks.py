@@ -84,7 +84,10 @@ async def _check_agents(configs: Sequence[AgentConfig]) -> None:
             if kind not in host.backend_specs():
                 refuse(f"agent {config.name!r}: no backend {kind!r} is installed")
             continue
-        agent = Agent(config, plugins=host)
+        try:
+            agent = Agent(config, plugins=host)
+        except OmaError as error:
+            refuse(f"agent {config.name!r}: {error}")
         try:
             agent.provider()
         except OmaError as error:
