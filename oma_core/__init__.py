@@ -64,7 +64,7 @@ _EXPORTS: dict[str, str] = {
     "ToolError": "errors",
     "PluginError": "errors",
     "PlanError": "errors",
-    "WorkerLostError": "executors",
+    "WorkerLostError": "errors",
     "NotRegisteredError": "errors",
     "UnknownOptionError": "errors",
     "MissingKeyError": "errors",
@@ -262,9 +262,10 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         UnknownOptionError,
         UnsupportedContentBlockError,
         UsageError,
+        WorkerLostError,
     )
     from .evaluation import EvalCase, EvalResult, OnlineEvaluationConfig, Score
-    from .executors import ExecutorSpec, WorkerLostError
+    from .executors import ExecutorSpec
     from .media import (
         IMAGE_MEDIA_TYPES,
         MediaTypeMismatchError,

@@ -19,7 +19,8 @@ OmaError                                   code, retryable, status
     ├── RunTimeoutError                    scope, timeout: oma's own run or call limit ran out
     ├── BudgetExceededError                kind, limit, used: a token or cost cap was reached
     ├── MaxTurnsExceededError              max_turns: the tool loop did not finish in time
-    └── HookError                          hook: a before_run hook raised or returned garbage
+    ├── HookError                          hook: a before_run hook raised or returned garbage
+    └── WorkerLostError                    executor, worker: the process running a task died
 ```
 
 Constructors take one of two shapes, by where the message comes from: free text is
@@ -58,6 +59,7 @@ __all__ = [
     "UnknownOptionError",
     "UnsupportedContentBlockError",
     "UsageError",
+    "WorkerLostError",
 ]
 
 
@@ -400,3 +402,19 @@ class HookError(RunError):
     def __init__(self, message: str, *, hook: str | None = None) -> None:
         self.hook = hook
         super().__init__(message)
+
+
+class WorkerLostError(RunError):
+    """The process running a task's agent run died (killed, out of memory) before it finished.
+
+    Retryable: a task retried under ``TaskSpec.max_retries`` runs again on another worker.
+    ``executor`` names the executor; ``worker`` identifies the lost worker where known.
+    """
+
+    code = "WORKER_LOST"
+    retryable = True
+
+    def __init__(self, message: str, *, executor: str, worker: str | None = None) -> None:
+        super().__init__(message)
+        self.executor = executor
+        self.worker = worker

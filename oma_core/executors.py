@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from .errors import RunError
-
 if TYPE_CHECKING:
     from .budgets import Budget, CostEstimator
     from .config import AgentConfig
@@ -40,7 +38,6 @@ __all__ = [
     "RunDefaults",
     "TaskRun",
     "TaskRunner",
-    "WorkerLostError",
 ]
 
 #: What an executor may declare in ``ExecutorSpec.supports``:
@@ -150,19 +147,3 @@ class ExecutorSpec:
     factory: Callable[[Mapping[str, Any]], Executor]
     supports: frozenset[str] = attrs.field(default=frozenset(), converter=_features)
     description: str = ""
-
-
-class WorkerLostError(RunError):
-    """The process running a task's agent run died (killed, out of memory) before it finished.
-
-    Retryable: a task retried under ``TaskSpec.max_retries`` runs again on another worker.
-    ``executor`` names the executor; ``worker`` identifies the lost worker where known.
-    """
-
-    code = "WORKER_LOST"
-    retryable = True
-
-    def __init__(self, message: str, *, executor: str, worker: str | None = None) -> None:
-        super().__init__(message)
-        self.executor = executor
-        self.worker = worker

@@ -82,7 +82,7 @@ _EXPORTS: dict[str, str] = {
     "RunDefaults": "executors",
     "TaskRun": "executors",
     "TaskRunner": "executors",
-    "WorkerLostError": "executors",
+    "WorkerLostError": "errors",
     # the message model
     "LLMMessage": "messages",
     "ContentBlock": "messages",
@@ -368,6 +368,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ProviderError,
         RunTimeoutError,
         UnsupportedContentBlockError,
+        WorkerLostError,
     )
     from .executors import (
         EXECUTOR_FEATURES,
@@ -377,7 +378,6 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         RunDefaults,
         TaskRun,
         TaskRunner,
-        WorkerLostError,
     )
     from .messages import (
         Base64Source,

@@ -185,6 +185,7 @@ EXAMPLES: list[Any] = [
     errors.BudgetExceededError("the shared budget is spent"),
     errors.MaxTurnsExceededError(3),
     errors.HookError("AgentConfig.before_run raised ValueError: no", hook="AgentConfig.before_run"),
+    errors.WorkerLostError("worker 3 died", executor="ray", worker="3"),
     errors.UsageError("called wrong"),
     errors.RunError("the run failed"),
     errors.OmaError("plain"),
@@ -232,6 +233,7 @@ def test_the_two_families_split_called_wrong_from_run_failed() -> None:
         errors.BudgetExceededError,
         errors.MaxTurnsExceededError,
         errors.HookError,
+        errors.WorkerLostError,
     }
     assert all(issubclass(cls, errors.UsageError) for cls in called_wrong)
     assert all(issubclass(cls, errors.RunError) for cls in run_failed)
