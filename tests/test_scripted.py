@@ -136,6 +136,16 @@ async def test_an_agent_on_the_scripted_provider_plays_the_script() -> None:
     assert result.output == "hello"
 
 
+async def test_a_delay_and_response_object_in_the_options_is_a_delayed_answer() -> None:
+    """JSON (a plan file) has no Delayed: {"delay", "response"} stands for one."""
+    responses = [{"delay": 0.001, "response": "late"}, {"delay": 1, "response": "x", "n": 2}]
+    config = AgentConfig(name="a", provider="scripted", provider_options={"responses": responses})
+    agent = Agent(config, plugins=PluginHost(load_entrypoints=False))
+    assert (await agent.run("x")).output == "late"
+    # Any other key makes it an ordinary (here: invalid) assistant message, not a delay.
+    assert not (await agent.run("x")).success
+
+
 async def test_scripted_plays_strings_messages_and_dicts_in_order() -> None:
     message = load_messages([assistant_turn("from object")])[0]
     agent, provider = scripted_agent(["one", message, assistant_turn("from dict")])

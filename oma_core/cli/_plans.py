@@ -85,23 +85,6 @@ def _known(data: Mapping[str, Any], fields: Sequence[str], where: str) -> None:
         refuse(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(fields)})")
 
 
-def _scripted_responses(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The scripted provider's responses, with ``{"delay": s, "response": r}`` as ``Delayed``:
-    JSON has no other way to ask for a slow answer (for demos and tests of the view)."""
-    from ..testing import Delayed
-
-    responses = options.get("responses")
-    if not isinstance(responses, list):
-        return dict(options)
-    played = [
-        Delayed(item["delay"], item["response"])
-        if isinstance(item, Mapping) and set(item) == {"delay", "response"}
-        else item
-        for item in responses
-    ]
-    return {**options, "responses": played}
-
-
 def agent_config(data: Any, where: str) -> AgentConfig:
     from ..config import AgentConfig
 
@@ -114,11 +97,6 @@ def agent_config(data: Any, where: str) -> AgentConfig:
     options = fields.get("provider_options")
     if options is not None and not isinstance(options, Mapping):
         refuse(f"{where}.provider_options must be an object")
-    provider = str(fields.get("provider", "echo"))
-    if options is not None and (
-        provider == "scripted" or str(fields.get("model", "")).startswith("scripted:")
-    ):
-        fields["provider_options"] = _scripted_responses(options)
     try:
         return AgentConfig(**fields)
     except (TypeError, ValueError, OmaError) as error:
