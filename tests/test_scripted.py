@@ -138,12 +138,15 @@ async def test_an_agent_on_the_scripted_provider_plays_the_script() -> None:
 
 async def test_a_delay_and_response_object_in_the_options_is_a_delayed_answer() -> None:
     """JSON (a plan file) has no Delayed: {"delay", "response"} stands for one."""
-    responses = [{"delay": 0.001, "response": "late"}, {"delay": 1, "response": "x", "n": 2}]
-    config = AgentConfig(name="a", provider="scripted", provider_options={"responses": responses})
-    agent = Agent(config, plugins=PluginHost(load_entrypoints=False))
-    assert (await agent.run("x")).output == "late"
+
+    def agent(response: dict[str, object]) -> Agent:
+        options = {"responses": [response]}
+        config = AgentConfig(name="a", provider="scripted", provider_options=options)
+        return Agent(config, plugins=PluginHost(load_entrypoints=False))
+
+    assert (await agent({"delay": 0.001, "response": "late"}).run("x")).output == "late"
     # Any other key makes it an ordinary (here: invalid) assistant message, not a delay.
-    assert not (await agent.run("x")).success
+    assert not (await agent({"delay": 0.001, "response": "x", "n": 2}).run("x")).success
 
 
 async def test_scripted_plays_strings_messages_and_dicts_in_order() -> None:
