@@ -150,18 +150,19 @@ def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
 
 
 def _wait_until_reading(pid: int) -> None:
-    """Until the process blocks on its stdin (its state reads "S" in a read syscall)."""
+    """Until the process blocks in read(2) on its stdin: the syscall number (0 on x86-64, 63
+    on arm64) and its first argument, the file descriptor, 0 (a read of a module file while
+    it starts does not count)."""
     import time
 
+    read = "63" if os.uname().machine == "aarch64" else "0"
     syscall = Path(f"/proc/{pid}/syscall")
     for _ in range(3000):
         try:
-            number = syscall.read_text().split()[0]
-        except (OSError, IndexError):
-            number = ""
-        if number == "0":  # read(2) on x86-64 / arm64 is 0 / 63
-            return
-        if number == "63" and os.uname().machine == "aarch64":
+            number, fd = syscall.read_text().split()[:2]
+        except (OSError, ValueError):
+            number = fd = ""
+        if number == read and fd == "0x0":
             return
         time.sleep(0.01)
     raise AssertionError("the command never blocked reading stdin")
