@@ -92,5 +92,5 @@ def test_oma_render_refuses_video_before_anything(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         cli, ["render", "-p", "anthropic", "--video", "https://example.com/v.mp4", "x"]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # refused before any request: a usage error
     assert 'Anthropic Messages cannot represent the "video" content block' in result.output

@@ -55,14 +55,15 @@ def test_oma_run_refuses_a_video_url_and_sends_nothing(server: FakeBedrock) -> N
             "what is this?",
         ],
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # refused before any request: a usage error
     assert 'Amazon Bedrock cannot represent the "video" content block' in result.output
     assert server.requests == []
 
 
 def test_oma_render_is_the_converse_body(tmp_path: Path) -> None:
     clip = tmp_path / "clip.webm"
-    clip.write_bytes(b"\x1a\x45\xdf\xa3" + bytes(64))
+    # An EBML header whose DocType is "webm": the content must say what the name says.
+    clip.write_bytes(bytes.fromhex("1a45dfa39f4286810142f7810142f2810442f381084282") + b"\x84webm")
     result = CliRunner().invoke(
         cli, ["render", "--full", "-p", "bedrock", "--video", str(clip), "x"]
     )

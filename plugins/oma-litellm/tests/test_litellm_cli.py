@@ -49,6 +49,6 @@ def test_oma_run_refuses_a_video_and_sends_nothing(
             "what is this?",
         ],
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # refused before any request: a usage error
     assert 'LiteLLM bridge cannot represent the "video" content block' in result.output
     assert server.requests == []
