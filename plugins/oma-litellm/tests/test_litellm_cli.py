@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ from click.testing import CliRunner
 from fake_chat_completions import FakeChatCompletions
 
 from oma_core.cli import cli
+from oma_core.testing import MEDIA_SAMPLES
 
 
 @pytest.mark.parametrize("streaming", [True, False])
@@ -31,7 +31,7 @@ def test_oma_run_refuses_a_video_and_sends_nothing(
     server: FakeChatCompletions, tmp_path: Path
 ) -> None:
     clip = tmp_path / "clip.mp4"
-    clip.write_bytes(base64.b64decode("AAAAGGZ0eXBtcDQy"))
+    clip.write_bytes(MEDIA_SAMPLES["video/mp4"])
     result = CliRunner().invoke(
         cli,
         [
