@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from fake_chat_completions import FakeChatCompletions
 
 from oma_core.cli import cli
-from oma_core.testing import MEDIA_SAMPLES
+from oma_core.testing.conformance import MEDIA_SAMPLES
 
 
 @pytest.mark.parametrize("streaming", [True, False])
