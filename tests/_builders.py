@@ -11,7 +11,7 @@
   ``vision_agent``; hosts with the built-in plugins only (``builtin_host``); orchestrators that
   never really sleep (``make_orchestrator``); ``start`` runs an agent with ``RunSettings``;
 - small fake providers, backends, call middleware (``Recorder``), and sleeps that several
-  behaviour files use.
+  behaviour files use; ``oma(...)`` runs the command in process.
 """
 
 from __future__ import annotations
@@ -616,3 +616,13 @@ def make_orchestrator(**kwargs: Any) -> OpenMultiAgent:
 
 def png_image(data: str = PNG) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
+def oma(*args: str, input: str | bytes | None = None) -> Any:
+    """The ``oma`` command run in this process through click's ``CliRunner`` (its
+    ``exit_code``, ``stdout`` and ``stderr``); with the ``cli_home`` fixture for a clean world."""
+    from click.testing import CliRunner
+
+    from oma_core.cli import cli
+
+    return CliRunner().invoke(cli, list(args), input=input)

@@ -8,6 +8,7 @@ import io
 import pathlib
 import socket
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,3 +102,19 @@ def no_io(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(builtins, "open", guarded)
     monkeypatch.setattr(io, "open", guarded)
     yield
+
+
+@pytest.fixture
+def cli_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """A CLI test's own world: its ``$OMA_HOME`` (keys and the run log), no plugins from
+    entry points, no ``OMA_PROVIDER``/``OMA_MODEL``, and a process-wide host built afresh."""
+    from oma_core.plugins import PluginHost
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("OMA_HOME", str(home))
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
+    for name in ("OMA_PROVIDER", "OMA_MODEL", "OMA_DISABLE_PLUGINS"):
+        monkeypatch.delenv(name, raising=False)
+    previous = PluginHost.set_default(None)
+    yield home
+    PluginHost.set_default(previous)

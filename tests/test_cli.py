@@ -5,36 +5,20 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from _builders import oma
 
-from oma_core.cli import CAPABILITY_COLUMNS, cli
+from oma_core.cli import CAPABILITY_COLUMNS
 from oma_core.plugins import PluginHost
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(92)  # 100 bytes: the PNG signature, then padding
 MP4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + bytes(6)  # 30 bytes
 
 
-@pytest.fixture(autouse=True)
-def _fresh_host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    """Each test gets a process-wide host built from its own environment, and its own
-    directory for keys and the run log."""
-    monkeypatch.setenv("OMA_HOME", str(tmp_path / "oma-home"))
-    monkeypatch.delenv("OMA_MODEL", raising=False)
-    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
-    monkeypatch.delenv("OMA_DISABLE_PLUGINS", raising=False)
-    monkeypatch.delenv("OMA_PROVIDER", raising=False)
-    previous = PluginHost.set_default(None)
-    yield
-    PluginHost.set_default(previous)
-
-
-def oma(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
+pytestmark = pytest.mark.usefixtures("cli_home")
 
 
 @pytest.fixture
@@ -314,7 +298,7 @@ class TwoWay:
 
 
 @pytest.fixture
-def two_way() -> None:
+def two_way(cli_home: Path) -> None:
     from oma_core import Capabilities, ProviderSpec, hookimpl
 
     class Plugin:

@@ -4,33 +4,17 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-
-from oma_core.cli import cli
-from oma_core.plugins import PluginHost
+from _builders import oma
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(84)  # 100 bytes
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01" + bytes(88)  # 100 bytes
 MP4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + bytes(6)  # 30 bytes
 
 
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    monkeypatch.setenv("OMA_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
-    for name in ("OMA_PROVIDER", "OMA_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    previous = PluginHost.set_default(None)
-    yield
-    PluginHost.set_default(previous)
-
-
-def oma(*args: str, input: bytes | str | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=input)
+pytestmark = pytest.mark.usefixtures("cli_home")
 
 
 def write(tmp_path: Path, name: str, data: bytes) -> str:

@@ -7,9 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-
-from oma_core.cli import cli
+from _builders import oma
 
 SECRET = "sk-test-0123456789abcdef"
 
@@ -19,10 +17,6 @@ def _home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("OMA_HOME", str(home))
     return home
-
-
-def oma(*args: str, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=input)
 
 
 def test_keys_path_is_in_oma_home(_home: Path) -> None:

@@ -6,34 +6,20 @@ import base64
 import json
 import sqlite3
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from _builders import oma
 
 from oma_core import Agent, AgentConfig, PluginHost, RunLog, RunSettings
-from oma_core.cli import cli
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(200))
 PNG_B64 = base64.b64encode(PNG).decode("ascii")
 KEY = "sk-test-logkey-0123456789abcdef"
 
 
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    monkeypatch.setenv("OMA_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
-    for name in ("OMA_PROVIDER", "OMA_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    previous = PluginHost.set_default(None)
-    yield
-    PluginHost.set_default(previous)
-
-
-def oma(*args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=input)
+pytestmark = pytest.mark.usefixtures("cli_home")
 
 
 def logged() -> list[dict[str, Any]]:

@@ -10,7 +10,8 @@ from typing import Any
 
 import attrs
 import pytest
-from click.testing import CliRunner, Result
+from _builders import oma
+from click.testing import CliRunner
 
 from oma_core import Capabilities, LLMMessage, ProviderSpec, TextBlock, hookimpl
 from oma_core.cli import cli
@@ -63,10 +64,6 @@ def _host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     SEEN.clear()
     yield
     PluginHost.set_default(previous)
-
-
-def oma(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def request() -> ProviderRequest:
