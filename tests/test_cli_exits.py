@@ -137,6 +137,9 @@ def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         env=environment(tmp_path),
         cwd=ROOT,
+        # A runner started in the background ignores SIGINT, and a child inherits that: give
+        # the command Python's usual handling, as a terminal would.
+        preexec_fn=_default_sigint,
     ) as process:
         assert process.stdout is not None and process.stdin is not None
         assert process.stdout.readline() == b"ready\n"
@@ -214,3 +217,7 @@ def test_a_retry_is_shown_on_stderr_with_attempt_reason_and_wait() -> None:
     assert result.stderr == (
         "retrying: attempt 1 failed (HTTP 503 from api.flaky.test: overloaded); waiting 0.0s\n"
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

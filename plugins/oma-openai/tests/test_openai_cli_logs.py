@@ -149,6 +149,9 @@ def test_ctrl_c_during_a_request_exits_130_quietly_and_closes_the_connection(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
+        # A runner started in the background ignores SIGINT, and a child inherits that: give
+        # the command Python's usual handling, as a terminal would.
+        preexec_fn=_default_sigint,
     ) as process:
         for _ in range(6000):  # until the request has arrived (the server holds it)
             if server.requests or process.poll() is not None:
@@ -162,3 +165,7 @@ def test_ctrl_c_during_a_request_exits_130_quietly_and_closes_the_connection(
     assert server.wait_idle(timeout=10), "a connection was left open"
     (run,) = logged(home)
     assert run["error"] == "interrupted"
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
