@@ -164,10 +164,19 @@ def run_attempt(
     except BaseException:  # KeyboardInterrupt / TaskCancelledError: Ray cancelled the task
         if not finished:
             job.cancel()  # cancels the run on its loop: its finally blocks and cleanup run
-            for _ in range(600):  # up to 30 s for the run's cleanup
-                try:
-                    if out.get(timeout=0.05) is _DONE:
-                        break
-                except queue.Empty:
-                    continue
+            _wait_for_cleanup(out)
         raise
+
+
+def _wait_for_cleanup(out: queue.Queue[Any]) -> None:
+    """Until the cancelled run's cleanup is done (up to 30 s). A further interrupt (Ray may
+    deliver its cancellation more than once) does not cut the wait short: the worker must not
+    move on, or exit, while the run's ``finally`` blocks are still to run."""
+    for _ in range(600):
+        try:
+            if out.get(timeout=0.05) is _DONE:
+                return
+        except queue.Empty:
+            continue
+        except KeyboardInterrupt:
+            continue
