@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import queue
+import signal
 import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
@@ -124,6 +125,7 @@ def run_attempt(
     caps: tuple[float | None, float | None],
 ) -> Iterator[list[tuple[str, Any]]]:
     """Run one attempt; yield its events, its calls' usage and, last, its ``RunResult``."""
+    _interruptible()
     out: queue.Queue[Any] = queue.Queue()
     budget = None
     if ledger is not None:
@@ -180,3 +182,14 @@ def _wait_for_cleanup(out: queue.Queue[Any]) -> None:
             continue
         except KeyboardInterrupt:
             continue
+
+
+def _interruptible() -> None:
+    """Let ``ray.cancel`` reach this task. Ray interrupts a running task the way a SIGINT
+    would, which does nothing in a process that ignores SIGINT; a worker inherits that from a
+    cluster started by a driver that ignores it (one run in the background, as CI runs are).
+    Python's own handler is restored, in the task's (main) thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
