@@ -7,17 +7,25 @@ every machine (the system ``mimetypes`` database differs between machines and re
 
 Bytes and files (``image_file``, ``video_file``, ``media_file``, ``image_bytes``, ...) are typed
 by their content: the signature library ``filetype`` (loaded on first use, never on ``import
-oma_core``) names the type; a file's extension is a hint only, and an extension or a stated
-``media_type`` that disagrees with the content is a ``MediaTypeMismatchError`` naming both.
+oma_core``) names the type. A file's extension is a hint only: one that disagrees with the
+content is a ``MediaTypeWarning`` and the content's type is sent; a ``media_type`` the caller
+states and the content contradicts is a ``MediaTypeMismatchError`` naming both.
+
+Files are read safely: regular files only (a FIFO, a device or a directory is refused at once,
+never read), opened without blocking, the size checked against ``max_bytes`` before the body is
+read, and the body read in bounded chunks that stop at the limit if the file grows meanwhile.
+Errors never carry a payload: a value the caller passed is shown shortened.
 """
 
 from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Mapping
+import stat
+import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Final, Literal
+from typing import BinaryIO, Final, Literal
 
 from ._checks import check_base64, check_media_type, check_url, type_name
 from ._parse import new, parse_detail
@@ -28,8 +36,12 @@ __all__ = [
     "IMAGE_EXTENSIONS",
     "IMAGE_MEDIA_TYPES",
     "VIDEO_EXTENSIONS",
+    "MediaFileTooLargeError",
     "MediaTypeMismatchError",
+    "MediaTypeWarning",
+    "MaxBytes",
     "checked_media_type",
+    "read_limited",
     "extension_media_type",
     "image_bytes",
     "image_file",
@@ -146,7 +158,8 @@ def _family_type(media_type: object, family: str) -> str:
     if not checked.startswith(family + "/"):
         article = "an" if family == "image" else "a"
         raise InvalidMessageError(
-            "media_type", f"must be {article} {family} MIME type ({family}/...), got {checked}"
+            "media_type",
+            f"must be {article} {family} MIME type ({family}/...), got {_shown(checked)}",
         )
     return checked
 
@@ -230,7 +243,69 @@ class MediaTypeMismatchError(InvalidMessageError):
         self.claimed_type = claimed_type
         self.claimed_by = claimed_by
         self.detail = reason
-        super().__init__("media_type", f"of {name}: {reason}")
+        super().__init__("media_type", f"of {_shown(name)}: {reason}")
+
+
+class MediaTypeWarning(UserWarning):
+    """A file's extension says one media type and its content another: the content's type is
+    sent. ``name`` is the file, ``content_type`` what it holds, ``extension_type`` what its
+    extension says."""
+
+    def __init__(self, name: str, content_type: str, extension_type: str) -> None:
+        self.name = name
+        self.content_type = content_type
+        self.extension_type = extension_type
+        super().__init__(
+            f"{name}: its content is {content_type}, but its extension says {extension_type}; "
+            f"sent as {content_type}"
+        )
+
+
+class MediaFileTooLargeError(InvalidMessageError):
+    """A file is past the ``max_bytes`` it was read with; refused before its body is read (or,
+    when it grew while read, as soon as it passed the limit: ``grew`` True).
+
+    ``name`` is the file, ``media_type`` its content's type, ``size`` its size in bytes (at
+    least ``limit + 1`` when it grew), ``limit`` the limit in bytes."""
+
+    def __init__(self, name: str, media_type: str, size: int, limit: int, grew: bool) -> None:
+        self.name = name
+        self.media_type = media_type
+        self.size = size
+        self.limit = limit
+        self.grew = grew
+        if grew:
+            self.detail = f"it grew past the limit of {limit} bytes while it was read"
+        else:
+            self.detail = f"it is {size} bytes, past the limit of {limit} bytes"
+        super().__init__("path", f"{name}: {self.detail}")
+
+
+#: Past this many characters, a name shown in an error is cut (errors carry no payload).
+_SHOWN = 200
+#: A stated media type that is not one is shown up to this many characters.
+_SHOWN_TYPE = 20
+
+
+def _shown(value: str) -> str:
+    """A name as an error shows it: whole when short, a ``data:`` URL without its payload,
+    else its start and its length."""
+    if value[:5].lower() == "data:":
+        return f"{value.partition(',')[0]},...[{len(value)} characters]"
+    if len(value) <= _SHOWN:
+        return value
+    return f"{value[: _SHOWN - 40]}...[{len(value)} characters]"
+
+
+def _shown_type(value: str) -> str:
+    """A stated media type as an error shows it: whole when it is one, else cut short."""
+    try:
+        return check_media_type(value, "media_type")
+    except InvalidMessageError:
+        pass
+    if len(value) <= _SHOWN_TYPE:
+        return value
+    return f"{_shown(value)[:_SHOWN_TYPE]}...[{len(value)} characters]"
 
 
 def _canonical(media_type: str) -> str:
@@ -280,7 +355,9 @@ def checked_media_type(
     must agree with the content; it decides alone only when the content's type is unknown
     (never for text, except SVG).
     ``family`` limits the answer to images or videos. Anything else raises
-    ``MediaTypeMismatchError`` naming both types.
+    ``MediaTypeMismatchError`` naming both types. An ``extension_hint`` the content contradicts
+    is only a ``MediaTypeWarning``: the content decides. Only the first 8 KiB of ``data`` are
+    looked at.
     """
     sniffed = sniff_media_type(data)
     content = None if sniffed is None else _canonical(sniffed)
@@ -303,43 +380,172 @@ def checked_media_type(
         if hint:
             reason += f" (its extension says {hint})"
         claimed_by = "caller" if media_type is not None else "extension"
-        raise MediaTypeMismatchError(name, None, media_type or hint, claimed_by, reason)
+        claimed = None if media_type is None else _shown_type(media_type)
+        raise MediaTypeMismatchError(name, None, claimed or hint, claimed_by, reason)
     family_of_content = content.partition("/")[0]
     if family_of_content not in ("image", "video") or (family and family_of_content != family):
+        claimed = None if media_type is None else _shown_type(media_type)
         raise MediaTypeMismatchError(
-            name, content, media_type, "family", f"its content is {content}, not {wanted}"
+            name, content, claimed, "family", f"its content is {content}, not {wanted}"
         )
     if media_type is not None and _canonical(media_type) != content:
+        claimed = _shown_type(media_type)
         raise MediaTypeMismatchError(
             name,
             content,
-            media_type,
+            claimed,
             "caller",
-            f"its content is {content}, but the stated type is {media_type}",
+            f"its content is {content}, but the stated type is {claimed}",
         )
     if media_type is None and extension_hint is not None and _canonical(extension_hint) != content:
-        raise MediaTypeMismatchError(
-            name,
-            content,
-            extension_hint,
-            "extension",
-            f"its content is {content}, but its extension says {extension_hint}",
-        )
+        warnings.warn(MediaTypeWarning(name, content, extension_hint), stacklevel=4)
     return content
 
 
-def _read(path: str | os.PathLike[str]) -> tuple[bytes, str, str | None]:
-    file = Path(path)
-    name = str(path)
-    if file.is_dir():
-        raise InvalidMessageError("path", f"{name} is a directory, not a file")
+#: What a limit may be: bytes, or a function of the content's media type giving them (None: no
+#: limit), or None.
+MaxBytes = int | Callable[[str], int | None] | None
+
+#: Read in chunks of this size: memory grows with the file only up to the limit.
+_CHUNK: Final = 1 << 20
+#: The head read first: what the signature check and the text check look at.
+_HEAD: Final = 8192
+
+_KINDS: Final = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_regular(mode: int, name: str) -> InvalidMessageError | None:
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((what for test, what in _KINDS if test(mode)), "not a regular file")
+    return InvalidMessageError("path", f"{name} is {kind}, not a regular file")
+
+
+def _open_regular(path: str | os.PathLike[str], name: str) -> tuple[int, int]:
+    """A descriptor on the regular file at ``path`` and its size. Stat'ed first and opened
+    without blocking, so a FIFO or a device is refused at once and never read; the opened
+    descriptor is checked again (the path may have been swapped between the two)."""
     try:
-        data = file.read_bytes()
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
         raise InvalidMessageError("path", f"no such file: {name}") from None
     except OSError as exc:
         raise InvalidMessageError("path", f"cannot read {name}: {exc.strerror or exc}") from None
-    return data, name, extension_media_type(file.name)
+    refused = _not_regular(mode, name)
+    if refused is not None:
+        raise refused
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise InvalidMessageError("path", f"cannot read {name}: {exc.strerror or exc}") from None
+    opened = os.fstat(fd)
+    refused = _not_regular(opened.st_mode, name)
+    if refused is not None:
+        os.close(fd)
+        raise refused
+    return fd, opened.st_size
+
+
+def _read_up_to(fd: int, count: int, name: str) -> bytes:
+    """Up to ``count`` bytes from ``fd``, fewer only at its end; in chunks of ``_CHUNK``."""
+    parts: list[bytes] = []
+    left = count
+    while left > 0:
+        try:
+            part = os.read(fd, min(left, _CHUNK))
+        except OSError as exc:
+            raise InvalidMessageError(
+                "path", f"cannot read {name}: {exc.strerror or exc}"
+            ) from None
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _limit_for(max_bytes: MaxBytes, media_type: str) -> int | None:
+    return max_bytes(media_type) if callable(max_bytes) else max_bytes
+
+
+def _read_file(
+    path: str | os.PathLike[str],
+    family: Family | None,
+    media_type: str | None,
+    max_bytes: MaxBytes,
+) -> tuple[bytes, str]:
+    """The bytes of the regular file at ``path`` and their checked media type.
+
+    The head is read and typed first, then the size is checked against the limit for that
+    type before the body is read; a file that grows past the limit meanwhile is cut there and
+    refused.
+    """
+    name = os.fspath(path)
+    fd, size = _open_regular(path, name)
+    try:
+        head = _read_up_to(fd, _HEAD, name)
+        hint = extension_media_type(Path(path).name)
+        checked = checked_media_type(head, name, family, media_type, hint)
+        limit = _limit_for(max_bytes, checked)
+        if limit is not None and size > limit:
+            raise MediaFileTooLargeError(name, checked, size, limit, grew=False)
+        if len(head) < _HEAD:
+            return head, checked
+        wanted = (limit + 1 if limit is not None else max(size, _HEAD) + 1) - len(head)
+        parts = [head]
+        while True:  # to the end of the file, or one byte past the limit
+            part = _read_up_to(fd, wanted, name)
+            parts.append(part)
+            read = sum(map(len, parts))
+            if limit is not None and read > limit:
+                raise MediaFileTooLargeError(name, checked, read, limit, grew=True)
+            if len(part) < wanted or limit is not None:
+                return b"".join(parts), checked
+            wanted = _CHUNK
+    finally:
+        os.close(fd)
+
+
+def read_limited(
+    stream: BinaryIO,
+    name: str,
+    family: Family | None = None,
+    media_type: str | None = None,
+    max_bytes: MaxBytes = None,
+) -> tuple[bytes, str]:
+    """The bytes of ``stream`` (stdin, a pipe) and their checked media type, read as a file is:
+    the head typed first, then at most the limit for that type (``MediaFileTooLargeError`` one
+    byte past it, without reading further)."""
+    head = _read_stream(stream, _HEAD)
+    checked = checked_media_type(head, name, family, media_type)
+    limit = _limit_for(max_bytes, checked)
+    if len(head) < _HEAD:
+        return head, checked
+    rest = _read_stream(stream, None if limit is None else limit + 1 - len(head))
+    data = head + rest
+    if limit is not None and len(data) > limit:
+        raise MediaFileTooLargeError(name, checked, len(data), limit, grew=True)
+    return data, checked
+
+
+def _read_stream(stream: BinaryIO, count: int | None) -> bytes:
+    parts: list[bytes] = []
+    left = count
+    while left is None or left > 0:
+        part = stream.read(_CHUNK if left is None else min(left, _CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        if left is not None:
+            left -= len(part)
+    return b"".join(parts)
 
 
 def _block(data: bytes, media_type: str, detail: Detail | None) -> ImageBlock | VideoBlock:
@@ -376,30 +582,43 @@ def media_bytes(
 
 
 def image_file(
-    path: str | os.PathLike[str], media_type: str | None = None, detail: Detail | None = None
+    path: str | os.PathLike[str],
+    media_type: str | None = None,
+    detail: Detail | None = None,
+    *,
+    max_bytes: MaxBytes = None,
 ) -> ImageBlock:
-    """An image block of the file at ``path``, typed by its content; the extension must agree
-    (a JPEG named ``.png`` is refused, naming both types)."""
-    data, name, hint = _read(path)
-    block = _block(data, checked_media_type(data, name, "image", media_type, hint), detail)
+    """An image block of the regular file at ``path``, typed by its content.
+
+    An extension that disagrees is a ``MediaTypeWarning`` (a JPEG named ``.png`` is sent as
+    image/jpeg); a ``media_type`` you state must agree (``MediaTypeMismatchError``).
+    ``max_bytes`` (bytes, or a function of the media type) is checked before the file is
+    read: ``MediaFileTooLargeError``.
+    """
+    data, checked = _read_file(path, "image", media_type, max_bytes)
+    block = _block(data, checked, detail)
     assert isinstance(block, ImageBlock)
     return block
 
 
-def video_file(path: str | os.PathLike[str], media_type: str | None = None) -> VideoBlock:
-    """A video block of the file at ``path``, typed by its content (see ``image_file``)."""
-    data, name, hint = _read(path)
-    block = _block(data, checked_media_type(data, name, "video", media_type, hint), None)
+def video_file(
+    path: str | os.PathLike[str], media_type: str | None = None, *, max_bytes: MaxBytes = None
+) -> VideoBlock:
+    """A video block of the regular file at ``path``, typed by its content (see
+    ``image_file``)."""
+    data, checked = _read_file(path, "video", media_type, max_bytes)
+    block = _block(data, checked, None)
     assert isinstance(block, VideoBlock)
     return block
 
 
 def media_file(
-    path: str | os.PathLike[str], media_type: str | None = None
+    path: str | os.PathLike[str], media_type: str | None = None, *, max_bytes: MaxBytes = None
 ) -> ImageBlock | VideoBlock:
-    """An image or video block of the file at ``path``, whichever its content is."""
-    data, name, hint = _read(path)
-    return _block(data, checked_media_type(data, name, None, media_type, hint), None)
+    """An image or video block of the regular file at ``path``, whichever its content is
+    (see ``image_file``)."""
+    data, checked = _read_file(path, None, media_type, max_bytes)
+    return _block(data, checked, None)
 
 
 def _raw(data: object) -> bytes:

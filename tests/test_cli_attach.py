@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
+import tracemalloc
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 from _builders import oma
+
+from oma_core import Capabilities, ProviderSpec, hookimpl
+from oma_core.plugins import PluginHost
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(84)  # 100 bytes
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01" + bytes(88)  # 100 bytes
@@ -35,15 +44,27 @@ def test_a_file_without_an_extension_is_typed_by_its_content(tmp_path: Path) -> 
     assert "video video/mp4 base64 30 bytes" in result.stdout
 
 
-def test_a_jpeg_named_png_is_a_usage_error_naming_both_types_and_the_fix(tmp_path: Path) -> None:
+def test_a_jpeg_named_png_is_sent_as_jpeg_with_a_warning(tmp_path: Path) -> None:
     path = write(tmp_path, "photo.png", JPEG)
     result = oma("run", "look", "-a", path)
-    assert result.exit_code == 2
-    assert result.stdout == ""
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "look"; image image/jpeg base64 100 bytes\n'
     assert result.stderr == (
-        f"error: -a {path}: its content is image/jpeg, but its extension says image/png; "
-        f"if the content is right, say so: --attach-type {path} image/jpeg\n"
+        f"warning: -a {path}: its content is image/jpeg, but its extension says image/png; "
+        "sent as image/jpeg\n"
     )
+
+
+def test_a_png_named_txt_is_sent_as_png_with_the_same_warning(tmp_path: Path) -> None:
+    path = write(tmp_path, "photo.txt", PNG)
+    result = oma("run", "look", "-a", path)
+    assert result.exit_code == 0, result.output
+    assert "image image/png base64 100 bytes" in result.stdout
+    assert result.stderr == ""  # .txt names no media type: nothing to contradict
+    named_jpg = write(tmp_path, "cat.jpg", PNG)
+    warned = oma("run", "look", "-a", named_jpg)
+    assert "image image/png base64 100 bytes" in warned.stdout
+    assert warned.stderr.startswith(f"warning: -a {named_jpg}: its content is image/png")
 
 
 def test_attach_type_states_the_type_and_attaches(tmp_path: Path) -> None:
@@ -80,7 +101,9 @@ def test_a_binary_non_media_file_is_one_line(tmp_path: Path) -> None:
 def test_a_directory_and_a_missing_file_are_one_line_each(tmp_path: Path) -> None:
     folder = oma("run", "-a", str(tmp_path))
     assert folder.exit_code == 2
-    assert folder.stderr == f"error: -a {tmp_path}: {tmp_path} is a directory, not a file\n"
+    assert folder.stderr == (
+        f"error: -a {tmp_path}: {tmp_path} is a directory, not a regular file\n"
+    )
     missing = oma("run", "--image", str(tmp_path / "nope.png"))
     assert missing.exit_code == 2
     assert "no such file" in missing.stderr
@@ -158,6 +181,132 @@ def test_a_data_url_is_checked_against_its_content() -> None:
     result = oma("run", "-a", lying)
     assert result.exit_code == 2
     assert "its content is image/jpeg, but the stated type is image/png" in result.stderr
+
+
+def test_a_data_url_refused_is_named_without_its_payload() -> None:
+    payload = base64.b64encode(JPEG + bytes(5000)).decode()
+    lying = "data:image/png;base64," + payload
+    result = oma("run", "-a", lying)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: -a data:image/png;base64,... ({len(lying)} characters): its content is "
+        "image/jpeg, but the stated type is image/png\n"
+    )
+    broken = oma("run", "-a", "data:image/png;base64," + payload[:-3] + "!!!")
+    assert broken.exit_code == 2
+    assert payload[:24] not in broken.stderr
+    assert len(result.stderr) < 200 and len(broken.stderr) < 200
+
+
+# -- reading files safely -----------------------------------------------------------------------
+
+
+class SmallLimitPlugin:
+    """A provider whose images may hold 20 MB each (as OpenAI's) and videos 100 bytes."""
+
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        from oma_core import MediaLimit
+        from oma_core.testing import ScriptedProvider
+
+        capabilities = attrs.evolve(
+            Capabilities.everything(),
+            limits=(MediaLimit(20_000_000, {"image"}), MediaLimit(100, {"video"})),
+        )
+        return [
+            ProviderSpec("small", "Small", lambda s: ScriptedProvider(["ok"] * 9), capabilities)
+        ]
+
+
+@pytest.fixture
+def small(cli_home: Path) -> None:
+    PluginHost.default().register(SmallLimitPlugin(), name="small-plugin")
+
+
+def sparse(tmp_path: Path, name: str, head: bytes, size: int) -> str:
+    """A file of ``size`` bytes that starts with ``head`` and takes no disk (``truncate``)."""
+    path = write(tmp_path, name, head)
+    subprocess.run(["truncate", "-s", str(size), path], check=True, timeout=30)
+    return path
+
+
+def peak_memory_of(*args: str) -> tuple[Any, int]:
+    """The command's result and the peak of Python memory it allocated, in bytes."""
+    oma("run", "warm up", "-a", "-", input=PNG)  # lazy imports are not the command's reading
+    tracemalloc.start()
+    try:
+        result = oma(*args)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
+@pytest.mark.usefixtures("small")
+def test_a_3gb_sparse_png_is_refused_against_the_providers_limit_without_reading_it(
+    tmp_path: Path,
+) -> None:
+    path = sparse(tmp_path, "huge.png", PNG, 3 * 1024**3)
+    result, peak = peak_memory_of("run", "-p", "small", "look", "-a", path)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: -a {path}: 3221225472 bytes of image/png, past the Small limit of 20000000 "
+        "bytes per image; send it by URL or make it smaller\n"
+    )
+    assert peak < 4 * 1024 * 1024  # the 20 MB limit was not read up to either
+
+
+@pytest.mark.usefixtures("small")
+def test_the_limit_is_the_one_for_the_kind_of_media(tmp_path: Path) -> None:
+    assert oma("run", "-p", "small", "-a", write(tmp_path, "a.png", PNG)).exit_code == 0
+    video = oma("run", "-p", "small", "-a", write(tmp_path, "clip.mp4", MP4 + bytes(200)))
+    assert video.exit_code == 2
+    assert "230 bytes of video/mp4, past the Small limit of 100 bytes per video" in video.stderr
+
+
+def test_a_provider_without_a_limit_gets_omas_own(tmp_path: Path) -> None:
+    path = sparse(tmp_path, "huge.png", PNG, 3 * 1024**3)
+    result, peak = peak_memory_of("run", "look", "-a", path)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: -a {path}: 3221225472 bytes of image/png, past oma's limit of 104857600 "
+        "bytes per attachment (Echo declares none for image)\n"
+    )
+    assert peak < 4 * 1024 * 1024
+
+
+@pytest.mark.usefixtures("small")
+def test_stdin_is_read_no_further_than_the_limit() -> None:
+    video = oma("run", "-p", "small", "-a", "-", input=MP4 + bytes(20_000))
+    assert video.exit_code == 2
+    assert video.stderr == (
+        "error: -a -: more than 100 bytes of video/mp4, past the Small limit of 100 bytes per "
+        "video; send it by URL or make it smaller\n"
+    )
+
+
+def test_a_device_is_refused_at_once_and_never_read() -> None:
+    result, peak = peak_memory_of("run", "-a", "/dev/zero")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: -a /dev/zero: /dev/zero is a character device, not a regular file\n"
+    )
+    assert peak < 1024 * 1024
+
+
+def test_a_fifo_is_refused_at_once_and_never_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    done = subprocess.run(  # a hang would end at the timeout, failing the test
+        [sys.executable, "-m", "oma_core.cli", "run", "-a", str(fifo)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == f"error: -a {fifo}: {fifo} is a FIFO (named pipe), not a regular file\n"
+    assert done.stdout == ""
 
 
 # -- piped text ---------------------------------------------------------------------------------

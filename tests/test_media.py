@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import mimetypes
 from typing import Any
 
@@ -331,6 +332,8 @@ def test_an_image_helper_refuses_a_non_image_media_type() -> None:
 
 # -- bytes and files: typed by their content ------------------------------------------------------
 
+import os  # noqa: E402
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from hypothesis import given  # noqa: E402
@@ -348,7 +351,10 @@ from oma_core import (  # noqa: E402
 from oma_core.media import (  # noqa: E402
     IMAGE_EXTENSIONS,
     VIDEO_EXTENSIONS,
+    MediaFileTooLargeError,
+    MediaTypeWarning,
     checked_media_type,
+    read_limited,
     sniff_media_type,
 )
 
@@ -394,19 +400,30 @@ def test_a_file_with_its_own_extension_becomes_a_base64_block_of_that_type(
     assert family(path).source == block.source
 
 
-def test_a_jpeg_named_png_is_refused_naming_both_types(tmp_path: Path) -> None:
+def test_a_jpeg_named_png_is_sent_as_jpeg_with_a_warning_naming_both_types(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "photo.png"
     path.write_bytes(SIGNATURES["image/jpeg"] + bytes(64))
-    with pytest.raises(MediaTypeMismatchError) as caught:
-        image_file(path)
-    error = caught.value
-    assert (error.content_type, error.claimed_type, error.claimed_by) == (
+    with pytest.warns(MediaTypeWarning) as caught:
+        block = image_file(path)
+    assert block.source.media_type == "image/jpeg"
+    warning = caught[0].message
+    assert isinstance(warning, MediaTypeWarning)
+    assert (warning.name, warning.content_type, warning.extension_type) == (
+        str(path),
         "image/jpeg",
         "image/png",
-        "extension",
     )
-    assert "image/jpeg" in str(error) and "image/png" in str(error)
-    assert str(path) in str(error)
+    assert caught[0].filename == __file__  # points at the caller's line
+
+
+def test_a_png_named_txt_is_sent_as_png_without_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "photo.txt"
+    path.write_bytes(SIGNATURES["image/png"] + bytes(64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert media_file(path).source.media_type == "image/png"
 
 
 def test_a_stated_type_replaces_the_extension_but_must_match_the_content(tmp_path: Path) -> None:
@@ -472,22 +489,24 @@ _EXTENSIONS = sorted({**IMAGE_EXTENSIONS, **VIDEO_EXTENSIONS}.items())
     extension=st.sampled_from(_EXTENSIONS),
     tail=st.binary(max_size=64),
 )
-def test_the_extension_never_changes_the_type_sent_only_agrees_or_fails(
+def test_the_extension_never_changes_the_type_sent_only_agrees_or_warns(
     content_type: str, extension: tuple[str, str], tail: bytes
 ) -> None:
-    """Whatever the extension says, the type sent is the content's, or the call fails
-    naming both."""
+    """Whatever the extension says, the type sent is the content's; a disagreeing extension
+    is a warning naming both."""
     data = SIGNATURES[content_type] + tail
     _name, hinted = extension
     same = {"image/apng": "image/png", "video/x-m4v": "video/mp4"}.get(hinted, hinted)
-    try:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         sent = checked_media_type(data, "f", None, None, hinted)
-    except MediaTypeMismatchError as error:
-        assert same != content_type
-        assert content_type in error.detail and hinted in error.detail
+    assert sent == content_type
+    if same == content_type:
+        assert caught == []
     else:
-        assert same == content_type
-        assert sent == content_type
+        [warning] = [item.message for item in caught]
+        assert isinstance(warning, MediaTypeWarning)
+        assert (warning.content_type, warning.extension_type) == (content_type, hinted)
 
 
 @given(data=st.binary(max_size=256))
@@ -500,3 +519,125 @@ def test_any_bytes_are_typed_by_their_signature_or_refused(data: bytes) -> None:
     else:
         assert sniffed is not None
         assert block.source.media_type.split("/")[0] == sniffed.split("/")[0]
+
+
+# -- reading files safely -----------------------------------------------------------------------
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    with pytest.raises(InvalidMessageError, match=r"is a FIFO \(named pipe\), not a regular file"):
+        image_file(fifo)  # opening it for reading would block until a writer came
+
+
+def test_a_device_is_refused_without_being_read() -> None:
+    with pytest.raises(InvalidMessageError, match="is a character device, not a regular file"):
+        media_file("/dev/zero")
+
+
+def test_a_file_past_max_bytes_is_refused_before_its_body_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "big.png"
+    path.write_bytes(SIGNATURES["image/png"])
+    os.truncate(path, 1 << 40)  # a terabyte, sparse: reading it would never end
+    with pytest.raises(MediaFileTooLargeError) as caught:
+        image_file(path, max_bytes=1000)
+    error = caught.value
+    assert (error.media_type, error.size, error.limit, error.grew) == (
+        "image/png",
+        1 << 40,
+        1000,
+        False,
+    )
+
+
+def test_max_bytes_may_depend_on_the_media_type(tmp_path: Path) -> None:
+    path = tmp_path / "clip"
+    path.write_bytes(SIGNATURES["video/mp4"] + bytes(200))
+    per_type = {"image/png": 10, "video/mp4": 100}.get
+    with pytest.raises(MediaFileTooLargeError, match="past the limit of 100 bytes"):
+        media_file(path, max_bytes=per_type)
+    assert media_file(path, max_bytes=lambda media_type: None).source.media_type == "video/mp4"
+
+
+def test_a_file_that_grows_while_read_is_cut_at_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "growing.png"
+    path.write_bytes(SIGNATURES["image/png"] + bytes(100_000))
+    real_fstat = os.fstat
+
+    def stale(fd: int) -> os.stat_result:  # the size as it was when the file was opened
+        values = list(real_fstat(fd))
+        values[6] = 100  # st_size
+        return os.stat_result(values)
+
+    monkeypatch.setattr(os, "fstat", stale)
+    with pytest.raises(MediaFileTooLargeError) as caught:
+        image_file(path, max_bytes=50_000)
+    assert caught.value.grew and caught.value.size == 50_001
+    assert "grew past the limit of 50000 bytes" in str(caught.value)
+
+
+def test_a_file_without_a_limit_is_read_whole_past_its_stated_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = SIGNATURES["image/png"] + bytes(3 << 20)
+    path = tmp_path / "large.png"
+    path.write_bytes(data)
+    assert base64.b64decode(image_file(path).source.data) == data
+
+
+def test_a_stream_is_read_no_further_than_one_byte_past_the_limit() -> None:
+    stream = io.BytesIO(SIGNATURES["video/mp4"] + bytes(10_000_000))
+    with pytest.raises(MediaFileTooLargeError):
+        read_limited(stream, "stdin", max_bytes=20_000)
+    assert stream.tell() == 20_001
+
+
+# -- errors carry no payload ----------------------------------------------------------------------
+
+_payloads = st.binary(min_size=48, max_size=600).map(lambda raw: base64.b64encode(raw).decode())
+
+
+def _errors_of(payload: str) -> list[InvalidMessageError]:
+    """The errors of the helpers given ``payload`` in every wrong place."""
+    data_url = f"data:image/png;base64,{payload}"
+    calls: list[Any] = [
+        lambda: image_base64(data_url, "image/png"),
+        lambda: image_base64(payload + "!", "image/png"),
+        lambda: image_base64(payload, data_url),
+        lambda: image_base64(payload, "video/mp4"),
+        lambda: video_base64(payload, payload),
+        lambda: image_url(data_url),
+        lambda: image_url(payload),
+        lambda: image_url("https://example.com/a", payload),
+        lambda: video_url(data_url, "video/mp4"),
+        lambda: image_bytes(SIGNATURES["image/jpeg"], payload),
+        lambda: image_bytes(payload.encode(), payload),
+        lambda: media_bytes(bytes(64), payload),
+        lambda: media_bytes(SIGNATURES["image/png"], data_url, name=data_url),
+        lambda: video_bytes(SIGNATURES["image/png"], payload),
+        lambda: load_messages([{"role": "user", "content": [image_base64_dict(data_url)]}]),
+    ]
+    errors = []
+    for call in calls:
+        try:
+            call()
+        except InvalidMessageError as error:
+            errors.append(error)
+    return errors
+
+
+def image_base64_dict(data: str) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
+@given(payload=_payloads)
+def test_no_helper_error_carries_a_payload(payload: str) -> None:
+    errors = _errors_of(payload)
+    assert len(errors) >= 12  # each wrong call was refused
+    for error in errors:
+        text = f"{error} {error.args}"
+        for start in range(0, len(payload) - 40, 20):
+            assert payload[start : start + 40] not in text, str(error)

@@ -27,12 +27,14 @@ _SHORTEN_PAST = 64
 
 @attrs.frozen
 class MediaOptions:
-    """The attachments as given: ``-a``, ``--attach-type`` pairs, ``--image``, ``--video``."""
+    """The attachments as given: ``-a``, ``--attach-type`` pairs, ``--image``, ``--video``;
+    ``target``, the agent options of the same command, says whose size limits apply."""
 
     attach: tuple[str, ...] = ()
     attach_types: tuple[tuple[str, str], ...] = ()
     images: tuple[str, ...] = ()
     videos: tuple[str, ...] = ()
+    target: AgentOptions | None = None
 
 
 def read_json(path: str) -> Any:
@@ -74,19 +76,31 @@ def conversation_of(data: Any) -> Any:
 
 
 def build_input(
-    prompt: str | None, media: MediaOptions, messages_file: str | None
+    prompt: str | None,
+    media: MediaOptions,
+    messages_file: str | None,
+    agent_options: AgentOptions | None = None,
+    *,
+    provider_limits: bool = True,
 ) -> str | list[Any]:
     """The run's input: a plain prompt, or messages (a file's conversation and/or one turn).
 
     Piped text on stdin (when ``-a -`` does not take stdin) is appended to the prompt.
+    Attachments are refused past the limits of the provider ``agent_options`` (default:
+    ``media.target``) names, before they are read; with ``provider_limits`` False (``oma
+    render``, which warns instead) only oma's own ceiling bounds them.
     """
-    from ._attach import Stdin, attachments
+    from ._attach import Stdin, attachments, limits_for
 
     values = (*media.attach, *(v for v, _ in media.attach_types), *media.images, *media.videos)
     if messages_file == "-" and "-" in values:
         usage("stdin can be read once: --messages - and -a - cannot both take it")
     stdin = Stdin()
-    media_blocks = attachments(media.attach, media.attach_types, media.images, media.videos, stdin)
+    target = agent_options or media.target
+    limits = limits_for(target) if values and provider_limits else None
+    media_blocks = attachments(
+        media.attach, media.attach_types, media.images, media.videos, stdin, limits
+    )
     if messages_file != "-" and not stdin.used and stdin_is_piped():
         piped = _stdin_text()
         if piped.strip():
@@ -195,12 +209,6 @@ def input_options(function: F) -> F:
 
     @functools.wraps(function)
     def collected(**kwargs: Any) -> Any:
-        media = MediaOptions(
-            tuple(kwargs.pop("attach")),
-            tuple(tuple(pair) for pair in kwargs.pop("attach_types")),
-            tuple(kwargs.pop("images")),
-            tuple(kwargs.pop("videos")),
-        )
         agent_options = AgentOptions(
             provider=kwargs.pop("provider"),
             model=kwargs.pop("model"),
@@ -208,6 +216,13 @@ def input_options(function: F) -> F:
             base_url=kwargs.pop("base_url"),
             api_key=kwargs.pop("api_key"),
             options=tuple(tuple(pair) for pair in kwargs.pop("options")),
+        )
+        media = MediaOptions(
+            tuple(kwargs.pop("attach")),
+            tuple(tuple(pair) for pair in kwargs.pop("attach_types")),
+            tuple(kwargs.pop("images")),
+            tuple(kwargs.pop("videos")),
+            agent_options,
         )
         return function(media=media, agent_options=agent_options, **kwargs)
 

@@ -257,7 +257,7 @@ def render(
     from ..plugins import PluginHost
 
     host = PluginHost.default()
-    run_input = build_input(prompt, media, messages_file)
+    run_input = build_input(prompt, media, messages_file, provider_limits=False)
     agent = make_agent(agent_options, host)
     body = asyncio.run(_render(agent, run_input, host))
     click.echo(json.dumps(body if full else shorten(body), ensure_ascii=False, indent=2))
