@@ -33,6 +33,51 @@ def write_json(path: Path, data: object) -> str:
     return str(path)
 
 
+# -- the default command ------------------------------------------------------------------------
+
+
+def test_a_prompt_without_a_command_is_run() -> None:
+    result = oma("hello there")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'user: text "hello there"\n'
+
+
+def test_run_options_may_come_before_the_prompt(png: Path) -> None:
+    result = oma("-m", "echo:any", "-s", "be brief", "-a", str(png), "describe")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        'system: "be brief"\nuser: text "describe"; image image/png base64 100 bytes\n'
+    )
+    assert oma("--no-stream", "hi").stdout == 'user: text "hi"\n'
+
+
+def test_a_word_that_names_a_command_runs_the_command() -> None:
+    result = oma("plugins", "--json")
+    assert result.exit_code == 0, result.output
+    assert "echo" in json.loads(result.stdout)["providers"]
+
+
+def test_bare_oma_prints_the_help_and_exits_0() -> None:
+    result = oma()
+    assert result.exit_code == 0
+    assert result.stdout.startswith("Usage: oma [OPTIONS] COMMAND [ARGS]... | PROMPT")
+    assert "`oma PROMPT` is `oma run PROMPT`" in result.stdout
+    assert "run" in result.stdout and "validate" in result.stdout
+    assert result.stderr == ""
+
+
+def test_an_unknown_option_without_a_command_is_runs_usage_error() -> None:
+    result = oma("--bogus", "hi")
+    assert result.exit_code == 2
+    assert "No such option '--bogus'" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_help_and_version_stay_the_groups() -> None:
+    assert oma("--version").stdout.startswith("oma, version ")
+    assert "Commands:" in oma("--help").stdout
+
+
 # -- oma run ------------------------------------------------------------------------------------
 
 

@@ -3,6 +3,10 @@ keep keys and a log of runs.
 
 click and rich are imported here only, and this package loads only when the command runs.
 Each command (group) lives in a module of its own and is added to the group below.
+
+As in ``llm``, ``run`` is the default command: a first word that names no command starts a
+prompt (``oma "hello"`` is ``oma run "hello"``, ``oma -m echo:x hello`` is ``oma run -m
+echo:x hello``); bare ``oma`` prints the help and exits 0.
 """
 
 from __future__ import annotations
@@ -21,10 +25,42 @@ from ._tasks import tasks, team
 __all__ = ["CAPABILITY_COLUMNS", "capability_matrix", "cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: The command a prompt runs when no command is named.
+DEFAULT_COMMAND = "run"
+
+
+class _PromptGroup(click.Group):
+    """A group whose first word, when it names no command, is the default command's: a
+    prompt or one of ``run``'s options. Options the group does not know are left for the
+    command (``ignore_unknown_options``), as ``click-default-group`` does for ``llm``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:  # bare `oma`: the help, and success
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and self.get_command(ctx, args[0]) is None:
+            return DEFAULT_COMMAND, self.commands[DEFAULT_COMMAND], args
+        return super().resolve_command(ctx, args)
+
+
+@click.group(
+    "oma",
+    cls=_PromptGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "ignore_unknown_options": True},
+    subcommand_metavar="COMMAND [ARGS]... | PROMPT",
+)
 @click.version_option(__version__, prog_name="oma")
 def cli() -> None:
-    """Run LLM agents on structured, multimodal input. Providers are plugins."""
+    """Run LLM agents on structured, multimodal input. Providers are plugins.
+
+    `oma PROMPT` is `oma run PROMPT`: a first word that names no command is a prompt, and
+    `run`'s options may come before it (`oma -m openai:gpt-4o "hello"`).
+    """
 
 
 for _command in (run, validate, render, plugins, keys, logs, tasks, team):
