@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -228,6 +229,65 @@ def test_validate_reports_a_file_that_is_not_json(tmp_path: Path) -> None:
     assert "is not valid JSON" in result.stderr
 
 
+CONVERSATION = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+
+
+def test_validate_reads_stdin_with_a_dash() -> None:
+    result = oma("validate", "-", input=json.dumps(CONVERSATION))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == 'messages[0] user: text "hi"\nvalid: 1 message\n'
+
+
+def test_validate_takes_the_file_as_run_does_with_messages(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "c.json", CONVERSATION)
+    assert oma("validate", "--messages", path).stdout == oma("validate", path).stdout
+    both = oma("validate", path, "--messages", str(tmp_path / "other.json"))
+    assert both.exit_code == 2
+    assert both.stderr == (
+        f"error: two conversation files ({path} and --messages {tmp_path / 'other.json'}): "
+        "give one\n"
+    )
+    neither = oma("validate")
+    assert neither.exit_code == 2
+    assert neither.stderr == "error: give the conversation FILE to check (- reads stdin)\n"
+
+
+def test_validate_refuses_a_1gb_file_before_reading_it(tmp_path: Path) -> None:
+    import tracemalloc
+
+    path = tmp_path / "huge.json"
+    path.write_bytes(b"[")
+    os.truncate(path, 1 << 30)
+    oma("validate", "-", input="[]")  # lazy imports are not the command's reading
+    tracemalloc.start()
+    try:
+        result = oma("validate", str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {path} is 1073741824 bytes, past the limit of 67108864 bytes "
+        "(--max-bytes SIZE sets it)\n"
+    )
+    assert peak < 1024 * 1024
+
+
+def test_validate_max_bytes_is_settable_and_bounds_stdin_too(tmp_path: Path) -> None:
+    text = json.dumps(CONVERSATION)
+    path = tmp_path / "c.json"
+    path.write_text(text)
+    assert oma("validate", "--max-bytes", str(len(text)), str(path)).exit_code == 0
+    small = oma("validate", "--max-bytes", "1K", "-", input=text + " " * 1024)
+    assert small.exit_code == 2
+    assert small.stderr == (
+        "error: stdin holds more than the limit of 1024 bytes (--max-bytes SIZE sets it)\n"
+    )
+    wrong = oma("validate", "--max-bytes", "lots", str(path))
+    assert wrong.exit_code == 2
+    assert wrong.stderr.startswith("error: --max-bytes lots: not a positive size")
+
+
 # -- oma plugins --------------------------------------------------------------------------------
 
 
@@ -286,6 +346,37 @@ def test_render_prints_the_request_body_with_shortened_base64(png: Path) -> None
     source = body["messages"][0]["content"][1]["source"]
     encoded = base64.b64encode(PNG).decode()
     assert source["data"] == f"{encoded[:16]}...[{len(encoded)} chars]"
+
+
+def test_render_refuses_a_prompt_that_is_only_a_file_name_pointing_at_messages(
+    tmp_path: Path,
+) -> None:
+    path = write_json(tmp_path / "c.json", CONVERSATION)
+    result = oma("render", path)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: PROMPT {path} names a file, and render takes PROMPT as text (as run does): "
+        f"render the conversation in it with --messages {path}; to send the name as text, "
+        f"pipe it (echo {path} | oma render)\n"
+    )
+    rendered = oma("render", "--messages", path)
+    assert rendered.exit_code == 0, rendered.output
+    assert json.loads(rendered.stdout)["messages"] == CONVERSATION
+
+
+def test_render_points_a_media_file_given_as_prompt_at_attach(png: Path) -> None:
+    result = oma("render", str(png))
+    assert result.exit_code == 2
+    assert f"attach it with -a {png}" in result.stderr
+    assert oma("render", "describe this", "-a", str(png)).exit_code == 0
+
+
+def test_render_and_validate_read_the_same_file_the_same_way(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "c.json", {"messages": CONVERSATION})
+    assert oma("validate", "--messages", path).exit_code == 0
+    assert json.loads(oma("render", "--messages", path).stdout)["messages"] == CONVERSATION
+    piped = oma("render", "--messages", "-", input=json.dumps(CONVERSATION))
+    assert json.loads(piped.stdout)["messages"] == CONVERSATION
 
 
 def test_render_full_prints_base64_whole(png: Path) -> None:

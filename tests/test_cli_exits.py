@@ -221,3 +221,89 @@ def test_a_retry_is_shown_on_stderr_with_attempt_reason_and_wait() -> None:
 
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+# -- configuration errors in the command's words ------------------------------------------------
+
+
+class NeedsModel:
+    """As an OpenAI-compatible server's preset: no default model, and a call without one fails
+    before anything is sent (a ProviderError without a status, not retryable)."""
+
+    name = display_name = "Needs Model"
+
+    async def complete(self, request: Any) -> ProviderResponse:
+        if request.model is None:
+            raise ProviderError(
+                "Needs Model: no model given; set AgentConfig.model",
+                provider="Needs Model",
+                retryable=False,
+            )
+        return ProviderResponse(LLMMessage("assistant", (TextBlock(request.model),)))
+
+    def render(self, request: Any) -> dict[str, Any]:
+        if request.model is None:
+            raise ProviderError("no model given; set AgentConfig.model", retryable=False)
+        return {"model": request.model}
+
+    async def aclose(self) -> None:
+        pass
+
+
+class NeedsBaseUrl:
+    """A provider that refuses to start without a base URL, advising Python's way."""
+
+    def __init__(self, base_url: str | None) -> None:
+        from oma_core import UsageError
+
+        if base_url is None:
+            raise UsageError(
+                'the "needs-url" provider needs a base URL: set AgentConfig.base_url '
+                '(--base-url), e.g. "http://localhost:8080/v1"'
+            )
+
+
+@pytest.fixture
+def picky_providers(cli_home: Path) -> None:
+    class Plugin:
+        @hookimpl
+        def oma_register_providers(self) -> list[ProviderSpec]:
+            everything = Capabilities.everything()
+            return [
+                ProviderSpec("needs-model", "Needs Model", lambda s: NeedsModel(), everything),
+                ProviderSpec(
+                    "needs-url", "Needs URL", lambda s: NeedsBaseUrl(s.base_url), everything
+                ),
+            ]
+
+    PluginHost.default().register(Plugin(), name="picky-providers")
+
+
+@pytest.mark.usefixtures("picky_providers")
+@pytest.mark.parametrize("command", ["run", "render"])
+def test_a_provider_that_needs_a_model_without_m_exits_2_saying_m(command: str) -> None:
+    result = CliRunner().invoke(cli, [command, "-p", "needs-model", "hi"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "error: -m MODEL is needed for needs-model (it has no default model): "
+        "-p needs-model -m MODEL, or -m needs-model:MODEL\n"
+    )
+    assert "AgentConfig" not in result.output
+    given = CliRunner().invoke(cli, [command, "-p", "needs-model", "-m", "m-1", "hi"])
+    assert given.exit_code == 0, given.output
+
+
+@pytest.mark.usefixtures("picky_providers")
+def test_a_configuration_error_names_the_option_not_the_python_field() -> None:
+    result = CliRunner().invoke(cli, ["render", "-p", "needs-url", "hi"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        'error: the "needs-url" provider needs a base URL: give --base-url URL, e.g. '
+        '"http://localhost:8080/v1"\n'
+    )
+
+
+def test_a_failure_of_a_provider_with_a_default_model_stays_a_failed_run(tmp_path: Path) -> None:
+    done = oma("run", "hi", "-p", "scripted", home=tmp_path)
+    assert done.returncode == 1  # scripted has no default model, but its failure is not that
+    assert "-m MODEL" not in done.stderr

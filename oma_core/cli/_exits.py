@@ -8,13 +8,17 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from ..agent import Agent
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,6 +62,33 @@ def reported() -> Iterator[None]:
     usage(message)
 
 
+#: ``AgentConfig`` fields as the command line sets them.
+_FLAGS = {
+    "model": "-m MODEL",
+    "provider": "-p PROVIDER",
+    "base_url": "--base-url URL",
+    "api_key": "--api-key KEY (or `oma keys set`)",
+    "system_prompt": "-s SYSTEM",
+    "provider_options": "-o NAME VALUE",
+    "temperature": "-o temperature VALUE",
+    "max_tokens": "-o max_tokens N",
+    "stop": "-o stop VALUE",
+}
+#: "set AgentConfig.base_url (--base-url)", "pass AgentConfig.model": Python's advice.
+_PYTHON_ADVICE = re.compile(r"\b(?:set|pass|give) AgentConfig\.(\w+)(?: \([^)]*\))?")
+
+
+def in_command_words(message: str) -> str:
+    """``message`` with advice to set an ``AgentConfig`` field said as the option that sets
+    it (``set AgentConfig.base_url`` -> ``give --base-url URL``)."""
+
+    def flag(match: re.Match[str]) -> str:
+        option = _FLAGS.get(match.group(1))
+        return match.group(0) if option is None else f"give {option}"
+
+    return _PYTHON_ADVICE.sub(flag, message)
+
+
 def usage_text(error: BaseException) -> str:
     """A usage error's message, in the command line's words where oma's own are Python's."""
     from ..errors import MissingKeyError
@@ -70,7 +101,36 @@ def usage_text(error: BaseException) -> str:
             f"{shown} needs an API key and has none: {env}store one with "
             f"`oma keys set {error.provider}` (--api-key KEY is the last resort)"
         )
-    return str(error)
+    return in_command_words(str(error))
+
+
+def missing_model(error: object, agent: Agent) -> str | None:
+    """The command's words for a failure that a missing ``-m`` explains, or None.
+
+    A provider without a default model (``openai-compatible``, a local server's preset) fails
+    its first call when no model is given, before anything is sent. Such a failure (a
+    ``ProviderError`` with no HTTP status that retrying cannot fix, which speaks of the model)
+    of an agent with no model and no default model is a configuration mistake: ``-m MODEL is
+    needed for PROVIDER``, exit 2, instead of the provider's Python advice. (``ProviderSpec``
+    has no flag saying a provider needs a model; with one, this would be checked before the
+    run.)
+    """
+    from ..errors import ProviderError
+
+    config = agent.config
+    if config.model is not None or config.backend is not None:
+        return None
+    if not isinstance(config.provider, str) or not isinstance(error, ProviderError):
+        return None
+    if error.status_code is not None or error.retryable or "model" not in str(error).lower():
+        return None
+    spec = agent.plugins.provider_specs().get(config.provider)
+    if spec is None or spec.default_model is not None:
+        return None
+    return (
+        f"-m MODEL is needed for {config.provider} (it has no default model): "
+        f"-p {config.provider} -m MODEL, or -m {config.provider}:MODEL"
+    )
 
 
 def command_guard(function: F) -> F:

@@ -8,8 +8,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import attrs
 import click
@@ -37,23 +36,57 @@ class MediaOptions:
     target: AgentOptions | None = None
 
 
-def read_json(path: str) -> Any:
-    """A JSON file's data (``-``: stdin's); an unreadable, binary or broken file is one
-    ``error:`` line."""
+#: The largest JSON file (or stdin) read by default: 64 MiB.
+DEFAULT_MAX_JSON_BYTES = 64 * 1024 * 1024
+
+
+def read_json(path: str, max_bytes: int | None = None) -> Any:
+    """A JSON file's data (``-``: stdin's); an unreadable, binary, broken or too large file is
+    one ``error:`` line. A regular file's size is checked before it is read; anything else (a
+    pipe, stdin) is read no further than one byte past ``max_bytes`` (None:
+    ``DEFAULT_MAX_JSON_BYTES``; a command that passes it has a ``--max-bytes`` option)."""
+    import os
+    import stat
+
+    hint = "" if max_bytes is None else " (--max-bytes SIZE sets it)"
+    limit = DEFAULT_MAX_JSON_BYTES if max_bytes is None else max_bytes
+
     if path == "-":
         from ._attach import Stdin
 
-        return _parse_json(Stdin().read(), "stdin")
-    file = Path(path)
-    if file.is_dir():
-        usage(f"{path} is a directory, not a JSON file")
+        Stdin().take()
+        return _parse_json(_bounded(sys.stdin.buffer, limit, "stdin", hint), "stdin")
     try:
-        raw = file.read_bytes()
+        mode = os.stat(path)
     except FileNotFoundError:
         usage(f"no such file: {path}")
     except OSError as exc:
         usage(f"cannot read {path}: {exc.strerror or exc}")
+    if stat.S_ISDIR(mode.st_mode):
+        usage(f"{path} is a directory, not a JSON file")
+    if stat.S_ISREG(mode.st_mode) and mode.st_size > limit:
+        usage(f"{path} is {mode.st_size} bytes, past the limit of {limit} bytes{hint}")
+    try:
+        with open(path, "rb") as file:
+            raw = _bounded(file, limit, path, hint)
+    except OSError as exc:
+        usage(f"cannot read {path}: {exc.strerror or exc}")
     return _parse_json(raw, path)
+
+
+def _bounded(stream: BinaryIO, max_bytes: int, name: str, hint: str) -> bytes:
+    """At most ``max_bytes`` of ``stream``, in chunks; one byte more is a usage error."""
+    chunks: list[bytes] = []
+    left = max_bytes + 1
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    if left <= 0:
+        usage(f"{name} holds more than the limit of {max_bytes} bytes{hint}")
+    return b"".join(chunks)
 
 
 def _parse_json(raw: bytes, path: str) -> Any:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._agent import AgentOptions, make_agent
-from ._exits import command_guard, fail, note, usage, usage_text
+from ._exits import command_guard, fail, missing_model, note, usage, usage_text
 from ._inputs import MediaOptions, build_input, conversation_of, input_options, read_json, shorten
 
 if TYPE_CHECKING:
@@ -220,19 +220,64 @@ def run(
 
         if isinstance(error, UsageError):  # a configuration mistake found at run start
             usage(usage_text(error))
+        no_model = missing_model(error, agent)
+        if no_model is not None:
+            usage(no_model)
         fail(_explained(error, endpoint) if error is not None else result.status.code)
 
 
+def _size(text: str) -> int:
+    """``--max-bytes`` values: bytes, or with a K, M or G suffix (powers of 1024)."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    cleaned = text.strip().lower().removesuffix("ib").removesuffix("b")
+    factor = units.get(cleaned[-1:], 1)
+    number = cleaned[:-1] if cleaned[-1:] in units else cleaned
+    try:
+        value = int(number) * factor
+    except ValueError:
+        value = 0
+    if value < 1:
+        usage(f"--max-bytes {text}: not a positive size (like 1048576, 512K, 64M or 1G)")
+    return value
+
+
+def _conversation_file(file: str | None, messages_file: str | None) -> str:
+    """The one conversation file of ``validate``: FILE or ``--messages FILE``, not both."""
+    if file is not None and messages_file is not None and file != messages_file:
+        usage(f"two conversation files ({file} and --messages {messages_file}): give one")
+    chosen = file or messages_file
+    if chosen is None:
+        usage("give the conversation FILE to check (- reads stdin)")
+    return chosen
+
+
 @click.command()
-@click.argument("file")
+@click.argument("file", required=False, metavar="[FILE]")
+@click.option(
+    "--messages",
+    "messages_file",
+    default=None,
+    metavar="FILE",
+    help="The conversation to check, as `run --messages` takes it (the same as FILE).",
+)
+@click.option(
+    "--max-bytes",
+    "max_bytes",
+    default="64M",
+    show_default=True,
+    metavar="SIZE",
+    help="Refuse a larger file before reading it (bytes, or with K, M, G).",
+)
 @command_guard
-def validate(file: str) -> None:
-    """Check a JSON conversation and describe each message; exit 1 if it is invalid."""
+def validate(file: str | None, messages_file: str | None, max_bytes: str) -> None:
+    """Check a JSON conversation (FILE, or - for stdin) and describe each message; exit 1 if
+    it is invalid."""
     from ..default_plugins.echo import describe_message
     from ..errors import OmaError
     from ..validation import load_messages
 
-    data = conversation_of(read_json(file))
+    path = _conversation_file(file, messages_file)
+    data = conversation_of(read_json(path, _size(max_bytes)))
     try:
         messages = load_messages(data)
     except OmaError as exc:
@@ -240,6 +285,26 @@ def validate(file: str) -> None:
     for index, message in enumerate(messages):
         click.echo(f"messages[{index}] {describe_message(message)}")
     click.echo(f"valid: {len(messages)} message{'s' if len(messages) != 1 else ''}")
+
+
+def _not_a_file_name(prompt: str | None, messages_file: str | None) -> None:
+    """``render`` takes ``run``'s arguments: PROMPT is text. A PROMPT that is only the name
+    of an existing file (``oma render conversation.json``) is ambiguous: refused with the
+    option that takes a file."""
+    import os
+
+    if prompt is None or messages_file is not None or prompt != prompt.strip() or not prompt:
+        return
+    if any(character.isspace() for character in prompt) or not os.path.isfile(prompt):
+        return
+    if prompt.lower().endswith(".json"):
+        way = f"render the conversation in it with --messages {prompt}"
+    else:
+        way = f"attach it with -a {prompt}, or render a conversation file with --messages FILE"
+    usage(
+        f"PROMPT {prompt} names a file, and render takes PROMPT as text (as run does): {way}; "
+        f"to send the name as text, pipe it (echo {prompt} | oma render)"
+    )
 
 
 @click.command()
@@ -253,9 +318,11 @@ def render(
     messages_file: str | None,
     full: bool,
 ) -> None:
-    """Print the JSON body a provider would send for this input; send nothing."""
+    """Print the JSON body a provider would send for this input (the arguments of `oma run`:
+    PROMPT is text, --messages FILE a conversation); send nothing."""
     from ..plugins import PluginHost
 
+    _not_a_file_name(prompt, messages_file)
     host = PluginHost.default()
     run_input = build_input(prompt, media, messages_file, provider_limits=False)
     agent = make_agent(agent_options, host)
@@ -264,6 +331,8 @@ def render(
 
 
 async def _render(agent: Agent, run_input: str | list[Any], host: PluginHost) -> dict[str, Any]:
+    from ..errors import OmaError
+
     try:
         request = agent.build_request(run_input)
         provider = agent.provider()
@@ -274,7 +343,13 @@ async def _render(agent: Agent, run_input: str | list[Any], host: PluginHost) ->
         render = getattr(provider, "render", None)
         if render is None:
             usage(f"the {spec.display_name} provider cannot render requests (it has no render())")
-        body: dict[str, Any] = render(request)
+        try:
+            body: dict[str, Any] = render(request)
+        except OmaError as exc:
+            no_model = missing_model(exc, agent)
+            if no_model is not None:
+                usage(no_model)
+            raise
         return body
     finally:
         await agent.aclose()
