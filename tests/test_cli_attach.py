@@ -346,3 +346,12 @@ def test_messages_from_stdin() -> None:
     assert both.stderr == (
         "error: stdin can be read once: --messages - and -a - cannot both take it\n"
     )
+
+
+def test_piped_text_is_read_no_further_than_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from oma_core.cli import _inputs
+
+    monkeypatch.setattr(_inputs, "DEFAULT_MAX_JSON_BYTES", 1000)
+    result = oma("run", "summarise", input="x" * 5000)
+    assert result.exit_code == 2
+    assert result.stderr == "error: piped stdin holds more than the limit of 1000 bytes\n"

@@ -57,10 +57,6 @@ class Stdin:
             usage("stdin can be attached once (-a - given twice)")
         self.used = True
 
-    def read(self) -> bytes:
-        self.take()
-        return sys.stdin.buffer.read()
-
 
 class Limits:
     """How many bytes an attachment of a media type may hold for the target provider: the

@@ -36,7 +36,7 @@ class MediaOptions:
     target: AgentOptions | None = None
 
 
-#: The largest JSON file (or stdin) read by default: 64 MiB.
+#: The largest JSON file, or piped text on stdin, read by default: 64 MiB.
 DEFAULT_MAX_JSON_BYTES = 64 * 1024 * 1024
 
 
@@ -159,7 +159,9 @@ def build_input(
 
 
 def _stdin_text() -> str:
-    data = sys.stdin.buffer.read()
+    """Piped text, read no further than ``DEFAULT_MAX_JSON_BYTES`` (``cat /dev/zero | oma run``
+    stops there)."""
+    data = _bounded(sys.stdin.buffer, DEFAULT_MAX_JSON_BYTES, "piped stdin", "")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
