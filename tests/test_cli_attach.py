@@ -14,6 +14,8 @@ from typing import Any
 import attrs
 import pytest
 from _builders import oma
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oma_core import Capabilities, ProviderSpec, hookimpl
 from oma_core.plugins import PluginHost
@@ -355,3 +357,17 @@ def test_piped_text_is_read_no_further_than_its_limit(monkeypatch: pytest.Monkey
     result = oma("run", "summarise", input="x" * 5000)
     assert result.exit_code == 2
     assert result.stderr == "error: piped stdin holds more than the limit of 1000 bytes\n"
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    raw=st.binary(min_size=60, max_size=3000),
+    declared=st.sampled_from(["image/png", "image/jpeg", "video/mp4", "text/plain"]),
+    option=st.sampled_from(["-a", "--image", "--video"]),
+)
+def test_no_attach_error_carries_the_payload(raw: bytes, declared: str, option: str) -> None:
+    payload = base64.b64encode(raw).decode()
+    for value in (f"data:{declared};base64,{payload}", f"data:{declared};base64,{payload}!"):
+        result = oma("run", option, value)
+        for start in range(0, len(payload) - 32, 16):
+            assert payload[start : start + 32] not in result.stderr
