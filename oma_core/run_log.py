@@ -49,7 +49,9 @@ CREATE TABLE IF NOT EXISTS runs (
     duration_ms INTEGER NOT NULL DEFAULT 0,
     calls INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
-    error TEXT
+    error TEXT,
+    base_url TEXT,
+    settings TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_conversation ON runs (conversation_id, id);
 """
@@ -72,14 +74,27 @@ _COLUMNS = (
     "calls",
     "attempts",
     "error",
+    "base_url",
+    "settings",
 )
+
+#: Columns added after the first release, with their types: a database made before them gets
+#: them (``ALTER TABLE ... ADD COLUMN``) on its next write; reading one without them reads NULL.
+_ADDED_COLUMNS = (("base_url", "TEXT"), ("settings", "TEXT"))
 
 
 @attrs.frozen
 class LoggedRun:
     """One row of the log. ``messages`` is the conversation sent (media as
     ``{"media_type", "bytes", "sha256"}``), ``answer`` the assistant message that came back
-    (None when the run failed before one), ``output`` its text."""
+    (None when the run failed before one), ``output`` its text.
+
+    ``base_url`` is the base URL the run talked to (None: the provider's default), without
+    user info or query; ``settings`` what else ``oma run -c`` needs to talk the same way: the
+    requested ``model``, ``provider_options``, ``temperature``, ``max_tokens``, ``stop``, and
+    under ``not_kept`` the names of what held a secret and was not logged (``"base_url"``,
+    ``"provider_options.NAME"``). Never a key.
+    """
 
     id: int
     run_id: str
@@ -98,6 +113,8 @@ class LoggedRun:
     calls: int
     attempts: int
     error: str | None
+    base_url: str | None = None
+    settings: dict[str, Any] = attrs.field(factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -128,12 +145,13 @@ class RunLog:
         with closing(sqlite3.connect(self.path, timeout=10)) as db:
             if create:
                 db.executescript(_SCHEMA)
+                _add_missing_columns(db)
             yield db
 
     def write(self, row: Mapping[str, Any]) -> None:
         """Insert the run's row, or replace it by ``run_id`` (each call of a run updates it)."""
         values = dict(row)
-        for key in ("messages", "answer"):
+        for key in ("messages", "answer", "settings"):
             if values.get(key) is not None and not isinstance(values[key], str):
                 values[key] = json.dumps(values[key], ensure_ascii=False)
         names = [name for name in _COLUMNS if name != "id" and name in values]
@@ -165,7 +183,7 @@ class RunLog:
         if conversation_id:
             where.append("conversation_id = ?")
             args.append(conversation_id)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM runs"
+        sql = "SELECT {columns} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id DESC"
@@ -174,7 +192,9 @@ class RunLog:
             args.append(limit)
         with self._connect(create=False) as db:
             try:
-                rows = db.execute(sql, args).fetchall()
+                present = _present_columns(db)
+                columns = ", ".join(name if name in present else "NULL" for name in _COLUMNS)
+                rows = db.execute(sql.format(columns=columns), args).fetchall()
             except sqlite3.OperationalError:  # an empty file: no table yet
                 return []
         return [_logged(row) for row in reversed(rows)]
@@ -185,8 +205,25 @@ class RunLog:
         return found[0] if found else None
 
 
+def _present_columns(db: sqlite3.Connection) -> set[str]:
+    return {str(row[1]) for row in db.execute("PRAGMA table_info(runs)")}
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Bring a database made by an older oma up to ``_COLUMNS``."""
+    present = _present_columns(db)
+    for name, kind in _ADDED_COLUMNS:
+        if name not in present:
+            try:
+                db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
+
+
 def _logged(row: Sequence[Any]) -> LoggedRun:
     values = dict(zip(_COLUMNS, row, strict=True))
     values["messages"] = json.loads(values["messages"] or "[]")
     values["answer"] = json.loads(values["answer"]) if values["answer"] else None
+    values["settings"] = json.loads(values["settings"]) if values["settings"] else {}
     return LoggedRun(**values)

@@ -163,6 +163,77 @@ def test_continue_uses_the_logged_provider_and_system_prompt_unless_given() -> N
     assert len(runs[1]["messages"]) == 3
 
 
+def test_continue_reuses_the_logged_provider_options_and_portable_settings() -> None:
+    first = oma("run", "hi", *scripted("Same."), "-o", "temperature", "0.5", "-o", "stop", "END")
+    assert first.exit_code == 0, first.output
+    again = oma("run", "-c", "more")
+    assert again.exit_code == 0, again.output
+    assert again.stdout == "Same.\n"  # the logged script, played again by a new process
+    one, two = logged()
+    assert two["provider"] == "scripted"
+    assert (
+        two["settings"]
+        == one["settings"]
+        == {
+            "model": None,
+            "temperature": 0.5,
+            "stop": ["END"],
+            "provider_options": {"responses": ["Same."]},
+        }
+    )
+
+
+def test_continue_with_a_new_provider_keeps_only_the_portable_settings() -> None:
+    oma("run", "hi", *scripted("One."), "-o", "max_tokens", "9")
+    again = oma("run", "-c", "-p", "echo", "more")
+    assert again.exit_code == 0, again.output
+    assert logged()[-1]["settings"] == {"model": None, "max_tokens": 9}
+
+
+def test_a_secret_looking_provider_option_is_not_logged_and_must_be_given_again() -> None:
+    token = "sk-option-secret-0123456789abcdef"
+    assert oma("run", "hi", *scripted(token)).exit_code == 0
+    (run,) = logged()
+    assert run["settings"]["provider_options"]["responses"] == "[REDACTED]"
+    assert run["settings"]["not_kept"] == ["provider_options.responses"]
+    assert token.encode() not in Path(oma("logs", "path").stdout.strip()).read_bytes()
+    again = oma("run", "-c", "more")
+    assert again.stderr.startswith(
+        "note: the provider option responses of the conversation looked like a secret and was "
+        "not logged: give it again with -o responses VALUE\n"
+    )
+
+
+def test_a_database_of_an_older_oma_gains_the_new_columns(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with sqlite3.connect(home / "logs.db") as db:
+        db.execute(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, "
+            "conversation_id TEXT NOT NULL, datetime_utc TEXT NOT NULL, agent TEXT, "
+            "provider TEXT NOT NULL, model TEXT, system TEXT, messages TEXT NOT NULL, "
+            "answer TEXT, output TEXT, input_tokens INTEGER NOT NULL DEFAULT 0, "
+            "output_tokens INTEGER NOT NULL DEFAULT 0, duration_ms INTEGER NOT NULL DEFAULT 0, "
+            "calls INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, error TEXT)"
+        )
+        db.execute(
+            "INSERT INTO runs (run_id, conversation_id, datetime_utc, provider, messages, answer)"
+            " VALUES ('r1', 'c1', '2026-01-01T00:00:00+00:00', 'echo', ?, ?)",
+            (
+                json.dumps([{"role": "user", "content": [{"type": "text", "text": "old"}]}]),
+                json.dumps({"role": "assistant", "content": [{"type": "text", "text": "Old."}]}),
+            ),
+        )
+    (old,) = logged()
+    assert (old["base_url"], old["settings"]) == (None, {})
+    again = oma("run", "-c", "new")
+    assert again.exit_code == 0, again.output
+    assert [m["content"][0]["text"] for m in logged()[-1]["messages"]] == ["old", "Old.", "new"]
+    with sqlite3.connect(home / "logs.db") as db:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    assert {"base_url", "settings"} <= columns
+
+
 def test_cid_continues_a_chosen_conversation() -> None:
     first = json.loads(oma("run", "--json", "one").stdout)["conversation_id"]
     oma("run", "other")

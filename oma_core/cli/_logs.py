@@ -64,6 +64,7 @@ def continued_history(
         if conversation_id:
             usage(f"no logged conversation {conversation_id} (see `oma logs`)")
         usage("no logged conversation to continue (see `oma logs`)")
+    options = _logged_options(last, options)  # first: a refusal comes before any note
     history, replaced = _history_of(last)
     if last.answer is None:  # the last run failed: its unanswered turn is not sent again
         while history and history[-1].get("role") == "user":
@@ -75,11 +76,52 @@ def continued_history(
             "cannot be sent again (the log keeps type, size and SHA-256 only); "
             "the model sees a placeholder"
         )
-    if options.provider is None and options.model is None:
-        options = attrs.evolve(options, provider=last.provider, model=last.model)
     if options.system_prompt is None and last.system is not None:
         options = attrs.evolve(options, system_prompt=last.system)
     return last.conversation_id, history, options
+
+
+def _logged_options(last: LoggedRun, options: AgentOptions) -> AgentOptions:
+    """``options`` completed from the logged run: where and how the conversation talked.
+
+    Without ``-p``/``-m``, the logged provider, model, base URL (unless ``--base-url``) and
+    provider options (``-o`` replaces one by name) are used again; with either, none of them
+    is: a base URL and provider options belong to a provider. The portable settings
+    (temperature, max_tokens, stop) carry over either way unless given with ``-o``.
+    """
+    from ._agent import PORTABLE_OPTIONS
+
+    settings = last.settings
+    not_kept = settings.get("not_kept") or []
+    given = {name for name, _ in options.options}
+    carried: list[tuple[str, str]] = []
+    for name in PORTABLE_OPTIONS:
+        if name not in given and settings.get(name) is not None:
+            carried.append((name, json.dumps(settings[name])))
+    if options.provider is None and options.model is None:
+        options = attrs.evolve(
+            options, provider=last.provider, model=settings.get("model") or last.model
+        )
+        if options.base_url is None:
+            if "base_url" in not_kept:
+                usage(
+                    f"the conversation talked to {last.base_url} with credentials or a query "
+                    "the log does not keep: give --base-url again"
+                )
+            options = attrs.evolve(options, base_url=last.base_url)
+        for name, value in (settings.get("provider_options") or {}).items():
+            if name in given:
+                continue
+            if f"provider_options.{name}" in not_kept:
+                note(
+                    f"the provider option {name} of the conversation looked like a secret and "
+                    f"was not logged: give it again with -o {name} VALUE"
+                )
+                continue
+            carried.append((name, json.dumps(value)))
+    if carried:
+        options = attrs.evolve(options, options=(*carried, *options.options))
+    return options
 
 
 def _history_of(last: LoggedRun) -> tuple[list[dict[str, Any]], int]:

@@ -105,6 +105,7 @@ class RunLogger:
             "calls": state["calls"],
             "attempts": state["attempts"],
             "error": error,
+            **_settings(request, run),
         }
         try:
             self.log.write(row)
@@ -115,6 +116,54 @@ class RunLogger:
                     "warning",
                     {"message": f"the run log {self.log.path} was not written ({reason})"},
                 )
+
+
+def _settings(request: Any, run: RunContext) -> dict[str, Any]:
+    """The ``base_url`` and ``settings`` columns: where and how the run talked, so ``oma run
+    -c`` talks there again. A base URL with user info or a query, or a provider option that
+    looks like a secret (or is not JSON), is not kept: it is named under ``not_kept``."""
+    import json
+
+    from ..redaction import REDACTED, redact_json, redact_url
+
+    not_kept: list[str] = []
+    settings: dict[str, Any] = {"model": request.model}
+    for name in ("temperature", "max_tokens"):
+        if getattr(request, name) is not None:
+            settings[name] = getattr(request, name)
+    if request.stop is not None:
+        settings["stop"] = list(request.stop)
+    options: dict[str, Any] = {}
+    for name, value in run.config.provider_options.items():
+        try:
+            plain = json.loads(json.dumps({str(name): value}))
+        except (TypeError, ValueError):
+            plain = None
+        if plain is not None and redact_json(plain) == plain:
+            options[str(name)] = plain[str(name)]
+        else:
+            options[str(name)] = REDACTED
+            not_kept.append(f"provider_options.{name}")
+    if options:
+        settings["provider_options"] = options
+    base_url = run.config.base_url
+    if base_url is not None and not _safe_url(base_url):
+        not_kept.append("base_url")
+        base_url = redact_url(base_url)
+    if not_kept:
+        settings["not_kept"] = not_kept
+    return {"base_url": base_url, "settings": settings}
+
+
+def _safe_url(url: str) -> bool:
+    """Whether ``url`` can be kept whole: no user info, query or fragment."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        return not ("@" in parts.netloc or parts.query or parts.fragment)
+    except ValueError:
+        return False
 
 
 def _error_text(exc: BaseException) -> str:
