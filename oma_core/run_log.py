@@ -5,8 +5,10 @@ conversation sent, the answer, usage, duration, attempts, error, and a conversat
 ties the runs of one conversation together. The conversation is stored through
 ``oma_core.redaction.redact_json``: a media payload is kept only as its type, size and
 SHA-256, URLs lose their query strings, secret-looking values and long base64 runs are
-scrubbed, and an API key is never among what a row is made of. Nothing is logged unless a
-``RunLog``'s plugin is registered on the ``PluginHost`` a run uses::
+scrubbed, and an API key is never among what a row is made of. With a ``media_dir``, the
+media bytes are kept there by hash (``oma_core._media_store``), outside the database, so a
+conversation can be sent again whole. Nothing is logged unless a ``RunLog``'s plugin is
+registered on the ``PluginHost`` a run uses::
 
     log = RunLog("runs.db")
     host = PluginHost()
@@ -21,15 +23,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 __all__ = ["LoggedRun", "RunLog"]
+
+#: How a media block of a stored row names its payload (a digest's ``sha256`` field).
+_SHA256_FIELD = re.compile(r'"sha256": "([0-9a-f]{64})"')
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -122,10 +129,20 @@ class LoggedRun:
 
 class RunLog:
     """The log database at ``path`` (created, with its directory, on first write; the file is
-    made readable by its owner only)."""
+    made readable by its owner only).
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``media_dir``: where the media of logged runs are kept by content hash (a ``MediaStore``:
+    0700, files 0600), so a conversation can be continued with its media; None (the default)
+    keeps no media, only their type, size and SHA-256 in the rows.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, media_dir: str | os.PathLike[str] | None = None
+    ) -> None:
+        from ._media_store import MediaStore
+
         self.path = Path(path)
+        self.media = None if media_dir is None else MediaStore(media_dir)
 
     def __repr__(self) -> str:
         return f"RunLog({str(self.path)!r})"
@@ -142,14 +159,24 @@ class RunLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
             os.close(fd)
-        with closing(sqlite3.connect(self.path, timeout=10)) as db:
+        # Autocommit: each writer takes the write lock up front (BEGIN IMMEDIATE), so the media
+        # files it keeps and the row that names them land under one lock.
+        with closing(sqlite3.connect(self.path, timeout=10, isolation_level=None)) as db:
             if create:
-                db.executescript(_SCHEMA)
-                _add_missing_columns(db)
+                with _transaction(db):
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    _add_missing_columns(db)
             yield db
 
-    def write(self, row: Mapping[str, Any]) -> None:
-        """Insert the run's row, or replace it by ``run_id`` (each call of a run updates it)."""
+    def write(self, row: Mapping[str, Any], media: Iterable[bytes] = ()) -> list[str]:
+        """Insert the run's row, or replace it by ``run_id`` (each call of a run updates it),
+        keeping ``media`` (decoded payloads) in the media store when there is one.
+
+        Returns what could not be done short of the row (media not kept), one line each: a
+        row that cannot be written raises.
+        """
         values = dict(row)
         for key in ("messages", "answer", "settings"):
             if values.get(key) is not None and not isinstance(values[key], str):
@@ -157,12 +184,61 @@ class RunLog:
         names = [name for name in _COLUMNS if name != "id" and name in values]
         placeholders = ", ".join("?" for _ in names)
         updates = ", ".join(f"{name} = excluded.{name}" for name in names if name != "run_id")
-        with self._connect(create=True) as db, db:
+        problems: list[str] = []
+        with self._connect(create=True) as db, _transaction(db):
+            if self.media is not None:
+                for raw in media:
+                    try:
+                        self.media.put(raw)
+                    except OSError as exc:
+                        reason = f"{type(exc).__name__}: {exc}"
+                        problems.append(f"a media file was not kept in {self.media} ({reason})")
             db.execute(
                 f"INSERT INTO runs ({', '.join(names)}) VALUES ({placeholders}) "
                 f"ON CONFLICT(run_id) DO UPDATE SET {updates}",
                 [values[name] for name in names],
             )
+        return problems
+
+    def media_of(self, sha256: str, size: int | None = None) -> bytes | None:
+        """The kept bytes of a logged media block (by its ``sha256``), checked against the
+        hash; None without a store, or when they are missing or changed."""
+        return None if self.media is None else self.media.get(sha256, size)
+
+    def remove(self, conversation_id: str) -> tuple[int, int]:
+        """Remove one conversation's runs, then the media no run refers to any more: how many
+        runs and media files were removed."""
+        return self._delete("conversation_id = ?", [conversation_id])
+
+    def prune(
+        self, *, older_than: datetime | None = None, keep: int | None = None
+    ) -> tuple[int, int]:
+        """Remove the runs logged before ``older_than`` and those beyond the newest ``keep``,
+        then the media no run refers to any more (with neither: only those media)."""
+        where: list[str] = []
+        args: list[Any] = []
+        if older_than is not None:
+            where.append("datetime_utc < ?")
+            args.append(older_than.astimezone(UTC).isoformat(timespec="seconds"))
+        if keep is not None:
+            where.append("id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT ?)")
+            args.append(keep)
+        return self._delete(" OR ".join(where) if where else "0", args)
+
+    def _delete(self, where: str, args: list[Any]) -> tuple[int, int]:
+        if not self.path.exists():
+            return 0, 0
+        with self._connect(create=True) as db, _transaction(db):
+            runs = db.execute(f"DELETE FROM runs WHERE {where}", args).rowcount
+            removed = 0
+            if self.media is not None:
+                referenced: set[str] = set()
+                for messages, answer in db.execute("SELECT messages, answer FROM runs"):
+                    for text in (messages, answer):
+                        if isinstance(text, str):
+                            referenced.update(_SHA256_FIELD.findall(text))
+                removed = self.media.remove_all_but(referenced)
+        return runs, removed
 
     def runs(
         self,
@@ -203,6 +279,19 @@ class RunLog:
         """The latest run (of ``conversation_id``, if given), or None."""
         found = self.runs(1, conversation_id=conversation_id)
         return found[0] if found else None
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, holding the write lock from its start."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.in_transaction:  # (SQLite may have rolled back already, on a full disk say)
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _present_columns(db: sqlite3.Connection) -> set[str]:

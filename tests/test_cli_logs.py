@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import sqlite3
 import stat
@@ -66,8 +67,6 @@ def test_the_database_is_in_the_data_directory_with_mode_0600(tmp_path: Path) ->
 
 
 def test_media_is_logged_as_type_size_and_sha256_never_payload_or_key(png: str) -> None:
-    import hashlib
-
     result = oma("run", "what is it?", "-a", png, "--api-key", KEY, "--no-stream")
     assert result.exit_code == 0, result.output
     (run,) = logged()
@@ -141,17 +140,139 @@ def test_continue_sends_the_logged_conversation_as_history(png: str) -> None:
     assert first.exit_code == 0, first.output
     second = oma("run", "-c", "and its colour?", *scripted("Grey."))
     assert second.exit_code == 0, second.output
-    assert second.stdout == "Grey.\n"
-    assert "1 media block of the logged conversation cannot be sent again" in second.stderr
+    assert (second.stdout, second.stderr) == ("Grey.\n", "")
     one, two = logged()
     assert one["conversation_id"] == two["conversation_id"]
     sent = two["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
-    assert sent[0]["content"][0] == {"type": "text", "text": "what is it?"}
-    placeholder = sent[0]["content"][1]["text"]
-    assert placeholder.startswith(f"[image image/png, {len(PNG)} bytes, sha256 ")
+    assert sent[0]["content"] == one["messages"][0]["content"]  # the image, sent again
+    assert sent[0]["content"][1]["source"]["sha256"] == hashlib.sha256(PNG).hexdigest()
     assert sent[1]["content"] == [{"type": "text", "text": "A cat."}]
     assert sent[2]["content"] == [{"type": "text", "text": "and its colour?"}]
+
+
+# -- the media store ---------------------------------------------------------------------------
+
+
+def media_dir(tmp_path: Path) -> Path:
+    return tmp_path / "home" / "media"
+
+
+def test_media_are_kept_by_hash_in_a_private_store_beside_the_log(png: str, tmp_path: Path) -> None:
+    assert oma("run", "what is it?", "-a", png).exit_code == 0
+    store = media_dir(tmp_path)
+    (kept,) = store.iterdir()
+    assert kept.name == hashlib.sha256(PNG).hexdigest()
+    assert kept.read_bytes() == PNG
+    assert stat.S_IMODE(store.stat().st_mode) == 0o700
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+
+def test_a_loose_media_store_is_tightened_to_0700(png: str, tmp_path: Path) -> None:
+    media_dir(tmp_path).mkdir(parents=True, mode=0o755)
+    media_dir(tmp_path).chmod(0o755)
+    assert oma("run", "what is it?", "-a", png).exit_code == 0
+    assert stat.S_IMODE(media_dir(tmp_path).stat().st_mode) == 0o700
+
+
+def test_no_keep_media_logs_the_run_but_keeps_no_media(png: str, tmp_path: Path) -> None:
+    assert oma("run", "what is it?", "-a", png, "--no-keep-media").exit_code == 0
+    assert len(logged()) == 1
+    assert not media_dir(tmp_path).exists() or not any(media_dir(tmp_path).iterdir())
+    again = oma("run", "-c", "and now?")
+    assert again.exit_code == 0
+    assert again.stderr.startswith("note: 1 media block of the logged conversation is not in ")
+    placeholder = logged()[-1]["messages"][0]["content"][1]["text"]
+    assert placeholder.startswith(f"[image image/png, {len(PNG)} bytes, sha256 ")
+
+
+def test_a_changed_media_file_is_not_sent_again(png: str, tmp_path: Path) -> None:
+    oma("run", "what is it?", "-a", png)
+    (kept,) = media_dir(tmp_path).iterdir()
+    kept.write_bytes(PNG[:-1] + b"!")  # same size, other bytes
+    again = oma("run", "-c", "and now?")
+    assert again.exit_code == 0
+    assert "is not in the media store" in again.stderr and "or changed since" in again.stderr
+    assert logged()[-1]["messages"][0]["content"][1]["type"] == "text"
+
+
+def test_a_url_without_a_query_is_sent_again_one_with_a_query_is_not() -> None:
+    plain = "https://example.com/cat.png"
+    signed = "https://example.com/dog.png?sig=abc123secret"
+    first = oma("run", "two pictures", "-a", plain, "-a", signed, *scripted("Two."))
+    assert first.exit_code == 0, first.output
+    (run,) = logged()
+    assert run["messages"][0]["content"][1]["source"]["url"] == plain
+    assert run["messages"][0]["content"][2]["source"] == {
+        "type": "url",
+        "media_type": "image/png",
+        "url": "https://example.com/dog.png",
+        "redacted": True,
+    }
+    again = oma("run", "-c", "which is nicer?")
+    assert again.exit_code == 0, again.output
+    assert again.stderr.startswith("note: 1 media block of the logged conversation had a URL ")
+    content = logged()[-1]["messages"][0]["content"]
+    assert content[1]["source"]["url"] == plain
+    assert content[2] == {
+        "type": "text",
+        "text": "[image image/png at https://example.com/dog.png: sent earlier, its query "
+        "not kept]",
+    }
+
+
+def test_logs_rm_removes_one_conversation_and_its_media(png: str, tmp_path: Path) -> None:
+    other = tmp_path / "other.png"
+    other.write_bytes(PNG + b"other")
+    cid = json.loads(oma("run", "--json", "one", "-a", png).stdout)["conversation_id"]
+    oma("run", "-c", "more")
+    oma("run", "two", "-a", str(other))
+    done = oma("logs", "rm", cid)
+    assert done.exit_code == 0, done.output
+    assert done.stdout == "removed 2 runs and 1 media file\n"
+    assert [r["messages"][-1]["content"][0]["text"] for r in logged()] == ["two"]
+    names = [p.name for p in media_dir(tmp_path).iterdir()]
+    assert names == [hashlib.sha256(PNG + b"other").hexdigest()]
+    unknown = oma("logs", "rm", cid)
+    assert unknown.exit_code == 2
+    assert unknown.stderr == f"error: no logged conversation {cid} (see `oma logs`)\n"
+
+
+def test_logs_prune_keeps_the_newest_runs_and_their_media(png: str, tmp_path: Path) -> None:
+    other = tmp_path / "other.png"
+    other.write_bytes(PNG + b"other")
+    oma("run", "one", "-a", png)
+    oma("run", "two", "-a", str(other))
+    oma("run", "three")
+    done = oma("logs", "prune", "--keep", "2")
+    assert done.stdout == "removed 1 run and 1 media file\n"
+    assert len(logged()) == 2
+    names = [p.name for p in media_dir(tmp_path).iterdir()]
+    assert names == [hashlib.sha256(PNG + b"other").hexdigest()]
+
+
+def test_logs_prune_older_than_removes_old_runs(png: str, tmp_path: Path) -> None:
+    oma("run", "old", "-a", png)
+    with sqlite3.connect(tmp_path / "home" / "logs.db") as db:
+        db.execute("UPDATE runs SET datetime_utc = '2020-01-01T00:00:00+00:00'")
+    oma("run", "new")
+    done = oma("logs", "prune", "--older-than", "30")
+    assert done.stdout == "removed 1 run and 1 media file\n"
+    assert [r["messages"][0]["content"][0]["text"] for r in logged()] == ["new"]
+    assert list(media_dir(tmp_path).iterdir()) == []
+
+
+def test_logs_prune_with_no_option_removes_only_unreferenced_media(
+    png: str, tmp_path: Path
+) -> None:
+    oma("run", "one", "-a", png)
+    stray = media_dir(tmp_path) / ("0" * 64)
+    stray.write_bytes(b"left behind")
+    assert oma("logs", "prune").stdout == "removed 0 runs and 1 media file\n"
+    assert [p.name for p in media_dir(tmp_path).iterdir()] == [hashlib.sha256(PNG).hexdigest()]
+
+
+# -- -c: continue a conversation (settings) ----------------------------------------------------
 
 
 def test_continue_uses_the_logged_provider_and_system_prompt_unless_given() -> None:

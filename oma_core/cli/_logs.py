@@ -2,15 +2,19 @@
 
 Logging is on unless ``oma logs off`` (a ``logs-off`` file beside the database). ``oma run
 -c`` continues the last conversation (``--cid ID`` a chosen one): its logged messages and
-answer are sent as history, with the provider, model and system prompt it used unless given
-again. The log keeps media only as type, size and SHA-256, so media from earlier turns cannot
-be sent again: each such block becomes a short text placeholder naming it, and a note on
-stderr says how many were replaced.
+answer are sent as history, with the provider, model, base URL, options and system prompt it
+used unless given again. The database keeps media only as type, size and SHA-256; their bytes
+are kept in the media store beside it (``media/``, unless ``--no-keep-media``) and sent again
+from there, checked against the hash. What cannot be sent again (a media file removed or
+changed, a URL whose query was not logged) becomes a short text placeholder naming it, and a
+note on stderr says how many. ``oma logs rm`` and ``prune`` remove runs and the media no
+run refers to any more.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -28,10 +32,12 @@ def logging_on() -> bool:
     return not logs_off_path().exists()
 
 
-def run_log() -> RunLog:
+def run_log(keep_media: bool = True) -> RunLog:
+    """The command's log: ``logs.db``, with its media store ``media/`` beside it."""
     from ..run_log import RunLog
 
-    return RunLog(logs_path())
+    path = logs_path()
+    return RunLog(path, media_dir=path.parent / "media" if keep_media else None)
 
 
 def read_runs(
@@ -48,9 +54,9 @@ def read_runs(
     fail(f"cannot read the run log {log.path} ({reason}); move it away to start a new one", 2)
 
 
-def log_plugin() -> object | None:
+def log_plugin(keep_media: bool = True) -> object | None:
     """The middleware that logs this command's run, or None when logging is off."""
-    return run_log().plugin() if logging_on() else None
+    return run_log(keep_media).plugin() if logging_on() else None
 
 
 def continued_history(
@@ -65,16 +71,21 @@ def continued_history(
             usage(f"no logged conversation {conversation_id} (see `oma logs`)")
         usage("no logged conversation to continue (see `oma logs`)")
     options = _logged_options(last, options)  # first: a refusal comes before any note
-    history, replaced = _history_of(last)
+    history, missing, urls = _history_of(last, run_log())
     if last.answer is None:  # the last run failed: its unanswered turn is not sent again
         while history and history[-1].get("role") == "user":
             history.pop()
         note("the last run of the conversation failed; its prompt is not sent again")
-    if replaced:
+    if missing:
         note(
-            f"{replaced} media block{'s' if replaced != 1 else ''} of the logged conversation "
-            "cannot be sent again (the log keeps type, size and SHA-256 only); "
-            "the model sees a placeholder"
+            f"{_blocks(missing)} of the logged conversation {'is' if missing == 1 else 'are'} "
+            "not in the media store (kept unless --no-keep-media; removed by `oma logs rm` or "
+            "`prune`) or changed since: the model sees a placeholder"
+        )
+    if urls:
+        note(
+            f"{_blocks(urls)} of the logged conversation had a URL with a query or user info, "
+            "which the log does not keep: the model sees a placeholder"
         )
     if options.system_prompt is None and last.system is not None:
         options = attrs.evolve(options, system_prompt=last.system)
@@ -124,20 +135,45 @@ def _logged_options(last: LoggedRun, options: AgentOptions) -> AgentOptions:
     return options
 
 
-def _history_of(last: LoggedRun) -> tuple[list[dict[str, Any]], int]:
+def _blocks(count: int) -> str:
+    return f"{count} media block{'s' if count != 1 else ''}"
+
+
+def _history_of(last: LoggedRun, log: RunLog) -> tuple[list[dict[str, Any]], int, int]:
+    """The history to send: the logged messages and answer, each media block's payload read
+    back from the media store (checked against its SHA-256), a URL sent again when it was
+    logged whole; what cannot be sent again becomes a text placeholder naming it. Returns the
+    history, and how many blocks were missing from the store and how many URLs were cut."""
+    import base64
+
     messages = [*last.messages, *([last.answer] if last.answer else [])]
-    replaced = 0
+    missing = urls = 0
 
     def block(item: dict[str, Any]) -> dict[str, Any] | None:
-        nonlocal replaced
+        nonlocal missing, urls
         source = item.get("source")
+        if isinstance(source, dict) and source.get("type") == "url" and source.get("redacted"):
+            urls += 1
+            return {
+                "type": "text",
+                "text": f"[{item.get('type')} {source.get('media_type')} at "
+                f"{source.get('url')}: sent earlier, its query not kept]",
+            }
         if isinstance(source, dict) and "data" not in source and "url" not in source:
-            replaced += 1
+            sha256, size = source.get("sha256"), source.get("bytes")
+            raw = log.media_of(sha256, size) if isinstance(sha256, str) else None
+            if raw is not None and isinstance(size, int):
+                data = base64.b64encode(raw).decode("ascii")
+                media_type = source.get("media_type")
+                return {
+                    **item,
+                    "source": {"type": "base64", "media_type": media_type, "data": data},
+                }
+            missing += 1
             return {
                 "type": "text",
                 "text": f"[{item.get('type')} {source.get('media_type')}, "
-                f"{source.get('bytes')} bytes, sha256 {source.get('sha256')}: "
-                "sent earlier, not kept]",
+                f"{size} bytes, sha256 {sha256}: sent earlier, not kept]",
             }
         if item.get("type") == "tool_result" and isinstance(item.get("content"), list):
             return {**item, "content": [b for b in map(block, item["content"]) if b]}
@@ -150,7 +186,7 @@ def _history_of(last: LoggedRun) -> tuple[list[dict[str, Any]], int]:
         content = [b for b in map(block, message.get("content", [])) if b]
         if content:
             history.append({**message, "content": content})
-    return history, replaced
+    return history, missing, urls
 
 
 def _describe(run: LoggedRun) -> str:
@@ -213,6 +249,59 @@ def logs_status() -> None:
     count = len(read_runs(None))
     state = "on" if logging_on() else "off"
     click.echo(f"logging is {state}; {count} run{'s' if count != 1 else ''} in {logs_path()}")
+
+
+@logs.command("rm")
+@click.argument("conversation_id", metavar="ID")
+@command_guard
+def logs_rm(conversation_id: str) -> None:
+    """Remove conversation ID's runs and the media no other run refers to."""
+    runs, files = _changed(lambda log: log.remove(conversation_id))
+    if not runs:
+        usage(f"no logged conversation {conversation_id} (see `oma logs`)")
+    click.echo(f"removed {_counted(runs, 'run')} and {_counted(files, 'media file')}")
+
+
+@logs.command("prune")
+@click.option(
+    "--older-than",
+    "days",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="DAYS",
+    help="Remove the runs logged more than DAYS days ago.",
+)
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Remove all but the newest N runs.",
+)
+@command_guard
+def logs_prune(days: float | None, keep: int | None) -> None:
+    """Remove old runs, then the media no run refers to (with no option: only those media)."""
+    from datetime import UTC, datetime, timedelta
+
+    cutoff = None if days is None else datetime.now(UTC) - timedelta(days=days)
+    runs, files = _changed(lambda log: log.prune(older_than=cutoff, keep=keep))
+    click.echo(f"removed {_counted(runs, 'run')} and {_counted(files, 'media file')}")
+
+
+def _counted(count: int, what: str) -> str:
+    return f"{count} {what}{'s' if count != 1 else ''}"
+
+
+def _changed(change: Callable[[RunLog], tuple[int, int]]) -> tuple[int, int]:
+    """``change`` applied to the log; a broken database is one ``error:`` line."""
+    import sqlite3
+
+    log = run_log()
+    try:
+        return change(log)
+    except (sqlite3.Error, OSError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+    fail(f"cannot change the run log {log.path} ({reason})", 2)
 
 
 @logs.command("off")

@@ -76,6 +76,7 @@ class RunLogger:
         response: Any,
         error: str | None,
     ) -> None:
+        from .._media_store import payloads
         from ..messages import TextBlock
         from ..redaction import redact_json, redact_text
         from ..serialization import dump_messages
@@ -83,8 +84,12 @@ class RunLogger:
         request = call.request
         answer = None
         output = None
+        sent = dump_messages(request.messages)
+        media = [*payloads(sent)] if self.log.media is not None else []
         if response is not None:
-            answer = redact_json(dump_messages([response.message]))[0]
+            (reply,) = dump_messages([response.message])
+            media.extend(payloads(reply) if self.log.media is not None else ())
+            answer = redact_json(_mark_urls(reply))
             text = "".join(b.text for b in response.message.content if isinstance(b, TextBlock))
             output = redact_text(text)
         conversation = run.metadata.get("conversation_id")
@@ -96,7 +101,7 @@ class RunLogger:
             "provider": call.provider,
             "model": (response.model if response is not None else None) or request.model,
             "system": None if request.system_prompt is None else redact_text(request.system_prompt),
-            "messages": redact_json(dump_messages(request.messages)),
+            "messages": redact_json(_mark_urls(sent)),
             "answer": answer,
             "output": output,
             "input_tokens": state["input"],
@@ -108,14 +113,14 @@ class RunLogger:
             **_settings(request, run),
         }
         try:
-            self.log.write(row)
+            problems = self.log.write(row, media)
         except (OSError, sqlite3.Error) as exc:  # a log that cannot be written never fails a run
-            if run.settings.progress is not None:
-                reason = f"{type(exc).__name__}: {exc}"
-                run.settings.progress(
-                    "warning",
-                    {"message": f"the run log {self.log.path} was not written ({reason})"},
-                )
+            problems = [
+                f"the run log {self.log.path} was not written ({type(exc).__name__}: {exc})"
+            ]
+        if run.settings.progress is not None:
+            for problem in problems:
+                run.settings.progress("warning", {"message": problem})
 
 
 def _settings(request: Any, run: RunContext) -> dict[str, Any]:
@@ -153,6 +158,20 @@ def _settings(request: Any, run: RunContext) -> dict[str, Any]:
     if not_kept:
         settings["not_kept"] = not_kept
     return {"base_url": base_url, "settings": settings}
+
+
+def _mark_urls(value: Any) -> Any:
+    """``value`` with each URL media source that cannot be kept whole (user info, a query:
+    a signed URL's signature) marked ``"redacted": true``, so ``oma run -c`` knows the logged
+    URL is not the one sent."""
+    if isinstance(value, dict):
+        url = value.get("url")
+        if value.get("type") == "url" and isinstance(url, str) and not _safe_url(url):
+            return {**value, "redacted": True}
+        return {key: _mark_urls(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_mark_urls(item) for item in value]
+    return value
 
 
 def _safe_url(url: str) -> bool:
