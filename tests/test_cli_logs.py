@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
 import sqlite3
 import stat
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -436,3 +441,190 @@ def test_continue_after_a_failed_run_does_not_resend_its_unanswered_prompt() -> 
     assert "the last run of the conversation failed" in again.stderr
     texts = [m["content"][0]["text"] for m in logged()[-1]["messages"]]
     assert texts == ["one", "First.", "three"]
+
+
+# -- the log under load: never on the event loop, never a lost row ------------------------------
+
+#: Holds the log's write lock (a write transaction) until a line arrives on stdin.
+LOCKER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+db.execute("INSERT INTO runs (run_id, conversation_id, datetime_utc, provider, messages) "
+           "VALUES ('locker', 'locker', '2026-01-01T00:00:00+00:00', 'none', '[]')")
+print("locked", flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+"""
+
+#: Writes 100 rows through ``RunLog.write``, as concurrent ``oma`` processes do.
+WRITER = """
+import sys
+from oma_core.run_log import RunLog
+log = RunLog(sys.argv[1])
+for i in range(100):
+    log.write({"run_id": f"{sys.argv[2]}-{i}", "conversation_id": sys.argv[2],
+               "datetime_utc": "2026-01-01T00:00:00+00:00", "provider": "p", "messages": []})
+"""
+
+
+def a_row(run_id: str) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "conversation_id": run_id,
+        "datetime_utc": "2026-01-01T00:00:00+00:00",
+        "provider": "p",
+        "messages": [],
+    }
+
+
+@contextmanager
+def write_lock_held(path: Path) -> Iterator[Callable[[], None]]:
+    """Another process holds ``path``'s write lock until the yielded ``release()``."""
+    with subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as locker:
+        assert locker.stdout is not None and locker.stdin is not None
+        try:
+            assert locker.stdout.readline() == "locked\n"
+
+            def release() -> None:
+                assert locker.stdin is not None
+                if not locker.stdin.closed:
+                    locker.stdin.write("\n")
+                    locker.stdin.close()
+
+            yield release
+            release()
+            assert locker.wait(timeout=60) == 0
+        finally:
+            if locker.poll() is None:
+                locker.kill()
+
+
+async def test_runs_waiting_on_a_locked_log_leave_the_event_loop_free(tmp_path: Path) -> None:
+    # The bound is far above what the passing case waits, and keeps a loop that blocks on
+    # SQLite (the failure this test is for) to 5 x 20 s.
+    log = RunLog(tmp_path / "runs.db", timeout=20)
+    log.write(a_row("seed"))
+    host = PluginHost(load_entrypoints=False)
+    host.register(log.plugin())
+    ticks = 0
+
+    async def heartbeat() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.001)
+            ticks += 1
+
+    async def one_run(name: str) -> bool:
+        config = AgentConfig(name, provider="scripted", provider_options={"responses": ["ok"]})
+        agent = Agent(config, plugins=host)
+        try:
+            return (await agent.run("hi")).success
+        finally:
+            await agent.aclose()
+
+    with write_lock_held(log.path) as release:
+        beat = asyncio.create_task(heartbeat())
+        runs = [asyncio.create_task(one_run(f"agent-{i}")) for i in range(5)]
+        for _ in range(100_000):  # until the heartbeat has ticked 50 times
+            if ticks >= 50:
+                break
+            await asyncio.sleep(0.001)
+        assert ticks >= 50
+        assert not any(run.done() for run in runs)  # all five still wait for the lock
+        release()
+        assert await asyncio.wait_for(asyncio.gather(*runs), 120) == [True] * 5
+        beat.cancel()
+    agents = sorted(run.agent for run in log.runs(None) if run.agent)
+    assert agents == [f"agent-{i}" for i in range(5)]
+
+
+async def test_a_write_waits_for_the_lock_no_longer_than_its_bound(tmp_path: Path) -> None:
+    log = RunLog(tmp_path / "runs.db", timeout=0.2)
+    log.write(a_row("seed"))
+    host = PluginHost(load_entrypoints=False)
+    host.register(log.plugin())
+    warnings: list[str] = []
+    config = AgentConfig("a", provider="scripted", provider_options={"responses": ["ok"]})
+    agent = Agent(config, plugins=host)
+    settings = RunSettings(progress=lambda kind, data: warnings.append(data["message"]))
+    with write_lock_held(log.path):
+        result = await agent.run("hi", settings=settings)
+        await agent.aclose()
+    assert result.success and result.output == "ok"
+    (warning,) = warnings
+    assert (
+        warning == f"the run log {log.path} was not written (OperationalError: database is locked)"
+    )
+
+
+def test_twenty_processes_writing_at_once_lose_no_row(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), f"p{n}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(20)
+    ]
+    try:
+        outcomes = [writer.communicate(timeout=600) for writer in writers]
+    finally:
+        for writer in writers:
+            if writer.poll() is None:
+                writer.kill()
+    assert [(w.returncode, err) for w, (_, err) in zip(writers, outcomes, strict=True)] == [
+        (0, "")
+    ] * 20
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (2000,)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_a_database_readable_by_others_is_tightened_to_0600(tmp_path: Path) -> None:
+    oma("run", "hi")
+    path = tmp_path / "home" / "logs.db"
+    path.chmod(0o644)
+    assert oma("run", "again").exit_code == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    path.chmod(0o644)
+    assert oma("logs").exit_code == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "reason"),
+    [
+        ("messages", '{"role": "user"}', "messages is not a list of messages"),
+        ("messages", '[{"role": "user", "content": "hi"}]', "messages is not a list of messages"),
+        ("messages", '[{"role": "user", "content": [{"type": "image", "source": "x"}]}]',
+         "messages is not a list of messages"),
+        ("messages", "[1", "messages is not valid JSON"),
+        ("answer", "[1]", "answer is not a message"),
+        ("settings", "[]", "settings is not an object of settings"),
+        ("settings", '{"not_kept": "base_url"}', "settings is not an object of settings"),
+        ("input_tokens", "'many'", "input_tokens is not an integer"),
+    ],
+)  # fmt: skip
+def test_a_malformed_row_is_one_line_for_logs_and_continue(
+    tmp_path: Path, column: str, value: str, reason: str
+) -> None:
+    oma("run", "hi")
+    path = tmp_path / "home" / "logs.db"
+    with sqlite3.connect(path) as db:
+        literal = value if column == "input_tokens" else "'" + value.replace("'", "''") + "'"
+        db.execute(f"UPDATE runs SET {column} = {literal}")
+    (run_id,) = sqlite3.connect(path).execute("SELECT run_id FROM runs").fetchone()
+    for args in (["logs"], ["logs", "--json"], ["run", "-c", "more"]):
+        result = oma(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"error: cannot read the run log {path} (")
+        assert f"the logged run {run_id}: {reason}" in result.stderr

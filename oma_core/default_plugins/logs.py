@@ -4,8 +4,11 @@
 Not a default plugin: it is registered only by whoever wants a log (``RunLog.plugin()``; the
 ``oma`` command registers one unless ``oma logs off``). It is ``tryfirst``, outside the
 budgets, so a call a budget refuses is logged too. What it writes is redacted: media as type,
-size and SHA-256, never a payload or a key. A log that cannot be written (a full disk, a
-locked or broken file) never fails the run: it is reported as a ``warning`` progress event.
+size and SHA-256, never a payload or a key (the payloads go to the log's media store, when it
+has one). The row is built and written in the log's writer thread (``RunLog.write_soon``),
+awaited, so the event loop never waits on SQLite and the row is in before the call returns. A
+log that cannot be written (a full disk, a lock held past the log's ``timeout``, a broken
+file) never fails the run: it is reported as a ``warning`` progress event.
 """
 
 from __future__ import annotations
@@ -66,9 +69,9 @@ class RunLogger:
                 state["calls"] += 1
                 state["input"] += response.usage.input_tokens
                 state["output"] += response.usage.output_tokens
-            self._write(call, run, state, response, error)
+            await self._write(call, run, dict(state), response, error)
 
-    def _write(
+    async def _write(
         self,
         call: ModelCall,
         run: RunContext,
@@ -76,6 +79,30 @@ class RunLogger:
         response: Any,
         error: str | None,
     ) -> None:
+        """Write the run's row in the log's writer thread (``RunLog.write_soon``): SQLite,
+        and building the row (redaction hashes every media payload), stay off the loop."""
+        written = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            problems = await self.log.write_soon(
+                lambda: self._row(call, run, state, response, error, written)
+            )
+        except (OSError, sqlite3.Error) as exc:  # a log that cannot be written never fails a run
+            problems = [
+                f"the run log {self.log.path} was not written ({type(exc).__name__}: {exc})"
+            ]
+        if run.settings.progress is not None:
+            for problem in problems:
+                run.settings.progress("warning", {"message": problem})
+
+    def _row(
+        self,
+        call: ModelCall,
+        run: RunContext,
+        state: dict[str, Any],
+        response: Any,
+        error: str | None,
+        written: str,
+    ) -> tuple[dict[str, Any], list[bytes]]:
         from .._media_store import payloads
         from ..messages import TextBlock
         from ..redaction import redact_json, redact_text
@@ -96,7 +123,7 @@ class RunLogger:
         row = {
             "run_id": run.run_id,
             "conversation_id": str(conversation) if conversation else run.run_id,
-            "datetime_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+            "datetime_utc": written,
             "agent": run.agent,
             "provider": call.provider,
             "model": (response.model if response is not None else None) or request.model,
@@ -112,15 +139,7 @@ class RunLogger:
             "error": error,
             **_settings(request, run),
         }
-        try:
-            problems = self.log.write(row, media)
-        except (OSError, sqlite3.Error) as exc:  # a log that cannot be written never fails a run
-            problems = [
-                f"the run log {self.log.path} was not written ({type(exc).__name__}: {exc})"
-            ]
-        if run.settings.progress is not None:
-            for problem in problems:
-                run.settings.progress("warning", {"message": problem})
+        return row, media
 
 
 def _settings(request: Any, run: RunContext) -> dict[str, Any]:
