@@ -338,9 +338,13 @@ class RunLog:
         *,
         search: str | None = None,
         conversation_id: str | None = None,
+        model: str | None = None,
+        since: datetime | None = None,
     ) -> list[LoggedRun]:
         """The last ``limit`` runs (None: all), oldest first; ``search`` matches the prompt,
-        system prompt or answer text; ``conversation_id`` keeps one conversation."""
+        system prompt or answer text; ``conversation_id`` keeps one conversation; ``model``
+        the runs of one model (``MODEL`` or ``PROVIDER:MODEL``); ``since`` those logged at or
+        after that moment."""
         if not self.path.exists():
             return []
         where: list[str] = []
@@ -351,6 +355,12 @@ class RunLog:
         if conversation_id:
             where.append("conversation_id = ?")
             args.append(conversation_id)
+        if model:
+            where.append("(model = ? OR provider || ':' || model = ?)")
+            args.extend([model, model])
+        if since is not None:
+            where.append("datetime_utc >= ?")
+            args.append(since.astimezone(UTC).isoformat(timespec="seconds"))
         sql = "SELECT {columns} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -359,12 +369,11 @@ class RunLog:
             sql += " LIMIT ?"
             args.append(limit)
         with self._connect(create=False) as db:
-            try:
-                present = _present_columns(db)
-                columns = ", ".join(name if name in present else "NULL" for name in _COLUMNS)
-                rows = db.execute(sql.format(columns=columns), args).fetchall()
-            except sqlite3.OperationalError:  # an empty file: no table yet
+            present = _present_columns(db)
+            if not present:  # an empty file: no table yet
                 return []
+            columns = ", ".join(name if name in present else "NULL" for name in _COLUMNS)
+            rows = db.execute(sql.format(columns=columns), args).fetchall()
         return [_logged(row) for row in reversed(rows)]
 
     def last(self, conversation_id: str | None = None) -> LoggedRun | None:

@@ -130,6 +130,56 @@ def test_logs_shows_the_last_n_and_searches() -> None:
     assert [r["output"] for r in found] == ['user: text "gamma"']
 
 
+def test_logs_refuses_a_negative_count() -> None:
+    oma("run", "one")
+    result = oma("logs", "-n", "-1")
+    assert result.exit_code == 2
+    assert "Invalid value for '-n' / '--count': -1 is not in the range x>=0." in result.stderr
+    assert result.stdout == ""
+
+
+def test_logs_filters_by_model() -> None:
+    oma("run", "one", *scripted("One."), "-m", "alpha")
+    oma("run", "two", *scripted("Two."), "-m", "beta")
+    oma("run", "three")
+    found = json.loads(oma("logs", "-m", "alpha", "--json").stdout)
+    assert [r["output"] for r in found] == ["One."]
+    found = json.loads(oma("logs", "-m", "scripted:beta", "--json").stdout)
+    assert [r["output"] for r in found] == ["Two."]
+    assert json.loads(oma("logs", "-m", "gamma", "--json").stdout) == []
+
+
+def test_logs_since_keeps_the_runs_logged_since_an_age_or_a_date(tmp_path: Path) -> None:
+    oma("run", "old")
+    with sqlite3.connect(tmp_path / "home" / "logs.db") as db:
+        db.execute("UPDATE runs SET datetime_utc = '2020-01-01T00:00:00+00:00'")
+    oma("run", "new")
+    for since in ("2h", "7d", "2021-01-01", "2021-01-01T10:00:00+02:00"):
+        found = json.loads(oma("logs", "--since", since, "--json").stdout)
+        assert [r["messages"][0]["content"][0]["text"] for r in found] == ["new"], since
+    assert len(json.loads(oma("logs", "--since", "2019-12-31", "--json").stdout)) == 2
+    bad = oma("logs", "--since", "yesterday")
+    assert bad.exit_code == 2
+    assert bad.stderr.startswith("error: --since 'yesterday' is neither an age")
+
+
+def test_logs_usage_sums_tokens_per_model_over_all_runs() -> None:
+    for prompt in ("one", "two", "three", "four"):
+        oma("run", prompt)
+    oma("run", "five", *scripted("Five."), "-m", "tiny")
+    runs = logged()
+    echo = [r for r in runs if r["provider"] == "echo"]
+    table = json.loads(oma("logs", "-u", "--json").stdout)
+    assert table["runs"] == 5
+    assert table["input_tokens"] == sum(r["input_tokens"] for r in runs)
+    assert [(m["model"], m["runs"]) for m in table["models"]] == [
+        (f"echo:{echo[0]['model']}" if echo[0]["model"] else "echo", 4),
+        ("scripted:tiny", 1),
+    ]
+    text = oma("logs", "-u").stdout.splitlines()
+    assert text[-1] == (f"total  5 runs, {table['input_tokens']} in, {table['output_tokens']} out")
+
+
 def test_run_json_names_the_conversation_and_logs_cid_filters_it() -> None:
     first = json.loads(oma("run", "--json", "first").stdout)["conversation_id"]
     oma("run", "second")

@@ -14,7 +14,9 @@ run refers to any more.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -41,14 +43,20 @@ def run_log(keep_media: bool = True) -> RunLog:
 
 
 def read_runs(
-    limit: int | None = 3, search: str | None = None, conversation_id: str | None = None
+    limit: int | None = 3,
+    search: str | None = None,
+    conversation_id: str | None = None,
+    model: str | None = None,
+    since: datetime | None = None,
 ) -> list[LoggedRun]:
     """The logged runs (see ``RunLog.runs``); a broken database is one ``error:`` line."""
     import sqlite3
 
     log = run_log()
     try:
-        return log.runs(limit, search=search, conversation_id=conversation_id)
+        return log.runs(
+            limit, search=search, conversation_id=conversation_id, model=model, since=since
+        )
     except (sqlite3.Error, OSError, ValueError) as exc:
         reason = f"{type(exc).__name__}: {exc}"
     fail(f"cannot read the run log {log.path} ({reason}); move it away to start a new one", 2)
@@ -216,20 +224,98 @@ def _describe(run: LoggedRun) -> str:
     return "\n".join(lines)
 
 
+_AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_since(text: str) -> datetime:
+    """``--since``: an age (``30m``, ``2h``, ``7d``, ``1w``) or an ISO date or date and time
+    (UTC unless it names a zone)."""
+    from datetime import UTC, timedelta
+
+    age = _AGE.fullmatch(text.strip())
+    if age:
+        return datetime.now(UTC) - timedelta(seconds=float(age[1]) * _SECONDS[age[2]])
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        usage(
+            f"--since {text!r} is neither an age (30m, 2h, 7d, 1w) nor an ISO date or time "
+            "(2026-05-01, 2026-05-01T14:30)"
+        )
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _usage_table(runs: list[LoggedRun]) -> dict[str, Any]:
+    """Token usage of ``runs``, in all and per ``provider:model``."""
+    per: dict[str, dict[str, int]] = {}
+    for run in runs:
+        name = f"{run.provider}:{run.model}" if run.model else run.provider
+        row = per.setdefault(name, {"runs": 0, "input_tokens": 0, "output_tokens": 0})
+        row["runs"] += 1
+        row["input_tokens"] += run.input_tokens
+        row["output_tokens"] += run.output_tokens
+    total = {
+        key: sum(row[key] for row in per.values())
+        for key in ("runs", "input_tokens", "output_tokens")
+    }
+    return {**total, "models": [{"model": name, **row} for name, row in sorted(per.items())]}
+
+
 @click.group(invoke_without_command=True)
-@click.option("-n", "--count", default=3, show_default=True, help="How many runs (0: all).")
+@click.option(
+    "-n",
+    "--count",
+    default=None,
+    type=click.IntRange(min=0),
+    help="How many runs (0: all) [default: 3; with -u, all].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON list.")
 @click.option("-q", "--query", default=None, help="Only runs whose prompt or answer has this.")
 @click.option("--cid", "conversation_id", default=None, help="Only this conversation.")
+@click.option(
+    "-m", "--model", default=None, metavar="MODEL", help="Only runs of MODEL or PROVIDER:MODEL."
+)
+@click.option(
+    "--since", default=None, metavar="WHEN", help="Only runs since WHEN (2h, 7d, 2026-05-01)."
+)
+@click.option(
+    "-u", "--usage", "show_usage", is_flag=True, help="Print the token usage of the runs."
+)
 @click.pass_context
 @command_guard
 def logs(
-    ctx: click.Context, count: int, as_json: bool, query: str | None, conversation_id: str | None
+    ctx: click.Context,
+    count: int | None,
+    as_json: bool,
+    query: str | None,
+    conversation_id: str | None,
+    model: str | None,
+    since: str | None,
+    show_usage: bool,
 ) -> None:
-    """Show the last logged runs; `oma logs off|on|path|status` manage the log."""
+    """Show the last logged runs; `oma logs off|on|path|status|rm|prune` manage the log."""
     if ctx.invoked_subcommand is not None:
         return
-    runs = read_runs(count or None, query, conversation_id)
+    after = None if since is None else parse_since(since)
+    if count is None:
+        count = 0 if show_usage else 3
+    runs = read_runs(count or None, query, conversation_id, model, after)
+    if show_usage:
+        table = _usage_table(runs)
+        if as_json:
+            click.echo(json.dumps(table, indent=2))
+            return
+        for row in table["models"]:
+            click.echo(
+                f"{row['model']}  {_counted(row['runs'], 'run')}, "
+                f"{row['input_tokens']} in, {row['output_tokens']} out"
+            )
+        click.echo(
+            f"total  {_counted(table['runs'], 'run')}, "
+            f"{table['input_tokens']} in, {table['output_tokens']} out"
+        )
+        return
     if as_json:
         click.echo(json.dumps([r.as_json() for r in runs], ensure_ascii=False, indent=2))
         return
