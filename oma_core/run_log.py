@@ -465,6 +465,7 @@ def _logged(row: Sequence[Any]) -> LoggedRun:
     settings = _json_column(values["settings"], "settings", bad) if values["settings"] else {}
     if not (
         isinstance(settings, dict)
+        and isinstance(settings.get("model"), str | None)
         and isinstance(settings.get("provider_options", {}), dict)
         and isinstance(settings.get("not_kept", []), list)
         and all(isinstance(name, str) for name in settings.get("not_kept", []))

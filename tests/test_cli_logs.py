@@ -17,8 +17,11 @@ from typing import Any
 
 import pytest
 from _builders import oma
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from oma_core import Agent, AgentConfig, PluginHost, RunLog, RunSettings
+from oma_core.run_log import MalformedRunError
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(200))
 PNG_B64 = base64.b64encode(PNG).decode("ascii")
@@ -678,3 +681,50 @@ def test_a_malformed_row_is_one_line_for_logs_and_continue(
         assert result.stderr.count("\n") == 1, result.stderr
         assert result.stderr.startswith(f"error: cannot read the run log {path} (")
         assert f"the logged run {run_id}: {reason}" in result.stderr
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["role", "content", "type", "source", "text", "sha256", "model"]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(column=st.sampled_from(["messages", "answer", "settings"]), value=JSON)
+def test_any_json_in_a_row_reads_back_or_is_a_malformed_run_error(
+    tmp_path: Path, column: str, value: Any
+) -> None:
+    import tempfile
+
+    log = RunLog(Path(tempfile.mkdtemp(dir=tmp_path)) / "fuzz.db")  # one per example
+    log.write(a_row("fuzz"))
+    with sqlite3.connect(log.path) as db:
+        db.execute(f"UPDATE runs SET {column} = ?", (json.dumps(value),))
+    try:
+        (run,) = log.runs()
+    except MalformedRunError as exc:
+        assert (exc.run_id, exc.column) == ("fuzz", column)
+    else:
+        assert isinstance(run.messages, list) and isinstance(run.settings, dict)
+
+
+def test_a_media_store_that_is_a_symlink_gets_nothing(png: str, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "home").mkdir()
+    media_dir(tmp_path).symlink_to(elsewhere)
+    result = oma("run", "what is it?", "-a", png)
+    assert result.exit_code == 0
+    assert result.stderr.startswith("note: a media file was not kept in MediaStore(")
+    assert list(elsewhere.iterdir()) == []
+    assert len(logged()) == 1

@@ -157,8 +157,10 @@ def _history_of(last: LoggedRun, log: RunLog) -> tuple[list[dict[str, Any]], int
     messages = [*last.messages, *([last.answer] if last.answer else [])]
     missing = urls = 0
 
-    def block(item: dict[str, Any]) -> dict[str, Any] | None:
+    def block(item: Any) -> Any:
         nonlocal missing, urls
+        if not isinstance(item, dict):  # not a block: left for the run's validation to name
+            return item
         source = item.get("source")
         if isinstance(source, dict) and source.get("type") == "url" and source.get("redacted"):
             urls += 1
