@@ -29,8 +29,9 @@ import sqlite3
 import stat
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -172,7 +173,8 @@ class RunLog:
         #: retrying with back-off, before it gives up (and the run warns that it was not logged).
         self.timeout = timeout
         self._ready = False
-        self._writer: ThreadPoolExecutor | None = None
+        self._queue: deque[tuple[Callable[[], list[str]], Future[list[str]]]] = deque()
+        self._writing = False
         self._writer_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -277,16 +279,37 @@ class RunLog:
             row, media = make()
             return self.write(row, media, deadline=deadline)
 
-        future = asyncio.get_running_loop().run_in_executor(self._writer_thread(), job)
-        return await asyncio.shield(future)
+        return await asyncio.shield(asyncio.wrap_future(self._submit(job)))
 
-    def _writer_thread(self) -> ThreadPoolExecutor:
-        """One thread per log: its writes queue there (SQLite takes one writer at a time
-        anyway), and never hold the threads the event loop needs for other work."""
+    def _submit(self, job: Callable[[], list[str]]) -> Future[list[str]]:
+        """Queue ``job`` for this log's writer thread, starting it if it is not running.
+
+        One thread per log: its writes queue there (SQLite takes one writer at a time anyway)
+        and never hold the threads the event loop needs for other work. It ends when the queue
+        is empty, so an idle log holds no thread; it is not a daemon, so a queued write is done
+        before the interpreter exits.
+        """
+        future: Future[list[str]] = Future()
         with self._writer_lock:
-            if self._writer is None:
-                self._writer = ThreadPoolExecutor(1, thread_name_prefix="oma-run-log")
-            return self._writer
+            self._queue.append((job, future))
+            if not self._writing:
+                self._writing = True
+                threading.Thread(target=self._drain, name="oma-run-log").start()
+        return future
+
+    def _drain(self) -> None:
+        while True:
+            with self._writer_lock:
+                if not self._queue:
+                    self._writing = False
+                    return
+                job, future = self._queue.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # handed to the waiting coroutine
+                future.set_exception(exc)
 
     def media_of(self, sha256: str, size: int | None = None) -> bytes | None:
         """The kept bytes of a logged media block (by its ``sha256``), checked against the

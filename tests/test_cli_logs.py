@@ -597,6 +597,23 @@ async def test_runs_waiting_on_a_locked_log_leave_the_event_loop_free(tmp_path: 
     assert agents == [f"agent-{i}" for i in range(5)]
 
 
+async def test_an_idle_log_holds_no_thread(tmp_path: Path) -> None:
+    import threading
+
+    log = RunLog(tmp_path / "runs.db")
+    host = PluginHost(load_entrypoints=False)
+    host.register(log.plugin())
+    config = AgentConfig("a", provider="scripted", provider_options={"responses": ["ok"]})
+    agent = Agent(config, plugins=host)
+    assert (await agent.run("hi")).success
+    await agent.aclose()
+    assert [run.output for run in log.runs()] == ["ok"]  # written before the run returned
+    writers = [t for t in threading.enumerate() if t.name == "oma-run-log"]
+    for writer in writers:  # the writer ends once its queue is empty
+        writer.join(timeout=30)
+    assert not any(writer.is_alive() for writer in writers)
+
+
 async def test_a_write_waits_for_the_lock_no_longer_than_its_bound(tmp_path: Path) -> None:
     log = RunLog(tmp_path / "runs.db", timeout=0.2)
     log.write(a_row("seed"))
