@@ -44,7 +44,7 @@ __all__ = ["LoggedRun", "MalformedRunError", "RunLog"]
 _T = TypeVar("_T")
 
 #: How a media block of a stored row names its payload (a digest's ``sha256`` field).
-_SHA256_FIELD = re.compile(r'"sha256": "([0-9a-f]{64})"')
+_SHA256_FIELD = re.compile(r'"sha256"\s*:\s*"([0-9a-f]{64})"')
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
