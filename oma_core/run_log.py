@@ -5,8 +5,10 @@ conversation sent, the answer, usage, duration, attempts, error, and a conversat
 ties the runs of one conversation together. The conversation is stored through
 ``oma_core.redaction.redact_json``: a media payload is kept only as its type, size and
 SHA-256, URLs lose their query strings, secret-looking values and long base64 runs are
-scrubbed, and an API key is never among what a row is made of. Nothing is logged unless a
-``RunLog``'s plugin is registered on the ``PluginHost`` a run uses::
+scrubbed, and an API key is never among what a row is made of. With a ``media_dir``, the
+media bytes are kept there by hash (``oma_core._media_store``), outside the database, so a
+conversation can be sent again whole. Nothing is logged unless a ``RunLog``'s plugin is
+registered on the ``PluginHost`` a run uses::
 
     log = RunLog("runs.db")
     host = PluginHost()
@@ -19,17 +21,30 @@ The ``oma`` command does this for every run (``oma logs off`` stops it).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+import stat
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import closing, contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
-__all__ = ["LoggedRun", "RunLog"]
+__all__ = ["LoggedRun", "MalformedRunError", "RunLog"]
+
+_T = TypeVar("_T")
+
+#: How a media block of a stored row names its payload (a digest's ``sha256`` field).
+_SHA256_FIELD = re.compile(r'"sha256"\s*:\s*"([0-9a-f]{64})"')
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -49,7 +64,9 @@ CREATE TABLE IF NOT EXISTS runs (
     duration_ms INTEGER NOT NULL DEFAULT 0,
     calls INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
-    error TEXT
+    error TEXT,
+    base_url TEXT,
+    settings TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_conversation ON runs (conversation_id, id);
 """
@@ -72,14 +89,41 @@ _COLUMNS = (
     "calls",
     "attempts",
     "error",
+    "base_url",
+    "settings",
 )
+
+#: Columns added after the first release, with their types: a database made before them gets
+#: them (``ALTER TABLE ... ADD COLUMN``) on its next write; reading one without them reads NULL.
+_ADDED_COLUMNS = (("base_url", "TEXT"), ("settings", "TEXT"))
+
+
+class MalformedRunError(ValueError):
+    """A logged row that cannot be read back: its ``column`` of run ``run_id`` is not what oma
+    writes there (``reason``). The log was written by something else, or damaged."""
+
+    def __init__(self, run_id: str, column: str, reason: str) -> None:
+        self.run_id = run_id
+        self.column = column
+        self.reason = reason
+        super().__init__(f"the logged run {run_id}: {column} {reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.run_id, self.column, self.reason))
 
 
 @attrs.frozen
 class LoggedRun:
     """One row of the log. ``messages`` is the conversation sent (media as
     ``{"media_type", "bytes", "sha256"}``), ``answer`` the assistant message that came back
-    (None when the run failed before one), ``output`` its text."""
+    (None when the run failed before one), ``output`` its text.
+
+    ``base_url`` is the base URL the run talked to (None: the provider's default), without
+    user info or query; ``settings`` what else ``oma run -c`` needs to talk the same way: the
+    requested ``model``, ``provider_options``, ``temperature``, ``max_tokens``, ``stop``, and
+    under ``not_kept`` the names of what held a secret and was not logged (``"base_url"``,
+    ``"provider_options.NAME"``). Never a key.
+    """
 
     id: int
     run_id: str
@@ -98,6 +142,8 @@ class LoggedRun:
     calls: int
     attempts: int
     error: str | None
+    base_url: str | None = None
+    settings: dict[str, Any] = attrs.field(factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -105,10 +151,31 @@ class LoggedRun:
 
 class RunLog:
     """The log database at ``path`` (created, with its directory, on first write; the file is
-    made readable by its owner only)."""
+    made readable by its owner only).
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``media_dir``: where the media of logged runs are kept by content hash (a ``MediaStore``:
+    0700, files 0600), so a conversation can be continued with its media; None (the default)
+    keeps no media, only their type, size and SHA-256 in the rows.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        media_dir: str | os.PathLike[str] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        from ._media_store import MediaStore
+
         self.path = Path(path)
+        self.media = None if media_dir is None else MediaStore(media_dir)
+        #: The longest a write waits for the database's lock (held by another process, say),
+        #: retrying with back-off, before it gives up (and the run warns that it was not logged).
+        self.timeout = timeout
+        self._ready = False
+        self._queue: deque[tuple[Callable[[], list[str]], Future[list[str]]]] = deque()
+        self._writing = False
+        self._writer_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"RunLog({str(self.path)!r})"
@@ -120,31 +187,173 @@ class RunLog:
         return RunLogger(self)
 
     @contextmanager
-    def _connect(self, create: bool) -> Iterator[sqlite3.Connection]:
+    def _connect(self, create: bool, deadline: float | None = None) -> Iterator[sqlite3.Connection]:
+        """A connection in autocommit mode: each writer takes the write lock up front (BEGIN
+        IMMEDIATE), so the media files it keeps and the row that names them land under one
+        lock. SQLite's own wait for a lock ends at ``deadline``."""
         if create and not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
             os.close(fd)
-        with closing(sqlite3.connect(self.path, timeout=10)) as db:
-            if create:
-                db.executescript(_SCHEMA)
+        _tighten(self.path)
+        wait = self.timeout if deadline is None else max(0.0, deadline - time.monotonic())
+        with closing(sqlite3.connect(self.path, timeout=wait, isolation_level=None)) as db:
+            if create and not self._ready:
+                # WAL: readers never wait for the writer, and a writer's commit is one append.
+                db.execute("PRAGMA journal_mode=WAL")
+                with _transaction(db):
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    _add_missing_columns(db)
+                self._ready = True
             yield db
 
-    def write(self, row: Mapping[str, Any]) -> None:
-        """Insert the run's row, or replace it by ``run_id`` (each call of a run updates it)."""
+    def _retrying(self, action: Callable[[float], _T], deadline: float) -> _T:
+        """``action(deadline)``, again after a back-off while the database is locked or busy
+        (SQLite returns that at once in some cases its wait does not cover), until
+        ``deadline``."""
+        delay = 0.01
+        while True:
+            try:
+                return action(deadline)
+            except sqlite3.OperationalError as exc:
+                left = deadline - time.monotonic()
+                if not _busy(exc) or left <= 0:
+                    raise
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.5)
+
+    def write(
+        self, row: Mapping[str, Any], media: Iterable[bytes] = (), *, deadline: float | None = None
+    ) -> list[str]:
+        """Insert the run's row, or replace it by ``run_id`` (each call of a run updates it),
+        keeping ``media`` (decoded payloads) in the media store when there is one.
+
+        Waits for the database's lock until ``deadline`` (``time.monotonic()``; by default
+        ``timeout`` from now). Returns what could not be done short of the row (media not
+        kept), one line each; a row that cannot be written raises ``sqlite3.Error`` or
+        ``OSError``. Blocking: from a coroutine, use ``write_soon``.
+        """
         values = dict(row)
-        for key in ("messages", "answer"):
+        for key in ("messages", "answer", "settings"):
             if values.get(key) is not None and not isinstance(values[key], str):
                 values[key] = json.dumps(values[key], ensure_ascii=False)
         names = [name for name in _COLUMNS if name != "id" and name in values]
         placeholders = ", ".join("?" for _ in names)
         updates = ", ".join(f"{name} = excluded.{name}" for name in names if name != "run_id")
-        with self._connect(create=True) as db, db:
-            db.execute(
-                f"INSERT INTO runs ({', '.join(names)}) VALUES ({placeholders}) "
-                f"ON CONFLICT(run_id) DO UPDATE SET {updates}",
-                [values[name] for name in names],
-            )
+        sql = (
+            f"INSERT INTO runs ({', '.join(names)}) VALUES ({placeholders}) "
+            f"ON CONFLICT(run_id) DO UPDATE SET {updates}"
+        )
+        payloads = list(media) if self.media is not None else []
+
+        def attempt(deadline: float) -> list[str]:
+            problems: list[str] = []
+            with self._connect(create=True, deadline=deadline) as db, _transaction(db):
+                if self.media is not None:
+                    for raw in payloads:
+                        try:
+                            self.media.put(raw)
+                        except OSError as exc:
+                            reason = f"{type(exc).__name__}: {exc}"
+                            problems.append(f"a media file was not kept in {self.media} ({reason})")
+                db.execute(sql, [values[name] for name in names])
+            return problems
+
+        return self._retrying(attempt, deadline or time.monotonic() + self.timeout)
+
+    async def write_soon(
+        self, make: Callable[[], tuple[Mapping[str, Any], Iterable[bytes]]]
+    ) -> list[str]:
+        """``write(*make())`` in this log's writer thread, awaited: the event loop never waits
+        on SQLite (nor on building the row: redaction hashes every media payload).
+
+        The wait for the lock is bounded by ``timeout`` from the call, even behind other
+        writes. The write is shielded: a cancelled caller stops waiting, the write is still
+        done (before the interpreter exits, at the latest).
+        """
+        deadline = time.monotonic() + self.timeout
+
+        def job() -> list[str]:
+            row, media = make()
+            return self.write(row, media, deadline=deadline)
+
+        return await asyncio.shield(asyncio.wrap_future(self._submit(job)))
+
+    def _submit(self, job: Callable[[], list[str]]) -> Future[list[str]]:
+        """Queue ``job`` for this log's writer thread, starting it if it is not running.
+
+        One thread per log: its writes queue there (SQLite takes one writer at a time anyway)
+        and never hold the threads the event loop needs for other work. It ends when the queue
+        is empty, so an idle log holds no thread; it is not a daemon, so a queued write is done
+        before the interpreter exits.
+        """
+        future: Future[list[str]] = Future()
+        with self._writer_lock:
+            self._queue.append((job, future))
+            if not self._writing:
+                self._writing = True
+                threading.Thread(target=self._drain, name="oma-run-log").start()
+        return future
+
+    def _drain(self) -> None:
+        while True:
+            with self._writer_lock:
+                if not self._queue:
+                    self._writing = False
+                    return
+                job, future = self._queue.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # handed to the waiting coroutine
+                future.set_exception(exc)
+
+    def media_of(self, sha256: str, size: int | None = None) -> bytes | None:
+        """The kept bytes of a logged media block (by its ``sha256``), checked against the
+        hash; None without a store, or when they are missing or changed."""
+        return None if self.media is None else self.media.get(sha256, size)
+
+    def remove(self, conversation_id: str) -> tuple[int, int]:
+        """Remove one conversation's runs, then the media no run refers to any more: how many
+        runs and media files were removed."""
+        return self._delete("conversation_id = ?", [conversation_id])
+
+    def prune(
+        self, *, older_than: datetime | None = None, keep: int | None = None
+    ) -> tuple[int, int]:
+        """Remove the runs logged before ``older_than`` and those beyond the newest ``keep``,
+        then the media no run refers to any more (with neither: only those media)."""
+        where: list[str] = []
+        args: list[Any] = []
+        if older_than is not None:
+            where.append("datetime_utc < ?")
+            args.append(older_than.astimezone(UTC).isoformat(timespec="seconds"))
+        if keep is not None:
+            where.append("id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT ?)")
+            args.append(keep)
+        return self._delete(" OR ".join(where) if where else "0", args)
+
+    def _delete(self, where: str, args: list[Any]) -> tuple[int, int]:
+        if not self.path.exists():
+            return 0, 0
+
+        def attempt(deadline: float) -> tuple[int, int]:
+            with self._connect(create=True, deadline=deadline) as db, _transaction(db):
+                runs = db.execute(f"DELETE FROM runs WHERE {where}", args).rowcount
+                removed = 0
+                if self.media is not None:
+                    referenced: set[str] = set()
+                    for messages, answer in db.execute("SELECT messages, answer FROM runs"):
+                        for text in (messages, answer):
+                            if isinstance(text, str):
+                                referenced.update(_SHA256_FIELD.findall(text))
+                    removed = self.media.remove_all_but(referenced)
+            return runs, removed
+
+        return self._retrying(attempt, time.monotonic() + self.timeout)
 
     def runs(
         self,
@@ -152,9 +361,13 @@ class RunLog:
         *,
         search: str | None = None,
         conversation_id: str | None = None,
+        model: str | None = None,
+        since: datetime | None = None,
     ) -> list[LoggedRun]:
         """The last ``limit`` runs (None: all), oldest first; ``search`` matches the prompt,
-        system prompt or answer text; ``conversation_id`` keeps one conversation."""
+        system prompt or answer text; ``conversation_id`` keeps one conversation; ``model``
+        the runs of one model (``MODEL`` or ``PROVIDER:MODEL``); ``since`` those logged at or
+        after that moment."""
         if not self.path.exists():
             return []
         where: list[str] = []
@@ -165,7 +378,13 @@ class RunLog:
         if conversation_id:
             where.append("conversation_id = ?")
             args.append(conversation_id)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM runs"
+        if model:
+            where.append("(model = ? OR provider || ':' || model = ?)")
+            args.extend([model, model])
+        if since is not None:
+            where.append("datetime_utc >= ?")
+            args.append(since.astimezone(UTC).isoformat(timespec="seconds"))
+        sql = "SELECT {columns} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id DESC"
@@ -173,10 +392,11 @@ class RunLog:
             sql += " LIMIT ?"
             args.append(limit)
         with self._connect(create=False) as db:
-            try:
-                rows = db.execute(sql, args).fetchall()
-            except sqlite3.OperationalError:  # an empty file: no table yet
+            present = _present_columns(db)
+            if not present:  # an empty file: no table yet
                 return []
+            columns = ", ".join(name if name in present else "NULL" for name in _COLUMNS)
+            rows = db.execute(sql.format(columns=columns), args).fetchall()
         return [_logged(row) for row in reversed(rows)]
 
     def last(self, conversation_id: str | None = None) -> LoggedRun | None:
@@ -185,8 +405,117 @@ class RunLog:
         return found[0] if found else None
 
 
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """Whether ``error`` is SQLite's "database is locked" (or busy): worth waiting for."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(error)
+    return "locked" in text or "busy" in text
+
+
+def _tighten(path: Path) -> None:
+    """The database (and its WAL files) readable by its owner only: a log made looser, by
+    hand or by an older oma, is tightened when it is next opened."""
+    for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            info = os.lstat(name)
+        except FileNotFoundError:
+            continue
+        loose = stat.S_IMODE(info.st_mode) & 0o077
+        if stat.S_ISREG(info.st_mode) and loose and info.st_uid == os.getuid():
+            os.chmod(name, 0o600)
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, holding the write lock from its start."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.in_transaction:  # (SQLite may have rolled back already, on a full disk say)
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _present_columns(db: sqlite3.Connection) -> set[str]:
+    return {str(row[1]) for row in db.execute("PRAGMA table_info(runs)")}
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Bring a database made by an older oma up to ``_COLUMNS``."""
+    present = _present_columns(db)
+    for name, kind in _ADDED_COLUMNS:
+        if name not in present:
+            try:
+                db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
+
+
+_INTEGERS = ("id", "input_tokens", "output_tokens", "duration_ms", "calls", "attempts")
+_TEXTS = ("run_id", "conversation_id", "datetime_utc", "provider")
+_OPTIONAL_TEXTS = ("agent", "model", "system", "output", "error", "base_url")
+
+
 def _logged(row: Sequence[Any]) -> LoggedRun:
+    """A row read back, its shape checked: a row a broken or foreign writer left (JSON of the
+    wrong shape, a number where text belongs) is a ``MalformedRunError`` naming it."""
     values = dict(zip(_COLUMNS, row, strict=True))
-    values["messages"] = json.loads(values["messages"] or "[]")
-    values["answer"] = json.loads(values["answer"]) if values["answer"] else None
+    run_id = values["run_id"] if isinstance(values["run_id"], str) else repr(values["run_id"])
+
+    def bad(column: str, reason: str) -> MalformedRunError:
+        return MalformedRunError(run_id, column, reason)
+
+    for name in _INTEGERS:
+        if not isinstance(values[name], int):
+            raise bad(name, "is not an integer")
+    for name in _TEXTS:
+        if not isinstance(values[name], str):
+            raise bad(name, "is not text")
+    for name in _OPTIONAL_TEXTS:
+        if values[name] is not None and not isinstance(values[name], str):
+            raise bad(name, "is not text")
+    messages = _json_column(values["messages"] or "[]", "messages", bad)
+    if not isinstance(messages, list) or not all(_is_message(m) for m in messages):
+        raise bad("messages", "is not a list of messages (objects with a role and content blocks)")
+    answer = _json_column(values["answer"], "answer", bad) if values["answer"] else None
+    if answer is not None and not _is_message(answer):
+        raise bad("answer", "is not a message (an object with a role and content blocks)")
+    settings = _json_column(values["settings"], "settings", bad) if values["settings"] else {}
+    if not (
+        isinstance(settings, dict)
+        and isinstance(settings.get("model"), str | None)
+        and isinstance(settings.get("provider_options", {}), dict)
+        and isinstance(settings.get("not_kept", []), list)
+        and all(isinstance(name, str) for name in settings.get("not_kept", []))
+    ):
+        raise bad("settings", "is not an object of settings")
+    values.update(messages=messages, answer=answer, settings=settings)
     return LoggedRun(**values)
+
+
+def _json_column(text: Any, column: str, bad: Callable[[str, str], MalformedRunError]) -> Any:
+    if not isinstance(text, str):
+        raise bad(column, "is not JSON text")
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise bad(column, "is not valid JSON") from None
+
+
+def _is_message(value: Any) -> bool:
+    """A logged message's shape, as far as reading it back needs: an object with a text role
+    and a list of content blocks, each an object whose ``source`` (if any) is an object."""
+    if not isinstance(value, dict) or not isinstance(value.get("role"), str):
+        return False
+    content = value.get("content")
+    return isinstance(content, list) and all(
+        isinstance(block, dict)
+        and isinstance(block.get("source", {}), dict)
+        and isinstance(block.get("type"), str)
+        for block in content
+    )

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import hashlib
 import json
 import sqlite3
 import stat
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _builders import oma
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from oma_core import Agent, AgentConfig, PluginHost, RunLog, RunSettings
+from oma_core.run_log import MalformedRunError
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(200))
 PNG_B64 = base64.b64encode(PNG).decode("ascii")
@@ -66,8 +75,6 @@ def test_the_database_is_in_the_data_directory_with_mode_0600(tmp_path: Path) ->
 
 
 def test_media_is_logged_as_type_size_and_sha256_never_payload_or_key(png: str) -> None:
-    import hashlib
-
     result = oma("run", "what is it?", "-a", png, "--api-key", KEY, "--no-stream")
     assert result.exit_code == 0, result.output
     (run,) = logged()
@@ -126,6 +133,56 @@ def test_logs_shows_the_last_n_and_searches() -> None:
     assert [r["output"] for r in found] == ['user: text "gamma"']
 
 
+def test_logs_refuses_a_negative_count() -> None:
+    oma("run", "one")
+    result = oma("logs", "-n", "-1")
+    assert result.exit_code == 2
+    assert "Invalid value for '-n' / '--count': -1 is not in the range x>=0." in result.stderr
+    assert result.stdout == ""
+
+
+def test_logs_filters_by_model() -> None:
+    oma("run", "one", *scripted("One."), "-m", "alpha")
+    oma("run", "two", *scripted("Two."), "-m", "beta")
+    oma("run", "three")
+    found = json.loads(oma("logs", "-m", "alpha", "--json").stdout)
+    assert [r["output"] for r in found] == ["One."]
+    found = json.loads(oma("logs", "-m", "scripted:beta", "--json").stdout)
+    assert [r["output"] for r in found] == ["Two."]
+    assert json.loads(oma("logs", "-m", "gamma", "--json").stdout) == []
+
+
+def test_logs_since_keeps_the_runs_logged_since_an_age_or_a_date(tmp_path: Path) -> None:
+    oma("run", "old")
+    with sqlite3.connect(tmp_path / "home" / "logs.db") as db:
+        db.execute("UPDATE runs SET datetime_utc = '2020-01-01T00:00:00+00:00'")
+    oma("run", "new")
+    for since in ("2h", "7d", "2021-01-01", "2021-01-01T10:00:00+02:00"):
+        found = json.loads(oma("logs", "--since", since, "--json").stdout)
+        assert [r["messages"][0]["content"][0]["text"] for r in found] == ["new"], since
+    assert len(json.loads(oma("logs", "--since", "2019-12-31", "--json").stdout)) == 2
+    bad = oma("logs", "--since", "yesterday")
+    assert bad.exit_code == 2
+    assert bad.stderr.startswith("error: --since 'yesterday' is neither an age")
+
+
+def test_logs_usage_sums_tokens_per_model_over_all_runs() -> None:
+    for prompt in ("one", "two", "three", "four"):
+        oma("run", prompt)
+    oma("run", "five", *scripted("Five."), "-m", "tiny")
+    runs = logged()
+    echo = [r for r in runs if r["provider"] == "echo"]
+    table = json.loads(oma("logs", "-u", "--json").stdout)
+    assert table["runs"] == 5
+    assert table["input_tokens"] == sum(r["input_tokens"] for r in runs)
+    assert [(m["model"], m["runs"]) for m in table["models"]] == [
+        (f"echo:{echo[0]['model']}" if echo[0]["model"] else "echo", 4),
+        ("scripted:tiny", 1),
+    ]
+    text = oma("logs", "-u").stdout.splitlines()
+    assert text[-1] == (f"total  5 runs, {table['input_tokens']} in, {table['output_tokens']} out")
+
+
 def test_run_json_names_the_conversation_and_logs_cid_filters_it() -> None:
     first = json.loads(oma("run", "--json", "first").stdout)["conversation_id"]
     oma("run", "second")
@@ -141,17 +198,139 @@ def test_continue_sends_the_logged_conversation_as_history(png: str) -> None:
     assert first.exit_code == 0, first.output
     second = oma("run", "-c", "and its colour?", *scripted("Grey."))
     assert second.exit_code == 0, second.output
-    assert second.stdout == "Grey.\n"
-    assert "1 media block of the logged conversation cannot be sent again" in second.stderr
+    assert (second.stdout, second.stderr) == ("Grey.\n", "")
     one, two = logged()
     assert one["conversation_id"] == two["conversation_id"]
     sent = two["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
-    assert sent[0]["content"][0] == {"type": "text", "text": "what is it?"}
-    placeholder = sent[0]["content"][1]["text"]
-    assert placeholder.startswith(f"[image image/png, {len(PNG)} bytes, sha256 ")
+    assert sent[0]["content"] == one["messages"][0]["content"]  # the image, sent again
+    assert sent[0]["content"][1]["source"]["sha256"] == hashlib.sha256(PNG).hexdigest()
     assert sent[1]["content"] == [{"type": "text", "text": "A cat."}]
     assert sent[2]["content"] == [{"type": "text", "text": "and its colour?"}]
+
+
+# -- the media store ---------------------------------------------------------------------------
+
+
+def media_dir(tmp_path: Path) -> Path:
+    return tmp_path / "home" / "media"
+
+
+def test_media_are_kept_by_hash_in_a_private_store_beside_the_log(png: str, tmp_path: Path) -> None:
+    assert oma("run", "what is it?", "-a", png).exit_code == 0
+    store = media_dir(tmp_path)
+    (kept,) = store.iterdir()
+    assert kept.name == hashlib.sha256(PNG).hexdigest()
+    assert kept.read_bytes() == PNG
+    assert stat.S_IMODE(store.stat().st_mode) == 0o700
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+
+def test_a_loose_media_store_is_tightened_to_0700(png: str, tmp_path: Path) -> None:
+    media_dir(tmp_path).mkdir(parents=True, mode=0o755)
+    media_dir(tmp_path).chmod(0o755)
+    assert oma("run", "what is it?", "-a", png).exit_code == 0
+    assert stat.S_IMODE(media_dir(tmp_path).stat().st_mode) == 0o700
+
+
+def test_no_keep_media_logs_the_run_but_keeps_no_media(png: str, tmp_path: Path) -> None:
+    assert oma("run", "what is it?", "-a", png, "--no-keep-media").exit_code == 0
+    assert len(logged()) == 1
+    assert not media_dir(tmp_path).exists() or not any(media_dir(tmp_path).iterdir())
+    again = oma("run", "-c", "and now?")
+    assert again.exit_code == 0
+    assert again.stderr.startswith("note: 1 media block of the logged conversation is not in ")
+    placeholder = logged()[-1]["messages"][0]["content"][1]["text"]
+    assert placeholder.startswith(f"[image image/png, {len(PNG)} bytes, sha256 ")
+
+
+def test_a_changed_media_file_is_not_sent_again(png: str, tmp_path: Path) -> None:
+    oma("run", "what is it?", "-a", png)
+    (kept,) = media_dir(tmp_path).iterdir()
+    kept.write_bytes(PNG[:-1] + b"!")  # same size, other bytes
+    again = oma("run", "-c", "and now?")
+    assert again.exit_code == 0
+    assert "is not in the media store" in again.stderr and "or changed since" in again.stderr
+    assert logged()[-1]["messages"][0]["content"][1]["type"] == "text"
+
+
+def test_a_url_without_a_query_is_sent_again_one_with_a_query_is_not() -> None:
+    plain = "https://example.com/cat.png"
+    signed = "https://example.com/dog.png?sig=abc123secret"
+    first = oma("run", "two pictures", "-a", plain, "-a", signed, *scripted("Two."))
+    assert first.exit_code == 0, first.output
+    (run,) = logged()
+    assert run["messages"][0]["content"][1]["source"]["url"] == plain
+    assert run["messages"][0]["content"][2]["source"] == {
+        "type": "url",
+        "media_type": "image/png",
+        "url": "https://example.com/dog.png",
+        "redacted": True,
+    }
+    again = oma("run", "-c", "which is nicer?")
+    assert again.exit_code == 0, again.output
+    assert again.stderr.startswith("note: 1 media block of the logged conversation had a URL ")
+    content = logged()[-1]["messages"][0]["content"]
+    assert content[1]["source"]["url"] == plain
+    assert content[2] == {
+        "type": "text",
+        "text": "[image image/png at https://example.com/dog.png: sent earlier, its query "
+        "not kept]",
+    }
+
+
+def test_logs_rm_removes_one_conversation_and_its_media(png: str, tmp_path: Path) -> None:
+    other = tmp_path / "other.png"
+    other.write_bytes(PNG + b"other")
+    cid = json.loads(oma("run", "--json", "one", "-a", png).stdout)["conversation_id"]
+    oma("run", "-c", "more")
+    oma("run", "two", "-a", str(other))
+    done = oma("logs", "rm", cid)
+    assert done.exit_code == 0, done.output
+    assert done.stdout == "removed 2 runs and 1 media file\n"
+    assert [r["messages"][-1]["content"][0]["text"] for r in logged()] == ["two"]
+    names = [p.name for p in media_dir(tmp_path).iterdir()]
+    assert names == [hashlib.sha256(PNG + b"other").hexdigest()]
+    unknown = oma("logs", "rm", cid)
+    assert unknown.exit_code == 2
+    assert unknown.stderr == f"error: no logged conversation {cid} (see `oma logs`)\n"
+
+
+def test_logs_prune_keeps_the_newest_runs_and_their_media(png: str, tmp_path: Path) -> None:
+    other = tmp_path / "other.png"
+    other.write_bytes(PNG + b"other")
+    oma("run", "one", "-a", png)
+    oma("run", "two", "-a", str(other))
+    oma("run", "three")
+    done = oma("logs", "prune", "--keep", "2")
+    assert done.stdout == "removed 1 run and 1 media file\n"
+    assert len(logged()) == 2
+    names = [p.name for p in media_dir(tmp_path).iterdir()]
+    assert names == [hashlib.sha256(PNG + b"other").hexdigest()]
+
+
+def test_logs_prune_older_than_removes_old_runs(png: str, tmp_path: Path) -> None:
+    oma("run", "old", "-a", png)
+    with sqlite3.connect(tmp_path / "home" / "logs.db") as db:
+        db.execute("UPDATE runs SET datetime_utc = '2020-01-01T00:00:00+00:00'")
+    oma("run", "new")
+    done = oma("logs", "prune", "--older-than", "30")
+    assert done.stdout == "removed 1 run and 1 media file\n"
+    assert [r["messages"][0]["content"][0]["text"] for r in logged()] == ["new"]
+    assert list(media_dir(tmp_path).iterdir()) == []
+
+
+def test_logs_prune_with_no_option_removes_only_unreferenced_media(
+    png: str, tmp_path: Path
+) -> None:
+    oma("run", "one", "-a", png)
+    stray = media_dir(tmp_path) / ("0" * 64)
+    stray.write_bytes(b"left behind")
+    assert oma("logs", "prune").stdout == "removed 0 runs and 1 media file\n"
+    assert [p.name for p in media_dir(tmp_path).iterdir()] == [hashlib.sha256(PNG).hexdigest()]
+
+
+# -- -c: continue a conversation (settings) ----------------------------------------------------
 
 
 def test_continue_uses_the_logged_provider_and_system_prompt_unless_given() -> None:
@@ -161,6 +340,77 @@ def test_continue_uses_the_logged_provider_and_system_prompt_unless_given() -> N
     runs = logged()
     assert runs[1]["provider"] == "echo" and runs[1]["system"] == "be terse"
     assert len(runs[1]["messages"]) == 3
+
+
+def test_continue_reuses_the_logged_provider_options_and_portable_settings() -> None:
+    first = oma("run", "hi", *scripted("Same."), "-o", "temperature", "0.5", "-o", "stop", "END")
+    assert first.exit_code == 0, first.output
+    again = oma("run", "-c", "more")
+    assert again.exit_code == 0, again.output
+    assert again.stdout == "Same.\n"  # the logged script, played again by a new process
+    one, two = logged()
+    assert two["provider"] == "scripted"
+    assert (
+        two["settings"]
+        == one["settings"]
+        == {
+            "model": None,
+            "temperature": 0.5,
+            "stop": ["END"],
+            "provider_options": {"responses": ["Same."]},
+        }
+    )
+
+
+def test_continue_with_a_new_provider_keeps_only_the_portable_settings() -> None:
+    oma("run", "hi", *scripted("One."), "-o", "max_tokens", "9")
+    again = oma("run", "-c", "-p", "echo", "more")
+    assert again.exit_code == 0, again.output
+    assert logged()[-1]["settings"] == {"model": None, "max_tokens": 9}
+
+
+def test_a_secret_looking_provider_option_is_not_logged_and_must_be_given_again() -> None:
+    token = "sk-option-secret-0123456789abcdef"
+    assert oma("run", "hi", *scripted(token)).exit_code == 0
+    (run,) = logged()
+    assert run["settings"]["provider_options"]["responses"] == "[REDACTED]"
+    assert run["settings"]["not_kept"] == ["provider_options.responses"]
+    assert token.encode() not in Path(oma("logs", "path").stdout.strip()).read_bytes()
+    again = oma("run", "-c", "more")
+    assert again.stderr.startswith(
+        "note: the provider option responses of the conversation looked like a secret and was "
+        "not logged: give it again with -o responses VALUE\n"
+    )
+
+
+def test_a_database_of_an_older_oma_gains_the_new_columns(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with sqlite3.connect(home / "logs.db") as db:
+        db.execute(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, "
+            "conversation_id TEXT NOT NULL, datetime_utc TEXT NOT NULL, agent TEXT, "
+            "provider TEXT NOT NULL, model TEXT, system TEXT, messages TEXT NOT NULL, "
+            "answer TEXT, output TEXT, input_tokens INTEGER NOT NULL DEFAULT 0, "
+            "output_tokens INTEGER NOT NULL DEFAULT 0, duration_ms INTEGER NOT NULL DEFAULT 0, "
+            "calls INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, error TEXT)"
+        )
+        db.execute(
+            "INSERT INTO runs (run_id, conversation_id, datetime_utc, provider, messages, answer)"
+            " VALUES ('r1', 'c1', '2026-01-01T00:00:00+00:00', 'echo', ?, ?)",
+            (
+                json.dumps([{"role": "user", "content": [{"type": "text", "text": "old"}]}]),
+                json.dumps({"role": "assistant", "content": [{"type": "text", "text": "Old."}]}),
+            ),
+        )
+    (old,) = logged()
+    assert (old["base_url"], old["settings"]) == (None, {})
+    again = oma("run", "-c", "new")
+    assert again.exit_code == 0, again.output
+    assert [m["content"][0]["text"] for m in logged()[-1]["messages"]] == ["old", "Old.", "new"]
+    with sqlite3.connect(home / "logs.db") as db:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    assert {"base_url", "settings"} <= columns
 
 
 def test_cid_continues_a_chosen_conversation() -> None:
@@ -244,3 +494,254 @@ def test_continue_after_a_failed_run_does_not_resend_its_unanswered_prompt() -> 
     assert "the last run of the conversation failed" in again.stderr
     texts = [m["content"][0]["text"] for m in logged()[-1]["messages"]]
     assert texts == ["one", "First.", "three"]
+
+
+# -- the log under load: never on the event loop, never a lost row ------------------------------
+
+#: Holds the log's write lock (a write transaction) until a line arrives on stdin.
+LOCKER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+db.execute("INSERT INTO runs (run_id, conversation_id, datetime_utc, provider, messages) "
+           "VALUES ('locker', 'locker', '2026-01-01T00:00:00+00:00', 'none', '[]')")
+print("locked", flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+"""
+
+#: Writes 100 rows through ``RunLog.write``, as concurrent ``oma`` processes do.
+WRITER = """
+import sys
+from oma_core.run_log import RunLog
+log = RunLog(sys.argv[1])
+for i in range(100):
+    log.write({"run_id": f"{sys.argv[2]}-{i}", "conversation_id": sys.argv[2],
+               "datetime_utc": "2026-01-01T00:00:00+00:00", "provider": "p", "messages": []})
+"""
+
+
+def a_row(run_id: str) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "conversation_id": run_id,
+        "datetime_utc": "2026-01-01T00:00:00+00:00",
+        "provider": "p",
+        "messages": [],
+    }
+
+
+@contextmanager
+def write_lock_held(path: Path) -> Iterator[Callable[[], None]]:
+    """Another process holds ``path``'s write lock until the yielded ``release()``."""
+    with subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as locker:
+        assert locker.stdout is not None and locker.stdin is not None
+        try:
+            assert locker.stdout.readline() == "locked\n"
+
+            def release() -> None:
+                assert locker.stdin is not None
+                if not locker.stdin.closed:
+                    locker.stdin.write("\n")
+                    locker.stdin.close()
+
+            yield release
+            release()
+            assert locker.wait(timeout=60) == 0
+        finally:
+            if locker.poll() is None:
+                locker.kill()
+
+
+async def test_runs_waiting_on_a_locked_log_leave_the_event_loop_free(tmp_path: Path) -> None:
+    # The bound is far above what the passing case waits, and keeps a loop that blocks on
+    # SQLite (the failure this test is for) to 5 x 20 s.
+    log = RunLog(tmp_path / "runs.db", timeout=20)
+    log.write(a_row("seed"))
+    host = PluginHost(load_entrypoints=False)
+    host.register(log.plugin())
+    ticks = 0
+
+    async def heartbeat() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.001)
+            ticks += 1
+
+    async def one_run(name: str) -> bool:
+        config = AgentConfig(name, provider="scripted", provider_options={"responses": ["ok"]})
+        agent = Agent(config, plugins=host)
+        try:
+            return (await agent.run("hi")).success
+        finally:
+            await agent.aclose()
+
+    with write_lock_held(log.path) as release:
+        beat = asyncio.create_task(heartbeat())
+        runs = [asyncio.create_task(one_run(f"agent-{i}")) for i in range(5)]
+        for _ in range(100_000):  # until the heartbeat has ticked 50 times
+            if ticks >= 50:
+                break
+            await asyncio.sleep(0.001)
+        assert ticks >= 50
+        assert not any(run.done() for run in runs)  # all five still wait for the lock
+        release()
+        assert await asyncio.wait_for(asyncio.gather(*runs), 120) == [True] * 5
+        beat.cancel()
+    agents = sorted(run.agent for run in log.runs(None) if run.agent)
+    assert agents == [f"agent-{i}" for i in range(5)]
+
+
+async def test_an_idle_log_holds_no_thread(tmp_path: Path) -> None:
+    import threading
+
+    log = RunLog(tmp_path / "runs.db")
+    host = PluginHost(load_entrypoints=False)
+    host.register(log.plugin())
+    config = AgentConfig("a", provider="scripted", provider_options={"responses": ["ok"]})
+    agent = Agent(config, plugins=host)
+    assert (await agent.run("hi")).success
+    await agent.aclose()
+    assert [run.output for run in log.runs()] == ["ok"]  # written before the run returned
+    writers = [t for t in threading.enumerate() if t.name == "oma-run-log"]
+    for writer in writers:  # the writer ends once its queue is empty
+        writer.join(timeout=30)
+    assert not any(writer.is_alive() for writer in writers)
+
+
+async def test_a_write_waits_for_the_lock_no_longer_than_its_bound(tmp_path: Path) -> None:
+    log = RunLog(tmp_path / "runs.db", timeout=0.2)
+    log.write(a_row("seed"))
+    host = PluginHost(load_entrypoints=False)
+    host.register(log.plugin())
+    warnings: list[str] = []
+    config = AgentConfig("a", provider="scripted", provider_options={"responses": ["ok"]})
+    agent = Agent(config, plugins=host)
+    settings = RunSettings(progress=lambda kind, data: warnings.append(data["message"]))
+    with write_lock_held(log.path):
+        result = await agent.run("hi", settings=settings)
+        await agent.aclose()
+    assert result.success and result.output == "ok"
+    (warning,) = warnings
+    assert (
+        warning == f"the run log {log.path} was not written (OperationalError: database is locked)"
+    )
+
+
+def test_twenty_processes_writing_at_once_lose_no_row(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), f"p{n}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(20)
+    ]
+    try:
+        outcomes = [writer.communicate(timeout=600) for writer in writers]
+    finally:
+        for writer in writers:
+            if writer.poll() is None:
+                writer.kill()
+    assert [(w.returncode, err) for w, (_, err) in zip(writers, outcomes, strict=True)] == [
+        (0, "")
+    ] * 20
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (2000,)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_a_database_readable_by_others_is_tightened_to_0600(tmp_path: Path) -> None:
+    oma("run", "hi")
+    path = tmp_path / "home" / "logs.db"
+    path.chmod(0o644)
+    assert oma("run", "again").exit_code == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    path.chmod(0o644)
+    assert oma("logs").exit_code == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "reason"),
+    [
+        ("messages", '{"role": "user"}', "messages is not a list of messages"),
+        ("messages", '[{"role": "user", "content": "hi"}]', "messages is not a list of messages"),
+        ("messages", '[{"role": "user", "content": [{"type": "image", "source": "x"}]}]',
+         "messages is not a list of messages"),
+        ("messages", "[1", "messages is not valid JSON"),
+        ("answer", "[1]", "answer is not a message"),
+        ("settings", "[]", "settings is not an object of settings"),
+        ("settings", '{"not_kept": "base_url"}', "settings is not an object of settings"),
+        ("input_tokens", "'many'", "input_tokens is not an integer"),
+    ],
+)  # fmt: skip
+def test_a_malformed_row_is_one_line_for_logs_and_continue(
+    tmp_path: Path, column: str, value: str, reason: str
+) -> None:
+    oma("run", "hi")
+    path = tmp_path / "home" / "logs.db"
+    with sqlite3.connect(path) as db:
+        literal = value if column == "input_tokens" else "'" + value.replace("'", "''") + "'"
+        db.execute(f"UPDATE runs SET {column} = {literal}")
+    (run_id,) = sqlite3.connect(path).execute("SELECT run_id FROM runs").fetchone()
+    for args in (["logs"], ["logs", "--json"], ["run", "-c", "more"]):
+        result = oma(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"error: cannot read the run log {path} (")
+        assert f"the logged run {run_id}: {reason}" in result.stderr
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["role", "content", "type", "source", "text", "sha256", "model"]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(column=st.sampled_from(["messages", "answer", "settings"]), value=JSON)
+def test_any_json_in_a_row_reads_back_or_is_a_malformed_run_error(
+    tmp_path: Path, column: str, value: Any
+) -> None:
+    import tempfile
+
+    log = RunLog(Path(tempfile.mkdtemp(dir=tmp_path)) / "fuzz.db")  # one per example
+    log.write(a_row("fuzz"))
+    with sqlite3.connect(log.path) as db:
+        db.execute(f"UPDATE runs SET {column} = ?", (json.dumps(value),))
+    try:
+        (run,) = log.runs()
+    except MalformedRunError as exc:
+        assert (exc.run_id, exc.column) == ("fuzz", column)
+    else:
+        assert isinstance(run.messages, list) and isinstance(run.settings, dict)
+
+
+def test_a_media_store_that_is_a_symlink_gets_nothing(png: str, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "home").mkdir()
+    media_dir(tmp_path).symlink_to(elsewhere)
+    result = oma("run", "what is it?", "-a", png)
+    assert result.exit_code == 0
+    assert result.stderr.startswith("note: a media file was not kept in MediaStore(")
+    assert list(elsewhere.iterdir()) == []
+    assert len(logged()) == 1

@@ -131,6 +131,11 @@ def _progress(endpoint: str | None) -> Callable[[str, dict[str, Any]], None]:
     "--cid", "conversation_id", default=None, metavar="ID", help="Continue conversation ID."
 )
 @click.option("--no-log", is_flag=True, help="Do not log this run.")
+@click.option(
+    "--no-keep-media",
+    is_flag=True,
+    help="Log this run without keeping its media (-c will not resend them).",
+)
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer (Agent.run).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as a JSON object.")
 @click.option(
@@ -159,6 +164,7 @@ def run(
     continue_last: bool,
     conversation_id: str | None,
     no_log: bool,
+    no_keep_media: bool,
     no_stream: bool,
     as_json: bool,
     backend_kind: str | None,
@@ -191,7 +197,7 @@ def run(
             run_input = [{"role": "user", "content": [{"type": "text", "text": run_input}]}]
         run_input = [*history, *run_input]
     host = PluginHost.default()
-    plugin = None if no_log else log_plugin()
+    plugin = None if no_log else log_plugin(keep_media=not no_keep_media)
     conversation_id = conversation_id or new_run_id()
     if plugin is not None:
         host.register(plugin)

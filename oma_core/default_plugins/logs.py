@@ -4,8 +4,11 @@
 Not a default plugin: it is registered only by whoever wants a log (``RunLog.plugin()``; the
 ``oma`` command registers one unless ``oma logs off``). It is ``tryfirst``, outside the
 budgets, so a call a budget refuses is logged too. What it writes is redacted: media as type,
-size and SHA-256, never a payload or a key. A log that cannot be written (a full disk, a
-locked or broken file) never fails the run: it is reported as a ``warning`` progress event.
+size and SHA-256, never a payload or a key (the payloads go to the log's media store, when it
+has one). The row is built and written in the log's writer thread (``RunLog.write_soon``),
+awaited, so the event loop never waits on SQLite and the row is in before the call returns. A
+log that cannot be written (a full disk, a lock held past the log's ``timeout``, a broken
+file) never fails the run: it is reported as a ``warning`` progress event.
 """
 
 from __future__ import annotations
@@ -66,9 +69,9 @@ class RunLogger:
                 state["calls"] += 1
                 state["input"] += response.usage.input_tokens
                 state["output"] += response.usage.output_tokens
-            self._write(call, run, state, response, error)
+            await self._write(call, run, dict(state), response, error)
 
-    def _write(
+    async def _write(
         self,
         call: ModelCall,
         run: RunContext,
@@ -76,6 +79,31 @@ class RunLogger:
         response: Any,
         error: str | None,
     ) -> None:
+        """Write the run's row in the log's writer thread (``RunLog.write_soon``): SQLite,
+        and building the row (redaction hashes every media payload), stay off the loop."""
+        written = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            problems = await self.log.write_soon(
+                lambda: self._row(call, run, state, response, error, written)
+            )
+        except (OSError, sqlite3.Error) as exc:  # a log that cannot be written never fails a run
+            problems = [
+                f"the run log {self.log.path} was not written ({type(exc).__name__}: {exc})"
+            ]
+        if run.settings.progress is not None:
+            for problem in problems:
+                run.settings.progress("warning", {"message": problem})
+
+    def _row(
+        self,
+        call: ModelCall,
+        run: RunContext,
+        state: dict[str, Any],
+        response: Any,
+        error: str | None,
+        written: str,
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        from .._media_store import payloads
         from ..messages import TextBlock
         from ..redaction import redact_json, redact_text
         from ..serialization import dump_messages
@@ -83,20 +111,24 @@ class RunLogger:
         request = call.request
         answer = None
         output = None
+        sent = dump_messages(request.messages)
+        media = [*payloads(sent)] if self.log.media is not None else []
         if response is not None:
-            answer = redact_json(dump_messages([response.message]))[0]
+            (reply,) = dump_messages([response.message])
+            media.extend(payloads(reply) if self.log.media is not None else ())
+            answer = redact_json(_mark_urls(reply))
             text = "".join(b.text for b in response.message.content if isinstance(b, TextBlock))
             output = redact_text(text)
         conversation = run.metadata.get("conversation_id")
         row = {
             "run_id": run.run_id,
             "conversation_id": str(conversation) if conversation else run.run_id,
-            "datetime_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+            "datetime_utc": written,
             "agent": run.agent,
             "provider": call.provider,
             "model": (response.model if response is not None else None) or request.model,
             "system": None if request.system_prompt is None else redact_text(request.system_prompt),
-            "messages": redact_json(dump_messages(request.messages)),
+            "messages": redact_json(_mark_urls(sent)),
             "answer": answer,
             "output": output,
             "input_tokens": state["input"],
@@ -105,16 +137,71 @@ class RunLogger:
             "calls": state["calls"],
             "attempts": state["attempts"],
             "error": error,
+            **_settings(request, run),
         }
+        return row, media
+
+
+def _settings(request: Any, run: RunContext) -> dict[str, Any]:
+    """The ``base_url`` and ``settings`` columns: where and how the run talked, so ``oma run
+    -c`` talks there again. A base URL with user info or a query, or a provider option that
+    looks like a secret (or is not JSON), is not kept: it is named under ``not_kept``."""
+    import json
+
+    from ..redaction import REDACTED, redact_json, redact_url
+
+    not_kept: list[str] = []
+    settings: dict[str, Any] = {"model": request.model}
+    for name in ("temperature", "max_tokens"):
+        if getattr(request, name) is not None:
+            settings[name] = getattr(request, name)
+    if request.stop is not None:
+        settings["stop"] = list(request.stop)
+    options: dict[str, Any] = {}
+    for name, value in run.config.provider_options.items():
         try:
-            self.log.write(row)
-        except (OSError, sqlite3.Error) as exc:  # a log that cannot be written never fails a run
-            if run.settings.progress is not None:
-                reason = f"{type(exc).__name__}: {exc}"
-                run.settings.progress(
-                    "warning",
-                    {"message": f"the run log {self.log.path} was not written ({reason})"},
-                )
+            plain = json.loads(json.dumps({str(name): value}))
+        except (TypeError, ValueError):
+            plain = None
+        if plain is not None and redact_json(plain) == plain:
+            options[str(name)] = plain[str(name)]
+        else:
+            options[str(name)] = REDACTED
+            not_kept.append(f"provider_options.{name}")
+    if options:
+        settings["provider_options"] = options
+    base_url = run.config.base_url
+    if base_url is not None and not _safe_url(base_url):
+        not_kept.append("base_url")
+        base_url = redact_url(base_url)
+    if not_kept:
+        settings["not_kept"] = not_kept
+    return {"base_url": base_url, "settings": settings}
+
+
+def _mark_urls(value: Any) -> Any:
+    """``value`` with each URL media source that cannot be kept whole (user info, a query:
+    a signed URL's signature) marked ``"redacted": true``, so ``oma run -c`` knows the logged
+    URL is not the one sent."""
+    if isinstance(value, dict):
+        url = value.get("url")
+        if value.get("type") == "url" and isinstance(url, str) and not _safe_url(url):
+            return {**value, "redacted": True}
+        return {key: _mark_urls(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_mark_urls(item) for item in value]
+    return value
+
+
+def _safe_url(url: str) -> bool:
+    """Whether ``url`` can be kept whole: no user info, query or fragment."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        return not ("@" in parts.netloc or parts.query or parts.fragment)
+    except ValueError:
+        return False
 
 
 def _error_text(exc: BaseException) -> str:

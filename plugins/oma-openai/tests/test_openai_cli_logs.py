@@ -37,10 +37,13 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
 
-def oma(home: Path, *args: str, input: bytes = b"") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OMA_")}
-    env.pop("OPENAI_API_KEY", None)
-    env["OMA_HOME"] = str(home)
+def oma(
+    home: Path, *args: str, input: bytes = b"", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OMA_")}
+    base.pop("OPENAI_API_KEY", None)
+    base["OMA_HOME"] = str(home)
+    env = {**base, **(env or {})}
     done = subprocess.run(
         [sys.executable, "-m", "oma_core.cli", *args],
         input=input,
@@ -57,6 +60,17 @@ def oma(home: Path, *args: str, input: bytes = b"") -> subprocess.CompletedProce
 def logged(home: Path) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = json.loads(oma(home, "logs", "-n", "0", "--json").stdout)
     return runs
+
+
+@pytest.fixture
+def default_host() -> Iterator[tuple[FakeChatCompletions, dict[str, str]]]:
+    """A second fake standing in for the provider's default host (api.openai.com), and the
+    environment that routes that host to it: the SDK's HTTP client honours ``HTTPS_PROXY``,
+    so a request for the default host arrives here as a ``CONNECT`` (127.0.0.1 goes direct)."""
+    with FakeChatCompletions(mode="strict") as srv:
+        proxy = srv.url
+        env = {"HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "ALL_PROXY": proxy}
+        yield srv, {**env, "NO_PROXY": "127.0.0.1,localhost"}  # type: ignore[misc]
 
 
 @pytest.fixture
@@ -78,8 +92,7 @@ def test_continue_sends_the_logged_conversation_to_the_service(
     assert first.stdout == "A cat.\n"
     second = oma(home, "run", "-c", *base, "and its colour?")
     assert second.returncode == 0, second.stderr
-    assert second.stdout == "Grey.\n"
-    assert "1 media block of the logged conversation cannot be sent again" in second.stderr
+    assert (second.stdout, second.stderr) == ("Grey.\n", "")
 
     assert [r.headers["authorization"] for r in server.requests] == [f"Bearer {API_KEY}"] * 2
     sent = server.requests[1].json
@@ -88,13 +101,11 @@ def test_continue_sends_the_logged_conversation_to_the_service(
     assert roles == ["user", "assistant", "user"]
     first_turn = sent["messages"][0]["content"]
     assert first_turn[0] == {"type": "text", "text": "what is it?"}
-    assert first_turn[1]["type"] == "text" and first_turn[1]["text"].startswith(
-        f"[image image/png, {len(PNG)} bytes, sha256 "
-    )
+    image_url = f"data:image/png;base64,{PNG_B64}"
+    assert first_turn[1]["image_url"]["url"] == image_url  # the image, byte for byte, again
+    assert base64.b64decode(first_turn[1]["image_url"]["url"].split(",", 1)[1]) == PNG
     assert sent["messages"][1]["content"] in ("A cat.", [{"type": "text", "text": "A cat."}])
-    assert server.requests[0].json["messages"][0]["content"][1]["image_url"]["url"] == (
-        f"data:image/png;base64,{PNG_B64}"
-    )
+    assert server.requests[0].json["messages"][0]["content"][1]["image_url"]["url"] == image_url
 
     one, two = logged(home)
     assert one["conversation_id"] == two["conversation_id"]
@@ -103,6 +114,84 @@ def test_continue_sends_the_logged_conversation_to_the_service(
     database = Path(oma(home, "logs", "path").stdout.strip()).read_bytes()
     for secret in (API_KEY, PNG_B64, PNG_B64[:20], f"Bearer {API_KEY}"):
         assert secret.encode() not in database
+
+
+@pytest.mark.usefixtures("stored_key")
+def test_continue_talks_to_the_logged_base_url_never_the_default_host(
+    server: FakeChatCompletions,
+    home: Path,
+    default_host: tuple[FakeChatCompletions, dict[str, str]],
+) -> None:
+    sentinel, env = default_host
+    server.reply(Reply("Two."), Reply("Four."))
+    first = oma(
+        home, "run", "-m", "openai:gpt-4o", "--base-url", server.base_url, "-o", "temperature",
+        "0.25", "-o", "seed", "7", "-o", "max_tokens", "50", "1+1?", env=env,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    second = oma(home, "run", "-c", "and doubled?", env=env)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "Four.\n"
+    assert sentinel.requests == []
+    assert len(server.requests) == 2
+    sent = server.requests[1]
+    assert sent.headers["authorization"] == f"Bearer {API_KEY}"
+    assert sent.json["messages"] == [
+        {"role": "user", "content": "1+1?"},
+        {"role": "assistant", "content": "Two."},
+        {"role": "user", "content": "and doubled?"},
+    ]
+    body = sent.json
+    assert (body["model"], body["temperature"], body["seed"]) == ("gpt-4o", 0.25, 7)
+    assert body["max_completion_tokens"] == 50
+    one, two = logged(home)
+    assert one["base_url"] == two["base_url"] == server.base_url
+    assert two["settings"]["provider_options"] == {"seed": 7}
+    database = Path(oma(home, "logs", "path").stdout.strip()).read_bytes()
+    assert API_KEY.encode() not in database
+
+
+@pytest.mark.usefixtures("stored_key")
+def test_continue_with_a_new_provider_does_not_reuse_the_old_base_url(
+    server: FakeChatCompletions,
+    home: Path,
+    default_host: tuple[FakeChatCompletions, dict[str, str]],
+) -> None:
+    sentinel, env = default_host
+    first = oma(home, "run", "-m", "openai:gpt-4o", "--base-url", server.base_url, "hi", env=env)
+    assert first.returncode == 0, first.stderr
+    again = oma(home, "run", "-c", "-m", "openai:gpt-4o-mini", "more", "--no-stream", env=env)
+    assert again.returncode == 1  # the default host (the sentinel) answers no CONNECT
+    assert len(server.requests) == 1
+    assert sentinel.requests and sentinel.requests[0].method == "CONNECT"
+    assert sentinel.requests[0].path == "api.openai.com:443"
+
+
+@pytest.mark.usefixtures("stored_key")
+def test_continue_refuses_a_base_url_whose_secrets_were_not_logged(
+    server: FakeChatCompletions,
+    home: Path,
+    default_host: tuple[FakeChatCompletions, dict[str, str]],
+) -> None:
+    sentinel, env = default_host
+    url = server.base_url.replace("http://", "http://proxy-user:proxy-secret@")
+    # (The URL's user info becomes basic auth, which the fake refuses: the run is logged all
+    # the same, and a failed run can be continued.)
+    oma(home, "run", "-m", "openai:gpt-4o", "--base-url", url, "hi", env=env)
+    (run,) = logged(home)
+    assert run["base_url"] == server.base_url and run["settings"]["not_kept"] == ["base_url"]
+    again = oma(home, "run", "-c", "more", env=env)
+    assert again.returncode == 2
+    assert again.stderr == (
+        f"error: the conversation talked to {server.base_url} with credentials or a query the "
+        "log does not keep: give --base-url again\n"
+    )
+    assert sentinel.requests == [] and len(server.requests) == 1
+    resumed = oma(home, "run", "-c", "--base-url", server.base_url, "more", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(server.requests) == 2
+    database = Path(oma(home, "logs", "path").stdout.strip()).read_bytes()
+    assert b"proxy-secret" not in database
 
 
 @pytest.mark.usefixtures("stored_key")
