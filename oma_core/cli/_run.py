@@ -191,7 +191,7 @@ def run(
     history: list[Any] = []
     if continue_last or conversation_id:
         conversation_id, history, agent_options = continued_history(conversation_id, agent_options)
-    run_input = build_input(prompt, media, messages_file)
+    run_input = build_input(prompt, media, messages_file, agent_options)
     if history:  # the logged conversation, then this turn
         if isinstance(run_input, str):
             run_input = [{"role": "user", "content": [{"type": "text", "text": run_input}]}]
