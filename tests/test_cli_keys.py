@@ -13,10 +13,15 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from _builders import ROOT, oma
+from _builders import ROOT, builtin_host, oma
+
+from oma_core import Capabilities, ProviderSpec, hookimpl
+from oma_core.plugins import PluginHost
 
 SECRET = "sk-test-0123456789abcdef"
 TIMEOUT = 240.0  # a failure guard only: every test ends as soon as its processes do
@@ -24,7 +29,9 @@ ENTRY = "from oma_core.cli import main; main()"
 #: A writer process: ``KeyStore.set`` of keys ``{prefix}-0`` .. ``{prefix}-{count - 1}``.
 WRITER = """
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from oma_core.cli._keys import KeyStore
 
 store = KeyStore(Path(sys.argv[1]), lock_timeout=600)
@@ -34,11 +41,27 @@ for index in range(count):
 """
 
 
+class KeyedPlugin:
+    """Providers that take a key ("openai", "anthropic": names only, they never run)."""
+
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        return [
+            ProviderSpec(name, name.title(), _never, Capabilities.text_only(), api_key_env=env)
+            for name, env in (("openai", "OMA_TEST_OPENAI_KEY"), ("anthropic", None))
+        ]
+
+
+def _never(settings: object) -> Any:
+    raise AssertionError("no provider is built by these tests")
+
+
 @pytest.fixture(autouse=True)
-def _home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("OMA_HOME", str(home))
-    return home
+def _home(cli_home: Path) -> Iterator[Path]:
+    """``cli_home``, with "openai" and "anthropic" installed (the built-ins besides)."""
+    previous = PluginHost.set_default(builtin_host(KeyedPlugin()))
+    yield cli_home
+    PluginHost.set_default(previous)
 
 
 def test_keys_path_is_in_oma_home(_home: Path) -> None:
@@ -112,18 +135,78 @@ def test_a_broken_keys_file_is_one_line_not_a_traceback(_home: Path) -> None:
     assert result.stderr == f"error: {path} is not a JSON object of keys; fix or remove it\n"
 
 
-def test_a_name_no_provider_has_is_stored_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
-    from oma_core.plugins import PluginHost
+def test_a_name_no_installed_provider_has_is_refused_with_a_did_you_mean(_home: Path) -> None:
+    result = oma("keys", "set", "opneai", input=f"{SECRET}\n")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: no installed provider is named opneai; did you mean openai? (installed: "
+        "anthropic, echo, openai, scripted); pass --force to store it anyway\n"
+    )
+    assert not (_home / "keys.json").exists()
 
-    previous = PluginHost.set_default(None)
-    try:
-        result = oma("keys", "set", "opneai", input=f"{SECRET}\n")
-    finally:
-        PluginHost.set_default(previous)
+
+def test_force_stores_a_key_for_a_provider_not_installed() -> None:
+    result = oma("keys", "set", "--force", "mistral", input=f"{SECRET}\n")
+    assert result.exit_code == 0, result.output
+    assert oma("keys", "list").stdout == "mistral\n"
+
+
+@pytest.mark.parametrize("name", ["../evil", "a/b", ".hidden", "", "-x", "a" * 65, "k\x1b[31m"])
+def test_a_name_that_is_no_provider_name_is_refused_even_with_force(name: str, _home: Path) -> None:
+    result = oma("keys", "set", "--force", "--", name, input=f"{SECRET}\n")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {name!r} is not a provider name"), result.stderr
+    assert not (_home / "keys.json").exists()
+
+
+def test_get_prints_the_stored_key_for_scripts() -> None:
+    oma("keys", "set", "openai", input=f"{SECRET}\n")
+    result = oma("keys", "get", "openai")
     assert result.exit_code == 0
-    assert "note: no installed provider is named opneai" in result.stderr
-    assert oma("keys", "list").stdout == "opneai\n"
+    assert result.stdout == f"{SECRET}\n"
+    assert result.stderr == ""
+
+
+def test_get_of_a_name_with_no_key_is_a_usage_error() -> None:
+    result = oma("keys", "get", "openai")
+    assert result.exit_code == 2
+    assert result.stderr == "error: no key is stored for openai\n"
+
+
+def test_a_keys_file_others_can_read_gives_a_warning_with_the_fix(_home: Path) -> None:
+    oma("keys", "set", "openai", input=f"{SECRET}\n")
+    path = _home / "keys.json"
+    path.chmod(0o644)
+    result = oma("keys", "get", "openai")
+    assert result.exit_code == 0
+    assert result.stdout == f"{SECRET}\n"
+    assert result.stderr == (
+        f"warning: {path} can be read by others (mode 644); run: chmod 600 {path}\n"
+    )
+
+
+def test_set_rewrites_a_keys_file_others_can_read_at_mode_0600(_home: Path) -> None:
+    oma("keys", "set", "openai", input=f"{SECRET}\n")
+    path = _home / "keys.json"
+    path.chmod(0o644)
+    assert oma("keys", "set", "anthropic", input="sk-ant\n").exit_code == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("planted", ["directory", "fifo", "others-writable"])
+def test_a_run_that_needs_no_key_never_opens_the_keys_file(planted: str, _home: Path) -> None:
+    _home.mkdir(mode=0o700)
+    path = _home / "keys.json"
+    if planted == "directory":
+        path.mkdir()
+    elif planted == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_text("{}")
+        path.chmod(0o666)
+    result = oma("run", "-p", "echo", "hi")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
 
 
 # -- the store under concurrent writers --------------------------------------------------------
@@ -180,7 +263,7 @@ def test_twenty_processes_of_a_hundred_sets_each_keep_every_key(_home: Path) -> 
 def test_twenty_parallel_keys_set_commands_all_store_their_key(_home: Path) -> None:
     commands = [
         subprocess.Popen(
-            [sys.executable, "-c", ENTRY, "keys", "set", f"provider{number}"],
+            [sys.executable, "-c", ENTRY, "keys", "set", "--force", f"provider{number}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -229,7 +312,9 @@ def outside(tmp_path: Path) -> Path:
 def test_a_symlink_planted_at_the_store_gets_nothing(_home: Path, outside: Path) -> None:
     _home.mkdir(mode=0o700)
     (_home / "keys.json").symlink_to(outside)
-    line = one_error_line(oma_process(_home, "keys", "set", "openai", input=f"{SECRET}\n"))
+    line = one_error_line(
+        oma_process(_home, "keys", "set", "--force", "openai", input=f"{SECRET}\n")
+    )
     assert line == f"error: {_home / 'keys.json'} is a symlink, not a keys file; remove it"
     assert outside.read_text() == "theirs\n"
     assert (_home / "keys.json").is_symlink()
@@ -238,7 +323,7 @@ def test_a_symlink_planted_at_the_store_gets_nothing(_home: Path, outside: Path)
 def test_a_symlink_planted_at_the_old_temp_name_gets_nothing(_home: Path, outside: Path) -> None:
     _home.mkdir(mode=0o700)
     (_home / "keys.json.tmp").symlink_to(outside)
-    result = oma_process(_home, "keys", "set", "openai", input=f"{SECRET}\n")
+    result = oma_process(_home, "keys", "set", "--force", "openai", input=f"{SECRET}\n")
     assert result.returncode == 0, result.stderr
     assert outside.read_text() == "theirs\n"
     assert json.loads((_home / "keys.json").read_text()) == {"openai": SECRET}
@@ -250,7 +335,9 @@ def test_a_symlink_planted_at_the_lock_is_refused_and_gets_nothing(
 ) -> None:
     _home.mkdir(mode=0o700)
     (_home / "keys.json.lock").symlink_to(outside)
-    line = one_error_line(oma_process(_home, "keys", "set", "openai", input=f"{SECRET}\n"))
+    line = one_error_line(
+        oma_process(_home, "keys", "set", "--force", "openai", input=f"{SECRET}\n")
+    )
     assert line.startswith(f"error: {_home / 'keys.json.lock'} cannot be locked")
     assert outside.read_text() == "theirs\n"
     assert not (_home / "keys.json").exists()
@@ -266,7 +353,7 @@ def test_a_fifo_at_the_store_fails_at_once_with_one_line(_home: Path) -> None:
 def test_a_directory_at_the_store_is_named_a_directory(_home: Path) -> None:
     (_home / "keys.json").mkdir(parents=True)
     _home.chmod(0o700)
-    for args in (("keys", "list"), ("keys", "set", "openai")):
+    for args in (("keys", "list"), ("keys", "set", "--force", "openai")):
         line = one_error_line(oma_process(_home, *args, input=f"{SECRET}\n"))
         assert line == f"error: {_home / 'keys.json'} is a directory, not a keys file; remove it"
 
@@ -276,7 +363,9 @@ def test_a_store_directory_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
     real.mkdir(mode=0o700)
     home = tmp_path / "link"
     home.symlink_to(real)
-    line = one_error_line(oma_process(home, "keys", "set", "openai", input=f"{SECRET}\n"))
+    line = one_error_line(
+        oma_process(home, "keys", "set", "--force", "openai", input=f"{SECRET}\n")
+    )
     assert line == (f"error: {home} is a symlink; the keys live in a real directory of your own")
     assert os.listdir(real) == []
 

@@ -3,7 +3,8 @@
 Keys live in ``keys.json`` in the user's config directory (``oma keys path``), a JSON object
 of name -> key at mode 0600. A run's key is, first to last: ``--api-key``, the provider's
 environment variable (``ProviderSpec.api_key_env``), the stored key of the provider's name. A
-key is never printed (but by ``oma keys get``), logged or put in an error.
+key is never printed (but by ``oma keys get``), logged or put in an error. ``KeyResolver``
+is that rule, for every command that builds agents.
 
 ``KeyStore`` keeps the file safe from concurrent writers and from a hostile directory:
 
@@ -23,20 +24,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
 
 from ..errors import UsageError
-from ._exits import command_guard, note, stdin_is_piped, usage
+from ._exits import command_guard, stdin_is_piped, usage
 from ._paths import keys_path
+
+if TYPE_CHECKING:
+    from ..plugins import PluginHost
 
 #: The largest keys file read (a few thousand keys fit in far less).
 MAX_BYTES = 1 << 20
@@ -285,18 +290,74 @@ def _parse(data: bytes, path: Path) -> dict[str, str]:
     return dict(keys)
 
 
-def stored_key(provider: str, variables: Sequence[str]) -> str | None:
-    """The key a run of ``provider`` uses when no ``--api-key`` is given: None when one of
-    the provider's environment variables is set (the plugin reads it) or nothing is stored."""
-    if any(os.environ.get(variable) for variable in variables):
-        return None
-    store = KeyStore.default()
+class KeyResolver:
+    """Which key each agent of one command runs with: the one rule for ``oma run``, ``oma
+    tasks`` and ``oma team``.
+
+    First to last: the key given (``--api-key``, or ``api_key`` in an agents file); None when
+    one of the provider's environment variables is set (the plugin reads it); the key stored
+    under the provider's name. The keys file is read at most once, and only for a provider
+    that takes a key (an echo run never opens it); a file others can read gives a warning
+    with the fix, and its key is used; a file others can write is refused.
+    """
+
+    def __init__(self, host: PluginHost, store: KeyStore | None = None) -> None:
+        self._host = host
+        self._store = store or KeyStore.default()
+        self._keys: dict[str, str] | None = None
+
+    def key(self, provider: str | None, given: str | None = None) -> str | None:
+        if given is not None:
+            return given
+        spec = self._host.provider_specs().get(provider) if provider else None
+        if spec is None or not (spec.requires_api_key or spec.key_variables):
+            return None
+        if any(os.environ.get(variable) for variable in spec.key_variables):
+            return None
+        return self._stored().get(spec.name)
+
+    def _stored(self) -> dict[str, str]:
+        if self._keys is None:
+            self._keys = read_keys(self._store)
+        return self._keys
+
+
+def read_keys(store: KeyStore) -> dict[str, str]:
+    """The stored keys, with a warning on stderr when others can read them."""
     keys, mode = store.read()
-    if mode is not None and mode & 0o077:
-        raise KeysFileError(
-            store.path, f"can be read by others (mode {mode:o}); run: chmod 600 {store.path}"
+    if mode is not None and mode & 0o044:
+        path = store.path
+        click.echo(
+            f"warning: {path} can be read by others (mode {mode:o}); run: chmod 600 {path}",
+            err=True,
         )
-    return keys.get(provider)
+    return keys
+
+
+#: A name ``oma keys set`` takes: what a provider can be called, never a path.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def _check_name(name: str, force: bool) -> None:
+    """Refuse a name no provider could have, and one no installed provider has (unless
+    ``force``): a typo would otherwise store a key no run ever reads."""
+    from ..plugins import PluginHost
+    from ..resolution import suggest
+
+    if not _NAME.fullmatch(name):
+        usage(
+            f"{name!r} is not a provider name (letters, digits, '-', '_' and '.', "
+            "starting with a letter or digit, at most 64)"
+        )
+    installed = PluginHost.default().provider_specs()
+    if name in installed or force:
+        return
+    close = suggest(name, installed)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    usage(
+        f"no installed provider is named {name}{hint} (installed: "
+        f"{', '.join(sorted(installed)) or 'none'}); pass --force to store it anyway"
+    )
 
 
 # -- the commands ------------------------------------------------------------------------------
@@ -309,9 +370,11 @@ def keys() -> None:
 
 @keys.command("set")
 @click.argument("name")
+@click.option("--force", is_flag=True, help="Store it even when no installed provider has NAME.")
 @command_guard
-def keys_set(name: str) -> None:
+def keys_set(name: str, force: bool) -> None:
     """Store the key for NAME (a provider name, e.g. openai): typed hidden, or piped."""
+    _check_name(name, force)
     if stdin_is_piped():
         value = sys.stdin.readline().strip()
     else:
@@ -324,19 +387,24 @@ def keys_set(name: str) -> None:
     store = KeyStore.default()
     store.set(name, value)
     click.echo(f"stored the key for {name} in {store.path}", err=True)
-    from ..plugins import PluginHost
 
-    installed = PluginHost.default().provider_specs()
-    if name not in installed:
-        note(f"no installed provider is named {name}; `oma run -p {name}` would use this key")
+
+@keys.command("get")
+@click.argument("name")
+@command_guard
+def keys_get(name: str) -> None:
+    """Print the stored key for NAME on stdout (for scripts: KEY=$(oma keys get openai))."""
+    stored = read_keys(KeyStore.default())
+    if name not in stored:
+        usage(f"no key is stored for {name}")
+    click.echo(stored[name])
 
 
 @keys.command("list")
 @command_guard
 def keys_list() -> None:
     """Print the names of the stored keys, one per line."""
-    stored, _ = KeyStore.default().read()
-    for name in sorted(stored):
+    for name in sorted(read_keys(KeyStore.default())):
         click.echo(name)
 
 
