@@ -51,6 +51,7 @@ _UNSET = (
     "TTY_INTERACTIVE",
     "OMA_PROVIDER",
     "OMA_DISABLE_PLUGINS",
+    "OPENAI_API_KEY",
 )
 
 
@@ -66,13 +67,16 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def oma(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def oma(
+    *args: str, cwd: Path = ROOT, input: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         command(*args),
+        input=input,
         capture_output=True,
         text=True,
         cwd=cwd,
-        env=environment(),
+        env=environment(**env),
         timeout=TIMEOUT,
         preexec_fn=default_sigint,
     )
@@ -717,6 +721,140 @@ def test_a_coordinator_without_a_plan_fails_the_team_with_status_1(tmp_path: Pat
     assert result.stdout.splitlines()[-1] == (
         "(plan): failed: invalid task plan: the coordinator's answer holds no JSON plan"
     )
+
+
+# -- keys: as oma run finds them, checked before anything runs ---------------------------------
+
+STORED = "sk-stored-0123456789"
+
+
+@pytest.fixture
+def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The oma-openai plugin's fake Chat Completions service on 127.0.0.1, taking only the
+    ``STORED`` key (another key is a 401); skipped when the plugin is not installed."""
+    pytest.importorskip("oma_openai")
+    monkeypatch.syspath_prepend(str(ROOT / "plugins" / "oma-openai" / "tests"))
+    from fake_openai import FakeChatCompletions
+
+    with FakeChatCompletions(api_key=STORED) as server:
+        yield server
+
+
+@pytest.fixture
+def keyed(tmp_path: Path) -> dict[str, str]:
+    """The environment of a command with the openai plugin and its own ``$OMA_HOME``, where
+    ``oma keys set openai`` stored ``STORED``."""
+    env = {"OMA_HOME": str(tmp_path / "home"), "OMA_LOAD_PLUGINS": "openai"}
+    stored = oma("keys", "set", "openai", input=f"{STORED}\n", **env)
+    assert stored.returncode == 0, stored.stderr
+    return env
+
+
+def openai_agent(name: str, server: Any, **more: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "base_url": server.base_url,
+        **more,
+    }
+
+
+def keys_sent(server: Any) -> set[str]:
+    return {request.headers["authorization"] for request in server.requests}
+
+
+def test_tasks_use_the_key_stored_with_oma_keys_set(
+    openai_server: Any, keyed: dict[str, str], tmp_path: Path
+) -> None:
+    plan = write(
+        tmp_path / "plan.json",
+        {"agents": [openai_agent("writer", openai_server)], "tasks": [task("draft", "writer")]},
+    )
+    result = oma("tasks", plan, "--json", **keyed)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["tasks"]["draft"]["status"] == "completed"
+    assert keys_sent(openai_server) == {f"Bearer {STORED}"}
+    assert STORED not in result.stdout + result.stderr
+
+
+def test_a_team_and_its_coordinator_use_the_stored_key(
+    openai_server: Any, keyed: dict[str, str], tmp_path: Path
+) -> None:
+    from fake_openai import Reply
+
+    plan = {"tasks": [{"title": "draft", "description": "Draft.", "assignee": "writer"}]}
+    openai_server.reply(Reply(text=json.dumps(plan)), Reply(text="A draft."), Reply(text="Done."))
+    agents = write(tmp_path / "agents.json", {"agents": [openai_agent("writer", openai_server)]})
+    result = oma("team", "Write it", "--agents", agents, "--json", **keyed)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["output"] == "Done."
+    assert len(openai_server.requests) == 3
+    assert keys_sent(openai_server) == {f"Bearer {STORED}"}
+
+
+def test_the_environment_variable_beats_the_stored_key(
+    openai_server: Any, keyed: dict[str, str], tmp_path: Path
+) -> None:
+    plan = write(
+        tmp_path / "plan.json",
+        {"agents": [openai_agent("writer", openai_server)], "tasks": [task("draft", "writer")]},
+    )
+    result = oma("tasks", plan, OPENAI_API_KEY="sk-from-env", **keyed)
+    assert result.returncode == 1  # the fake takes STORED only: the environment's key was sent
+    assert keys_sent(openai_server) == {"Bearer sk-from-env"}
+
+
+def test_an_api_key_in_the_plan_beats_the_environment_and_the_store(
+    openai_server: Any, keyed: dict[str, str], tmp_path: Path
+) -> None:
+    agent = openai_agent("writer", openai_server, api_key="sk-in-the-plan")
+    plan = write(tmp_path / "plan.json", {"agents": [agent], "tasks": [task("draft", "writer")]})
+    oma("tasks", plan, OPENAI_API_KEY="sk-from-env", **keyed)
+    assert keys_sent(openai_server) == {"Bearer sk-in-the-plan"}
+
+
+def test_every_agent_that_cannot_run_is_refused_before_any_task_one_line_each(
+    openai_server: Any, tmp_path: Path
+) -> None:
+    agents = [
+        echo_agent("fine"),
+        openai_agent("keyless", openai_server),
+        {"name": "lost", "provider": "nope"},
+        {"name": "typo", "provider": "scripted", "provider_options": {"respones": []}},
+    ]
+    tasks = [task(agent["name"], agent["name"]) for agent in agents]
+    plan = write(tmp_path / "plan.json", {"agents": agents, "tasks": tasks})
+    home = str(tmp_path / "home")
+    result = oma("tasks", plan, OMA_HOME=home, OMA_LOAD_PLUGINS="openai")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert [line.split(":")[0:2] for line in lines] == [
+        ["error", " agent 'keyless'"],
+        ["error", " agent 'lost'"],
+        ["error", " agent 'typo'"],
+    ]
+    assert "needs an API key and has none" in lines[0] and "oma keys set openai" in lines[0]
+    assert "'nope'" in lines[1] and "respones" in lines[2]
+    assert openai_server.requests == []
+
+
+def test_a_keys_file_that_cannot_be_trusted_stops_the_team_with_one_line(
+    openai_server: Any, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    os.mkfifo(home / "keys.json")
+    plan = write(
+        tmp_path / "plan.json",
+        {"agents": [openai_agent("writer", openai_server)], "tasks": [task("draft", "writer")]},
+    )
+    result = oma("tasks", plan, OMA_HOME=str(home), OMA_LOAD_PLUGINS="openai")
+    assert result.returncode == 2
+    assert result.stderr == f"error: {home / 'keys.json'} is a FIFO, not a keys file; remove it\n"
+    assert openai_server.requests == []
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------------
