@@ -21,15 +21,18 @@ import struct
 import subprocess
 import sys
 import termios
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _builders import ROOT, builtin_host
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oma_core import AgentConfig, OpenMultiAgent, ProgressEvent, ProviderError, TaskSpec, Team
-from oma_core.cli._live import RunView, TaskBoard
+from oma_core.cli._live import RunView, TaskBoard, printable
 from oma_core.testing import ScriptedProvider
 
 TIMEOUT = 60.0  # a failure guard only; every test ends as soon as the command does
@@ -721,6 +724,74 @@ def test_a_coordinator_without_a_plan_fails_the_team_with_status_1(tmp_path: Pat
     assert result.stdout.splitlines()[-1] == (
         "(plan): failed: invalid task plan: the coordinator's answer holds no JSON plan"
     )
+
+
+# -- titles that would drive the terminal --------------------------------------------------------
+
+#: A title from a hostile plan or coordinator: a window-title OSC ended by BEL, a screen clear,
+#: an 8-bit CSI, rich markup that closes nothing, a right-to-left override.
+EVIL = "evil\x1b]0;pwned\x07\x1b[2J\x9b31m[/]\u202e"
+RAW = ("\x1b]", "\x07", "\x1b[2J", "\x9b", "\u202e")
+
+
+def hostile_plan(tmp_path: Path) -> str:
+    agents = [scripted_agent(f"agent{EVIL}", "fine.", "fine.")]
+    tasks = [task(EVIL, f"agent{EVIL}"), task("after", f"agent{EVIL}", EVIL)]
+    return write(tmp_path / "hostile.json", {"agents": agents, "tasks": tasks})
+
+
+def assert_nothing_raw(text: str) -> None:
+    assert not [raw for raw in RAW if raw in text], repr(text)
+
+
+@given(st.text())
+def test_printable_escapes_every_control_character_and_keeps_the_rest(text: str) -> None:
+    shown = printable(text)
+    assert not any(unicodedata.category(c) == "Cc" or c in "\u202e\u2066" for c in shown)
+    if text.isprintable():
+        assert shown == text
+
+
+def test_piped_lines_show_a_hostile_title_escaped(tmp_path: Path) -> None:
+    result = oma("tasks", hostile_plan(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert_nothing_raw(result.stdout + result.stderr)
+    assert f"{printable(EVIL)}: completed (agent{printable(EVIL)}, 1 attempt" in result.stdout
+
+
+def test_the_json_result_holds_a_hostile_title_escaped_and_intact(tmp_path: Path) -> None:
+    result = oma("tasks", hostile_plan(tmp_path), "--json")
+    assert result.returncode == 0, result.stderr
+    assert_nothing_raw(result.stdout)
+    assert json.loads(result.stdout)["tasks"][EVIL]["status"] == "completed"
+
+
+def test_a_failed_hostile_task_is_named_escaped_in_the_error_line(tmp_path: Path) -> None:
+    agents = [scripted_agent("a")]  # no responses: it fails
+    plan = write(tmp_path / "plan.json", {"agents": agents, "tasks": [task(EVIL, "a")]})
+    result = oma("tasks", plan)
+    assert result.returncode == 1
+    assert_nothing_raw(result.stdout + result.stderr)
+    assert result.stderr.splitlines()[-1] == f"error: 1 task failed: {printable(EVIL)}"
+
+
+def test_a_coordinator_s_hostile_plan_is_printed_escaped(tmp_path: Path) -> None:
+    plan = {"tasks": [{"title": EVIL, "description": f"Do {EVIL}.", "assignee": "a"}]}
+    agents = {"agents": [scripted_agent("a", json.dumps(plan))]}
+    result = oma("team", "Goal", "--agents", write(tmp_path / "a.json", agents), "--plan-only")
+    assert result.returncode == 0, result.stderr
+    assert_nothing_raw(result.stdout + result.stderr)
+    assert f"- {printable(EVIL)} [a]: Do {printable(EVIL)}." in result.stdout
+
+
+def test_the_live_table_shows_a_hostile_title_escaped(
+    tmp_path: Path, terminals: list[Terminal]
+) -> None:
+    terminal = on_terminal(terminals, "tasks", hostile_plan(tmp_path))
+    assert terminal.wait() == 0, terminal.screen.text()
+    assert_nothing_raw(terminal.raw)
+    assert "[/]" in terminal.screen.text()  # shown, not taken for markup
+    assert "pwned" in terminal.screen.text()
 
 
 # -- keys: as oma run finds them, checked before anything runs ---------------------------------

@@ -20,7 +20,7 @@ import attrs
 import click
 
 from ..errors import OmaError
-from ._live import Prices, RunView, TaskBoard
+from ._live import Prices, RunView, TaskBoard, printable, printable_json
 from ._plans import (
     agent_config,
     load_team,
@@ -263,7 +263,7 @@ def _execute(view: RunView, run: Callable[[], Any]) -> TeamRunResult:
         view.stop()
         click.echo("interrupted; the run was cancelled", err=True)
         for line in view.board.summary():
-            click.echo(f"  {line}", err=True)
+            click.echo(f"  {printable(line)}", err=True)
         raise SystemExit(INTERRUPTED) from None
     except UsageError as error:
         view.stop()
@@ -281,7 +281,9 @@ def _one_line(error: BaseException) -> str:
 
 def _finish(outcome: TeamRunResult, board: TaskBoard, options: RunOptions, answer: bool) -> None:
     if options.as_json:
-        click.echo(json.dumps(result_json(outcome, board), ensure_ascii=False, indent=2))
+        click.echo(
+            printable_json(json.dumps(result_json(outcome, board), ensure_ascii=False, indent=2))
+        )
     elif answer:
         if outcome.output:
             click.echo(outcome.output)
@@ -294,7 +296,7 @@ def _finish(outcome: TeamRunResult, board: TaskBoard, options: RunOptions, answe
         reason = f"{len(failed)} task{'s' if len(failed) > 1 else ''} failed: {', '.join(failed)}"
     else:
         reason = str(outcome.error or "the team run failed")
-    click.echo(f"error: {reason}", err=True)
+    click.echo(f"error: {printable(reason)}", err=True)
     raise SystemExit(FAILED)
 
 
@@ -305,7 +307,7 @@ def _echo_results(outcome: TeamRunResult) -> None:
     for task in plan:
         record = outcome.tasks[task.title]
         if task.title not in needed and record.status == "completed":
-            click.echo(f"\n## {task.title}\n{record.output}")
+            click.echo(f"\n## {printable(task.title)}\n{record.output}")
 
 
 def result_json(outcome: TeamRunResult, board: TaskBoard) -> dict[str, Any]:
@@ -451,5 +453,6 @@ def team(
     if plan_only and not settings.as_json and outcome.plan is not None:
         for task in outcome.plan:
             after = f" (after {', '.join(task.depends_on)})" if task.depends_on else ""
-            click.echo(f"- {task.title} [{task.assignee or 'anyone'}]{after}: {task.description}")
+            line = f"- {task.title} [{task.assignee or 'anyone'}]{after}: {task.description}"
+            click.echo(printable(line))
     _finish(outcome, board, settings, answer=not plan_only)
