@@ -189,7 +189,7 @@ def test_set_rewrites_a_keys_file_others_can_read_at_mode_0600(_home: Path) -> N
     oma("keys", "set", "openai", input=f"{SECRET}\n")
     path = _home / "keys.json"
     path.chmod(0o644)
-    assert oma("keys", "set", "anthropic", input="sk-ant\n").exit_code == 0
+    assert oma("keys", "set", "openai", input=f"{SECRET}\n").exit_code == 0  # the same key
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 

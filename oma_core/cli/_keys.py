@@ -103,15 +103,16 @@ class KeyStore:
 
     def remove(self, name: str) -> bool:
         """Forget ``name``'s key; False when none was stored."""
-        with self._changing() as keys:
+        with self._changing(always=False) as keys:
             found = keys.pop(name, None) is not None
         return found
 
     # -- the pieces ----------------------------------------------------------------------------
 
     @contextmanager
-    def _changing(self) -> Iterator[dict[str, str]]:
-        """The stored keys to change in place, written back (when changed) under the lock."""
+    def _changing(self, *, always: bool = True) -> Iterator[dict[str, str]]:
+        """The stored keys to change in place, written back under the lock: ``always``, or
+        when changed (a rewrite also leaves a file others could read at 0600)."""
         directory = self._open_directory(create=True)
         assert directory is not None
         try:
@@ -119,7 +120,7 @@ class KeyStore:
                 keys, _ = self._load(directory)
                 before = dict(keys)
                 yield keys
-                if keys != before:
+                if always or keys != before:
                     self._write(directory, keys)
         finally:
             os.close(directory)
