@@ -403,3 +403,20 @@ def test_a_keys_file_larger_than_the_limit_is_refused_unread(_home: Path) -> Non
     result = oma("keys", "list")
     assert result.exit_code == 2
     assert result.stderr == f"error: {path} is larger than {MAX_BYTES} bytes: not a keys file\n"
+
+
+def test_a_fifo_at_the_store_fails_a_run_that_needs_a_key_at_once(_home: Path) -> None:
+    pytest.importorskip("oma_openai")
+    _home.mkdir(mode=0o700)
+    os.mkfifo(_home / "keys.json", 0o600)
+    env = {**environment(_home), "OMA_LOAD_PLUGINS": "openai"}
+    env.pop("OPENAI_API_KEY", None)
+    result = subprocess.run(
+        [sys.executable, "-c", ENTRY, "run", "-p", "openai", "hi"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT,  # a hang fails here
+    )
+    line = one_error_line(result)
+    assert line == f"error: {_home / 'keys.json'} is a FIFO, not a keys file; remove it"
