@@ -32,7 +32,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from oma_core.cli._keys import KeyStore
+from oma_core.cli._keystore import KeyStore
 
 store = KeyStore(Path(sys.argv[1]), lock_timeout=600)
 prefix, count = sys.argv[2], int(sys.argv[3])
@@ -287,7 +287,7 @@ def test_a_writer_that_waits_too_long_for_the_lock_gets_one_line(
     from filelock import FileLock
 
     _home.mkdir(mode=0o700)
-    monkeypatch.setattr("oma_core.cli._keys.LOCK_TIMEOUT", 0.2)
+    monkeypatch.setattr("oma_core.cli._keystore.LOCK_TIMEOUT", 0.2)
     with FileLock(_home / "keys.json.lock"):
         result = oma("keys", "set", "openai", input=f"{SECRET}\n")
     assert result.exit_code == 2
@@ -393,7 +393,7 @@ def test_a_keys_file_others_can_write_is_refused(_home: Path) -> None:
 
 
 def test_a_keys_file_larger_than_the_limit_is_refused_unread(_home: Path) -> None:
-    from oma_core.cli._keys import MAX_BYTES
+    from oma_core.cli._keystore import MAX_BYTES
 
     _home.mkdir(mode=0o700)
     path = _home / "keys.json"

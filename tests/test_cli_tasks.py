@@ -784,6 +784,16 @@ def test_a_coordinator_s_hostile_plan_is_printed_escaped(tmp_path: Path) -> None
     assert f"- {printable(EVIL)} [a]: Do {printable(EVIL)}." in result.stdout
 
 
+def test_a_hostile_agent_that_cannot_run_is_refused_escaped(tmp_path: Path) -> None:
+    agents = [{"name": f"a{EVIL}", "provider": f"nope{EVIL}"}, {"name": f"b{EVIL}"}]
+    tasks = [task(EVIL, f"a{EVIL}"), task("second", f"b{EVIL}", "missing" + EVIL)]
+    for plan in ({"agents": agents, "tasks": tasks[:1]}, {"agents": agents, "tasks": tasks}):
+        result = oma("tasks", write(tmp_path / "plan.json", plan))
+        assert result.returncode == 2
+        assert_nothing_raw(result.stderr)
+        assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
 def test_the_live_table_shows_a_hostile_title_escaped(
     tmp_path: Path, terminals: list[Terminal]
 ) -> None:

@@ -16,25 +16,24 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import attrs
 import click
 
 from ..errors import OmaError
 from ._live import Prices, RunView, TaskBoard, printable, printable_json
 from ._plans import (
     agent_config,
+    check_agents,
     load_team,
     read_json_or_refuse,
     refuse,
     stem,
     task_spec,
     team_file,
+    with_keys,
 )
 
 if TYPE_CHECKING:
-    from ..config import AgentConfig
     from ..orchestrator import OpenMultiAgent
-    from ..plugins import PluginHost
     from ..teams import Team, TeamRunResult
 
 __all__ = ["result_json", "tasks", "team"]
@@ -71,90 +70,6 @@ def _orchestrator(settings: RunOptions, view: RunView) -> OpenMultiAgent:
         return OpenMultiAgent(**kwargs)
     except (OmaError, TypeError, ValueError) as error:
         refuse(str(error))
-
-
-def _with_keys(team: Team, coordinator: AgentConfig | None) -> tuple[Team, AgentConfig | None]:
-    """The team and coordinator with each agent's key, found as ``oma run`` finds one
-    (``KeyResolver``: the agents file's ``api_key``, the provider's environment variable, the
-    key stored with ``oma keys set``). A keys file that cannot be trusted ends it here."""
-    from ..errors import UsageError
-    from ..plugins import PluginHost
-    from ._keys import KeyResolver
-
-    host = PluginHost.default()
-    resolver = KeyResolver(host)
-
-    def keyed(config: AgentConfig) -> AgentConfig:
-        provider = _provider_of(config, host)
-        if provider is None:
-            return config
-        return attrs.evolve(config, api_key=resolver.key(provider, config.api_key))
-
-    try:
-        agents = [keyed(config) for config in team.agents]
-        coordinator = None if coordinator is None else keyed(coordinator)
-    except UsageError as error:
-        refuse(_one_line(error))
-    return attrs.evolve(team, agents=agents), coordinator
-
-
-def _provider_of(config: AgentConfig, host: PluginHost) -> str | None:
-    """The registered provider an agent runs on (``model="openai:gpt-4o"`` names it when
-    ``provider`` is left at its default), None for a backend or a provider object."""
-    if config.backend is not None or not isinstance(config.provider, str):
-        return None
-    prefix, colon, _ = (config.model or "").partition(":")
-    if colon and prefix in host.provider_specs() and config.provider in ("echo", prefix):
-        return prefix
-    return config.provider
-
-
-async def _check_agents(configs: Sequence[AgentConfig]) -> None:
-    """Refuse, before any task starts, every agent that could not run: an unknown provider
-    or backend, an option its provider does not take, a provider without its key. One line
-    per problem, then exit 2 (a run would otherwise fail each of those agents' tasks)."""
-    from ..agent import Agent
-    from ..plugins import PluginHost
-
-    host = PluginHost.default()
-    problems: list[str] = []
-    for config in configs:
-        if config.backend is not None:
-            kind = config.backend.get("kind")
-            if kind not in host.backend_specs():
-                problems.append(f"agent {config.name!r}: no backend {kind!r} is installed")
-            continue
-        try:
-            agent = Agent(config, plugins=host)
-        except OmaError as error:
-            problems.append(f"agent {config.name!r}: {_one_line(error)}")
-            continue
-        try:
-            agent.check_input("a task")  # a missing key is refused here, as when a run starts
-            agent.provider()
-        except OmaError as error:
-            problems.append(f"agent {config.name!r}: {_problem(error)}")
-        finally:
-            await agent.aclose()
-    if problems:
-        for problem in problems[:-1]:
-            click.echo(f"error: {problem}", err=True)
-        refuse(problems[-1])
-
-
-def _problem(error: OmaError) -> str:
-    """An agent's error in the words of a plan or agents file (its ``api_key`` field)."""
-    from ..errors import MissingKeyError
-
-    if isinstance(error, MissingKeyError):
-        shown = error.display_name or error.provider
-        where = " or ".join(error.variables)
-        env = f"set {where} in the environment, " if where else ""
-        return (
-            f"{shown} needs an API key and has none: {env}store one with "
-            f"`oma keys set {error.provider}`, or give the agent an api_key"
-        )
-    return _one_line(error)
 
 
 def _interruptible(check: Coroutine[Any, Any, None]) -> None:
@@ -394,8 +309,8 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
     board = _board(team, settings)
     for index, spec in enumerate(checked):
         board.add(spec.title, spec.assignee or team.agents[index % len(team.agents)].name)
-    team, _ = _with_keys(team, None)
-    _interruptible(_check_agents(team.agents))
+    team, _ = with_keys(team, None)
+    _interruptible(check_agents(team.agents))
     view = _view(board, settings.as_json)
     oma = _orchestrator(settings, view)
 
@@ -437,8 +352,8 @@ def team(
         coordinator = agent_config(read_json_or_refuse(coordinator_file), coordinator_file)
     elif "coordinator" in source:
         coordinator = agent_config(source["coordinator"], f"{agents_file}: coordinator")
-    team, coordinator = _with_keys(team, coordinator)
-    _interruptible(_check_agents([*team.agents, *([coordinator] if coordinator else [])]))
+    team, coordinator = with_keys(team, coordinator)
+    _interruptible(check_agents([*team.agents, *([coordinator] if coordinator else [])]))
     board = _board(team, settings, coordinator.name if coordinator else "coordinator")
     view = _view(board, settings.as_json)
     oma = _orchestrator(settings, view)
