@@ -83,8 +83,9 @@ class Team:
 
 
 def _titles(value: Iterable[str] | str) -> tuple[str, ...]:
-    # A lone title is one dependency, not one per character.
-    return (value,) if isinstance(value, str) else tuple(value)
+    # A lone title is one dependency, not one per character; a title listed twice is one
+    # dependency too (its output is given to the task once), first mention first.
+    return (value,) if isinstance(value, str) else tuple(dict.fromkeys(value))
 
 
 @attrs.frozen
@@ -92,9 +93,11 @@ class TaskSpec:
     """One task: text for its assignee, the titles it waits for, and how often to retry it.
 
     Descriptions are text (``TypeError`` otherwise). With ``assignee=None`` the team's agents
-    take unassigned tasks in turn. ``max_retries`` re-runs a failed task as a whole, but only
-    when the run's error is retryable (``OmaError.retryable``, the ladder's rule): a 400, a
-    block the provider cannot carry or a spent budget fails the same way every time.
+    take unassigned tasks in turn. ``depends_on`` keeps each title once, in the order first
+    given (``["a", "a"]`` is ``("a",)``): a dependency's output reaches the task once.
+    ``max_retries`` re-runs a failed task as a whole, but only when the run's error is
+    retryable (``OmaError.retryable``, the ladder's rule): a 400, a block the provider cannot
+    carry or a spent budget fails the same way every time.
     """
 
     title: str = attrs.field(validator=attrs.validators.instance_of(str))
@@ -221,11 +224,15 @@ class _Graph:
         cycle = cycle[first:] + cycle[:first]
         stuck = len(self.plan) - ordered - len(cycle)
         names = [self.plan[i].title for i in cycle]
-        shown = [repr(name) for name in [*names, names[0]][:11]]
-        if len(names) > 10:
-            shown.append("...")
-        reason = f"the dependencies of {sorted(names)} form a cycle"
-        reason += f" ({' -> '.join(shown)}: each waits for the next)"
+        if len(names) <= _CYCLE_SHOWN:
+            listed = f"[{', '.join(map(_shown, sorted(names)))}]"
+            path = [_shown(name) for name in [*names, names[0]]]
+        else:  # a bounded line: the first tasks of the path, how many more, back to the start
+            listed = f"{len(names):,} tasks"
+            more = len(names) - _CYCLE_SHOWN
+            path = [*map(_shown, names[:_CYCLE_SHOWN]), f"({more:,} more)", _shown(names[0])]
+        reason = f"the dependencies of {listed} form a cycle"
+        reason += f" ({' -> '.join(path)}: each waits for the next)"
         if stuck:
             reason += f"; {stuck} other task{'s' if stuck > 1 else ''} cannot run either"
         raise PlanError(reason)
@@ -246,6 +253,17 @@ class _Graph:
                 position[dep] for dep in self.plan[current].depends_on if left[position[dep]]
             )
         return path[seen[current] :]
+
+
+#: The most tasks of a cycle a ``PlanError`` names, and the longest title it shows whole.
+_CYCLE_SHOWN, _TITLE_SHOWN = 10, 40
+
+
+def _shown(title: str) -> str:
+    """A title as an error shows it: quoted, escapes visible, at most ``_TITLE_SHOWN`` long."""
+    if len(title) > _TITLE_SHOWN:
+        title = title[: _TITLE_SHOWN - 3] + "..."
+    return repr(title)
 
 
 def _task_prompt(task: TaskSpec, records: Mapping[str, TaskResult]) -> str:

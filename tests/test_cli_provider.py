@@ -224,13 +224,16 @@ def test_api_key_overrides_both(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings().api_key == "sk-flag"
 
 
-def test_a_keys_file_others_can_read_is_refused(tmp_path: Path) -> None:
+def test_a_keys_file_others_can_read_warns_and_its_key_is_used(tmp_path: Path) -> None:
     CliRunner().invoke(cli, ["keys", "set", "recorder"], input="sk-stored-123\n")
     path = Path(oma("keys", "path").stdout.strip())
     path.chmod(0o644)
     result = oma("run", "-p", "recorder", "hi")
-    assert result.exit_code == 2
-    assert "can be read by others" in result.stderr and "chmod 600" in result.stderr
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        f"warning: {path} can be read by others (mode 644); run: chmod 600 {path}\n"
+    )
+    assert settings().api_key == "sk-stored-123"
     assert "sk-stored-123" not in result.output
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
 

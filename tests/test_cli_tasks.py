@@ -21,15 +21,18 @@ import struct
 import subprocess
 import sys
 import termios
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _builders import ROOT, builtin_host
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oma_core import AgentConfig, OpenMultiAgent, ProgressEvent, ProviderError, TaskSpec, Team
-from oma_core.cli._live import RunView, TaskBoard
+from oma_core.cli._live import RunView, TaskBoard, printable
 from oma_core.testing import ScriptedProvider
 
 TIMEOUT = 60.0  # a failure guard only; every test ends as soon as the command does
@@ -51,6 +54,7 @@ _UNSET = (
     "TTY_INTERACTIVE",
     "OMA_PROVIDER",
     "OMA_DISABLE_PLUGINS",
+    "OPENAI_API_KEY",
 )
 
 
@@ -66,13 +70,16 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def oma(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def oma(
+    *args: str, cwd: Path = ROOT, input: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         command(*args),
+        input=input,
         capture_output=True,
         text=True,
         cwd=cwd,
-        env=environment(),
+        env=environment(**env),
         timeout=TIMEOUT,
         preexec_fn=default_sigint,
     )
@@ -717,6 +724,218 @@ def test_a_coordinator_without_a_plan_fails_the_team_with_status_1(tmp_path: Pat
     assert result.stdout.splitlines()[-1] == (
         "(plan): failed: invalid task plan: the coordinator's answer holds no JSON plan"
     )
+
+
+# -- titles that would drive the terminal --------------------------------------------------------
+
+#: A title from a hostile plan or coordinator: a window-title OSC ended by BEL, a screen clear,
+#: an 8-bit CSI, rich markup that closes nothing, a right-to-left override.
+EVIL = "evil\x1b]0;pwned\x07\x1b[2J\x9b31m[/]\u202e"
+RAW = ("\x1b]", "\x07", "\x1b[2J", "\x9b", "\u202e")
+
+
+def hostile_plan(tmp_path: Path) -> str:
+    agents = [scripted_agent(f"agent{EVIL}", "fine.", "fine.")]
+    tasks = [task(EVIL, f"agent{EVIL}"), task("after", f"agent{EVIL}", EVIL)]
+    return write(tmp_path / "hostile.json", {"agents": agents, "tasks": tasks})
+
+
+def assert_nothing_raw(text: str) -> None:
+    assert not [raw for raw in RAW if raw in text], repr(text)
+
+
+@given(st.text())
+def test_printable_escapes_every_control_character_and_keeps_the_rest(text: str) -> None:
+    shown = printable(text)
+    assert not any(unicodedata.category(c) == "Cc" or c in "\u202e\u2066" for c in shown)
+    if text.isprintable():
+        assert shown == text
+
+
+def test_piped_lines_show_a_hostile_title_escaped(tmp_path: Path) -> None:
+    result = oma("tasks", hostile_plan(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert_nothing_raw(result.stdout + result.stderr)
+    assert f"{printable(EVIL)}: completed (agent{printable(EVIL)}, 1 attempt" in result.stdout
+
+
+def test_the_json_result_holds_a_hostile_title_escaped_and_intact(tmp_path: Path) -> None:
+    result = oma("tasks", hostile_plan(tmp_path), "--json")
+    assert result.returncode == 0, result.stderr
+    assert_nothing_raw(result.stdout)
+    assert json.loads(result.stdout)["tasks"][EVIL]["status"] == "completed"
+
+
+def test_a_failed_hostile_task_is_named_escaped_in_the_error_line(tmp_path: Path) -> None:
+    agents = [scripted_agent("a")]  # no responses: it fails
+    plan = write(tmp_path / "plan.json", {"agents": agents, "tasks": [task(EVIL, "a")]})
+    result = oma("tasks", plan)
+    assert result.returncode == 1
+    assert_nothing_raw(result.stdout + result.stderr)
+    assert result.stderr.splitlines()[-1] == f"error: 1 task failed: {printable(EVIL)}"
+
+
+def test_a_coordinator_s_hostile_plan_is_printed_escaped(tmp_path: Path) -> None:
+    plan = {"tasks": [{"title": EVIL, "description": f"Do {EVIL}.", "assignee": "a"}]}
+    agents = {"agents": [scripted_agent("a", json.dumps(plan))]}
+    result = oma("team", "Goal", "--agents", write(tmp_path / "a.json", agents), "--plan-only")
+    assert result.returncode == 0, result.stderr
+    assert_nothing_raw(result.stdout + result.stderr)
+    assert f"- {printable(EVIL)} [a]: Do {printable(EVIL)}." in result.stdout
+
+
+def test_a_hostile_agent_that_cannot_run_is_refused_escaped(tmp_path: Path) -> None:
+    agents = [{"name": f"a{EVIL}", "provider": f"nope{EVIL}"}, {"name": f"b{EVIL}"}]
+    tasks = [task(EVIL, f"a{EVIL}"), task("second", f"b{EVIL}", "missing" + EVIL)]
+    for plan in ({"agents": agents, "tasks": tasks[:1]}, {"agents": agents, "tasks": tasks}):
+        result = oma("tasks", write(tmp_path / "plan.json", plan))
+        assert result.returncode == 2
+        assert_nothing_raw(result.stderr)
+        assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+def test_the_live_table_shows_a_hostile_title_escaped(
+    tmp_path: Path, terminals: list[Terminal]
+) -> None:
+    terminal = on_terminal(terminals, "tasks", hostile_plan(tmp_path))
+    assert terminal.wait() == 0, terminal.screen.text()
+    assert_nothing_raw(terminal.raw)
+    assert "[/]" in terminal.screen.text()  # shown, not taken for markup
+    assert "pwned" in terminal.screen.text()
+
+
+# -- keys: as oma run finds them, checked before anything runs ---------------------------------
+
+STORED = "sk-stored-0123456789"
+
+
+@pytest.fixture
+def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The oma-openai plugin's fake Chat Completions service on 127.0.0.1, taking only the
+    ``STORED`` key (another key is a 401); skipped when the plugin is not installed."""
+    pytest.importorskip("oma_openai")
+    monkeypatch.syspath_prepend(str(ROOT / "plugins" / "oma-openai" / "tests"))
+    from fake_openai import FakeChatCompletions
+
+    with FakeChatCompletions(api_key=STORED) as server:
+        yield server
+
+
+@pytest.fixture
+def keyed(tmp_path: Path) -> dict[str, str]:
+    """The environment of a command with the openai plugin and its own ``$OMA_HOME``, where
+    ``oma keys set openai`` stored ``STORED``."""
+    env = {"OMA_HOME": str(tmp_path / "home"), "OMA_LOAD_PLUGINS": "openai"}
+    stored = oma("keys", "set", "openai", input=f"{STORED}\n", **env)
+    assert stored.returncode == 0, stored.stderr
+    return env
+
+
+def openai_agent(name: str, server: Any, **more: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "base_url": server.base_url,
+        **more,
+    }
+
+
+def keys_sent(server: Any) -> set[str]:
+    return {request.headers["authorization"] for request in server.requests}
+
+
+def test_tasks_use_the_key_stored_with_oma_keys_set(
+    openai_server: Any, keyed: dict[str, str], tmp_path: Path
+) -> None:
+    plan = write(
+        tmp_path / "plan.json",
+        {"agents": [openai_agent("writer", openai_server)], "tasks": [task("draft", "writer")]},
+    )
+    result = oma("tasks", plan, "--json", **keyed)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["tasks"]["draft"]["status"] == "completed"
+    assert keys_sent(openai_server) == {f"Bearer {STORED}"}
+    assert STORED not in result.stdout + result.stderr
+
+
+def test_a_team_and_its_coordinator_use_the_stored_key(
+    openai_server: Any, keyed: dict[str, str], tmp_path: Path
+) -> None:
+    from fake_openai import Reply
+
+    plan = {"tasks": [{"title": "draft", "description": "Draft.", "assignee": "writer"}]}
+    openai_server.reply(Reply(text=json.dumps(plan)), Reply(text="A draft."), Reply(text="Done."))
+    agents = write(tmp_path / "agents.json", {"agents": [openai_agent("writer", openai_server)]})
+    result = oma("team", "Write it", "--agents", agents, "--json", **keyed)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["output"] == "Done."
+    assert len(openai_server.requests) == 3
+    assert keys_sent(openai_server) == {f"Bearer {STORED}"}
+
+
+def test_the_environment_variable_beats_the_stored_key(
+    openai_server: Any, keyed: dict[str, str], tmp_path: Path
+) -> None:
+    plan = write(
+        tmp_path / "plan.json",
+        {"agents": [openai_agent("writer", openai_server)], "tasks": [task("draft", "writer")]},
+    )
+    result = oma("tasks", plan, OPENAI_API_KEY="sk-from-env", **keyed)
+    assert result.returncode == 1  # the fake takes STORED only: the environment's key was sent
+    assert keys_sent(openai_server) == {"Bearer sk-from-env"}
+
+
+def test_an_api_key_in_the_plan_beats_the_environment_and_the_store(
+    openai_server: Any, keyed: dict[str, str], tmp_path: Path
+) -> None:
+    agent = openai_agent("writer", openai_server, api_key="sk-in-the-plan")
+    plan = write(tmp_path / "plan.json", {"agents": [agent], "tasks": [task("draft", "writer")]})
+    oma("tasks", plan, OPENAI_API_KEY="sk-from-env", **keyed)
+    assert keys_sent(openai_server) == {"Bearer sk-in-the-plan"}
+
+
+def test_every_agent_that_cannot_run_is_refused_before_any_task_one_line_each(
+    openai_server: Any, tmp_path: Path
+) -> None:
+    agents = [
+        echo_agent("fine"),
+        openai_agent("keyless", openai_server),
+        {"name": "lost", "provider": "nope"},
+        {"name": "typo", "provider": "scripted", "provider_options": {"respones": []}},
+    ]
+    tasks = [task(agent["name"], agent["name"]) for agent in agents]
+    plan = write(tmp_path / "plan.json", {"agents": agents, "tasks": tasks})
+    home = str(tmp_path / "home")
+    result = oma("tasks", plan, OMA_HOME=home, OMA_LOAD_PLUGINS="openai")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert [line.split(":")[0:2] for line in lines] == [
+        ["error", " agent 'keyless'"],
+        ["error", " agent 'lost'"],
+        ["error", " agent 'typo'"],
+    ]
+    assert "needs an API key and has none" in lines[0] and "oma keys set openai" in lines[0]
+    assert "'nope'" in lines[1] and "respones" in lines[2]
+    assert openai_server.requests == []
+
+
+def test_a_keys_file_that_cannot_be_trusted_stops_the_team_with_one_line(
+    openai_server: Any, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    os.mkfifo(home / "keys.json")
+    plan = write(
+        tmp_path / "plan.json",
+        {"agents": [openai_agent("writer", openai_server)], "tasks": [task("draft", "writer")]},
+    )
+    result = oma("tasks", plan, OMA_HOME=str(home), OMA_LOAD_PLUGINS="openai")
+    assert result.returncode == 2
+    assert result.stderr == f"error: {home / 'keys.json'} is a FIFO, not a keys file; remove it\n"
+    assert openai_server.requests == []
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------------

@@ -76,6 +76,13 @@ def test_a_cycle_is_refused_and_named() -> None:
         check_plan(TEAM, plan)
 
 
+def test_a_dependency_listed_twice_is_one_dependency_first_mention_first() -> None:
+    task = TaskSpec("c", "d", depends_on=["b", "a", "b", "a"])
+    assert task.depends_on == ("b", "a")
+    plan = check_plan(TEAM, [TaskSpec("a", "d"), TaskSpec("b", "d"), task])
+    assert plan[2].depends_on == ("b", "a")
+
+
 def test_a_team_needs_unique_agent_names() -> None:
     with pytest.raises(ValueError, match="unique"):
         Team("t", [AgentConfig(name="a"), AgentConfig(name="a")])

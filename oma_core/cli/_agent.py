@@ -9,7 +9,8 @@
   name goes to ``provider_options`` (the provider says which it accepts); a VALUE is JSON
   when it parses as JSON, else the string;
 - the key: ``--api-key``, else the provider's environment variable (read by the plugin),
-  else the key stored with ``oma keys set PROVIDER``.
+  else the key stored with ``oma keys set PROVIDER`` (``_keys.KeyResolver``; the keys file
+  is opened only for a provider that takes a key).
 """
 
 from __future__ import annotations
@@ -96,15 +97,13 @@ def make_agent(
 ) -> Agent:
     """The agent to run; a wrong option value is a usage error naming it."""
     from ..agent import Agent, AgentConfig
-    from ._keys import stored_key
+    from ._keys import KeyResolver
 
     provider, model = provider_and_model(options.provider, options.model, host)
     portable, provider_options = split_options(options.options)
     api_key = options.api_key
-    if api_key is None and backend is None:
-        spec = host.provider_specs().get(provider)
-        if spec is not None:
-            api_key = stored_key(provider, spec.key_variables)
+    if backend is None:
+        api_key = KeyResolver(host).key(provider, api_key)
     try:
         config = AgentConfig(
             name="oma",

@@ -5,12 +5,15 @@ and the budget left), updated by ``apply(event)`` from the run's ``on_progress``
 knows nothing of terminals. ``RunView`` shows it: in a terminal a rich ``Live`` table redrawn
 in place (refreshed from the event loop, so no thread reads the board while the run changes
 it), elsewhere one plain line per state change, so a log or a pipe reads top to bottom.
+Titles, names and errors come from files and models: both show them through ``printable``
+(control characters escaped) and never as rich markup.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +29,27 @@ if TYPE_CHECKING:
     from ..budgets import Budget
     from ..progress import ProgressEvent
 
-__all__ = ["Prices", "RunView", "TaskBoard", "TaskRow"]
+__all__ = ["Prices", "RunView", "TaskBoard", "TaskRow", "printable", "printable_json"]
+
+#: What a terminal acts on rather than shows, besides the C0 controls (ESC, BEL, CR, ...):
+#: DEL, the C1 controls (U+009B is a CSI of its own) and the bidirectional overrides that
+#: reorder text. ``json.dumps(ensure_ascii=False)`` escapes C0 but leaves these raw.
+_ACTED_ON = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_UNPRINTABLE = re.compile(f"[\x00-\x1f{_ACTED_ON}]")
+_RAW_IN_JSON = re.compile(f"[{_ACTED_ON}]")
+
+
+def printable(text: str) -> str:
+    r"""``text`` with every control character written as its escape (``\x1b``, ``\x07``,
+    ``\u202e``): a title from a plan or a coordinator's answer is shown, never obeyed."""
+    return _UNPRINTABLE.sub(lambda found: found.group().encode("unicode_escape").decode(), text)
+
+
+def printable_json(text: str) -> str:
+    """JSON text with what ``json.dumps(ensure_ascii=False)`` leaves raw and a terminal acts
+    on escaped as ``\\uXXXX`` (still the same JSON: these only occur inside strings)."""
+    return _RAW_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
 
 #: Where a task stands in the view: the core's task states, and "cancelled" for a task that
 #: was running when the run was interrupted.
@@ -248,7 +271,8 @@ class TaskBoard:
         from rich.text import Text
 
         rows, hidden = self.shown(max_rows)
-        parts: list[RenderableType] = [Text(self.headline(), style="bold"), self.table(rows)]
+        headline = Text(printable(self.headline()), style="bold")
+        parts: list[RenderableType] = [headline, self.table(rows)]
         if hidden:
             counts = ", ".join(f"{count:,} {state}" for state, count in hidden.items())
             parts.append(Text(f"... and {sum(hidden.values()):,} more: {counts}", style="dim"))
@@ -289,9 +313,9 @@ class TaskBoard:
         table.add_column("Cost", justify="right")
         for row in self.rows.values() if rows is None else rows:
             cost = self.cost(row)
-            cells: list[Any] = [
-                row.title,
-                row.assignee or "",
+            cells: list[Any] = [  # Text, not str: a "[red]" in a title is no markup
+                Text(printable(row.title)),
+                Text(printable(row.assignee or "")),
                 Text(row.state, style=_STYLES.get(row.state, "")),
                 str(row.attempts) if row.attempts else "",
                 self.elapsed(row),
@@ -328,7 +352,7 @@ class RunView:
         if self.live:
             self._changed = True  # drawn at the next tick: events may come thousands a second
         elif line is not None:
-            self.stream.write(line + "\n")
+            self.stream.write(printable(line) + "\n")
             self.stream.flush()
 
     async def __aenter__(self) -> RunView:

@@ -6,6 +6,10 @@ A plan file is one JSON object: the team (``name``, ``max_concurrency``), its ``
 plan). An agents file is the same without ``tasks``, and may hold a ``coordinator``. Unknown
 fields are refused, never ignored: a typo such as ``depend_on`` would otherwise change the
 graph without a word.
+
+Then the agents are made ready before anything starts: each gets its key as ``oma run`` finds
+one (``with_keys``), and each is checked (``check_agents``): an unknown provider or backend,
+an option its provider does not take, a missing key, one line each.
 """
 
 from __future__ import annotations
@@ -14,24 +18,29 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import attrs
 import click
 
 from ..errors import OmaError
 from ._inputs import read_json
+from ._live import printable
 
 if TYPE_CHECKING:
     from ..config import AgentConfig
+    from ..plugins import PluginHost
     from ..teams import TaskSpec, Team
 
 __all__ = [
     "USAGE",
     "agent_config",
+    "check_agents",
     "load_team",
     "read_json_or_refuse",
     "refuse",
     "stem",
     "task_spec",
     "team_file",
+    "with_keys",
 ]
 
 #: The exit status of a usage or configuration error.
@@ -63,8 +72,9 @@ TEAM_FIELDS = ("name", "max_concurrency", "agents", "coordinator")
 
 
 def refuse(message: str) -> NoReturn:
-    """A usage or configuration error: one line on stderr, exit status 2."""
-    click.echo(f"error: {message}", err=True)
+    """A usage or configuration error: one line on stderr, exit status 2 (what came from a
+    file is shown through ``printable``: its control characters escaped)."""
+    click.echo(f"error: {printable(message)}", err=True)
     raise SystemExit(USAGE)
 
 
@@ -158,3 +168,94 @@ def read_json_or_refuse(path: str) -> Any:
 
 def stem(path: str) -> str:
     return Path(path).stem
+
+
+# -- the agents, ready to run ------------------------------------------------------------------
+
+
+def with_keys(team: Team, coordinator: AgentConfig | None) -> tuple[Team, AgentConfig | None]:
+    """The team and coordinator with each agent's key, found as ``oma run`` finds one
+    (``KeyResolver``: the agents file's ``api_key``, the provider's environment variable, the
+    key stored with ``oma keys set``). A keys file that cannot be trusted ends it here."""
+    from ..errors import UsageError
+    from ..plugins import PluginHost
+    from ._keys import KeyResolver
+
+    host = PluginHost.default()
+    resolver = KeyResolver(host)
+
+    def keyed(config: AgentConfig) -> AgentConfig:
+        provider = _provider_of(config, host)
+        if provider is None:
+            return config
+        return attrs.evolve(config, api_key=resolver.key(provider, config.api_key))
+
+    try:
+        agents = [keyed(config) for config in team.agents]
+        coordinator = None if coordinator is None else keyed(coordinator)
+    except UsageError as error:
+        refuse(_one_line(error))
+    return attrs.evolve(team, agents=agents), coordinator
+
+
+def _provider_of(config: AgentConfig, host: PluginHost) -> str | None:
+    """The registered provider an agent runs on (``model="openai:gpt-4o"`` names it when
+    ``provider`` is left at its default), None for a backend or a provider object."""
+    if config.backend is not None or not isinstance(config.provider, str):
+        return None
+    prefix, colon, _ = (config.model or "").partition(":")
+    if colon and prefix in host.provider_specs() and config.provider in ("echo", prefix):
+        return prefix
+    return config.provider
+
+
+async def check_agents(configs: Sequence[AgentConfig]) -> None:
+    """Refuse, before any task starts, every agent that could not run: an unknown provider
+    or backend, an option its provider does not take, a provider without its key. One line
+    per problem, then exit 2 (a run would otherwise fail each of those agents' tasks)."""
+    from ..agent import Agent
+    from ..plugins import PluginHost
+
+    host = PluginHost.default()
+    problems: list[str] = []
+    for config in configs:
+        if config.backend is not None:
+            kind = config.backend.get("kind")
+            if kind not in host.backend_specs():
+                problems.append(f"agent {config.name!r}: no backend {kind!r} is installed")
+            continue
+        try:
+            agent = Agent(config, plugins=host)
+        except OmaError as error:
+            problems.append(f"agent {config.name!r}: {_one_line(error)}")
+            continue
+        try:
+            agent.check_input("a task")  # a missing key is refused here, as when a run starts
+            agent.provider()
+        except OmaError as error:
+            problems.append(f"agent {config.name!r}: {_problem(error)}")
+        finally:
+            await agent.aclose()
+    if problems:
+        for problem in problems[:-1]:
+            click.echo(f"error: {printable(problem)}", err=True)
+        refuse(problems[-1])
+
+
+def _problem(error: OmaError) -> str:
+    """An agent's error in the words of a plan or agents file (its ``api_key`` field)."""
+    from ..errors import MissingKeyError
+
+    if isinstance(error, MissingKeyError):
+        shown = error.display_name or error.provider
+        where = " or ".join(error.variables)
+        env = f"set {where} in the environment, " if where else ""
+        return (
+            f"{shown} needs an API key and has none: {env}store one with "
+            f"`oma keys set {error.provider}`, or give the agent an api_key"
+        )
+    return _one_line(error)
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__

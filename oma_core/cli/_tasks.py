@@ -19,19 +19,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..errors import OmaError
-from ._live import Prices, RunView, TaskBoard
+from ._live import Prices, RunView, TaskBoard, printable, printable_json
 from ._plans import (
     agent_config,
+    check_agents,
     load_team,
     read_json_or_refuse,
     refuse,
     stem,
     task_spec,
     team_file,
+    with_keys,
 )
 
 if TYPE_CHECKING:
-    from ..config import AgentConfig
     from ..orchestrator import OpenMultiAgent
     from ..teams import Team, TeamRunResult
 
@@ -69,31 +70,6 @@ def _orchestrator(settings: RunOptions, view: RunView) -> OpenMultiAgent:
         return OpenMultiAgent(**kwargs)
     except (OmaError, TypeError, ValueError) as error:
         refuse(str(error))
-
-
-async def _check_agents(configs: Sequence[AgentConfig]) -> None:
-    """Refuse an unknown provider or backend, or a provider without its key, before any task
-    starts (a run would otherwise fail each of that agent's tasks with the same error)."""
-    from ..agent import Agent
-    from ..plugins import PluginHost
-
-    host = PluginHost.default()
-    for config in configs:
-        if config.backend is not None:
-            kind = config.backend.get("kind")
-            if kind not in host.backend_specs():
-                refuse(f"agent {config.name!r}: no backend {kind!r} is installed")
-            continue
-        try:
-            agent = Agent(config, plugins=host)
-        except OmaError as error:
-            refuse(f"agent {config.name!r}: {error}")
-        try:
-            agent.provider()
-        except OmaError as error:
-            refuse(f"agent {config.name!r}: {error}")
-        finally:
-            await agent.aclose()
 
 
 def _interruptible(check: Coroutine[Any, Any, None]) -> None:
@@ -202,7 +178,7 @@ def _execute(view: RunView, run: Callable[[], Any]) -> TeamRunResult:
         view.stop()
         click.echo("interrupted; the run was cancelled", err=True)
         for line in view.board.summary():
-            click.echo(f"  {line}", err=True)
+            click.echo(f"  {printable(line)}", err=True)
         raise SystemExit(INTERRUPTED) from None
     except UsageError as error:
         view.stop()
@@ -220,7 +196,9 @@ def _one_line(error: BaseException) -> str:
 
 def _finish(outcome: TeamRunResult, board: TaskBoard, options: RunOptions, answer: bool) -> None:
     if options.as_json:
-        click.echo(json.dumps(result_json(outcome, board), ensure_ascii=False, indent=2))
+        click.echo(
+            printable_json(json.dumps(result_json(outcome, board), ensure_ascii=False, indent=2))
+        )
     elif answer:
         if outcome.output:
             click.echo(outcome.output)
@@ -233,7 +211,7 @@ def _finish(outcome: TeamRunResult, board: TaskBoard, options: RunOptions, answe
         reason = f"{len(failed)} task{'s' if len(failed) > 1 else ''} failed: {', '.join(failed)}"
     else:
         reason = str(outcome.error or "the team run failed")
-    click.echo(f"error: {reason}", err=True)
+    click.echo(f"error: {printable(reason)}", err=True)
     raise SystemExit(FAILED)
 
 
@@ -244,7 +222,7 @@ def _echo_results(outcome: TeamRunResult) -> None:
     for task in plan:
         record = outcome.tasks[task.title]
         if task.title not in needed and record.status == "completed":
-            click.echo(f"\n## {task.title}\n{record.output}")
+            click.echo(f"\n## {printable(task.title)}\n{record.output}")
 
 
 def result_json(outcome: TeamRunResult, board: TaskBoard) -> dict[str, Any]:
@@ -331,10 +309,10 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
     board = _board(team, settings)
     for index, spec in enumerate(checked):
         board.add(spec.title, spec.assignee or team.agents[index % len(team.agents)].name)
+    team, _ = with_keys(team, None)
+    _interruptible(check_agents(team.agents))
     view = _view(board, settings.as_json)
     oma = _orchestrator(settings, view)
-
-    _interruptible(_check_agents(team.agents))
 
     async def run() -> TeamRunResult:
         async with oma, view:
@@ -374,11 +352,11 @@ def team(
         coordinator = agent_config(read_json_or_refuse(coordinator_file), coordinator_file)
     elif "coordinator" in source:
         coordinator = agent_config(source["coordinator"], f"{agents_file}: coordinator")
+    team, coordinator = with_keys(team, coordinator)
+    _interruptible(check_agents([*team.agents, *([coordinator] if coordinator else [])]))
     board = _board(team, settings, coordinator.name if coordinator else "coordinator")
     view = _view(board, settings.as_json)
     oma = _orchestrator(settings, view)
-
-    _interruptible(_check_agents([*team.agents, *([coordinator] if coordinator else [])]))
 
     async def run() -> TeamRunResult:
         async with oma, view:
@@ -390,5 +368,6 @@ def team(
     if plan_only and not settings.as_json and outcome.plan is not None:
         for task in outcome.plan:
             after = f" (after {', '.join(task.depends_on)})" if task.depends_on else ""
-            click.echo(f"- {task.title} [{task.assignee or 'anyone'}]{after}: {task.description}")
+            line = f"- {task.title} [{task.assignee or 'anyone'}]{after}: {task.description}"
+            click.echo(printable(line))
     _finish(outcome, board, settings, answer=not plan_only)
