@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import click
 
 from .. import __version__
+from ._chat import chat
 from ._keys import keys
 from ._logs import logs
 from ._plugins import CAPABILITY_COLUMNS, capability_matrix, plugins
@@ -63,7 +64,7 @@ def cli() -> None:
     """
 
 
-for _command in (run, validate, render, plugins, keys, logs, tasks, team):
+for _command in (run, chat, validate, render, plugins, keys, logs, tasks, team):
     cli.add_command(_command)
 
 
