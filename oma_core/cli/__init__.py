@@ -22,6 +22,7 @@ from ._logs import logs
 from ._plugins import CAPABILITY_COLUMNS, capability_matrix, plugins
 from ._run import render, run, validate
 from ._tasks import tasks, team
+from ._templates import templates
 
 __all__ = ["CAPABILITY_COLUMNS", "capability_matrix", "cli", "main"]
 
@@ -64,7 +65,7 @@ def cli() -> None:
     """
 
 
-for _command in (run, chat, validate, render, plugins, keys, logs, tasks, team):
+for _command in (run, chat, validate, render, plugins, keys, logs, tasks, team, templates):
     cli.add_command(_command)
 
 

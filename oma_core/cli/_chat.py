@@ -28,6 +28,7 @@ import click
 from ._agent import AgentOptions, make_agent
 from ._exits import command_guard, missing_model, usage, usage_text
 from ._inputs import MediaOptions, conversation_of, input_options, read_json
+from ._templates import template_options
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -251,6 +252,7 @@ def _banner(agent: Agent, conversation_id: str) -> None:
 
 @click.command()
 @input_options
+@template_options
 @click.option(
     "-c", "--continue", "continue_last", is_flag=True, help="Continue the last conversation."
 )
