@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 from _builders import oma
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from oma_core.cli._agent import AgentOptions, split_options
+from oma_core.cli._templates import Template, checked_name, template_path, templates_dir
 
 pytestmark = pytest.mark.usefixtures("cli_home")
 
@@ -186,3 +191,46 @@ def test_a_template_that_is_not_a_regular_file_is_refused(cli_home: Path) -> Non
     result = oma("run", "-t", "pipe", "hi")
     assert result.exit_code == 2
     assert "is not a regular file" in result.stderr
+
+
+def test_an_empty_template_is_refused() -> None:
+    result = oma("templates", "save", "nothing")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: template nothing would be empty")
+
+
+def test_list_shows_the_good_templates_beside_a_broken_one(cli_home: Path) -> None:
+    saved("good", "-s", "fine")
+    (cli_home / "templates" / "bad.json").write_text("{not json")
+    result = oma("templates", "list")
+    assert result.exit_code == 2
+    assert result.stdout == "good  system: fine\n"
+    assert result.stderr.startswith("error: template bad (") and "is not JSON" in result.stderr
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(value=JSON_VALUES)
+def test_an_option_value_comes_back_from_the_template_file_as_given(value: object) -> None:
+    stored = json.loads(json.dumps(Template("t", options={"x": value}).as_json()))
+    applied = Template("t", options=stored["options"]).applied(AgentOptions())
+    _, provider_options = split_options(applied.options)
+    assert provider_options == {"x": value}
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(max_size=80))
+def test_a_template_name_never_leaves_the_templates_directory(name: str) -> None:
+    try:
+        checked_name(name)
+    except SystemExit as exit:
+        assert exit.code == 2
+        return
+    path = template_path(name)
+    assert path.parent == templates_dir()
+    assert path.name == f"{name}.json" and not name.startswith(".")

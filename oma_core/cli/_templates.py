@@ -155,6 +155,8 @@ def from_options(name: str, options: AgentOptions) -> Template:
         base_url=options.base_url,
         options={option: parse_value(text) for option, text in options.options},
     )
+    if not template.as_json():
+        usage(f"template {name} would be empty: give -m, -p, -s, --base-url or -o")
     _refuse_credentials(template, f"template {name}")
     return template
 
@@ -315,9 +317,18 @@ def templates(ctx: click.Context) -> None:
 @templates.command("list")
 @command_guard
 def templates_list() -> None:
-    """List the templates: each name and what it sets."""
+    """List the templates: each name and what it sets (a broken one is an ``error:`` line,
+    the others are still listed, and the status is 2)."""
+    broken = False
     for name in _names():
-        click.echo(f"{name}  {load_template(name).summary()}")
+        try:
+            template = load_template(name)
+        except SystemExit:  # its error line is printed; list the others
+            broken = True
+            continue
+        click.echo(f"{name}  {template.summary()}")
+    if broken:
+        raise SystemExit(2)
 
 
 @templates.command("show")
