@@ -7,6 +7,7 @@ bounded by a generous deadline: nothing depends on the machine's speed.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import pty
 import select
@@ -357,3 +358,48 @@ def test_stdin_cannot_be_attached_in_a_chat(home: Path) -> None:
     done = chat_piped(home, "", "-p", "echo", "-a", "-")
     assert done.returncode == 2
     assert done.stderr == "error: oma chat reads its turns from stdin: -a - cannot take it\n"
+
+
+def test_chat_c_continues_the_last_logged_conversation(home: Path) -> None:
+    before = subprocess.run(
+        [sys.executable, "-m", "oma_core.cli", "run", "-p", "echo", "before the chat"],
+        capture_output=True,
+        env=environment(home),
+        cwd=ROOT,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert before.returncode == 0
+    done = chat_piped(home, "in the chat\n", "-c")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith('user: text "before the chat"\nassistant: ')
+    assert done.stdout.endswith('user: text "in the chat"\n')
+    conversations = {run.conversation_id for run in RunLog(home / "logs.db").runs(None)}
+    assert len(conversations) == 1
+
+
+def test_a_chat_can_start_from_a_conversation_file(home: Path, tmp_path: Path) -> None:
+    history = tmp_path / "history.json"
+    history.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": [{"type": "text", "text": "earlier"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "noted"}]},
+            ]
+        )
+    )
+    done = chat_piped(home, "now\n", "-p", "echo", "--messages", str(history))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ('user: text "earlier"\nassistant: text "noted"\nuser: text "now"\n')
+
+
+def test_an_unknown_chat_command_is_one_line_and_not_sent(home: Path) -> None:
+    done = chat_piped(home, "!atach x.png\nhello\n", "-p", "echo")
+    assert done.returncode == 0
+    assert done.stderr == "error: unknown chat command !atach (!help lists them)\n"
+    assert done.stdout == 'user: text "hello"\n'
+
+
+def test_exit_ends_a_piped_chat_before_the_lines_after_it(home: Path) -> None:
+    done = chat_piped(home, "one\nexit\ntwo\n", "-p", "echo")
+    assert (done.returncode, done.stdout) == (0, 'user: text "one"\n')

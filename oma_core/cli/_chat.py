@@ -96,8 +96,9 @@ class _Turns:
                     return text
             elif word == "!attach" or word.startswith("!attach "):
                 self._attach(word.removeprefix("!attach").strip())
-            elif word.startswith("!") and " " not in word:
-                click.echo(f"error: unknown chat command {word} (!help lists them)", err=True)
+            elif word[:1] == "!" and word[1:2].isalpha():  # a mistyped command is not sent
+                command = word.split()[0]
+                click.echo(f"error: unknown chat command {command} (!help lists them)", err=True)
             elif word or self.pending:
                 return line
 
