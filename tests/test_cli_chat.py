@@ -247,9 +247,9 @@ def test_ctrl_c_at_the_prompt_exits_130(terminals: Start) -> None:
     assert "Traceback" not in terminal.output.decode()
 
 
-#: Two providers, registered in the command's process before it runs: "slow" starts its
-#: first answer and then hangs, "flaky" fails its first call; later answers say how many
-#: messages they were sent.
+#: Providers registered in the command's process before it runs: "slow" starts its first
+#: answer and then hangs, "flaky" fails its first call, "textonly" takes text only; their
+#: answers say how many messages they were sent.
 PROVIDERS = """
 import asyncio, sys
 from oma_core import Capabilities, LLMMessage, ProviderError, ProviderSpec, TextBlock, hookimpl
@@ -281,13 +281,18 @@ class Flaky(Slow):
     name = display_name = "flaky"
     calls = 0
 
+class TextOnly(Slow):
+    name = display_name = "textonly"
+    calls = 1  # answers at once
+
 class Plugin:
     @hookimpl
     def oma_register_providers(self):
         return [
             ProviderSpec(cls.name, cls.name, lambda settings, cls=cls: cls(),
-                         Capabilities.everything(), default_model="m1")
-            for cls in (Slow, Flaky)
+                         Capabilities.text_only() if cls is TextOnly
+                         else Capabilities.everything(), default_model="m1")
+            for cls in (Slow, Flaky, TextOnly)
         ]
 
 PluginHost.default().register(Plugin(), name="test-providers")
@@ -403,3 +408,30 @@ def test_an_unknown_chat_command_is_one_line_and_not_sent(home: Path) -> None:
 def test_exit_ends_a_piped_chat_before_the_lines_after_it(home: Path) -> None:
     done = chat_piped(home, "one\nexit\ntwo\n", "-p", "echo")
     assert (done.returncode, done.stdout) == (0, 'user: text "one"\n')
+
+
+def test_a_turn_the_provider_cannot_take_is_one_line_and_the_chat_goes_on(home: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROVIDERS, "chat", "-p", "textonly"],
+        input=f"!attach {PNG}\nwhat is it?\nhello\n",
+        capture_output=True,
+        text=True,
+        env=environment(home),
+        cwd=ROOT,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "image" in errors[0]
+    assert done.stdout == "answered 1 message(s)\n"
+
+
+def test_an_invalid_conversation_file_is_refused_before_the_chat(
+    home: Path, tmp_path: Path
+) -> None:
+    history = tmp_path / "history.json"
+    history.write_text('[{"role": "user", "content": "not blocks"}]')
+    done = chat_piped(home, "hello\n", "-p", "echo", "--messages", str(history))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(f"error: {history}: messages[0].content must be a list")

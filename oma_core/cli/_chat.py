@@ -186,7 +186,7 @@ class _Chat:
     def send(self, message: dict[str, Any]) -> None:
         """Send one turn; on success it and the answer join the history. Ctrl-C while it
         runs cancels it (``asyncio.Runner`` turns the first Ctrl-C into a cancellation)."""
-        from ..errors import UsageError
+        from ..errors import OmaError
         from ..settings import RunSettings
 
         run_input = [*self.history, message]
@@ -196,20 +196,28 @@ class _Chat:
         except KeyboardInterrupt:
             click.echo("\n(cancelled)", err=True)
             return
+        except OmaError as exc:  # refused before it was sent (its content, its provider)
+            self._failed(exc)
+            return
         if result is None:  # pragma: no cover - every stream ends with "done"
             click.echo("error: the run ended without a result", err=True)
-            return
-        if result.success:
+        elif result.success:
             self.history = [*run_input, *result.messages]
-            return
-        error = result.status.error
-        if isinstance(error, UsageError):  # a configuration mistake: no turn can succeed
+        else:
+            self._failed(result.status.error or result.status.code)
+
+    def _failed(self, error: object) -> None:
+        """One ``error:`` line for a failed turn; a configuration mistake, which every later
+        turn would meet too (no key, no model, an unknown provider or option), exits 2."""
+        from ..errors import MissingKeyError, MissingProviderError, PluginError, UsageError
+
+        if isinstance(error, MissingKeyError | MissingProviderError | PluginError):
             usage(usage_text(error))
         no_model = missing_model(error, self.agent)
         if no_model is not None:
             usage(no_model)
-        text = " ".join(str(error if error is not None else result.status.code).split())
-        click.echo(f"error: {text}", err=True)
+        text = usage_text(error) if isinstance(error, UsageError) else str(error)
+        click.echo(f"error: {' '.join(text.split())}", err=True)
 
     def close(self) -> None:
         try:
@@ -240,6 +248,13 @@ def _start(
         loaded = conversation_of(read_json(messages_file))
         if not isinstance(loaded, list):
             usage(f"{messages_file} must hold a list of messages or an object with 'messages'")
+        from ..errors import OmaError
+        from ..validation import load_messages
+
+        try:
+            load_messages(loaded, allow_empty=True)
+        except OmaError as exc:
+            usage(f"{messages_file}: {usage_text(exc)}")
         history = loaded
     return new_run_id(), history, agent_options
 
