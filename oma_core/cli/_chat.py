@@ -64,6 +64,8 @@ class _Lines:
             except EOFError:
                 click.echo()
                 return None
+        if sys.stdin is None:  # started with stdin closed: no turns
+            return None
         line = sys.stdin.readline()
         return None if not line else line.removesuffix("\n").removesuffix("\r")
 
