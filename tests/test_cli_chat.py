@@ -6,6 +6,7 @@ bounded by a generous deadline: nothing depends on the machine's speed.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -435,3 +436,32 @@ def test_an_invalid_conversation_file_is_refused_before_the_chat(
     done = chat_piped(home, "hello\n", "-p", "echo", "--messages", str(history))
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith(f"error: {history}: messages[0].content must be a list")
+
+
+def test_multi_with_a_token_keeps_an_end_line_of_the_text(home: Path) -> None:
+    done = chat_piped(home, "!multi abc\nfirst\n!end\n!end abc\n", "-p", "echo")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == 'user: text "first\\n!end"\n'
+
+
+def test_an_endless_piped_line_is_refused_not_read_whole(home: Path) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "oma_core.cli", "chat", "-p", "echo"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(home),
+        cwd=ROOT,
+    ) as process:
+        assert process.stdin is not None and process.stdout and process.stderr
+        chunk = b"x" * (1 << 20)
+        with contextlib.suppress(BrokenPipeError):  # it stops reading at the bound
+            for _ in range(80):  # 80 MiB without a newline, past the 64 MiB bound
+                process.stdin.write(chunk)
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+        process.wait(timeout=DEADLINE)
+        out, err = process.stdout.read(), process.stderr.read()
+    assert process.returncode == 2
+    assert out == b""
+    assert err == b"error: a piped line is longer than 67108864 characters\n"

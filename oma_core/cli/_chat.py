@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 #: The words that end the chat, as ``llm chat`` has them, and ``!quit``.
 QUIT = ("exit", "quit", "!quit")
 
+#: The longest piped line read as one turn (as ``oma run`` bounds piped text: 64 MiB).
+MAX_LINE_CHARACTERS = 64 * 1024 * 1024
+
 _HELP = (
     "Type !quit, exit or Ctrl-D to leave; !multi to type several lines, then !end; "
     "!attach FILE to attach an image or video to the next turn"
@@ -66,7 +69,9 @@ class _Lines:
                 return None
         if sys.stdin is None:  # started with stdin closed: no turns
             return None
-        line = sys.stdin.readline()
+        line = sys.stdin.readline(MAX_LINE_CHARACTERS + 1)
+        if len(line) > MAX_LINE_CHARACTERS:  # ``cat /dev/zero | oma chat`` stops here
+            usage(f"a piped line is longer than {MAX_LINE_CHARACTERS} characters")
         return None if not line else line.removesuffix("\n").removesuffix("\r")
 
 
