@@ -465,3 +465,22 @@ def test_an_endless_piped_line_is_refused_not_read_whole(home: Path) -> None:
     assert process.returncode == 2
     assert out == b""
     assert err == b"error: a piped line is longer than 67108864 characters\n"
+
+
+def test_chat_cid_continues_a_chosen_conversation(home: Path) -> None:
+    for prompt in ("chosen", "latest"):
+        run = subprocess.run(
+            [sys.executable, "-m", "oma_core.cli", "run", "-p", "echo", prompt],
+            capture_output=True,
+            env=environment(home),
+            cwd=ROOT,
+            timeout=DEADLINE,
+            check=False,
+        )
+        assert run.returncode == 0
+    chosen = RunLog(home / "logs.db").runs(None)[0].conversation_id
+    done = chat_piped(home, "more\n", "--cid", chosen)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith('user: text "chosen"\n')
+    assert "latest" not in done.stdout
+    assert RunLog(home / "logs.db").runs(1)[0].conversation_id == chosen
