@@ -16,11 +16,13 @@ from collections.abc import Sequence
 import click
 
 from .. import __version__
+from ._chat import chat
 from ._keys import keys
 from ._logs import logs
 from ._plugins import CAPABILITY_COLUMNS, capability_matrix, plugins
 from ._run import render, run, validate
 from ._tasks import tasks, team
+from ._templates import templates
 
 __all__ = ["CAPABILITY_COLUMNS", "capability_matrix", "cli", "main"]
 
@@ -63,7 +65,7 @@ def cli() -> None:
     """
 
 
-for _command in (run, validate, render, plugins, keys, logs, tasks, team):
+for _command in (run, chat, validate, render, plugins, keys, logs, tasks, team, templates):
     cli.add_command(_command)
 
 

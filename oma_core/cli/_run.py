@@ -14,6 +14,7 @@ import click
 from ._agent import AgentOptions, make_agent
 from ._exits import command_guard, fail, missing_model, note, usage, usage_text
 from ._inputs import MediaOptions, build_input, conversation_of, input_options, read_json, shorten
+from ._templates import template_options
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -124,6 +125,7 @@ def _progress(endpoint: str | None) -> Callable[[str, dict[str, Any]], None]:
 
 @click.command()
 @input_options
+@template_options
 @click.option(
     "-c", "--continue", "continue_last", is_flag=True, help="Continue the last conversation."
 )
