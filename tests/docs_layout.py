@@ -11,6 +11,9 @@ nothing), saves a screenshot of each and fails when, on any of them:
 - text in a table cell (a name, an option) breaks in the middle of a word;
 - the page itself scrolls sideways.
 
+Before the browser it reads the built API reference: each class and function documented once,
+no private name among its headings (``reference_problems``).
+
 Run it after a build: ``python tests/docs_layout.py SITE [--screenshots DIR]
 [--install-browser]``. With ``--install-browser`` a missing Chromium is installed with
 ``apt-get``; where there is no ``apt-get`` the check is skipped with a loud message (exit 0).
@@ -231,6 +234,49 @@ def problems(pages: dict[str, Any]) -> list[str]:
     return found
 
 
+def reference_problems(site: Path) -> list[str]:
+    """The API reference documents each class and function once, and no private name.
+
+    Reads the built reference pages (no browser needed): every object heading is resolved to
+    the Python object it documents; two headings for one object (a re-export documented next
+    to its home module) or a heading for a ``_private`` name is a fault.
+    """
+    import importlib
+    import inspect
+    import re
+
+    found = []
+    homes: dict[tuple[str, str], list[str]] = {}
+    for page in sorted((site / "reference").glob("*/index.html")):
+        html = page.read_text(encoding="utf-8")
+        for ident in sorted(set(re.findall(r'<h\d id="([^"]+)" class="doc doc-heading', html))):
+            if any(p.startswith("_") and not p.startswith("__") for p in ident.split(".")):
+                found.append(f"reference/{page.parent.name}: private name {ident}")
+            obj = _resolve(ident, importlib.import_module)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                key = (obj.__module__, obj.__qualname__)
+                if inspect.isclass(obj) or "." not in obj.__qualname__:
+                    homes.setdefault(key, []).append(f"{page.parent.name}:{ident}")
+    for (module, name), places in sorted(homes.items()):
+        if len(places) > 1:
+            found.append(f"{module}.{name} is documented {len(places)} times: {places}")
+    return found
+
+
+def _resolve(ident: str, load: Any) -> object:
+    """The object a dotted heading id names (the longest importable module, then attributes)."""
+    parts = ident.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = load(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            obj = getattr(obj, part, None)
+        return obj
+    return None
+
+
 def summary(pages: dict[str, Any]) -> str:
     """The figures: code blocks that scroll, the widest table, mid-word breaks."""
     blocks = sum(m["code_blocks"] for m in pages.values())
@@ -255,12 +301,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pages", nargs="+", default=KEY_PAGES, help="paths in the site")
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON")
     args = parser.parse_args(argv)
+    reference = reference_problems(args.site)
+    for line in reference:
+        print(f"reference: {line}", file=sys.stderr)
     try:
         pages = measure(args.site, args.screenshots, args.install_browser, args.pages)
     except BrowserMissing as missing:
         banner = "!" * 78
         print(f"{banner}\nSKIPPED the docs layout check: {missing}\n{banner}", file=sys.stderr)
-        return 0
+        return 1 if reference else 0
     if args.json:
         print(json.dumps(pages, indent=1))
     print(summary(pages))
@@ -269,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"layout: {line}", file=sys.stderr)
     if args.screenshots:
         print(f"screenshots in {args.screenshots}")
-    return 1 if found else 0
+    return 1 if found or reference else 0
 
 
 if __name__ == "__main__":
