@@ -68,6 +68,14 @@ for (const pre of content.querySelectorAll('pre')) {
   }
 }
 result.code_blocks = codeCount;
+// Lines that wrap (allowed, with a hanging indent, but each one is a line to shorten).
+result.wrapped = [];
+for (const line of content.querySelectorAll('pre > code > span[id^="__span-"]')) {
+  const height = parseFloat(getComputedStyle(line).lineHeight) || 20;
+  if (line.getBoundingClientRect().height > height * 1.5) {
+    result.wrapped.push(line.textContent.trimEnd().slice(0, 120));
+  }
+}
 for (const table of content.querySelectorAll('table')) {
   if (table.closest('.highlight')) continue;  // line-number tables of code blocks
   const box = table.getBoundingClientRect();
@@ -285,10 +293,12 @@ def summary(pages: dict[str, Any]) -> str:
         ((t["width"], page) for page, m in pages.items() for t in m["tables"]), default=(0, "-")
     )
     breaks = sum(len(m["breaks"]) for m in pages.values())
+    wrapped = sum(len(m.get("wrapped", ())) for m in pages.values())
     column = max(m["column"] for m in pages.values())
     return (
         f"{len(pages)} pages at {WIDTH} px (content column {column} px): {scrolling} of {blocks}"
-        f" code blocks scroll sideways; widest table {widest[0]} px ({widest[1]});"
+        f" code blocks scroll sideways ({wrapped} lines wrap);"
+        f" widest table {widest[0]} px ({widest[1]});"
         f" {breaks} mid-word breaks in table cells"
     )
 
