@@ -119,7 +119,7 @@ return result;
 
 
 class BrowserMissing(Exception):
-    """No Chromium or chromedriver here, and none can be installed."""
+    """No Chromium or chromedriver here, and no apt-get to install them: the check is skipped."""
 
 
 def _find_browser(install: bool) -> tuple[str, str]:
@@ -129,12 +129,15 @@ def _find_browser(install: bool) -> tuple[str, str]:
     if chromium and driver:
         return chromium, driver
     apt = shutil.which("apt-get")
-    if not install or apt is None:
+    if apt is None:  # the one case the check is skipped
         raise BrowserMissing(
-            "no chromium/chromedriver found"
-            + ("" if apt else " and no apt-get to install them")
-            + " (set OMA_CHROMIUM and OMA_CHROMEDRIVER, or apt-get install chromium"
-            " chromium-driver)"
+            "no chromium/chromedriver found and no apt-get to install them"
+            " (set OMA_CHROMIUM and OMA_CHROMEDRIVER to run it)"
+        )
+    if not install:
+        raise RuntimeError(
+            "no chromium/chromedriver found: pass --install-browser, or apt-get install"
+            " chromium chromium-driver"
         )
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
     subprocess.run([*sudo, apt, "update"], check=True)
