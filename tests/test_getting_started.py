@@ -69,8 +69,9 @@ def _commands(block: Block) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def newcomer_env(tmp_path: Path) -> dict[str, str]:
-    """Only the built-in providers, a fresh config directory, and a (fake) key in the
-    environment, as the page assumes."""
+    """The built-in providers and oma-openai (the plugin the page installs), a fresh config
+    directory, and a (fake) key in the environment, as the page assumes."""
+    pytest.importorskip("oma_openai", reason="the page installs oma-openai")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     shim = bin_dir / "oma"
@@ -80,7 +81,7 @@ def newcomer_env(tmp_path: Path) -> dict[str, str]:
     env.update(
         PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
         OMA_HOME=str(tmp_path / "home"),
-        OMA_LOAD_PLUGINS="",
+        OMA_LOAD_PLUGINS="openai",
         OPENAI_API_KEY="sk-example-not-a-real-key",
         COLUMNS="80",
     )
