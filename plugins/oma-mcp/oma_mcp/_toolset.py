@@ -370,8 +370,11 @@ class _Connection:
         task = self._task
         if task is None or task.done():
             return
-        with contextlib.suppress(Exception):
-            await asyncio.shield(task)
+        if not self._ready.is_set():  # still starting (a hung initialize): cut it short
+            task.cancel()
+        # wait() leaves the task's outcome alone: a caller cancelled meanwhile stops waiting,
+        # the task still finishes the shutdown it started
+        await asyncio.wait({task})
 
     async def _own(self) -> None:
         cancelled = False
