@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVER, descendants
+from mcp_processes import SERVER, descendants
 from oma_mcp import MCPServerError, MCPToolset
 
 from oma_core import Agent, AgentConfig, OpenMultiAgent, PluginHost
