@@ -204,3 +204,17 @@ async def test_a_streamable_http_server_answers_text_and_images(http_server: str
     (part,) = provider.requests[1].messages[-1].content[0].content
     assert part.type == "image" and part.source.media_type == "image/png"
     assert echoed.content == "over http"
+
+
+def _open_fds() -> set[str]:
+    return {p.name for p in Path("/proc/self/fd").iterdir()}
+
+
+async def test_closing_leaves_no_task_and_no_file_descriptor(toys: Toys) -> None:
+    before = _open_fds()
+    async with toys() as server:
+        await (await _tools(server))["echo"].invoke({"text": "x"})
+        assert any(t.get_name().startswith("oma-mcp") for t in asyncio.all_tasks())
+
+    assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("oma-mcp")]
+    assert _open_fds() <= before
