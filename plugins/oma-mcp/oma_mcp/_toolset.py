@@ -153,6 +153,17 @@ class MCPToolset:
     def __repr__(self) -> str:
         return f"MCPToolset({self.name!r})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (e.g. sent to a worker process), a toolset keeps its settings, not its
+        connections: the copy starts its own server on first use."""
+        state = dict(self.__dict__)
+        del state["_states"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._states = weakref.WeakKeyDictionary()
+
     # -- the toolset protocol ----------------------------------------------------------------
 
     async def list_tools(self) -> list[Tool]:

@@ -195,3 +195,20 @@ def test_the_server_error_pickles_with_its_fields() -> None:
     error = pickle.loads(pickle.dumps(MCPServerError("down", backend="s")))
 
     assert type(error) is MCPServerError and error.backend == "s" and str(error) == "down"
+
+
+async def test_a_pickled_toolset_keeps_its_settings_and_starts_its_own_server(
+    toys: Toys,
+) -> None:
+    import pickle
+
+    server = toys(prefix="p", timeout=5.0)
+    await server.list_tools()
+
+    copy = pickle.loads(pickle.dumps(server))
+    try:
+        tools = {t.name: t for t in await copy.list_tools()}
+        assert copy.prefix == "p" and copy.timeout == 5.0 and copy.name == server.name
+        assert (await tools["p_echo"].invoke({"text": "copied"})).content == "copied"
+    finally:
+        await copy.aclose()
