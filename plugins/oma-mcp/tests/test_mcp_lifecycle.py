@@ -198,12 +198,15 @@ async def test_a_streamable_http_server_answers_text_and_images(http_server: str
         provider = ScriptedProvider([_use("picture"), "done"])
         config = AgentConfig(name="a", provider=provider, tools=[server])
         result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("go")
-        echoed = await (await _tools(server))["echo"].invoke({"text": "over http"})
+        tools = await _tools(server)
+        echoed = await tools["echo"].invoke({"text": "over http"})
+        header = await tools["header"].invoke({"name": "X-Test"})
 
     assert result.success, result.status
     (part,) = provider.requests[1].messages[-1].content[0].content
     assert part.type == "image" and part.source.media_type == "image/png"
     assert echoed.content == "over http"
+    assert header.content == "1"  # the toolset's headers go with every request
 
 
 def _open_fds() -> set[str]:

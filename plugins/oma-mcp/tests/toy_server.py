@@ -132,6 +132,13 @@ async def grow(ctx: Context) -> str:
 
 
 @server.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of an HTTP request header of this call, or '<none>'."""
+    headers = ctx.headers or {}
+    return str(headers.get(name.lower(), "<none>"))
+
+
+@server.tool()
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
