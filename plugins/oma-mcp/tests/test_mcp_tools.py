@@ -212,3 +212,15 @@ async def test_a_pickled_toolset_keeps_its_settings_and_starts_its_own_server(
         assert (await tools["p_echo"].invoke({"text": "copied"})).content == "copied"
     finally:
         await copy.aclose()
+
+
+async def test_every_page_of_the_tool_list_is_read() -> None:
+    from pathlib import Path
+
+    paged = Path(__file__).with_name("paged_server.py")
+    async with MCPToolset.stdio(sys.executable, [str(paged)]) as server:
+        tools = {t.name: t for t in await server.list_tools()}
+        answer = await tools["tool_24"].invoke({})
+
+    assert sorted(tools) == [f"tool_{i:02d}" for i in range(25)]
+    assert answer.content == "tool_24"
