@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import mcp_types as types
@@ -29,7 +30,13 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from oma_core import Tool, ToolError, tool
-from oma_core.toolkit import BackendError, ToolOutput, child_environment
+from oma_core.toolkit import (
+    BackendError,
+    ToolOutput,
+    child_environment,
+    configured_values,
+    redact,
+)
 
 from ._results import tool_output
 
@@ -55,7 +62,10 @@ class _Stdio:
     cwd: str | None
 
     def label(self) -> str:
-        return shlex.join([Path(self.command).name, *self.args])
+        """The command line as errors show it: credentials in it, and the values ``env``
+        gives the server, blanked out."""
+        line = shlex.join([Path(self.command).name, *self.args])
+        return redact(line, configured_values(self.env))
 
 
 @attrs.frozen
@@ -64,7 +74,11 @@ class _Http:
     headers: Mapping[str, str] = attrs.field(repr=False)
 
     def label(self) -> str:
-        return self.url.split("?", 1)[0]
+        """The URL as errors show it: no user info, query or fragment."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port is not None else host
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class MCPToolset:
@@ -371,7 +385,8 @@ class _Connection:
         else:
             reason = "ended during initialize"
         raise MCPServerError(
-            f"MCP server {toolset.name!r} could not be started: {reason}", backend=toolset.name
+            f"MCP server {toolset.name!r} could not be started: {_scrubbed(reason, toolset)}",
+            backend=toolset.name,
         )
 
     async def close(self) -> None:
@@ -448,6 +463,16 @@ async def _http(transport: _Http) -> Any:
         streamable_http_client(transport.url, http_client=http) as streams,
     ):
         yield streams
+
+
+def _scrubbed(text: str, toolset: MCPToolset) -> str:
+    """``text`` without credentials, nor the values of the server's ``env`` or headers."""
+    transport = toolset._transport
+    if isinstance(transport, _Stdio):
+        secrets = configured_values(transport.env)
+    else:
+        secrets = list(transport.headers.values())
+    return redact(text, secrets)
 
 
 def _describe(error: BaseException) -> str:

@@ -224,3 +224,13 @@ async def test_every_page_of_the_tool_list_is_read() -> None:
 
     assert sorted(tools) == [f"tool_{i:02d}" for i in range(25)]
     assert answer.content == "tool_24"
+
+
+def test_the_servers_name_shows_no_credential() -> None:
+    stdio = MCPToolset.stdio(
+        "srv", ["--token=sk-abcdefghijklmnop", "--x", "hunter22"], env={"PASSWORD": "hunter22"}
+    )
+    http = MCPToolset.http("https://user:pw@mcp.example.com:8443/mcp?key=secret#f")
+
+    assert "sk-abcdefghijklmnop" not in stdio.name and "hunter22" not in stdio.name
+    assert http.name == "https://mcp.example.com:8443/mcp"
