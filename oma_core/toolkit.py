@@ -17,6 +17,8 @@ The groups:
   ``TaskRunner``, ``RunDefaults``, ``EXECUTOR_FEATURES``, ``WorkerLostError``;
 - call middleware: ``ModelCall``, ``ToolInvocation``, ``RunContext`` (with ``RunSettings``),
   ``CallEvent`` — what ``oma_model_call`` / ``oma_tool_call`` wrappers receive;
+- toolsets: ``Toolset`` (tools listed at run time, e.g. an MCP server's) and ``ToolOutput``
+  (a tool's error result or parts);
 - the message model a mapping reads (``LLMMessage`` and its blocks and sources);
 - errors to raise: ``ProviderError``, ``BackendError``, ``PluginError``,
   ``UnsupportedContentBlockError``, ``RunTimeoutError``;
@@ -103,6 +105,9 @@ _EXPORTS: dict[str, str] = {
     "RunContext": "calls",
     "ToolInvocation": "calls",
     "RunSettings": "settings",
+    # toolsets (tools listed at run time, e.g. an MCP server's)
+    "Toolset": "tools",
+    "ToolOutput": "tools",
     # errors
     "OmaError": "errors",
     "ProviderError": "errors",
@@ -178,6 +183,8 @@ __all__ = [
     "aio_stream_sse",
     "RunSettings",
     "ToolInvocation",
+    "Toolset",
+    "ToolOutput",
     "RunContext",
     "ModelCall",
     "CallEvent",
@@ -425,3 +432,4 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .redaction import REDACTED, redact_text
     from .retry import parse_retry_after
     from .settings import RunSettings
+    from .tools import ToolOutput, Toolset

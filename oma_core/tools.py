@@ -7,6 +7,13 @@ the description; an ``Args:`` section: per-parameter descriptions). The model's 
 checked against the schema before the call, then turned into the annotated types; a mismatch,
 an unknown tool or a tool that raises becomes an ``is_error`` tool result the model reads, never
 a crash.
+
+A **toolset** (``Toolset``: an object with an async ``list_tools()``, e.g. an MCP server from
+oma-mcp) may stand in ``AgentConfig.tools`` beside functions and tools. Its tools are listed
+for every model call (so a server's changed list is seen) by the built-in middleware
+``oma_core.default_plugins.toolsets`` and called like any other tool, through
+``oma_tool_call``. A tool may return a ``ToolOutput`` to say more than a value: an error
+result with the tool's own text, or parts.
 """
 
 from __future__ import annotations
@@ -19,12 +26,13 @@ import json
 import math
 import re
 import typing
-from collections.abc import Callable, Mapping
-from typing import Any, overload
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, overload, runtime_checkable
 
 import attrs
 
 from ._tool_types import (
+    _inline_refs,
     check,
     describe_exception,
     is_json,
@@ -47,7 +55,19 @@ from .messages import (
 )
 from .providers import ToolDefinition
 
-__all__ = ["Tool", "as_tool", "call_tool", "tool", "tool_result_content"]
+__all__ = [
+    "Tool",
+    "ToolOutput",
+    "Toolset",
+    "ToolsetEntry",
+    "as_tool",
+    "call_tool",
+    "entry_name",
+    "is_toolset",
+    "list_toolsets",
+    "tool",
+    "tool_result_content",
+]
 
 _PART_TYPES = frozenset({"text", "image", "file"})
 _MESSAGE_OBJECTS = (
@@ -121,6 +141,54 @@ class Tool:
         return result
 
 
+@runtime_checkable
+class Toolset(Protocol):
+    """Tools listed at run time: an object with an async ``list_tools()``.
+
+    An MCP server (``oma_mcp.MCPToolset``) is one. It goes in ``AgentConfig(tools=[...])``;
+    before every model call its ``list_tools()`` is awaited (under the call's time limit), so
+    it should answer from a cache and start what it needs on first use. The tools it returns
+    are called like local ones. Its lifetime is its own: the agent does not enter or close it
+    (``async with toolset:`` or the toolset's own ``aclose``, or its event loop, do).
+    """
+
+    async def list_tools(self) -> Sequence[Tool]:
+        """The toolset's tools now (names already prefixed, if the toolset prefixes them)."""
+        ...
+
+
+def is_toolset(value: object) -> bool:
+    """Whether ``value`` is a toolset (has an async ``list_tools``), not a tool or function."""
+    return not isinstance(value, Tool) and inspect.iscoroutinefunction(
+        getattr(value, "list_tools", None)
+    )
+
+
+@attrs.frozen
+class ToolsetEntry(Tool):
+    """A toolset's place among an agent's tools, before its tools are listed.
+
+    ``as_tool(toolset)`` makes one, so a toolset can stand in ``AgentConfig.tools``; the
+    built-in toolsets middleware replaces it with the toolset's tools in every model call and
+    tool call. Calling it directly is an error result.
+    """
+
+    toolset: Any = attrs.field(default=None, kw_only=True, repr=False)
+
+
+@attrs.frozen
+class ToolOutput:
+    """What a tool may return to say more than a value.
+
+    ``is_error=True`` makes an error tool result whose text is ``content`` (a str, as error
+    results are); otherwise ``content`` is a str or a list of text, image and file parts,
+    validated like any tool result.
+    """
+
+    content: str | Sequence[Any]
+    is_error: bool = False
+
+
 @overload
 def tool(function: Callable[..., Any], /) -> Tool: ...
 
@@ -166,9 +234,66 @@ def tool(
     return build if function is None else build(function)
 
 
-def as_tool(value: Tool | Callable[..., Any]) -> Tool:
-    """``value`` if it is a ``Tool``, else ``tool(value)``."""
-    return value if isinstance(value, Tool) else tool(value)
+def as_tool(value: Tool | Callable[..., Any] | Toolset) -> Tool:
+    """``value`` if it is a ``Tool``; a ``ToolsetEntry`` for a toolset; else ``tool(value)``."""
+    if isinstance(value, Tool):
+        return value
+    if is_toolset(value):
+        return _entry(value)
+    return tool(typing.cast("Callable[..., Any]", value))
+
+
+def toolset_label(toolset: Any) -> str:
+    """How errors name a toolset: its ``name``, or its type's."""
+    return str(getattr(toolset, "name", None) or type(toolset).__name__)
+
+
+def entry_name(toolset: Any) -> str:
+    """The name of ``toolset``'s ``ToolsetEntry`` (unique to the object)."""
+    return f"toolset:{toolset_label(toolset)}#{id(toolset):x}"
+
+
+def _entry(toolset: Any) -> ToolsetEntry:
+    label = toolset_label(toolset)
+
+    async def not_listed(**_: Any) -> ToolOutput:
+        return ToolOutput(f"the toolset {label!r} was not listed", is_error=True)
+
+    return ToolsetEntry(
+        entry_name(toolset),
+        f"the tools of {label}",
+        {"type": "object", "properties": {}},
+        not_listed,
+        None,
+        True,
+        toolset=toolset,
+    )
+
+
+async def list_toolsets(local: Sequence[str], toolsets: Sequence[Any]) -> dict[str, Tool]:
+    """The tools of ``toolsets`` by name, listed now, in order.
+
+    Raises ``ToolError`` when two of them, or one of them and a local tool (``local``: the
+    names of the agent's own tools), share a name: a model cannot tell them apart.
+    """
+    listed: dict[str, Tool] = {}
+    owner: dict[str, str] = dict.fromkeys(local, "the agent's own tools")
+    for toolset in toolsets:
+        label = toolset_label(toolset)
+        for found in await toolset.list_tools():
+            if not isinstance(found, Tool):
+                raise ToolError(
+                    f"toolset {label!r} listed {type(found).__name__}, not an oma_core.Tool"
+                )
+            if found.name in owner:
+                raise ToolError(
+                    f"two tools are named {found.name!r}: one from {owner[found.name]}, one "
+                    f"from toolset {label!r}; give the toolset a prefix",
+                    tool=found.name,
+                )
+            owner[found.name] = f"toolset {label!r}"
+            listed[found.name] = found
+    return listed
 
 
 def _build(
@@ -194,6 +319,11 @@ def _build(
                 tool=tool_name,
             )
         schema = json.loads(json.dumps(input_schema))  # a private, plain copy
+        if "$defs" in schema:  # written in place, so every provider can take the schema
+            try:
+                schema = _inline_refs(schema)
+            except (TypeError, KeyError):  # a recursive or dangling $ref: left as given
+                schema = json.loads(json.dumps(input_schema))
         return Tool(tool_name, description or summary, schema, fn, None, is_async)
     params, schema = _signature_schema(fn, tool_name, arg_docs)
     return Tool(tool_name, description or summary, schema, fn, params, is_async)
@@ -352,6 +482,13 @@ async def call_tool(tools: Mapping[str, Tool], call: ToolUseBlock) -> ToolResult
         return ToolResultBlock(
             call.id, f"tool {call.name!r} failed: {describe_exception(exc)}", True
         )
+    if isinstance(value, ToolOutput):
+        if value.is_error:
+            text = value.content
+            if not isinstance(text, str):  # an error result is a str: the parts' text
+                text = "\n".join(getattr(p, "text", "") for p in text) or "the tool failed"
+            return ToolResultBlock(call.id, text, True)
+        value = value.content
     try:
         content = tool_result_content(value)
     except Exception as exc:  # not JSON, circular, too deep, a video block, ...

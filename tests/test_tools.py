@@ -11,7 +11,7 @@ from _builders import Color
 from oma_core import Tool, tool
 from oma_core.errors import ToolError
 from oma_core.messages import TextBlock
-from oma_core.tools import tool_result_content
+from oma_core.tools import ToolOutput, tool_result_content
 
 
 @attrs.frozen
@@ -221,3 +221,163 @@ def test_a_tool_stays_callable_as_the_function_it_wraps() -> None:
 
     assert isinstance(double, Tool)
     assert double(21) == 42 and double(n=2) == 4
+
+
+# -- toolsets: tools listed at run time ---------------------------------------------------------
+
+
+class _Toys:
+    """A toy toolset: lists ``tools`` (a list it may be given anew) and counts the listings."""
+
+    name = "toys"
+
+    def __init__(self, *tools: Tool) -> None:
+        self.tools = list(tools)
+        self.listings = 0
+
+    async def list_tools(self) -> list[Tool]:
+        self.listings += 1
+        return list(self.tools)
+
+
+def _calls(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    blocks = [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in calls]
+    return {"role": "assistant", "content": blocks}
+
+
+@tool
+def shout(text: str) -> str:
+    """Shout the text."""
+    return text.upper()
+
+
+@tool
+def whisper(text: str) -> str:
+    """Whisper the text."""
+    return text.lower()
+
+
+async def test_a_toolsets_tools_are_offered_and_called_like_local_ones() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    provider = ScriptedProvider([_calls(("1", "shout", {"text": "hi"})), "done"])
+    config = AgentConfig(name="a", provider=provider, tools=[whisper, _Toys(shout)])
+    result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("go")
+
+    assert result.success, result.status
+    assert [t.name for t in provider.requests[0].tools] == ["whisper", "shout"]
+    assert provider.requests[1].messages[-1].content[0].content == "HI"
+
+
+async def test_a_toolset_call_passes_through_the_tool_call_middleware() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost, hookimpl
+    from oma_core.testing import ScriptedProvider
+
+    seen: list[str] = []
+
+    class Watch:
+        @hookimpl(wrapper=True)
+        def oma_tool_call(self, call: Any, run: Any) -> Any:
+            seen.append(call.block.name)
+            return (yield)
+
+    host = PluginHost(load_entrypoints=False)
+    host.register(Watch(), "watch")
+    provider = ScriptedProvider([_calls(("1", "shout", {"text": "a"})), "done"])
+    config = AgentConfig(name="a", provider=provider, tools=[_Toys(shout)])
+    result = await Agent(config, plugins=host).run("go")
+
+    assert result.success and seen == ["shout"]
+
+
+async def test_a_changed_tool_list_is_seen_by_the_next_model_call() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    toys = _Toys(shout)
+
+    async def grow(**_: Any) -> str:
+        toys.tools.append(whisper)
+        return "grown"
+
+    toys.tools.append(tool(grow, name="grow", input_schema={"type": "object"}))
+    provider = ScriptedProvider([_calls(("1", "grow", {})), "done"])
+    config = AgentConfig(name="a", provider=provider, tools=[toys])
+    result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("go")
+
+    assert result.success
+    assert [t.name for t in provider.requests[1].tools] == ["shout", "grow", "whisper"]
+    assert toys.listings == 2
+
+
+async def test_a_toolset_tool_named_like_a_local_tool_fails_the_run_naming_both() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    provider = ScriptedProvider(["never"])
+    config = AgentConfig(name="a", provider=provider, tools=[shout, _Toys(shout)])
+    result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("go")
+
+    assert not result.success
+    error = result.status.error
+    assert isinstance(error, ToolError) and error.tool == "shout"
+    assert "the agent's own tools" in str(error) and "toolset 'toys'" in str(error)
+    assert provider.requests == []
+
+
+async def test_two_toolsets_offering_one_name_fail_the_run() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    provider = ScriptedProvider(["never"])
+    config = AgentConfig(name="a", provider=provider, tools=[_Toys(shout), _Toys(shout)])
+    result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("go")
+
+    assert isinstance(result.status.error, ToolError)
+    assert "give the toolset a prefix" in str(result.status.error)
+
+
+async def test_a_tool_output_marked_as_error_is_an_error_result_with_its_text() -> None:
+    from oma_core.messages import ToolUseBlock
+    from oma_core.tools import call_tool
+
+    @tool
+    def refuse() -> ToolOutput:
+        """Refuse."""
+        return ToolOutput("the disk is full", is_error=True)
+
+    result = await call_tool({"refuse": refuse}, ToolUseBlock("1", "refuse", {}))
+
+    assert result.is_error and result.content == "the disk is full"
+
+
+async def test_a_tool_output_with_invalid_media_is_an_error_result_naming_the_problem() -> None:
+    from oma_core.messages import ToolUseBlock
+    from oma_core.tools import call_tool
+
+    @tool
+    def picture() -> ToolOutput:
+        """A picture."""
+        bad = {"type": "base64", "media_type": "image/png", "data": "not base64!"}
+        return ToolOutput([{"type": "image", "source": bad}])
+
+    result = await call_tool({"picture": picture}, ToolUseBlock("1", "picture", {}))
+
+    assert result.is_error and "must contain raw base64 data" in str(result.content)
+
+
+def test_an_explicit_schema_with_defs_is_written_in_place() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"p": {"$ref": "#/$defs/P"}},
+        "$defs": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+    }
+
+    made = tool(lambda **kw: kw, name="f", input_schema=schema)
+
+    assert made.input_schema["properties"]["p"] == {
+        "type": "object",
+        "properties": {"x": {"type": "integer"}},
+    }
+    assert "$defs" not in made.input_schema

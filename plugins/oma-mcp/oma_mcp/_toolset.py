@@ -1,0 +1,483 @@
+"""``MCPToolset``: an MCP server's tools as oma tools, over stdio or streamable HTTP.
+
+One connection per event loop, started on first use (``list_tools`` or ``async with``) in a
+task of its own, so the SDK's transport and session contexts are entered and left in one
+task whatever task first needed them. Runs that share the toolset object share the server.
+
+What cannot leak: the connection is closed by ``aclose`` (or leaving ``async with``), and at
+the latest when its event loop ends — ``asyncio.run`` cancels the connection's task, which
+then closes the session and stops the server the SDK's way: stdin closed, a grace period,
+then the process group terminated and killed. A server that dies is restarted on the next
+use, at most ``max_restarts`` times, after a delay that doubles each time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shlex
+import sys
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import attrs
+import mcp_types as types
+from mcp import ClientSession
+from mcp.shared.exceptions import MCPError
+
+from oma_core import Tool, ToolError, tool
+from oma_core.toolkit import (
+    BackendError,
+    ToolOutput,
+    child_environment,
+    configured_values,
+    redact,
+)
+
+from ._results import tool_output
+
+__all__ = ["MCPServerError", "MCPToolset"]
+
+_log = logging.getLogger("oma.mcp")
+
+#: tools/list pages read at most (a server that always answers with a next cursor is cut here)
+MAX_PAGES = 100
+
+
+class MCPServerError(BackendError):
+    """An MCP server could not be started, initialised or listed; ``backend`` names it."""
+
+    code = "MCP_SERVER_ERROR"
+
+
+@attrs.frozen
+class _Stdio:
+    command: str
+    args: tuple[str, ...]
+    env: Mapping[str, str | None]
+    cwd: str | None
+
+    def label(self) -> str:
+        """The command line as errors show it: credentials in it, and the values ``env``
+        gives the server, blanked out."""
+        line = shlex.join([Path(self.command).name, *self.args])
+        return redact(line, configured_values(self.env))
+
+
+@attrs.frozen
+class _Http:
+    url: str
+    headers: Mapping[str, str] = attrs.field(repr=False)
+
+    def label(self) -> str:
+        """The URL as errors show it: no user info, query or fragment."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port is not None else host
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+class MCPToolset:
+    """An MCP server as an oma toolset: ``AgentConfig(tools=[..., server])``.
+
+    Build one with ``MCPToolset.stdio(command, args)``, ``MCPToolset.http(url)`` or
+    ``MCPToolset.from_config({...})``. ``prefix`` ("fs" → ``fs_read_file``) keeps its tool
+    names apart from other servers' and the agent's own; ``timeout`` bounds each tool call
+    (seconds; the call is then cancelled on the server); ``max_restarts`` and
+    ``restart_delay`` bound how a crashed server is started again. The server's environment
+    is the allow-listed part of oma's (``PATH``, ``HOME``, locale...) plus ``env``: no key of
+    the parent reaches it unless named there (a value of None copies that one variable).
+    """
+
+    def __init__(
+        self,
+        transport: _Stdio | _Http,
+        *,
+        prefix: str | None = None,
+        name: str | None = None,
+        timeout: float | None = 60.0,
+        init_timeout: float = 30.0,
+        max_restarts: int = 3,
+        restart_delay: float = 0.5,
+    ) -> None:
+        if prefix is not None and (not isinstance(prefix, str) or not prefix):
+            raise ToolError(f"an MCP toolset's prefix must be a non-empty str, got {prefix!r}")
+        self._transport = transport
+        self.prefix = prefix
+        self.name = name or transport.label()
+        self.timeout = timeout
+        self.init_timeout = init_timeout
+        self.max_restarts = max_restarts
+        self.restart_delay = restart_delay
+        self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _State] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # -- building ----------------------------------------------------------------------------
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str | None] | None = None,
+        cwd: str | Path | None = None,
+        **options: Any,
+    ) -> MCPToolset:
+        """A server run as a child process speaking MCP on its stdin and stdout."""
+        if not isinstance(command, str) or not command:
+            raise ToolError(f"an MCP server's command must be a non-empty str, got {command!r}")
+        if isinstance(args, str):
+            raise ToolError("args must be a list of strings, not one str (use shlex.split)")
+        transport = _Stdio(command, tuple(args), dict(env or {}), None if cwd is None else str(cwd))
+        return cls(transport, **options)
+
+    @classmethod
+    def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> MCPToolset:
+        """A server at ``url`` speaking MCP's streamable HTTP transport."""
+        if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+            raise ToolError(f"an MCP server's url must be an http(s) URL, got {url!r}")
+        return cls(_Http(url, dict(headers or {})), **options)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> MCPToolset:
+        """From plain data, as a command line or a JSON file gives it: ``{"command": str,
+        "args": [...], "env": {...}, "cwd": str}`` or ``{"url": str, "headers": {...}}``,
+        each with optional ``prefix``, ``name``, ``timeout``, ``max_restarts``."""
+        options = {k: config[k] for k in _OPTIONS if k in config}
+        unknown = set(config) - {"command", "args", "env", "cwd", "url", "headers", *_OPTIONS}
+        if unknown:
+            raise ToolError(f"unknown MCP server settings: {', '.join(sorted(unknown))}")
+        if "command" in config and "url" not in config:
+            return cls.stdio(
+                config["command"],
+                config.get("args", ()),
+                config.get("env"),
+                config.get("cwd"),
+                **options,
+            )
+        if "url" in config and "command" not in config:
+            return cls.http(config["url"], config.get("headers"), **options)
+        raise ToolError('an MCP server config needs exactly one of "command" and "url"')
+
+    def __repr__(self) -> str:
+        return f"MCPToolset({self.name!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (e.g. sent to a worker process), a toolset keeps its settings, not its
+        connections: the copy starts its own server on first use."""
+        state = dict(self.__dict__)
+        del state["_states"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._states = weakref.WeakKeyDictionary()
+
+    # -- the toolset protocol ----------------------------------------------------------------
+
+    async def list_tools(self) -> list[Tool]:
+        """The server's tools (prefixed), listed once and again after it says its list
+        changed or it was restarted. Starts the server on first use."""
+        state = self._state()
+        while True:
+            connection = await self._connected(state)
+            if state.tools is not None and state.listed_by is connection and not state.stale:
+                return state.tools
+            state.stale = False  # a change announced while listing marks it stale again
+            try:
+                listed = await self._list(connection)
+            except MCPError as error:
+                if connection.alive():
+                    raise MCPServerError(
+                        f"MCP server {self.name!r} refused tools/list: {error}", backend=self.name
+                    ) from None
+                await self._lost(state, connection)
+                continue  # restarted (within its bounds), or raises
+            state.tools = [self._tool(item) for item in listed]
+            state.listed_by = connection
+            return state.tools
+
+    async def _list(self, connection: _Connection) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
+            page = await connection.session().list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    def _tool(self, listed: types.Tool) -> Tool:
+        remote = listed.name
+        local = remote if self.prefix is None else f"{self.prefix}_{remote}"
+
+        async def call(**arguments: Any) -> ToolOutput:
+            return await self.call(remote, arguments)
+
+        try:
+            return tool(
+                call,
+                name=local,
+                description=listed.description or listed.title or "",
+                input_schema=listed.input_schema,
+            )
+        except ToolError as error:
+            raise MCPServerError(
+                f"MCP server {self.name!r} lists tool {remote!r} with an unusable schema: {error}",
+                backend=self.name,
+            ) from None
+
+    async def call(self, tool_name: str, arguments: Mapping[str, Any]) -> ToolOutput:
+        """Call the server's tool ``tool_name`` (its own name, unprefixed); every failure is
+        an error result the model reads."""
+        state = self._state()
+        try:
+            connection = await self._connected(state)
+        except MCPServerError as error:
+            return ToolOutput(str(error), is_error=True)
+        try:
+            result = await connection.session().call_tool(
+                tool_name, dict(arguments), read_timeout_seconds=self.timeout
+            )
+        except MCPError as error:
+            if error.code == types.REQUEST_TIMEOUT:
+                return ToolOutput(
+                    f"MCP tool {tool_name!r} timed out after {self.timeout:g} s; the call was "
+                    "cancelled on the server",
+                    is_error=True,
+                )
+            if not connection.alive() or error.code == types.CONNECTION_CLOSED:
+                await self._lost(state, connection)
+                return ToolOutput(
+                    f"MCP server {self.name!r} exited during the call to {tool_name!r}; it is "
+                    "started again for the next call",
+                    is_error=True,
+                )
+            return ToolOutput(f"MCP tool {tool_name!r} failed: {error}", is_error=True)
+        return tool_output(tool_name, result)
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> MCPToolset:
+        await self._connected(self._state())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the server this loop started (the next use starts it again)."""
+        state = self._states.pop(asyncio.get_running_loop(), None)
+        if state is not None and state.connection is not None:
+            await state.connection.close()
+
+    def _state(self) -> _State:
+        loop = asyncio.get_running_loop()
+        state = self._states.get(loop)
+        if state is None:
+            state = self._states[loop] = _State()
+        return state
+
+    async def _connected(self, state: _State) -> _Connection:
+        """The live connection, started (or restarted, within bounds) under the state's lock."""
+        connection = state.connection
+        if connection is not None and connection.alive():
+            return connection
+        async with state.lock:
+            connection = state.connection
+            if connection is not None and connection.alive():
+                return connection
+            if connection is not None:  # died since: stop what is left of it
+                await self._lost(state, connection)
+            if state.starts > 0:
+                if state.starts > self.max_restarts:
+                    raise MCPServerError(
+                        f"MCP server {self.name!r} stopped {state.starts} times; it is not "
+                        f"started again (max_restarts={self.max_restarts})",
+                        backend=self.name,
+                    )
+                await asyncio.sleep(min(self.restart_delay * 2 ** (state.starts - 1), 30.0))
+            state.starts += 1
+            connection = _Connection(self, state)
+            await connection.start()
+            state.connection = connection
+            return connection
+
+    async def _lost(self, state: _State, connection: _Connection) -> None:
+        if state.connection is connection:
+            state.connection = None
+            state.stale = True
+        await connection.close()
+
+
+_OPTIONS = ("prefix", "name", "timeout", "init_timeout", "max_restarts", "restart_delay")
+
+
+class _State:
+    """One event loop's side of a toolset: its connection and what it listed."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.connection: _Connection | None = None
+        self.starts = 0
+        self.tools: list[Tool] | None = None
+        self.listed_by: _Connection | None = None
+        self.stale = False
+
+
+class _Connection:
+    """One server process (or HTTP session) and its ``ClientSession``, owned by one task."""
+
+    def __init__(self, toolset: MCPToolset, state: _State) -> None:
+        self._toolset = toolset
+        self._state = state
+        self._session: ClientSession | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._error: BaseException | None = None
+        self._closed = False
+
+    def session(self) -> ClientSession:
+        assert self._session is not None
+        return self._session
+
+    def alive(self) -> bool:
+        return (
+            not self._closed
+            and self._task is not None
+            and not self._task.done()
+            and self._session is not None
+        )
+
+    async def start(self) -> None:
+        toolset = self._toolset
+        self._task = asyncio.get_running_loop().create_task(
+            self._own(), name=f"oma-mcp {toolset.name}"
+        )
+        ready = asyncio.ensure_future(self._ready.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {ready, self._task},
+                timeout=toolset.init_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        except BaseException:  # cancelled while starting: stop it, then go on cancelling
+            ready.cancel()
+            await self.close()
+            raise
+        ready.cancel()
+        if self._ready.is_set() and not self._task.done():
+            return
+        error = self._error
+        await self.close()
+        if not done:
+            reason = f"did not answer initialize within {toolset.init_timeout:g} s"
+        elif error is not None:
+            reason = _describe(error)
+        else:
+            reason = "ended during initialize"
+        raise MCPServerError(
+            f"MCP server {toolset.name!r} could not be started: {_scrubbed(reason, toolset)}",
+            backend=toolset.name,
+        )
+
+    async def close(self) -> None:
+        """End the session and stop the server (bounded by the SDK's shutdown); idempotent."""
+        self._closed = True
+        self._stop.set()
+        task = self._task
+        if task is None or task.done():
+            return
+        if not self._ready.is_set():  # still starting (a hung initialize): cut it short
+            task.cancel()
+        # wait() leaves the task's outcome alone: a caller cancelled meanwhile stops waiting,
+        # the task still finishes the shutdown it started
+        await asyncio.wait({task})
+
+    async def _own(self) -> None:
+        cancelled = False
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._on_message)
+                )
+                await session.initialize()
+                self._session = session
+                self._ready.set()
+                try:
+                    await self._stop.wait()
+                except asyncio.CancelledError:
+                    # The loop is ending (asyncio.run cancels every task): leave the
+                    # contexts normally, so the SDK stops the server for sure.
+                    cancelled = True
+                    task = asyncio.current_task()
+                    if task is not None:
+                        task.uncancel()
+        except Exception as error:  # reported by start() or the next call
+            self._error = error
+            _log.debug("MCP server %r ended: %s", self._toolset.name, _describe(error))
+        finally:
+            self._closed = True
+        if cancelled:
+            raise asyncio.CancelledError
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        transport = self._toolset._transport
+        if isinstance(transport, _Stdio):
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=transport.command,
+                args=list(transport.args),
+                env=child_environment(transport.env),
+                cwd=transport.cwd,
+            )
+            return stdio_client(params, errlog=sys.stderr)
+        return _http(transport)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._state.stale = True
+
+
+@contextlib.asynccontextmanager
+async def _http(transport: _Http) -> Any:
+    """The SDK's streamable HTTP transport over a client carrying ``headers``, with the
+    SDK's own timeouts (30 s to connect, write and wait for a connection; 300 s to read, as
+    a server may hold a stream open); redirects are left to the transport (same origin)."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(headers=dict(transport.headers), timeout=timeout) as http,
+        streamable_http_client(transport.url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+def _scrubbed(text: str, toolset: MCPToolset) -> str:
+    """``text`` without credentials, nor the values of the server's ``env`` or headers."""
+    transport = toolset._transport
+    if isinstance(transport, _Stdio):
+        secrets = configured_values(transport.env)
+    else:
+        secrets = list(transport.headers.values())
+    return redact(text, secrets)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, BaseExceptionGroup):
+        inner = error.exceptions[0] if error.exceptions else error
+        return _describe(inner)
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
