@@ -33,9 +33,13 @@ from .errors import PluginError
 from .executors import EXECUTOR_FEATURES, Executor, ExecutorSpec
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from .calls import CallEvents, ModelCall, RunContext, RunEvents, ToolInvocation
+    from .messages import ToolResultBlock
     from .providers import Provider, ProviderSettings
 
-__all__ = ["HookCall", "PluginFailure", "PluginHost", "PluginInfo"]
+__all__ = ["HookCall", "Hooks", "PluginFailure", "PluginHost", "PluginInfo"]
 
 #: The entry-point group, and pluggy's project name.
 ENTRY_POINT_GROUP = "oma"
@@ -94,6 +98,54 @@ class HookCall:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = dict(zip(self.spec_argnames, args, strict=False)) | kwargs
         return self.function(**{name: bound[name] for name in self.argnames})
+
+
+class Hooks:
+    """The hooks the core calls, typed: ``host.hooks.run(run)`` is
+    ``host.pm.hook.oma_run(run=run)`` with a real signature (pluggy's relay is untyped).
+
+    The wrap hooks (``run``, ``model_call``, ``tool_call``) go through pluggy's own call, so
+    pluggy composes the wrappers; the chain and observe hooks hand out the implementations in
+    pluggy's call order (``before_run``, ``progress``, ``evaluation_result``), because the core
+    calls them one at a time: a chain feeds each result to the next, and an observer that
+    fails must not stop the others.
+    """
+
+    __slots__ = ("_host", "_model_call", "_run", "_tool_call")
+
+    def __init__(self, host: PluginHost) -> None:
+        relay = host.pm.hook
+        self._host = host
+        self._run = relay.oma_run
+        self._model_call = relay.oma_model_call
+        self._tool_call = relay.oma_tool_call
+
+    def run(self, run: RunContext) -> RunEvents:
+        """``oma_run``: the run's events, through every run wrapper."""
+        events: RunEvents = self._run(run=run)
+        return events
+
+    def model_call(self, call: ModelCall, run: RunContext) -> CallEvents:
+        """``oma_model_call``: one attempt's events, through every call wrapper."""
+        events: CallEvents = self._model_call(call=call, run=run)
+        return events
+
+    def tool_call(self, call: ToolInvocation, run: RunContext) -> Awaitable[ToolResultBlock]:
+        """``oma_tool_call``: the tool's result, through every tool wrapper."""
+        result: Awaitable[ToolResultBlock] = self._tool_call(call=call, run=run)
+        return result
+
+    def before_run(self) -> list[HookCall]:
+        """The ``oma_before_run`` implementations, in pluggy's call order (a chain)."""
+        return self._host.hook_calls("oma_before_run")
+
+    def progress(self) -> list[HookCall]:
+        """The ``oma_progress`` implementations, in pluggy's call order (observers)."""
+        return self._host.hook_calls("oma_progress")
+
+    def evaluation_result(self) -> list[HookCall]:
+        """The ``oma_evaluation_result`` implementations, in pluggy's call order (sinks)."""
+        return self._host.hook_calls("oma_evaluation_result")
 
 
 @attrs.define
@@ -155,6 +207,8 @@ class PluginHost:
     def __init__(self, *, load_entrypoints: bool = True) -> None:
         self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
         self.pm.add_hookspecs(hookspecs)
+        #: The hooks, typed (``host.hooks.run(run)``, ``host.hooks.progress()``, ...).
+        self.hooks = Hooks(self)
         self.failures: list[PluginFailure] = []
         self._origins: dict[str, _Origin] = {}
         # What each plugin's registration hooks returned, asked once when it loaded.
