@@ -61,8 +61,16 @@ class RunEmitter:
         one = self._one
         if one is None:
             self._dispatcher.emit(event, self._observers, self.pending)
+            return
+        try:  # the common case, inline: one sync observer
+            outcome = one(event)
+        except (Exception, asyncio.CancelledError) as error:
+            self._dispatcher._failed(one, error)
+            return
+        if outcome is None:
+            self._dispatcher.stats.delivered += 1
         else:
-            self._dispatcher.deliver(one, event, self.pending)
+            self._dispatcher._settle(one, outcome, self.pending)
 
     async def finish(self) -> None:
         """Wait for the async observers started so far."""

@@ -76,7 +76,9 @@ class Agent:
         self.config = config
         self._plugins = plugins
         self._pool = provider_pool
-        self._history: tuple[LLMMessage, ...] = load_messages(config.history, allow_empty=True)
+        self._history: tuple[LLMMessage, ...] = (
+            () if config.history == () else load_messages(config.history, allow_empty=True)
+        )
         tools: dict[str, Tool] = {}
         for item in config.tools:
             built = as_tool(item)

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["OpenMultiAgent"]
 
 _log = logging.getLogger("oma.orchestrator")
+#: How many one-off agents (one per config object) an ``OpenMultiAgent`` keeps for reuse.
+_AGENTS_KEPT = 256
 
 
 def _check_cap(name: str, value: object) -> None:
@@ -155,6 +157,7 @@ class OpenMultiAgent:
         self._evaluating = evaluation is not None
         self.evaluation = Evaluator(evaluation or OnlineEvaluationConfig(), plugins)
         self._executors: dict[str, Executor] = {}
+        self._agents: dict[int, tuple[AgentConfig, Agent]] = {}
         self.executor = executor
         self._executor_options = dict(executor_options or {})
         if executor != "local" or executor_options:  # "local" plainly is found on first use
@@ -191,7 +194,9 @@ class OpenMultiAgent:
             *(max_token_budget, max_cost_budget, budget, timeout, call_timeout),
         )
         if keywords.count(None) == len(keywords):  # nothing given: the common case, kept free
-            return self._run(config, input, settings or NO_SETTINGS, NO_OVERRIDES, self._providers)
+            return self._run(
+                config, input, settings or NO_SETTINGS, NO_OVERRIDES, self._providers, self._agents
+            )
         call = RunOverrides(
             run_id=run_id,
             metadata=metadata,
@@ -204,7 +209,9 @@ class OpenMultiAgent:
             timeout=timeout,
             call_timeout=call_timeout,
         )
-        return self._run(config, input, settings or NO_SETTINGS, call, self._providers)
+        return self._run(
+            config, input, settings or NO_SETTINGS, call, self._providers, self._agents
+        )
 
     async def run_tasks(
         self,
@@ -299,6 +306,7 @@ class OpenMultiAgent:
         given: RunSettings,
         call: RunOverrides,
         pool: ProviderPool | None,
+        agents: dict[int, tuple[AgentConfig, Agent]],
     ) -> Coroutine[Any, Any, RunResult]:
         """The run's settings, resolved once, and where its progress, spans and sample go;
         then ``Agent.run`` of an agent made for this one run (it checks the input, now)."""
@@ -322,8 +330,25 @@ class OpenMultiAgent:
                 tracer=tracer,
                 evaluator=self.evaluation if self._evaluating else None,
             )
-        agent = Agent(config, plugins=self._plugins, provider_pool=pool, close_after_run=True)
-        return agent.run(input, settings=settings)  # type: ignore[return-value]
+        return self._agent(config, pool, agents).run(input, settings=settings)  # type: ignore[return-value]
+
+    def _agent(
+        self,
+        config: AgentConfig,
+        pool: ProviderPool | None,
+        agents: dict[int, tuple[AgentConfig, Agent]],
+    ) -> Agent:
+        """The agent for runs of ``config``: made for one run at a time (it keeps nothing
+        between runs; what a run makes, the run closes), so one serves every run of that
+        config object. ``agents`` holds them by config (ours, or a team run's own)."""
+        held = agents.get(id(config))
+        if held is not None and held[0] is config:
+            return held[1]
+        agent = Agent(config, plugins=self._host(), provider_pool=pool, close_after_run=True)
+        if len(agents) >= _AGENTS_KEPT:
+            agents.clear()
+        agents[id(config)] = (config, agent)  # the config is kept: its id is not reused
+        return agent
 
     # -- what runs share -----------------------------------------------------------------------
 
@@ -418,13 +443,14 @@ class OpenMultiAgent:
         across its tasks; an SDK client keeps its connections); all are closed at the end.
         """
         pool = ProviderPool(every_provider=True)
+        agents: dict[int, tuple[AgentConfig, Agent]] = {}
         shared = NO_OVERRIDES if budget is None else RunOverrides(budget=budget)  # checked
 
         def run_agent(config: AgentConfig, prompt: str, task: str | None) -> Awaitable[RunResult]:
             if task is None:
-                return self._run(config, prompt, NO_SETTINGS, shared, pool)
+                return self._run(config, prompt, NO_SETTINGS, shared, pool, agents)
             settings = RunSettings(task=task, metadata={"task": task})
-            return self._run(config, prompt, settings, shared, pool)
+            return self._run(config, prompt, settings, shared, pool, agents)
 
         try:
             yield run_agent

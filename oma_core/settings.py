@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .executors import PLAIN_DEFAULTS
+
 if TYPE_CHECKING:
     from .budgets import Budget, CostEstimator
     from .config import AgentConfig
@@ -204,8 +206,6 @@ class RunSettings:
         Nothing set anywhere returns ``given`` itself: the agent's own defaults are the
         settings (the common case, kept free).
         """
-        from .executors import PLAIN_DEFAULTS
-
         if call is NO_OVERRIDES and defaults is PLAIN_DEFAULTS and given is NO_SETTINGS:
             return given
         token_cap = _lowest(defaults.max_token_budget, call.max_token_budget)
