@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from ._eval_types import EvalResult
     from .calls import CallEvents, ModelCall, RunContext, RunEvents, ToolInvocation
     from .capabilities import BackendSpec, ProviderSpec
     from .config import BeforeRunContext
-    from .evaluation import EvalResult
     from .executors import ExecutorSpec
     from .messages import ToolResultBlock
     from .progress import ProgressEvent

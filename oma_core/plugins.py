@@ -28,6 +28,7 @@ import attrs
 import pluggy
 
 from . import __version__, hookspecs
+from ._hints import not_registered
 from .capabilities import BackendSpec, ProviderSpec
 from .errors import PluginError
 from .executors import EXECUTOR_FEATURES, Executor, ExecutorSpec
@@ -561,8 +562,6 @@ class PluginHost:
     def _lookup(self, table: Mapping[str, _Spec], key: str, what: str, plural: str) -> _Spec:
         spec = table.get(key)
         if spec is None:
-            from .resolution import not_registered
-
             kind = "provider" if plural == "providers" else "backend"
             raise not_registered(str(key), table, kind=kind, note=self._failure_hint())
         return spec
@@ -598,16 +597,16 @@ def _probe(pm: pluggy.PluginManager, plugin_name: str) -> _Offered:
 def _call_own(
     pm: pluggy.PluginManager, plugin_name: str, hook: str, kind: type[Any] | None
 ) -> list[Any]:
+    """Call one plugin's implementation of a registration hook, through pluggy (a hook caller
+    without the other plugins), and check what it returns."""
+    others = [plugin for name, plugin in pm.list_name_plugin() if name != plugin_name]
+    caller = pm.subset_hook_caller(hook, remove_plugins=[p for p in others if p is not None])
+    try:
+        returned = caller()
+    except Exception as exc:
+        raise _HookFault(f"{hook} raised {_error_text(exc)}") from exc
     results: list[Any] = []
-    for impl in getattr(pm.hook, hook).get_hookimpls():
-        if impl.plugin_name != plugin_name:
-            continue
-        try:
-            value = impl.function()
-        except Exception as exc:
-            raise _HookFault(f"{hook} raised {_error_text(exc)}") from exc
-        if value is None:
-            continue
+    for value in returned:
         if not isinstance(value, Iterable) or isinstance(value, str | bytes | Mapping):
             raise _HookFault(f"{hook} must return a list, got {type(value).__name__}")
         for item in value:
