@@ -48,7 +48,14 @@ from .executors import (
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
 from .redaction import detached_error
 from .retry import DEFAULT_POLICY, RetryPolicy
-from .settings import NO_OVERRIDES, NO_SETTINGS, RunOverrides, RunSettings, check_seconds
+from .settings import (
+    NO_OVERRIDES,
+    NO_SETTINGS,
+    RunOverrides,
+    RunSettings,
+    check_seconds,
+    new_run_id,
+)
 from .tracing import get_tracer
 
 if TYPE_CHECKING:
@@ -316,20 +323,21 @@ class OpenMultiAgent:
         if observers or tracer is not None or self._evaluating:
             run_id = settings.run_id
             if run_id is None:  # resolve left the settings as given: the run needs an id now
-                from .settings import new_run_id
-
                 run_id = new_run_id()
-            settings = attrs.evolve(
-                settings,
-                run_id=run_id,
-                progress=(
-                    self._progress.emitter(observers, config.name, settings.task, run_id)
-                    if observers
-                    else None
-                ),
-                tracer=tracer,
-                evaluator=self.evaluation if self._evaluating else None,
+            progress = (
+                self._progress.emitter(observers, config.name, settings.task, run_id)
+                if observers
+                else None
             )
+            evaluator = self.evaluation if self._evaluating else None
+            if settings is NO_SETTINGS:  # built, not evolved: the common case, kept cheap
+                settings = RunSettings(
+                    run_id=run_id, progress=progress, tracer=tracer, evaluator=evaluator
+                )
+            else:
+                settings = attrs.evolve(
+                    settings, run_id=run_id, progress=progress, tracer=tracer, evaluator=evaluator
+                )
         return self._agent(config, pool, agents).run(input, settings=settings)  # type: ignore[return-value]
 
     def _agent(

@@ -54,9 +54,8 @@ async def _reported(
                         "status": result.status.code,
                     },
                 )
-                finish = getattr(emit, "finish", None)
-                if finish is not None:
-                    await finish()
+                if getattr(emit, "pending", None):  # async observers still running
+                    await emit.finish()  # type: ignore[attr-defined]
             yield event
     except BaseException:  # cancelled from outside, or closed early: stop the observers
         cancel = getattr(emit, "cancel", None)
