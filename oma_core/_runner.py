@@ -19,7 +19,6 @@ caller's own code between two stream events is never cancelled by oma's timeouts
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncGenerator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -61,7 +60,7 @@ __all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput", "oma_run"]
 
 T = TypeVar("T")
 
-_log = logging.getLogger("oma.agent")
+_NO_USAGE = Usage()
 
 
 @hookimpl(trylast=True)
@@ -153,9 +152,8 @@ class Run:
         hooks = context.hooks
         assert hooks is not None, "the agent hands every run its host's hooks"
         self._hooks: RunHooks = hooks
-        self._retry: RetryPolicy = settings.retry or context.config.retry_policy()
         self.streaming = context.stream
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         self.produced: list[LLMMessage] = []
         self.output = ""
         self.tool_calls = 0
@@ -328,7 +326,7 @@ class Run:
         on (the caller would see it twice) or the answer already arrived (a budget stop after
         it): then the error ends the run, keeping that answer.
         """
-        policy = self._retry
+        policy: RetryPolicy | None = None  # looked up on the first failure: most calls have none
         streaming = self.streaming
         retries = 0
         while True:
@@ -370,6 +368,8 @@ class Run:
                     self.usage = self.usage + charged_usage(call.request, None, arrived=arrived)
                 if response is not None or handed_on or not retry:
                     raise
+                if policy is None:
+                    policy = self.context.settings.retry or self.context.config.retry_policy()
                 if retries >= policy.max_retries or not policy.is_retryable(error):
                     raise
                 retries += 1
