@@ -1,10 +1,12 @@
-"""One agent run, top to bottom: the built-in implementation of the ``oma_run`` hook.
+"""One agent run, top to bottom: what the built-in implementation of the ``oma_run`` hook
+(``default_plugins/run``) does.
 
 The agent resolves the run's target and calls ``oma_run`` (``Agent.run``/``stream``/
 ``prompt``); pluggy composes the run wrappers (progress, the run span, evaluation, closing)
-around the implementation here, which does the run: the ``before_run`` hooks, then the model
-loop (or the external agent's turn), then the result. Every model call (each attempt) goes
-through the ``oma_model_call`` hook and every tool call through ``oma_tool_call``, so
+around the built-in implementation, ``Run(run).events()``, which does the run: the
+``before_run`` hooks, then the model loop (or the external agent's turn), then the result.
+Every model call (each attempt) goes through the ``oma_model_call`` hook and every tool call
+through ``oma_tool_call``, so
 middleware — the core's budgets, tracing and progress, or a plugin's cache — sees them all;
 this module knows none of them. Nothing here raises for a provider, hook, tool or limit
 failure: the run ends with a failed ``RunResult``. Only cancellation propagates, after the
@@ -28,7 +30,6 @@ from ._before_run import NamedHook, apply_before_run
 from ._usage import charged_usage, reported_usage
 from .calls import ModelCall, RunContext, RunHooks, RunInput, ToolInvocation
 from .errors import HookError, MaxTurnsExceededError, ProviderError, RunTimeoutError
-from .hookspecs import hookimpl
 from .messages import (
     LLMMessage,
     TextBlock,
@@ -56,17 +57,11 @@ if TYPE_CHECKING:
     from .retry import RetryPolicy
     from .tools import Tool
 
-__all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput", "oma_run"]
+__all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput"]
 
 T = TypeVar("T")
 
 _NO_USAGE = Usage()
-
-
-@hookimpl(trylast=True)
-def oma_run(run: RunContext) -> AsyncGenerator[StreamEvent, None]:
-    """The run itself, innermost: every run wrapper sits around it."""
-    return Run(run).events()
 
 
 @attrs.frozen
