@@ -355,9 +355,9 @@ class Agent:
                 if not self._close_after_run:
                     self._backend = backend
             return backend
-        if self._close_after_run:
-            return self._resolve_target()
-        return self._model_target()
+        if self._close_after_run and isinstance(self.config.provider, str):
+            return self._resolve_target()  # a pooled or made provider: per run, per loop
+        return self._model_target()  # the agent's own, or the caller's object: kept
 
     def _model_target(self) -> ModelTarget:
         target = self._target
