@@ -10,12 +10,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-import pluggy
+from .hookspecs import hookimpl
 
 __version__ = "0.1.0"
-
-#: Marks a plugin's hook implementations: ``@hookimpl def oma_register_providers(): ...``
-hookimpl = pluggy.HookimplMarker("oma")
 
 # public name -> module (relative to this package) that defines it
 _EXPORTS: dict[str, str] = {

@@ -17,10 +17,10 @@ from typing import Any
 
 from .config import AgentConfig, BeforeRunContext
 from .errors import HookError
-from .messages import LLMMessage, TextBlock
+from .messages import LLMMessage, TextBlock, prompt_of
 from .validation import load_messages
 
-__all__ = ["NamedHook", "apply_before_run", "prompt_of", "replace_prompt", "text_of"]
+__all__ = ["NamedHook", "apply_before_run", "replace_prompt"]
 
 #: A hook with the name errors call it by.
 NamedHook = tuple[str, Callable[["BeforeRunContext"], Any]]
@@ -81,19 +81,6 @@ async def apply_before_run(
         if new_prompt != prompt:
             messages = replace_prompt(messages, new_prompt)
     return messages, replaced
-
-
-def text_of(message: LLMMessage) -> str:
-    """A message's text blocks joined with no separator."""
-    return "".join(block.text for block in message.content if isinstance(block, TextBlock))
-
-
-def prompt_of(messages: Sequence[LLMMessage]) -> str:
-    """The text blocks of the latest user message, joined with no separator."""
-    for message in reversed(messages):
-        if message.role == "user":
-            return text_of(message)
-    return ""
 
 
 def replace_prompt(messages: tuple[LLMMessage, ...], prompt: str) -> tuple[LLMMessage, ...]:

@@ -16,7 +16,7 @@ from typing import Any
 from ._isolation import settle
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
 
-__all__ = ["ProgressDispatcher"]
+__all__ = ["ProgressDispatcher", "RunEmitter"]
 
 _log = logging.getLogger("oma.progress")
 
@@ -30,6 +30,56 @@ def _fresh(value: Any) -> Any:
     if isinstance(value, tuple) and any(isinstance(item, dict | list) for item in value):
         return tuple(_fresh(item) for item in value)
     return value
+
+
+class RunEmitter:
+    """Reports the events of one run: ``emit(type, data)``; the async observers it started
+    are awaited by ``finish`` (each bounded by the dispatcher's time limit) or stopped by
+    ``cancel`` (the run was cancelled from outside)."""
+
+    __slots__ = ("_agent", "_dispatcher", "_observers", "_one", "_run_id", "_task", "pending")
+
+    def __init__(
+        self,
+        dispatcher: ProgressDispatcher,
+        observers: Sequence[ProgressObserver],
+        agent: str | None,
+        task: str | None,
+        run_id: str | None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._observers = observers
+        # With a single observer (the common case) the event goes straight to it: no copy.
+        self._one = observers[0] if len(observers) == 1 else None
+        self._agent = agent
+        self._task = task
+        self._run_id = run_id
+        self.pending: list[asyncio.Task[None]] = []
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        event = ProgressEvent(kind, self._agent, self._task, data, self._run_id)
+        one = self._one
+        if one is None:
+            self._dispatcher.emit(event, self._observers, self.pending)
+            return
+        try:  # the common case, inline: one sync observer
+            outcome = one(event)
+        except (Exception, asyncio.CancelledError) as error:
+            self._dispatcher._failed(one, error)
+            return
+        if outcome is None:
+            self._dispatcher.stats.delivered += 1
+        else:
+            self._dispatcher._settle(one, outcome, self.pending)
+
+    async def finish(self) -> None:
+        """Wait for the async observers started so far."""
+        if self.pending:
+            await self._dispatcher.drain(self.pending)
+
+    async def cancel(self) -> None:
+        """Stop the async observers still running."""
+        await ProgressDispatcher.cancel(self.pending)
 
 
 class ProgressDispatcher:
@@ -47,37 +97,13 @@ class ProgressDispatcher:
     def emitter(
         self,
         observers: Sequence[ProgressObserver],
-        pending: list[asyncio.Task[None]],
         agent: str | None,
         task: str | None,
         run_id: str | None,
-    ) -> Callable[[str, dict[str, Any]], None]:
-        """``emit(type, data)`` for one run: builds the event and delivers it like ``emit``.
-
-        With a single observer (the common case) the event goes straight to it: no copy is
-        needed and no extra call is paid on the run's path.
-        """
-        if len(observers) != 1:
-
-            def emit_all(kind: str, data: dict[str, Any]) -> None:
-                self.emit(ProgressEvent(kind, agent, task, data, run_id), observers, pending)
-
-            return emit_all
-        observer = observers[0]
-        stats = self.stats
-
-        def emit_one(kind: str, data: dict[str, Any]) -> None:
-            try:
-                outcome = observer(ProgressEvent(kind, agent, task, data, run_id))
-            except (Exception, asyncio.CancelledError) as error:
-                self._failed(observer, error)
-                return
-            if outcome is None:
-                stats.delivered += 1
-            else:
-                self._settle(observer, outcome, pending)
-
-        return emit_one
+    ) -> RunEmitter:
+        """``emit(type, data)`` for one run: builds the event and delivers it like ``emit``;
+        the run's progress middleware awaits ``finish()`` (or ``cancel()``) as the run ends."""
+        return RunEmitter(self, observers, agent, task, run_id)
 
     def emit(
         self,
@@ -91,7 +117,7 @@ class ProgressDispatcher:
         the caller must not keep using its ``data``.
         """
         if len(observers) == 1:  # the common case, kept cheap: no copy needed
-            self._deliver(observers[0], event, pending)
+            self.deliver(observers[0], event, pending)
             return
         copies = [event]
         for _ in range(len(observers) - 1):  # copied up front: observer 1 may mutate its copy
@@ -99,11 +125,13 @@ class ProgressDispatcher:
                 ProgressEvent(event.type, event.agent, event.task, _fresh(event.data), event.run_id)
             )
         for observer, copy in zip(observers, copies, strict=False):
-            self._deliver(observer, copy, pending)
+            self.deliver(observer, copy, pending)
 
-    def _deliver(
+    def deliver(
         self, observer: ProgressObserver, event: ProgressEvent, pending: list[asyncio.Task[None]]
     ) -> None:
+        """Call one observer with ``event`` (its own copy), contained; an async one is started
+        and added to ``pending``."""
         try:
             outcome = observer(event)
         except (Exception, asyncio.CancelledError) as error:

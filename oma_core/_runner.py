@@ -1,12 +1,16 @@
-"""The steps of one agent run: hooks, model calls on the retry ladder, tool rounds, backends.
+"""One agent run, top to bottom: what the built-in implementation of the ``oma_run`` hook
+(``default_plugins/run``) does.
 
-The agent calls them in order (``Agent._events``): ``before_run``, then ``model_loop`` or
-``backend_turn``, then ``result``. Every model call (each attempt) goes through the
-``oma_model_call`` hook and every tool call through ``oma_tool_call``, so middleware —
-the core's budgets, tracing and progress, or a plugin's cache — sees them all; this module
-knows none of them. Nothing here raises for a provider, hook, tool or limit failure: the run
-ends with a failed ``RunResult``. Only cancellation propagates, after the call's stream was
-closed.
+The agent resolves the run's target and calls ``oma_run`` (``Agent.run``/``stream``/
+``prompt``); pluggy composes the run wrappers (progress, the run span, evaluation, closing)
+around the built-in implementation, ``Run(run).events()``, which does the run: the
+``before_run`` hooks, then the model loop (or the external agent's turn), then the result.
+Every model call (each attempt) goes through the ``oma_model_call`` hook and every tool call
+through ``oma_tool_call``, so
+middleware — the core's budgets, tracing and progress, or a plugin's cache — sees them all;
+this module knows none of them. Nothing here raises for a provider, hook, tool or limit
+failure: the run ends with a failed ``RunResult``. Only cancellation propagates, after the
+call's stream was closed.
 
 Limits: the run's deadline is computed once, when it starts, and each attempt's once, when it
 starts, as the earlier of the run's and ``call_timeout`` after now (comparing deadlines, never
@@ -17,16 +21,24 @@ caller's own code between two stream events is never cancelled by oma's timeouts
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from ._before_run import NamedHook, apply_before_run, text_of
+from ._before_run import NamedHook, apply_before_run
 from ._usage import charged_usage, reported_usage
-from .calls import ModelCall, RunContext, ToolInvocation
-from .errors import MaxTurnsExceededError, RunTimeoutError
-from .messages import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock
+from .calls import ModelCall, RunContext, RunHooks, RunInput, ToolInvocation
+from .errors import HookError, MaxTurnsExceededError, ProviderError, RunTimeoutError
+from .messages import (
+    LLMMessage,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    prompt_of,
+    text_of,
+    user_text,
+)
 from .providers import (
     ProviderRequest,
     ProviderResponse,
@@ -37,29 +49,29 @@ from .providers import (
     ToolDefinition,
     Usage,
 )
-from .redaction import detached_error
+from .redaction import detached_error, redact_error
 from .results import RunResult, RunStatus, StreamEvent
-from .settings import new_run_id
 
 if TYPE_CHECKING:
-    from .capabilities import Capabilities
-    from .config import AgentConfig
-    from .plugins import PluginHost
+    from .capabilities import BackendSpec, Capabilities
     from .retry import RetryPolicy
-    from .settings import RunSettings
     from .tools import Tool
 
-__all__ = ["ModelTarget", "Run", "RunInput"]
+__all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput"]
 
 T = TypeVar("T")
 
-#: Checked input: a str (one user text message) or validated messages.
-RunInput = str | tuple[LLMMessage, ...]
+_NO_USAGE = Usage()
 
 
 @attrs.frozen
 class ModelTarget:
-    """Everything a model run needs from its agent, resolved once the provider exists."""
+    """Everything a model run needs from its agent, resolved once before the run starts.
+
+    ``owned``: the provider was made for this target (not the caller's object, not a pool's)
+    and ``aclose`` closes it; ``close_after_run``: the run that uses it closes it when it ends
+    (an agent made for one run, as ``OpenMultiAgent.run_agent`` makes).
+    """
 
     provider: Any
     provider_name: str
@@ -73,6 +85,8 @@ class ModelTarget:
     max_tokens: int | None = None
     temperature: float | None = None
     stop: tuple[str, ...] | None = None
+    owned: bool = False
+    close_after_run: bool = False
 
     def request(self, messages: tuple[LLMMessage, ...]) -> ProviderRequest:
         """The model call for ``messages`` with this agent's settings."""
@@ -86,39 +100,114 @@ class ModelTarget:
             stop=self.stop,
         )
 
+    async def aclose(self) -> None:
+        """Close the provider if it was made for this target (best effort)."""
+        if not self.owned:
+            return
+        close = getattr(self.provider, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class BackendTarget:
+    """An external agent backend: its kind, and the backend object, made on its first turn
+    (after the ``before_run`` hooks passed, so a refused run starts nothing) and kept for the
+    next turns until ``aclose``."""
+
+    __slots__ = ("_backend", "_options", "_spec", "close_after_run", "kind")
+
+    def __init__(
+        self, spec: BackendSpec, options: Mapping[str, Any], *, close_after_run: bool = False
+    ) -> None:
+        self.kind = spec.kind
+        self._spec = spec
+        self._options = dict(options)
+        self._backend: Any = None
+        self.close_after_run = close_after_run
+
+    def backend(self) -> Any:
+        """The backend object, made on first use."""
+        if self._backend is None:
+            self._backend = self._spec.factory(self._options)
+        return self._backend
+
+    async def aclose(self) -> None:
+        """Close the backend, if one was made; the next turn makes a new one."""
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            await backend.aclose()
+
 
 class Run:
     """One run's state (usage, the turns it produced, its output) and its steps."""
 
-    def __init__(
-        self,
-        host: PluginHost,
-        config: AgentConfig,
-        settings: RunSettings,
-        retry: RetryPolicy,
-        *,
-        streaming: bool,
-        session: bool = False,
-    ) -> None:
-        self.context = RunContext(settings.run_id or new_run_id(), config, settings)
-        self._hook = host.hook
-        self._retry = retry
-        self.streaming = streaming
-        self.session = session
-        self.usage = Usage()
+    def __init__(self, context: RunContext) -> None:
+        settings = context.settings
+        self.context = context
+        hooks = context.hooks
+        assert hooks is not None, "the agent hands every run its host's hooks"
+        self._hooks: RunHooks = hooks
+        self.streaming = context.stream
+        self.usage = _NO_USAGE
         self.produced: list[LLMMessage] = []
         self.output = ""
         self.tool_calls = 0
         timeout = settings.timeout
         self.deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
 
-    # -- the steps -------------------------------------------------------------------------
+    async def events(self) -> AsyncGenerator[StreamEvent, None]:
+        """The run as events: the ``before_run`` hooks, the model loop or the backend's turn,
+        then ``done`` with the ``RunResult`` (after an ``error`` event when streaming and
+        failed)."""
+        context = self.context
+        error: Exception | None = None
+        try:
+            target = context.target
+            if isinstance(target, Exception):  # resolving it failed: the run's first failure
+                raise target
+            input = context.input
+            messages = (user_text(input),) if isinstance(input, str) else input
+            replaced = False
+            hooks = self._before_run_hooks()
+            if hooks:
+                messages, replaced = await self._within(
+                    apply_before_run(messages, hooks, context.config)
+                )
+            if isinstance(target, BackendTarget):
+                if replaced:
+                    raise HookError(
+                        "before_run changed messages, but the external agent backend "
+                        f'"{target.kind}" takes one string prompt: changed messages cannot be '
+                        "forwarded without loss; change ctx.prompt instead"
+                    )
+                turn = self.backend_turn(target, prompt_of(messages))
+            else:
+                turn = self.model_loop(target, messages)
+            try:
+                async for event in turn:
+                    yield event
+            except BaseException:  # failed, or closed from above: close the turn too
+                await turn.aclose()
+                raise
+        except Exception as exc:
+            error = exc
+        result = self.result(error)
+        if self.streaming and result.status.error is not None:
+            yield StreamEvent("error", result.status.error)
+        yield StreamEvent("done", result)
 
-    async def before_run(
-        self, messages: tuple[LLMMessage, ...], hooks: Sequence[NamedHook]
-    ) -> tuple[tuple[LLMMessage, ...], bool]:
-        """The input after the ``before_run`` hooks, and whether they replaced the messages."""
-        return await self._within(apply_before_run(messages, hooks, self.context.config))
+    def _before_run_hooks(self) -> list[NamedHook]:
+        """Package ``oma_before_run`` hooks in pluggy's order, then the config's own."""
+        calls = self._hooks.before_run()
+        own = self.context.config.before_run
+        if not calls and own is None:
+            return []
+        hooks: list[NamedHook] = [
+            (f"oma_before_run of plugin {call.plugin!r}", call) for call in calls
+        ]
+        if own is not None:
+            hooks.append(("AgentConfig.before_run", own))
+        return hooks
 
     async def model_loop(
         self, target: ModelTarget, messages: tuple[LLMMessage, ...]
@@ -168,9 +257,7 @@ class Run:
                 else:
                     self.tool_calls += 1
                     invocation = ToolInvocation(call_block, target.tools)
-                    result = await self._within(
-                        self._hook.oma_tool_call(call=invocation, run=self.context)
-                    )
+                    result = await self._within(self._hooks.tool_call(invocation, self.context))
                 if streaming:
                     yield StreamEvent("tool_result", result)
                 results.append(result)
@@ -179,25 +266,27 @@ class Run:
             conversation.append(tool_turn)
 
     async def backend_turn(
-        self, backend: Any, kind: str, display_name: str, prompt: str
+        self, target: BackendTarget, prompt: str
     ) -> AsyncGenerator[StreamEvent, None]:
         """One turn of an external agent: one model call (budgets, spans, ``call_timeout``
         apply), never retried (a turn may have acted on the world)."""
         from .backends import BackendRequest
 
-        settings = self.context.settings
-        system_prompt = self.context.config.system_prompt
+        context = self.context
+        settings = context.settings
+        system_prompt = context.config.system_prompt
+        backend = target.backend()
         # The turn's time limit is the smaller of the two, taken as given: never clock
         # arithmetic (``(now + 0.2) - now`` need not be 0.2).
         limits = [] if settings.call_timeout is None else [settings.call_timeout]
         if self.deadline is not None:
             limits.append(max(0.0, self.deadline - asyncio.get_running_loop().time()))
-        request = BackendRequest(prompt, system_prompt, self.session, min(limits, default=None))
+        request = BackendRequest(prompt, system_prompt, context.session, min(limits, default=None))
         call = ModelCall(
-            ProviderRequest(None, (_user_text(prompt),), system_prompt),
+            ProviderRequest(None, (user_text(prompt),), system_prompt),
             "backend",
-            kind,
-            display_name,
+            target.kind,
+            str(getattr(backend, "display_name", None) or target.kind),
             backend,
             stream=self.streaming,
             backend_request=request,
@@ -232,7 +321,7 @@ class Run:
         on (the caller would see it twice) or the answer already arrived (a budget stop after
         it): then the error ends the run, keeping that answer.
         """
-        policy = self._retry
+        policy: RetryPolicy | None = None  # looked up on the first failure: most calls have none
         streaming = self.streaming
         retries = 0
         while True:
@@ -241,7 +330,7 @@ class Run:
             handed_on = False
             response: ProviderResponse | None = None
             try:
-                events = self._hook.oma_model_call(call=call, run=self.context)
+                events: Any = self._hooks.model_call(call, self.context)
                 try:
                     while True:
                         try:
@@ -274,6 +363,8 @@ class Run:
                     self.usage = self.usage + charged_usage(call.request, None, arrived=arrived)
                 if response is not None or handed_on or not retry:
                     raise
+                if policy is None:
+                    policy = self.context.settings.retry or self.context.config.retry_policy()
                 if retries >= policy.max_retries or not policy.is_retryable(error):
                     raise
                 retries += 1
@@ -282,14 +373,15 @@ class Run:
                     asyncio.get_running_loop().time() + wait > self.deadline
                 ):
                     raise  # the run would time out while waiting: fail now, with the cause
+                emit = self.context.settings.progress
+                if emit is not None:  # as the wait begins: the user learns of it at once
+                    emit("retry", {"attempt": retries, "delay": wait, "error": redact_error(error)})
                 await policy.sleep(wait)
                 call = attrs.evolve(
                     call, attempt=call.attempt + 1, retry_of=error, retry_delay=wait
                 )
                 continue
-            if response is None:
-                from .errors import ProviderError
-
+            if response is None:  # the one place this is said, whichever layer ended early
                 raise ProviderError(
                     "the provider stream ended without a complete response",
                     provider=call.display_name,
@@ -339,10 +431,6 @@ async def _bounded(awaitable: Awaitable[T], deadline: float, scope: str, seconds
 
 def _over_cap(cap: int) -> str:
     return f"not run: this run may make at most {cap} tool calls; answer without tools"
-
-
-def _user_text(text: str) -> LLMMessage:
-    return LLMMessage("user", (TextBlock(text),))
 
 
 def _whole_turn_events(message: LLMMessage) -> list[StreamEvent]:

@@ -2,7 +2,9 @@
 
 ``reported_usage`` is what a run's ``RunResult.usage`` adds up (bad counts as 0);
 ``charged_usage`` is what budgets charge (bad or missing counts replaced by an estimate, so bad
-reporting never switches a budget off; a call refused before any work costs nothing).
+reporting never switches a budget off; a call refused before any work, or answered with an HTTP
+error status before any output — 4xx or 5xx, which providers do not bill — costs nothing,
+which is also what the run reports for it).
 """
 
 from __future__ import annotations
@@ -29,12 +31,16 @@ def estimate_request_tokens(request: ProviderRequest) -> int:
 
 
 def _refused(error: BaseException) -> bool:
-    """Whether ``error`` proves the call did no work: it never left oma, or the service
-    refused it outright with a client-error status (400, 401, 413, 429, ...)."""
+    """Whether ``error`` proves the call was not billed: it never left oma, or the service
+    answered it with an HTTP error status — a client error (400, 401, 413, 429, ...) or a
+    server error (500, 503, 529, ...). Providers bill a call that answers; an error status is
+    not an answer (Anthropic and OpenAI bill neither), so it costs nothing, as the run
+    reports. A call whose outcome is unknown (a timeout, a dropped connection) is not proven
+    unbilled."""
     if isinstance(error, UsageError | BudgetExceededError):
         return True
     status = getattr(error, "status_code", None)
-    return isinstance(status, int) and not isinstance(status, bool) and 400 <= status < 500
+    return isinstance(status, int) and not isinstance(status, bool) and 400 <= status < 600
 
 
 def _count(value: object) -> int | None:

@@ -8,8 +8,10 @@ hook, provider or process) and return the coroutine or the async iterator. ``set
 where progress goes. A run never raises for a provider, hook, tool or limit failure: it
 returns (or streams) a failed ``RunResult``. Cancellation propagates after cleanup.
 
-One run, top to bottom, is ``Agent._events``: the ``before_run`` hooks, then the model loop
-(or the backend's turn) from ``_runner``, then the result.
+One run, top to bottom: the input is checked when the method is called; when the run starts,
+the target (provider or backend) is resolved once and the ``oma_run`` hook is called — the
+run wrappers (progress, span, evaluation, closing) around the built-in run of ``_runner``:
+the ``before_run`` hooks, the model loop (or the backend's turn), the result.
 """
 
 from __future__ import annotations
@@ -18,16 +20,16 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._before_run import NamedHook, prompt_of
-from ._runner import ModelTarget, Run, RunInput
+from ._runner import BackendTarget, ModelTarget, RunInput
+from .calls import RunContext
 from .capabilities import Capabilities
 from .config import AgentConfig, BeforeRunContext
-from .errors import HookError, InvalidMessageError, ToolError
-from .messages import LLMMessage, TextBlock
+from .errors import InvalidMessageError, ToolError
+from .messages import LLMMessage, user_text
 from .providers import ProviderRequest, ProviderSettings
 from .resolution import KNOWN_DISTRIBUTIONS, check_api_key, check_provider_options, suggest
 from .results import AgentStream, RunResult, RunStatus, StreamEvent
-from .settings import RunSettings
+from .settings import NO_SETTINGS, RunSettings, new_run_id
 from .tools import Tool, as_tool
 from .validation import load_messages, load_user_content
 
@@ -48,8 +50,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-_NO_SETTINGS = RunSettings()
-
 
 class Agent:
     """An agent built from an ``AgentConfig``; see the module docstring for the contract.
@@ -58,7 +58,9 @@ class Agent:
     ``async with``; a provider object passed in the config belongs to the caller and is not
     closed. ``plugins`` is the ``PluginHost`` to find providers, backends and hooks in (the
     process-wide one by default). ``provider_pool`` lends the agent a shared provider instead
-    of creating one; the pool owns and closes it.
+    of creating one; the pool owns and closes it. ``close_after_run`` makes an agent for one
+    run (as ``OpenMultiAgent.run_agent`` does): what a run makes for it (a provider the pool
+    does not share, a backend) is closed when that run ends.
     """
 
     def __init__(
@@ -67,13 +69,16 @@ class Agent:
         *,
         plugins: PluginHost | None = None,
         provider_pool: ProviderPool | None = None,
+        close_after_run: bool = False,
     ) -> None:
         if not isinstance(config, AgentConfig):
             raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
         self.config = config
         self._plugins = plugins
         self._pool = provider_pool
-        self._history: tuple[LLMMessage, ...] = load_messages(config.history, allow_empty=True)
+        self._history: tuple[LLMMessage, ...] = (
+            () if config.history == () else load_messages(config.history, allow_empty=True)
+        )
         tools: dict[str, Tool] = {}
         for item in config.tools:
             built = as_tool(item)
@@ -81,11 +86,10 @@ class Agent:
                 raise ToolError(f"two tools are named {built.name!r}", tool=built.name)
             tools[built.name] = built
         self._tools = tools
+        self._close_after_run = close_after_run
         self._spec: ProviderSpec | None = self._check_names()
-        self._provider: Any = None
-        self._owns_provider = False
         self._target: ModelTarget | None = None
-        self._backend: Any = None
+        self._backend: BackendTarget | None = None
         self._lock: asyncio.Lock | None = None  # made in the loop that first prompts
         self._lock_loop: asyncio.AbstractEventLoop | None = None
 
@@ -105,14 +109,14 @@ class Agent:
     ) -> Awaitable[RunResult]:
         """A fresh run on a string (one user text message) or a complete conversation."""
         checked = self.check_input(input)
-        return self._result(self._events(checked, settings or _NO_SETTINGS, False))
+        return self._run(checked, settings or NO_SETTINGS)
 
     def stream(
         self, input: str | Sequence[Any], *, settings: RunSettings | None = None
     ) -> AgentStream:
         """Like ``run``, as events; ``async with agent.stream(x) as events`` closes it for sure."""
         checked = self.check_input(input)
-        return AgentStream(self._events(checked, settings or _NO_SETTINGS, True))
+        return AgentStream(self._events(checked, settings or NO_SETTINGS))
 
     def prompt(
         self, input: str | Sequence[Any], *, settings: RunSettings | None = None
@@ -120,7 +124,7 @@ class Agent:
         """Send the history plus one user turn (a str or a list of content blocks); on success
         append that turn (as given, not as a hook rewrote it) and the reply to the history."""
         turn = self._check_turn(input)
-        return self._prompt(turn, settings or _NO_SETTINGS)
+        return self._prompt(turn, settings or NO_SETTINGS)
 
     def run_sync(self, input: str | Sequence[Any]) -> RunResult:
         """``run`` for scripts: runs its own event loop, then closes what the agent created
@@ -146,6 +150,11 @@ class Agent:
         self._check_key()
         return checked
 
+    @property
+    def _provider(self) -> Any:
+        """The provider this agent holds now (None before its first run)."""
+        return None if self._target is None else self._target.provider
+
     def provider(self) -> Any:
         """The provider object, created on first use from the registered factory."""
         return self._model_target().provider
@@ -153,7 +162,7 @@ class Agent:
     def build_request(self, input: str | Sequence[Any]) -> ProviderRequest:
         """The request the first model call of ``run(input)`` would send (hooks not applied)."""
         checked = self._validated(input)  # no key needed: nothing is sent
-        messages = (_user_text(checked),) if isinstance(checked, str) else checked
+        messages = (user_text(checked),) if isinstance(checked, str) else checked
         return self._model_target().request(messages)
 
     def limit_warnings(self, input: str | Sequence[Any]) -> list[str]:
@@ -166,13 +175,11 @@ class Agent:
 
     async def aclose(self) -> None:
         """Close the provider and backend this agent created; the next use creates new ones."""
-        provider, self._provider, self._target = self._provider, None, None
-        backend, self._backend = self._backend, None
+        target, self._target = self._target, None
+        backend = self._backend
         try:
-            if provider is not None and self._owns_provider:
-                close = getattr(provider, "aclose", None)
-                if close is not None:
-                    await close()
+            if target is not None:
+                await target.aclose()
         finally:
             if backend is not None:
                 await backend.aclose()
@@ -188,63 +195,35 @@ class Agent:
 
     # -- one run ---------------------------------------------------------------------------
 
-    async def _events(
-        self,
-        checked: RunInput,
-        settings: RunSettings,
-        streaming: bool,
-        session: bool = False,
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """The run as events; the last is always ``done`` with the ``RunResult``.
-
-        The provider or backend is made only after the hooks passed, so a refused run creates
-        none and spawns no process.
-        """
-        config = self.config
-        run = Run(
-            self._host(),
-            config,
-            settings,
-            settings.retry or config.retry_policy(),
-            streaming=streaming,
-            session=session,
-        )
-        error: Exception | None = None
+    def _context(
+        self, checked: RunInput, settings: RunSettings, streaming: bool, session: bool
+    ) -> RunContext:
+        """The run as middleware sees it, its target resolved once, now (a failure to
+        resolve it is the run's first failure: the run still passes through ``oma_run``)."""
         try:
-            messages = (_user_text(checked),) if isinstance(checked, str) else checked
-            hooks = self._hooks()
-            replaced = False
-            if hooks:
-                messages, replaced = await run.before_run(messages, hooks)
-            if config.backend is not None:
-                kind = str(config.backend["kind"])
-                if replaced:
-                    raise HookError(
-                        f'before_run changed messages, but the external agent backend "{kind}" '
-                        "takes one string prompt: changed messages cannot be forwarded without "
-                        "loss; change ctx.prompt instead"
-                    )
-                backend = self._backend_object()
-                turn = run.backend_turn(backend, kind, _display(backend, kind), prompt_of(messages))
-            else:
-                turn = run.model_loop(self._model_target(), messages)
-            try:
-                async for event in turn:
-                    yield event
-            except BaseException:  # failed, or closed from above: close the turn too
-                await turn.aclose()
-                raise
-        except Exception as exc:
-            error = exc
-        result = run.result(error)
-        if streaming and result.status.error is not None:
-            yield StreamEvent("error", result.status.error)
-        yield StreamEvent("done", result)
+            target: Any = self._run_target()
+        except Exception as error:
+            target = error
+        host = self._host()
+        return RunContext(
+            settings.run_id or new_run_id(),
+            self.config,
+            settings,
+            input=checked,
+            stream=streaming,
+            session=session,
+            target=target,
+            hooks=host.hooks,
+        )
 
-    @staticmethod
-    async def _result(events: AsyncGenerator[StreamEvent, None]) -> RunResult:
+    async def _run(
+        self, checked: RunInput, settings: RunSettings, session: bool = False
+    ) -> RunResult:
         """A run drained: its ``RunResult`` (a non-streaming run yields only ``done``)."""
-        result: RunResult | None = None
+        context = self._context(checked, settings, False, session)
+        assert context.hooks is not None
+        events = context.hooks.run(context)
+        result: Any = None
         try:
             async for event in events:
                 result = event.data
@@ -253,6 +232,20 @@ class Agent:
             raise
         assert isinstance(result, RunResult)
         return result
+
+    async def _events(
+        self, checked: RunInput, settings: RunSettings
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """A streamed run's events; the last is always ``done`` with the ``RunResult``."""
+        context = self._context(checked, settings, True, False)
+        assert context.hooks is not None
+        events = context.hooks.run(context)
+        try:
+            async for event in events:
+                yield event
+        except BaseException:  # failed, or closed from above: close the run too
+            await events.aclose()
+            raise
 
     # -- input -------------------------------------------------------------------------------
 
@@ -270,7 +263,7 @@ class Agent:
 
     def _turn(self, input: Any) -> LLMMessage:
         if isinstance(input, str):
-            return _user_text(input)
+            return user_text(input)
         if self.config.backend is not None:
             raise InvalidMessageError("", self._string_only())
         if not isinstance(input, list | tuple):
@@ -293,7 +286,7 @@ class Agent:
         # Prompts of one agent take turns: each one sees the turns the previous ones appended.
         async with self._prompt_lock():
             if self.config.backend is not None:  # history does not seed an external agent
-                result = await self._result(self._events((turn,), settings, False, True))
+                result = await self._run((turn,), settings, session=True)
                 if result.success:
                     self._history = (*self._history, turn, *result.messages)
                 return result
@@ -302,7 +295,7 @@ class Agent:
                 from ._history import trim_history
 
                 window = trim_history(window, self.config.max_history_tokens)
-            result = await self._result(self._events(window, settings, False, True))
+            result = await self._run(window, settings, session=True)
             if result.success:
                 self._history = (*window, *result.messages)
             return result
@@ -329,18 +322,6 @@ class Agent:
             self._plugins = PluginHost.default()
         return self._plugins
 
-    def _hooks(self) -> list[NamedHook]:
-        """Package ``oma_before_run`` hooks in pluggy's order, then the config's own."""
-        calls = self._host().hook_calls("oma_before_run")
-        if not calls and self.config.before_run is None:
-            return []
-        hooks: list[NamedHook] = [
-            (f"oma_before_run of plugin {call.plugin!r}", call) for call in calls
-        ]
-        if self.config.before_run is not None:
-            hooks.append(("AgentConfig.before_run", self.config.before_run))
-        return hooks
-
     def _check_names(self) -> ProviderSpec | None:
         """An unknown provider or backend, or an option the provider does not accept, raises
         when the agent is built (``NotRegisteredError``, ``UnknownOptionError``); returns the
@@ -362,6 +343,22 @@ class Agent:
         if self._spec is not None and self._spec.requires_api_key:
             check_api_key(self._spec, self.config.api_key)
 
+    def _run_target(self) -> ModelTarget | BackendTarget:
+        """What a run talks to. An agent made for one run does not keep what it made: the
+        run closes it when it ends."""
+        if self.config.backend is not None:
+            backend = self._backend
+            if backend is None or self._close_after_run:
+                options = dict(self.config.backend)
+                spec = self._host().backend_spec(options.pop("kind"))
+                backend = BackendTarget(spec, options, close_after_run=self._close_after_run)
+                if not self._close_after_run:
+                    self._backend = backend
+            return backend
+        if self._close_after_run and isinstance(self.config.provider, str):
+            return self._resolve_target()  # a pooled or made provider: per run, per loop
+        return self._model_target()  # the agent's own, or the caller's object: kept
+
     def _model_target(self) -> ModelTarget:
         target = self._target
         if target is None:
@@ -381,7 +378,7 @@ class Agent:
             capabilities = spec.capabilities.with_options(config.provider_options)
             display_name = spec.display_name
             model = model or spec.default_model
-            self._owns_provider = pooled is None
+            owned = pooled is None
         else:
             provider = config.provider
             # AgentConfig checked it is a Capabilities, if given; the caller's own object
@@ -393,8 +390,7 @@ class Agent:
                 or type(provider).__name__
             )
             model = config.model or getattr(provider, "default_model", None)
-            self._owns_provider = False
-        self._provider = provider
+            owned = False
         return ModelTarget(
             provider=provider,
             provider_name=provider_name,
@@ -408,15 +404,9 @@ class Agent:
             max_tokens=config.max_tokens,
             temperature=config.temperature,
             stop=config.stop,
+            owned=owned,
+            close_after_run=owned and self._close_after_run,
         )
-
-    def _backend_object(self) -> Any:
-        if self._backend is None:
-            assert self.config.backend is not None
-            options = dict(self.config.backend)
-            spec = self._host().backend_spec(options.pop("kind"))
-            self._backend = spec.factory(options)
-        return self._backend
 
 
 _EVERYTHING = Capabilities.everything()
@@ -439,14 +429,6 @@ def _provider_and_model(config: AgentConfig, host: PluginHost) -> tuple[str, str
         ):
             host.provider_spec(prefix)  # raises: not registered, with the install hint
     return name, model
-
-
-def _display(backend: Any, kind: str) -> str:
-    return str(getattr(backend, "display_name", None) or kind)
-
-
-def _user_text(text: str) -> LLMMessage:
-    return LLMMessage("user", (TextBlock(text),))
 
 
 def _type_name(value: object) -> str:

@@ -15,11 +15,12 @@ replaced by an estimate (``estimate_tokens`` of the request plus characters / 4 
 prompt and of the text that arrived), so bad usage reporting never switches a budget off. An
 ``estimate_cost`` that raises, or returns anything but a finite number >= 0 (``"0.01"``, NaN,
 None), prices the call as unlimited: a cost cap is never silently switched off. A
-call that failed or was cut short after it may have reached the provider — a timeout, a
-dropped connection, a 5xx, an error mid-stream, the run cancelled from outside while the call
-was in flight — is charged at least that estimate of its input, never zero. Only a call the
-service refused outright (an HTTP 4xx such as 400 or 429) or that never left oma (invalid or
-unsupported input, a budget stop) costs nothing.
+call whose outcome is unknown — a timeout, a dropped connection, an error mid-stream, the run
+cancelled from outside while the call was in flight — is charged at least that estimate of its
+input, never zero: the service may have done (and billed) the work. A call the service
+answered with an HTTP error status before any output (a 4xx such as 400 or 429, or a 5xx such
+as 500, 503 or 529: providers do not bill those) or that never left oma (invalid or
+unsupported input, a budget stop) costs nothing, as ``RunResult.usage`` reports.
 
 Ledgers are updated synchronously in the event loop (no ``await`` between check and charge),
 so concurrent runs sharing a ``Budget`` never lose an update.

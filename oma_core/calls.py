@@ -1,15 +1,15 @@
-"""What call middleware sees: the run a call belongs to, one model call, one tool call.
+"""What middleware sees: one run, one model call, one tool call.
 
-Every model call (each attempt of it, and each turn of an external agent) passes through the
-``oma_model_call`` hook and every tool call through ``oma_tool_call``; see
-``oma_core.hookspecs`` and the "Writing call middleware" page. Middleware receives a
-``ModelCall`` or ``ToolInvocation`` and the ``RunContext``.
+Every run passes through the ``oma_run`` hook, every model call (each attempt of it, and each
+turn of an external agent) through ``oma_model_call`` and every tool call through
+``oma_tool_call``; see ``oma_core.hookspecs`` and the "Writing call middleware" page.
+Middleware receives the ``RunContext`` (and a ``ModelCall`` or ``ToolInvocation``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import attrs
 
@@ -17,12 +17,27 @@ if TYPE_CHECKING:
     from .backends import BackendRequest, BackendToolCall, BackendToolResult
     from .budgets import Budget
     from .config import AgentConfig
-    from .messages import ToolUseBlock
+    from .messages import LLMMessage, ToolResultBlock, ToolUseBlock
     from .providers import ProviderEvent, ProviderRequest
+    from .results import StreamEvent
     from .settings import RunSettings
     from .tools import Tool
 
-__all__ = ["CallEvent", "CallEvents", "ModelCall", "RunContext", "ToolInvocation"]
+__all__ = [
+    "CallEvent",
+    "CallEvents",
+    "ModelCall",
+    "RunContext",
+    "RunEvents",
+    "RunHooks",
+    "RunInput",
+    "ToolInvocation",
+]
+
+#: A run's checked input: a str (one user text message) or validated messages.
+RunInput: TypeAlias = "str | tuple[LLMMessage, ...]"
+#: What a run yields: ``StreamEvent``s, ``done`` (with the ``RunResult``) last.
+RunEvents: TypeAlias = "AsyncGenerator[StreamEvent, None]"
 
 #: What a model call yields: provider events (``ResponseComplete`` last) and, for an external
 #: agent, the tool calls it reports.
@@ -32,10 +47,27 @@ CallEvents: TypeAlias = "AsyncGenerator[CallEvent, None]"
 #: what ``yield`` gives a wrapper as an async iterator you close, nothing more.)
 
 
+class RunHooks(Protocol):
+    """The hooks a run calls (``PluginHost.hooks`` is one), typed."""
+
+    def run(self, run: RunContext) -> RunEvents: ...
+
+    def model_call(self, call: ModelCall, run: RunContext) -> CallEvents: ...
+
+    def tool_call(self, call: ToolInvocation, run: RunContext) -> Awaitable[ToolResultBlock]: ...
+
+    def before_run(self) -> Sequence[Any]: ...
+
+
 @attrs.define(eq=False)
 class RunContext:
     """One run, as middleware sees it (read it; do not reassign its fields).
 
+    ``input`` is the run's checked input (a str, or validated messages); ``stream`` whether
+    the caller streams; ``session`` whether it is a ``prompt`` on the agent's history;
+    ``target`` what the run talks to, resolved once before the run starts (the provider and
+    what the agent knows of it, or the external backend; when resolving failed, the error,
+    which is then the run's first failure); ``hooks`` the plugin host's hooks the run calls.
     ``state`` is scratch space for the run's lifetime: a plugin keeps what it needs between
     the calls of one run there, under a key of its own name.
     """
@@ -44,6 +76,11 @@ class RunContext:
     config: AgentConfig
     settings: RunSettings
     state: dict[str, Any] = attrs.Factory(dict)
+    input: RunInput = ""
+    stream: bool = False
+    session: bool = False
+    target: Any = None
+    hooks: RunHooks | None = attrs.field(default=None, repr=False)
 
     @property
     def agent(self) -> str:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
+from ._eval_types import EvalCase, EvalResult, Score
 from ._isolation import Outcome, contained
 from .redaction import DEFAULT_LIMIT, cut, redact_json, redact_text
 
@@ -56,49 +57,6 @@ _log = logging.getLogger("oma.evaluation")
 
 StorePayloads: TypeAlias = Literal["none", "redacted", "full"]
 _POLICIES = ("none", "redacted", "full")
-
-
-@attrs.frozen
-class Score:
-    """A scorer's verdict: a number and, optionally, why."""
-
-    value: float
-    reason: str | None = None
-
-
-@attrs.frozen
-class EvalCase:
-    """What a scorer sees of one run.
-
-    ``input`` is the input as the policy allows (a placeholder or JSON text); ``output`` is the
-    run's output text in every mode; ``status`` is the run's ``status.code``.
-    """
-
-    input: str
-    output: str
-    run_id: str | None
-    metadata: Mapping[str, Any] = attrs.field(factory=dict)
-    status: str = "ok"
-    agent: str | None = None
-
-
-@attrs.frozen
-class EvalResult:
-    """What is stored of one evaluation: delivered to ``on_result`` and the result hooks.
-
-    ``input``, ``output``, ``metadata`` and score reasons follow ``store_payloads``;
-    ``errors`` maps a failed scorer's name to its (redacted) error text.
-    """
-
-    run_id: str | None
-    agent: str | None
-    status: str
-    input: str
-    output: str
-    metadata: Mapping[str, Any]
-    scores: Mapping[str, Score]
-    errors: Mapping[str, str]
-    store_payloads: str
 
 
 @attrs.frozen

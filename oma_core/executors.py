@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
+from .retry import DEFAULT_POLICY
+
 if TYPE_CHECKING:
     from .budgets import Budget, CostEstimator
     from .config import AgentConfig
@@ -35,6 +37,7 @@ __all__ = [
     "ExecutionContext",
     "Executor",
     "ExecutorSpec",
+    "PLAIN_DEFAULTS",
     "RunDefaults",
     "TaskRun",
     "TaskRunner",
@@ -90,6 +93,10 @@ class RunDefaults:
     def keywords(self) -> dict[str, Any]:
         """The ``OpenMultiAgent`` keyword arguments these defaults stand for."""
         return attrs.asdict(self, recurse=False)
+
+
+#: An ``OpenMultiAgent`` with nothing set: ``RunSettings.resolve`` recognises it by identity.
+PLAIN_DEFAULTS = RunDefaults(retry_policy=DEFAULT_POLICY)
 
 
 @attrs.frozen(kw_only=True)

@@ -13,8 +13,9 @@ Four kinds of hooks (each hook says who implements it and when it runs):
   previous one returned (see ``oma_before_run``);
 - *observe*: every implementation is called with an event; what it returns is ignored and one
   that raises is counted and skipped, never failing the run;
-- *wrap*: call middleware. The hook is called through pluggy with ``firstresult``: one
-  built-in implementation (``trylast``) does the call, and hook wrappers
+- *wrap*: middleware around a whole run (``oma_run``) or one call (``oma_model_call``,
+  ``oma_tool_call``). The hook is called through pluggy with ``firstresult``: one
+  built-in implementation (``trylast``) does the work, and hook wrappers
   (``@hookimpl(wrapper=True)``) around it each receive the inner result from ``yield`` and
   return it, or something wrapping it. Wrappers compose in pluggy's order: ``tryfirst``
   outermost, ``trylast`` innermost, and among equals the plugin registered last outermost.
@@ -29,15 +30,16 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .calls import CallEvents, ModelCall, RunContext, ToolInvocation
+    from ._eval_types import EvalResult
+    from .calls import CallEvents, ModelCall, RunContext, RunEvents, ToolInvocation
     from .capabilities import BackendSpec, ProviderSpec
     from .config import BeforeRunContext
-    from .evaluation import EvalResult
     from .executors import ExecutorSpec
     from .messages import ToolResultBlock
     from .progress import ProgressEvent
 
 __all__ = [
+    "hookimpl",
     "hookspec",
     "oma_before_run",
     "oma_evaluation_result",
@@ -47,13 +49,18 @@ __all__ = [
     "oma_register_executors",
     "oma_register_providers",
     "oma_register_scorers",
+    "oma_run",
     "oma_tool_call",
 ]
 
 #: The hooks an implementation may wrap (``@hookimpl(wrapper=True)``); the others may not.
-WRAPPABLE = frozenset({"oma_model_call", "oma_tool_call"})
+WRAPPABLE = frozenset({"oma_run", "oma_model_call", "oma_tool_call"})
 
+#: Marks the specifications below.
 hookspec = pluggy.HookspecMarker("oma")
+#: Marks a plugin's hook implementations: ``@hookimpl def oma_register_providers(): ...``
+#: (also ``oma_core.hookimpl``).
+hookimpl = pluggy.HookimplMarker("oma")
 
 # -------------------------------------------------------------------------------------------
 # Registration hooks: called when plugins load, to learn what each plugin offers
@@ -185,8 +192,36 @@ def oma_evaluation_result(result: EvalResult) -> None:
 
 
 # -------------------------------------------------------------------------------------------
-# Call middleware: every model call and every tool call of a run passes through these
+# Middleware: every run, every model call and every tool call of a run passes through these
 # -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def oma_run(run: RunContext) -> RunEvents:
+    """Do one run of an agent, as events: middleware around the whole run.
+
+    Wrap hook, called by the agent once per ``run``, ``stream`` and ``prompt`` (and so once
+    per ``OpenMultiAgent.run_agent`` and per team task attempt), after the input was
+    validated and copied and the target (provider or backend) resolved, before anything else
+    happens. The built-in implementation (``trylast``) returns the async iterator of the run's
+    ``StreamEvent``s: the ``before_run`` hooks, then the model calls and tool rounds (or the
+    external agent's turn); the last event is always ``done``, whose data is the
+    ``RunResult``, and a failed streaming run yields an ``error`` event before it. Nothing
+    runs before that iterator is iterated; a run never raises for its own failure (a failed
+    ``RunResult``), only for cancellation, after cleanup.
+
+    A wrapper (``@hookimpl(wrapper=True)``) gets that iterator from ``yield`` and returns it,
+    or an async iterator wrapping it: to report the run (progress events), trace it (the run
+    span), score it (online evaluation) or release what it used, look at the events as they
+    pass and at ``done`` last. A wrapper passes every event on, in order, ends when the inner
+    iterator ends (closing it with ``aclosing``), and lets ``CancelledError`` propagate. The
+    core's run progress (``agent_start``, ``error``, ``agent_complete``), run span, evaluation
+    sample and the closing of a one-off agent's provider are wrappers of this hook.
+
+    :param run: the ``oma_core.toolkit.RunContext``: ``run_id``, ``config``, ``settings``,
+        ``input`` (a str, or the validated messages), ``stream``, ``target``, ``state``.
+    :returns: an async iterator of ``oma_core.StreamEvent``, ``done`` last.
+    """
 
 
 @hookspec(firstresult=True)
@@ -209,9 +244,9 @@ def oma_model_call(call: ModelCall, run: RunContext) -> CallEvents:
     keeps what it needs about the run in ``run.state``. The core's budgets (``tryfirst``),
     tracing and per-call progress events are wrappers of this hook.
 
-    :param call: the ``oma_core.ModelCall``: ``request``, ``provider``, ``attempt``, ...
-    :param run: the ``oma_core.RunContext``: ``run_id``, ``config``, ``settings`` (budgets,
-        metadata, ...), ``state``.
+    :param call: the ``oma_core.toolkit.ModelCall``: ``request``, ``provider``, ``attempt``, ...
+    :param run: the ``oma_core.toolkit.RunContext``: ``run_id``, ``config``, ``settings``
+        (budgets, metadata, ...), ``state``.
     :returns: an async iterator of the call's events, ``ResponseComplete`` last.
     """
 
@@ -226,7 +261,8 @@ def oma_tool_call(call: ToolInvocation, run: RunContext) -> Awaitable[ToolResult
     result, not an exception). A wrapper gets that awaitable from ``yield`` and returns it, or
     an awaitable wrapping it. The core's tool spans and tool warnings are wrappers of this hook.
 
-    :param call: the ``oma_core.ToolInvocation``: ``block`` (the ``ToolUseBlock``), ``tools``.
-    :param run: the ``oma_core.RunContext``.
+    :param call: the ``oma_core.toolkit.ToolInvocation``: ``block`` (the ``ToolUseBlock``),
+        ``tools``.
+    :param run: the ``oma_core.toolkit.RunContext``.
     :returns: an awaitable of the ``ToolResultBlock``.
     """

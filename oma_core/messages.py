@@ -47,6 +47,9 @@ __all__ = [
     "ToolUseBlock",
     "UrlSource",
     "VideoBlock",
+    "prompt_of",
+    "text_of",
+    "user_text",
 ]
 
 Role: TypeAlias = Literal["user", "assistant"]
@@ -311,3 +314,25 @@ class LLMMessage(_Immutable):
             content, "content", checked_role, _parser().Budget(DEFAULT_LIMITS)
         )
         object.__setattr__(self, "content", blocks)
+
+
+# -- reading text out of messages (the one place these are defined) ----------------------------
+
+
+def user_text(text: str) -> LLMMessage:
+    """One user turn holding ``text`` (what a str input to a run stands for)."""
+    return LLMMessage("user", (TextBlock(text),))
+
+
+def text_of(message: LLMMessage) -> str:
+    """A message's text blocks joined with no separator."""
+    return "".join(block.text for block in message.content if isinstance(block, TextBlock))
+
+
+def prompt_of(messages: Sequence[LLMMessage]) -> str:
+    """The text blocks of the latest user message, joined with no separator (empty when the
+    latest user turn has no text, or there is none)."""
+    for message in reversed(messages):
+        if message.role == "user":
+            return text_of(message)
+    return ""

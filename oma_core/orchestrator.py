@@ -2,13 +2,12 @@
 tracing and online evaluation — alone (``run_agent``) or as a team (``run_tasks``,
 ``run_team``).
 
-One orchestrated run, top to bottom: ``run_agent`` builds a fresh ``Agent``, validates and
-copies the input (at the call, like ``Agent.run``), and resolves the run's ``RunSettings`` once
-(the ladder's defaults, then ``OpenMultiAgent``'s, then the ``AgentConfig``'s, then the
-call's). The returned coroutine reports ``agent_start``, opens the run's span, runs the agent
-with those settings — where the built-in call middleware enforces the budgets, makes the call
-spans and reports retries — then reports the outcome, queues the evaluation sample and
-reports ``agent_complete``.
+One orchestrated run, top to bottom: ``run_agent`` resolves the run's ``RunSettings`` once
+(``RunSettings.resolve``: ``OpenMultiAgent``'s defaults, the ``AgentConfig``'s, ``settings=``,
+the call's keywords), adds where its progress, spans and evaluation sample go, builds a fresh
+``Agent`` made for that one run and returns ``agent.run(input, settings=...)`` — which
+validates and copies the input at the call. Everything else of the run (progress events, the
+run span, the evaluation sample, closing what the run made) is middleware on ``oma_run``.
 
 Token and cost caps given as numbers apply per run and the lowest of the orchestrator's and
 the call's wins; a ``Budget`` passed as ``budget=`` is shared by every run it is passed to.
@@ -18,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import math
 from collections.abc import (
@@ -39,22 +37,36 @@ from ._pool import ProviderPool
 from .agent import Agent, AgentConfig, RunResult
 from .budgets import Budget, CostEstimator
 from .evaluation import Evaluator, OnlineEvaluationConfig
-from .executors import ExecutionContext, Executor, RunDefaults, TaskRun, TaskRunner
+from .executors import (
+    PLAIN_DEFAULTS,
+    ExecutionContext,
+    Executor,
+    RunDefaults,
+    TaskRun,
+    TaskRunner,
+)
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
 from .redaction import detached_error
 from .retry import DEFAULT_POLICY, RetryPolicy
-from .settings import RunSettings, check_seconds, new_run_id
-from .tracing import RunSpan, get_tracer
+from .settings import (
+    NO_OVERRIDES,
+    NO_SETTINGS,
+    RunOverrides,
+    RunSettings,
+    check_seconds,
+    new_run_id,
+)
+from .tracing import get_tracer
 
 if TYPE_CHECKING:
-    from ._runner import RunInput
     from .plugins import PluginHost
     from .teams import TaskSpec, Team, TeamRunResult
 
 __all__ = ["OpenMultiAgent"]
 
 _log = logging.getLogger("oma.orchestrator")
-_NO_SETTINGS = RunSettings()
+#: How many one-off agents (one per config object) an ``OpenMultiAgent`` keeps for reuse.
+_AGENTS_KEPT = 256
 
 
 def _check_cap(name: str, value: object) -> None:
@@ -67,19 +79,6 @@ def _check_cap(name: str, value: object) -> None:
         or value < 0
     ):
         raise ValueError(f"{name} must be a number >= 0 or None, got {value!r}")
-
-
-def _lowest(*values: float | None) -> float | None:
-    given = [v for v in values if v is not None]
-    return min(given) if given else None
-
-
-def _copy_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
-    return copy.deepcopy(dict(metadata))
 
 
 class OpenMultiAgent:
@@ -144,6 +143,19 @@ class OpenMultiAgent:
         self._retry = (retry_policy or DEFAULT_POLICY).override(
             max_retries=max_retries, delay=retry_delay, backoff=retry_backoff
         )
+        defaults = RunDefaults(
+            retry_policy=self._retry,
+            max_token_budget=max_token_budget,
+            max_cost_budget=max_cost_budget,
+            estimate_cost=estimate_cost,
+            timeout=timeout,
+            call_timeout=call_timeout,
+            trace_content=trace_content,
+        )
+        # Compared field by field but the policy by identity: its seams (sleep, random) are
+        # not part of its equality.
+        plain = defaults == PLAIN_DEFAULTS and self._retry is DEFAULT_POLICY
+        self._defaults = PLAIN_DEFAULTS if plain else defaults
         self._plugins = plugins
         self._providers = ProviderPool() if share_providers else None
         self._tracer_provider = tracer_provider
@@ -152,6 +164,7 @@ class OpenMultiAgent:
         self._evaluating = evaluation is not None
         self.evaluation = Evaluator(evaluation or OnlineEvaluationConfig(), plugins)
         self._executors: dict[str, Executor] = {}
+        self._agents: dict[int, tuple[AgentConfig, Agent]] = {}
         self.executor = executor
         self._executor_options = dict(executor_options or {})
         if executor != "local" or executor_options:  # "local" plainly is found on first use
@@ -183,20 +196,28 @@ class OpenMultiAgent:
         keyword arguments are the common per-run settings; ``settings`` gives any other
         ``RunSettings`` field (the keywords win over it).
         """
-        if run_id is not None and not isinstance(run_id, str):
-            raise TypeError(f"run_id must be a str, got {type(run_id).__name__}")
-        check_seconds("timeout", timeout)
-        check_seconds("call_timeout", call_timeout)
-        given = settings or _NO_SETTINGS
-        call: dict[str, Any] = {
-            "run_id": run_id or given.run_id,
-            "metadata": given.metadata if metadata is None else _copy_metadata(metadata),
-            "timeout": timeout if timeout is not None else given.timeout,
-            "call_timeout": call_timeout if call_timeout is not None else given.call_timeout,
-        }
-        caps = (max_token_budget, max_cost_budget, budget)
-        return self._start(
-            config, input, given, call, (max_retries, retry_delay, retry_backoff), caps
+        keywords: tuple[object, ...] = (
+            *(run_id, metadata, max_retries, retry_delay, retry_backoff),
+            *(max_token_budget, max_cost_budget, budget, timeout, call_timeout),
+        )
+        if keywords.count(None) == len(keywords):  # nothing given: the common case, kept free
+            return self._run(
+                config, input, settings or NO_SETTINGS, NO_OVERRIDES, self._providers, self._agents
+            )
+        call = RunOverrides(
+            run_id=run_id,
+            metadata=metadata,
+            max_retries=max_retries,
+            retry_delay=retry_delay,
+            retry_backoff=retry_backoff,
+            max_token_budget=max_token_budget,
+            max_cost_budget=max_cost_budget,
+            budget=budget,
+            timeout=timeout,
+            call_timeout=call_timeout,
+        )
+        return self._run(
+            config, input, settings or NO_SETTINGS, call, self._providers, self._agents
         )
 
     async def run_tasks(
@@ -285,158 +306,57 @@ class OpenMultiAgent:
 
     # -- one run -------------------------------------------------------------------------------
 
-    def _start(
+    def _run(
         self,
         config: AgentConfig,
         input: str | Sequence[Any],
         given: RunSettings,
-        call: dict[str, Any],
-        retry: tuple[int | None, float | None, float | None],
-        caps: tuple[int | float | None, float | None, Budget | None],
-        pool: ProviderPool | None = None,
+        call: RunOverrides,
+        pool: ProviderPool | None,
+        agents: dict[int, tuple[AgentConfig, Agent]],
     ) -> Coroutine[Any, Any, RunResult]:
-        """Check everything a run needs now, at the call; return the run's coroutine."""
-        agent = Agent(
-            config, plugins=self._plugins, provider_pool=self._providers if pool is None else pool
-        )
-        checked = agent.check_input(input)
-        pending: list[asyncio.Task[None]] = []
-        settings = self._settings(config, given, call, retry, caps, pending)
-        return self._run(agent, checked, settings, pending)
-
-    def _settings(
-        self,
-        config: AgentConfig,
-        given: RunSettings,
-        call: dict[str, Any],
-        retry: tuple[int | None, float | None, float | None],
-        caps: tuple[int | float | None, float | None, Budget | None],
-        pending: list[asyncio.Task[None]],
-    ) -> RunSettings:
-        """The run's settings, resolved once (one ``RunSettings`` built): the defaults, then
-        ours, the config's, the ``settings`` given, the call's keywords (``call``)."""
-        max_tokens, max_cost, shared = caps
-        _check_cap("max_token_budget", max_tokens)
-        _check_cap("max_cost_budget", max_cost)
-        if shared is not None and not isinstance(shared, Budget):
-            raise TypeError(f"budget must be a Budget, got {type(shared).__name__}")
-        token_cap = _lowest(self.max_token_budget, max_tokens)
-        cost_cap = _lowest(self.max_cost_budget, max_cost)
-        budgets: list[Budget] = []
-        if token_cap is not None or cost_cap is not None:
-            budgets.append(Budget(max_tokens=token_cap, max_cost=cost_cap))  # this run's own
-        if shared is not None:
-            budgets.append(shared)
-        budgets.extend(given.budgets)
-        estimate_cost = given.estimate_cost or self.estimate_cost
-        if estimate_cost is None and any(b.max_cost is not None for b in budgets):
-            raise ValueError("a cost budget needs OpenMultiAgent(estimate_cost=...) to price calls")
-        max_retries, retry_delay, retry_backoff = retry
-        policy = given.retry or config.retry_policy(self._retry)
-        policy = policy.override(max_retries=max_retries, delay=retry_delay, backoff=retry_backoff)
+        """The run's settings, resolved once, and where its progress, spans and sample go;
+        then ``Agent.run`` of an agent made for this one run (it checks the input, now)."""
+        settings = RunSettings.resolve(self._defaults, config, given, call)
         observers = self._observers()
         tracer = self._tracer()
-        timeout, call_timeout = call["timeout"], call["call_timeout"]
-        timeout = timeout if timeout is not None else self.timeout
-        call_timeout = call_timeout if call_timeout is not None else self.call_timeout
-        if (
-            given is _NO_SETTINGS
-            and not (
-                budgets or observers or call["metadata"] or self.trace_content or estimate_cost
-            )
-            and self._retry is DEFAULT_POLICY
-            and given.retry is None
-            and retry == (None, None, None)
-            and tracer is timeout is call_timeout is call["run_id"] is None
-        ):
-            return _NO_SETTINGS  # nothing to add: the agent's own defaults are the settings
-        run_id = call["run_id"] or new_run_id()
-        changes: dict[str, Any] = {
-            "run_id": run_id,
-            "metadata": call["metadata"],
-            "retry": policy,
-            "timeout": timeout,
-            "call_timeout": call_timeout,
-            "budgets": tuple(budgets),
-            "estimate_cost": estimate_cost,
-            "progress": (
-                self._progress.emitter(observers, pending, config.name, given.task, run_id)
+        if observers or tracer is not None or self._evaluating:
+            run_id = settings.run_id
+            if run_id is None:  # resolve left the settings as given: the run needs an id now
+                run_id = new_run_id()
+            progress = (
+                self._progress.emitter(observers, config.name, settings.task, run_id)
                 if observers
                 else None
-            ),
-            "tracer": tracer,
-            "trace_content": self.trace_content,
-        }
-        if given is _NO_SETTINGS:  # the same as evolving it, without copying every field
-            return RunSettings(**changes)
-        return attrs.evolve(given, **changes)
-
-    async def _run(
-        self,
-        agent: Agent,
-        input: RunInput,
-        settings: RunSettings,
-        pending: list[asyncio.Task[None]],
-    ) -> RunResult:
-        emit = settings.progress
-        if emit is not None:
-            if isinstance(input, str):
-                emit("agent_start", {"prompt": input})
+            )
+            evaluator = self.evaluation if self._evaluating else None
+            if settings is NO_SETTINGS:  # built, not evolved: the common case, kept cheap
+                settings = RunSettings(
+                    run_id=run_id, progress=progress, tracer=tracer, evaluator=evaluator
+                )
             else:
-                emit("agent_start", {"messages": input})
-        span = None
-        if settings.tracer is not None:
-            assert settings.run_id is not None
-            span = RunSpan(
-                settings.tracer,
-                agent=agent.config.name,
-                provider=agent.config.provider_name,
-                model=agent.config.model,
-                run_id=settings.run_id,
-                trace_content=settings.trace_content,
-            )
-            span.record_input(input, agent.config.system_prompt)
-        token = None if span is None else span.attach()
-        try:
-            result = await agent.run(input, settings=settings)
-        except BaseException as error:
-            # Cancelled from outside (or a bug): close what the run opened, then propagate.
-            if span is not None:
-                cancelled = isinstance(error, asyncio.CancelledError)
-                span.finish(None, None if cancelled else detached_error(error))
-            await ProgressDispatcher.cancel(pending)
-            raise
-        finally:
-            if token is not None:
-                RunSpan.detach(token)
-            await _close(agent)
-        failure = result.status.error
-        if emit is not None and failure is not None:
-            emit("error", {"error": failure, "code": result.status.code})
-        if span is not None:
-            span.finish(result)
-        if self._evaluating:
-            self.evaluation.submit(
-                input,
-                result.output,
-                run_id=settings.run_id,
-                metadata=settings.metadata,
-                status=result.status.code,
-                agent=agent.config.name,
-            )
-        if emit is not None:
-            emit(
-                "agent_complete",
-                {
-                    "success": result.success,
-                    "output": result.output,
-                    "usage": result.usage,
-                    "status": result.status.code,
-                },
-            )
-            if pending:
-                await self._progress.drain(pending)
-        return result
+                settings = attrs.evolve(
+                    settings, run_id=run_id, progress=progress, tracer=tracer, evaluator=evaluator
+                )
+        return self._agent(config, pool, agents).run(input, settings=settings)  # type: ignore[return-value]
+
+    def _agent(
+        self,
+        config: AgentConfig,
+        pool: ProviderPool | None,
+        agents: dict[int, tuple[AgentConfig, Agent]],
+    ) -> Agent:
+        """The agent for runs of ``config``: made for one run at a time (it keeps nothing
+        between runs; what a run makes, the run closes), so one serves every run of that
+        config object. ``agents`` holds them by config (ours, or a team run's own)."""
+        held = agents.get(id(config))
+        if held is not None and held[0] is config:
+            return held[1]
+        agent = Agent(config, plugins=self._host(), provider_pool=pool, close_after_run=True)
+        if len(agents) >= _AGENTS_KEPT:
+            agents.clear()
+        agents[id(config)] = (config, agent)  # the config is kept: its id is not reused
+        return agent
 
     # -- what runs share -----------------------------------------------------------------------
 
@@ -505,22 +425,11 @@ class OpenMultiAgent:
             return run_agent(run.config, run.prompt, run.task)
 
         context = ExecutionContext(
-            run_local=run_local, emit=self._emit_event, defaults=self._defaults(), budget=budget
+            run_local=run_local, emit=self._emit_event, defaults=self._defaults, budget=budget
         )
         chosen = executor or self._executor(self.executor)
         async with chosen.session(context) as run_task:
             yield run_task
-
-    def _defaults(self) -> RunDefaults:
-        return RunDefaults(
-            retry_policy=self._retry,
-            max_token_budget=self.max_token_budget,
-            max_cost_budget=self.max_cost_budget,
-            estimate_cost=self.estimate_cost,
-            timeout=self.timeout,
-            call_timeout=self.call_timeout,
-            trace_content=self.trace_content,
-        )
 
     async def _emit_event(self, event: ProgressEvent) -> None:
         """Deliver an event that happened elsewhere (an executor's worker) to our observers."""
@@ -541,21 +450,15 @@ class OpenMultiAgent:
         An agent is one provider for the whole team run (a scripted queue plays in order
         across its tasks; an SDK client keeps its connections); all are closed at the end.
         """
-        if budget is not None and not isinstance(budget, Budget):
-            raise TypeError(f"budget must be a Budget, got {type(budget).__name__}")
-        caps = (None, None, budget)
         pool = ProviderPool(every_provider=True)
+        agents: dict[int, tuple[AgentConfig, Agent]] = {}
+        shared = NO_OVERRIDES if budget is None else RunOverrides(budget=budget)  # checked
 
         def run_agent(config: AgentConfig, prompt: str, task: str | None) -> Awaitable[RunResult]:
-            call = {
-                "run_id": None,
-                "metadata": {"task": task} if task is not None else {},
-                "timeout": None,
-                "call_timeout": None,
-            }
-            nothing = (None, None, None)
-            settings = RunSettings(task=task)
-            return self._start(config, prompt, settings, call, nothing, caps, pool)
+            if task is None:
+                return self._run(config, prompt, NO_SETTINGS, shared, pool, agents)
+            settings = RunSettings(task=task, metadata={"task": task})
+            return self._run(config, prompt, settings, shared, pool, agents)
 
         try:
             yield run_agent
@@ -574,10 +477,3 @@ class OpenMultiAgent:
         self._progress.emit(ProgressEvent(kind, agent, task, data), observers, pending)
         if pending:
             await self._progress.drain(pending)
-
-
-async def _close(agent: Agent) -> None:
-    try:
-        await agent.aclose()
-    except Exception as error:  # closing is best effort; the run's outcome stands
-        _log.warning("closing agent %r failed: %s", agent.config.name, type(error).__name__)

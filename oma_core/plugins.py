@@ -28,14 +28,19 @@ import attrs
 import pluggy
 
 from . import __version__, hookspecs
+from ._hints import not_registered
 from .capabilities import BackendSpec, ProviderSpec
 from .errors import PluginError
 from .executors import EXECUTOR_FEATURES, Executor, ExecutorSpec
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from .calls import CallEvents, ModelCall, RunContext, RunEvents, ToolInvocation
+    from .messages import ToolResultBlock
     from .providers import Provider, ProviderSettings
 
-__all__ = ["HookCall", "PluginFailure", "PluginHost", "PluginInfo"]
+__all__ = ["HookCall", "Hooks", "PluginFailure", "PluginHost", "PluginInfo"]
 
 #: The entry-point group, and pluggy's project name.
 ENTRY_POINT_GROUP = "oma"
@@ -94,6 +99,54 @@ class HookCall:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = dict(zip(self.spec_argnames, args, strict=False)) | kwargs
         return self.function(**{name: bound[name] for name in self.argnames})
+
+
+class Hooks:
+    """The hooks the core calls, typed: ``host.hooks.run(run)`` is
+    ``host.pm.hook.oma_run(run=run)`` with a real signature (pluggy's relay is untyped).
+
+    The wrap hooks (``run``, ``model_call``, ``tool_call``) go through pluggy's own call, so
+    pluggy composes the wrappers; the chain and observe hooks hand out the implementations in
+    pluggy's call order (``before_run``, ``progress``, ``evaluation_result``), because the core
+    calls them one at a time: a chain feeds each result to the next, and an observer that
+    fails must not stop the others.
+    """
+
+    __slots__ = ("_host", "_model_call", "_run", "_tool_call")
+
+    def __init__(self, host: PluginHost) -> None:
+        relay = host.pm.hook
+        self._host = host
+        self._run = relay.oma_run
+        self._model_call = relay.oma_model_call
+        self._tool_call = relay.oma_tool_call
+
+    def run(self, run: RunContext) -> RunEvents:
+        """``oma_run``: the run's events, through every run wrapper."""
+        events: RunEvents = self._run(run=run)
+        return events
+
+    def model_call(self, call: ModelCall, run: RunContext) -> CallEvents:
+        """``oma_model_call``: one attempt's events, through every call wrapper."""
+        events: CallEvents = self._model_call(call=call, run=run)
+        return events
+
+    def tool_call(self, call: ToolInvocation, run: RunContext) -> Awaitable[ToolResultBlock]:
+        """``oma_tool_call``: the tool's result, through every tool wrapper."""
+        result: Awaitable[ToolResultBlock] = self._tool_call(call=call, run=run)
+        return result
+
+    def before_run(self) -> list[HookCall]:
+        """The ``oma_before_run`` implementations, in pluggy's call order (a chain)."""
+        return self._host.hook_calls("oma_before_run")
+
+    def progress(self) -> list[HookCall]:
+        """The ``oma_progress`` implementations, in pluggy's call order (observers)."""
+        return self._host.hook_calls("oma_progress")
+
+    def evaluation_result(self) -> list[HookCall]:
+        """The ``oma_evaluation_result`` implementations, in pluggy's call order (sinks)."""
+        return self._host.hook_calls("oma_evaluation_result")
 
 
 @attrs.define
@@ -155,6 +208,8 @@ class PluginHost:
     def __init__(self, *, load_entrypoints: bool = True) -> None:
         self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
         self.pm.add_hookspecs(hookspecs)
+        #: The hooks, typed (``host.hooks.run(run)``, ``host.hooks.progress()``, ...).
+        self.hooks = Hooks(self)
         self.failures: list[PluginFailure] = []
         self._origins: dict[str, _Origin] = {}
         # What each plugin's registration hooks returned, asked once when it loaded.
@@ -507,8 +562,6 @@ class PluginHost:
     def _lookup(self, table: Mapping[str, _Spec], key: str, what: str, plural: str) -> _Spec:
         spec = table.get(key)
         if spec is None:
-            from .resolution import not_registered
-
             kind = "provider" if plural == "providers" else "backend"
             raise not_registered(str(key), table, kind=kind, note=self._failure_hint())
         return spec
@@ -544,16 +597,16 @@ def _probe(pm: pluggy.PluginManager, plugin_name: str) -> _Offered:
 def _call_own(
     pm: pluggy.PluginManager, plugin_name: str, hook: str, kind: type[Any] | None
 ) -> list[Any]:
+    """Call one plugin's implementation of a registration hook, through pluggy (a hook caller
+    without the other plugins), and check what it returns."""
+    others = [plugin for name, plugin in pm.list_name_plugin() if name != plugin_name]
+    caller = pm.subset_hook_caller(hook, remove_plugins=[p for p in others if p is not None])
+    try:
+        returned = caller()
+    except Exception as exc:
+        raise _HookFault(f"{hook} raised {_error_text(exc)}") from exc
     results: list[Any] = []
-    for impl in getattr(pm.hook, hook).get_hookimpls():
-        if impl.plugin_name != plugin_name:
-            continue
-        try:
-            value = impl.function()
-        except Exception as exc:
-            raise _HookFault(f"{hook} raised {_error_text(exc)}") from exc
-        if value is None:
-            continue
+    for value in returned:
         if not isinstance(value, Iterable) or isinstance(value, str | bytes | Mapping):
             raise _HookFault(f"{hook} must return a list, got {type(value).__name__}")
         for item in value:

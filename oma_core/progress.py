@@ -13,23 +13,18 @@ observer (``on_progress`` and the ``oma_progress`` hooks):
 
 Events reach in-process observers unredacted, like the input itself.
 
-The events from inside a run (``retry`` before a retried attempt, ``warning`` for a tool that
-returned an error result) come from this module's call middleware, a built-in plugin on
-``oma_model_call`` / ``oma_tool_call``: it reports to ``RunSettings.progress``.
+A run's own events (``agent_start``, ``error``, ``agent_complete``, and ``warning`` for a tool
+that returned an error result) come from a built-in plugin, ``default_plugins/progress``, on the
+``oma_run`` / ``oma_tool_call`` hooks; ``retry`` is reported by the run as a back-off wait
+begins, ``budget_exceeded`` by the budgets middleware. All report to ``RunSettings.progress``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import attrs
-
-from . import hookimpl
-
-if TYPE_CHECKING:
-    from .calls import ModelCall, RunContext, ToolInvocation
-    from .messages import ToolResultBlock
 
 __all__ = ["ProgressEvent", "ProgressObserver", "ProgressStats"]
 
@@ -64,47 +59,3 @@ class ProgressStats:
     delivered: int = 0
     failed: int = 0
     timed_out: int = 0
-
-
-# -- the middleware: progress events from inside a run ---------------------------------------
-
-
-@hookimpl(wrapper=True)
-def oma_model_call(call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
-    """A ``retry`` event as a retried attempt starts: its number, the wait, the cause."""
-    events = yield
-    emit = run.settings.progress
-    if emit is not None and call.retry_of is not None:
-        from .redaction import redact_error
-
-        emit(
-            "retry",
-            {
-                "attempt": call.attempt - 1,
-                "delay": call.retry_delay,
-                "error": redact_error(call.retry_of),
-            },
-        )
-    return events
-
-
-@hookimpl(wrapper=True)
-def oma_tool_call(call: ToolInvocation, run: RunContext) -> Generator[None, Any, Any]:
-    """A ``warning`` event for a tool that returned an error result."""
-    result = yield
-    emit = run.settings.progress
-    if emit is None:
-        return result
-    return _warn_on_error(result, call, emit)
-
-
-async def _warn_on_error(
-    result: Awaitable[ToolResultBlock],
-    call: ToolInvocation,
-    emit: Callable[[str, dict[str, Any]], None],
-) -> ToolResultBlock:
-    outcome = await result
-    if outcome.is_error:
-        name = call.block.name
-        emit("warning", {"message": f"tool {name!r} returned an error result", "tool": name})
-    return outcome

@@ -12,12 +12,12 @@ provider and backend, so that an unknown name can say what to install.
 
 from __future__ import annotations
 
-import difflib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from .errors import MissingKeyError, MissingProviderError, NotRegisteredError, UnknownOptionError
+from ._hints import KNOWN_BACKENDS, KNOWN_DISTRIBUTIONS, not_registered, suggest
+from .errors import MissingKeyError, MissingProviderError, UnknownOptionError
 
 if TYPE_CHECKING:
     from .capabilities import ProviderSpec
@@ -33,35 +33,6 @@ __all__ = [
     "suggest",
 ]
 
-#: Provider names the plugins of this repository register, and the distribution of each
-#: (``plugins/<distribution>/``); held to the plugins' own registrations by a test.
-KNOWN_DISTRIBUTIONS: Final[Mapping[str, str]] = {
-    "anthropic": "oma-anthropic",
-    "bedrock": "oma-bedrock",
-    "gemini": "oma-gemini",
-    "litellm": "oma-litellm",
-    "mistral": "oma-mistral",
-    **{
-        name: "oma-openai"
-        for name in (
-            "openai",
-            "minimax",
-            "deepseek",
-            "groq",
-            "openrouter",
-            "together",
-            "ollama",
-            "vllm",
-            "lmstudio",
-            "openai-compatible",
-        )
-    },
-}
-
-#: Backend kinds the plugins of this repository register, and the distribution of each.
-KNOWN_BACKENDS: Final[Mapping[str, str]] = {"acp": "oma-acp", "process": "oma-process"}
-
-#: Model-name beginnings and the provider that serves them, to suggest ``provider:model``.
 _MODEL_FAMILIES: Final = (
     ("claude", "anthropic"),
     ("gpt-", "openai"),
@@ -81,47 +52,6 @@ _MODEL_FAMILIES: Final = (
     ("anthropic.", "bedrock"),
     ("meta.", "bedrock"),
 )
-
-
-def suggest(name: str, names: Iterable[str]) -> tuple[str, ...]:
-    """The names close to ``name`` (difflib's did-you-mean), closest first, at most three."""
-    return tuple(difflib.get_close_matches(name, list(names), n=3, cutoff=0.7))
-
-
-def not_registered(
-    name: str, available: Iterable[str], *, kind: str = "provider", note: str = ""
-) -> NotRegisteredError:
-    """The error for a provider (``kind="provider"``) or backend kind (``"backend"``) no
-    plugin registered: what is available, the close names, and which package to install when
-    this repository has a plugin for the name (or for the close name it was probably meant to
-    be). ``note`` is appended (plugins that failed to load)."""
-    available = tuple(available)
-    known = KNOWN_DISTRIBUTIONS if kind == "provider" else KNOWN_BACKENDS
-    suggestions = suggest(name, {*available, *known})
-    meant = name if name in known else next((s for s in suggestions if s not in available), None)
-    distribution = known.get(meant) if meant is not None else None
-    if name in known:  # the right name, its plugin missing: a did-you-mean would only confuse
-        suggestions = ()
-    what = "provider" if kind == "provider" else "backend kind"
-    plural = "providers" if kind == "provider" else "backends"
-    message = f"unknown {what} {name!r}"
-    if suggestions:
-        message += f" (did you mean {' or '.join(repr(s) for s in suggestions)}?)"
-    message += f"; available {plural}: {', '.join(available) or 'none'}"
-    if distribution is not None:
-        message += (
-            f'. The {what} "{meant}" comes from the {distribution} plugin, which is not '
-            f"installed: pip install {distribution} (from a checkout of oma: "
-            f"pip install -e plugins/{distribution})"
-        )
-    return NotRegisteredError(
-        message + note,
-        name=name,
-        kind=kind,
-        available=available,
-        suggestions=suggestions,
-        distribution=distribution,
-    )
 
 
 def check_provider_options(spec: ProviderSpec, options: Mapping[str, object]) -> None:

@@ -1,14 +1,16 @@
 """``RunSettings``: everything one run is run with, beyond its agent's config.
 
 ``Agent.run(input, settings=...)`` takes one; ``OpenMultiAgent.run_agent`` resolves one per run
-(its own defaults, then the agent's config, then the call's arguments) and hands it to the
-agent. The run's loop reads the limits (``retry``, ``timeout``, ``call_timeout``); the built-in
-call middleware reads the rest (``budgets``, ``progress``, ``tracer``) from ``RunContext``, the
-same way a third-party plugin reads ``metadata``.
+with ``RunSettings.resolve`` — the one place where precedence lives: the orchestrator's
+defaults, then the agent's config, then the ``settings`` given, then the call's keywords
+(``RunOverrides``) — and hands it to the agent. The run's loop reads the limits (``retry``,
+``timeout``, ``call_timeout``); the built-in middleware reads the rest (``budgets``,
+``progress``, ``tracer``, ``evaluator``) from ``RunContext``, the same way a third-party
+plugin reads ``metadata``.
 
 To add a per-run setting: add a field here, read it where it takes effect (the loop, or a
 middleware through ``run.settings``), and pass it as
-``run_agent(..., settings=RunSettings(x=...))``.
+``run_agent(..., settings=RunSettings(x=...))``: two files.
 """
 
 from __future__ import annotations
@@ -21,11 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .executors import PLAIN_DEFAULTS
+
 if TYPE_CHECKING:
     from .budgets import Budget, CostEstimator
+    from .config import AgentConfig
+    from .executors import RunDefaults
     from .retry import RetryPolicy
 
-__all__ = ["ProgressEmitter", "RunSettings", "check_seconds", "new_run_id"]
+__all__ = ["ProgressEmitter", "RunOverrides", "RunSettings", "check_seconds", "new_run_id"]
 
 #: ``emit(event_type, data)``: reports one progress event of the run it was made for.
 ProgressEmitter = Callable[[str, dict[str, Any]], None]
@@ -78,6 +84,76 @@ def _budgets(value: Iterable[Budget]) -> tuple[Budget, ...]:
     return value if type(value) is tuple else tuple(value)
 
 
+def _cap(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or math.isnan(value)
+        or value < 0
+    ):
+        raise ValueError(f"{attribute.name} must be a number >= 0 or None, got {value!r}")
+
+
+def _run_id(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"run_id must be a str, got {type(value).__name__}")
+
+
+def _shared_budget(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    from .budgets import Budget
+
+    if value is not None and not isinstance(value, Budget):
+        raise TypeError(f"budget must be a Budget, got {type(value).__name__}")
+
+
+def _copied_metadata(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The caller's metadata, deep-copied: mutating it after the call changes nothing."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"metadata must be a mapping, got {type(value).__name__}")
+    import copy
+
+    return copy.deepcopy(dict(value))
+
+
+@attrs.frozen(kw_only=True)
+class RunOverrides:
+    """The per-run keywords of ``OpenMultiAgent.run_agent``: the most specific settings.
+
+    Checked when built (that is, when ``run_agent`` is called). Numeric caps make a ledger of
+    the run; ``budget`` is a ``Budget`` shared with whatever else it is passed to.
+    """
+
+    run_id: str | None = attrs.field(default=None, validator=_run_id)
+    metadata: Mapping[str, Any] | None = attrs.field(default=None, converter=_copied_metadata)
+    max_retries: int | None = None
+    retry_delay: float | None = None
+    retry_backoff: float | None = None
+    max_token_budget: int | float | None = attrs.field(default=None, validator=_cap)
+    max_cost_budget: float | None = attrs.field(default=None, validator=_cap)
+    budget: Budget | None = attrs.field(default=None, validator=_shared_budget)
+    timeout: float | None = attrs.field(default=None, validator=_seconds)
+    call_timeout: float | None = attrs.field(default=None, validator=_seconds)
+
+
+#: No keywords given: ``resolve`` recognises it and does no work.
+NO_OVERRIDES = RunOverrides()
+
+
+def _lowest(first: float | None, second: float | None) -> float | None:
+    if first is None:
+        return second
+    return first if second is None else min(first, second)
+
+
+def _given(first: Any, second: Any) -> Any:
+    """The first that is set (not None)."""
+    return first if first is not None else second
+
+
 @attrs.frozen(kw_only=True)
 class RunSettings:
     """The settings of one run (all optional; the defaults run an agent plainly).
@@ -89,8 +165,9 @@ class RunSettings:
     - ``budgets``: the ledgers every model call is charged to (a per-run one for numeric caps,
       and any shared ``Budget``); ``estimate_cost`` prices a call for cost caps;
     - ``progress``: where the run's progress events go (set by ``OpenMultiAgent``);
-      ``tracer``/``trace_content``: OpenTelemetry spans for each call, and whether spans
-      carry the (redacted) content.
+      ``tracer``/``trace_content``: OpenTelemetry spans for the run and each call, and
+      whether spans carry the (redacted) content; ``evaluator``: where the run's online
+      evaluation sample goes (set by ``OpenMultiAgent``).
     """
 
     run_id: str | None = None
@@ -104,6 +181,64 @@ class RunSettings:
     progress: ProgressEmitter | None = attrs.field(default=None, eq=False, repr=False)
     tracer: Any | None = attrs.field(default=None, eq=False, repr=False)
     trace_content: bool = False
+    #: Where the run's online-evaluation sample goes (``OpenMultiAgent``'s evaluator, with
+    #: ``submit``); None: the run is not sampled.
+    evaluator: Any | None = attrs.field(default=None, eq=False, repr=False)
     #: At most this many tool calls in the run; past it, a call is answered with an error
     #: result (the tool does not run) so the model finishes without tools. None: no cap.
     max_tool_calls: int | None = attrs.field(default=None, validator=_optional_count)
+
+    @classmethod
+    def resolve(
+        cls,
+        defaults: RunDefaults,
+        config: AgentConfig,
+        given: RunSettings,
+        call: RunOverrides,
+    ) -> RunSettings:
+        """One run's settings; the only place where precedence lives. From least to most
+        specific: ``defaults`` (the orchestrator's), ``config`` (the agent's: its retry
+        settings), ``given`` (``settings=``), ``call`` (the call's keywords). Numeric caps
+        are the lowest of the orchestrator's and the call's, as a ledger of this run; a
+        shared ``Budget`` and ``given.budgets`` are added as they are. The run id is the
+        call's, the given one, or a new one.
+
+        Nothing set anywhere returns ``given`` itself: the agent's own defaults are the
+        settings (the common case, kept free).
+        """
+        if call is NO_OVERRIDES and defaults is PLAIN_DEFAULTS and given is NO_SETTINGS:
+            return given
+        token_cap = _lowest(defaults.max_token_budget, call.max_token_budget)
+        cost_cap = _lowest(defaults.max_cost_budget, call.max_cost_budget)
+        budgets: list[Budget] = []
+        if token_cap is not None or cost_cap is not None:
+            from .budgets import Budget
+
+            budgets.append(Budget(max_tokens=token_cap, max_cost=cost_cap))  # this run's own
+        if call.budget is not None:
+            budgets.append(call.budget)
+        budgets.extend(given.budgets)
+        estimate_cost = _given(given.estimate_cost, defaults.estimate_cost)
+        if estimate_cost is None and any(b.max_cost is not None for b in budgets):
+            raise ValueError("a cost budget needs OpenMultiAgent(estimate_cost=...) to price calls")
+        policy = given.retry or config.retry_policy(defaults.retry_policy)
+        policy = policy.override(
+            max_retries=call.max_retries, delay=call.retry_delay, backoff=call.retry_backoff
+        )
+        return attrs.evolve(
+            given,
+            run_id=call.run_id or given.run_id or new_run_id(),
+            metadata=_given(call.metadata, given.metadata),
+            retry=policy,
+            timeout=_given(call.timeout, _given(given.timeout, defaults.timeout)),
+            call_timeout=_given(
+                call.call_timeout, _given(given.call_timeout, defaults.call_timeout)
+            ),
+            budgets=tuple(budgets),
+            estimate_cost=estimate_cost,
+            trace_content=given.trace_content or defaults.trace_content,
+        )
+
+
+#: Nothing given: the settings a plain ``Agent.run`` runs with.
+NO_SETTINGS = RunSettings()

@@ -15,8 +15,9 @@ The groups:
 - the backend interface: ``Backend``, ``BackendRequest``, its events and ``BackendResult``;
 - the executor interface: ``ExecutorSpec``, ``Executor``, ``ExecutionContext``, ``TaskRun``,
   ``TaskRunner``, ``RunDefaults``, ``EXECUTOR_FEATURES``, ``WorkerLostError``;
-- call middleware: ``ModelCall``, ``ToolInvocation``, ``RunContext`` (with ``RunSettings``),
-  ``CallEvent`` — what ``oma_model_call`` / ``oma_tool_call`` wrappers receive;
+- middleware: ``ModelCall``, ``ToolInvocation``, ``RunContext`` (with ``RunSettings``),
+  ``CallEvent``, ``RunEvents`` — what ``oma_run`` / ``oma_model_call`` / ``oma_tool_call``
+  wrappers receive;
 - toolsets: ``Toolset`` (tools listed at run time, e.g. an MCP server's) and ``ToolOutput``
   (a tool's error result or parts);
 - the message model a mapping reads (``LLMMessage`` and its blocks and sources);
@@ -99,8 +100,9 @@ _EXPORTS: dict[str, str] = {
     "MediaSource": "messages",
     "Base64Source": "messages",
     "UrlSource": "messages",
-    # call middleware (the oma_model_call / oma_tool_call hooks)
+    # middleware (the oma_run / oma_model_call / oma_tool_call hooks)
     "CallEvent": "calls",
+    "RunEvents": "calls",
     "ModelCall": "calls",
     "RunContext": "calls",
     "ToolInvocation": "calls",
@@ -188,6 +190,7 @@ __all__ = [
     "RunContext",
     "ModelCall",
     "CallEvent",
+    "RunEvents",
     "ALLOWED_ENV",
     "Backend",
     "BackendError",
@@ -358,7 +361,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         BackendToolCall,
         BackendToolResult,
     )
-    from .calls import CallEvent, ModelCall, RunContext, ToolInvocation
+    from .calls import CallEvent, ModelCall, RunContext, RunEvents, ToolInvocation
     from .capabilities import (
         IN_TOOL_RESULT,
         BackendSpec,

@@ -1,10 +1,10 @@
 """OpenTelemetry spans for agent runs, through ``opentelemetry-api`` only.
 
-A run gets a span ``invoke_agent {name}`` (``RunSpan``, opened by the orchestrator and made the
-current span while the run goes); each model call (each attempt) a child span ``chat {model}``
-and each tool call a child ``execute_tool {name}``, made by this module's call middleware
-(a built-in plugin on ``oma_model_call`` / ``oma_tool_call``, active when the run's settings
-carry a tracer). Attributes follow the GenAI semantic conventions (``gen_ai.operation.name``,
+A run gets a span ``invoke_agent {name}`` (``RunSpan``, made the current span while the run
+goes); each model call (each attempt) a child span ``chat {model}`` and each tool call a child
+``execute_tool {name}``. All three are made by this module's middleware (a built-in plugin on
+``oma_run`` / ``oma_model_call`` / ``oma_tool_call``, active when the run's settings carry a
+tracer). Attributes follow the GenAI semantic conventions (``gen_ai.operation.name``,
 ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.usage.*``, ``gen_ai.agent.name``,
 ...) plus ``oma.run_id``.
 
@@ -18,18 +18,19 @@ one): the API alone is a no-op. ``opentelemetry`` is imported on first use, neve
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from . import hookimpl
+from .hookspecs import hookimpl
 from .providers import ResponseComplete
 from .redaction import cut, redact_text
 
 if TYPE_CHECKING:
-    from .calls import CallEvent, ModelCall, RunContext, ToolInvocation
+    from .calls import CallEvent, ModelCall, RunContext, RunEvents, ToolInvocation
     from .messages import LLMMessage, ToolResultBlock
-    from .results import RunResult
+    from .results import RunResult, StreamEvent
 
 __all__ = ["RunSpan", "get_tracer"]
 
@@ -162,6 +163,46 @@ class RunSpan:
 
 
 # -- the middleware ----------------------------------------------------------------------------
+
+
+@hookimpl(wrapper=True)
+def oma_run(run: RunContext) -> Generator[None, Any, Any]:
+    """The run's ``invoke_agent`` span, current while the run goes."""
+    events = yield
+    if run.settings.tracer is None:
+        return events
+    return _traced_run(events, run)
+
+
+async def _traced_run(events: RunEvents, run: RunContext) -> AsyncGenerator[StreamEvent, None]:
+    config = run.config
+    span = RunSpan(
+        run.settings.tracer,
+        agent=config.name,
+        provider=config.provider_name,
+        model=config.model,
+        run_id=run.run_id,
+        trace_content=run.settings.trace_content,
+    )
+    span.record_input(run.input, config.system_prompt)
+    token = span.attach()
+    finished = False
+    try:
+        async for event in events:
+            if event.type == "done":
+                finished = True
+                span.finish(event.data)
+            yield event
+    except BaseException as error:  # cancelled from outside (or a bug)
+        if not finished:
+            from .redaction import detached_error
+
+            cancelled = isinstance(error, asyncio.CancelledError | GeneratorExit)
+            span.finish(None, None if cancelled else detached_error(error))
+        await events.aclose()
+        raise
+    finally:
+        RunSpan.detach(token)
 
 
 @hookimpl(wrapper=True)

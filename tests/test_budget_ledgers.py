@@ -146,8 +146,14 @@ async def test_a_call_refused_before_any_output_costs_nothing() -> None:
 
 async def test_a_call_that_failed_after_it_may_have_reached_the_provider_costs_its_input() -> None:
     budget = Budget(max_tokens=1000)
-    await _run(Fixed(fail=ProviderError("boom", status_code=500)), budget)
+    await _run(Fixed(fail=ProviderError("connection dropped", retryable=True)), budget)
     assert budget.used_tokens >= 10
+
+
+async def test_a_call_answered_with_a_server_error_costs_nothing() -> None:
+    budget = Budget(max_tokens=1000)
+    await _run(Fixed(fail=ProviderError("boom", status_code=500)), budget)
+    assert budget.used_tokens == 0
 
 
 async def test_cost_is_priced_by_the_estimator_and_capped() -> None:

@@ -280,13 +280,24 @@ async def test_a_shared_budget_stops_later_runs() -> None:
     assert second_provider.requests == []
 
 
-async def test_a_call_failing_at_the_provider_is_charged_its_input_never_zero() -> None:
+async def test_a_call_whose_outcome_is_unknown_is_charged_its_input_never_zero() -> None:
     budget = Budget(max_tokens=1_000_000)
-    provider = ScriptedProvider([ProviderError("upstream broke", status_code=500)])
+    provider = ScriptedProvider([ProviderError("connection reset", retryable=True)])
     config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
     result = await make_orchestrator().run_agent(config, PROMPT, budget=budget, max_retries=0)
     assert result.status.code == "error"
     assert budget.used_tokens == _input_estimate()
+
+
+@pytest.mark.parametrize("status", [500, 503, 529])
+async def test_a_5xx_answer_is_not_charged_and_the_run_reports_the_same(status: int) -> None:
+    budget = Budget(max_tokens=1_000_000)
+    provider = ScriptedProvider([ProviderError("upstream broke", status_code=status), "ok"])
+    config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
+    oma = make_orchestrator(retry_policy=RetryPolicy(sleep=_no_wait))
+    result = await oma.run_agent(config, PROMPT, budget=budget)
+    assert result.success and len(provider.requests) == 2
+    assert budget.used_tokens == result.usage.total_tokens  # what is charged is what is reported
 
 
 async def test_every_failed_attempt_is_charged() -> None:
@@ -347,7 +358,7 @@ async def test_a_run_cancelled_between_calls_is_not_charged_twice() -> None:
         gate.set()
         await asyncio.sleep(10)
 
-    provider = ScriptedProvider([ProviderError("busy", status_code=503), "late"])
+    provider = ScriptedProvider([ProviderError("reset", retryable=True), "late"])
     oma = make_orchestrator(retry_policy=RetryPolicy(sleep=sleep_forever))
     config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
     task = asyncio.ensure_future(oma.run_agent(config, PROMPT, budget=budget))
@@ -390,3 +401,7 @@ async def test_per_run_caps_do_not_leak_between_runs() -> None:
     for _ in range(3):
         result = await oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["ok"])), PROMPT)
         assert result.success
+
+
+async def _no_wait(seconds: float) -> None:
+    return None

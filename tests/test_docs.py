@@ -25,6 +25,7 @@ KINDS = {
     "oma_before_run": "chain",
     "oma_progress": "observe",
     "oma_evaluation_result": "observe",
+    "oma_run": "wrap",
     "oma_model_call": "wrap",
     "oma_tool_call": "wrap",
 }

@@ -17,8 +17,9 @@ SPECS = {
 }
 
 
-def test_the_hooks_are_the_six_of_the_contract_and_the_two_middleware_hooks() -> None:
+def test_the_hooks_are_the_six_of_the_contract_and_the_three_middleware_hooks() -> None:
     assert set(SPECS) == {
+        "oma_run",
         "oma_register_providers",
         "oma_register_backends",
         "oma_register_executors",
@@ -39,6 +40,10 @@ def test_every_hook_is_a_spec_of_the_oma_project_with_a_full_docstring() -> None
         assert ":param" in doc or ":returns:" in doc, name
 
 
+def test_hookimpl_lives_beside_the_specs_and_oma_core_reexports_it() -> None:
+    assert oma_core.hookimpl is hookspecs.hookimpl
+
+
 def test_hookimpl_and_hookspec_share_the_project_name() -> None:
     assert hookspecs.hookspec.project_name == "oma"
     assert oma_core.hookimpl.project_name == "oma"
@@ -55,6 +60,7 @@ def test_hook_arguments_are_the_documented_ones() -> None:
         "oma_before_run": ["ctx"],
         "oma_progress": ["event"],
         "oma_evaluation_result": ["result"],
+        "oma_run": ["run"],
         "oma_model_call": ["call", "run"],
         "oma_tool_call": ["call", "run"],
     }

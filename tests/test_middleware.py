@@ -315,3 +315,78 @@ async def test_a_pass_through_middleware_changes_nothing(host: PluginHost) -> No
     agent, provider = make(host, "ok")
     result = await start(agent, "hi", observers=(PassThrough(),))
     assert result.success and provider.requests[0].max_tokens is None
+
+
+# -- oma_run: middleware around a whole run ----------------------------------------------------
+
+
+class _RunWatcher:
+    """Records what a run wrapper sees: the input, then every event type, ``done`` last."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    @hookimpl(wrapper=True)
+    def oma_run(self, run: RunContext) -> Generator[None, Any, Any]:
+        events = yield
+        return self._watched(events, run)
+
+    async def _watched(self, events: Any, run: RunContext) -> AsyncGenerator[Any, None]:
+        self.seen.append(("input", run.input, run.stream))
+        async with aclosing(events) as inner:
+            async for event in inner:
+                self.seen.append(event.type)
+                yield event
+
+
+async def test_a_run_wrapper_sees_the_input_and_every_event_done_last() -> None:
+    host = PluginHost(load_entrypoints=False)
+    watcher = _RunWatcher()
+    host.register(watcher, name="watcher")
+    agent = Agent(AgentConfig(name="a", provider=ScriptedProvider(["hello"])), plugins=host)
+    result = await agent.run("hi")
+    assert result.output == "hello"
+    assert watcher.seen == [("input", "hi", False), "done"]
+
+
+async def test_a_run_wrapper_sees_a_streamed_run_and_its_error_before_done() -> None:
+    host = PluginHost(load_entrypoints=False)
+    watcher = _RunWatcher()
+    host.register(watcher, name="watcher")
+    provider = ScriptedProvider([ProviderError("no", status_code=400)])
+    agent = Agent(AgentConfig(name="a", provider=provider), plugins=host)
+    async with agent.stream("hi") as events:
+        types = [event.type async for event in events]
+    assert types == ["error", "done"]
+    assert watcher.seen == [("input", "hi", True), "error", "done"]
+
+
+async def test_run_agent_is_one_agent_run_through_the_same_run_wrappers() -> None:
+    host = PluginHost(load_entrypoints=False)
+    watcher = _RunWatcher()
+    host.register(watcher, name="watcher")
+    order: list[str] = []
+    oma = OpenMultiAgent(plugins=host, on_progress=lambda event: order.append(event.type))
+    await oma.run_agent(AgentConfig(name="a", provider=ScriptedProvider(["ok"])), "hi")
+    assert watcher.seen == [("input", "hi", False), "done"]
+    assert order == ["agent_start", "agent_complete"]
+
+
+async def test_a_run_wrapper_can_answer_without_running() -> None:
+    class Refuser:
+        @hookimpl(wrapper=True, tryfirst=True)
+        def oma_run(self, run: RunContext) -> Generator[None, Any, Any]:
+            events = yield
+            return self._refused(events, run)
+
+        async def _refused(self, events: Any, run: RunContext) -> AsyncGenerator[Any, None]:
+            from oma_core import RunResult, RunStatus, StreamEvent, Usage
+
+            await events.aclose()
+            yield StreamEvent("done", RunResult(True, "cached", [], Usage(), RunStatus("ok", None)))
+
+    host = PluginHost(load_entrypoints=False)
+    host.register(Refuser(), name="refuser")
+    provider = ScriptedProvider(["never"])
+    result = await Agent(AgentConfig(name="a", provider=provider), plugins=host).run("hi")
+    assert result.output == "cached" and provider.requests == []

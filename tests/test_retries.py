@@ -30,6 +30,7 @@ from oma_core import (
     PluginHost,
     ProgressEvent,
     ProviderError,
+    RunSettings,
     UnsupportedContentBlockError,
     tool,
 )
@@ -53,13 +54,16 @@ def _record_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 async def test_default_ladder_retries_twice_with_equal_jitter_from_half_a_second() -> None:
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:  # the wait asked for, not the machine's speed
+        waits.append(seconds)
+
     agent, provider = scripted_agent([_unavailable(), "ok"])
-    start = time.monotonic()
-    result = await agent.run("x")
-    elapsed = time.monotonic() - start
+    result = await agent.run("x", settings=RunSettings(retry=RetryPolicy(sleep=record)))
     assert result.success and len(provider.requests) == 2
     # equal jitter on 0.5 s: between 0.25 and 0.5 s
-    assert 0.24 <= elapsed <= 0.9
+    assert len(waits) == 1 and 0.25 <= waits[0] <= 0.5
 
 
 async def test_default_ladder_gives_up_after_two_retries() -> None:
@@ -341,3 +345,30 @@ async def test_a_non_retryable_4xx_is_tried_once_even_with_many_retries() -> Non
     )
     assert result.status.code == "error"
     assert len(provider.requests) == 1
+
+
+async def test_the_retry_event_arrives_as_a_long_retry_after_wait_begins() -> None:
+    """With Retry-After: 30 the user hears of the retry at once, not 30 s later."""
+    seen: list[ProgressEvent] = []
+    heard = asyncio.Event()
+
+    def observe(event: ProgressEvent) -> None:
+        seen.append(event)
+        if event.type == "retry":
+            heard.set()
+
+    busy = ProviderError("busy", status_code=429, retry_after=30.0)
+    provider = ScriptedProvider([busy, "ok"])
+    oma = OpenMultiAgent(on_progress=observe, plugins=PluginHost(load_entrypoints=False))
+    run = asyncio.ensure_future(oma.run_agent(AgentConfig("a", provider=provider), "hi"))
+    try:
+        await asyncio.wait_for(heard.wait(), timeout=10)  # far less than the 30 s wait
+        assert not run.done()  # still waiting: the event came as the wait began
+    finally:
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(run, timeout=10)
+    (retry,) = [event for event in seen if event.type == "retry"]
+    assert retry.data["attempt"] == 1 and retry.data["delay"] == 30.0
+    assert isinstance(retry.data["error"], ProviderError)
+    assert len(provider.requests) == 1  # the second attempt never started

@@ -5,17 +5,21 @@ from __future__ import annotations
 __all__ = ["DEFAULT_PLUGINS"]
 
 #: Modules registered by every ``PluginHost``, under these names, before any entry point.
-#: ``transport`` is the innermost call middleware; ``budgets`` (here), ``oma_core.tracing``
-#: and ``oma_core.progress`` are the core's own wrappers around it, on the same hooks a
-#: third-party plugin uses; ``toolsets`` puts a toolset's tools (an MCP server's) in
-#: each call, outermost.
+#: ``run`` is the run itself (the innermost ``oma_run``) and ``transport`` the innermost
+#: call; the others are the core's own wrappers around them, on the same hooks a
+#: third-party plugin uses. Among wrappers of equal rank the one registered later is outer:
+#: around a run, progress is outermost, then evaluation, the span, closing (``trylast``);
+#: ``toolsets`` puts a toolset's tools (an MCP server's) in each call, outermost.
 DEFAULT_PLUGINS = (
     "oma_core.default_plugins.echo",
     "oma_core.default_plugins.scripted",
     "oma_core.default_plugins.local_executor",
+    "oma_core.default_plugins.run",
     "oma_core.default_plugins.transport",
     "oma_core.default_plugins.budgets",
     "oma_core.default_plugins.toolsets",
+    "oma_core.default_plugins.closing",
     "oma_core.tracing",
-    "oma_core.progress",
+    "oma_core.default_plugins.evaluation",
+    "oma_core.default_plugins.progress",
 )

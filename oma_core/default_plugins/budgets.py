@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .. import hookimpl
 from .._usage import charged_usage
 from ..budgets import CostContext
 from ..errors import BudgetExceededError
+from ..hookspecs import hookimpl
+from ..messages import text_of
 from ..providers import ResponseComplete, TextDelta
 
 if TYPE_CHECKING:
@@ -82,8 +83,6 @@ async def _budgeted(
 
 def _response_usage(request: ProviderRequest, response: Any, arrived: int) -> Usage:
     if not arrived:  # a whole reply (``complete``): its text stands for what arrived
-        from .._before_run import text_of
-
         arrived = len(text_of(response.message))
     return charged_usage(request, response.usage, arrived=arrived)
 

@@ -15,8 +15,8 @@ import math
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .. import hookimpl
 from ..capabilities import Capabilities, ProviderSpec
+from ..hookspecs import hookimpl
 from ..messages import (
     Base64Source,
     ContentBlock,

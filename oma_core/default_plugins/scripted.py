@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .. import hookimpl
 from ..capabilities import Capabilities, ProviderSpec
+from ..hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from ..providers import Provider, ProviderSettings

@@ -1,0 +1,58 @@
+"""What online evaluation hands around: a scorer's ``Score``, the ``EvalCase`` it scores and
+the ``EvalResult`` stored of it (public from ``oma_core.evaluation`` and ``oma_core``).
+
+Apart from the evaluator so that the hook specifications can name ``EvalResult`` without
+importing the evaluator (which finds scorers and sinks in the plugin host).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = ["EvalCase", "EvalResult", "Score"]
+
+
+@attrs.frozen
+class Score:
+    """A scorer's verdict: a number and, optionally, why."""
+
+    value: float
+    reason: str | None = None
+
+
+@attrs.frozen
+class EvalCase:
+    """What a scorer sees of one run.
+
+    ``input`` is the input as the policy allows (a placeholder or JSON text); ``output`` is the
+    run's output text in every mode; ``status`` is the run's ``status.code``.
+    """
+
+    input: str
+    output: str
+    run_id: str | None
+    metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    status: str = "ok"
+    agent: str | None = None
+
+
+@attrs.frozen
+class EvalResult:
+    """What is stored of one evaluation: delivered to ``on_result`` and the result hooks.
+
+    ``input``, ``output``, ``metadata`` and score reasons follow ``store_payloads``;
+    ``errors`` maps a failed scorer's name to its (redacted) error text.
+    """
+
+    run_id: str | None
+    agent: str | None
+    status: str
+    input: str
+    output: str
+    metadata: Mapping[str, Any]
+    scores: Mapping[str, Score]
+    errors: Mapping[str, str]
+    store_payloads: str
