@@ -43,8 +43,10 @@ REPORTS = ROOT / ".nox" / "test-reports"
 EVERY_TEST = REPORTS / "every-test.txt"  # every test id, collected with everything installed
 
 
-def _install_core(session: nox.Session) -> None:
-    session.install("-e", ".[test]", "pytest-reportlog~=1.0")
+def _install_core(session: nox.Session, *others: str) -> None:
+    """The core with its test extras and ``others`` (editable), in one resolution."""
+    editable = [arg for path in others for arg in ("-e", path)]
+    session.install("-e", ".[test]", "pytest-reportlog~=1.0", *editable)
 
 
 def _pytest(session: nox.Session, *args: str, parallel: bool = True) -> None:
@@ -59,17 +61,14 @@ def _pytest(session: nox.Session, *args: str, parallel: bool = True) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The core's tests, with only the core (and its test plugin distributions) installed."""
-    _install_core(session)
-    for dist in TEST_DISTRIBUTIONS:
-        session.install("-e", dist)
+    _install_core(session, *TEST_DISTRIBUTIONS)
     _pytest(session, "-m", "not combination", "tests")
 
 
 def _plugin_session(plugin: str) -> None:
     @nox.session(name=f"plugin-{plugin.removeprefix('oma-')}")
     def run(session: nox.Session) -> None:
-        _install_core(session)
-        session.install("-e", f"plugins/{plugin}[test]")
+        _install_core(session, f"plugins/{plugin}[test]")
         _pytest(session, f"plugins/{plugin}/tests", parallel=plugin not in SERIAL)
 
     run.__doc__ = f"{plugin} alone with the core."
@@ -82,15 +81,11 @@ for _plugin in PLUGINS:
 @nox.session(name="all")
 def all_together(session: nox.Session) -> None:
     """The core and every plugin installed together: the tests marked `combination`."""
-    _install_core(session)
-    for plugin in PLUGINS:
-        session.install("-e", f"plugins/{plugin}[test]")
-    for dist in TEST_DISTRIBUTIONS:
-        session.install("-e", dist)
+    _install_core(session, *(f"plugins/{p}[test]" for p in PLUGINS), *TEST_DISTRIBUTIONS)
     _pytest(session, "-m", "combination", "tests")
     # Every test id of every suite, for `every-test-ran` (only here can every suite be collected).
     suites = ["tests", *(f"plugins/{p}/tests" for p in PLUGINS)]
-    listed = session.run(*PYTEST, "--collect-only", "-q", *suites, silent=True)
+    listed = session.run(*PYTEST, "--collect-only", *suites, silent=True)
     EVERY_TEST.write_text(
         "".join(f"{line}\n" for line in str(listed).splitlines() if "::" in line),
         encoding="utf-8",
@@ -123,6 +118,8 @@ def every_test_ran(session: nox.Session) -> None:
         session.error(f"no test log of {', '.join(missing) or 'all'}: run those sessions first")
     passed = set().union(*(_passed(name) for name in sessions))
     every = EVERY_TEST.read_text(encoding="utf-8").splitlines()
+    if not every:
+        session.error(f"{EVERY_TEST} lists no test: the collection in `all` failed")
     lost = [test for test in every if test not in passed]
     if lost:
         shown = "\n  ".join(lost[:50])
@@ -141,9 +138,8 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def types(session: nox.Session) -> None:
     """mypy --strict over the core and every plugin's package."""
-    session.install("mypy~=2.4", "-e", ".[test]")
-    for plugin in PLUGINS:
-        session.install("-e", f"plugins/{plugin}[test]")
+    editable = [arg for p in PLUGINS for arg in ("-e", f"plugins/{p}[test]")]
+    session.install("mypy~=2.4", "-e", ".[test]", *editable)
     packages = [f"plugins/{p}/{p.replace('-', '_')}" for p in PLUGINS]
     session.run("mypy", "--strict", "oma_core", *packages)
 
@@ -151,8 +147,7 @@ def types(session: nox.Session) -> None:
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the documentation site; warnings are errors."""
-    session.install("mkdocs-material>=9.5", "mkdocstrings-python>=1.10", "-e", ".")
-    for plugin in PLUGINS:
-        session.install("-e", f"plugins/{plugin}")
+    editable = [arg for p in PLUGINS for arg in ("-e", f"plugins/{p}")]
+    session.install("mkdocs-material>=9.5", "mkdocstrings-python>=1.10", "-e", ".", *editable)
     site = Path(session.create_tmp()) / "site"
     session.run("mkdocs", "build", "--strict", "--site-dir", str(site))
