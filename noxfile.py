@@ -12,8 +12,9 @@
 - `lint` (ruff), `types` (mypy --strict), `docs` (mkdocs --strict).
 
 The suites run on every core (pytest-xdist), but Ray's: its one cluster per run is shared by
-its tests. Measured on a 2-core machine from a fresh clone, a bare `nox` takes about 17 minutes
-(`tests` 6, `plugin-openai` 2, `all` 1.5, `types` 1.5; see README.md).
+its tests. A fresh `nox` uses about 18 minutes of CPU (measured: `tests` 3.4, `plugin-openai`
+3.2, `plugin-anthropic` 2.8, `plugin-litellm` 1.8, `plugin-acp` 1.5, `all` 1.1, `types` 1, the
+other plugins under 1 each): about 15 minutes on an idle 2-core machine (README.md).
 
 uv creates the environments when it is installed (`pip install nox uv`), virtualenv otherwise.
 """
