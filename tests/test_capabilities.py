@@ -147,6 +147,7 @@ async def test_a_provider_error_for_a_forwarded_block_follows_the_normal_failure
     assert [e.type for e in events][-2:] == ["error", "done"]
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 async def test_oma_does_not_infer_a_vision_flag_from_the_model_name() -> None:
     pytest.importorskip("oma_openai")
     config = AgentConfig(name="o", provider="openai", model="gpt-3.5-turbo", api_key="k")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@functools.cache  # the same command prints the same thing: run each once per process
 def plugins(*args: str, columns: str | None = None) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["OMA_LOAD_PLUGINS"] = "testplugin"

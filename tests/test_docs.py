@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 from pathlib import Path
@@ -61,30 +62,40 @@ def _owners(tree: ast.Module, hook: str) -> set[str]:
     return owners
 
 
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    """A test module's syntax tree, parsed once for every hook asked about (read, not changed)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _tests_implementing(hook: str) -> list[str]:
     """Test functions that define a ``@hookimpl`` implementation of ``hook`` (in their body, in
     a class or function of their module, or in one of tests/_builders.py that they import, used
     by name)."""
-    shared = _owners(ast.parse((ROOT / "tests" / "_builders.py").read_text("utf-8")), hook)
+    shared = _owners(_parsed(ROOT / "tests" / "_builders.py"), hook)
     found = []
     for path in ROOT.glob("tests/test_*.py"):
         if path.name in LISTING_TESTS:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _parsed(path)
         owners = _owners(tree, hook)
         for top in tree.body:
             if isinstance(top, ast.ImportFrom) and top.module == "_builders":
                 owners |= {a.asname or a.name for a in top.names if a.name in shared}
-        for top in tree.body:
-            if not (
-                isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef)
-                and top.name.startswith("test_")
-            ):
-                continue
-            used = {n.id for n in ast.walk(top) if isinstance(n, ast.Name)}
-            if top.name in owners or used & owners:
-                found.append(f"{path.name}::{top.name}")
+        for name, used in _test_functions(path):
+            if name in owners or used & owners:
+                found.append(f"{path.name}::{name}")
     return found
+
+
+@functools.cache
+def _test_functions(path: Path) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Each top-level test function of a module and the names its body uses."""
+    return tuple(
+        (top.name, frozenset(n.id for n in ast.walk(top) if isinstance(n, ast.Name)))
+        for top in _parsed(path).body
+        if isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef) and top.name.startswith("test_")
+    )
 
 
 def _headings(page: str) -> set[str]:

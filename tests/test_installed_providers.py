@@ -1,5 +1,5 @@
 """The installed provider plugins hold to their block tables (these tests skip when a plugin is
-absent).
+absent; marked ``combination``, they run in ``nox -s all``).
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ from oma_core import (
 from oma_core.capabilities import Mode
 from oma_core.testing.fake_server import FakeServer, RecordedRequest, Response, SSEEvent
 from oma_core.toolkit import ProviderRequest, ProviderSettings
+
+pytestmark = pytest.mark.combination  # run where every plugin is installed: `nox -s all`
 
 
 def _plugin_capabilities(name: str) -> Capabilities:

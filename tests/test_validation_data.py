@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import enum
-import math
 from typing import Any
 
 import pytest
@@ -32,6 +31,9 @@ class Colour(enum.IntEnum):
         (float("nan"), "non-finite float"),
         (float("inf"), "non-finite float"),
         (float("-inf"), "non-finite float"),
+        (frozenset({1}), "frozenset"),
+        (bytearray(b"x"), "bytearray"),
+        (1 + 2j, "complex"),
     ],
 )
 def test_non_plain_data_in_a_tool_input_is_refused(value: Any, shown: str) -> None:
@@ -80,33 +82,6 @@ def test_a_dict_subclass_is_copied_from_what_it_really_holds() -> None:
     block = load_messages([assistant(tool_call(Lying(real=[1])))])[0].content[0]
     assert block.plain_input() == {"real": [1]}
     assert type(block.plain_input()) is dict
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        lambda: None,
-        {1, 2},
-        frozenset({1}),
-        b"bytes",
-        bytearray(b"x"),
-        datetime.datetime(2024, 1, 1),
-        object(),
-        1 + 2j,
-    ],
-)
-def test_non_plain_data_in_tool_input_is_not_cloneable(value: Any) -> None:
-    err = refused(
-        [assistant(tool_use({"x": value}))],
-        phrase="messages must contain cloneable structured data",
-    )
-    assert err.path.startswith("messages[0].content[0]")
-
-
-@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
-def test_non_finite_floats_are_refused(value: float) -> None:
-    err = refused([assistant(tool_use({"x": [value]}))])
-    assert err.path.startswith("messages[0].content[0]")
 
 
 def test_a_cyclic_tool_input_is_refused_without_recursion_error() -> None:

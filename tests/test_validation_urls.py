@@ -170,24 +170,30 @@ def test_urls_that_are_not_absolute_http_urls_are_refused(url: str) -> None:
         "messages[0].content[0].source.url",
         "must be an absolute HTTP(S) URL",
     )
-    refused(
-        [user(image(url_source(url)))],
-        "messages[0].content[0].source.url",
-        "must be an absolute HTTP(S) URL",
-    )
 
 
-@pytest.mark.parametrize("url", [None, 5, b"https://example.com/a.png", ["https://a.b/"]])
-def test_a_url_that_is_not_a_string_is_refused(url: Any) -> None:
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (None, "None"),
+        (5, "int"),
+        (b"https://example.com/a.png", "bytes"),
+        (["https://a.b/"], "list"),
+    ],
+)
+def test_a_url_that_is_not_a_string_is_refused(url: Any, shown: str) -> None:
     with pytest.raises(InvalidMessageError, match=r"must be an absolute HTTP\(S\) URL in a string"):
         load_url(url)
+    err = refused([user(video(url_source(url, "video/mp4")))], "messages[0].content[0].source.url")
+    assert f"got {shown}" in str(err)
 
 
-def test_error_messages_do_not_repeat_the_url() -> None:
-    secret = "https://example.com/a.png?token=s3cr3t&x=\\"
+def test_a_refused_url_is_never_echoed() -> None:
     with pytest.raises(InvalidMessageError) as info:
-        load_url(secret)
+        load_url("https://example.com/a.png?token=s3cr3t&x=\\")
     assert "s3cr3t" not in str(info.value)
+    err = refused([user(image(url_source("https://bob:hunter2@example.com/a.png")))])
+    assert "hunter2" not in str(err)
 
 
 def test_hand_built_url_sources_run_the_same_checks() -> None:
@@ -195,29 +201,6 @@ def test_hand_built_url_sources_run_the_same_checks() -> None:
         UrlSource("image/png", "file:///etc/passwd")
     assert str(info.value) == "url must use HTTP or HTTPS, not file:"
     assert info.value.path == "url"
-
-
-def test_uppercase_url_scheme_is_accepted() -> None:
-    (message,) = load_messages([user(image(url_source("HTTPS://example.com/a.png")))])
-    assert message.content[0].source.url.lower().startswith("https://")
-
-
-def test_data_url_in_the_url_field_is_refused() -> None:
-    refused(
-        [user(image(url_source("data:image/png;base64,AAAA")))],
-        "messages[0].content[0].source.url",
-    )
-
-
-def test_url_credentials_are_never_echoed() -> None:
-    err = refused([user(image(url_source("https://bob:hunter2@example.com/a.png")))])
-    assert "hunter2" not in str(err)
-
-
-def test_url_must_be_a_string() -> None:
-    err = refused([user(video(url_source(None, "video/mp4")))])  # type: ignore[arg-type]
-    assert err.path == "messages[0].content[0].source.url"
-    assert "got None" in str(err)
 
 
 def test_url_errors_inside_tool_result_parts_name_the_part() -> None:
