@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ._bounded import ACCEPT_ENCODING, BodyReader, ReadLimits, guard_hooks, redirect_refused
 from .errors import ProviderError
 from .redaction import REDACTED, redact_text
 from .retry import parse_retry_after
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 #: The provider options ``LoopLocalClient.from_options`` reads (the rest usually go in the body).
-CLIENT_OPTIONS = ("timeout", "headers")
+CLIENT_OPTIONS = ("timeout", "headers", "max_response_bytes", "max_event_bytes")
 #: Request texts shorter than this are not blanked out of messages (they would hit words).
 MIN_SECRET = 8
 #: How much of a service's error text a message keeps (characters).
@@ -95,14 +96,21 @@ def http_client(
     timeouts: HttpTimeouts | None = None,
     max_connections: int = 100,
     max_keepalive_connections: int = 20,
+    provider: str = "the service",
+    limits: ReadLimits | None = None,
 ) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` with real timeouts and connection limits; the provider owns it
-    and closes it in its ``aclose`` (``await client.aclose()``). Redirects are not followed: a
-    model API that redirects a POST is misconfigured, and following would resend the key."""
+    and closes it in its ``aclose`` (``await client.aclose()``). A redirect is refused (a
+    non-retryable ``ProviderError`` naming the status and the Location's host): a model API
+    that redirects a POST is misconfigured, and following would resend the body and headers.
+    Reply bodies are decoded step by step and held to ``limits`` (``guard_hooks``), so a
+    compression bomb or an endless event stops at the limit; ``provider`` names the service
+    in those errors."""
     import httpx
 
     t = timeouts or HttpTimeouts()
     return httpx.AsyncClient(
+        event_hooks=guard_hooks(provider, limits),
         base_url=base_url or "",
         headers=dict(headers or {}),
         timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.write, pool=t.pool),
@@ -127,6 +135,8 @@ class LoopLocalClient:
         timeouts: HttpTimeouts | None = None,
         max_connections: int = 100,
         max_keepalive_connections: int = 20,
+        provider: str = "the service",
+        limits: ReadLimits | None = None,
     ) -> None:
         self._options: dict[str, Any] = {
             "base_url": base_url,
@@ -134,21 +144,30 @@ class LoopLocalClient:
             "timeouts": timeouts,
             "max_connections": max_connections,
             "max_keepalive_connections": max_keepalive_connections,
+            "provider": provider,
+            "limits": limits,
         }
         self._client: httpx.AsyncClient | None = None
         self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     @classmethod
     def from_options(
-        cls, options: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+        cls,
+        options: Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        provider: str = "the service",
     ) -> LoopLocalClient:
         """A client configured by the provider options every HTTP plugin takes (the keys of
-        ``CLIENT_OPTIONS``): ``timeout`` (the read timeout, seconds) and ``headers`` (extra
-        headers; ``headers`` given here, such as the key's, win)."""
+        ``CLIENT_OPTIONS``): ``timeout`` (the read timeout, seconds), ``headers`` (extra
+        headers; ``headers`` given here, such as the key's, win), ``max_response_bytes`` and
+        ``max_event_bytes`` (``ReadLimits``; a bad value is a ``PluginError``)."""
         timeout = options.get("timeout")
         return cls(
             headers={**dict(options.get("headers") or {}), **dict(headers or {})},
             timeouts=HttpTimeouts(read=float(timeout)) if timeout else None,
+            provider=provider,
+            limits=ReadLimits.from_options(options, name=provider),
         )
 
     def get(self) -> httpx.AsyncClient:
@@ -537,7 +556,10 @@ class AioHttpClient:
     connection pool belong to the loop that opened them), with real timeouts and a connection
     limit. ``total`` (seconds, if given) bounds each whole request, as an SDK's ``timeout``
     does; otherwise ``timeouts`` bound the connect and each read. Redirects are not followed.
-    ``aclose`` closes the running loop's session; one left on a finished loop is dropped."""
+    ``aclose`` closes the running loop's session; one left on a finished loop is dropped.
+
+    Bodies are not decompressed by aiohttp: ``aio_post_json`` and ``aio_stream_sse`` decode
+    them through a ``BodyReader`` held to ``limits``."""
 
     def __init__(
         self,
@@ -546,8 +568,10 @@ class AioHttpClient:
         timeouts: HttpTimeouts | None = None,
         total: float | None = None,
         max_connections: int = 100,
+        limits: ReadLimits | None = None,
     ) -> None:
-        self._headers = dict(headers or {})
+        self.limits = limits or ReadLimits()
+        self._headers = {**dict(headers or {}), "accept-encoding": ACCEPT_ENCODING}
         self._timeouts = timeouts or HttpTimeouts()
         self._total = total
         self._max_connections = max_connections
@@ -571,7 +595,7 @@ class AioHttpClient:
             connector=connector,
             headers=self._headers,
             timeout=timeout,
-            auto_decompress=True,
+            auto_decompress=False,  # decoded by a BodyReader, step by step
         )
         self._loop = weakref.ref(loop)
         return self._session
@@ -593,9 +617,11 @@ async def aio_post_json(
     headers: Mapping[str, str] | None = None,
     params: Mapping[str, str] | None = None,
     status_error: StatusError | None = None,
+    limits: ReadLimits | None = None,
 ) -> Any:
     """``post_json`` over aiohttp: POST ``body`` (a mapping, or JSON bytes already encoded)
-    and return the decoded JSON reply; every failure is a ``ProviderError``."""
+    and return the decoded JSON reply; every failure is a ``ProviderError``. A redirect is
+    refused; the body is decoded through a ``BodyReader`` held to ``limits``."""
     secrets = tuple(secrets)
     data = body if isinstance(body, bytes) else encode_json(body)
     error: ProviderError | None = None
@@ -605,7 +631,11 @@ async def aio_post_json(
         ) as response:
             status = response.status
             reply_headers = response.headers
-            payload = await response.read()
+            if 300 <= status < 400:
+                raise redirect_refused(provider, status, reply_headers.get("location"))
+            payload = await aio_read_body(
+                response, provider=provider, limits=limits or ReadLimits(), truncate=status >= 400
+            )
     except Exception as exc:
         error = error_from_exception(exc, provider=provider, secrets=secrets)
     if error is not None:
@@ -619,3 +649,35 @@ async def aio_post_json(
     except ValueError:
         error = malformed_response(provider, f"HTTP {status} body is not JSON")
     raise error
+
+
+async def aio_read_body(
+    response: aiohttp.ClientResponse,
+    *,
+    provider: str,
+    limits: ReadLimits,
+    truncate: bool = False,
+) -> bytes:
+    """An aiohttp reply's body (not decompressed by aiohttp) decoded through a ``BodyReader``:
+    past ``limits`` a ``ProviderError``, or with ``truncate`` (an error body: what came is
+    enough for a message) the first ``ERROR_BODY_LIMIT`` bytes and no error."""
+    if truncate:
+        limits = ReadLimits(max_response_bytes=ERROR_BODY_LIMIT)
+    reader = BodyReader(
+        provider=provider,
+        limits=limits,
+        content_encoding=response.headers.get("content-encoding", ""),
+        content_type="" if truncate else response.headers.get("content-type", ""),
+    )
+    pieces: list[bytes] = []
+    try:
+        async for raw in response.content.iter_any():
+            pieces.extend(reader.feed(raw))
+        pieces.extend(reader.end())
+    except ProviderError:
+        if not truncate:
+            raise
+    except Exception:
+        if not truncate:
+            raise
+    return b"".join(pieces)

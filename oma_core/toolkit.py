@@ -37,7 +37,12 @@ The groups:
 - the same over aiohttp, for throughput (aiohttp imported on first use): ``AioHttpClient``
   (one session per event loop), ``aio_post_json``, ``aio_stream_sse`` (``SSEParser``'s
   ``SSEMessage``s), each taking an optional ``StatusError`` builder; ``JsonView`` to read a
-  decoded reply with code written for an SDK's models.
+  decoded reply with code written for an SDK's models;
+- bounded replies on every transport: ``ReadLimits`` (``max_response_bytes``,
+  ``max_event_bytes``: the ``READ_OPTIONS``), ``BodyReader`` (decodes gzip step by step and
+  counts), ``guard_hooks`` (an httpx or httpx2 client's ``event_hooks``: redirects refused,
+  bodies bounded; what an SDK's client is given), ``aio_read_body``, ``redirect_refused``,
+  ``too_large``.
 """
 
 from __future__ import annotations
@@ -151,6 +156,14 @@ _EXPORTS: dict[str, str] = {
     "media_url": "_replies",
     "missing_api_key": "_replies",
     "stream_sse": "_sse",
+    "aio_read_body": "_http",
+    "DEFAULT_MAX_RESPONSE_BYTES": "_bounded",
+    "READ_OPTIONS": "_bounded",
+    "ReadLimits": "_bounded",
+    "BodyReader": "_bounded",
+    "guard_hooks": "_bounded",
+    "redirect_refused": "_bounded",
+    "too_large": "_bounded",
     "ToolCallAssembler": "_tool_calls",
     # child processes (POSIX), for backend plugins
     "ALLOWED_ENV": "processes",
@@ -169,6 +182,14 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "BodyReader",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "READ_OPTIONS",
+    "ReadLimits",
+    "aio_read_body",
+    "guard_hooks",
+    "redirect_refused",
+    "too_large",
     "AioHttpClient",
     "JsonView",
     "SSEMessage",
@@ -302,6 +323,15 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from . import hookimpl
+    from ._bounded import (
+        DEFAULT_MAX_RESPONSE_BYTES,
+        READ_OPTIONS,
+        BodyReader,
+        ReadLimits,
+        guard_hooks,
+        redirect_refused,
+        too_large,
+    )
     from ._chat import chat_text, chat_tools, chat_usage
     from ._http import (
         CLIENT_OPTIONS,
@@ -310,6 +340,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         LoopLocalClient,
         StatusError,
         aio_post_json,
+        aio_read_body,
         encode_json,
         error_fields,
         error_from_event,

@@ -35,11 +35,14 @@ from oma_core.testing import (
     TruncatedStream,
     assert_holds_no_secret,
 )
+from oma_core.testing.fake_server import Redirect
 from oma_core.toolkit import (
     CLIENT_OPTIONS,
+    AioHttpClient,
     Base64Source,
     HttpTimeouts,
     LoopLocalClient,
+    ReadLimits,
     ResponseComplete,
     TextBlock,
     ToolCall,
@@ -48,6 +51,8 @@ from oma_core.toolkit import (
     ToolResultBlock,
     UrlSource,
     Usage,
+    aio_post_json,
+    aio_stream_sse,
     assistant_response,
     chat_text,
     chat_tools,
@@ -373,7 +378,7 @@ class TestStreamSse:
         error = await _failure(_events(client))
         assert error.retryable is True and "not an event stream" in error.message
 
-    async def test_an_oversized_event_is_malformed_and_not_read_whole(
+    async def test_an_oversized_event_is_refused_and_not_read_whole(
         self, server: FakeService, client: httpx.AsyncClient
     ) -> None:
         server.events = [SSEEvent({"n": 0}), SSEEvent("x" * 200_000), SSEEvent({"n": 2})]
@@ -384,8 +389,8 @@ class TestStreamSse:
             ):
                 seen.append(event.data)
         assert seen == ['{"n": 0}']
-        assert "exceeds 10000 bytes" in caught.value.message
-        assert caught.value.retryable is True
+        assert "exceeds the limit of 10000 bytes" in caught.value.message
+        assert caught.value.retryable is False
         assert await server.async_wait_idle(timeout=2)
 
     async def test_many_events_in_one_chunk_do_not_count_as_one(
@@ -408,7 +413,7 @@ class TestStreamSse:
 
     async def test_an_event_split_over_chunks_is_still_bounded(self) -> None:
         chunks = [b"data: ", b"x" * 600, b"x" * 600, b"\n\n"]
-        with pytest.raises(ProviderError, match="exceeds 1000 bytes"):
+        with pytest.raises(ProviderError, match="exceeds the limit of 1000 bytes"):
             [e async for e in sse_events(_streamed(chunks), provider="S", max_event_bytes=1000)]
 
     async def test_closing_the_stream_early_closes_its_connection(
@@ -441,6 +446,55 @@ def _streamed(chunks: list[bytes]) -> httpx.Response:
 
 
 # -- tool calls --------------------------------------------------------------------------------
+
+
+class TestRedirects:
+    """A 3xx is refused on every transport, before anything reaches the other host."""
+
+    @pytest.fixture
+    def elsewhere(self) -> Iterator[FakeService]:
+        with FakeService() as srv:
+            yield srv  # type: ignore[misc]
+        assert srv.total_connections == 0 and srv.requests == []
+
+    @pytest.mark.parametrize("call", ["post_json", "stream_sse", "aio_post_json", "aio_stream_sse"])
+    async def test_a_redirect_is_a_non_retryable_error_naming_status_and_host(
+        self, server: FakeService, elsewhere: FakeService, call: str
+    ) -> None:
+        server.enqueue(Redirect(f"http://user:pw@127.0.0.1:{elsewhere.port}/json?token=t0k3n"))
+        error = await _failure(_call_json(call, server.url + "/json", {"q": 1}))
+        assert (error.status_code, error.retryable) == (307, False)
+        assert f"HTTP 307) to 127.0.0.1:{elsewhere.port}" in error.message
+        assert "t0k3n" not in error.message and "pw" not in error.message
+        assert await server.async_wait_idle(timeout=2)
+
+    async def test_a_relative_location_is_refused_too(self, server: FakeService) -> None:
+        server.enqueue(Redirect("/elsewhere", status=302))
+        error = await _failure(_call_json("post_json", server.url + "/json", {}))
+        assert "HTTP 302) to a relative location" in error.message
+        assert len(server.requests) == 1
+
+
+async def _call_json(
+    call: str, url: str, body: dict[str, Any], limits: ReadLimits | None = None
+) -> list[Any]:
+    """``call`` (one of the toolkit's four request helpers) on its own client: the decoded
+    reply, or the events' data."""
+    if call.startswith("aio_"):
+        aio = AioHttpClient(limits=limits)
+        try:
+            if call == "aio_post_json":
+                return [await aio_post_json(aio.get(), url, body, provider="Svc", limits=limits)]
+            return [
+                e.data
+                async for e in aio_stream_sse(aio.get(), url, body, provider="Svc", limits=limits)
+            ]
+        finally:
+            await aio.aclose()
+    async with http_client(provider="Svc", limits=limits) as client:
+        if call == "post_json":
+            return [await post_json(client, url, body, provider="Svc")]
+        return [e.data async for e in stream_sse(client, url, body, provider="Svc")]
 
 
 class TestToolCallAssembler:
@@ -529,7 +583,12 @@ class TestLoopLocalClient:
         client = asyncio.run(get())
         assert client.timeout.read == 12.0
         assert (client.headers["x-a"], client.headers["authorization"]) == ("1", "Bearer k")
-        assert set(CLIENT_OPTIONS) == {"timeout", "headers"}
+        assert set(CLIENT_OPTIONS) == {
+            "timeout",
+            "headers",
+            "max_response_bytes",
+            "max_event_bytes",
+        }
 
 
 # -- errors inside a stream --------------------------------------------------------------------

@@ -72,6 +72,9 @@ def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError 
     whether it came before or after the reply arrived)."""
     if isinstance(exc, ProviderError):
         return exc
+    root = innermost_cause(exc)
+    if isinstance(root, ProviderError):  # the toolkit's bounds, raised inside the SDK's client
+        return root
     if isinstance(exc, anthropic.APIStatusError):
         return _status_error(exc, secrets)
     if isinstance(exc, anthropic.APITimeoutError):

@@ -19,11 +19,14 @@ import anthropic
 
 from oma_core import PluginError, ProviderError
 from oma_core.toolkit import (
+    READ_OPTIONS,
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
+    ReadLimits,
     ResponseComplete,
+    guard_hooks,
     malformed_response,
     request_secrets,
 )
@@ -37,7 +40,7 @@ from .streaming import StreamAssembler
 __all__ = ["CLIENT_OPTIONS", "TRANSPORTS", "AnthropicProvider"]
 
 #: ``provider_options`` that configure the client rather than the body.
-CLIENT_OPTIONS = ("headers", "timeout", "transport")
+CLIENT_OPTIONS = ("headers", "timeout", "transport", *READ_OPTIONS)
 #: What ``provider_options["transport"]`` may be: the SDK's httpx client (the default), its
 #: aiohttp one (faster with many calls in flight), or ``"direct"``, the plugin's own aiohttp
 #: client without the SDK (fastest); the last two need the plugin's ``aiohttp`` extra.
@@ -72,6 +75,7 @@ class AnthropicProvider:
                 name=self.name,
             )
         self._transport = _transport(settings.options.get("transport"))
+        self._limits = ReadLimits.from_options(settings.options, name=self.name)
         self._settings = settings
         self._options: Mapping[str, Any] = settings.options
         self._base_url = _sdk_base_url(settings.base_url)
@@ -175,9 +179,14 @@ class AnthropicProvider:
             max_retries=0,
             timeout=self._options.get("timeout", anthropic.DEFAULT_TIMEOUT),
             default_headers=dict(self._options.get("headers") or {}),
-            # The SDK's own aiohttp client keeps the SDK's default connection limits and
-            # takes the per-request timeout the SDK passes on, as its httpx client does.
-            http_client=anthropic.DefaultAioHttpClient() if self._transport == "aiohttp" else None,
+            # The SDK's own httpx or aiohttp client (its default connection limits, and the
+            # per-request timeout the SDK passes on), with redirects never followed and every
+            # reply read through the toolkit's bounds: the SDK reads the body itself.
+            http_client=(
+                anthropic.DefaultAioHttpClient
+                if self._transport == "aiohttp"
+                else anthropic.DefaultAsyncHttpxClient
+            )(follow_redirects=False, event_hooks=guard_hooks(DISPLAY_NAME, self._limits)),
         )
         self._clients[id(loop)] = (weakref.ref(loop), client)
         return client
@@ -190,6 +199,7 @@ class AnthropicProvider:
                 self._api_key(),
                 dict(self._options.get("headers") or {}),
                 float(timeout) if isinstance(timeout, int | float) else None,
+                self._limits,
             )
         return self._direct
 

@@ -33,6 +33,9 @@ def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderErro
 
     name = type(exc).__name__
     chain = list(_chain(exc))
+    for link in chain:  # the toolkit's bounds (a redirect, a reply too large), raised inside
+        if isinstance(link, ProviderError):
+            return link
     if any(_is_transport_timeout(e) for e in chain) or (
         isinstance(exc, Timeout) and not isinstance(getattr(exc, "status_code", None), int)
     ):

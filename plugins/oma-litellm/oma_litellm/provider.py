@@ -27,6 +27,7 @@ from oma_core.toolkit import (
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
+    ReadLimits,
     ResponseComplete,
     TextBlock,
     TextDelta,
@@ -34,6 +35,7 @@ from oma_core.toolkit import (
     ToolCallAssembler,
     ToolUseBlock,
     Usage,
+    guard_hooks,
 )
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
@@ -51,7 +53,7 @@ FINISH_REASONS: Mapping[str, str] = {
     "content_filter": "content_filter",
 }
 #: ``provider_options`` this provider reads.
-OPTIONS = frozenset({"timeout", "headers", "api_version"})
+OPTIONS = frozenset({"timeout", "headers", "api_version", "max_response_bytes", "max_event_bytes"})
 _DEFAULT_TIMEOUT = 600.0
 _CONNECT_TIMEOUT = 10.0
 _SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
@@ -83,6 +85,7 @@ class LiteLLMProvider:
                 name=self.name,
             )
         self._settings = settings
+        self._limits = ReadLimits.from_options(settings.options, name=self.name)
         self._litellm = import_litellm()
         self._sessions: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any, Any]] = {}
         self._sdk_routes = frozenset(
@@ -207,7 +210,14 @@ class LiteLLMProvider:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
         )
         timeout = self._settings.options.get("timeout", _DEFAULT_TIMEOUT)
-        handler = AsyncHTTPHandler(timeout=timeout, shared_session=session)
+        # redirects never followed, replies read through the toolkit's bounds
+        hooks: Any = guard_hooks(DISPLAY_NAME, self._limits)
+        handler = AsyncHTTPHandler(
+            timeout=timeout,
+            shared_session=session,
+            follow_redirects=False,
+            event_hooks=hooks,
+        )
         self._sessions[id(loop)] = (weakref.ref(loop), session, handler)
         return session, handler
 

@@ -19,6 +19,7 @@ from oma_core import ProviderError
 from oma_core.toolkit import (
     AioHttpClient,
     JsonView,
+    ReadLimits,
     aio_post_json,
     aio_stream_sse,
     encode_json,
@@ -39,7 +40,12 @@ class DirectClient:
     """POSTs rendered bodies to ``{base_url}/chat/completions``; one per provider."""
 
     def __init__(
-        self, display_name: str, base_url: str, api_key: str, client_options: Mapping[str, Any]
+        self,
+        display_name: str,
+        base_url: str,
+        api_key: str,
+        client_options: Mapping[str, Any],
+        limits: ReadLimits | None = None,
     ) -> None:
         self.display_name = display_name
         self._url = base_url.rstrip("/") + "/chat/completions"
@@ -52,7 +58,7 @@ class DirectClient:
         self._params = {str(k): str(v) for k, v in query.items()} if query else None
         timeout = client_options.get("timeout")
         self._http = AioHttpClient(
-            headers=headers, total=float(timeout) if timeout is not None else None
+            headers=headers, total=float(timeout) if timeout is not None else None, limits=limits
         )
 
     async def complete(self, body: Mapping[str, Any], secrets: Secrets) -> JsonView:
@@ -63,6 +69,7 @@ class DirectClient:
             provider=self.display_name,
             params=self._params,
             status_error=self._status_error(secrets),
+            limits=self._http.limits,
         )
         if not isinstance(reply, dict):
             raise malformed_response(self.display_name, "the reply is not a JSON object")
@@ -77,6 +84,7 @@ class DirectClient:
             provider=self.display_name,
             params=self._params,
             status_error=self._status_error(secrets),
+            limits=self._http.limits,
         )
         error: ProviderError | None = None
         done = False

@@ -112,6 +112,9 @@ def from_sdk_error(
     (the caller knows whether it came before or after the reply arrived)."""
     if isinstance(exc, ProviderError):
         return exc
+    root = innermost_cause(exc)
+    if isinstance(root, ProviderError):  # the toolkit's bounds, raised inside the SDK's client
+        return root
     if isinstance(exc, openai.APIStatusError):
         return status_error(
             exc.status_code,

@@ -24,10 +24,12 @@ from oma_core.toolkit import (
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
+    ReadLimits,
     ReasoningDelta,
     ResponseComplete,
     TextDelta,
     ToolCall,
+    guard_hooks,
     malformed_response,
     request_secrets,
 )
@@ -62,6 +64,7 @@ class OpenAIChatProvider:
             os.environ.get(preset.api_key_env) if preset.api_key_env else None
         )
         self._transport = transport_option(settings.options.get("transport"), preset.name)
+        self._limits = ReadLimits.from_options(settings.options, name=preset.name)
         self._client_options = _client_options(settings.options)
         self._body_options = {k: v for k, v in settings.options.items() if k not in CLIENT_OPTIONS}
         self._sdk: openai.AsyncOpenAI | None = None
@@ -161,7 +164,7 @@ class OpenAIChatProvider:
         if self._direct is None:
             base_url = self.base_url or "https://api.openai.com/v1"
             self._direct = DirectClient(
-                self.display_name, base_url, self._key(), self._client_options
+                self.display_name, base_url, self._key(), self._client_options, self._limits
             )
         return self._direct
 
@@ -175,10 +178,17 @@ class OpenAIChatProvider:
             return self._sdk
         api_key = self._key()
         options = dict(self._client_options)
-        if self._transport == "aiohttp":
-            # The SDK's own aiohttp client: the SDK's default timeout and connection limits,
-            # and the per-request timeout the SDK passes on, as with its httpx client.
-            options["http_client"] = openai.DefaultAioHttpClient()
+        # The SDK's own httpx or aiohttp client (its default timeout and connection limits,
+        # and the per-request timeout the SDK passes on), with redirects never followed and
+        # every reply read through the toolkit's bounds: the SDK reads the body itself.
+        http_client = (
+            openai.DefaultAioHttpClient
+            if self._transport == "aiohttp"
+            else openai.DefaultAsyncHttpxClient
+        )
+        options["http_client"] = http_client(
+            follow_redirects=False, event_hooks=guard_hooks(self.display_name, self._limits)
+        )
         self._sdk = openai.AsyncOpenAI(
             api_key=api_key, base_url=self.base_url, max_retries=0, **options
         )

@@ -134,9 +134,10 @@ class TestSSEParser:
         assert parser.feed(b"data: half") == []
         assert parser.close() == []
 
-    def test_an_endless_event_is_a_malformed_response(self) -> None:
+    def test_an_endless_event_is_refused_naming_the_limit(self) -> None:
         parser = SSEParser("test", limit=1000)
         with pytest.raises(ProviderError) as info:
             for _ in range(20):
                 parser.feed(b"data: " + b"x" * 100 + b"\n")
-        assert "exceeds 1000 bytes" in str(info.value) and info.value.retryable
+        assert "exceeds the limit of 1000 bytes" in str(info.value)
+        assert info.value.retryable is False
