@@ -42,7 +42,7 @@ The groups:
   ``max_event_bytes``: the ``READ_OPTIONS``), ``BodyReader`` (decodes gzip step by step and
   counts), ``guard_hooks`` (an httpx or httpx2 client's ``event_hooks``: redirects refused,
   bodies bounded; what an SDK's client is given), ``aio_read_body``, ``redirect_refused``,
-  ``too_large``.
+  ``too_large``, ``invalid_utf8``.
 """
 
 from __future__ import annotations
@@ -164,6 +164,7 @@ _EXPORTS: dict[str, str] = {
     "guard_hooks": "_bounded",
     "redirect_refused": "_bounded",
     "too_large": "_bounded",
+    "invalid_utf8": "_bounded",
     "ToolCallAssembler": "_tool_calls",
     # child processes (POSIX), for backend plugins
     "ALLOWED_ENV": "processes",
@@ -190,6 +191,7 @@ __all__ = [
     "guard_hooks",
     "redirect_refused",
     "too_large",
+    "invalid_utf8",
     "AioHttpClient",
     "JsonView",
     "SSEMessage",
@@ -329,6 +331,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         BodyReader,
         ReadLimits,
         guard_hooks,
+        invalid_utf8,
         redirect_refused,
         too_large,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oma_core import ProviderError, ToolUseBlock
+from oma_core import PluginError, ProviderError, ToolUseBlock
 from oma_core.testing import (
     DropConnection,
     EchoRequestError,
@@ -35,11 +36,14 @@ from oma_core.testing import (
     TruncatedStream,
     assert_holds_no_secret,
 )
-from oma_core.testing.fake_server import Redirect
+from oma_core.testing.fake_server import RawBody, Redirect, endless, gzip_bomb
 from oma_core.toolkit import (
     CLIENT_OPTIONS,
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_RESPONSE_BYTES,
     AioHttpClient,
     Base64Source,
+    BodyReader,
     HttpTimeouts,
     LoopLocalClient,
     ReadLimits,
@@ -473,6 +477,99 @@ class TestRedirects:
         error = await _failure(_call_json("post_json", server.url + "/json", {}))
         assert "HTTP 302) to a relative location" in error.message
         assert len(server.requests) == 1
+
+
+class TestBoundedReads:
+    """One rule on every transport: a body decoded step by step and counted as decoded, an
+    event or line counted from its boundary; past either, an error naming the limit."""
+
+    @pytest.mark.parametrize("call", ["post_json", "stream_sse", "aio_post_json", "aio_stream_sse"])
+    async def test_a_gzip_bomb_stops_near_the_default_limit_in_bounded_memory(
+        self, server: FakeService, call: str
+    ) -> None:
+        import tracemalloc
+
+        streamed = call.endswith("sse")
+        # events of 64 KiB: well under the event limit, so the body's limit is what stops it
+        fill = b"data: " + b"0" * 65536 + b"\n\n" if streamed else b"0"
+        kind = "text/event-stream" if streamed else "application/json"
+        headers = {"content-type": kind, "content-encoding": "gzip"}
+        server.enqueue(RawBody(gzip_bomb(2 * 1024**3, prefix=b'{"x": "', fill=fill), headers))
+        tracemalloc.start()
+        try:
+            error = await _failure(_call_json(call, server.url + "/json", {}))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert f"exceeds the limit of {DEFAULT_MAX_RESPONSE_BYTES} bytes" in error.message
+        assert 'provider_options["max_response_bytes"]' in error.message
+        assert error.retryable is False
+        assert peak < 4 * DEFAULT_MAX_RESPONSE_BYTES, f"peak {peak >> 20} MiB"
+        assert await server.async_wait_idle(timeout=5)
+
+    @pytest.mark.parametrize("call", ["stream_sse", "aio_stream_sse"])
+    async def test_a_50_mb_event_stops_at_the_event_limit(
+        self, server: FakeService, call: str
+    ) -> None:
+        chunks = endless(b"data: ", b"x", size=1 << 20)
+        server.enqueue(RawBody(chunks, {"content-type": "text/event-stream"}))
+        error = await _failure(_call_json(call, server.url + "/json", {}))
+        assert f"exceeds the limit of {DEFAULT_MAX_EVENT_BYTES} bytes" in error.message
+        assert "server-sent event" in error.message and error.retryable is False
+        assert await server.async_wait_idle(timeout=5)
+
+    @pytest.mark.parametrize("call", ["post_json", "aio_post_json"])
+    async def test_the_limit_is_settable(self, server: FakeService, call: str) -> None:
+        server.raw = Response.json({"pad": "p" * 5000})
+        limits = ReadLimits(max_response_bytes=1000)
+        error = await _failure(_call_json(call, server.url + "/json", {}, limits))
+        assert "exceeds the limit of 1000 bytes" in error.message
+        assert await _call_json(call, server.url + "/json", {}, ReadLimits(6000))
+
+    @pytest.mark.parametrize("call", ["stream_sse", "aio_stream_sse"])
+    async def test_invalid_utf8_in_a_stream_is_the_same_error_on_every_transport(
+        self, server: FakeService, call: str
+    ) -> None:
+        body = [b'data: {"n": 1}\n\n', b'data: {"n": "\xff"}\n\n']
+        server.enqueue(RawBody(body, {"content-type": "text/event-stream"}))
+        error = await _failure(_call_json(call, server.url + "/json", {}))
+        assert error.message == "Svc sent a malformed response: the stream is not valid UTF-8"
+
+    def test_from_options_reads_the_limits_and_refuses_bad_values(self) -> None:
+        limits = ReadLimits.from_options({"max_event_bytes": 10, "timeout": 3}, name="svc")
+        assert limits == ReadLimits(DEFAULT_MAX_RESPONSE_BYTES, 10)
+        for bad in (0, -1, 1.5, "10", True):
+            with pytest.raises(PluginError, match=r'"max_response_bytes"\] must be a whole'):
+                ReadLimits.from_options({"max_response_bytes": bad}, name="svc")
+
+    @given(data=st.binary(max_size=5000), cuts=st.lists(st.integers(0, 5000), max_size=8))
+    def test_a_gzip_body_decodes_whole_however_it_is_cut(
+        self, data: bytes, cuts: list[int]
+    ) -> None:
+        import gzip
+
+        packed = gzip.compress(data)
+        bounds = sorted({0, len(packed), *(c % (len(packed) + 1) for c in cuts)})
+        reader = BodyReader(provider="S", limits=ReadLimits(), content_encoding="gzip")
+        out = b"".join(
+            piece for a, b in itertools.pairwise(bounds) for piece in reader.feed(packed[a:b])
+        )
+        assert out + b"".join(reader.end()) == data
+        assert reader.size == len(data)
+
+    def test_an_unknown_content_encoding_is_malformed(self) -> None:
+        with pytest.raises(ProviderError, match="unsupported content-encoding 'br'"):
+            BodyReader(provider="S", limits=ReadLimits(), content_encoding="br")
+
+    def test_ndjson_lines_are_bounded_like_events(self) -> None:
+        reader = BodyReader(
+            provider="S",
+            limits=ReadLimits(max_event_bytes=100),
+            content_type="application/x-ndjson",
+        )
+        assert list(reader.feed(b'{"a": 1}\n' * 50)) == [b'{"a": 1}\n' * 50]
+        with pytest.raises(ProviderError, match="stream line exceeds the limit of 100 bytes"):
+            list(reader.feed(b"x" * 101))
 
 
 async def _call_json(

@@ -144,6 +144,8 @@ class AnthropicProvider:
                     raise error
                 if out is not None:
                     yield out
+                if assembler.complete:
+                    break  # the reply is whole: stop reading, and close the connection below
         finally:
             await (events.aclose() if self._transport == "direct" else events.close())
         try:

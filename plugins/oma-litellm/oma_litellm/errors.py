@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from oma_core.toolkit import ProviderError, malformed_response, parse_retry_after, scrub
+from oma_core.toolkit import (
+    ProviderError,
+    invalid_utf8,
+    malformed_response,
+    parse_retry_after,
+    scrub,
+)
 
 from .capabilities import DISPLAY_NAME
 
@@ -36,6 +42,8 @@ def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderErro
     for link in chain:  # the toolkit's bounds (a redirect, a reply too large), raised inside
         if isinstance(link, ProviderError):
             return link
+        if isinstance(link, UnicodeDecodeError):  # the same error as on every other transport
+            return invalid_utf8(DISPLAY_NAME)
     if any(_is_transport_timeout(e) for e in chain) or (
         isinstance(exc, Timeout) and not isinstance(getattr(exc, "status_code", None), int)
     ):

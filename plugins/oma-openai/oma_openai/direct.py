@@ -87,14 +87,13 @@ class DirectClient:
             limits=self._http.limits,
         )
         error: ProviderError | None = None
-        done = False
         try:
             async for event in events:
                 data = event.data
-                if done or data == "[DONE]":
-                    # read on to the end of the body, so the connection is kept for reuse
-                    done = True
-                    continue
+                if data == "[DONE]":
+                    # the reply is whole: stop reading (a server may keep the connection open
+                    # after it); closing the events below releases the connection
+                    break
                 chunk = _decode(data)
                 if not isinstance(chunk, dict):
                     error = malformed_response(self.display_name, "a stream chunk is not JSON")

@@ -20,6 +20,7 @@ import openai
 
 from oma_core import LLMMessage, PluginError, ProviderError, ToolUseBlock, Usage
 from oma_core.toolkit import (
+    READ_OPTIONS,
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
@@ -356,12 +357,16 @@ def transport_option(value: Any, name: str) -> str:
     return str(value)
 
 
+#: Client options the plugin reads itself, never handed to the SDK.
+_OWN_CLIENT_OPTIONS = frozenset({"transport", *READ_OPTIONS})
+
+
 def _client_options(options: Any) -> dict[str, Any]:
     """The ``provider_options`` that configure the SDK client, as ``AsyncOpenAI`` keywords."""
     chosen = {
         k: v
         for k, v in options.items()
-        if k in CLIENT_OPTIONS and k != "transport" and v is not None
+        if k in CLIENT_OPTIONS and k not in _OWN_CLIENT_OPTIONS and v is not None
     }
     headers = chosen.pop("headers", None)
     if headers:
