@@ -551,11 +551,36 @@ def _aiohttp_error(exc: BaseException, aio: Any, provider: str) -> ProviderError
     )
 
 
+#: The ``provider_options`` name of the connection-pool size of a plugin's own client.
+POOL_OPTION = "max_connections"
+DEFAULT_MAX_CONNECTIONS = 100
+
+
+def pool_size(options: Mapping[str, Any], *, name: str) -> int:
+    """``provider_options["max_connections"]``: how many connections a plugin's own client
+    opens at most (calls past it queue); ``DEFAULT_MAX_CONNECTIONS`` when not given. A value
+    that is not a whole number > 0 is a ``PluginError`` naming the plugin."""
+    from .errors import PluginError
+
+    value = options.get(POOL_OPTION)
+    if value is None:
+        return DEFAULT_MAX_CONNECTIONS
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise PluginError(
+            f'provider_options["{POOL_OPTION}"] must be a whole number > 0, not {value!r}',
+            name=name,
+        )
+    return value
+
+
 class AioHttpClient:
     """An ``aiohttp.ClientSession`` per event loop, made on first use (a session and its
     connection pool belong to the loop that opened them), with real timeouts and a connection
     limit. ``total`` (seconds, if given) bounds each whole request, as an SDK's ``timeout``
-    does; otherwise ``timeouts`` bound the connect and each read. Redirects are not followed.
+    does; otherwise ``timeouts`` bound the socket connect and each read. Past
+    ``max_connections`` in flight a call queues for a pooled connection: that wait is bounded
+    by ``total`` or by the call's own deadline (the core cancels it), never by the connect
+    timeout, so a burst larger than the pool is served, not failed. Redirects are not followed.
     ``aclose`` closes the running loop's session; one left on a finished loop is dropped.
 
     Bodies are not decompressed by aiohttp: ``aio_post_json`` and ``aio_stream_sse`` decode
@@ -567,7 +592,7 @@ class AioHttpClient:
         headers: Mapping[str, str] | None = None,
         timeouts: HttpTimeouts | None = None,
         total: float | None = None,
-        max_connections: int = 100,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         limits: ReadLimits | None = None,
     ) -> None:
         self.limits = limits or ReadLimits()
@@ -587,8 +612,13 @@ class AioHttpClient:
         import aiohttp
 
         t = self._timeouts
+        # ``connect`` would also count the wait for a free pooled connection; ``sock_connect``
+        # is the TCP (and TLS) connect alone
         timeout = aiohttp.ClientTimeout(
-            total=self._total, connect=t.connect, sock_read=None if self._total else t.read
+            total=self._total,
+            connect=None,
+            sock_connect=t.connect,
+            sock_read=None if self._total else t.read,
         )
         connector = aiohttp.TCPConnector(limit=self._max_connections)
         self._session = aiohttp.ClientSession(

@@ -42,7 +42,8 @@ The groups:
   ``max_event_bytes``: the ``READ_OPTIONS``), ``BodyReader`` (decodes gzip step by step and
   counts), ``guard_hooks`` (an httpx or httpx2 client's ``event_hooks``: redirects refused,
   bodies bounded; what an SDK's client is given), ``aio_read_body``, ``redirect_refused``,
-  ``too_large``, ``invalid_utf8``.
+  ``too_large``, ``invalid_utf8``; ``pool_size`` reads ``provider_options["max_connections"]``
+  (``POOL_OPTION``) for a plugin's own aiohttp client, past which calls queue.
 """
 
 from __future__ import annotations
@@ -165,6 +166,8 @@ _EXPORTS: dict[str, str] = {
     "redirect_refused": "_bounded",
     "too_large": "_bounded",
     "invalid_utf8": "_bounded",
+    "pool_size": "_http",
+    "POOL_OPTION": "_http",
     "ToolCallAssembler": "_tool_calls",
     # child processes (POSIX), for backend plugins
     "ALLOWED_ENV": "processes",
@@ -192,6 +195,8 @@ __all__ = [
     "redirect_refused",
     "too_large",
     "invalid_utf8",
+    "pool_size",
+    "POOL_OPTION",
     "AioHttpClient",
     "JsonView",
     "SSEMessage",
@@ -338,6 +343,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from ._chat import chat_text, chat_tools, chat_usage
     from ._http import (
         CLIENT_OPTIONS,
+        POOL_OPTION,
         AioHttpClient,
         HttpTimeouts,
         LoopLocalClient,
@@ -354,6 +360,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         innermost_cause,
         is_transport_error,
         malformed_response,
+        pool_size,
         post_json,
         request_secrets,
         retry_delay,

@@ -60,12 +60,14 @@ class DirectClient:
         headers: Mapping[str, str],
         timeout: float | None,
         limits: ReadLimits | None = None,
+        max_connections: int = 100,
     ) -> None:
         self._url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
         self._http = AioHttpClient(
             headers={"x-api-key": api_key, "anthropic-version": API_VERSION, **headers},
             total=timeout,
             limits=limits,
+            max_connections=max_connections,
         )
 
     async def complete(self, body: Mapping[str, Any], secrets: Secrets) -> JsonView:

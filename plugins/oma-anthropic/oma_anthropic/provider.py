@@ -28,6 +28,7 @@ from oma_core.toolkit import (
     ResponseComplete,
     guard_hooks,
     malformed_response,
+    pool_size,
     request_secrets,
 )
 
@@ -40,7 +41,7 @@ from .streaming import StreamAssembler
 __all__ = ["CLIENT_OPTIONS", "TRANSPORTS", "AnthropicProvider"]
 
 #: ``provider_options`` that configure the client rather than the body.
-CLIENT_OPTIONS = ("headers", "timeout", "transport", *READ_OPTIONS)
+CLIENT_OPTIONS = ("headers", "timeout", "transport", "max_connections", *READ_OPTIONS)
 #: What ``provider_options["transport"]`` may be: the SDK's httpx client (the default), its
 #: aiohttp one (faster with many calls in flight), or ``"direct"``, the plugin's own aiohttp
 #: client without the SDK (fastest); the last two need the plugin's ``aiohttp`` extra.
@@ -76,6 +77,7 @@ class AnthropicProvider:
             )
         self._transport = _transport(settings.options.get("transport"))
         self._limits = ReadLimits.from_options(settings.options, name=self.name)
+        self._pool = pool_size(settings.options, name=self.name)
         self._settings = settings
         self._options: Mapping[str, Any] = settings.options
         self._base_url = _sdk_base_url(settings.base_url)
@@ -202,6 +204,7 @@ class AnthropicProvider:
                 dict(self._options.get("headers") or {}),
                 float(timeout) if isinstance(timeout, int | float) else None,
                 self._limits,
+                self._pool,
             )
         return self._direct
 

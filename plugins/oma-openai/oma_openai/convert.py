@@ -44,6 +44,7 @@ CLIENT_OPTIONS = frozenset(
         "transport",
         "max_response_bytes",
         "max_event_bytes",
+        "max_connections",
     }
 )
 #: Body fields the plugin owns; options cannot replace them.

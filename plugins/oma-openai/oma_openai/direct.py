@@ -46,6 +46,7 @@ class DirectClient:
         api_key: str,
         client_options: Mapping[str, Any],
         limits: ReadLimits | None = None,
+        max_connections: int = 100,
     ) -> None:
         self.display_name = display_name
         self._url = base_url.rstrip("/") + "/chat/completions"
@@ -58,7 +59,10 @@ class DirectClient:
         self._params = {str(k): str(v) for k, v in query.items()} if query else None
         timeout = client_options.get("timeout")
         self._http = AioHttpClient(
-            headers=headers, total=float(timeout) if timeout is not None else None, limits=limits
+            headers=headers,
+            total=float(timeout) if timeout is not None else None,
+            limits=limits,
+            max_connections=max_connections,
         )
 
     async def complete(self, body: Mapping[str, Any], secrets: Secrets) -> JsonView:

@@ -32,6 +32,7 @@ from oma_core.toolkit import (
     ToolCall,
     guard_hooks,
     malformed_response,
+    pool_size,
     request_secrets,
 )
 
@@ -66,6 +67,7 @@ class OpenAIChatProvider:
         )
         self._transport = transport_option(settings.options.get("transport"), preset.name)
         self._limits = ReadLimits.from_options(settings.options, name=preset.name)
+        self._pool = pool_size(settings.options, name=preset.name)
         self._client_options = _client_options(settings.options)
         self._body_options = {k: v for k, v in settings.options.items() if k not in CLIENT_OPTIONS}
         self._sdk: openai.AsyncOpenAI | None = None
@@ -165,7 +167,12 @@ class OpenAIChatProvider:
         if self._direct is None:
             base_url = self.base_url or "https://api.openai.com/v1"
             self._direct = DirectClient(
-                self.display_name, base_url, self._key(), self._client_options, self._limits
+                self.display_name,
+                base_url,
+                self._key(),
+                self._client_options,
+                self._limits,
+                self._pool,
             )
         return self._direct
 
@@ -358,7 +365,7 @@ def transport_option(value: Any, name: str) -> str:
 
 
 #: Client options the plugin reads itself, never handed to the SDK.
-_OWN_CLIENT_OPTIONS = frozenset({"transport", *READ_OPTIONS})
+_OWN_CLIENT_OPTIONS = frozenset({"transport", "max_connections", *READ_OPTIONS})
 
 
 def _client_options(options: Any) -> dict[str, Any]:
