@@ -15,6 +15,7 @@ feed it directly.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import re
 import sys
@@ -28,12 +29,15 @@ import attrs
 from .errors import PluginError, ProviderError
 
 __all__ = [
+    "DEFAULT_FIRST_BYTE_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_EVENT_BYTES",
     "DEFAULT_MAX_RESPONSE_BYTES",
     "READ_OPTIONS",
     "BodyReader",
     "ReadLimits",
     "guard_hooks",
+    "idle_timeout",
     "invalid_utf8",
     "redirect_refused",
     "too_large",
@@ -43,6 +47,12 @@ __all__ = [
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: The largest server-sent event or NDJSON line, decoded: 8 MiB.
 DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
+#: How long a reply may take to start (its headers; a non-streamed reply's whole body may
+#: come with them): 120 s. ``provider_options["timeout"]`` replaces it.
+DEFAULT_FIRST_BYTE_TIMEOUT = 120.0
+#: How long a reply that has started may send nothing (between two stream events): 60 s.
+#: ``provider_options["timeout"]`` replaces it.
+DEFAULT_IDLE_TIMEOUT = 60.0
 #: The ``provider_options`` that set the limits.
 READ_OPTIONS = ("max_response_bytes", "max_event_bytes")
 #: The most bytes one decompression step may produce.
@@ -110,6 +120,17 @@ def too_large(provider: str, what: str, limit: int, option: str) -> ProviderErro
         f'(provider_options["{option}"] raises it)',
         provider=provider,
         retryable=False,
+    )
+
+
+def idle_timeout(provider: str, seconds: float) -> ProviderError:
+    """A reply that started and then sent nothing for ``seconds``: retryable, and the message
+    says which timeout fired and what raises it."""
+    return ProviderError(
+        f"{provider} timed out: nothing came for {seconds:g} s in the middle of the reply "
+        '(the idle timeout between stream events; provider_options["timeout"] raises it)',
+        provider=provider,
+        retryable=True,
     )
 
 
@@ -239,20 +260,52 @@ class BodyReader:
         return piece
 
 
+async def next_chunk(chunks: Any, idle: float | None, provider: str) -> bytes:
+    """The next chunk of an async iterator of bytes, waiting at most ``idle`` seconds (None:
+    no limit) before ``idle_timeout``; ``StopAsyncIteration`` at its end."""
+    if idle is None:  # no limit of its own (a whole-request timeout bounds it)
+        return await chunks.__anext__()  # type: ignore[no-any-return]
+    timer = asyncio.timeout(idle)
+    try:
+        async with timer:
+            return await chunks.__anext__()  # type: ignore[no-any-return]
+    except Exception as exc:
+        # the library's own read timeout, once the reply has started, is a silence too
+        name = type(exc).__name__
+        if not (timer.expired() or name.endswith("ReadTimeout") or name == "SocketTimeoutError"):
+            raise
+    raise idle_timeout(provider, idle)
+
+
 # --------------------------------------------------------------------------- httpx / httpx2
 
 Hook = Callable[[Any], Awaitable[None]]
 
 
-def guard_hooks(provider: str, limits: ReadLimits | None = None) -> dict[str, list[Hook]]:
+def guard_hooks(
+    provider: str,
+    limits: ReadLimits | None = None,
+    idle: float | None = DEFAULT_IDLE_TIMEOUT,
+    first_byte: float | None = None,
+) -> dict[str, list[Hook]]:
     """``event_hooks`` for an ``httpx.AsyncClient`` (or httpx2's): the request asks only for
     the encodings ``BodyReader`` decodes; a 3xx reply raises ``redirect_refused`` before the
     client could follow it; every other reply's body is read through a ``BodyReader`` (its
-    ``content-encoding`` removed, so the client does not decode it again)."""
+    ``content-encoding`` removed, so the client does not decode it again), and a body that
+    sends nothing for ``idle`` seconds fails with ``idle_timeout`` (the client's own read
+    timeout, longer, bounds the wait for the reply to start). ``first_byte``, if given, caps
+    that read timeout on each request (for an SDK whose client must keep its own default
+    timeout, which its local checks compare against)."""
     chosen = limits or ReadLimits()
 
     async def on_request(request: Any) -> None:
         request.headers["accept-encoding"] = ACCEPT_ENCODING
+        if first_byte is not None:
+            timeouts = dict(request.extensions.get("timeout") or {})
+            read = timeouts.get("read")
+            if read is None or read > first_byte:
+                timeouts["read"] = first_byte
+                request.extensions["timeout"] = timeouts
 
     async def on_response(response: Any) -> None:
         status = response.status_code
@@ -269,7 +322,8 @@ def guard_hooks(provider: str, limits: ReadLimits | None = None) -> dict[str, li
         )
         if "content-encoding" in headers:
             del headers["content-encoding"]
-        response.stream = _bounded_stream_class(response)(response.stream, reader)
+        stream = _bounded_stream_class(response)(response.stream, reader, provider, idle)
+        response.stream = stream
 
     return {"request": [on_request], "response": [on_response]}
 
@@ -294,9 +348,11 @@ class _BoundedStream:
     generator: the HTTP library may leave it unfinished, and a generator left open would be
     finalised late by the garbage collector."""
 
-    def __init__(self, stream: Any, reader: BodyReader) -> None:
+    def __init__(self, stream: Any, reader: BodyReader, provider: str, idle: float | None) -> None:
         self._stream = stream
         self._reader = reader
+        self._provider = provider
+        self._idle = idle
         self._chunks: Any = None
         self._pieces: Iterator[bytes] = iter(())
         self._ended = False
@@ -313,7 +369,7 @@ class _BoundedStream:
             if self._ended:
                 raise StopAsyncIteration
             try:
-                raw = await self._chunks.__anext__()
+                raw = await next_chunk(self._chunks, self._idle, self._provider)
             except StopAsyncIteration:
                 self._ended = True
                 self._pieces = self._reader.end()

@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._bounded import ACCEPT_ENCODING, BodyReader, ReadLimits, guard_hooks, redirect_refused
+from ._bounded import (
+    ACCEPT_ENCODING,
+    DEFAULT_FIRST_BYTE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    BodyReader,
+    ReadLimits,
+    guard_hooks,
+    next_chunk,
+    redirect_refused,
+)
 from .errors import ProviderError
 from .redaction import REDACTED, redact_text
 from .retry import parse_retry_after
@@ -77,16 +86,20 @@ def _positive(_inst: object, attribute: Any, value: float | None) -> None:
 
 @attrs.frozen
 class HttpTimeouts:
-    """httpx's four timeouts, in seconds (None: no limit), with values that suit model calls.
+    """httpx's four timeouts and oma's ``idle``, in seconds (None: no limit), with values that
+    suit model calls and that no default run hangs on for long.
 
-    ``connect`` is short, so an unreachable host fails fast; ``read`` (the longest wait between
-    two received bytes) is long, because a model may think for minutes before its first token.
+    ``connect`` is short, so an unreachable host fails fast; ``read`` (httpx's longest wait
+    between two received bytes, so also the wait for the reply to start: a non-streamed reply
+    comes whole) is 120 s; ``idle``, the longest silence once the reply has started (between
+    two stream events), is 60 s. ``provider_options["timeout"]`` sets both.
     """
 
     connect: float | None = attrs.field(default=5.0, validator=_positive)
-    read: float | None = attrs.field(default=600.0, validator=_positive)
+    read: float | None = attrs.field(default=DEFAULT_FIRST_BYTE_TIMEOUT, validator=_positive)
     write: float | None = attrs.field(default=60.0, validator=_positive)
     pool: float | None = attrs.field(default=60.0, validator=_positive)
+    idle: float | None = attrs.field(default=DEFAULT_IDLE_TIMEOUT, validator=_positive)
 
 
 def http_client(
@@ -110,7 +123,7 @@ def http_client(
 
     t = timeouts or HttpTimeouts()
     return httpx.AsyncClient(
-        event_hooks=guard_hooks(provider, limits),
+        event_hooks=guard_hooks(provider, limits, t.idle),
         base_url=base_url or "",
         headers=dict(headers or {}),
         timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.write, pool=t.pool),
@@ -159,13 +172,13 @@ class LoopLocalClient:
         provider: str = "the service",
     ) -> LoopLocalClient:
         """A client configured by the provider options every HTTP plugin takes (the keys of
-        ``CLIENT_OPTIONS``): ``timeout`` (the read timeout, seconds), ``headers`` (extra
+        ``CLIENT_OPTIONS``): ``timeout`` (the read and idle timeouts, seconds), ``headers`` (extra
         headers; ``headers`` given here, such as the key's, win), ``max_response_bytes`` and
         ``max_event_bytes`` (``ReadLimits``; a bad value is a ``PluginError``)."""
         timeout = options.get("timeout")
         return cls(
             headers={**dict(options.get("headers") or {}), **dict(headers or {})},
-            timeouts=HttpTimeouts(read=float(timeout)) if timeout else None,
+            timeouts=HttpTimeouts(read=float(timeout), idle=float(timeout)) if timeout else None,
             provider=provider,
             limits=ReadLimits.from_options(options, name=provider),
         )
@@ -455,9 +468,7 @@ def error_from_exception(
     where = _host(exc)
     name = type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
-        return ProviderError(
-            f"{provider} request{where} timed out ({name})", provider=provider, retryable=True
-        )
+        return timeout_error(exc, provider=provider, where=where)
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
         # the request itself is wrong (a base_url without http(s), an invalid header):
         # sending it again cannot help
@@ -475,6 +486,51 @@ def error_from_exception(
             f"{provider} response stream failed ({name})", provider=provider, retryable=True
         )
     return ProviderError(f"{provider} request failed ({name})", provider=provider, retryable=False)
+
+
+#: Which timeout an exception's class name means, and the words for it.
+_TIMEOUT_KINDS = (
+    ("Connect", "connect", "could not connect{where} within {s}", "the connect timeout"),
+    ("Pool", "pool", "waited {s} for a free connection", "the pool timeout"),
+    ("Write", "write", "could not send the request{where} within {s}", "the write timeout"),
+    (
+        "Read",
+        "read",
+        "sent no reply{where} within {s}",
+        'the time-to-first-byte timeout; provider_options["timeout"] raises it',
+    ),
+)
+
+
+def timeout_error(exc: BaseException, *, provider: str, where: str = "") -> ProviderError:
+    """The retryable ``ProviderError`` for a timeout of httpx, httpx2, httpcore or aiohttp,
+    saying which one fired (connect, pool, write, or the wait for the reply) and, when the
+    request records it, after how long; ``idle_timeout`` is the one between stream events."""
+    name = type(exc).__name__
+    seconds = _timeout_seconds(exc)
+    for marker, key, text, which in _TIMEOUT_KINDS:
+        if name.startswith(marker) or (marker == "Read" and name == "SocketTimeoutError"):
+            value = seconds.get(key)
+            s = f"{value:g} s" if isinstance(value, int | float) else "its timeout"
+            return ProviderError(
+                f"{provider} timed out: {text.format(where=where, s=s)} ({which})",
+                provider=provider,
+                retryable=True,
+            )
+    return ProviderError(
+        f"{provider} request{where} timed out ({name}: the whole request's timeout, "
+        'provider_options["timeout"])',
+        provider=provider,
+        retryable=True,
+    )
+
+
+def _timeout_seconds(exc: BaseException) -> dict[str, Any]:
+    try:
+        found = exc.request.extensions.get("timeout")  # type: ignore[attr-defined]
+    except Exception:  # no request attached (aiohttp, or a bare exception)
+        return {}
+    return dict(found) if isinstance(found, Mapping) else {}
 
 
 def _host(exc: BaseException) -> str:
@@ -539,9 +595,7 @@ def _aiohttp_error(exc: BaseException, aio: Any, provider: str) -> ProviderError
     where = f" to {host}:{port}" if host and port else f" to {host}" if host else ""
     name = type(exc).__name__
     if isinstance(exc, TimeoutError):
-        return ProviderError(
-            f"{provider} request{where} timed out ({name})", provider=provider, retryable=True
-        )
+        return timeout_error(exc, provider=provider, where=where)
     if isinstance(exc, aio.InvalidURL):
         return ProviderError(
             f"{provider} request could not be sent ({name})", provider=provider, retryable=False
@@ -596,6 +650,9 @@ class AioHttpClient:
         limits: ReadLimits | None = None,
     ) -> None:
         self.limits = limits or ReadLimits()
+        #: The longest silence once a reply has started (None with ``total``, which bounds
+        #: everything): what ``aio_post_json`` and ``aio_stream_sse`` are given as ``idle``.
+        self.idle = None if total else (timeouts or HttpTimeouts()).idle
         self._headers = {**dict(headers or {}), "accept-encoding": ACCEPT_ENCODING}
         self._timeouts = timeouts or HttpTimeouts()
         self._total = total
@@ -648,6 +705,7 @@ async def aio_post_json(
     params: Mapping[str, str] | None = None,
     status_error: StatusError | None = None,
     limits: ReadLimits | None = None,
+    idle: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> Any:
     """``post_json`` over aiohttp: POST ``body`` (a mapping, or JSON bytes already encoded)
     and return the decoded JSON reply; every failure is a ``ProviderError``. A redirect is
@@ -664,7 +722,11 @@ async def aio_post_json(
             if 300 <= status < 400:
                 raise redirect_refused(provider, status, reply_headers.get("location"))
             payload = await aio_read_body(
-                response, provider=provider, limits=limits or ReadLimits(), truncate=status >= 400
+                response,
+                provider=provider,
+                limits=limits or ReadLimits(),
+                truncate=status >= 400,
+                idle=idle,
             )
     except Exception as exc:
         error = error_from_exception(exc, provider=provider, secrets=secrets)
@@ -687,6 +749,7 @@ async def aio_read_body(
     provider: str,
     limits: ReadLimits,
     truncate: bool = False,
+    idle: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> bytes:
     """An aiohttp reply's body (not decompressed by aiohttp) decoded through a ``BodyReader``:
     past ``limits`` a ``ProviderError``, or with ``truncate`` (an error body: what came is
@@ -700,8 +763,13 @@ async def aio_read_body(
         content_type="" if truncate else response.headers.get("content-type", ""),
     )
     pieces: list[bytes] = []
+    chunks = response.content.iter_any().__aiter__()
     try:
-        async for raw in response.content.iter_any():
+        while True:
+            try:
+                raw = await next_chunk(chunks, idle, provider)
+            except StopAsyncIteration:
+                break
             pieces.extend(reader.feed(raw))
         pieces.extend(reader.end())
     except ProviderError:

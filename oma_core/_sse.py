@@ -22,10 +22,12 @@ from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._bounded import (
+    DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_EVENT_BYTES,
     BodyReader,
     ReadLimits,
     invalid_utf8,
+    next_chunk,
     redirect_refused,
     too_large,
 )
@@ -340,6 +342,7 @@ async def aio_stream_sse(
     max_event_bytes: int | None = None,
     status_error: StatusError | None = None,
     limits: ReadLimits | None = None,
+    idle: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> AsyncGenerator[SSEMessage, None]:
     """``stream_sse`` over an aiohttp session: POST ``body`` and yield the reply's events.
 
@@ -347,7 +350,8 @@ async def aio_stream_sse(
     was read to its end). Every failure is a ``ProviderError`` built from strings, as with
     ``stream_sse``; an error status is read (bounded) and given to ``status_error`` if given;
     a redirect is refused. The body is decoded through a ``BodyReader`` held to ``limits``
-    (``max_event_bytes``, if given, replaces theirs).
+    (``max_event_bytes``, if given, replaces theirs); a stream silent for ``idle`` seconds
+    fails with ``idle_timeout``.
     """
     secrets = tuple(secrets)
     limits = limits or ReadLimits()
@@ -372,7 +376,9 @@ async def aio_stream_sse(
         if error is None and 300 <= response.status < 400:
             error = redirect_refused(provider, response.status, response.headers.get("location"))
         if error is None and response.status >= 400:
-            payload = await aio_read_body(response, provider=provider, limits=limits, truncate=True)
+            payload = await aio_read_body(
+                response, provider=provider, limits=limits, truncate=True, idle=idle
+            )
             if status_error is not None:
                 error = status_error(response.status, response.headers, payload)
             else:
@@ -391,8 +397,13 @@ async def aio_stream_sse(
                 content_type="text/event-stream",
             )
             parser = SSEParser(provider, limits.max_event_bytes)
+            chunks = response.content.iter_any().__aiter__()
             try:
-                async for raw in response.content.iter_any():
+                while True:
+                    try:
+                        raw = await next_chunk(chunks, idle, provider)
+                    except StopAsyncIteration:
+                        break
                     for chunk in reader.feed(raw):
                         for event in parser.feed(chunk):
                             yield event

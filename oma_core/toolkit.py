@@ -43,7 +43,10 @@ The groups:
   counts), ``guard_hooks`` (an httpx or httpx2 client's ``event_hooks``: redirects refused,
   bodies bounded; what an SDK's client is given), ``aio_read_body``, ``redirect_refused``,
   ``too_large``, ``invalid_utf8``; ``pool_size`` reads ``provider_options["max_connections"]``
-  (``POOL_OPTION``) for a plugin's own aiohttp client, past which calls queue.
+  (``POOL_OPTION``) for a plugin's own aiohttp client, past which calls queue;
+- default timeouts no run hangs on for long (``DEFAULT_FIRST_BYTE_TIMEOUT``, 120 s, and
+  ``DEFAULT_IDLE_TIMEOUT``, 60 s between stream events), and errors that say which fired
+  (``timeout_error``, ``idle_timeout``).
 """
 
 from __future__ import annotations
@@ -166,6 +169,10 @@ _EXPORTS: dict[str, str] = {
     "redirect_refused": "_bounded",
     "too_large": "_bounded",
     "invalid_utf8": "_bounded",
+    "idle_timeout": "_bounded",
+    "DEFAULT_FIRST_BYTE_TIMEOUT": "_bounded",
+    "DEFAULT_IDLE_TIMEOUT": "_bounded",
+    "timeout_error": "_http",
     "pool_size": "_http",
     "POOL_OPTION": "_http",
     "ToolCallAssembler": "_tool_calls",
@@ -195,6 +202,10 @@ __all__ = [
     "redirect_refused",
     "too_large",
     "invalid_utf8",
+    "idle_timeout",
+    "DEFAULT_FIRST_BYTE_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "timeout_error",
     "pool_size",
     "POOL_OPTION",
     "AioHttpClient",
@@ -331,11 +342,14 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from . import hookimpl
     from ._bounded import (
+        DEFAULT_FIRST_BYTE_TIMEOUT,
+        DEFAULT_IDLE_TIMEOUT,
         DEFAULT_MAX_RESPONSE_BYTES,
         READ_OPTIONS,
         BodyReader,
         ReadLimits,
         guard_hooks,
+        idle_timeout,
         invalid_utf8,
         redirect_refused,
         too_large,
@@ -365,6 +379,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         request_secrets,
         retry_delay,
         scrub,
+        timeout_error,
     )
     from ._replies import (
         JsonView,

@@ -65,6 +65,7 @@ from oma_core.toolkit import (
     error_from_exception,
     error_from_response,
     event_json,
+    guard_hooks,
     http_client,
     malformed_response,
     media_url,
@@ -147,7 +148,7 @@ class TestHttpClient:
 
     def test_default_timeouts_are_short_to_connect_and_long_to_read(self) -> None:
         t = HttpTimeouts()
-        assert (t.connect, t.read, t.write, t.pool) == (5.0, 600.0, 60.0, 60.0)
+        assert (t.connect, t.read, t.write, t.pool, t.idle) == (5.0, 120.0, 60.0, 60.0, 60.0)
 
     @pytest.mark.parametrize("bad", [0, -1.0])
     def test_a_timeout_must_be_positive(self, bad: float) -> None:
@@ -570,6 +571,35 @@ class TestBoundedReads:
         assert list(reader.feed(b'{"a": 1}\n' * 50)) == [b'{"a": 1}\n' * 50]
         with pytest.raises(ProviderError, match="stream line exceeds the limit of 100 bytes"):
             list(reader.feed(b"x" * 101))
+
+
+class TestTimeouts:
+    async def test_a_silent_stream_fails_naming_the_idle_timeout(self, server: FakeService) -> None:
+        server.enqueue(SlowStream(event_delay=3.0))
+        timeouts = HttpTimeouts(idle=0.2)
+        async with http_client(base_url=server.url, provider="Svc", timeouts=timeouts) as client:
+            error = await _failure(_events(client))
+        assert error.retryable is True
+        assert "nothing came for 0.2 s in the middle of the reply (the idle" in error.message
+        assert await server.async_wait_idle(timeout=5)
+
+    async def test_first_byte_caps_each_requests_read_timeout(self) -> None:
+        hook = guard_hooks("Svc", first_byte=120.0)["request"][0]
+        long = httpx.Request("POST", "http://x", extensions={"timeout": {"read": 600.0}})
+        short = httpx.Request("POST", "http://x", extensions={"timeout": {"read": 30.0}})
+        for request in (long, short):
+            await hook(request)
+        assert (long.extensions["timeout"]["read"], short.extensions["timeout"]["read"]) == (
+            120.0,
+            30.0,
+        )
+
+    def test_a_connect_timeout_is_named_with_its_seconds(self) -> None:
+        request = httpx.Request("POST", "http://h:1/x", extensions={"timeout": {"connect": 5.0}})
+        error = error_from_exception(httpx.ConnectTimeout("t", request=request), provider="Svc")
+        assert error.message == (
+            "Svc timed out: could not connect to h:1 within 5 s (the connect timeout)"
+        )
 
 
 async def _call_json(

@@ -79,9 +79,10 @@ off); error messages hold no API key and no base64 payload, even when the servic
 request; a cancelled stream closes its connection; 200 concurrent runs all complete with at
 least 50 in flight; ``render`` is, byte for byte, what reaches the wire. Hostile replies: a
 redirect is refused (not followed, not retried); a gzip bomb stops at ``max_response_bytes``
-in bounded memory; an endless event stops at ``max_event_bytes``; a complete stream the
-server keeps open with keep-alive comments ends at its last event; a stream that is not
-UTF-8 is a malformed response.
+in bounded memory; an endless event stops at ``max_event_bytes``; a reply that never starts,
+or a stream that goes silent, fails with an error naming the timeout that fired; a complete
+stream the server keeps open with keep-alive comments ends at its last event; a stream that
+is not UTF-8 is a malformed response.
 """
 
 from __future__ import annotations
@@ -825,6 +826,33 @@ class ProviderConformance:
         error = await _failure(self.provider(server), self.request(), True)
         assert "the stream is not valid UTF-8" in error.message
         assert error.retryable is True
+
+    async def test_a_reply_that_never_starts_fails_naming_the_first_byte_timeout(
+        self, server: FakeServer
+    ) -> None:
+        if self.unbounded_transport:
+            pytest.skip(self.unbounded_transport)
+        server.enqueue(Delay(5.0))
+        provider = self.provider(server, timeout=0.5)
+        error = await asyncio.wait_for(_failure(provider, self.request(), False), 10)
+        assert error.retryable is True
+        assert 'provider_options["timeout"]' in error.message, error.message
+        assert "first-byte" in error.message or "whole request" in error.message, error.message
+        assert await server.async_wait_idle(timeout=5.0)
+
+    async def test_a_stream_that_goes_silent_fails_naming_the_idle_timeout(
+        self, server: FakeServer
+    ) -> None:
+        if self.unbounded_transport:
+            pytest.skip(self.unbounded_transport)
+        self.script_text(server, "a long answer " * 20)
+        server.enqueue(SlowStream(event_delay=5.0))
+        provider = self.provider(server, timeout=0.5)
+        error = await asyncio.wait_for(_failure(provider, self.request(), True), 10)
+        assert error.retryable is True
+        assert 'provider_options["timeout"]' in error.message, error.message
+        assert "idle timeout" in error.message or "whole request" in error.message, error.message
+        assert await server.async_wait_idle(timeout=5.0)
 
     @pytest.mark.parametrize("streaming", [False, True])
     async def test_error_messages_hold_no_key_and_no_base64(

@@ -78,6 +78,7 @@ class DirectClient:
             provider=DISPLAY_NAME,
             status_error=_status_error(secrets),
             limits=self._http.limits,
+            idle=self._http.idle,
         )
         if not isinstance(reply, dict):
             raise malformed_response(DISPLAY_NAME, "the reply is not a JSON object")
@@ -92,6 +93,7 @@ class DirectClient:
             provider=DISPLAY_NAME,
             status_error=_status_error(secrets),
             limits=self._http.limits,
+            idle=self._http.idle,
         )
         error: ProviderError | None = None
         try:

@@ -30,6 +30,7 @@ from oma_core.toolkit import (
     malformed_response,
     parse_retry_after,
     scrub,
+    timeout_error,
 )
 
 from .capabilities import DISPLAY_NAME
@@ -86,9 +87,7 @@ def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError 
                 provider=DISPLAY_NAME,
                 retryable=True,
             )
-        return ProviderError(
-            f"{DISPLAY_NAME} request timed out", provider=DISPLAY_NAME, retryable=True
-        )
+        return timeout_error(root, provider=DISPLAY_NAME)
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__
         why = f" ({type(cause).__name__})" if cause is not None else ""

@@ -19,6 +19,8 @@ import anthropic
 
 from oma_core import PluginError, ProviderError
 from oma_core.toolkit import (
+    DEFAULT_FIRST_BYTE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
     READ_OPTIONS,
     ProviderEvent,
     ProviderRequest,
@@ -177,11 +179,18 @@ class AnthropicProvider:
         if entry is not None and entry[0]() is loop:
             return entry[1]
         self._clients = {k: v for k, v in self._clients.items() if _alive(v[0])}
+        # Default timeouts no run hangs on for long: 5 s to connect, 120 s for the reply to
+        # start, 60 s of silence once it has (``timeout`` replaces the last two). The client
+        # keeps the SDK's default timeout, which its refusal of a non-streaming call too long
+        # to finish compares against; the hooks cap each request's read timeout instead.
+        timeout = self._options.get("timeout")
+        idle = float(timeout) if isinstance(timeout, int | float) else DEFAULT_IDLE_TIMEOUT
+        first_byte = None if timeout else DEFAULT_FIRST_BYTE_TIMEOUT
         client = anthropic.AsyncAnthropic(
             api_key=self._api_key(),
             base_url=self._base_url,
             max_retries=0,
-            timeout=self._options.get("timeout", anthropic.DEFAULT_TIMEOUT),
+            timeout=timeout or anthropic.DEFAULT_TIMEOUT,
             default_headers=dict(self._options.get("headers") or {}),
             # The SDK's own httpx or aiohttp client (its default connection limits, and the
             # per-request timeout the SDK passes on), with redirects never followed and every
@@ -190,7 +199,10 @@ class AnthropicProvider:
                 anthropic.DefaultAioHttpClient
                 if self._transport == "aiohttp"
                 else anthropic.DefaultAsyncHttpxClient
-            )(follow_redirects=False, event_hooks=guard_hooks(DISPLAY_NAME, self._limits)),
+            )(
+                follow_redirects=False,
+                event_hooks=guard_hooks(DISPLAY_NAME, self._limits, idle, first_byte),
+            ),
         )
         self._clients[id(loop)] = (weakref.ref(loop), client)
         return client

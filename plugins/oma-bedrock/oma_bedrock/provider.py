@@ -19,6 +19,8 @@ import httpx
 from botocore.eventstream import EventStreamBuffer, ParserError
 
 from oma_core.toolkit import (
+    DEFAULT_FIRST_BYTE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
     READ_OPTIONS,
     HttpTimeouts,
     LoopLocalClient,
@@ -49,7 +51,9 @@ OPTIONS = frozenset(
     | set(READ_OPTIONS)
 )
 _CONNECT_TIMEOUT = 10.0
-_READ_TIMEOUT = 600.0  # a long video answer may take minutes
+# the toolkit's defaults (120 s for the reply to start, 60 s of silence once it has), which
+# ``timeout`` replaces
+_READ_TIMEOUT = DEFAULT_FIRST_BYTE_TIMEOUT
 _MAX_CONNECTIONS = 100
 
 
@@ -81,7 +85,9 @@ class BedrockProvider:
         self._limits = ReadLimits.from_options(options, name=self.name)
         self._http = LoopLocalClient(
             timeouts=HttpTimeouts(
-                connect=_CONNECT_TIMEOUT, read=float(options.get("timeout", _READ_TIMEOUT))
+                connect=_CONNECT_TIMEOUT,
+                read=float(options.get("timeout", _READ_TIMEOUT)),
+                idle=float(options.get("timeout", DEFAULT_IDLE_TIMEOUT)),
             ),
             max_connections=_MAX_CONNECTIONS,
             provider=DISPLAY_NAME,

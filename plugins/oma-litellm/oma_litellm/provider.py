@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from oma_core.toolkit import (
+    DEFAULT_IDLE_TIMEOUT,
     LLMMessage,
     PluginError,
     ProviderError,
@@ -54,7 +55,9 @@ FINISH_REASONS: Mapping[str, str] = {
 }
 #: ``provider_options`` this provider reads.
 OPTIONS = frozenset({"timeout", "headers", "api_version", "max_response_bytes", "max_event_bytes"})
-_DEFAULT_TIMEOUT = 600.0
+#: The reply must start within this (LiteLLM's one timeout); silence once it has started is
+#: bounded by the toolkit's idle timeout (60 s) on LiteLLM's own HTTP handler
+_DEFAULT_TIMEOUT = 120.0
 _CONNECT_TIMEOUT = 10.0
 _SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
 
@@ -211,7 +214,9 @@ class LiteLLMProvider:
         )
         timeout = self._settings.options.get("timeout", _DEFAULT_TIMEOUT)
         # redirects never followed, replies read through the toolkit's bounds
-        hooks: Any = guard_hooks(DISPLAY_NAME, self._limits)
+        given = self._settings.options.get("timeout")
+        idle = float(given) if isinstance(given, int | float) else DEFAULT_IDLE_TIMEOUT
+        hooks: Any = guard_hooks(DISPLAY_NAME, self._limits, idle)
         handler = AsyncHTTPHandler(
             timeout=timeout,
             shared_session=session,

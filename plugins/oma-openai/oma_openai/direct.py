@@ -74,6 +74,7 @@ class DirectClient:
             params=self._params,
             status_error=self._status_error(secrets),
             limits=self._http.limits,
+            idle=self._http.idle,
         )
         if not isinstance(reply, dict):
             raise malformed_response(self.display_name, "the reply is not a JSON object")
@@ -89,6 +90,7 @@ class DirectClient:
             params=self._params,
             status_error=self._status_error(secrets),
             limits=self._http.limits,
+            idle=self._http.idle,
         )
         error: ProviderError | None = None
         try:

@@ -20,6 +20,8 @@ import openai
 
 from oma_core import LLMMessage, PluginError, ProviderError, ToolUseBlock, Usage
 from oma_core.toolkit import (
+    DEFAULT_FIRST_BYTE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
     READ_OPTIONS,
     ProviderEvent,
     ProviderRequest,
@@ -194,8 +196,14 @@ class OpenAIChatProvider:
             if self._transport == "aiohttp"
             else openai.DefaultAsyncHttpxClient
         )
+        # Default timeouts no run hangs on for long: 5 s to connect, 120 s for the reply to
+        # start, 60 s of silence once it has (``timeout`` replaces the last two).
+        timeout = options.setdefault(
+            "timeout", openai.Timeout(DEFAULT_FIRST_BYTE_TIMEOUT, connect=5.0)
+        )
+        idle = float(timeout) if isinstance(timeout, int | float) else DEFAULT_IDLE_TIMEOUT
         options["http_client"] = http_client(
-            follow_redirects=False, event_hooks=guard_hooks(self.display_name, self._limits)
+            follow_redirects=False, event_hooks=guard_hooks(self.display_name, self._limits, idle)
         )
         self._sdk = openai.AsyncOpenAI(
             api_key=api_key, base_url=self.base_url, max_retries=0, **options
