@@ -26,6 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ._bounded import (
+    ACCEPT_ENCODING,
+    DEFAULT_FIRST_BYTE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    BodyReader,
+    ReadLimits,
+    guard_hooks,
+    next_chunk,
+    redirect_refused,
+)
 from .errors import ProviderError
 from .redaction import REDACTED, redact_text
 from .retry import parse_retry_after
@@ -60,7 +70,7 @@ __all__ = [
 ]
 
 #: The provider options ``LoopLocalClient.from_options`` reads (the rest usually go in the body).
-CLIENT_OPTIONS = ("timeout", "headers")
+CLIENT_OPTIONS = ("timeout", "headers", "max_response_bytes", "max_event_bytes")
 #: Request texts shorter than this are not blanked out of messages (they would hit words).
 MIN_SECRET = 8
 #: How much of a service's error text a message keeps (characters).
@@ -76,16 +86,20 @@ def _positive(_inst: object, attribute: Any, value: float | None) -> None:
 
 @attrs.frozen
 class HttpTimeouts:
-    """httpx's four timeouts, in seconds (None: no limit), with values that suit model calls.
+    """httpx's four timeouts and oma's ``idle``, in seconds (None: no limit), with values that
+    suit model calls and that no default run hangs on for long.
 
-    ``connect`` is short, so an unreachable host fails fast; ``read`` (the longest wait between
-    two received bytes) is long, because a model may think for minutes before its first token.
+    ``connect`` is short, so an unreachable host fails fast; ``read`` (httpx's longest wait
+    between two received bytes, so also the wait for the reply to start: a non-streamed reply
+    comes whole) is 120 s; ``idle``, the longest silence once the reply has started (between
+    two stream events), is 60 s. ``provider_options["timeout"]`` sets both.
     """
 
     connect: float | None = attrs.field(default=5.0, validator=_positive)
-    read: float | None = attrs.field(default=600.0, validator=_positive)
+    read: float | None = attrs.field(default=DEFAULT_FIRST_BYTE_TIMEOUT, validator=_positive)
     write: float | None = attrs.field(default=60.0, validator=_positive)
     pool: float | None = attrs.field(default=60.0, validator=_positive)
+    idle: float | None = attrs.field(default=DEFAULT_IDLE_TIMEOUT, validator=_positive)
 
 
 def http_client(
@@ -95,14 +109,21 @@ def http_client(
     timeouts: HttpTimeouts | None = None,
     max_connections: int = 100,
     max_keepalive_connections: int = 20,
+    provider: str = "the service",
+    limits: ReadLimits | None = None,
 ) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` with real timeouts and connection limits; the provider owns it
-    and closes it in its ``aclose`` (``await client.aclose()``). Redirects are not followed: a
-    model API that redirects a POST is misconfigured, and following would resend the key."""
+    and closes it in its ``aclose`` (``await client.aclose()``). A redirect is refused (a
+    non-retryable ``ProviderError`` naming the status and the Location's host): a model API
+    that redirects a POST is misconfigured, and following would resend the body and headers.
+    Reply bodies are decoded step by step and held to ``limits`` (``guard_hooks``), so a
+    compression bomb or an endless event stops at the limit; ``provider`` names the service
+    in those errors."""
     import httpx
 
     t = timeouts or HttpTimeouts()
     return httpx.AsyncClient(
+        event_hooks=guard_hooks(provider, limits, t.idle),
         base_url=base_url or "",
         headers=dict(headers or {}),
         timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.write, pool=t.pool),
@@ -127,6 +148,8 @@ class LoopLocalClient:
         timeouts: HttpTimeouts | None = None,
         max_connections: int = 100,
         max_keepalive_connections: int = 20,
+        provider: str = "the service",
+        limits: ReadLimits | None = None,
     ) -> None:
         self._options: dict[str, Any] = {
             "base_url": base_url,
@@ -134,21 +157,30 @@ class LoopLocalClient:
             "timeouts": timeouts,
             "max_connections": max_connections,
             "max_keepalive_connections": max_keepalive_connections,
+            "provider": provider,
+            "limits": limits,
         }
         self._client: httpx.AsyncClient | None = None
         self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     @classmethod
     def from_options(
-        cls, options: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+        cls,
+        options: Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        provider: str = "the service",
     ) -> LoopLocalClient:
         """A client configured by the provider options every HTTP plugin takes (the keys of
-        ``CLIENT_OPTIONS``): ``timeout`` (the read timeout, seconds) and ``headers`` (extra
-        headers; ``headers`` given here, such as the key's, win)."""
+        ``CLIENT_OPTIONS``): ``timeout`` (the read and idle timeouts, seconds), ``headers`` (extra
+        headers; ``headers`` given here, such as the key's, win), ``max_response_bytes`` and
+        ``max_event_bytes`` (``ReadLimits``; a bad value is a ``PluginError``)."""
         timeout = options.get("timeout")
         return cls(
             headers={**dict(options.get("headers") or {}), **dict(headers or {})},
-            timeouts=HttpTimeouts(read=float(timeout)) if timeout else None,
+            timeouts=HttpTimeouts(read=float(timeout), idle=float(timeout)) if timeout else None,
+            provider=provider,
+            limits=ReadLimits.from_options(options, name=provider),
         )
 
     def get(self) -> httpx.AsyncClient:
@@ -436,9 +468,7 @@ def error_from_exception(
     where = _host(exc)
     name = type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
-        return ProviderError(
-            f"{provider} request{where} timed out ({name})", provider=provider, retryable=True
-        )
+        return timeout_error(exc, provider=provider, where=where)
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
         # the request itself is wrong (a base_url without http(s), an invalid header):
         # sending it again cannot help
@@ -456,6 +486,51 @@ def error_from_exception(
             f"{provider} response stream failed ({name})", provider=provider, retryable=True
         )
     return ProviderError(f"{provider} request failed ({name})", provider=provider, retryable=False)
+
+
+#: Which timeout an exception's class name means, and the words for it.
+_TIMEOUT_KINDS = (
+    ("Connect", "connect", "could not connect{where} within {s}", "the connect timeout"),
+    ("Pool", "pool", "waited {s} for a free connection", "the pool timeout"),
+    ("Write", "write", "could not send the request{where} within {s}", "the write timeout"),
+    (
+        "Read",
+        "read",
+        "sent no reply{where} within {s}",
+        'the time-to-first-byte timeout; provider_options["timeout"] raises it',
+    ),
+)
+
+
+def timeout_error(exc: BaseException, *, provider: str, where: str = "") -> ProviderError:
+    """The retryable ``ProviderError`` for a timeout of httpx, httpx2, httpcore or aiohttp,
+    saying which one fired (connect, pool, write, or the wait for the reply) and, when the
+    request records it, after how long; ``idle_timeout`` is the one between stream events."""
+    name = type(exc).__name__
+    seconds = _timeout_seconds(exc)
+    for marker, key, text, which in _TIMEOUT_KINDS:
+        if name.startswith(marker) or (marker == "Read" and name == "SocketTimeoutError"):
+            value = seconds.get(key)
+            s = f"{value:g} s" if isinstance(value, int | float) else "its timeout"
+            return ProviderError(
+                f"{provider} timed out: {text.format(where=where, s=s)} ({which})",
+                provider=provider,
+                retryable=True,
+            )
+    return ProviderError(
+        f"{provider} request{where} timed out ({name}: the whole request's timeout, "
+        'provider_options["timeout"])',
+        provider=provider,
+        retryable=True,
+    )
+
+
+def _timeout_seconds(exc: BaseException) -> dict[str, Any]:
+    try:
+        found = exc.request.extensions.get("timeout")  # type: ignore[attr-defined]
+    except Exception:  # no request attached (aiohttp, or a bare exception)
+        return {}
+    return dict(found) if isinstance(found, Mapping) else {}
 
 
 def _host(exc: BaseException) -> str:
@@ -520,9 +595,7 @@ def _aiohttp_error(exc: BaseException, aio: Any, provider: str) -> ProviderError
     where = f" to {host}:{port}" if host and port else f" to {host}" if host else ""
     name = type(exc).__name__
     if isinstance(exc, TimeoutError):
-        return ProviderError(
-            f"{provider} request{where} timed out ({name})", provider=provider, retryable=True
-        )
+        return timeout_error(exc, provider=provider, where=where)
     if isinstance(exc, aio.InvalidURL):
         return ProviderError(
             f"{provider} request could not be sent ({name})", provider=provider, retryable=False
@@ -532,12 +605,40 @@ def _aiohttp_error(exc: BaseException, aio: Any, provider: str) -> ProviderError
     )
 
 
+#: The ``provider_options`` name of the connection-pool size of a plugin's own client.
+POOL_OPTION = "max_connections"
+DEFAULT_MAX_CONNECTIONS = 100
+
+
+def pool_size(options: Mapping[str, Any], *, name: str) -> int:
+    """``provider_options["max_connections"]``: how many connections a plugin's own client
+    opens at most (calls past it queue); ``DEFAULT_MAX_CONNECTIONS`` when not given. A value
+    that is not a whole number > 0 is a ``PluginError`` naming the plugin."""
+    from .errors import PluginError
+
+    value = options.get(POOL_OPTION)
+    if value is None:
+        return DEFAULT_MAX_CONNECTIONS
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise PluginError(
+            f'provider_options["{POOL_OPTION}"] must be a whole number > 0, not {value!r}',
+            name=name,
+        )
+    return value
+
+
 class AioHttpClient:
     """An ``aiohttp.ClientSession`` per event loop, made on first use (a session and its
     connection pool belong to the loop that opened them), with real timeouts and a connection
     limit. ``total`` (seconds, if given) bounds each whole request, as an SDK's ``timeout``
-    does; otherwise ``timeouts`` bound the connect and each read. Redirects are not followed.
-    ``aclose`` closes the running loop's session; one left on a finished loop is dropped."""
+    does; otherwise ``timeouts`` bound the socket connect and each read. Past
+    ``max_connections`` in flight a call queues for a pooled connection: that wait is bounded
+    by ``total`` or by the call's own deadline (the core cancels it), never by the connect
+    timeout, so a burst larger than the pool is served, not failed. Redirects are not followed.
+    ``aclose`` closes the running loop's session; one left on a finished loop is dropped.
+
+    Bodies are not decompressed by aiohttp: ``aio_post_json`` and ``aio_stream_sse`` decode
+    them through a ``BodyReader`` held to ``limits``."""
 
     def __init__(
         self,
@@ -545,9 +646,14 @@ class AioHttpClient:
         headers: Mapping[str, str] | None = None,
         timeouts: HttpTimeouts | None = None,
         total: float | None = None,
-        max_connections: int = 100,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        limits: ReadLimits | None = None,
     ) -> None:
-        self._headers = dict(headers or {})
+        self.limits = limits or ReadLimits()
+        #: The longest silence once a reply has started (None with ``total``, which bounds
+        #: everything): what ``aio_post_json`` and ``aio_stream_sse`` are given as ``idle``.
+        self.idle = None if total else (timeouts or HttpTimeouts()).idle
+        self._headers = {**dict(headers or {}), "accept-encoding": ACCEPT_ENCODING}
         self._timeouts = timeouts or HttpTimeouts()
         self._total = total
         self._max_connections = max_connections
@@ -563,15 +669,20 @@ class AioHttpClient:
         import aiohttp
 
         t = self._timeouts
+        # ``connect`` would also count the wait for a free pooled connection; ``sock_connect``
+        # is the TCP (and TLS) connect alone
         timeout = aiohttp.ClientTimeout(
-            total=self._total, connect=t.connect, sock_read=None if self._total else t.read
+            total=self._total,
+            connect=None,
+            sock_connect=t.connect,
+            sock_read=None if self._total else t.read,
         )
         connector = aiohttp.TCPConnector(limit=self._max_connections)
         self._session = aiohttp.ClientSession(
             connector=connector,
             headers=self._headers,
             timeout=timeout,
-            auto_decompress=True,
+            auto_decompress=False,  # decoded by a BodyReader, step by step
         )
         self._loop = weakref.ref(loop)
         return self._session
@@ -593,9 +704,12 @@ async def aio_post_json(
     headers: Mapping[str, str] | None = None,
     params: Mapping[str, str] | None = None,
     status_error: StatusError | None = None,
+    limits: ReadLimits | None = None,
+    idle: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> Any:
     """``post_json`` over aiohttp: POST ``body`` (a mapping, or JSON bytes already encoded)
-    and return the decoded JSON reply; every failure is a ``ProviderError``."""
+    and return the decoded JSON reply; every failure is a ``ProviderError``. A redirect is
+    refused; the body is decoded through a ``BodyReader`` held to ``limits``."""
     secrets = tuple(secrets)
     data = body if isinstance(body, bytes) else encode_json(body)
     error: ProviderError | None = None
@@ -605,7 +719,15 @@ async def aio_post_json(
         ) as response:
             status = response.status
             reply_headers = response.headers
-            payload = await response.read()
+            if 300 <= status < 400:
+                raise redirect_refused(provider, status, reply_headers.get("location"))
+            payload = await aio_read_body(
+                response,
+                provider=provider,
+                limits=limits or ReadLimits(),
+                truncate=status >= 400,
+                idle=idle,
+            )
     except Exception as exc:
         error = error_from_exception(exc, provider=provider, secrets=secrets)
     if error is not None:
@@ -619,3 +741,41 @@ async def aio_post_json(
     except ValueError:
         error = malformed_response(provider, f"HTTP {status} body is not JSON")
     raise error
+
+
+async def aio_read_body(
+    response: aiohttp.ClientResponse,
+    *,
+    provider: str,
+    limits: ReadLimits,
+    truncate: bool = False,
+    idle: float | None = DEFAULT_IDLE_TIMEOUT,
+) -> bytes:
+    """An aiohttp reply's body (not decompressed by aiohttp) decoded through a ``BodyReader``:
+    past ``limits`` a ``ProviderError``, or with ``truncate`` (an error body: what came is
+    enough for a message) the first ``ERROR_BODY_LIMIT`` bytes and no error."""
+    if truncate:
+        limits = ReadLimits(max_response_bytes=ERROR_BODY_LIMIT)
+    reader = BodyReader(
+        provider=provider,
+        limits=limits,
+        content_encoding=response.headers.get("content-encoding", ""),
+        content_type="" if truncate else response.headers.get("content-type", ""),
+    )
+    pieces: list[bytes] = []
+    chunks = response.content.iter_any().__aiter__()
+    try:
+        while True:
+            try:
+                raw = await next_chunk(chunks, idle, provider)
+            except StopAsyncIteration:
+                break
+            pieces.extend(reader.feed(raw))
+        pieces.extend(reader.end())
+    except ProviderError:
+        if not truncate:
+            raise
+    except Exception:
+        if not truncate:
+            raise
+    return b"".join(pieces)

@@ -2,10 +2,11 @@
 
 ``sse_events`` reads a streamed ``httpx.Response`` as events through httpx-sse's
 ``EventSource``; the bytes it is fed are counted from the last event boundary, so a service
-(or anything between it and us) that sends an endless event fails with a malformed-response
-``ProviderError`` instead of filling memory. ``stream_sse`` opens the POST as well and turns
-every failure — an error status, a transport fault mid-stream, a body that is not an event
-stream — into a ``ProviderError``. httpx and httpx-sse are imported on first use.
+(or anything between it and us) that sends an endless event fails with a non-retryable
+``ProviderError`` naming the limit (``too_large``) instead of filling memory. ``stream_sse``
+opens the POST as well and turns every failure — an error status, a transport fault
+mid-stream, a body that is not an event stream — into a ``ProviderError``. httpx and
+httpx-sse are imported on first use.
 
 ``aio_stream_sse`` is ``stream_sse`` over an ``aiohttp`` session, with its own bounded parser
 (``SSEParser``, yielding ``SSEMessage``s, which ``event_json`` reads like httpx-sse's events).
@@ -20,11 +21,21 @@ import re
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._bounded import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_EVENT_BYTES,
+    BodyReader,
+    ReadLimits,
+    invalid_utf8,
+    next_chunk,
+    redirect_refused,
+    too_large,
+)
 from ._http import (
-    ERROR_BODY_LIMIT,
     StatusError,
     _json_headers,
     _status_error,
+    aio_read_body,
     encode_json,
     error_from_event,
     error_from_exception,
@@ -48,17 +59,14 @@ __all__ = [
     "stream_sse",
 ]
 
-#: The largest event ``sse_events`` accepts by default (bytes on the wire, field names and
-#: line ends included): 16 MiB, more than any model's single streamed chunk.
-DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
-
 # An event ends at a blank line: two line ends in a row, in any of SSE's three spellings.
 _BOUNDARY = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
 
 
 class _BoundedBody:
     """What ``EventSource`` reads: the response's headers and its text, counted in bytes since
-    the last blank line; past ``limit`` the read fails with a malformed-response error.
+    the last blank line; past ``limit`` the read fails (``too_large``, not retryable), and a
+    body that is not UTF-8 is a malformed response.
 
     ``aiter_text`` returns this object, an iterator rather than an async generator: httpx-sse
     does not close the iterator it reads, and a generator left open would be finalised late by
@@ -71,7 +79,7 @@ class _BoundedBody:
         self._provider = provider
         self.headers = response.headers
         self._chunks: AsyncGenerator[bytes, None] | None = None
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
         self._pending = 0  # bytes since the last event boundary
         self._tail = b""  # the last bytes of the previous chunk (a boundary may straddle two)
         self._ended = False
@@ -90,12 +98,22 @@ class _BoundedBody:
                 chunk = await anext(self._chunks)
             except StopAsyncIteration:
                 self._ended = True
-                rest = self._decoder.decode(b"", final=True)
+                try:
+                    rest = self._decoder.decode(b"", final=True)
+                except UnicodeDecodeError:
+                    rest = None
+                if rest is None:
+                    raise invalid_utf8(self._provider) from None
                 if rest:
                     return rest
                 break
             self._count(chunk)
-            text = self._decoder.decode(chunk)
+            try:
+                text = self._decoder.decode(chunk)
+            except UnicodeDecodeError:
+                text = None
+            if text is None:
+                raise invalid_utf8(self._provider)
             if text:
                 return text
         raise StopAsyncIteration
@@ -110,9 +128,7 @@ class _BoundedBody:
         else:
             self._pending += len(chunk)
         if self._pending > self._limit:
-            raise malformed_response(
-                self._provider, f"a server-sent event exceeds {self._limit} bytes"
-            )
+            raise too_large(self._provider, "server-sent event", self._limit, "max_event_bytes")
         self._tail = window[-3:]
 
     async def aclose(self) -> None:
@@ -129,9 +145,9 @@ async def sse_events(
     """The events of a streamed ``response`` (opened with ``client.stream``), as httpx-sse's
     ``ServerSentEvent`` (``event``, ``data``, ``id``, ``retry``; ``json()`` decodes ``data``).
 
-    A body that is not ``text/event-stream``, or an event larger than ``max_event_bytes``, is a
-    malformed-response ``ProviderError``. Transport faults propagate as httpx raised them;
-    ``stream_sse`` maps them.
+    A body that is not ``text/event-stream`` is a malformed-response ``ProviderError``; an
+    event larger than ``max_event_bytes`` a non-retryable one (``too_large``). Transport
+    faults propagate as httpx raised them; ``stream_sse`` maps them.
     """
     from httpx_sse import EventSource, SSEError
 
@@ -167,10 +183,11 @@ async def stream_sse(
     An async generator: closing it (``aclose``, or leaving ``async for`` early and closing)
     closes the response and returns its connection. Every failure is a ``ProviderError``
     built from strings: an error status (its body read, bounded), a transport fault before or
-    during the stream (retryable), a reply that is not an event stream or an oversized event
-    (malformed, retryable). Whether the stream ended where it should is the caller's to judge:
-    a stream that ends without the provider's final event must raise a retryable
-    ``malformed_response`` (see ``docs/writing-a-provider.md``).
+    during the stream (retryable), a reply that is not an event stream (malformed, retryable),
+    an oversized event or body (``too_large``, not retryable), a redirect (refused). Whether
+    the stream ended where it should is the caller's to judge: a stream that ends without the
+    provider's final event must raise a retryable ``malformed_response`` (see
+    ``docs/writing-a-provider.md``).
     """
     secrets = tuple(secrets)
     request_headers = {
@@ -250,7 +267,7 @@ class SSEParser:
     """The event-stream format (WHATWG HTML, "server-sent events") parsed from bytes as they
     arrive: ``feed`` returns the events each chunk completes. A line may end in CR, LF or
     CRLF and may straddle chunks; more than ``limit`` bytes without an event boundary is a
-    malformed-response ``ProviderError``."""
+    non-retryable ``ProviderError`` naming the limit (``too_large``)."""
 
     def __init__(self, provider: str, limit: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self._provider = provider
@@ -281,9 +298,7 @@ class SSEParser:
                 self._pending = 0
                 self._dispatch(events)
         if self._pending + len(self._rest) > self._limit:
-            raise malformed_response(
-                self._provider, f"a server-sent event exceeds {self._limit} bytes"
-            )
+            raise too_large(self._provider, "server-sent event", self._limit, "max_event_bytes")
         return events
 
     def close(self) -> list[SSEMessage]:
@@ -324,16 +339,24 @@ async def aio_stream_sse(
     secrets: Iterable[str] = (),
     headers: Mapping[str, str] | None = None,
     params: Mapping[str, str] | None = None,
-    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    max_event_bytes: int | None = None,
     status_error: StatusError | None = None,
+    limits: ReadLimits | None = None,
+    idle: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> AsyncGenerator[SSEMessage, None]:
     """``stream_sse`` over an aiohttp session: POST ``body`` and yield the reply's events.
 
     Closing the generator closes the response (its connection is not reused unless the body
     was read to its end). Every failure is a ``ProviderError`` built from strings, as with
-    ``stream_sse``; an error status is read (bounded) and given to ``status_error`` if given.
+    ``stream_sse``; an error status is read (bounded) and given to ``status_error`` if given;
+    a redirect is refused. The body is decoded through a ``BodyReader`` held to ``limits``
+    (``max_event_bytes``, if given, replaces theirs); a stream silent for ``idle`` seconds
+    fails with ``idle_timeout``.
     """
     secrets = tuple(secrets)
+    limits = limits or ReadLimits()
+    if max_event_bytes is not None:
+        limits = ReadLimits(limits.max_response_bytes, max_event_bytes)
     request_headers = {
         **_json_headers(headers),
         "accept": "text/event-stream",
@@ -350,10 +373,12 @@ async def aio_stream_sse(
             )
         except Exception as exc:
             error = error_from_exception(exc, provider=provider, secrets=secrets)
+        if error is None and 300 <= response.status < 400:
+            error = redirect_refused(provider, response.status, response.headers.get("location"))
         if error is None and response.status >= 400:
-            payload = b""
-            with contextlib.suppress(Exception):  # a body cut short: the status is enough
-                payload = await response.content.read(ERROR_BODY_LIMIT)
+            payload = await aio_read_body(
+                response, provider=provider, limits=limits, truncate=True, idle=idle
+            )
             if status_error is not None:
                 error = status_error(response.status, response.headers, payload)
             else:
@@ -365,9 +390,24 @@ async def aio_stream_sse(
         ):
             error = malformed_response(provider, "the reply is not an event stream")
         if error is None:
-            parser = SSEParser(provider, max_event_bytes)
+            reader = BodyReader(
+                provider=provider,
+                limits=limits,
+                content_encoding=response.headers.get("content-encoding", ""),
+                content_type="text/event-stream",
+            )
+            parser = SSEParser(provider, limits.max_event_bytes)
+            chunks = response.content.iter_any().__aiter__()
             try:
-                async for chunk in response.content.iter_any():
+                while True:
+                    try:
+                        raw = await next_chunk(chunks, idle, provider)
+                    except StopAsyncIteration:
+                        break
+                    for chunk in reader.feed(raw):
+                        for event in parser.feed(chunk):
+                            yield event
+                for chunk in reader.end():
                     for event in parser.feed(chunk):
                         yield event
             except Exception as exc:

@@ -40,7 +40,16 @@ The groups:
 - the same over aiohttp, for throughput (aiohttp imported on first use): ``AioHttpClient``
   (one session per event loop), ``aio_post_json``, ``aio_stream_sse`` (``SSEParser``'s
   ``SSEMessage``s), each taking an optional ``StatusError`` builder; ``JsonView`` to read a
-  decoded reply with code written for an SDK's models.
+  decoded reply with code written for an SDK's models;
+- bounded replies on every transport: ``ReadLimits`` (``max_response_bytes``,
+  ``max_event_bytes``: the ``READ_OPTIONS``), ``BodyReader`` (decodes gzip step by step and
+  counts), ``guard_hooks`` (an httpx or httpx2 client's ``event_hooks``: redirects refused,
+  bodies bounded; what an SDK's client is given), ``aio_read_body``, ``redirect_refused``,
+  ``too_large``, ``invalid_utf8``; ``pool_size`` reads ``provider_options["max_connections"]``
+  (``POOL_OPTION``) for a plugin's own aiohttp client, past which calls queue;
+- default timeouts no run hangs on for long (``DEFAULT_FIRST_BYTE_TIMEOUT``, 120 s, and
+  ``DEFAULT_IDLE_TIMEOUT``, 60 s between stream events), and errors that say which fired
+  (``timeout_error``, ``idle_timeout``).
 """
 
 from __future__ import annotations
@@ -158,6 +167,21 @@ _EXPORTS: dict[str, str] = {
     "media_url": "_replies",
     "missing_api_key": "_replies",
     "stream_sse": "_sse",
+    "aio_read_body": "_http",
+    "DEFAULT_MAX_RESPONSE_BYTES": "_bounded",
+    "READ_OPTIONS": "_bounded",
+    "ReadLimits": "_bounded",
+    "BodyReader": "_bounded",
+    "guard_hooks": "_bounded",
+    "redirect_refused": "_bounded",
+    "too_large": "_bounded",
+    "invalid_utf8": "_bounded",
+    "idle_timeout": "_bounded",
+    "DEFAULT_FIRST_BYTE_TIMEOUT": "_bounded",
+    "DEFAULT_IDLE_TIMEOUT": "_bounded",
+    "timeout_error": "_http",
+    "pool_size": "_http",
+    "POOL_OPTION": "_http",
     "ToolCallAssembler": "_tool_calls",
     # child processes (POSIX), for backend plugins
     "ALLOWED_ENV": "processes",
@@ -176,6 +200,21 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "BodyReader",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "READ_OPTIONS",
+    "ReadLimits",
+    "aio_read_body",
+    "guard_hooks",
+    "redirect_refused",
+    "too_large",
+    "invalid_utf8",
+    "idle_timeout",
+    "DEFAULT_FIRST_BYTE_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "timeout_error",
+    "pool_size",
+    "POOL_OPTION",
     "AioHttpClient",
     "JsonView",
     "SSEMessage",
@@ -312,14 +351,29 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from . import hookimpl
+    from ._bounded import (
+        DEFAULT_FIRST_BYTE_TIMEOUT,
+        DEFAULT_IDLE_TIMEOUT,
+        DEFAULT_MAX_RESPONSE_BYTES,
+        READ_OPTIONS,
+        BodyReader,
+        ReadLimits,
+        guard_hooks,
+        idle_timeout,
+        invalid_utf8,
+        redirect_refused,
+        too_large,
+    )
     from ._chat import chat_text, chat_tools, chat_usage
     from ._http import (
         CLIENT_OPTIONS,
+        POOL_OPTION,
         AioHttpClient,
         HttpTimeouts,
         LoopLocalClient,
         StatusError,
         aio_post_json,
+        aio_read_body,
         encode_json,
         error_fields,
         error_from_event,
@@ -330,10 +384,12 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         innermost_cause,
         is_transport_error,
         malformed_response,
+        pool_size,
         post_json,
         request_secrets,
         retry_delay,
         scrub,
+        timeout_error,
     )
     from ._replies import (
         JsonView,

@@ -17,11 +17,16 @@ from oma_core.testing.fake_server import (
     ErrorMidStream,
     FakeServer,
     HTTPError,
+    RawBody,
     RecordedRequest,
+    Redirect,
     Response,
     SlowStream,
     SSEEvent,
     TruncatedStream,
+    endless,
+    gzip_bomb,
+    keep_alive_after,
 )
 
 
@@ -219,3 +224,47 @@ def test_echo_request_error_repeats_headers_and_body(server: FakeEcho) -> None:
     message = reply.json()["error"]["message"]
     assert "x-api-key: k-1" in message and '{"secret":"payload"}' in message
     assert len(server.requests) == 1
+
+
+# -- hostile replies ------------------------------------------------------------------------
+
+
+def test_redirect_answers_with_its_status_and_location_without_the_handler(
+    server: FakeEcho,
+) -> None:
+    server.enqueue(Redirect("http://127.0.0.1:9/x", status=308))
+    reply = httpx.post(server.url + "/echo", json={"a": 1})
+    assert (reply.status_code, reply.headers["location"]) == (308, "http://127.0.0.1:9/x")
+
+
+def test_a_gzip_bomb_is_valid_gzip_of_the_size_asked() -> None:
+    import gzip
+
+    packed = b"".join(gzip_bomb(3 * 1024 * 1024, prefix=b"{", fill=b"ab"))
+    assert len(packed) < 10_000
+    assert gzip.decompress(packed) == b"{" + b"ab" * (1024 * 1024)  # whole blocks only
+
+
+def test_raw_body_sends_its_chunks_as_they_are_made(server: FakeEcho) -> None:
+    server.enqueue(RawBody([b"one ", b"two"], headers={"content-type": "text/plain"}))
+    reply = httpx.post(server.url + "/echo", json={})
+    assert reply.text == "one two"
+
+
+def test_keep_alive_after_sends_the_whole_reply_then_comments_until_the_client_leaves(
+    server: FakeEcho,
+) -> None:
+    server.enqueue(RawBody(keep_alive_after(), headers={"content-type": "text/event-stream"}))
+    with httpx.stream("POST", server.url + "/echo", json={"stream": 2}) as reply:
+        seen = b""
+        for chunk in reply.iter_bytes():
+            seen += chunk
+            if seen.count(b":\n\n") >= 3:
+                break
+    assert _events(seen.decode()) == ["item", "item", "end"]
+    assert server.wait_idle(timeout=2)
+
+
+def test_endless_never_ends() -> None:
+    chunks = endless(b"data: ", size=10)
+    assert [next(chunks) for _ in range(3)] == [b"data: ", b"a" * 10, b"a" * 10]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oma_core import ProviderError, ToolUseBlock
+from oma_core import PluginError, ProviderError, ToolUseBlock
 from oma_core.testing import (
     DropConnection,
     EchoRequestError,
@@ -35,11 +36,17 @@ from oma_core.testing import (
     TruncatedStream,
     assert_holds_no_secret,
 )
+from oma_core.testing.fake_server import RawBody, Redirect, endless, gzip_bomb
 from oma_core.toolkit import (
     CLIENT_OPTIONS,
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    AioHttpClient,
     Base64Source,
+    BodyReader,
     HttpTimeouts,
     LoopLocalClient,
+    ReadLimits,
     ResponseComplete,
     TextBlock,
     ToolCall,
@@ -48,6 +55,8 @@ from oma_core.toolkit import (
     ToolResultBlock,
     UrlSource,
     Usage,
+    aio_post_json,
+    aio_stream_sse,
     assistant_response,
     chat_text,
     chat_tools,
@@ -56,6 +65,7 @@ from oma_core.toolkit import (
     error_from_exception,
     error_from_response,
     event_json,
+    guard_hooks,
     http_client,
     malformed_response,
     media_url,
@@ -138,7 +148,7 @@ class TestHttpClient:
 
     def test_default_timeouts_are_short_to_connect_and_long_to_read(self) -> None:
         t = HttpTimeouts()
-        assert (t.connect, t.read, t.write, t.pool) == (5.0, 600.0, 60.0, 60.0)
+        assert (t.connect, t.read, t.write, t.pool, t.idle) == (5.0, 120.0, 60.0, 60.0, 60.0)
 
     @pytest.mark.parametrize("bad", [0, -1.0])
     def test_a_timeout_must_be_positive(self, bad: float) -> None:
@@ -373,7 +383,7 @@ class TestStreamSse:
         error = await _failure(_events(client))
         assert error.retryable is True and "not an event stream" in error.message
 
-    async def test_an_oversized_event_is_malformed_and_not_read_whole(
+    async def test_an_oversized_event_is_refused_and_not_read_whole(
         self, server: FakeService, client: httpx.AsyncClient
     ) -> None:
         server.events = [SSEEvent({"n": 0}), SSEEvent("x" * 200_000), SSEEvent({"n": 2})]
@@ -384,8 +394,8 @@ class TestStreamSse:
             ):
                 seen.append(event.data)
         assert seen == ['{"n": 0}']
-        assert "exceeds 10000 bytes" in caught.value.message
-        assert caught.value.retryable is True
+        assert "exceeds the limit of 10000 bytes" in caught.value.message
+        assert caught.value.retryable is False
         assert await server.async_wait_idle(timeout=2)
 
     async def test_many_events_in_one_chunk_do_not_count_as_one(
@@ -408,7 +418,7 @@ class TestStreamSse:
 
     async def test_an_event_split_over_chunks_is_still_bounded(self) -> None:
         chunks = [b"data: ", b"x" * 600, b"x" * 600, b"\n\n"]
-        with pytest.raises(ProviderError, match="exceeds 1000 bytes"):
+        with pytest.raises(ProviderError, match="exceeds the limit of 1000 bytes"):
             [e async for e in sse_events(_streamed(chunks), provider="S", max_event_bytes=1000)]
 
     async def test_closing_the_stream_early_closes_its_connection(
@@ -441,6 +451,177 @@ def _streamed(chunks: list[bytes]) -> httpx.Response:
 
 
 # -- tool calls --------------------------------------------------------------------------------
+
+
+class TestRedirects:
+    """A 3xx is refused on every transport, before anything reaches the other host."""
+
+    @pytest.fixture
+    def elsewhere(self) -> Iterator[FakeService]:
+        with FakeService() as srv:
+            yield srv  # type: ignore[misc]
+        assert srv.total_connections == 0 and srv.requests == []
+
+    @pytest.mark.parametrize("call", ["post_json", "stream_sse", "aio_post_json", "aio_stream_sse"])
+    async def test_a_redirect_is_a_non_retryable_error_naming_status_and_host(
+        self, server: FakeService, elsewhere: FakeService, call: str
+    ) -> None:
+        server.enqueue(Redirect(f"http://user:pw@127.0.0.1:{elsewhere.port}/json?token=t0k3n"))
+        error = await _failure(_call_json(call, server.url + "/json", {"q": 1}))
+        assert (error.status_code, error.retryable) == (307, False)
+        assert f"HTTP 307) to 127.0.0.1:{elsewhere.port}" in error.message
+        assert "t0k3n" not in error.message and "pw" not in error.message
+        assert await server.async_wait_idle(timeout=2)
+
+    async def test_a_relative_location_is_refused_too(self, server: FakeService) -> None:
+        server.enqueue(Redirect("/elsewhere", status=302))
+        error = await _failure(_call_json("post_json", server.url + "/json", {}))
+        assert "HTTP 302) to a relative location" in error.message
+        assert len(server.requests) == 1
+
+
+class TestBoundedReads:
+    """One rule on every transport: a body decoded step by step and counted as decoded, an
+    event or line counted from its boundary; past either, an error naming the limit."""
+
+    @pytest.mark.parametrize("call", ["post_json", "stream_sse", "aio_post_json", "aio_stream_sse"])
+    async def test_a_gzip_bomb_stops_near_the_default_limit_in_bounded_memory(
+        self, server: FakeService, call: str
+    ) -> None:
+        import tracemalloc
+
+        streamed = call.endswith("sse")
+        # events of 64 KiB: well under the event limit, so the body's limit is what stops it
+        fill = b"data: " + b"0" * 65536 + b"\n\n" if streamed else b"0"
+        kind = "text/event-stream" if streamed else "application/json"
+        headers = {"content-type": kind, "content-encoding": "gzip"}
+        server.enqueue(RawBody(gzip_bomb(2 * 1024**3, prefix=b'{"x": "', fill=fill), headers))
+        tracemalloc.start()
+        try:
+            error = await _failure(_call_json(call, server.url + "/json", {}))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert f"exceeds the limit of {DEFAULT_MAX_RESPONSE_BYTES} bytes" in error.message
+        assert 'provider_options["max_response_bytes"]' in error.message
+        assert error.retryable is False
+        assert peak < 4 * DEFAULT_MAX_RESPONSE_BYTES, f"peak {peak >> 20} MiB"
+        assert await server.async_wait_idle(timeout=5)
+
+    @pytest.mark.parametrize("call", ["stream_sse", "aio_stream_sse"])
+    async def test_a_50_mb_event_stops_at_the_event_limit(
+        self, server: FakeService, call: str
+    ) -> None:
+        chunks = endless(b"data: ", b"x", size=1 << 20)
+        server.enqueue(RawBody(chunks, {"content-type": "text/event-stream"}))
+        error = await _failure(_call_json(call, server.url + "/json", {}))
+        assert f"exceeds the limit of {DEFAULT_MAX_EVENT_BYTES} bytes" in error.message
+        assert "server-sent event" in error.message and error.retryable is False
+        assert await server.async_wait_idle(timeout=5)
+
+    @pytest.mark.parametrize("call", ["post_json", "aio_post_json"])
+    async def test_the_limit_is_settable(self, server: FakeService, call: str) -> None:
+        server.raw = Response.json({"pad": "p" * 5000})
+        limits = ReadLimits(max_response_bytes=1000)
+        error = await _failure(_call_json(call, server.url + "/json", {}, limits))
+        assert "exceeds the limit of 1000 bytes" in error.message
+        assert await _call_json(call, server.url + "/json", {}, ReadLimits(6000))
+
+    @pytest.mark.parametrize("call", ["stream_sse", "aio_stream_sse"])
+    async def test_invalid_utf8_in_a_stream_is_the_same_error_on_every_transport(
+        self, server: FakeService, call: str
+    ) -> None:
+        body = [b'data: {"n": 1}\n\n', b'data: {"n": "\xff"}\n\n']
+        server.enqueue(RawBody(body, {"content-type": "text/event-stream"}))
+        error = await _failure(_call_json(call, server.url + "/json", {}))
+        assert error.message == "Svc sent a malformed response: the stream is not valid UTF-8"
+
+    def test_from_options_reads_the_limits_and_refuses_bad_values(self) -> None:
+        limits = ReadLimits.from_options({"max_event_bytes": 10, "timeout": 3}, name="svc")
+        assert limits == ReadLimits(DEFAULT_MAX_RESPONSE_BYTES, 10)
+        for bad in (0, -1, 1.5, "10", True):
+            with pytest.raises(PluginError, match=r'"max_response_bytes"\] must be a whole'):
+                ReadLimits.from_options({"max_response_bytes": bad}, name="svc")
+
+    @given(data=st.binary(max_size=5000), cuts=st.lists(st.integers(0, 5000), max_size=8))
+    def test_a_gzip_body_decodes_whole_however_it_is_cut(
+        self, data: bytes, cuts: list[int]
+    ) -> None:
+        import gzip
+
+        packed = gzip.compress(data)
+        bounds = sorted({0, len(packed), *(c % (len(packed) + 1) for c in cuts)})
+        reader = BodyReader(provider="S", limits=ReadLimits(), content_encoding="gzip")
+        out = b"".join(
+            piece for a, b in itertools.pairwise(bounds) for piece in reader.feed(packed[a:b])
+        )
+        assert out + b"".join(reader.end()) == data
+        assert reader.size == len(data)
+
+    def test_an_unknown_content_encoding_is_malformed(self) -> None:
+        with pytest.raises(ProviderError, match="unsupported content-encoding 'br'"):
+            BodyReader(provider="S", limits=ReadLimits(), content_encoding="br")
+
+    def test_ndjson_lines_are_bounded_like_events(self) -> None:
+        reader = BodyReader(
+            provider="S",
+            limits=ReadLimits(max_event_bytes=100),
+            content_type="application/x-ndjson",
+        )
+        assert list(reader.feed(b'{"a": 1}\n' * 50)) == [b'{"a": 1}\n' * 50]
+        with pytest.raises(ProviderError, match="stream line exceeds the limit of 100 bytes"):
+            list(reader.feed(b"x" * 101))
+
+
+class TestTimeouts:
+    async def test_a_silent_stream_fails_naming_the_idle_timeout(self, server: FakeService) -> None:
+        server.enqueue(SlowStream(event_delay=3.0))
+        timeouts = HttpTimeouts(idle=0.2)
+        async with http_client(base_url=server.url, provider="Svc", timeouts=timeouts) as client:
+            error = await _failure(_events(client))
+        assert error.retryable is True
+        assert "nothing came for 0.2 s in the middle of the reply (the idle" in error.message
+        assert await server.async_wait_idle(timeout=5)
+
+    async def test_first_byte_caps_each_requests_read_timeout(self) -> None:
+        hook = guard_hooks("Svc", first_byte=120.0)["request"][0]
+        long = httpx.Request("POST", "http://x", extensions={"timeout": {"read": 600.0}})
+        short = httpx.Request("POST", "http://x", extensions={"timeout": {"read": 30.0}})
+        for request in (long, short):
+            await hook(request)
+        assert (long.extensions["timeout"]["read"], short.extensions["timeout"]["read"]) == (
+            120.0,
+            30.0,
+        )
+
+    def test_a_connect_timeout_is_named_with_its_seconds(self) -> None:
+        request = httpx.Request("POST", "http://h:1/x", extensions={"timeout": {"connect": 5.0}})
+        error = error_from_exception(httpx.ConnectTimeout("t", request=request), provider="Svc")
+        assert error.message == (
+            "Svc timed out: could not connect to h:1 within 5 s (the connect timeout)"
+        )
+
+
+async def _call_json(
+    call: str, url: str, body: dict[str, Any], limits: ReadLimits | None = None
+) -> list[Any]:
+    """``call`` (one of the toolkit's four request helpers) on its own client: the decoded
+    reply, or the events' data."""
+    if call.startswith("aio_"):
+        aio = AioHttpClient(limits=limits)
+        try:
+            if call == "aio_post_json":
+                return [await aio_post_json(aio.get(), url, body, provider="Svc", limits=limits)]
+            return [
+                e.data
+                async for e in aio_stream_sse(aio.get(), url, body, provider="Svc", limits=limits)
+            ]
+        finally:
+            await aio.aclose()
+    async with http_client(provider="Svc", limits=limits) as client:
+        if call == "post_json":
+            return [await post_json(client, url, body, provider="Svc")]
+        return [e.data async for e in stream_sse(client, url, body, provider="Svc")]
 
 
 class TestToolCallAssembler:
@@ -529,7 +710,12 @@ class TestLoopLocalClient:
         client = asyncio.run(get())
         assert client.timeout.read == 12.0
         assert (client.headers["x-a"], client.headers["authorization"]) == ("1", "Bearer k")
-        assert set(CLIENT_OPTIONS) == {"timeout", "headers"}
+        assert set(CLIENT_OPTIONS) == {
+            "timeout",
+            "headers",
+            "max_response_bytes",
+            "max_event_bytes",
+        }
 
 
 # -- errors inside a stream --------------------------------------------------------------------

@@ -52,7 +52,11 @@ Hooks a plugin may override when its wire differs from the defaults:
 - ``encode_body(body)``: the bytes the SDK puts on the wire for a rendered body (compact
   UTF-8 JSON by default), held equal to what the server received;
 - ``transient_stream_error``: the error type the fake server's ``error_event`` uses for a
-  transient failure inside a stream (``"overloaded_error"`` by default).
+  transient failure inside a stream (``"overloaded_error"`` by default);
+- ``unbounded_transport``: the reason a bridge cannot hold its library's client to the
+  toolkit's bounds (the redirect and size checks are then skipped, with that reason);
+- ``server_sent_events``: whether the provider streams server-sent events (True by default;
+  a binary event stream, as Bedrock's, sets False and skips the SSE-only hostile replies).
 
 What the fake server must do for the suite (``docs/testing-plugins.md`` states it in full):
 answer queued replies (``script_text`` / ``script_tool_call``) and, with none queued, a default
@@ -73,7 +77,12 @@ server (429 with retry-after, 500, 529, a connection dropped mid-body, an error 
 mid-stream, a truncated stream), and with them off exactly one (the SDK's own retries are
 off); error messages hold no API key and no base64 payload, even when the service echoes the
 request; a cancelled stream closes its connection; 200 concurrent runs all complete with at
-least 50 in flight; ``render`` is, byte for byte, what reaches the wire.
+least 50 in flight; ``render`` is, byte for byte, what reaches the wire. Hostile replies: a
+redirect is refused (not followed, not retried); a gzip bomb stops at ``max_response_bytes``
+in bounded memory; an endless event stops at ``max_event_bytes``; a reply that never starts,
+or a stream that goes silent, fails with an error naming the timeout that fired; a complete
+stream the server keeps open with keep-alive comments ends at its last event; a stream that
+is not UTF-8 is a malformed response.
 """
 
 from __future__ import annotations
@@ -103,6 +112,7 @@ from ..providers import (
     TextDelta,
     ToolCall,
 )
+from ..settings import RunSettings
 from ..validation import load_messages
 from .fake_server import (
     Delay,
@@ -112,9 +122,15 @@ from .fake_server import (
     FakeServer,
     Fault,
     HTTPError,
+    RawBody,
     RecordedRequest,
+    Redirect,
+    Response,
     SlowStream,
     TruncatedStream,
+    endless,
+    gzip_bomb,
+    keep_alive_after,
 )
 
 __all__ = ["MEDIA_SAMPLES", "ProviderConformance", "Sample", "declared", "samples"]
@@ -354,6 +370,12 @@ class ProviderConformance:
         capabilities = self.spec().capabilities
         mode = capabilities.mode(sample.block_type, sample.where, sample.source)
         return self.forwarded_refusal_status if mode is Mode.FORWARDED else None
+
+    #: Whether the provider streams server-sent events (the SSE-only hostile replies run).
+    server_sent_events = True
+    #: Why the provider's transport cannot refuse redirects and bound replies (a bridge whose
+    #: library builds its own client), or None: the redirect and size checks are skipped.
+    unbounded_transport: str | None = None
 
     def encode_body(self, body: Mapping[str, Any]) -> bytes:
         """The bytes the SDK sends for the JSON ``body`` (compact UTF-8, key order kept)."""
@@ -705,6 +727,133 @@ class ProviderConformance:
             assert [e.type for e in seen][-2:] == ["error", "done"]
             assert any(e.type == "text" for e in seen)
 
+    # -- hostile replies ---------------------------------------------------------------------
+
+    @pytest.mark.parametrize("streaming", [False, True])
+    async def test_a_redirect_is_refused_not_followed_and_not_retried(
+        self, server: FakeServer, streaming: bool
+    ) -> None:
+        if self.unbounded_transport:
+            pytest.skip(self.unbounded_transport)
+        server.enqueue(Redirect("http://127.0.0.1:9/elsewhere?token=conformance-secret"))
+        error = await _failure(self.provider(server), self.request(), streaming)
+        assert (error.status_code, error.retryable) == (307, False)
+        assert "HTTP 307) to 127.0.0.1:9" in error.message
+        assert "conformance-secret" not in error.message
+        assert len(server.requests) == 1
+
+    @pytest.mark.parametrize("streaming", [False, True])
+    async def test_a_compression_bomb_stops_at_the_body_limit_in_bounded_memory(
+        self, server: FakeServer, streaming: bool
+    ) -> None:
+        if self.unbounded_transport:
+            pytest.skip(self.unbounded_transport)
+        if streaming and not self.server_sent_events:
+            pytest.skip("a binary event stream's frames are checked before they are inflated")
+        import tracemalloc
+
+        limit = 4 * 1024 * 1024
+        kind = "text/event-stream" if streaming and self.server_sent_events else None
+        prefix = b'data: {"x": "' if kind else b'{"x": "'
+        headers = {"content-type": kind or "application/json", "content-encoding": "gzip"}
+        # 2 GB inflated, about 2 MB on the wire
+        server.enqueue(RawBody(gzip_bomb(2 * 1024**3, prefix=prefix), headers=headers))
+        provider = self.provider(server, max_response_bytes=limit, max_event_bytes=2 * limit)
+        tracemalloc.start()
+        try:
+            error = await _failure(provider, self.request(), streaming)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert f"exceeds the limit of {limit} bytes" in error.message
+        assert "max_response_bytes" in error.message and error.retryable is False
+        assert peak < 16 * limit, f"peak {peak} bytes"
+        assert await server.async_wait_idle(timeout=5.0)
+
+    async def test_an_endless_event_stops_at_the_event_limit(self, server: FakeServer) -> None:
+        if not self.server_sent_events or self.unbounded_transport:
+            pytest.skip(self.unbounded_transport or "the provider does not stream SSE")
+        limit = 1024 * 1024
+        headers = {"content-type": "text/event-stream"}
+        server.enqueue(RawBody(endless(b'data: {"x": "'), headers=headers))
+        provider = self.provider(server, max_event_bytes=limit)
+        error = await asyncio.wait_for(_failure(provider, self.request(), True), 30)
+        assert f"exceeds the limit of {limit} bytes" in error.message
+        assert "max_event_bytes" in error.message and error.retryable is False
+        assert await server.async_wait_idle(timeout=5.0)
+
+    async def test_a_complete_stream_kept_open_ends_at_its_last_event(
+        self, server: FakeServer
+    ) -> None:
+        if not self.server_sent_events:
+            pytest.skip("the provider does not stream server-sent events")
+        self.script_text(server, "all of it")
+        headers = {"content-type": "text/event-stream"}
+        server.enqueue(RawBody(keep_alive_after(), headers=headers, chunk_delay=0.05))
+        provider = self.provider(server)
+        try:
+            _, response = await asyncio.wait_for(_drain(provider, self.request()), 10)
+        finally:
+            await provider.aclose()
+        assert "all of it" in _reply_text(response)
+        assert await server.async_wait_idle(timeout=5.0), "the kept-open stream was not closed"
+
+    async def test_a_complete_stream_kept_open_is_no_timeout_for_the_run(
+        self, server: FakeServer
+    ) -> None:
+        if not self.server_sent_events:
+            pytest.skip("the provider does not stream server-sent events")
+        self.script_text(server, "all of it")
+        headers = {"content-type": "text/event-stream"}
+        server.enqueue(RawBody(keep_alive_after(), headers=headers, chunk_delay=0.05))
+        settings = RunSettings(timeout=5.0)
+        async with self.agent(server) as agent, agent.stream("hi", settings=settings) as events:
+            result = [e async for e in events][-1].data
+        assert result.success, repr(result.status.error)
+        assert "all of it" in result.output
+
+    async def test_a_stream_that_is_not_utf8_is_a_malformed_response(
+        self, server: FakeServer
+    ) -> None:
+        if not self.server_sent_events:
+            pytest.skip("the provider does not stream server-sent events")
+
+        def spoiled(response: Response) -> list[bytes]:
+            events = b"".join(e.encode() for e in response.events or ())
+            return [b": \xff\xfe not UTF-8\n\n", events]
+
+        server.enqueue(RawBody(spoiled, headers={"content-type": "text/event-stream"}))
+        error = await _failure(self.provider(server), self.request(), True)
+        assert "the stream is not valid UTF-8" in error.message
+        assert error.retryable is True
+
+    async def test_a_reply_that_never_starts_fails_naming_the_first_byte_timeout(
+        self, server: FakeServer
+    ) -> None:
+        if self.unbounded_transport:
+            pytest.skip(self.unbounded_transport)
+        server.enqueue(Delay(5.0))
+        provider = self.provider(server, timeout=0.5)
+        error = await asyncio.wait_for(_failure(provider, self.request(), False), 10)
+        assert error.retryable is True
+        assert 'provider_options["timeout"]' in error.message, error.message
+        assert "first-byte" in error.message or "whole request" in error.message, error.message
+        assert await server.async_wait_idle(timeout=5.0)
+
+    async def test_a_stream_that_goes_silent_fails_naming_the_idle_timeout(
+        self, server: FakeServer
+    ) -> None:
+        if self.unbounded_transport:
+            pytest.skip(self.unbounded_transport)
+        self.script_text(server, "a long answer " * 20)
+        server.enqueue(SlowStream(event_delay=5.0))
+        provider = self.provider(server, timeout=0.5)
+        error = await asyncio.wait_for(_failure(provider, self.request(), True), 10)
+        assert error.retryable is True
+        assert 'provider_options["timeout"]' in error.message, error.message
+        assert "idle timeout" in error.message or "whole request" in error.message, error.message
+        assert await server.async_wait_idle(timeout=5.0)
+
     @pytest.mark.parametrize("streaming", [False, True])
     async def test_error_messages_hold_no_key_and_no_base64(
         self, server: FakeServer, streaming: bool
@@ -824,3 +973,7 @@ async def _failure(provider: Provider, request: ProviderRequest, streaming: bool
     finally:
         await provider.aclose()
     return caught.value
+
+
+def _reply_text(response: ProviderResponse) -> str:
+    return "".join(getattr(block, "text", "") for block in response.message.content)

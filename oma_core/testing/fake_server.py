@@ -28,10 +28,11 @@ one method, ``handle``::
         assert server.max_in_flight >= 1
 
 Faults (``HTTPError``, ``DropConnection``, ``ErrorMidStream``, ``SlowStream``,
-``TruncatedStream``, ``Delay``, ``EchoRequestError``) are applied one per request, in the
-order queued; each may call the handler first (so the real reply is cut or slowed) or replace
-it. ``error_response`` and
-``error_event`` give a provider's error shapes; subclasses override them.
+``TruncatedStream``, ``Delay``, ``EchoRequestError``, and the hostile ones: ``Redirect``,
+``RawBody`` with ``gzip_bomb`` / ``endless`` / ``keep_alive_after``) are applied one per
+request, in the order queued; each may call the handler first (so the real reply is cut or
+slowed) or replace it. ``error_response`` and ``error_event`` give a provider's error
+shapes; subclasses override them.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any, Literal
@@ -58,11 +59,16 @@ __all__ = [
     "Fault",
     "FakeServer",
     "HTTPError",
+    "RawBody",
     "RecordedRequest",
+    "Redirect",
     "Response",
     "SSEEvent",
     "SlowStream",
     "TruncatedStream",
+    "endless",
+    "gzip_bomb",
+    "keep_alive_after",
 ]
 
 _MAX_HEADER_LINE = 64 * 1024
@@ -138,6 +144,9 @@ class Response:
     drop: DropStage | None = None
     abort_after_events: int | None = None
     end_after_events: int | None = None
+    #: A raw body sent chunked as it is produced (the events and ``body`` are ignored): for
+    #: hostile replies that must not be built in memory (a compression bomb, an endless line).
+    chunks: Iterable[bytes] | None = attrs.field(default=None, eq=False, repr=False)
 
     @classmethod
     def json(
@@ -324,6 +333,101 @@ class Delay(Fault):
         return attrs.evolve(await make(), delay=self.seconds)
 
 
+@attrs.frozen
+class Redirect(Fault):
+    """Answer with a redirect (``status``, 307 by default) to ``location``, without calling
+    the handler: a client must not follow it (it would resend the body and the headers)."""
+
+    location: str
+    status: int = 307
+
+    async def apply(
+        self, server: FakeServer, request: RecordedRequest, make: _MakeResponse
+    ) -> Response:
+        return Response(
+            status=self.status,
+            headers={"location": self.location, "content-type": "text/plain"},
+            body=b"moved",
+        )
+
+
+@attrs.frozen
+class RawBody(Fault):
+    """Answer with ``chunks`` (an iterable of bytes, or a function of the handler's response
+    returning one) as a chunked body with ``headers``, produced as it is sent; for hostile
+    replies (``gzip_bomb``, ``endless``, ``keep_alive_after``)."""
+
+    chunks: Iterable[bytes] | Callable[[Response], Iterable[bytes]] = attrs.field(eq=False)
+    headers: Mapping[str, str] = attrs.field(factory=lambda: {"content-type": "application/json"})
+    status: int = 200
+    chunk_delay: float = 0.0
+
+    async def apply(
+        self, server: FakeServer, request: RecordedRequest, make: _MakeResponse
+    ) -> Response:
+        chunks = self.chunks(await make()) if callable(self.chunks) else self.chunks
+        return Response(
+            status=self.status,
+            headers=dict(self.headers),
+            chunks=chunks,
+            event_delay=self.chunk_delay,
+        )
+
+
+def gzip_bomb(decoded_bytes: int, *, prefix: bytes = b"", fill: bytes = b"0") -> Iterator[bytes]:
+    """A gzip stream inflating to ``prefix`` then ``fill`` repeated up to ``decoded_bytes``,
+    produced lazily: each 1 MiB of ``fill`` compresses to about 1 KiB, once, and is repeated
+    (a full flush makes each block independent), so 2 GB costs ~2 MB on the wire and nothing
+    to build. Serve it with ``content-encoding: gzip``."""
+    import zlib
+
+    block = (fill * ((1 << 20) // max(1, len(fill)) + 1))[: 1 << 20]
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    head = packer.compress(prefix) + packer.flush(zlib.Z_FULL_FLUSH)
+    packed = packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
+    yield head
+    crc = zlib.crc32(prefix)
+    sent = len(prefix)
+    batch: list[bytes] = []
+    while sent + len(block) <= decoded_bytes:
+        batch.append(packed)
+        crc = zlib.crc32(block, crc)
+        sent += len(block)
+        if len(batch) == 64:
+            yield b"".join(batch)
+            batch = []
+    if batch:
+        yield b"".join(batch)
+    # the gzip trailer: the end of the deflate stream, then CRC-32 and size (mod 2**32)
+    yield b"\x03\x00" + crc.to_bytes(4, "little") + (sent & 0xFFFFFFFF).to_bytes(4, "little")
+
+
+def endless(prefix: bytes, fill: bytes = b"a", size: int = 1 << 16) -> Iterator[bytes]:
+    """``prefix``, then ``fill`` forever in ``size``-byte chunks (one endless line or event)."""
+    yield prefix
+    chunk = (fill * (size // max(1, len(fill)) + 1))[:size]
+    while True:
+        yield chunk
+
+
+def keep_alive_after(
+    body: Iterable[bytes] = (), *, comment: bytes = b":\n\n"
+) -> Callable[[Response], Iterable[bytes]]:
+    """For ``RawBody``: the handler's whole SSE reply (or ``body``), then ``comment`` (an SSE
+    comment, a keep-alive) forever, paced by ``RawBody.chunk_delay``: a server that never
+    closes a complete reply."""
+
+    def make(response: Response) -> Iterator[bytes]:
+        if response.events is not None:
+            yield b"".join(event.encode() for event in response.events)
+        else:
+            yield from body
+        while True:
+            yield comment
+
+    return make
+
+
 # --------------------------------------------------------------------------- the server
 
 
@@ -345,6 +449,8 @@ class FakeServer:
         self.total_connections = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        #: Body bytes sent (on the wire, before any client decoding) of the last ``chunks`` reply.
+        self.bytes_sent = 0
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -601,6 +707,9 @@ class FakeServer:
             await _pause(reader, delay)
         if response.drop == "before_response":
             return False
+        if response.chunks is not None:
+            await self._write_chunks(reader, writer, response)
+            return False
         streaming = response.events is not None
         keep_alive = keep_alive and response.drop is None and response.abort_after_events is None
         head = [f"HTTP/1.1 {response.status} {_reason(response.status)}"]
@@ -641,6 +750,27 @@ class FakeServer:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return keep_alive
+
+    async def _write_chunks(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, response: Response
+    ) -> None:
+        """Send ``response.chunks`` as a chunked body, each chunk as produced (``event_delay``
+        between them), and close the connection after: the client stopping early is normal."""
+        head = [f"HTTP/1.1 {response.status} {_reason(response.status)}"]
+        head.extend(f"{name}: {value}" for name, value in response.headers.items())
+        head += ["transfer-encoding: chunked", "connection: close"]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        await writer.drain()
+        self.bytes_sent = 0
+        for i, chunk in enumerate(response.chunks or ()):
+            if i and response.event_delay > 0:
+                await _pause(reader, response.event_delay)
+            if chunk:
+                writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                await writer.drain()
+                self.bytes_sent += len(chunk)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
 
 
 def _wants_keep_alive(request: RecordedRequest) -> bool:

@@ -40,7 +40,8 @@ SPEC = ProviderSpec(
     requires_api_key=True,
     # what AnthropicProvider reads: client options, body fields, max_tokens, model, extra_body
     provider_options=(
-        *("headers", "timeout", "transport"),
+        *("headers", "timeout", "transport", "max_connections"),
+        *("max_response_bytes", "max_event_bytes"),
         *("metadata", "service_tier", "stop_sequences", "temperature", "thinking"),
         *("tool_choice", "top_k", "top_p", "max_tokens", "model", "extra_body"),
     ),

@@ -19,6 +19,7 @@ from oma_core import ProviderError
 from oma_core.toolkit import (
     AioHttpClient,
     JsonView,
+    ReadLimits,
     aio_post_json,
     aio_stream_sse,
     encode_json,
@@ -58,11 +59,15 @@ class DirectClient:
         api_key: str,
         headers: Mapping[str, str],
         timeout: float | None,
+        limits: ReadLimits | None = None,
+        max_connections: int = 100,
     ) -> None:
         self._url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
         self._http = AioHttpClient(
             headers={"x-api-key": api_key, "anthropic-version": API_VERSION, **headers},
             total=timeout,
+            limits=limits,
+            max_connections=max_connections,
         )
 
     async def complete(self, body: Mapping[str, Any], secrets: Secrets) -> JsonView:
@@ -72,6 +77,8 @@ class DirectClient:
             encode_json(body),
             provider=DISPLAY_NAME,
             status_error=_status_error(secrets),
+            limits=self._http.limits,
+            idle=self._http.idle,
         )
         if not isinstance(reply, dict):
             raise malformed_response(DISPLAY_NAME, "the reply is not a JSON object")
@@ -85,6 +92,8 @@ class DirectClient:
             encode_json({**body, "stream": True}),
             provider=DISPLAY_NAME,
             status_error=_status_error(secrets),
+            limits=self._http.limits,
+            idle=self._http.idle,
         )
         error: ProviderError | None = None
         try:

@@ -30,6 +30,7 @@ from oma_core.toolkit import (
     malformed_response,
     parse_retry_after,
     scrub,
+    timeout_error,
 )
 
 from .capabilities import DISPLAY_NAME
@@ -72,6 +73,9 @@ def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError 
     whether it came before or after the reply arrived)."""
     if isinstance(exc, ProviderError):
         return exc
+    root = innermost_cause(exc)
+    if isinstance(root, ProviderError):  # the toolkit's bounds, raised inside the SDK's client
+        return root
     if isinstance(exc, anthropic.APIStatusError):
         return _status_error(exc, secrets)
     if isinstance(exc, anthropic.APITimeoutError):
@@ -83,9 +87,7 @@ def map_error(exc: BaseException, secrets: Iterable[str] = ()) -> ProviderError 
                 provider=DISPLAY_NAME,
                 retryable=True,
             )
-        return ProviderError(
-            f"{DISPLAY_NAME} request timed out", provider=DISPLAY_NAME, retryable=True
-        )
+        return timeout_error(root, provider=DISPLAY_NAME)
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__
         why = f" ({type(cause).__name__})" if cause is not None else ""

@@ -19,12 +19,18 @@ import anthropic
 
 from oma_core import PluginError, ProviderError
 from oma_core.toolkit import (
+    DEFAULT_FIRST_BYTE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    READ_OPTIONS,
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
+    ReadLimits,
     ResponseComplete,
+    guard_hooks,
     malformed_response,
+    pool_size,
     request_secrets,
 )
 
@@ -37,7 +43,7 @@ from .streaming import StreamAssembler
 __all__ = ["CLIENT_OPTIONS", "TRANSPORTS", "AnthropicProvider"]
 
 #: ``provider_options`` that configure the client rather than the body.
-CLIENT_OPTIONS = ("headers", "timeout", "transport")
+CLIENT_OPTIONS = ("headers", "timeout", "transport", "max_connections", *READ_OPTIONS)
 #: What ``provider_options["transport"]`` may be: the SDK's httpx client (the default), its
 #: aiohttp one (faster with many calls in flight), or ``"direct"``, the plugin's own aiohttp
 #: client without the SDK (fastest); the last two need the plugin's ``aiohttp`` extra.
@@ -72,6 +78,8 @@ class AnthropicProvider:
                 name=self.name,
             )
         self._transport = _transport(settings.options.get("transport"))
+        self._limits = ReadLimits.from_options(settings.options, name=self.name)
+        self._pool = pool_size(settings.options, name=self.name)
         self._settings = settings
         self._options: Mapping[str, Any] = settings.options
         self._base_url = _sdk_base_url(settings.base_url)
@@ -140,6 +148,8 @@ class AnthropicProvider:
                     raise error
                 if out is not None:
                     yield out
+                if assembler.complete:
+                    break  # the reply is whole: stop reading, and close the connection below
         finally:
             await (events.aclose() if self._transport == "direct" else events.close())
         try:
@@ -169,15 +179,30 @@ class AnthropicProvider:
         if entry is not None and entry[0]() is loop:
             return entry[1]
         self._clients = {k: v for k, v in self._clients.items() if _alive(v[0])}
+        # Default timeouts no run hangs on for long: 5 s to connect, 120 s for the reply to
+        # start, 60 s of silence once it has (``timeout`` replaces the last two). The client
+        # keeps the SDK's default timeout, which its refusal of a non-streaming call too long
+        # to finish compares against; the hooks cap each request's read timeout instead.
+        timeout = self._options.get("timeout")
+        idle = float(timeout) if isinstance(timeout, int | float) else DEFAULT_IDLE_TIMEOUT
+        first_byte = None if timeout else DEFAULT_FIRST_BYTE_TIMEOUT
         client = anthropic.AsyncAnthropic(
             api_key=self._api_key(),
             base_url=self._base_url,
             max_retries=0,
-            timeout=self._options.get("timeout", anthropic.DEFAULT_TIMEOUT),
+            timeout=timeout or anthropic.DEFAULT_TIMEOUT,
             default_headers=dict(self._options.get("headers") or {}),
-            # The SDK's own aiohttp client keeps the SDK's default connection limits and
-            # takes the per-request timeout the SDK passes on, as its httpx client does.
-            http_client=anthropic.DefaultAioHttpClient() if self._transport == "aiohttp" else None,
+            # The SDK's own httpx or aiohttp client (its default connection limits, and the
+            # per-request timeout the SDK passes on), with redirects never followed and every
+            # reply read through the toolkit's bounds: the SDK reads the body itself.
+            http_client=(
+                anthropic.DefaultAioHttpClient
+                if self._transport == "aiohttp"
+                else anthropic.DefaultAsyncHttpxClient
+            )(
+                follow_redirects=False,
+                event_hooks=guard_hooks(DISPLAY_NAME, self._limits, idle, first_byte),
+            ),
         )
         self._clients[id(loop)] = (weakref.ref(loop), client)
         return client
@@ -190,6 +215,8 @@ class AnthropicProvider:
                 self._api_key(),
                 dict(self._options.get("headers") or {}),
                 float(timeout) if isinstance(timeout, int | float) else None,
+                self._limits,
+                self._pool,
             )
         return self._direct
 

@@ -100,6 +100,12 @@ class StreamAssembler:
             self._stopped = True
         return None
 
+    @property
+    def complete(self) -> bool:
+        """Whether ``message_stop`` has arrived: the reply is whole, nothing more is read
+        (a server may keep the connection open after it)."""
+        return self._stopped
+
     def finish(self) -> ProviderResponse:
         """The assembled turn; raises if the stream never reached ``message_stop``."""
         if not self._stopped:

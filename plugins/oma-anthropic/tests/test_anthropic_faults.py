@@ -16,6 +16,7 @@ from oma_core.testing import (
     SlowStream,
     TruncatedStream,
 )
+from oma_core.testing.fake_server import Redirect
 from oma_core.toolkit import ProviderRequest, ProviderSettings, TextDelta
 
 PNG_B64 = (
@@ -198,3 +199,30 @@ async def test_400_is_never_retried(server: FakeAnthropic) -> None:
     result = await run_agent(server, False, max_retries=2, retry_delay=0.01)
     assert not result.success
     assert len(server.requests) == 1
+
+
+# --------------------------------------------------------------------------- redirects
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_redirect_is_refused_and_the_other_host_gets_nothing(
+    server: FakeAnthropic, transport: str, streaming: bool
+) -> None:
+    from oma_anthropic import create_provider
+
+    with FakeAnthropic(api_key="test-key") as elsewhere:
+        port = elsewhere.port
+        server.enqueue(Redirect(f"{elsewhere.url}/v1/messages?token=redirect-secret"))
+        options = {"transport": transport, "headers": {"Helicone-Auth": "Bearer helicone-secret"}}
+        provider = create_provider(
+            ProviderSettings(base_url=server.url, api_key="test-key", options=options)
+        )
+        try:
+            error = await failure(provider, streaming)
+        finally:
+            await provider.aclose()
+        assert elsewhere.total_connections == 0 and elsewhere.requests == []
+    assert (error.status_code, error.retryable) == (307, False)
+    assert f"HTTP 307) to 127.0.0.1:{port}" in str(error)
+    assert "redirect-secret" not in str(error)
+    assert server.requests[0].headers["helicone-auth"] == "Bearer helicone-secret"

@@ -156,3 +156,23 @@ class TestDirectTransport:
         finally:
             await provider.aclose()
         assert server.requests[0].path == "/v1/messages"
+
+
+async def test_direct_calls_past_the_pool_queue_beyond_the_connect_timeout(
+    server: FakeAnthropic,
+) -> None:
+    # 16 one-second calls through a pool of 2: the last wait 7 s for a connection, longer
+    # than the 5 s connect timeout, which bounds the socket connect only
+    server.response_delay = 1.0
+    config = AgentConfig(
+        name="pool",
+        provider="anthropic",
+        base_url=server.url,
+        api_key="test-key",
+        max_retries=0,
+        provider_options={"transport": "direct", "max_connections": 2},
+    )
+    async with Agent(config) as agent:
+        results = await asyncio.gather(*(agent.run(f"call {i}") for i in range(16)))
+    assert [r.status.error for r in results if not r.success] == []
+    assert server.max_open_connections <= 2

@@ -47,7 +47,7 @@ SPEC = ProviderSpec(
     requires_api_key=False,
     provider_options=(
         *("region", "profile", "max_inline_bytes", "additional_model_request_fields"),
-        "timeout",
+        *("timeout", "max_response_bytes", "max_event_bytes"),
     ),
 )
 

@@ -19,6 +19,9 @@ import httpx
 from botocore.eventstream import EventStreamBuffer, ParserError
 
 from oma_core.toolkit import (
+    DEFAULT_FIRST_BYTE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    READ_OPTIONS,
     HttpTimeouts,
     LoopLocalClient,
     PluginError,
@@ -27,8 +30,10 @@ from oma_core.toolkit import (
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
+    ReadLimits,
     ResponseComplete,
     encode_json,
+    too_large,
 )
 
 from .capabilities import CAPABILITIES, DEFAULT_MAX_INLINE_BYTES, DISPLAY_NAME
@@ -43,9 +48,12 @@ DEFAULT_MODEL = "amazon.nova-pro-v1:0"
 #: ``provider_options`` this provider reads.
 OPTIONS = frozenset(
     {"region", "profile", "max_inline_bytes", "additional_model_request_fields", "timeout"}
+    | set(READ_OPTIONS)
 )
 _CONNECT_TIMEOUT = 10.0
-_READ_TIMEOUT = 600.0  # a long video answer may take minutes
+# the toolkit's defaults (120 s for the reply to start, 60 s of silence once it has), which
+# ``timeout`` replaces
+_READ_TIMEOUT = DEFAULT_FIRST_BYTE_TIMEOUT
 _MAX_CONNECTIONS = 100
 
 
@@ -74,11 +82,16 @@ class BedrockProvider:
         self._extra_fields: Mapping[str, Any] | None = options.get(
             "additional_model_request_fields"
         )
+        self._limits = ReadLimits.from_options(options, name=self.name)
         self._http = LoopLocalClient(
             timeouts=HttpTimeouts(
-                connect=_CONNECT_TIMEOUT, read=float(options.get("timeout", _READ_TIMEOUT))
+                connect=_CONNECT_TIMEOUT,
+                read=float(options.get("timeout", _READ_TIMEOUT)),
+                idle=float(options.get("timeout", DEFAULT_IDLE_TIMEOUT)),
             ),
             max_connections=_MAX_CONNECTIONS,
+            provider=DISPLAY_NAME,
+            limits=self._limits,
         )
         self._base_url = settings.base_url.rstrip("/") if settings.base_url else None
         self._identity = AwsIdentity(
@@ -127,7 +140,7 @@ class BedrockProvider:
                 body = await _error_body(response)
                 raise http_error(response.status_code, response.headers, body, self._secrets())
             assembler = StreamAssembler(model)
-            frames = _frames(response)
+            frames = _frames(response, self._limits.max_event_bytes)
             while True:
                 event: ProviderEvent | None = None
                 try:
@@ -198,14 +211,19 @@ async def _error_body(response: httpx.Response) -> bytes:
     return b"".join(chunks)[:ERROR_BODY_LIMIT]
 
 
-async def _frames(response: httpx.Response) -> AsyncGenerator[tuple[str, str, bytes], None]:
+async def _frames(
+    response: httpx.Response, max_event_bytes: int
+) -> AsyncGenerator[tuple[str, str, bytes], None]:
     """``(message type, event or exception type, payload)`` for each event-stream frame;
-    botocore's decoder checks each frame's prelude and message CRC32."""
+    botocore's decoder checks each frame's prelude and message CRC32. More than
+    ``max_event_bytes`` without a whole frame is refused (the body is bounded already)."""
     buffer = EventStreamBuffer()
     pending = 0  # bytes received and not yet part of a whole frame
     async for chunk in response.aiter_raw():
         buffer.add_data(chunk)
         pending += len(chunk)
+        if pending > max_event_bytes:
+            raise too_large(DISPLAY_NAME, "event-stream frame", max_event_bytes, "max_event_bytes")
         for message in cast("Iterable[Any]", buffer):  # the stubs type its fields as int
             pending -= message.prelude.total_length
             headers = message.headers

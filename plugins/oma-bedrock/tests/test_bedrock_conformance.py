@@ -70,6 +70,7 @@ class TestBedrockConformanceSigV4(ProviderConformance):
     provider_name = "bedrock"
     api_key = None  # type: ignore[assignment]  # no API key: SigV4 from the AWS chain
     transient_stream_error = "throttlingException"
+    server_sent_events = False  # an AWS binary event stream
 
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeBedrock:

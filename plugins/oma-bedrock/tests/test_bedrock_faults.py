@@ -22,6 +22,7 @@ from oma_core.testing import (
     TruncatedStream,
     assert_holds_no_secret,
 )
+from oma_core.testing.fake_server import Redirect
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 
@@ -227,3 +228,21 @@ async def test_the_core_sends_a_request_again_after_a_broken_reply(
             result = await bedrock.run("hi")
     assert result.output == "whole this time", result.status.error
     assert len(server.requests) == 2
+
+
+# --------------------------------------------------------------------------- redirects
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+async def test_a_redirect_is_refused_and_the_other_host_gets_nothing(
+    server: FakeBedrock, streaming: bool
+) -> None:
+    with FakeBedrock() as elsewhere:
+        port = elsewhere.port
+        server.enqueue(Redirect(f"{elsewhere.url}/model/x/converse?token=redirect-secret"))
+        error = await failure(server, streaming)
+        assert elsewhere.total_connections == 0 and elsewhere.requests == []
+    assert (error.status_code, error.retryable) == (307, False)
+    assert f"HTTP 307) to 127.0.0.1:{port}" in str(error)
+    assert "redirect-secret" not in str(error)
+    assert len(server.requests) == 1

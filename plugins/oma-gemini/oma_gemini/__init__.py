@@ -41,7 +41,7 @@ SPEC = ProviderSpec(
     requires_api_key=True,
     # client options, the inline limit, and the generateContent body fields oma does not fill
     provider_options=(
-        *("timeout", "headers", "inline_limit"),
+        *("timeout", "headers", "inline_limit", "max_response_bytes", "max_event_bytes"),
         *("generationConfig", "safetySettings", "toolConfig", "cachedContent"),
     ),
 )

@@ -78,7 +78,7 @@ class GeminiProvider:
         self._root = api_root(settings.base_url)
         self._options = {k: v for k, v in options.items() if k not in OWN_OPTIONS}
         key = {"x-goog-api-key": self._key} if self._key else {}
-        self._clients = LoopLocalClient.from_options(options, headers=key)
+        self._clients = LoopLocalClient.from_options(options, headers=key, provider=DISPLAY_NAME)
 
     # -- the provider interface
 

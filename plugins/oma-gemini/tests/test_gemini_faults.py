@@ -23,6 +23,7 @@ from oma_core.testing import (
     assert_holds_no_secret,
 )
 from oma_core.testing.conformance import MEDIA_SAMPLES
+from oma_core.testing.fake_server import Redirect
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 STREAMING = pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
@@ -211,3 +212,23 @@ class TestSecrets:
         assert server.requests[0].headers["x-goog-api-key"] == key
         assert_holds_no_secret(error, key, video[:40], video[2000:2040], video[-40:-2])
         assert error.status_code == 400
+
+
+# --------------------------------------------------------------------------- redirects
+
+
+@STREAMING
+async def test_a_redirect_is_refused_and_the_other_host_gets_nothing(
+    server: FakeGemini, streaming: bool
+) -> None:
+    with FakeGemini() as elsewhere:
+        port = elsewhere.port
+        server.enqueue(Redirect(f"{elsewhere.base_url}/x?token=redirect-secret"))
+        error = await _error(
+            server, streaming, options={"headers": {"Helicone-Auth": "Bearer helicone-secret"}}
+        )
+        assert elsewhere.total_connections == 0 and elsewhere.requests == []
+    assert (error.status_code, error.retryable) == (307, False)
+    assert f"HTTP 307) to 127.0.0.1:{port}" in str(error)
+    assert "redirect-secret" not in str(error)
+    assert server.requests[0].headers["helicone-auth"] == "Bearer helicone-secret"

@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from oma_core.toolkit import ProviderError, malformed_response, parse_retry_after, scrub
+from oma_core.toolkit import (
+    ProviderError,
+    invalid_utf8,
+    malformed_response,
+    parse_retry_after,
+    scrub,
+    timeout_error,
+)
 
 from .capabilities import DISPLAY_NAME
 
@@ -33,10 +40,17 @@ def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderErro
 
     name = type(exc).__name__
     chain = list(_chain(exc))
-    if any(_is_transport_timeout(e) for e in chain) or (
-        isinstance(exc, Timeout) and not isinstance(getattr(exc, "status_code", None), int)
-    ):
-        return ProviderError(f"{DISPLAY_NAME} timed out ({name})", provider=DISPLAY_NAME,
+    for link in chain:  # the toolkit's bounds (a redirect, a reply too large), raised inside
+        if isinstance(link, ProviderError):
+            return link
+        if isinstance(link, UnicodeDecodeError):  # the same error as on every other transport
+            return invalid_utf8(DISPLAY_NAME)
+    timed_out = next((e for e in chain if _is_transport_timeout(e)), None)
+    if timed_out is not None:  # which timeout fired, as on every other plugin
+        return timeout_error(timed_out, provider=DISPLAY_NAME)
+    if isinstance(exc, Timeout) and not isinstance(getattr(exc, "status_code", None), int):
+        return ProviderError(f"{DISPLAY_NAME} timed out ({name}: its timeout, "
+                             'provider_options["timeout"])', provider=DISPLAY_NAME,
                              retryable=True)  # fmt: skip
     # LiteLLM reports a dropped connection as its InternalServerError (status 500); what it
     # wraps tells the two apart

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from oma_core.toolkit import (
+    DEFAULT_IDLE_TIMEOUT,
     LLMMessage,
     PluginError,
     ProviderError,
@@ -27,6 +28,7 @@ from oma_core.toolkit import (
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
+    ReadLimits,
     ResponseComplete,
     TextBlock,
     TextDelta,
@@ -34,6 +36,7 @@ from oma_core.toolkit import (
     ToolCallAssembler,
     ToolUseBlock,
     Usage,
+    guard_hooks,
 )
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
@@ -51,8 +54,10 @@ FINISH_REASONS: Mapping[str, str] = {
     "content_filter": "content_filter",
 }
 #: ``provider_options`` this provider reads.
-OPTIONS = frozenset({"timeout", "headers", "api_version"})
-_DEFAULT_TIMEOUT = 600.0
+OPTIONS = frozenset({"timeout", "headers", "api_version", "max_response_bytes", "max_event_bytes"})
+#: The reply must start within this (LiteLLM's one timeout); silence once it has started is
+#: bounded by the toolkit's idle timeout (60 s) on LiteLLM's own HTTP handler
+_DEFAULT_TIMEOUT = 120.0
 _CONNECT_TIMEOUT = 10.0
 _SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
 
@@ -83,6 +88,7 @@ class LiteLLMProvider:
                 name=self.name,
             )
         self._settings = settings
+        self._limits = ReadLimits.from_options(settings.options, name=self.name)
         self._litellm = import_litellm()
         self._sessions: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any, Any]] = {}
         self._sdk_routes = frozenset(
@@ -207,7 +213,16 @@ class LiteLLMProvider:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
         )
         timeout = self._settings.options.get("timeout", _DEFAULT_TIMEOUT)
-        handler = AsyncHTTPHandler(timeout=timeout, shared_session=session)
+        # redirects never followed, replies read through the toolkit's bounds
+        given = self._settings.options.get("timeout")
+        idle = float(given) if isinstance(given, int | float) else DEFAULT_IDLE_TIMEOUT
+        hooks: Any = guard_hooks(DISPLAY_NAME, self._limits, idle)
+        handler = AsyncHTTPHandler(
+            timeout=timeout,
+            shared_session=session,
+            follow_redirects=False,
+            event_hooks=hooks,
+        )
         self._sessions[id(loop)] = (weakref.ref(loop), session, handler)
         return session, handler
 

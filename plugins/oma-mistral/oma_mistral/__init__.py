@@ -90,7 +90,9 @@ class MistralProvider:
         self._url += "/chat/completions"
         self._options = {k: v for k, v in settings.options.items() if k not in CLIENT_OPTIONS}
         auth = {"authorization": f"Bearer {self._key}"} if self._key else {}
-        self._clients = LoopLocalClient.from_options(settings.options, headers=auth)
+        self._clients = LoopLocalClient.from_options(
+            settings.options, headers=auth, provider=DISPLAY_NAME
+        )
 
     def render(self, request: ProviderRequest) -> dict[str, Any]:
         system = [{"role": "system", "content": request.system_prompt}]

@@ -23,6 +23,7 @@ from oma_core.testing import (
     assert_holds_no_secret,
 )
 from oma_core.testing.conformance import MEDIA_SAMPLES
+from oma_core.testing.fake_server import Redirect
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 STREAMING = pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
@@ -169,3 +170,23 @@ async def test_an_echoed_request_leaves_no_key_and_no_image_reachable(
     error = await _error(server, streaming, _request(conversation), api_key=key)
     assert server.requests[0].headers["authorization"] == f"Bearer {key}"
     assert_holds_no_secret(error, key, image[:40], image[2000:2040], image[-40:-2])
+
+
+# --------------------------------------------------------------------------- redirects
+
+
+@STREAMING
+async def test_a_redirect_is_refused_and_the_other_host_gets_nothing(
+    server: FakeMistral, streaming: bool
+) -> None:
+    with FakeMistral() as elsewhere:
+        port = elsewhere.port
+        server.enqueue(Redirect(f"{elsewhere.base_url}/x?token=redirect-secret"))
+        error = await _error(
+            server, streaming, options={"headers": {"Helicone-Auth": "Bearer helicone-secret"}}
+        )
+        assert elsewhere.total_connections == 0 and elsewhere.requests == []
+    assert (error.status_code, error.retryable) == (307, False)
+    assert f"HTTP 307) to 127.0.0.1:{port}" in str(error)
+    assert "redirect-secret" not in str(error)
+    assert server.requests[0].headers["helicone-auth"] == "Bearer helicone-secret"

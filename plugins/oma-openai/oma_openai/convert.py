@@ -42,6 +42,9 @@ CLIENT_OPTIONS = frozenset(
         "default_query",
         "headers",
         "transport",
+        "max_response_bytes",
+        "max_event_bytes",
+        "max_connections",
     }
 )
 #: Body fields the plugin owns; options cannot replace them.

@@ -19,6 +19,7 @@ from oma_core import ProviderError
 from oma_core.toolkit import (
     AioHttpClient,
     JsonView,
+    ReadLimits,
     aio_post_json,
     aio_stream_sse,
     encode_json,
@@ -39,7 +40,13 @@ class DirectClient:
     """POSTs rendered bodies to ``{base_url}/chat/completions``; one per provider."""
 
     def __init__(
-        self, display_name: str, base_url: str, api_key: str, client_options: Mapping[str, Any]
+        self,
+        display_name: str,
+        base_url: str,
+        api_key: str,
+        client_options: Mapping[str, Any],
+        limits: ReadLimits | None = None,
+        max_connections: int = 100,
     ) -> None:
         self.display_name = display_name
         self._url = base_url.rstrip("/") + "/chat/completions"
@@ -52,7 +59,10 @@ class DirectClient:
         self._params = {str(k): str(v) for k, v in query.items()} if query else None
         timeout = client_options.get("timeout")
         self._http = AioHttpClient(
-            headers=headers, total=float(timeout) if timeout is not None else None
+            headers=headers,
+            total=float(timeout) if timeout is not None else None,
+            limits=limits,
+            max_connections=max_connections,
         )
 
     async def complete(self, body: Mapping[str, Any], secrets: Secrets) -> JsonView:
@@ -63,6 +73,8 @@ class DirectClient:
             provider=self.display_name,
             params=self._params,
             status_error=self._status_error(secrets),
+            limits=self._http.limits,
+            idle=self._http.idle,
         )
         if not isinstance(reply, dict):
             raise malformed_response(self.display_name, "the reply is not a JSON object")
@@ -77,16 +89,17 @@ class DirectClient:
             provider=self.display_name,
             params=self._params,
             status_error=self._status_error(secrets),
+            limits=self._http.limits,
+            idle=self._http.idle,
         )
         error: ProviderError | None = None
-        done = False
         try:
             async for event in events:
                 data = event.data
-                if done or data == "[DONE]":
-                    # read on to the end of the body, so the connection is kept for reuse
-                    done = True
-                    continue
+                if data == "[DONE]":
+                    # the reply is whole: stop reading (a server may keep the connection open
+                    # after it); closing the events below releases the connection
+                    break
                 chunk = _decode(data)
                 if not isinstance(chunk, dict):
                     error = malformed_response(self.display_name, "a stream chunk is not JSON")

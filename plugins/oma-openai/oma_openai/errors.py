@@ -29,6 +29,7 @@ from oma_core.toolkit import (
     malformed_response,
     parse_retry_after,
     scrub,
+    timeout_error,
 )
 
 __all__ = [
@@ -112,6 +113,9 @@ def from_sdk_error(
     (the caller knows whether it came before or after the reply arrived)."""
     if isinstance(exc, ProviderError):
         return exc
+    root = innermost_cause(exc)
+    if isinstance(root, ProviderError):  # the toolkit's bounds, raised inside the SDK's client
+        return root
     if isinstance(exc, openai.APIStatusError):
         return status_error(
             exc.status_code,
@@ -130,9 +134,7 @@ def from_sdk_error(
                 provider=display_name,
                 retryable=True,
             )
-        return ProviderError(
-            f"{display_name}: the request timed out", provider=display_name, retryable=True
-        )
+        return timeout_error(root, provider=display_name)
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
         why = f": {type(cause).__name__}" if cause is not None else ""

@@ -20,15 +20,21 @@ import openai
 
 from oma_core import LLMMessage, PluginError, ProviderError, ToolUseBlock, Usage
 from oma_core.toolkit import (
+    DEFAULT_FIRST_BYTE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    READ_OPTIONS,
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
+    ReadLimits,
     ReasoningDelta,
     ResponseComplete,
     TextDelta,
     ToolCall,
+    guard_hooks,
     malformed_response,
+    pool_size,
     request_secrets,
 )
 
@@ -62,6 +68,8 @@ class OpenAIChatProvider:
             os.environ.get(preset.api_key_env) if preset.api_key_env else None
         )
         self._transport = transport_option(settings.options.get("transport"), preset.name)
+        self._limits = ReadLimits.from_options(settings.options, name=preset.name)
+        self._pool = pool_size(settings.options, name=preset.name)
         self._client_options = _client_options(settings.options)
         self._body_options = {k: v for k, v in settings.options.items() if k not in CLIENT_OPTIONS}
         self._sdk: openai.AsyncOpenAI | None = None
@@ -161,7 +169,12 @@ class OpenAIChatProvider:
         if self._direct is None:
             base_url = self.base_url or "https://api.openai.com/v1"
             self._direct = DirectClient(
-                self.display_name, base_url, self._key(), self._client_options
+                self.display_name,
+                base_url,
+                self._key(),
+                self._client_options,
+                self._limits,
+                self._pool,
             )
         return self._direct
 
@@ -175,10 +188,23 @@ class OpenAIChatProvider:
             return self._sdk
         api_key = self._key()
         options = dict(self._client_options)
-        if self._transport == "aiohttp":
-            # The SDK's own aiohttp client: the SDK's default timeout and connection limits,
-            # and the per-request timeout the SDK passes on, as with its httpx client.
-            options["http_client"] = openai.DefaultAioHttpClient()
+        # The SDK's own httpx or aiohttp client (its default timeout and connection limits,
+        # and the per-request timeout the SDK passes on), with redirects never followed and
+        # every reply read through the toolkit's bounds: the SDK reads the body itself.
+        http_client = (
+            openai.DefaultAioHttpClient
+            if self._transport == "aiohttp"
+            else openai.DefaultAsyncHttpxClient
+        )
+        # Default timeouts no run hangs on for long: 5 s to connect, 120 s for the reply to
+        # start, 60 s of silence once it has (``timeout`` replaces the last two).
+        timeout = options.setdefault(
+            "timeout", openai.Timeout(DEFAULT_FIRST_BYTE_TIMEOUT, connect=5.0)
+        )
+        idle = float(timeout) if isinstance(timeout, int | float) else DEFAULT_IDLE_TIMEOUT
+        options["http_client"] = http_client(
+            follow_redirects=False, event_hooks=guard_hooks(self.display_name, self._limits, idle)
+        )
         self._sdk = openai.AsyncOpenAI(
             api_key=api_key, base_url=self.base_url, max_retries=0, **options
         )
@@ -346,12 +372,16 @@ def transport_option(value: Any, name: str) -> str:
     return str(value)
 
 
+#: Client options the plugin reads itself, never handed to the SDK.
+_OWN_CLIENT_OPTIONS = frozenset({"transport", "max_connections", *READ_OPTIONS})
+
+
 def _client_options(options: Any) -> dict[str, Any]:
     """The ``provider_options`` that configure the SDK client, as ``AsyncOpenAI`` keywords."""
     chosen = {
         k: v
         for k, v in options.items()
-        if k in CLIENT_OPTIONS and k != "transport" and v is not None
+        if k in CLIENT_OPTIONS and k not in _OWN_CLIENT_OPTIONS and v is not None
     }
     headers = chosen.pop("headers", None)
     if headers:

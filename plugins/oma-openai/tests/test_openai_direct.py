@@ -5,15 +5,16 @@ fixture.) Also the toolkit's event-stream parser it reads streams with."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from fake_openai import FakeChatCompletions, Reply
 from hypothesis import given
 from hypothesis import strategies as st
-from openai_builders import provider_for, request
+from openai_builders import API_KEY, provider_for, request
 
-from oma_core import ProviderError
+from oma_core import Agent, AgentConfig, PluginError, ProviderError
 from oma_core.toolkit import SSEParser
 
 
@@ -134,9 +135,36 @@ class TestSSEParser:
         assert parser.feed(b"data: half") == []
         assert parser.close() == []
 
-    def test_an_endless_event_is_a_malformed_response(self) -> None:
+    def test_an_endless_event_is_refused_naming_the_limit(self) -> None:
         parser = SSEParser("test", limit=1000)
         with pytest.raises(ProviderError) as info:
             for _ in range(20):
                 parser.feed(b"data: " + b"x" * 100 + b"\n")
-        assert "exceeds 1000 bytes" in str(info.value) and info.value.retryable
+        assert "exceeds the limit of 1000 bytes" in str(info.value)
+        assert info.value.retryable is False
+
+
+async def test_calls_past_the_pool_queue_beyond_the_connect_timeout(
+    server: FakeChatCompletions,
+) -> None:
+    # 16 one-second calls through a pool of 2: the last wait 7 s for a connection, longer
+    # than the 5 s connect timeout, which bounds the socket connect only
+    server.response_delay = 1.0
+    config = AgentConfig(
+        name="pool",
+        provider="openai",
+        base_url=server.base_url,
+        api_key=API_KEY,
+        max_retries=0,
+        provider_options={"transport": "direct", "max_connections": 2},
+    )
+    async with Agent(config) as agent:
+        results = await asyncio.gather(*(agent.run(f"call {i}") for i in range(16)))
+    assert [r.status.error for r in results if not r.success] == []
+    assert server.max_open_connections <= 2
+    assert len(server.requests) == 16
+
+
+def test_the_pool_size_must_be_a_whole_number(server: FakeChatCompletions) -> None:
+    with pytest.raises(PluginError, match=r'"max_connections"\] must be a whole number > 0'):
+        provider_for(server, transport="direct", max_connections=0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from fake_openai import FakeChatCompletions, Reply
@@ -16,6 +17,7 @@ from oma_core.testing.fake_server import (
     DropConnection,
     ErrorMidStream,
     HTTPError,
+    Redirect,
     SlowStream,
     TruncatedStream,
 )
@@ -240,3 +242,33 @@ def test_openai_compatible_needs_a_base_url() -> None:
     with pytest.raises(PluginError) as info:
         make_provider(preset("openai-compatible"), ProviderSettings(api_key="k"))
     assert "base URL" in str(info.value)
+
+
+# --------------------------------------------------------------------------- redirects
+
+
+@pytest.mark.parametrize("path", ["complete", "stream"])
+async def test_a_redirect_is_refused_and_the_other_host_gets_nothing(
+    server: FakeChatCompletions, transport: str, path: str
+) -> None:
+    with FakeChatCompletions() as elsewhere:
+        location = f"{elsewhere.base_url}/chat/completions?token=redirect-secret"
+        server.enqueue(Redirect(location))
+        provider = provider_for(
+            server, transport=transport, headers={"Helicone-Auth": "Bearer helicone-secret"}
+        )
+        try:
+            with pytest.raises(ProviderError) as info:
+                if path == "complete":
+                    await provider.complete(request("hi"))
+                else:
+                    await stream_all(provider, request("hi"))
+        finally:
+            await provider.aclose()
+        assert elsewhere.total_connections == 0 and elsewhere.requests == []
+    error = info.value
+    assert (error.status_code, error.retryable) == (307, False)
+    assert f"HTTP 307) to 127.0.0.1:{urlsplit(location).port}" in str(error)
+    assert "redirect-secret" not in str(error)
+    assert len(server.requests) == 1
+    assert server.requests[0].headers["helicone-auth"] == "Bearer helicone-secret"

@@ -105,3 +105,16 @@ async def test_concurrent_aiohttp_runs_share_one_provider(
     assert all(r.success for r in results)
     assert len(server.requests) == 50
     assert await server.async_wait_idle()
+
+
+@pytest.mark.parametrize("aio", ["httpx", "aiohttp"])
+async def test_default_timeouts_bound_the_wait_for_a_reply(
+    server: FakeChatCompletions, aio: str
+) -> None:
+    provider = provider_for(server, transport=aio)
+    try:
+        await provider.complete(request("hi"))
+        timeout = provider._sdk.timeout  # type: ignore[union-attr]
+    finally:
+        await provider.aclose()
+    assert (timeout.connect, timeout.read) == (5.0, 120.0)  # not the SDK's 600 s

@@ -1,0 +1,380 @@
+"""Replies a provider plugin reads, held to bounds: no redirect, no unbounded body or event.
+
+One rule for every transport: a 3xx is never followed (a model API that redirects a POST is
+misconfigured or hostile, and following it would resend the body and the ``provider_options``
+headers to another host); a reply body is decoded here, in steps of at most ``STEP`` bytes,
+and counted as decoded, so a compression bomb stops at ``max_response_bytes`` instead of
+inflating; in an event stream (SSE) or a line stream (NDJSON), the bytes since the last event
+boundary are counted against ``max_event_bytes``, and invalid UTF-8 is refused.
+
+``BodyReader`` is the rule, fed raw bytes by any HTTP library. ``guard_hooks`` applies it to an
+httpx (or httpx2, the fork the OpenAI and Anthropic SDKs use) client through its public
+``event_hooks``, so an SDK reading the body itself is bounded too; the toolkit's aiohttp helpers
+feed it directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import re
+import sys
+import zlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from .errors import PluginError, ProviderError
+
+__all__ = [
+    "DEFAULT_FIRST_BYTE_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_EVENT_BYTES",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "READ_OPTIONS",
+    "BodyReader",
+    "ReadLimits",
+    "guard_hooks",
+    "idle_timeout",
+    "invalid_utf8",
+    "redirect_refused",
+    "too_large",
+]
+
+#: The largest reply body read, decoded (a streamed reply counts whole): 32 MiB.
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+#: The largest server-sent event or NDJSON line, decoded: 8 MiB.
+DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
+#: How long a reply may take to start (its headers; a non-streamed reply's whole body may
+#: come with them): 120 s. ``provider_options["timeout"]`` replaces it.
+DEFAULT_FIRST_BYTE_TIMEOUT = 120.0
+#: How long a reply that has started may send nothing (between two stream events): 60 s.
+#: ``provider_options["timeout"]`` replaces it.
+DEFAULT_IDLE_TIMEOUT = 60.0
+#: The ``provider_options`` that set the limits.
+READ_OPTIONS = ("max_response_bytes", "max_event_bytes")
+#: The most bytes one decompression step may produce.
+STEP = 64 * 1024
+#: The encodings a client asks for (the ones decoded here, step by step).
+ACCEPT_ENCODING = "gzip, deflate"
+
+# An event ends at a blank line: two line ends in a row, in any of SSE's three spellings.
+_BOUNDARY = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
+
+
+def _positive_int(_inst: object, attribute: Any, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{attribute.name} must be a whole number of bytes > 0, not {value!r}")
+
+
+@attrs.frozen
+class ReadLimits:
+    """How much of a reply is read: the whole body and one event (or line), decoded bytes."""
+
+    max_response_bytes: int = attrs.field(
+        default=DEFAULT_MAX_RESPONSE_BYTES, validator=_positive_int
+    )
+    max_event_bytes: int = attrs.field(default=DEFAULT_MAX_EVENT_BYTES, validator=_positive_int)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any], *, name: str) -> ReadLimits:
+        """The limits ``provider_options`` set (``READ_OPTIONS``); a bad value is a
+        ``PluginError`` naming the plugin and the option."""
+        given = {k: options[k] for k in READ_OPTIONS if options.get(k) is not None}
+        for key, value in given.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise PluginError(
+                    f'provider_options["{key}"] must be a whole number of bytes > 0, not {value!r}',
+                    name=name,
+                )
+        return cls(**given)
+
+
+def redirect_refused(provider: str, status: int, location: str | None) -> ProviderError:
+    """A 3xx: not followed, not retried. The message names the status and the Location's host
+    (never its path, query or user info, which may hold a token)."""
+    where = ""
+    if location:
+        try:
+            parts = urlsplit(location)
+            host = parts.hostname
+            port = parts.port
+        except ValueError:
+            host, port = None, None
+        where = f" to {host}{f':{port}' if port else ''}" if host else " to a relative location"
+    return ProviderError(
+        f"{provider} answered with a redirect (HTTP {status}){where}; redirects are not "
+        "followed (check base_url)",
+        status_code=status,
+        provider=provider,
+        retryable=False,
+    )
+
+
+def too_large(provider: str, what: str, limit: int, option: str) -> ProviderError:
+    """A reply past a read limit: not retried (the same request would get the same reply)."""
+    return ProviderError(
+        f"{provider}'s {what} exceeds the limit of {limit} bytes "
+        f'(provider_options["{option}"] raises it)',
+        provider=provider,
+        retryable=False,
+    )
+
+
+def idle_timeout(provider: str, seconds: float) -> ProviderError:
+    """A reply that started and then sent nothing for ``seconds``: retryable, and the message
+    says which timeout fired and what raises it."""
+    return ProviderError(
+        f"{provider} timed out: nothing came for {seconds:g} s in the middle of the reply "
+        '(the idle timeout between stream events; provider_options["timeout"] raises it)',
+        provider=provider,
+        retryable=True,
+    )
+
+
+def invalid_utf8(provider: str) -> ProviderError:
+    """A stream that is not UTF-8: the same error on every transport (a malformed response,
+    retryable, as every reply that cannot be decoded)."""
+    return ProviderError(
+        f"{provider} sent a malformed response: the stream is not valid UTF-8",
+        provider=provider,
+        retryable=True,
+    )
+
+
+class BodyReader:
+    """One reply's body, fed as raw bytes arrive: ``feed`` yields the decoded bytes in pieces
+    of at most ``STEP``, counting them against the limits; ``end`` flushes the decoder.
+
+    ``content_encoding`` may be empty, ``identity``, ``gzip`` or ``deflate`` (what clients ask
+    for); another is refused as malformed. ``content_type`` picks the framing counted against
+    ``max_event_bytes``: ``text/event-stream`` (events end at a blank line) or an NDJSON type
+    (lines), and with either the body must be UTF-8.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        limits: ReadLimits,
+        content_encoding: str = "",
+        content_type: str = "",
+    ) -> None:
+        self._provider = provider
+        self._limits = limits
+        encodings = [e.strip().lower() for e in content_encoding.split(",")]
+        encodings = [e for e in encodings if e and e != "identity"]
+        self._inflate: Any = None
+        if encodings:
+            if len(encodings) > 1 or encodings[0] not in ("gzip", "x-gzip", "deflate"):
+                raise ProviderError(
+                    f"{provider} sent a malformed response: unsupported content-encoding "
+                    f"{content_encoding[:40]!r}",
+                    provider=provider,
+                    retryable=True,
+                )
+            # 32 + MAX_WBITS reads a gzip or a zlib header, whichever comes
+            self._inflate = zlib.decompressobj(32 + zlib.MAX_WBITS)
+        kind = content_type.split(";", 1)[0].strip().lower()
+        self._framing = (
+            "sse"
+            if kind == "text/event-stream"
+            else "lines"
+            if kind in ("application/x-ndjson", "application/ndjson", "application/jsonl")
+            else None
+        )
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict") if self._framing else None
+        self.size = 0  # decoded bytes so far
+        self._pending = 0  # decoded bytes since the last event boundary
+        self._tail = b""  # the last bytes before this piece (a boundary may straddle two)
+
+    def feed(self, raw: bytes) -> Iterator[bytes]:
+        """The decoded pieces of ``raw`` (lazily: a bomb is stopped before it inflates)."""
+        if self._inflate is None:
+            for start in range(0, len(raw), STEP):
+                yield self._count(raw[start : start + STEP])
+            return
+        data = raw
+        while data and not self._inflate.eof:
+            try:
+                piece = self._inflate.decompress(data, STEP)
+            except zlib.error:
+                piece = None
+            if piece is None:
+                raise ProviderError(
+                    f"{self._provider} sent a malformed response: the compressed body is corrupt",
+                    provider=self._provider,
+                    retryable=True,
+                )
+            data = self._inflate.unconsumed_tail
+            if piece:
+                yield self._count(piece)
+
+    def end(self) -> Iterator[bytes]:
+        """What the decoder still holds at the end of the body."""
+        if self._inflate is not None and not self._inflate.eof:
+            try:
+                rest = self._inflate.flush()
+            except zlib.error:
+                rest = b""
+            for start in range(0, len(rest), STEP):
+                yield self._count(rest[start : start + STEP])
+        if self._utf8 is not None:
+            try:
+                self._utf8.decode(b"", final=True)
+            except UnicodeDecodeError:
+                raise invalid_utf8(self._provider) from None
+
+    def _count(self, piece: bytes) -> bytes:
+        self.size += len(piece)
+        limits = self._limits
+        if self.size > limits.max_response_bytes:
+            raise too_large(
+                self._provider, "reply body", limits.max_response_bytes, "max_response_bytes"
+            )
+        if self._framing is None:
+            return piece
+        assert self._utf8 is not None
+        try:
+            self._utf8.decode(piece)
+        except UnicodeDecodeError:
+            raise invalid_utf8(self._provider) from None
+        if self._framing == "sse":
+            window = self._tail + piece
+            last = None
+            for match in _BOUNDARY.finditer(window):
+                last = match
+            if last is not None and last.end() > len(self._tail):
+                self._pending = len(window) - last.end()
+            else:
+                self._pending += len(piece)
+            self._tail = window[-3:]
+        else:
+            cut = piece.rfind(b"\n")
+            self._pending = len(piece) - cut - 1 if cut >= 0 else self._pending + len(piece)
+        if self._pending > limits.max_event_bytes:
+            what = "server-sent event" if self._framing == "sse" else "stream line"
+            raise too_large(self._provider, what, limits.max_event_bytes, "max_event_bytes")
+        return piece
+
+
+async def next_chunk(chunks: Any, idle: float | None, provider: str) -> bytes:
+    """The next chunk of an async iterator of bytes, waiting at most ``idle`` seconds (None:
+    no limit) before ``idle_timeout``; ``StopAsyncIteration`` at its end."""
+    if idle is None:  # no limit of its own (a whole-request timeout bounds it)
+        return await chunks.__anext__()  # type: ignore[no-any-return]
+    timer = asyncio.timeout(idle)
+    try:
+        async with timer:
+            return await chunks.__anext__()  # type: ignore[no-any-return]
+    except Exception as exc:
+        # the library's own read timeout, once the reply has started, is a silence too
+        name = type(exc).__name__
+        if not (timer.expired() or name.endswith("ReadTimeout") or name == "SocketTimeoutError"):
+            raise
+    raise idle_timeout(provider, idle)
+
+
+# --------------------------------------------------------------------------- httpx / httpx2
+
+Hook = Callable[[Any], Awaitable[None]]
+
+
+def guard_hooks(
+    provider: str,
+    limits: ReadLimits | None = None,
+    idle: float | None = DEFAULT_IDLE_TIMEOUT,
+    first_byte: float | None = None,
+) -> dict[str, list[Hook]]:
+    """``event_hooks`` for an ``httpx.AsyncClient`` (or httpx2's): the request asks only for
+    the encodings ``BodyReader`` decodes; a 3xx reply raises ``redirect_refused`` before the
+    client could follow it; every other reply's body is read through a ``BodyReader`` (its
+    ``content-encoding`` removed, so the client does not decode it again), and a body that
+    sends nothing for ``idle`` seconds fails with ``idle_timeout`` (the client's own read
+    timeout, longer, bounds the wait for the reply to start). ``first_byte``, if given, caps
+    that read timeout on each request (for an SDK whose client must keep its own default
+    timeout, which its local checks compare against)."""
+    chosen = limits or ReadLimits()
+
+    async def on_request(request: Any) -> None:
+        request.headers["accept-encoding"] = ACCEPT_ENCODING
+        if first_byte is not None:
+            timeouts = dict(request.extensions.get("timeout") or {})
+            read = timeouts.get("read")
+            if read is None or read > first_byte:
+                timeouts["read"] = first_byte
+                request.extensions["timeout"] = timeouts
+
+    async def on_response(response: Any) -> None:
+        status = response.status_code
+        if 300 <= status < 400:
+            location = response.headers.get("location")
+            await response.aclose()
+            raise redirect_refused(provider, status, location)
+        headers = response.headers
+        reader = BodyReader(
+            provider=provider,
+            limits=chosen,
+            content_encoding=headers.get("content-encoding", ""),
+            content_type=headers.get("content-type", ""),
+        )
+        if "content-encoding" in headers:
+            del headers["content-encoding"]
+        stream = _bounded_stream_class(response)(response.stream, reader, provider, idle)
+        response.stream = stream
+
+    return {"request": [on_request], "response": [on_response]}
+
+
+_STREAM_CLASSES: dict[str, type] = {}
+
+
+def _bounded_stream_class(response: Any) -> type:
+    """The bounded body stream for the HTTP library ``response`` comes from (httpx and
+    httpx2 each check that a body is their own ``AsyncByteStream``)."""
+    root = type(response).__module__.split(".", 1)[0]
+    cls = _STREAM_CLASSES.get(root)
+    if cls is None:
+        base = sys.modules[root].AsyncByteStream
+        cls = type("BoundedStream", (_BoundedStream, base), {})
+        _STREAM_CLASSES[root] = cls
+    return cls
+
+
+class _BoundedStream:
+    """A reply's body read through a ``BodyReader``. An iterator object, not an async
+    generator: the HTTP library may leave it unfinished, and a generator left open would be
+    finalised late by the garbage collector."""
+
+    def __init__(self, stream: Any, reader: BodyReader, provider: str, idle: float | None) -> None:
+        self._stream = stream
+        self._reader = reader
+        self._provider = provider
+        self._idle = idle
+        self._chunks: Any = None
+        self._pieces: Iterator[bytes] = iter(())
+        self._ended = False
+
+    def __aiter__(self) -> _BoundedStream:
+        self._chunks = self._stream.__aiter__()
+        return self
+
+    async def __anext__(self) -> bytes:
+        while True:
+            piece = next(self._pieces, None)
+            if piece is not None:
+                return piece
+            if self._ended:
+                raise StopAsyncIteration
+            try:
+                raw = await next_chunk(self._chunks, self._idle, self._provider)
+            except StopAsyncIteration:
+                self._ended = True
+                self._pieces = self._reader.end()
+                continue
+            self._pieces = self._reader.feed(raw)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
