@@ -147,8 +147,27 @@ def types(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Build the documentation site; warnings are errors."""
+    """Build the documentation site (warnings are errors), then check its layout in headless
+    Chromium (Debian's, installed here with apt-get where it can be): no code block or table
+    overflowing sideways, no name broken mid-word, each object documented once."""
     editable = [arg for p in PLUGINS for arg in ("-e", f"plugins/{p}")]
-    session.install("mkdocs-material>=9.5", "mkdocstrings-python>=1.10", "-e", ".", *editable)
+    session.install(
+        "mkdocs-material>=9.5",
+        "mkdocstrings-python>=1.10",
+        "selenium>=4.20",
+        "ruff",
+        "-e",
+        ".",
+        *editable,
+    )
     site = Path(session.create_tmp()) / "site"
     session.run("mkdocs", "build", "--strict", "--site-dir", str(site))
+    shots = Path(session.create_tmp()) / "screenshots"
+    session.run(
+        "python",
+        "tests/docs_layout.py",
+        str(site),
+        "--screenshots",
+        str(shots),
+        "--install-browser",
+    )

@@ -405,6 +405,7 @@ def test_a_keys_file_larger_than_the_limit_is_refused_unread(_home: Path) -> Non
     assert result.stderr == f"error: {path} is larger than {MAX_BYTES} bytes: not a keys file\n"
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_a_fifo_at_the_store_fails_a_run_that_needs_a_key_at_once(_home: Path) -> None:
     pytest.importorskip("oma_openai")
     _home.mkdir(mode=0o700)

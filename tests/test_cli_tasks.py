@@ -845,6 +845,7 @@ def keys_sent(server: Any) -> set[str]:
     return {request.headers["authorization"] for request in server.requests}
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_tasks_use_the_key_stored_with_oma_keys_set(
     openai_server: Any, keyed: dict[str, str], tmp_path: Path
 ) -> None:
@@ -859,6 +860,7 @@ def test_tasks_use_the_key_stored_with_oma_keys_set(
     assert STORED not in result.stdout + result.stderr
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_a_team_and_its_coordinator_use_the_stored_key(
     openai_server: Any, keyed: dict[str, str], tmp_path: Path
 ) -> None:
@@ -874,6 +876,7 @@ def test_a_team_and_its_coordinator_use_the_stored_key(
     assert keys_sent(openai_server) == {f"Bearer {STORED}"}
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_the_environment_variable_beats_the_stored_key(
     openai_server: Any, keyed: dict[str, str], tmp_path: Path
 ) -> None:
@@ -886,6 +889,7 @@ def test_the_environment_variable_beats_the_stored_key(
     assert keys_sent(openai_server) == {"Bearer sk-from-env"}
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_an_api_key_in_the_plan_beats_the_environment_and_the_store(
     openai_server: Any, keyed: dict[str, str], tmp_path: Path
 ) -> None:
@@ -895,6 +899,7 @@ def test_an_api_key_in_the_plan_beats_the_environment_and_the_store(
     assert keys_sent(openai_server) == {"Bearer sk-in-the-plan"}
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_every_agent_that_cannot_run_is_refused_before_any_task_one_line_each(
     openai_server: Any, tmp_path: Path
 ) -> None:
@@ -922,6 +927,7 @@ def test_every_agent_that_cannot_run_is_refused_before_any_task_one_line_each(
     assert openai_server.requests == []
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_a_keys_file_that_cannot_be_trusted_stops_the_team_with_one_line(
     openai_server: Any, tmp_path: Path
 ) -> None:

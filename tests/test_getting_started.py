@@ -102,6 +102,7 @@ def test_every_step_is_run_or_says_why_not() -> None:
     assert {b.lang for b in ran} == {"console", "python"}
 
 
+@pytest.mark.combination  # the page installs oma-openai: run by `nox -s all`
 def test_the_console_steps_run_as_written_in_order(newcomer_env: dict[str, str]) -> None:
     ran = 0
     for block in _blocks():
@@ -129,6 +130,7 @@ def test_the_console_steps_run_as_written_in_order(newcomer_env: dict[str, str])
     assert ran >= 3
 
 
+@pytest.mark.combination  # the page installs oma-openai: run by `nox -s all`
 def test_the_scripts_run_as_plain_python_files(
     newcomer_env: dict[str, str], tmp_path: Path
 ) -> None:
