@@ -39,11 +39,12 @@ SPEC = ProviderSpec(
     shared=True,  # one SDK client serves concurrent runs
     requires_api_key=True,
     # what AnthropicProvider reads: client options, body fields, max_tokens, model, extra_body
-    provider_options=(
-        *("headers", "timeout", "transport"),
-        *("metadata", "service_tier", "stop_sequences", "temperature", "thinking"),
-        *("tool_choice", "top_k", "top_p", "max_tokens", "model", "extra_body"),
-    ),
+    provider_options={
+        **{"headers": dict, "timeout": float, "transport": str},
+        **{"metadata": dict, "service_tier": str, "stop_sequences": list, "temperature": float},
+        **{"thinking": dict, "tool_choice": dict, "top_k": int, "top_p": float},
+        **{"max_tokens": int, "model": str, "extra_body": dict},
+    },
 )
 
 

@@ -40,10 +40,11 @@ SPEC = ProviderSpec(
     shared=True,  # one httpx client per event loop serves concurrent runs
     requires_api_key=True,
     # client options, the inline limit, and the generateContent body fields oma does not fill
-    provider_options=(
-        *("timeout", "headers", "inline_limit"),
-        *("generationConfig", "safetySettings", "toolConfig", "cachedContent"),
-    ),
+    provider_options={
+        **{"timeout": float, "headers": dict, "inline_limit": int},
+        **{"generationConfig": dict, "safetySettings": list, "toolConfig": dict},
+        "cachedContent": str,
+    },
 )
 
 
