@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     # registration
     "ProviderSpec": "capabilities",
+    "OptionSpec": "capabilities",
     "BackendSpec": "capabilities",
     "Capabilities": "capabilities",
     "BlockSupport": "capabilities",
@@ -218,6 +219,7 @@ __all__ = [
     "ProviderRequest",
     "ProviderResponse",
     "ProviderSettings",
+    "OptionSpec",
     "ProviderSpec",
     "REDACTED",
     "ReasoningBlock",
@@ -359,6 +361,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         Capabilities,
         MediaLimit,
         Mode,
+        OptionSpec,
         ProviderSpec,
     )
     from .errors import (

@@ -12,8 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from oma_core import PluginError, ProviderSpec, hookimpl
-from oma_core.capabilities import OptionSpec
-from oma_core.toolkit import ProviderSettings
+from oma_core.toolkit import OptionSpec, ProviderSettings
 
 from .presets import PRESETS, Preset, preset
 

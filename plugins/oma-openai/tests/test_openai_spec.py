@@ -15,10 +15,10 @@ from oma_core import (
     AgentConfig,
     MediaTooLargeError,
     MissingKeyError,
+    OptionTypeError,
     UnknownOptionError,
     image_base64,
 )
-from oma_core.errors import OptionTypeError
 
 SPECS = {spec.name: spec for spec in oma_register_providers()}
 
@@ -76,7 +76,7 @@ _SAMPLES: dict[object, object] = {str: "x", float: 0.5, int: 3, bool: True, dict
 def test_every_declared_option_is_accepted_with_its_type_and_refused_with_another(
     option: object,
 ) -> None:
-    from oma_core.capabilities import OptionSpec
+    from oma_core.toolkit import OptionSpec
 
     assert isinstance(option, OptionSpec)
     kinds = option.type if isinstance(option.type, tuple) else (option.type,)
