@@ -48,7 +48,7 @@ def test_a_file_without_an_extension_is_typed_by_its_content(tmp_path: Path) -> 
 
 def test_a_jpeg_named_png_is_sent_as_jpeg_with_a_warning(tmp_path: Path) -> None:
     path = write(tmp_path, "photo.png", JPEG)
-    result = oma("run", "-p", "echo", "look", "-a", path)
+    result = oma("run", "look", "-a", path)
     assert result.exit_code == 0, result.output
     assert result.stdout == 'user: text "look"; image image/jpeg base64 100 bytes\n'
     assert result.stderr == (
@@ -59,7 +59,7 @@ def test_a_jpeg_named_png_is_sent_as_jpeg_with_a_warning(tmp_path: Path) -> None
 
 def test_a_png_named_txt_is_sent_as_png_with_the_same_warning(tmp_path: Path) -> None:
     path = write(tmp_path, "photo.txt", PNG)
-    result = oma("run", "-p", "echo", "look", "-a", path)
+    result = oma("run", "look", "-a", path)
     assert result.exit_code == 0, result.output
     assert "image image/png base64 100 bytes" in result.stdout
     assert result.stderr == ""  # .txt names no media type: nothing to contradict

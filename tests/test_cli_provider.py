@@ -397,10 +397,3 @@ def test_extra_body_fields_reach_the_wire_as_body_fields(openai_server: Any) -> 
     (sent,) = openai_server.requests
     assert sent.json["top_k"] == 5 and sent.json["min_p"] == 0.1
     assert "extra_body" not in sent.json
-
-
-def test_echo_chosen_by_default_says_so_once_on_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
-    result = oma("run", "hi")
-    assert result.exit_code == 0
-    assert result.stderr.count("note: no model configured") == 1
-    assert oma("run", "-p", "echo", "hi").stderr == ""  # chosen on purpose: no note

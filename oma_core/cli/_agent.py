@@ -4,8 +4,7 @@
 - ``-m provider:model`` names both; ``-p`` names the provider (then ``-m`` is the model as the
   provider spells it, ``ft:gpt-4o:acme`` included);
 - ``-m MODEL`` with no provider anywhere is a usage error naming the fix: it never falls back
-  to the offline echo provider, which answers only when neither is given (and then says so
-  once on stderr: ``note: no model configured ...``);
+  to the offline echo provider, which answers only when neither is given;
 - ``-o temperature|max_tokens|stop VALUE`` set the portable ``AgentConfig`` fields; any other
   name goes to ``provider_options`` (the provider says which it accepts); a VALUE is JSON
   when it parses as JSON, else the string;
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._exits import note, usage
+from ._exits import usage
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -100,11 +99,7 @@ def make_agent(
     from ..agent import Agent, AgentConfig
     from ._keys import KeyResolver
 
-    chosen = (options.provider, options.model, os.environ.get("OMA_PROVIDER"))
-    unconfigured = backend is None and not any(chosen) and not os.environ.get("OMA_MODEL")
     provider, model = provider_and_model(options.provider, options.model, host)
-    if unconfigured and provider == "echo":
-        note("no model configured: the offline echo provider answers (-m PROVIDER:MODEL sets one)")
     portable, provider_options = split_options(options.options)
     api_key = options.api_key
     if backend is None:
