@@ -7,7 +7,7 @@ provider cannot carry raises ``UnsupportedContentBlockError``. Nothing is droppe
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -36,6 +36,8 @@ __all__ = [
     "Capabilities",
     "MediaLimit",
     "Mode",
+    "OptionSpec",
+    "OptionSpecs",
     "ProviderSpec",
 ]
 
@@ -299,12 +301,82 @@ def _source_of(block: object) -> MediaSource | None:
     return None
 
 
-def _option_names(value: Iterable[str] | None) -> frozenset[str] | None:
-    if value is None:
-        return None
+OptionType = type | tuple[type, ...]
+
+
+@attrs.frozen
+class OptionSpec:
+    """One ``provider_options`` name a provider accepts, with its value's type.
+
+    ``type`` is a type or a tuple of types the value must be an instance of; ``object`` (the
+    default) accepts any value. ``float`` also accepts an ``int`` (``-o temperature 1``); no
+    numeric type accepts a ``bool``. ``help`` is one line for ``oma models --options``.
+    """
+
+    name: str
+    type: OptionType = object
+    help: str = ""
+
+    def accepts(self, value: object) -> bool:
+        """Whether ``value`` is of this option's type."""
+        types = self.type if isinstance(self.type, tuple) else (self.type,)
+        if object in types:
+            return True
+        if isinstance(value, bool):
+            return bool in types
+        if float in types and isinstance(value, int):
+            return True
+        return isinstance(value, types)
+
+    @property
+    def type_name(self) -> str:
+        """The type as a user reads it: ``float``, ``str or list``, ``any``."""
+        types = self.type if isinstance(self.type, tuple) else (self.type,)
+        if object in types:
+            return "any"
+        return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+
+
+_TYPE_NAMES = {dict: "object", list: "list", str: "str", int: "int", float: "number"}
+
+
+@attrs.frozen
+class OptionSpecs(Mapping[str, OptionSpec]):
+    """A provider's declared options by name: an immutable, hashable mapping."""
+
+    specs: tuple[OptionSpec, ...]
+
+    def __getitem__(self, name: str) -> OptionSpec:
+        for spec in self.specs:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (spec.name for spec in self.specs)
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+
+def _option_specs(
+    value: Iterable[str | OptionSpec] | Mapping[str, OptionType | OptionSpec] | None,
+) -> OptionSpecs | None:
+    """``provider_options`` as declared: None (accept every name), names (any type each),
+    ``OptionSpec`` values, or a mapping of name to a type or an ``OptionSpec``."""
+    if value is None or isinstance(value, OptionSpecs):
+        return value
     if isinstance(value, str):
         raise TypeError("provider_options must be a collection of option names, not a str")
-    return frozenset(value)
+    specs: dict[str, OptionSpec] = {}
+    if isinstance(value, Mapping):
+        for name, kind in value.items():
+            specs[name] = kind if isinstance(kind, OptionSpec) else OptionSpec(name, kind)
+    else:
+        for item in value:
+            spec = item if isinstance(item, OptionSpec) else OptionSpec(item)
+            specs[spec.name] = spec
+    return OptionSpecs(tuple(sorted(specs.values(), key=lambda spec: spec.name)))
 
 
 @attrs.frozen
@@ -326,10 +398,14 @@ class ProviderSpec:
     without one: the core then raises ``MissingKeyError`` when a run starts with no
     ``AgentConfig.api_key`` and none of those variables set, before any request (a provider
     with another credential chain, such as AWS's, or a local server leaves it False).
-    ``provider_options`` is the set of ``AgentConfig.provider_options`` names it accepts,
-    checked when the agent is built (``UnknownOptionError`` with a did-you-mean); None
-    declares nothing and lets every name through (a provider forwarding body fields to
-    services with fields of their own).
+    ``provider_options`` declares the ``AgentConfig.provider_options`` it accepts: a mapping
+    of name to type (``{"temperature": float}``), ``OptionSpec`` values (a type and a help
+    line), or plain names (any type each); it is kept as ``OptionSpecs`` (name ->
+    ``OptionSpec``). Options are checked when the agent is built: an unknown name is an
+    ``UnknownOptionError`` with a did-you-mean, a value of the wrong type an
+    ``OptionTypeError``. None declares nothing and lets every name and value through. A
+    provider forwarding fields oma does not know declares an ``extra_body`` object option
+    for them, as the OpenAI SDK does.
     """
 
     name: str
@@ -342,7 +418,7 @@ class ProviderSpec:
     api_key_env: str | tuple[str, ...] | None = None
     shared: bool = False
     requires_api_key: bool = False
-    provider_options: frozenset[str] | None = attrs.field(default=None, converter=_option_names)
+    provider_options: OptionSpecs | None = attrs.field(default=None, converter=_option_specs)
 
     @property
     def key_variables(self) -> tuple[str, ...]:

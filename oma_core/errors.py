@@ -8,7 +8,8 @@ OmaError                                   code, retryable, status
 │   │   └── MediaTooLargeError             path, size, limit, scope: past a documented size limit
 │   ├── PluginError                        name: an unknown provider or backend, a plugin failed
 │   │   ├── NotRegisteredError             kind, suggestions, distribution: no such provider/backend
-│   │   └── UnknownOptionError             options, accepted, suggestions: a provider_options typo
+│   │   ├── UnknownOptionError             options, accepted, suggestions: a provider_options typo
+│   │   └── OptionTypeError                option, expected, got: a provider_options value's type
 │   ├── MissingKeyError                    provider, variables: a provider that needs a key has none
 │   ├── MissingProviderError               model, suggestion: a bare model names no provider
 │   ├── ToolError                          tool: a tool was misdefined (bad calls become results)
@@ -50,6 +51,7 @@ __all__ = [
     "MissingProviderError",
     "NotRegisteredError",
     "OmaError",
+    "OptionTypeError",
     "PlanError",
     "PluginError",
     "ProviderError",
@@ -220,6 +222,20 @@ class UnknownOptionError(PluginError):
         self.options = tuple(options)
         self.accepted = tuple(accepted)
         self.suggestions = tuple(suggestions)
+        super().__init__(message, name=name)
+
+
+class OptionTypeError(PluginError):
+    """A ``provider_options`` value is not of the type the provider declares for it
+    (``ProviderSpec.provider_options``); ``name`` is the provider, ``option`` the option,
+    ``expected`` the declared type's name and ``got`` the given value's type name."""
+
+    code = "OPTION_TYPE"
+
+    def __init__(self, message: str, *, name: str, option: str, expected: str, got: str) -> None:
+        self.option = option
+        self.expected = expected
+        self.got = got
         super().__init__(message, name=name)
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from ._hints import KNOWN_BACKENDS, KNOWN_DISTRIBUTIONS, not_registered, suggest
-from .errors import MissingKeyError, MissingProviderError, UnknownOptionError
+from .errors import MissingKeyError, MissingProviderError, OptionTypeError, UnknownOptionError
 
 if TYPE_CHECKING:
     from .capabilities import ProviderSpec
@@ -55,23 +55,34 @@ _MODEL_FAMILIES: Final = (
 
 
 def check_provider_options(spec: ProviderSpec, options: Mapping[str, object]) -> None:
-    """Raise ``UnknownOptionError`` for ``options`` names ``spec`` does not accept (its
-    ``provider_options``; None accepts every name)."""
+    """Refuse ``options`` that ``spec`` does not declare (its ``provider_options``; None
+    accepts every name and value): an unknown name is an ``UnknownOptionError`` with a
+    did-you-mean, a value of the wrong type an ``OptionTypeError`` naming the type."""
     accepted = spec.provider_options
     if accepted is None:
         return
     unknown = sorted(str(key) for key in options if key not in accepted)
-    if not unknown:
-        return
-    names = sorted(accepted)
-    close = tuple(dict.fromkeys(s for key in unknown for s in suggest(key, names)))
-    message = f"unknown provider_options for {spec.name}: {', '.join(map(repr, unknown))}"
-    if close:
-        message += f" (did you mean {' or '.join(map(repr, close))}?)"
-    message += f"; {spec.name} accepts: {', '.join(names) or 'none'}"
-    raise UnknownOptionError(
-        message, name=spec.name, options=unknown, accepted=names, suggestions=close
-    )
+    if unknown:
+        names = sorted(accepted)
+        close = tuple(dict.fromkeys(s for key in unknown for s in suggest(key, names)))
+        message = f"unknown provider_options for {spec.name}: {', '.join(map(repr, unknown))}"
+        if close:
+            message += f" (did you mean {' or '.join(map(repr, close))}?)"
+        message += f"; {spec.name} accepts: {', '.join(names) or 'none'}"
+        raise UnknownOptionError(
+            message, name=spec.name, options=unknown, accepted=names, suggestions=close
+        )
+    for key, value in options.items():
+        option = accepted[key]
+        if not option.accepts(value):
+            got = type(value).__name__
+            raise OptionTypeError(
+                f'provider_options["{key}"] for {spec.name} must be {option.type_name}, not {got}',
+                name=spec.name,
+                option=key,
+                expected=option.type_name,
+                got=got,
+            )
 
 
 def check_api_key(

@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     # registration
     "ProviderSpec": "capabilities",
+    "OptionSpec": "capabilities",
     "BackendSpec": "capabilities",
     "Capabilities": "capabilities",
     "BlockSupport": "capabilities",
@@ -267,6 +268,7 @@ __all__ = [
     "ProviderRequest",
     "ProviderResponse",
     "ProviderSettings",
+    "OptionSpec",
     "ProviderSpec",
     "REDACTED",
     "ReasoningBlock",
@@ -425,6 +427,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         Capabilities,
         MediaLimit,
         Mode,
+        OptionSpec,
         ProviderSpec,
     )
     from .errors import (

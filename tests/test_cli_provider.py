@@ -350,3 +350,50 @@ def test_a_missing_key_is_one_line_naming_the_variables_and_oma_keys_set(
     monkeypatch.setenv("KEYED_TOKEN", "sk-from-second-variable")
     assert oma("run", "-p", "keyed", "hi").exit_code == 0
     assert settings().api_key is None  # any of the provider's variables wins over the store
+
+
+# -- options checked against the provider's declaration, before any request
+
+
+@pytest.fixture
+def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The oma-openai plugin, registered, and its fake Chat Completions service on 127.0.0.1
+    (compatible mode: fields it does not know are accepted and recorded)."""
+    oma_openai = pytest.importorskip("oma_openai")
+    monkeypatch.syspath_prepend(str(Path(oma_openai.__file__).parents[1] / "tests"))
+    from fake_openai import API_KEY, FakeChatCompletions
+
+    PluginHost.default().register(oma_openai, name="openai")
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    with FakeChatCompletions(mode="compatible") as server:
+        yield server
+
+
+def test_a_misspelt_option_exits_2_with_a_did_you_mean_and_nothing_is_sent(
+    openai_server: Any,
+) -> None:
+    url = openai_server.base_url
+    result = oma("run", "-p", "openai", "--base-url", url, "-o", "tempreature", "0.3", "hi")
+    assert result.exit_code == 2
+    assert "did you mean 'temperature'" in result.stderr
+    assert openai_server.requests == []
+
+
+def test_an_option_of_the_wrong_type_exits_2_naming_the_type_and_nothing_is_sent(
+    openai_server: Any,
+) -> None:
+    url = openai_server.base_url
+    result = oma("run", "-p", "openai", "--base-url", url, "-o", "seed", "high", "hi")
+    assert result.exit_code == 2
+    assert 'provider_options["seed"] for openai must be int, not str' in result.stderr
+    assert openai_server.requests == []
+
+
+def test_extra_body_fields_reach_the_wire_as_body_fields(openai_server: Any) -> None:
+    url = openai_server.base_url
+    extra = '{"top_k": 5, "min_p": 0.1}'
+    result = oma("run", "-p", "openai", "--base-url", url, "-o", "extra_body", extra, "hi")
+    assert result.exit_code == 0, result.stderr
+    (sent,) = openai_server.requests
+    assert sent.json["top_k"] == 5 and sent.json["min_p"] == 0.1
+    assert "extra_body" not in sent.json

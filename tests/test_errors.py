@@ -158,6 +158,9 @@ EXAMPLES: list[Any] = [
     errors.UnknownOptionError(
         "unknown provider_options", name="p", options=("timeot",), accepted=("timeout",)
     ),
+    errors.OptionTypeError(
+        "timeout must be float, not str", name="p", option="timeout", expected="float", got="str"
+    ),
     errors.MissingKeyError("anthropic", ("ANTHROPIC_API_KEY",), display_name="Anthropic"),
     errors.MissingProviderError("claude-sonnet-4-6", "anthropic:claude-sonnet-4-6"),
     errors.MediaTooLargeError(
@@ -220,6 +223,7 @@ def test_the_two_families_split_called_wrong_from_run_failed() -> None:
         errors.PluginError,
         errors.NotRegisteredError,
         errors.UnknownOptionError,
+        errors.OptionTypeError,
         errors.MissingKeyError,
         errors.MissingProviderError,
         errors.MediaTooLargeError,

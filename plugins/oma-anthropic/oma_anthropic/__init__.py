@@ -39,12 +39,13 @@ SPEC = ProviderSpec(
     shared=True,  # one SDK client serves concurrent runs
     requires_api_key=True,
     # what AnthropicProvider reads: client options, body fields, max_tokens, model, extra_body
-    provider_options=(
-        *("headers", "timeout", "transport", "max_connections"),
-        *("max_response_bytes", "max_event_bytes"),
-        *("metadata", "service_tier", "stop_sequences", "temperature", "thinking"),
-        *("tool_choice", "top_k", "top_p", "max_tokens", "model", "extra_body"),
-    ),
+    provider_options={
+        **{"headers": dict, "timeout": float, "transport": str, "max_connections": int},
+        **{"max_response_bytes": int, "max_event_bytes": int},
+        **{"metadata": dict, "service_tier": str, "stop_sequences": list, "temperature": float},
+        **{"thinking": dict, "tool_choice": dict, "top_k": int, "top_p": float},
+        **{"max_tokens": int, "model": str, "extra_body": dict},
+    },
 )
 
 

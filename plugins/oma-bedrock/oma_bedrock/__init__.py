@@ -45,10 +45,11 @@ SPEC = ProviderSpec(
     api_key_env="AWS_BEARER_TOKEN_BEDROCK",  # optional: the AWS credential chain works too
     shared=True,  # one httpx pool per event loop serves concurrent runs
     requires_api_key=False,
-    provider_options=(
-        *("region", "profile", "max_inline_bytes", "additional_model_request_fields"),
-        *("timeout", "max_response_bytes", "max_event_bytes"),
-    ),
+    provider_options={
+        **{"region": str, "profile": str, "max_inline_bytes": int, "timeout": float},
+        **{"max_response_bytes": int, "max_event_bytes": int},
+        "additional_model_request_fields": dict,
+    },
 )
 
 

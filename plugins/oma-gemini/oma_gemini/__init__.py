@@ -40,10 +40,12 @@ SPEC = ProviderSpec(
     shared=True,  # one httpx client per event loop serves concurrent runs
     requires_api_key=True,
     # client options, the inline limit, and the generateContent body fields oma does not fill
-    provider_options=(
-        *("timeout", "headers", "inline_limit", "max_response_bytes", "max_event_bytes"),
-        *("generationConfig", "safetySettings", "toolConfig", "cachedContent"),
-    ),
+    provider_options={
+        **{"timeout": float, "headers": dict, "inline_limit": int},
+        **{"max_response_bytes": int, "max_event_bytes": int},
+        **{"generationConfig": dict, "safetySettings": list, "toolConfig": dict},
+        "cachedContent": str,
+    },
 )
 
 

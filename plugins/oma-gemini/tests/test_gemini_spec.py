@@ -28,8 +28,8 @@ def test_the_spec_accepts_the_provider_s_own_options_and_the_body_fields() -> No
     from oma_gemini.provider import OWN_OPTIONS
 
     assert SPEC.provider_options is not None
-    assert set(OWN_OPTIONS) <= SPEC.provider_options
-    assert {"generationConfig", "safetySettings", "toolConfig"} <= SPEC.provider_options
+    assert set(OWN_OPTIONS) <= set(SPEC.provider_options)
+    assert {"generationConfig", "safetySettings", "toolConfig"} <= set(SPEC.provider_options)
 
 
 def test_a_misspelt_option_raises_when_the_agent_is_built() -> None:

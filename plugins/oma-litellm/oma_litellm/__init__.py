@@ -37,7 +37,10 @@ SPEC = ProviderSpec(
     description="Any provider LiteLLM reaches, with model names as provider/model.",
     shared=True,  # stateless: LiteLLM keeps its own clients
     requires_api_key=False,  # each provider behind LiteLLM reads its own variable
-    provider_options=("timeout", "headers", "api_version", "max_response_bytes", "max_event_bytes"),
+    provider_options={
+        **{"timeout": float, "headers": dict, "api_version": str},
+        **{"max_response_bytes": int, "max_event_bytes": int},
+    },
 )
 
 

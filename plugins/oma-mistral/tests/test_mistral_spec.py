@@ -20,8 +20,8 @@ def test_the_spec_needs_a_key_from_mistral_api_key() -> None:
 
 def test_the_spec_accepts_the_client_options_and_the_documented_body_fields() -> None:
     assert SPEC.provider_options is not None
-    assert set(CLIENT_OPTIONS) <= SPEC.provider_options
-    assert {"random_seed", "safe_prompt", "response_format", "top_p"} <= SPEC.provider_options
+    assert set(CLIENT_OPTIONS) <= set(SPEC.provider_options)
+    assert {"random_seed", "safe_prompt", "response_format", "top_p"} <= set(SPEC.provider_options)
 
 
 def test_a_misspelt_option_raises_when_the_agent_is_built() -> None:

@@ -9,18 +9,84 @@ provider is first used.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oma_core import PluginError, ProviderSpec, hookimpl
-from oma_core.toolkit import ProviderSettings
+from oma_core.toolkit import OptionSpec, ProviderSettings
 
 from .presets import PRESETS, Preset, preset
 
 if TYPE_CHECKING:
     from .provider import OpenAIChatProvider
 
-__all__ = ["PRESETS", "Preset", "make_provider", "oma_register_providers", "preset"]
+__all__ = ["OPTIONS", "PRESETS", "Preset", "make_provider", "oma_register_providers", "preset"]
 __version__ = "0.1.0"
+
+
+_JSON = (dict, list, str, int, float, bool)
+
+#: What the provider reads from ``provider_options``: the SDK client's options, the Chat
+#: Completions body fields, and ``extra_body`` (fields oma does not know, merged into the body
+#: as the OpenAI SDK's ``extra_body`` is: a compatible service's own fields go there).
+OPTIONS = (
+    OptionSpec("organization", str, "OpenAI-Organization header"),
+    OptionSpec("project", str, "OpenAI-Project header"),
+    OptionSpec("timeout", float, "seconds per request"),
+    OptionSpec("default_headers", dict, "headers sent with every request"),
+    OptionSpec("headers", dict, "the same as default_headers"),
+    OptionSpec("default_query", dict, "query parameters sent with every request"),
+    OptionSpec("transport", str, '"httpx" (default), "aiohttp" or "direct"'),
+    OptionSpec("max_connections", int, "the direct transport's pool size"),
+    OptionSpec("max_response_bytes", int, "the largest reply body read, decoded"),
+    OptionSpec("max_event_bytes", int, "the largest stream event read"),
+    OptionSpec("temperature", float),
+    OptionSpec("top_p", float),
+    OptionSpec("max_tokens", int),
+    OptionSpec("max_completion_tokens", int),
+    OptionSpec("stop", (str, list)),
+    OptionSpec("seed", int),
+    OptionSpec("n", int),
+    OptionSpec("presence_penalty", float),
+    OptionSpec("frequency_penalty", float),
+    OptionSpec("logit_bias", dict),
+    OptionSpec("logprobs", bool),
+    OptionSpec("top_logprobs", int),
+    OptionSpec("reasoning_effort", str, '"minimal", "low", "medium" or "high"'),
+    OptionSpec("verbosity", str),
+    OptionSpec("response_format", dict),
+    OptionSpec("tool_choice", (str, dict)),
+    OptionSpec("parallel_tool_calls", bool),
+    OptionSpec("user", str),
+    OptionSpec("safety_identifier", str),
+    OptionSpec("prompt_cache_key", str),
+    OptionSpec("service_tier", str),
+    OptionSpec("store", bool),
+    OptionSpec("metadata", dict),
+    OptionSpec("modalities", list),
+    OptionSpec("audio", dict),
+    OptionSpec("prediction", dict),
+    OptionSpec("web_search_options", dict),
+    OptionSpec("extra_body", dict, "body fields oma does not know, sent as given"),
+)
+_CLIENT_NAMES = frozenset(
+    {"organization", "project", "timeout", "default_headers", "headers", "default_query"}
+    | {"transport", "max_connections", "max_response_bytes", "max_event_bytes"}
+)
+
+
+def _flatten_extra_body(options: dict[str, Any], name: str) -> dict[str, Any]:
+    """``options`` with ``extra_body``'s fields as body fields of their own (a declared
+    option given beside it wins; a client option's name inside it stays a body field's name
+    only in the body, so it is refused rather than read as client configuration)."""
+    extra = options.pop("extra_body", None) or {}
+    clash = sorted(name for name in extra if name in _CLIENT_NAMES)
+    if clash:
+        raise PluginError(
+            f'provider_options["extra_body"] holds client options {clash}: '
+            "give them as options of their own",
+            name=name,
+        )
+    return {**extra, **options}
 
 
 def make_provider(preset: Preset, settings: ProviderSettings) -> OpenAIChatProvider:
@@ -38,6 +104,9 @@ def make_provider(preset: Preset, settings: ProviderSettings) -> OpenAIChatProvi
 
 def _factory(preset: Preset) -> Callable[[ProviderSettings], OpenAIChatProvider]:
     def factory(settings: ProviderSettings) -> OpenAIChatProvider:
+        if "extra_body" in settings.options:
+            options = _flatten_extra_body(dict(settings.options), preset.name)
+            settings = ProviderSettings(settings.base_url, settings.api_key, options)
         return make_provider(preset, settings)
 
     return factory
@@ -59,8 +128,8 @@ def oma_register_providers() -> list[ProviderSpec]:
             shared=True,  # one SDK client serves concurrent runs
             # a local server's preset sends a placeholder; a hosted one needs a real key
             requires_api_key=p.api_key_env is not None and p.key_placeholder is None,
-            # None: body fields are forwarded, and compatible services have fields of their own
-            provider_options=None,
+            # a compatible service's own fields go in extra_body
+            provider_options=OPTIONS,
         )
         for p in PRESETS
     ]

@@ -8,9 +8,17 @@ import base64
 
 import pytest
 from fake_openai import API_KEY, FakeChatCompletions
-from oma_openai import PRESETS, Preset, oma_register_providers
+from oma_openai import OPTIONS, PRESETS, Preset, oma_register_providers
 
-from oma_core import Agent, AgentConfig, MediaTooLargeError, MissingKeyError, image_base64
+from oma_core import (
+    Agent,
+    AgentConfig,
+    MediaTooLargeError,
+    MissingKeyError,
+    OptionTypeError,
+    UnknownOptionError,
+    image_base64,
+)
 
 SPECS = {spec.name: spec for spec in oma_register_providers()}
 
@@ -20,7 +28,6 @@ def test_a_hosted_preset_needs_its_key_and_a_local_one_does_not(preset: Preset) 
     spec = SPECS[preset.name]
     hosted = preset.key_placeholder is None and preset.api_key_env is not None
     assert spec.requires_api_key is hosted
-    assert spec.provider_options is None  # body fields are forwarded as given
 
 
 def test_the_hosted_presets_are_the_ones_with_a_key_variable() -> None:
@@ -59,3 +66,35 @@ async def test_an_image_past_twenty_megabytes_is_refused_before_any_request(
     assert isinstance(error, MediaTooLargeError)
     assert "limit of 20000000 bytes per image" in str(error)
     assert server.requests == []
+
+
+#: A value of each declared type, for the kit-style check below.
+_SAMPLES: dict[object, object] = {str: "x", float: 0.5, int: 3, bool: True, dict: {}, list: []}
+
+
+@pytest.mark.parametrize("option", OPTIONS, ids=lambda o: o.name)
+def test_every_declared_option_is_accepted_with_its_type_and_refused_with_another(
+    option: object,
+) -> None:
+    from oma_core.toolkit import OptionSpec
+
+    assert isinstance(option, OptionSpec)
+    kinds = option.type if isinstance(option.type, tuple) else (option.type,)
+    good = {option.name: _SAMPLES[kinds[0]]}
+    Agent(AgentConfig(name="a", provider="openai", api_key="k", provider_options=good))
+    wrong = next(v for t, v in _SAMPLES.items() if not option.accepts(v))
+    with pytest.raises(OptionTypeError, match=option.name):
+        bad = {option.name: wrong}
+        Agent(AgentConfig(name="a", provider="openai", api_key="k", provider_options=bad))
+
+
+def test_an_undeclared_option_is_refused_with_a_did_you_mean() -> None:
+    with pytest.raises(UnknownOptionError, match="did you mean 'temperature'"):
+        options = {"tempreature": 0.3}
+        Agent(AgentConfig(name="a", provider="openai", api_key="k", provider_options=options))
+
+
+def test_every_client_option_the_provider_reads_is_declared() -> None:
+    from oma_openai.convert import CLIENT_OPTIONS
+
+    assert {option.name for option in OPTIONS} >= CLIENT_OPTIONS
