@@ -18,7 +18,9 @@ from .providers import Usage
 __all__ = ["AgentStream", "EventType", "RunResult", "RunStatus", "StatusCode", "StreamEvent"]
 
 StatusCode: TypeAlias = Literal["ok", "error", "timeout", "budget_exhausted"]
-EventType: TypeAlias = Literal["text", "reasoning", "tool_use", "tool_result", "error", "done"]
+EventType: TypeAlias = Literal[
+    "text", "reasoning", "tool_use", "tool_result", "partial", "error", "done"
+]
 
 
 @attrs.frozen
@@ -36,7 +38,9 @@ class RunResult:
 
     ``output`` is the text of the last assistant turn; ``messages`` the turns this run produced
     (assistant turns and tool-result turns, not the input); ``usage`` sums every model call,
-    retried and cut-short attempts included.
+    retried and cut-short attempts included. ``structured`` is the validated output when the
+    run had an output type (an instance of it; a dict or list for a JSON Schema dict), else
+    None; ``output`` stays the raw text.
     """
 
     success: bool
@@ -44,6 +48,7 @@ class RunResult:
     messages: list[LLMMessage]
     usage: Usage = Usage()
     status: RunStatus = RunStatus()
+    structured: Any = None
 
 
 @attrs.frozen
@@ -51,8 +56,11 @@ class StreamEvent:
     """One event of ``Agent.stream``.
 
     ``text``/``reasoning``: a str delta; ``tool_use``: a ``ToolUseBlock``; ``tool_result``: a
-    ``ToolResultBlock``; ``error``: the exception that failed the run; ``done`` (always last,
-    exactly once): the ``RunResult``.
+    ``ToolResultBlock``; ``partial`` (runs with an output type): the JSON value of the reply so
+    far (dicts, lists and scalars, an unfinished string as far as it got), each new one after a
+    text event that changed it, checked leniently (only that it parses); ``error``: the
+    exception that failed the run; ``done`` (always last, exactly once): the ``RunResult``,
+    whose ``structured`` is the strictly validated output.
     """
 
     type: EventType
