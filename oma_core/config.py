@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 import attrs
 
+from .results import OutputT
 from .retry import DEFAULT_POLICY
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def _tool_tuple(
 
 
 @attrs.frozen
-class AgentConfig:
+class AgentConfig(Generic[OutputT]):
     """Everything that defines an agent. ``api_key`` never appears in the repr.
 
     ``provider`` is a registered provider name or a provider object (with ``complete`` or
@@ -124,7 +125,10 @@ class AgentConfig:
     ``output_type`` (a pydantic model, attrs class, dataclass, TypedDict, ``list[...]`` or
     scalar type, or a JSON Schema dict) makes every run return a validated
     ``RunResult.structured``; a reply that does not validate gets ``output_retries``
-    corrective turns (see docs/structured-output.md).
+    corrective turns (see docs/structured-output.md). The config is generic in the output
+    type: ``AgentConfig(..., output_type=Invoice)`` is an ``AgentConfig[Invoice]``, and its
+    ``Agent``'s results are ``RunResult[Invoice]``; without one (or with a JSON Schema dict) it
+    is ``AgentConfig[Any]``.
 
     Mistakes in it raise at once, never as an empty result: an unknown provider or backend, or
     a ``provider_options`` name the provider's spec does not accept, when the ``Agent`` is
@@ -152,7 +156,9 @@ class AgentConfig:
     temperature: float | None = attrs.field(default=None, validator=_temperature)
     max_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
     stop: tuple[str, ...] | None = attrs.field(default=None, converter=_stop_tuple)
-    output_type: Any = attrs.field(default=None, validator=_check_output_type)
+    output_type: type[OutputT] | Mapping[str, Any] | None = attrs.field(
+        default=None, validator=_check_output_type
+    )
     output_retries: int = attrs.field(default=1, validator=_count)
 
     def retry_policy(self, base: RetryPolicy | None = None) -> RetryPolicy:

@@ -426,7 +426,7 @@ class OutputValidationError(RunError):
     """The model's reply did not validate against the run's ``output_type`` after the
     ``output_retries`` corrective turns (or was cut at ``max_tokens`` or refused).
 
-    ``errors``: what was wrong with the last reply, one line each (places and reasons);
+    ``errors``: what was wrong with the last reply, a tuple of lines (places and reasons);
     ``text``: that reply's raw text. The message names the first error only: never the prompt
     or its media.
     """
@@ -434,7 +434,7 @@ class OutputValidationError(RunError):
     code = "OUTPUT_VALIDATION_FAILED"
 
     def __init__(self, errors: Sequence[str], text: str) -> None:
-        self.errors = list(errors)
+        self.errors = tuple(errors)
         self.text = text
         first = self.errors[0] if self.errors else "no output"
         if len(first) > 200:

@@ -8,14 +8,33 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
 
 import attrs
 
 from .messages import LLMMessage
 from .providers import Usage
 
-__all__ = ["AgentStream", "EventType", "RunResult", "RunStatus", "StatusCode", "StreamEvent"]
+__all__ = [
+    "AgentStream",
+    "EventType",
+    "OutputT",
+    "RunResult",
+    "RunStatus",
+    "StatusCode",
+    "StreamEvent",
+]
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    #: The output type of an agent and its results (``AgentConfig.output_type``); ``Any``
+    #: when none is given, so a bare ``Agent``/``RunResult`` annotation means ``[Any]``.
+    OutputT = TypeVar("OutputT", default=Any)
+else:  # the default is for type checkers only: typing_extensions is not imported at run time
+    from typing import TypeVar
+
+    OutputT = TypeVar("OutputT")
 
 StatusCode: TypeAlias = Literal["ok", "error", "timeout", "budget_exhausted"]
 EventType: TypeAlias = Literal[
@@ -33,7 +52,7 @@ class RunStatus:
 
 
 @attrs.frozen
-class RunResult:
+class RunResult(Generic[OutputT]):
     """The outcome of one run.
 
     ``output`` is the text of the last assistant turn; ``messages`` the turns this run produced
@@ -48,7 +67,7 @@ class RunResult:
     messages: list[LLMMessage]
     usage: Usage = Usage()
     status: RunStatus = RunStatus()
-    structured: Any = None
+    structured: OutputT | None = None
 
 
 @attrs.frozen
