@@ -28,7 +28,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from ._tool_types import check, is_json, schema_for, structure
+from ._tool_types import check, is_json, schema_for, structure, unstructure
 from .errors import OutputTypeError
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "OutputMode",
     "OutputSpec",
     "extract_json",
+    "output_json",
     "output_spec",
     "partial_json",
 ]
@@ -119,6 +120,12 @@ class OutputSpec:
             f"{listed}\n"
             "Reply again with only the corrected JSON value."
         )
+
+
+def output_json(value: Any) -> str:
+    """A structured output (an instance of its output type, or plain JSON data) as JSON text,
+    e.g. for a dependent task's prompt."""
+    return json.dumps(unstructure(value), ensure_ascii=False, default=str)
 
 
 def stopped_short(stop_reason: str | None) -> bool:

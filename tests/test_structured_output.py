@@ -326,3 +326,33 @@ async def test_a_streamed_invalid_reply_is_repaired_like_a_run() -> None:
         seen = [event async for event in events]
     assert seen[-1].data.structured == Person("Ada", 36)
     assert len(provider.requests) == 2
+
+
+# -- teams -------------------------------------------------------------------------------------
+
+
+async def test_a_task_with_an_output_type_hands_its_validated_output_on_as_json() -> None:
+    from oma_core import OpenMultiAgent, TaskSpec, Team
+
+    worker = ScriptedProvider(['Sure! {"name": "Ada", "age": 36} Anything else?', "a poem"])
+    team = Team("t", [AgentConfig("w", provider=worker)])
+    tasks = [
+        TaskSpec("find", "Find the person.", output_type=Person),
+        TaskSpec("write", "Write about them.", depends_on=["find"]),
+    ]
+    result = await OpenMultiAgent().run_tasks(team, tasks)
+    assert result.success
+    assert result.tasks["find"].structured == Person("Ada", 36)
+    assert result.tasks["write"].structured is None
+    assert "JSON Schema" in (worker.requests[0].system_prompt or "")
+    assert worker.requests[1].system_prompt is None  # the dependent task has no output type
+    prompt = worker.text_of(1)
+    assert '{"name": "Ada", "age": 36}' in prompt
+    assert "Anything else?" not in prompt  # the JSON, not the reply's prose
+
+
+def test_a_task_output_type_is_checked_when_the_task_is_built() -> None:
+    from oma_core import TaskSpec
+
+    with pytest.raises(OutputTypeError):
+        TaskSpec("t", "d", output_type=dict[str, Any])
