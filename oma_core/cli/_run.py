@@ -34,7 +34,6 @@ def _result_json(result: RunResult, conversation_id: str | None) -> dict[str, An
         },
         "status": {"code": result.status.code, "error": None if error is None else str(error)},
         "conversation_id": conversation_id,
-        "structured": _plain(result.structured),
     }
 
 
@@ -239,7 +238,10 @@ def run(
         fail("the run ended without a result")
     if as_json:
         logged = conversation_id if plugin is not None else None
-        click.echo(json.dumps(_result_json(result, logged), ensure_ascii=False, indent=2))
+        shown = _result_json(result, logged)
+        if output_type is not None:  # --schema: the validated output too (null if none)
+            shown["structured"] = _plain(result.structured)
+        click.echo(json.dumps(shown, ensure_ascii=False, indent=2))
     elif output_type is not None and result.success:
         click.echo(json.dumps(_plain(result.structured), ensure_ascii=False, indent=2))
     elif no_stream and result.success:
