@@ -77,20 +77,22 @@ class OutputSpec:
     output_type: Any = attrs.field(eq=False)
     schema: dict[str, Any]
     name: str
+    #: What the system prompt says in prompted mode (made once: every model call sends it).
+    instructions: str = attrs.field(init=False, eq=False, repr=False)
 
-    @property
-    def is_schema(self) -> bool:
-        """A JSON Schema dict was given: the output is the checked JSON value itself."""
-        return isinstance(self.output_type, Mapping)
-
-    def instructions(self) -> str:
-        """What the system prompt says in prompted mode."""
+    @instructions.default
+    def _instructions(self) -> str:
         schema = json.dumps(self.schema, separators=(",", ":"), sort_keys=True)
         return (
             "Your final answer must be a single JSON value that matches this JSON Schema, and "
             "nothing else: no prose before or after it (a ```json fenced block is accepted).\n"
             f"JSON Schema: {schema}"
         )
+
+    @property
+    def is_schema(self) -> bool:
+        """A JSON Schema dict was given: the output is the checked JSON value itself."""
+        return isinstance(self.output_type, Mapping)
 
     def validate_text(self, text: str) -> Any:
         """The output in ``text``, checked; ``OutputInvalid`` when there is none."""
@@ -139,9 +141,12 @@ def output_spec(output_type: Any) -> OutputSpec | None:
     if output_type is None:
         return None
     if isinstance(output_type, Mapping):
-        schema = _checked_schema(output_type)
-        title = schema.get("title")
-        return OutputSpec(output_type, schema, title if isinstance(title, str) else "output")
+        if not is_json(output_type):
+            raise OutputTypeError(
+                "JSON Schema dict", "it is not JSON (only JSON values may appear)"
+            )
+        # Made once per distinct schema (its JSON text is the key): runs reuse it.
+        return _schema_spec(json.dumps(output_type, sort_keys=True))
     try:
         return _type_spec(output_type)
     except TypeError:  # unhashable: not a type (a list instance, ...)
@@ -215,14 +220,15 @@ def _open_place(schema: Mapping[str, Any], path: str) -> str | None:
     return None
 
 
-def _checked_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON Schema dict, as a plain dict, refused if it is not JSON or uses a keyword
-    outside the checked subset."""
-    if not is_json(schema):
-        raise OutputTypeError("JSON Schema dict", "it is not JSON (only JSON values may appear)")
-    plain: dict[str, Any] = json.loads(json.dumps(schema))
-    _check_schema_node(plain, "$")
-    return plain
+@functools.lru_cache(maxsize=256)
+def _schema_spec(text: str) -> OutputSpec:
+    """The spec of a JSON Schema dict (given as its JSON text), refused if it uses a keyword
+    outside the checked subset. Its ``output_type`` is a private copy: the caller's dict may
+    change later without changing a run."""
+    schema: dict[str, Any] = json.loads(text)
+    _check_schema_node(schema, "$")
+    title = schema.get("title")
+    return OutputSpec(json.loads(text), schema, title if isinstance(title, str) else "output")
 
 
 def _check_schema_node(node: Any, path: str) -> None:

@@ -315,7 +315,7 @@ class Run:
         system_prompt = context.config.system_prompt
         spec = self.output_spec
         if spec is not None:  # prompted, and checked once: a turn is never asked again
-            instructions = spec.instructions()
+            instructions = spec.instructions
             system_prompt = f"{system_prompt}\n\n{instructions}" if system_prompt else instructions
         backend = target.backend()
         # The turn's time limit is the smaller of the two, taken as given: never clock
@@ -502,7 +502,7 @@ def _with_instructions(request: ProviderRequest, spec: OutputSpec) -> ProviderRe
     """``request`` with the output type's instructions after its system prompt (prompted
     mode: what every provider and backend can do)."""
     system = request.system_prompt
-    instructions = spec.instructions()
+    instructions = spec.instructions
     return attrs.evolve(
         request, system_prompt=instructions if not system else f"{system}\n\n{instructions}"
     )
