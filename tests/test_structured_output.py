@@ -356,3 +356,41 @@ def test_a_task_output_type_is_checked_when_the_task_is_built() -> None:
 
     with pytest.raises(OutputTypeError):
         TaskSpec("t", "d", output_type=dict[str, Any])
+
+
+# -- what a failed run hands out, and what crosses processes -----------------------------------
+
+
+async def test_a_key_in_an_invalid_reply_is_scrubbed_from_the_errors_handed_out() -> None:
+    key = "sk-proj-Abc123Def456Ghi789Jkl0"
+    reply = json.dumps({"name": "Ada", "age": key})
+    result, _ = await run(enum_age_schema(), reply, reply)
+    error = result.status.error
+    assert isinstance(error, OutputValidationError)
+    assert error.errors  # kept on the detached error
+    assert all(key not in line for line in error.errors)
+    assert key not in error.text and key not in str(error)
+
+
+def enum_age_schema() -> dict[str, Any]:
+    """A schema whose enum error quotes the value the model gave."""
+    return {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"enum": ["young", "old"]}},
+        "required": ["name", "age"],
+    }
+
+
+def test_a_config_with_an_output_type_pickles_for_another_process() -> None:
+    config = AgentConfig("a", output_type=list[Person], output_retries=2)
+    copy = pickle.loads(pickle.dumps(config))
+    assert (copy.output_type, copy.output_retries) == (list[Person], 2)
+
+
+async def test_prompt_keeps_the_corrective_turn_in_the_history() -> None:
+    provider = ScriptedProvider(["nope", '{"name": "Ada", "age": 36}'])
+    agent = Agent(AgentConfig("a", provider=provider, output_type=Person))
+    result = await agent.prompt("Who?")
+    assert result.structured == Person("Ada", 36)
+    roles = [message.role for message in agent.get_history()]
+    assert roles == ["user", "assistant", "user", "assistant"]
