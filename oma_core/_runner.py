@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from .retry import RetryPolicy
     from .tools import Tool
 
-__all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput"]
+__all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput", "with_instructions"]
 
 T = TypeVar("T")
 
@@ -239,7 +239,7 @@ class Run:
             checked = len(conversation)
             request = target.request(tuple(conversation))
             if spec is not None:
-                request = _with_instructions(request, spec)
+                request = with_instructions(request, spec)
             call = ModelCall(
                 request,
                 "model",
@@ -498,7 +498,7 @@ async def _bounded(awaitable: Awaitable[T], deadline: float, scope: str, seconds
         raise
 
 
-def _with_instructions(request: ProviderRequest, spec: OutputSpec) -> ProviderRequest:
+def with_instructions(request: ProviderRequest, spec: OutputSpec) -> ProviderRequest:
     """``request`` with the output type's instructions after its system prompt (prompted
     mode: what every provider and backend can do)."""
     system = request.system_prompt

@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ._runner import BackendTarget, ModelTarget, RunInput
+from ._runner import BackendTarget, ModelTarget, RunInput, with_instructions
 from .calls import RunContext
 from .capabilities import Capabilities
 from .config import AgentConfig, BeforeRunContext
@@ -167,7 +167,14 @@ class Agent(Generic[OutputT]):
         """The request the first model call of ``run(input)`` would send (hooks not applied)."""
         checked = self._validated(input)  # no key needed: nothing is sent
         messages = (user_text(checked),) if isinstance(checked, str) else checked
-        return self._model_target().request(messages)
+        request = self._model_target().request(messages)
+        if self.config.output_type is not None:  # prompted output: its instructions go too
+            from ._output import output_spec
+
+            spec = output_spec(self.config.output_type)
+            assert spec is not None
+            request = with_instructions(request, spec)
+        return request
 
     def limit_warnings(self, input: str | Sequence[Any]) -> list[str]:
         """The provider's media size limits the first request of ``run(input)`` would break, one

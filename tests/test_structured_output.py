@@ -394,3 +394,13 @@ async def test_prompt_keeps_the_corrective_turn_in_the_history() -> None:
     assert result.structured == Person("Ada", 36)
     roles = [message.role for message in agent.get_history()]
     assert roles == ["user", "assistant", "user", "assistant"]
+
+
+def test_the_request_a_run_would_send_carries_the_instructions() -> None:
+    agent = Agent(AgentConfig("a", provider=ScriptedProvider(), output_type=Person))
+    system = agent.build_request("go").system_prompt or ""
+    assert "JSON Schema:" in system
+    assert (
+        Agent(AgentConfig("a", provider=ScriptedProvider())).build_request("go").system_prompt
+        is None
+    )
