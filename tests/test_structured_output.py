@@ -404,3 +404,56 @@ def test_the_request_a_run_would_send_carries_the_instructions() -> None:
         Agent(AgentConfig("a", provider=ScriptedProvider())).build_request("go").system_prompt
         is None
     )
+
+
+# -- external agent backends: prompted, checked once -------------------------------------------
+
+
+class _JsonBackend:
+    """An in-process stand-in for a CLI agent that answers with a fixed text."""
+
+    kind = display_name = "json"
+
+    def __init__(self, answer: str, requests: list[Any]) -> None:
+        self.answer = answer
+        self.requests = requests
+
+    async def run(self, request: Any) -> Any:
+        from oma_core.backends import BackendResult
+
+        self.requests.append(request)
+        yield BackendResult(self.answer)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _backend_agent(answer: str, requests: list[Any]) -> Agent[Person]:
+    from oma_core import PluginHost, hookimpl
+    from oma_core.capabilities import BackendSpec
+
+    class Plugin:
+        @hookimpl
+        def oma_register_backends(self) -> list[BackendSpec]:
+            return [
+                BackendSpec("json", "JSON CLI", lambda _options: _JsonBackend(answer, requests))
+            ]
+
+    host = PluginHost(load_entrypoints=False)
+    host.register(Plugin(), name="json-backend")
+    config = AgentConfig("cli", backend={"kind": "json"}, output_type=Person)
+    return Agent(config, plugins=host)
+
+
+async def test_a_backend_gets_the_instructions_and_its_answer_is_validated() -> None:
+    requests: list[Any] = []
+    result = await _backend_agent('{"name": "Ada", "age": 36}', requests).run("Who?")
+    assert result.structured == Person("Ada", 36)
+    assert "JSON Schema:" in requests[0].system_prompt
+
+
+async def test_an_invalid_backend_answer_fails_without_a_second_turn() -> None:
+    requests: list[Any] = []
+    result = await _backend_agent("no JSON here", requests).run("Who?")
+    assert isinstance(result.status.error, OutputValidationError)
+    assert len(requests) == 1
