@@ -105,8 +105,8 @@ class OutputSpec:
     def validate(self, value: Any) -> Any:
         """``value`` (parsed JSON) checked against the schema and made the output type."""
         problem = check(self.schema, value, "$")
-        if problem is not None:
-            raise OutputInvalid([problem])
+        if problem is not None:  # the tools' check, in the words of an output
+            raise OutputInvalid([problem.replace(" argument ", " property ")])
         if self.is_schema:
             return value
         try:

@@ -457,3 +457,8 @@ async def test_an_invalid_backend_answer_fails_without_a_second_turn() -> None:
     result = await _backend_agent("no JSON here", requests).run("Who?")
     assert isinstance(result.status.error, OutputValidationError)
     assert len(requests) == 1
+
+
+async def test_a_missing_field_is_named_as_a_property() -> None:
+    _, provider = await run(Person, '{"name": "Ada"}', '{"name": "Ada", "age": 1}')
+    assert "$ is missing the required property 'age'" in provider.text_of(1)
