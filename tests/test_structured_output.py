@@ -462,3 +462,11 @@ async def test_an_invalid_backend_answer_fails_without_a_second_turn() -> None:
 async def test_a_missing_field_is_named_as_a_property() -> None:
     _, provider = await run(Person, '{"name": "Ada"}', '{"name": "Ada", "age": 1}')
     assert "$ is missing the required property 'age'" in provider.text_of(1)
+
+
+def test_capabilities_declare_prompted_output_by_default_and_refuse_unknown_modes() -> None:
+    assert Capabilities.everything().output_modes == frozenset({"prompted"})
+    declared = Capabilities((), output_modes=["native", "prompted"])
+    assert declared.output_modes == frozenset({"native", "prompted"})
+    with pytest.raises(ValueError, match="output_modes"):
+        Capabilities((), output_modes={"json"})
