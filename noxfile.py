@@ -142,7 +142,8 @@ def types(session: nox.Session) -> None:
     editable = [arg for p in PLUGINS for arg in ("-e", f"plugins/{p}[test]")]
     session.install("mypy~=2.4", "-e", ".[test]", *editable)
     packages = [f"plugins/{p}/{p.replace('-', '_')}" for p in PLUGINS]
-    session.run("mypy", "--strict", "oma_core", *packages)
+    # tests/typing: what a type checker sees of the public API (assert_type), e.g. Agent[T]
+    session.run("mypy", "--strict", "oma_core", *packages, "tests/typing")
 
 
 @nox.session

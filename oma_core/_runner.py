@@ -27,9 +27,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 
 from ._before_run import NamedHook, apply_before_run
+from ._output import OutputInvalid, OutputSpec, output_spec, partial_json, stopped_short
 from ._usage import charged_usage, reported_usage
 from .calls import ModelCall, RunContext, RunHooks, RunInput, ToolInvocation
-from .errors import HookError, MaxTurnsExceededError, ProviderError, RunTimeoutError
+from .errors import (
+    HookError,
+    MaxTurnsExceededError,
+    OutputValidationError,
+    ProviderError,
+    RunTimeoutError,
+)
 from .messages import (
     LLMMessage,
     TextBlock,
@@ -57,7 +64,7 @@ if TYPE_CHECKING:
     from .retry import RetryPolicy
     from .tools import Tool
 
-__all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput"]
+__all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput", "with_instructions"]
 
 T = TypeVar("T")
 
@@ -152,6 +159,13 @@ class Run:
         self.produced: list[LLMMessage] = []
         self.output = ""
         self.tool_calls = 0
+        self.stop_reason: str | None = None
+        #: The validated output (``RunResult.structured``); None without an output type.
+        self.structured: Any = None
+        given = settings.output_type
+        self.output_spec: OutputSpec | None = output_spec(
+            context.config.output_type if given is None else given
+        )
         timeout = settings.timeout
         self.deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
 
@@ -217,12 +231,17 @@ class Run:
         conversation = list(messages)
         checked = 0
         turns = 0
+        spec = self.output_spec
+        corrections = 0
         while True:
             # Messages are immutable: each is checked once, the input before the first call.
             target.capabilities.check(conversation, target.display_name, start=checked)
             checked = len(conversation)
+            request = target.request(tuple(conversation))
+            if spec is not None:
+                request = with_instructions(request, spec)
             call = ModelCall(
-                target.request(tuple(conversation)),
+                request,
                 "model",
                 target.provider_name,
                 target.display_name,
@@ -232,9 +251,17 @@ class Run:
             turns += 1
             emitted: set[str] = set()
             events = self._call(call, emitted)
+            arrived = ""  # this call's text so far, for partial output
+            shown: Any = None
             try:
                 async for event in events:
                     yield event
+                    if spec is not None and event.type == "text":
+                        arrived += event.data
+                        partial = partial_json(arrived)
+                        if partial is not None and partial != shown:
+                            shown = partial
+                            yield StreamEvent("partial", partial)
             except BaseException:  # failed, or closed from above: close the call too
                 await events.aclose()
                 raise
@@ -246,7 +273,18 @@ class Run:
                     if call_block.id not in emitted:
                         yield StreamEvent("tool_use", call_block)
             if not calls:
-                return
+                if spec is None:
+                    return
+                errors = self._check_output(spec)
+                if errors is None:
+                    return
+                if corrections >= self.context.config.output_retries:
+                    raise OutputValidationError(errors, self.output)
+                corrections += 1
+                correction = user_text(spec.corrective_prompt(errors))
+                self.produced.append(correction)
+                conversation.append(correction)
+                continue
             if turns >= target.max_turns:
                 raise MaxTurnsExceededError(target.max_turns)
             results: list[ToolResultBlock] = []
@@ -275,6 +313,10 @@ class Run:
         context = self.context
         settings = context.settings
         system_prompt = context.config.system_prompt
+        spec = self.output_spec
+        if spec is not None:  # prompted, and checked once: a turn is never asked again
+            instructions = spec.instructions
+            system_prompt = f"{system_prompt}\n\n{instructions}" if system_prompt else instructions
         backend = target.backend()
         # The turn's time limit is the smaller of the two, taken as given: never clock
         # arithmetic (``(now + 0.2) - now`` need not be 0.2).
@@ -298,11 +340,37 @@ class Run:
         except BaseException:
             await events.aclose()
             raise
+        if spec is not None:
+            errors = self._check_output(spec)
+            if errors is not None:
+                raise OutputValidationError(errors, self.output)
+
+    def _check_output(self, spec: OutputSpec) -> list[str] | None:
+        """Validate the final reply against the output type: keep the output and return None,
+        or return what is wrong with it. A reply cut at ``max_tokens`` or refused is never
+        parsed: it ends the run at once (asking again would be cut or refused the same way)."""
+        if stopped_short(self.stop_reason):
+            raise OutputValidationError(
+                [f"the reply stopped early ({self.stop_reason}): it is not a whole answer"],
+                self.output,
+            )
+        try:
+            self.structured = spec.validate_text(self.output)
+        except OutputInvalid as invalid:
+            return invalid.errors
+        return None
 
     def result(self, error: BaseException | None) -> RunResult:
         """The ``RunResult``; a failure is handed out detached (see ``detached_error``)."""
         if error is None:
-            return RunResult(True, self.output, self.produced, self.usage, RunStatus("ok", None))
+            return RunResult(
+                True,
+                self.output,
+                self.produced,
+                self.usage,
+                RunStatus("ok", None),
+                structured=self.structured,
+            )
         code: Any = getattr(error, "status", "error")
         if code not in ("timeout", "budget_exhausted"):
             code = "error"
@@ -395,6 +463,7 @@ class Run:
         self.usage = self.usage + reported_usage(response.usage)
         self.produced.append(message)
         self.output = text_of(message)
+        self.stop_reason = response.stop_reason
 
     def _call_limit(self) -> tuple[float | None, str, float]:
         """This attempt's deadline, which limit it is, and that limit in seconds."""
@@ -427,6 +496,16 @@ async def _bounded(awaitable: Awaitable[T], deadline: float, scope: str, seconds
         if timeout.expired():
             raise RunTimeoutError(scope, seconds) from None
         raise
+
+
+def with_instructions(request: ProviderRequest, spec: OutputSpec) -> ProviderRequest:
+    """``request`` with the output type's instructions after its system prompt (prompted
+    mode: what every provider and backend can do)."""
+    system = request.system_prompt
+    instructions = spec.instructions
+    return attrs.evolve(
+        request, system_prompt=instructions if not system else f"{system}\n\n{instructions}"
+    )
 
 
 def _over_cap(cap: int) -> str:

@@ -35,6 +35,7 @@ __all__ = [
     "is_pydantic_model",
     "schema_for",
     "structure",
+    "unstructure",
 ]
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -57,6 +58,12 @@ def structure(value: Any, annotation: Any, path: str) -> Any:
     except Exception as error:  # cattrs' validation groups, a model's own refusal
         problem = _structure_problem(error, path)
     raise ValueError(problem)
+
+
+def unstructure(value: Any) -> Any:
+    """``value`` (a value ``structure`` made: an attrs class, a dataclass, a pydantic model,
+    a date...) as plain JSON data: the inverse of ``structure``, with the same converter."""
+    return _converter().unstructure(value)
 
 
 def _schema_for(annotation: Any, seen: set[type]) -> dict[str, Any]:
@@ -251,6 +258,13 @@ def _converter() -> cattrs.Converter:
     for cls in _FORMATS:
         converter.register_structure_hook(cls, _structure_iso)
     converter.register_structure_hook_func(is_pydantic_model, _structure_pydantic)
+    # The way back (structured output handed on as JSON): a model dumps itself, a date is
+    # its ISO 8601 string.
+    converter.register_unstructure_hook_func(
+        lambda t: is_pydantic_model(t), lambda model: model.model_dump(mode="json")
+    )
+    for cls in _FORMATS:
+        converter.register_unstructure_hook(cls, lambda value: value.isoformat())
     converter.register_structure_hook_func(
         lambda t: t is object or t is None or t is type(None), lambda value, _: value
     )

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ._runner import BackendTarget, ModelTarget, RunInput
+from ._runner import BackendTarget, ModelTarget, RunInput, with_instructions
 from .calls import RunContext
 from .capabilities import Capabilities
 from .config import AgentConfig, BeforeRunContext
@@ -28,7 +28,7 @@ from .errors import InvalidMessageError, ToolError
 from .messages import LLMMessage, user_text
 from .providers import ProviderRequest, ProviderSettings
 from .resolution import KNOWN_DISTRIBUTIONS, check_api_key, check_provider_options, suggest
-from .results import AgentStream, RunResult, RunStatus, StreamEvent
+from .results import AgentStream, OutputT, RunResult, RunStatus, StreamEvent
 from .settings import NO_SETTINGS, RunSettings, new_run_id
 from .tools import Tool, as_tool
 from .validation import load_messages, load_user_content
@@ -51,8 +51,12 @@ __all__ = [
 T = TypeVar("T")
 
 
-class Agent:
+class Agent(Generic[OutputT]):
     """An agent built from an ``AgentConfig``; see the module docstring for the contract.
+
+    Generic in its config's output type: ``Agent(AgentConfig(..., output_type=Invoice))`` is
+    an ``Agent[Invoice]`` whose runs return ``RunResult[Invoice]`` (``structured`` is an
+    ``Invoice`` when the run succeeded); without an output type it is ``Agent[Any]``.
 
     The provider (or backend) object is created on first use and closed by ``aclose`` or
     ``async with``; a provider object passed in the config belongs to the caller and is not
@@ -65,7 +69,7 @@ class Agent:
 
     def __init__(
         self,
-        config: AgentConfig,
+        config: AgentConfig[OutputT],
         *,
         plugins: PluginHost | None = None,
         provider_pool: ProviderPool | None = None,
@@ -106,7 +110,7 @@ class Agent:
 
     def run(
         self, input: str | Sequence[Any], *, settings: RunSettings | None = None
-    ) -> Awaitable[RunResult]:
+    ) -> Awaitable[RunResult[OutputT]]:
         """A fresh run on a string (one user text message) or a complete conversation."""
         checked = self.check_input(input)
         return self._run(checked, settings or NO_SETTINGS)
@@ -120,19 +124,19 @@ class Agent:
 
     def prompt(
         self, input: str | Sequence[Any], *, settings: RunSettings | None = None
-    ) -> Awaitable[RunResult]:
+    ) -> Awaitable[RunResult[OutputT]]:
         """Send the history plus one user turn (a str or a list of content blocks); on success
         append that turn (as given, not as a hook rewrote it) and the reply to the history."""
         turn = self._check_turn(input)
         return self._prompt(turn, settings or NO_SETTINGS)
 
-    def run_sync(self, input: str | Sequence[Any]) -> RunResult:
+    def run_sync(self, input: str | Sequence[Any]) -> RunResult[OutputT]:
         """``run`` for scripts: runs its own event loop, then closes what the agent created
         (that loop's connections cannot outlive it)."""
         _no_running_loop("run_sync")
         return asyncio.run(self._closing(self.run(input)))
 
-    def prompt_sync(self, input: str | Sequence[Any]) -> RunResult:
+    def prompt_sync(self, input: str | Sequence[Any]) -> RunResult[OutputT]:
         """``prompt`` for scripts; like ``run_sync``, the history is kept between calls."""
         _no_running_loop("prompt_sync")
         return asyncio.run(self._closing(self.prompt(input)))
@@ -163,7 +167,14 @@ class Agent:
         """The request the first model call of ``run(input)`` would send (hooks not applied)."""
         checked = self._validated(input)  # no key needed: nothing is sent
         messages = (user_text(checked),) if isinstance(checked, str) else checked
-        return self._model_target().request(messages)
+        request = self._model_target().request(messages)
+        if self.config.output_type is not None:  # prompted output: its instructions go too
+            from ._output import output_spec
+
+            spec = output_spec(self.config.output_type)
+            assert spec is not None
+            request = with_instructions(request, spec)
+        return request
 
     def limit_warnings(self, input: str | Sequence[Any]) -> list[str]:
         """The provider's media size limits the first request of ``run(input)`` would break, one
@@ -184,7 +195,7 @@ class Agent:
             if backend is not None:
                 await backend.aclose()
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Agent[OutputT]:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -120,6 +120,17 @@ class MediaLimit:
         return f"{self.name} of {self.max_bytes} bytes{counted} {per}"
 
 
+def _output_modes(modes: Iterable[str]) -> frozenset[str]:
+    chosen = frozenset(modes)
+    unknown = chosen - {"native", "tool", "prompted"}
+    if unknown or not chosen:
+        raise ValueError(
+            'output_modes must be a non-empty set of "native", "tool" and "prompted", got '
+            f"{sorted(chosen)!r}"
+        )
+    return chosen
+
+
 def _limit_tuple(limits: Iterable[MediaLimit]) -> tuple[MediaLimit, ...]:
     return tuple(limits)
 
@@ -131,6 +142,12 @@ class Capabilities:
 
     blocks: tuple[BlockSupport, ...]
     limits: tuple[MediaLimit, ...] = attrs.field(default=(), converter=_limit_tuple)
+    #: How the provider can be held to an output type: "native" (the service enforces a JSON
+    #: schema), "tool" (a forced tool call), "prompted" (instructions, then validation). Every
+    #: provider can do "prompted"; a plugin declares the others its wire has.
+    output_modes: frozenset[str] = attrs.field(
+        default=frozenset({"prompted"}), converter=_output_modes
+    )
 
     def find(self, block_type: str, role: str) -> tuple[BlockSupport, ...]:
         return tuple(b for b in self.blocks if b.block_type == block_type and role in b.roles)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 import attrs
 
+from .results import OutputT
 from .retry import DEFAULT_POLICY
 
 if TYPE_CHECKING:
@@ -90,6 +91,20 @@ def _check_backend(_inst: object, _attribute: attrs.Attribute[Any], value: Any) 
         raise ValueError('backend must be a mapping with a string "kind", e.g. {"kind": "process"}')
 
 
+def _check_output_type(_inst: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
+    """An output type must become a JSON schema: refused now (``OutputTypeError``), naming
+    the type and why, never when a run ends."""
+    if value is not None:
+        from ._output import output_spec
+
+        output_spec(value)
+
+
+def _count(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
+
+
 def _tool_tuple(
     tools: Iterable[Tool | Callable[..., Any]],
 ) -> tuple[Tool | Callable[..., Any], ...]:
@@ -98,7 +113,7 @@ def _tool_tuple(
 
 
 @attrs.frozen
-class AgentConfig:
+class AgentConfig(Generic[OutputT]):
     """Everything that defines an agent. ``api_key`` never appears in the repr.
 
     ``provider`` is a registered provider name or a provider object (with ``complete`` or
@@ -107,6 +122,13 @@ class AgentConfig:
     seeds ``prompt`` and is validated when the ``Agent`` is built. ``temperature``,
     ``max_tokens`` and ``stop`` are portable: every provider maps them to its wire.
     ``max_retries``/``retry_delay``/``retry_backoff`` left None use the ladder's defaults.
+    ``output_type`` (a pydantic model, attrs class, dataclass, TypedDict, ``list[...]`` or
+    scalar type, or a JSON Schema dict) makes every run return a validated
+    ``RunResult.structured``; a reply that does not validate gets ``output_retries``
+    corrective turns (see docs/structured-output.md). The config is generic in the output
+    type: ``AgentConfig(..., output_type=Invoice)`` is an ``AgentConfig[Invoice]``, and its
+    ``Agent``'s results are ``RunResult[Invoice]``; without one (or with a JSON Schema dict) it
+    is ``AgentConfig[Any]``.
 
     Mistakes in it raise at once, never as an empty result: an unknown provider or backend, or
     a ``provider_options`` name the provider's spec does not accept, when the ``Agent`` is
@@ -134,6 +156,10 @@ class AgentConfig:
     temperature: float | None = attrs.field(default=None, validator=_temperature)
     max_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
     stop: tuple[str, ...] | None = attrs.field(default=None, converter=_stop_tuple)
+    output_type: type[OutputT] | Mapping[str, Any] | None = attrs.field(
+        default=None, validator=_check_output_type
+    )
+    output_retries: int = attrs.field(default=1, validator=_count)
 
     def retry_policy(self, base: RetryPolicy | None = None) -> RetryPolicy:
         """``base`` (the ladder's defaults if None) overridden by this config's settings."""

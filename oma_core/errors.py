@@ -13,6 +13,7 @@ OmaError                                   code, retryable, status
 │   ├── MissingKeyError                    provider, variables: a provider that needs a key has none
 │   ├── MissingProviderError               model, suggestion: a bare model names no provider
 │   ├── ToolError                          tool: a tool was misdefined (bad calls become results)
+│   ├── OutputTypeError (TypeError)        output_type, reason: an output type with no JSON schema
 │   └── PlanError                          reason: a team task plan cannot run
 └── RunError: the run started and failed
     ├── ProviderError                      status_code, provider, retry_after: a model call failed
@@ -21,6 +22,7 @@ OmaError                                   code, retryable, status
     ├── BudgetExceededError                kind, limit, used: a token or cost cap was reached
     ├── MaxTurnsExceededError              max_turns: the tool loop did not finish in time
     ├── HookError                          hook: a before_run hook raised or returned garbage
+    ├── OutputValidationError              errors, text: the reply never became the output type
     └── WorkerLostError                    executor, worker: the process running a task died
 ```
 
@@ -52,6 +54,8 @@ __all__ = [
     "NotRegisteredError",
     "OmaError",
     "OptionTypeError",
+    "OutputTypeError",
+    "OutputValidationError",
     "PlanError",
     "PluginError",
     "ProviderError",
@@ -287,6 +291,20 @@ class ToolError(UsageError):
         super().__init__(message)
 
 
+class OutputTypeError(UsageError, TypeError):
+    """An ``output_type`` that cannot become a JSON schema (a function, an open
+    ``dict[str, Any]``, a JSON Schema dict using an unsupported keyword), refused when the
+    ``AgentConfig`` (or ``RunSettings``) is built. ``output_type`` names the type (a string,
+    so the error pickles whatever the type was); ``reason`` says why."""
+
+    code = "INVALID_OUTPUT_TYPE"
+
+    def __init__(self, output_type: str, reason: str) -> None:
+        self.output_type = output_type
+        self.reason = reason
+        super().__init__(f"output_type {output_type} cannot be used: {reason}")
+
+
 class PlanError(UsageError):
     """A team's coordinator, or a caller, gave a task plan that cannot run.
 
@@ -418,6 +436,28 @@ class HookError(RunError):
     def __init__(self, message: str, *, hook: str | None = None) -> None:
         self.hook = hook
         super().__init__(message)
+
+
+class OutputValidationError(RunError):
+    """The model's reply did not validate against the run's ``output_type`` after the
+    ``output_retries`` corrective turns (or was cut at ``max_tokens`` or refused).
+
+    ``errors``: what was wrong with the last reply, a tuple of lines (places and reasons);
+    ``text``: that reply's raw text. The message names the first error only: never the prompt
+    or its media.
+    """
+
+    code = "OUTPUT_VALIDATION_FAILED"
+
+    def __init__(self, errors: Sequence[str], text: str) -> None:
+        self.errors = tuple(errors)
+        self.text = text
+        first = self.errors[0] if self.errors else "no output"
+        if len(first) > 200:
+            first = first[:197] + "..."
+        more = len(self.errors) - 1
+        extra = f" (and {more} more)" if more > 0 else ""
+        super().__init__(f"the reply is not valid structured output: {first}{extra}")
 
 
 class WorkerLostError(RunError):

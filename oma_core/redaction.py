@@ -198,7 +198,7 @@ def _redact_error(error: BaseException, depth: int) -> BaseException:
     str_attrs = {
         k: v
         for k, v in getattr(error, "__dict__", {}).items()
-        if isinstance(v, str) and redact_text(v) != v
+        if isinstance(v, str | tuple) and _scrub_plain(v) != v
     }
     if (
         scrubbed == text
@@ -214,7 +214,7 @@ def _redact_error(error: BaseException, depth: int) -> BaseException:
         clone = _bare_copy(error)
     try:
         for key, val in str_attrs.items():
-            setattr(clone, key, redact_text(val))
+            setattr(clone, key, _scrub_plain(val))
         clone.args = tuple(redact_text(a) if isinstance(a, str) else a for a in error.args)
         if _safe_str(clone) != scrubbed:
             clone.args = (scrubbed,)
@@ -232,6 +232,22 @@ def _redact_error(error: BaseException, depth: int) -> BaseException:
 _PLAIN = (str, int, float, bool, type(None))
 
 
+def _scrub_plain(value: Any) -> Any:
+    """A string attribute scrubbed, or each string of a tuple attribute (``errors``)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, tuple):
+        return tuple(redact_text(v) if isinstance(v, str) else v for v in value)
+    return value
+
+
+def _is_plain(value: Any) -> bool:
+    """A plain value, or a tuple of them: kept on a detached error."""
+    if isinstance(value, tuple):
+        return all(isinstance(v, _PLAIN) for v in value)
+    return isinstance(value, _PLAIN)
+
+
 def detached_error(error: BaseException) -> BaseException:
     """``error`` as a run hands it out: scrubbed, and holding nothing else from the call.
 
@@ -244,7 +260,7 @@ def detached_error(error: BaseException) -> BaseException:
     """
     clean = redact_error(error)
     state = getattr(clean, "__dict__", {})
-    loose = {key for key, value in state.items() if not isinstance(value, _PLAIN)}
+    loose = {key for key, value in state.items() if not _is_plain(value)}
     args_plain = all(isinstance(arg, _PLAIN) for arg in clean.args)
     if clean.__cause__ is not None or clean.__context__ is not None or loose or not args_plain:
         clone = _bare_copy(clean)

@@ -8,17 +8,38 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
 
 import attrs
 
 from .messages import LLMMessage
 from .providers import Usage
 
-__all__ = ["AgentStream", "EventType", "RunResult", "RunStatus", "StatusCode", "StreamEvent"]
+__all__ = [
+    "AgentStream",
+    "EventType",
+    "OutputT",
+    "RunResult",
+    "RunStatus",
+    "StatusCode",
+    "StreamEvent",
+]
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    #: The output type of an agent and its results (``AgentConfig.output_type``); ``Any``
+    #: when none is given, so a bare ``Agent``/``RunResult`` annotation means ``[Any]``.
+    OutputT = TypeVar("OutputT", default=Any)
+else:  # the default is for type checkers only: typing_extensions is not imported at run time
+    from typing import TypeVar
+
+    OutputT = TypeVar("OutputT")
 
 StatusCode: TypeAlias = Literal["ok", "error", "timeout", "budget_exhausted"]
-EventType: TypeAlias = Literal["text", "reasoning", "tool_use", "tool_result", "error", "done"]
+EventType: TypeAlias = Literal[
+    "text", "reasoning", "tool_use", "tool_result", "partial", "error", "done"
+]
 
 
 @attrs.frozen
@@ -31,12 +52,14 @@ class RunStatus:
 
 
 @attrs.frozen
-class RunResult:
+class RunResult(Generic[OutputT]):
     """The outcome of one run.
 
     ``output`` is the text of the last assistant turn; ``messages`` the turns this run produced
     (assistant turns and tool-result turns, not the input); ``usage`` sums every model call,
-    retried and cut-short attempts included.
+    retried and cut-short attempts included. ``structured`` is the validated output when the
+    run had an output type (an instance of it; a dict or list for a JSON Schema dict), else
+    None; ``output`` stays the raw text.
     """
 
     success: bool
@@ -44,6 +67,7 @@ class RunResult:
     messages: list[LLMMessage]
     usage: Usage = Usage()
     status: RunStatus = RunStatus()
+    structured: OutputT | None = None
 
 
 @attrs.frozen
@@ -51,8 +75,11 @@ class StreamEvent:
     """One event of ``Agent.stream``.
 
     ``text``/``reasoning``: a str delta; ``tool_use``: a ``ToolUseBlock``; ``tool_result``: a
-    ``ToolResultBlock``; ``error``: the exception that failed the run; ``done`` (always last,
-    exactly once): the ``RunResult``.
+    ``ToolResultBlock``; ``partial`` (runs with an output type): the JSON value of the reply so
+    far (dicts, lists and scalars, an unfinished string as far as it got), each new one after a
+    text event that changed it, checked leniently (only that it parses); ``error``: the
+    exception that failed the run; ``done`` (always last, exactly once): the ``RunResult``,
+    whose ``structured`` is the strictly validated output.
     """
 
     type: EventType

@@ -96,6 +96,13 @@ def _cap(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
         raise ValueError(f"{attribute.name} must be a number >= 0 or None, got {value!r}")
 
 
+def _output_type(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        from ._output import output_spec
+
+        output_spec(value)
+
+
 def _run_id(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"run_id must be a str, got {type(value).__name__}")
@@ -187,6 +194,9 @@ class RunSettings:
     #: At most this many tool calls in the run; past it, a call is answered with an error
     #: result (the tool does not run) so the model finishes without tools. None: no cap.
     max_tool_calls: int | None = attrs.field(default=None, validator=_optional_count)
+    #: This run's output type, in place of ``AgentConfig.output_type`` (same kinds, checked
+    #: when the settings are built); None: the agent's own. Read by the run's loop.
+    output_type: Any = attrs.field(default=None, validator=_output_type)
 
     @classmethod
     def resolve(

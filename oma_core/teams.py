@@ -88,6 +88,13 @@ def _titles(value: Iterable[str] | str) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(dict.fromkeys(value))
 
 
+def _task_output_type(_inst: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        from ._output import output_spec
+
+        output_spec(value)
+
+
 @attrs.frozen
 class TaskSpec:
     """One task: text for its assignee, the titles it waits for, and how often to retry it.
@@ -113,6 +120,9 @@ class TaskSpec:
     max_retries: int = attrs.field(
         default=0, validator=[attrs.validators.instance_of(int), attrs.validators.ge(0)]
     )
+    #: The output type the task's agent runs with (as ``AgentConfig.output_type``, checked
+    #: now); a dependent task receives the validated output as JSON in its prompt.
+    output_type: Any = attrs.field(default=None, validator=_task_output_type, kw_only=True)
 
 
 @attrs.define
@@ -134,6 +144,11 @@ class TaskResult:
     @property
     def output(self) -> str:
         return self.result.output if self.result is not None else ""
+
+    @property
+    def structured(self) -> Any:
+        """The task's validated output (``TaskSpec.output_type``), or None."""
+        return self.result.structured if self.result is not None else None
 
 
 @attrs.frozen
@@ -272,7 +287,13 @@ def _task_prompt(task: TaskSpec, records: Mapping[str, TaskResult]) -> str:
         return task.description
     parts = [task.description, "", "Results of the tasks this one depends on:"]
     for dep in task.depends_on:
-        parts += ["", f"## {dep}", records[dep].output]
+        structured = records[dep].structured
+        if structured is None:
+            parts += ["", f"## {dep}", records[dep].output]
+        else:  # validated output: handed on as JSON, not as the reply's prose
+            from ._output import output_json
+
+            parts += ["", f"## {dep}", output_json(structured)]
     return "\n".join(parts)
 
 
@@ -344,6 +365,8 @@ async def _run_graph(
 
     async def attempt_all(task: TaskSpec, record: TaskResult) -> None:
         config = configs[record.assignee or ""]
+        if task.output_type is not None:
+            config = attrs.evolve(config, output_type=task.output_type)
         prompt = _task_prompt(task, by_title)
         for attempt in range(1, task.max_retries + 2):
             record.attempts = attempt

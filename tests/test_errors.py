@@ -175,6 +175,8 @@ EXAMPLES: list[Any] = [
     ),
     errors.ToolError("two tools are named 'f'", tool="f"),
     errors.PlanError("a cycle"),
+    errors.OutputTypeError("<lambda>", "a function is not a type"),
+    errors.OutputValidationError(["$.age must be integer, got string"], '{"age": "x"}'),
     errors.ProviderError(
         "rate limited", status_code=429, provider="Acme", retryable=None, retry_after=2.5
     ),
@@ -229,6 +231,7 @@ def test_the_two_families_split_called_wrong_from_run_failed() -> None:
         errors.MediaTooLargeError,
         errors.ToolError,
         errors.PlanError,
+        errors.OutputTypeError,
     }
     run_failed = {
         errors.ProviderError,
@@ -238,6 +241,7 @@ def test_the_two_families_split_called_wrong_from_run_failed() -> None:
         errors.MaxTurnsExceededError,
         errors.HookError,
         errors.WorkerLostError,
+        errors.OutputValidationError,
     }
     assert all(issubclass(cls, errors.UsageError) for cls in called_wrong)
     assert all(issubclass(cls, errors.RunError) for cls in run_failed)

@@ -37,6 +37,13 @@ def _result_json(result: RunResult, conversation_id: str | None) -> dict[str, An
     }
 
 
+def _plain(structured: Any) -> Any:
+    """``--schema`` output as JSON data (a JSON Schema's output already is)."""
+    from .._output import output_json
+
+    return None if structured is None else json.loads(output_json(structured))
+
+
 async def _execute(
     agent: Agent, run_input: str | list[Any], settings: RunSettings, *, stream: bool
 ) -> RunResult | None:
@@ -141,6 +148,14 @@ def _progress(endpoint: str | None) -> Callable[[str, dict[str, Any]], None]:
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer (Agent.run).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as a JSON object.")
 @click.option(
+    "--schema",
+    default=None,
+    metavar="SCHEMA",
+    help="Answer as JSON matching SCHEMA: a JSON Schema file, inline JSON, or fields such as "
+    "'name, age int, bio: a short biography'.",
+)
+@click.option("--schema-multi", is_flag=True, help="With --schema: answer with a list of them.")
+@click.option(
     "--backend",
     "backend_kind",
     default=None,
@@ -169,6 +184,8 @@ def run(
     no_keep_media: bool,
     no_stream: bool,
     as_json: bool,
+    schema: str | None,
+    schema_multi: bool,
     backend_kind: str | None,
     backend_command: str | None,
     backend_args: tuple[str, ...],
@@ -190,6 +207,7 @@ def run(
             backend["args"] = list(backend_args)
     elif backend_command is not None or backend_args:
         usage("--command and --arg need --backend")
+    output_type = _output_schema(schema, schema_multi)
     history: list[Any] = []
     if continue_last or conversation_id:
         conversation_id, history, agent_options = continued_history(conversation_id, agent_options)
@@ -207,11 +225,12 @@ def run(
         agent = make_agent(agent_options, host, backend)
         endpoint = _endpoint(agent)
         settings = RunSettings(
-            metadata={"conversation_id": conversation_id}, progress=_progress(endpoint)
+            metadata={"conversation_id": conversation_id},
+            progress=_progress(endpoint),
+            output_type=output_type,
         )
-        result = asyncio.run(
-            _execute(agent, run_input, settings, stream=not (no_stream or as_json))
-        )
+        whole = no_stream or as_json or output_type is not None  # JSON is printed whole
+        result = asyncio.run(_execute(agent, run_input, settings, stream=not whole))
     finally:
         if plugin is not None:
             host.unregister(plugin)
@@ -219,7 +238,12 @@ def run(
         fail("the run ended without a result")
     if as_json:
         logged = conversation_id if plugin is not None else None
-        click.echo(json.dumps(_result_json(result, logged), ensure_ascii=False, indent=2))
+        shown = _result_json(result, logged)
+        if output_type is not None:  # --schema: the validated output too (null if none)
+            shown["structured"] = _plain(result.structured)
+        click.echo(json.dumps(shown, ensure_ascii=False, indent=2))
+    elif output_type is not None and result.success:
+        click.echo(json.dumps(_plain(result.structured), ensure_ascii=False, indent=2))
     elif no_stream and result.success:
         click.echo(result.output)
     if not result.success:
@@ -232,6 +256,26 @@ def run(
         if no_model is not None:
             usage(no_model)
         fail(_explained(error, endpoint) if error is not None else result.status.code)
+
+
+def _output_schema(schema: str | None, multi: bool) -> dict[str, Any] | None:
+    """The JSON Schema of ``--schema``/``--schema-multi`` (None without them); a bad one is a
+    usage error (exit status 2) before anything starts."""
+    if schema is None:
+        if multi:
+            usage("--schema-multi needs --schema")
+        return None
+    from ..errors import OutputTypeError
+    from ._schema import SchemaError, load_schema
+
+    try:
+        loaded = load_schema(schema, multi=multi)
+        from .._output import output_spec
+
+        output_spec(loaded)
+    except (SchemaError, OutputTypeError) as error:
+        usage(str(error))
+    return loaded
 
 
 def _size(text: str) -> int:

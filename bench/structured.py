@@ -1,0 +1,146 @@
+"""What a validated structured output adds to a run, and to each streamed chunk.
+
+Run: ``python bench/structured.py``. The provider answers at once (no I/O) with the same JSON
+text to an agent without an output type and to one with ``output_type`` (an attrs class, a
+pydantic model, a JSON Schema dict), so the difference is the structured-output work per run:
+the schema's instructions in the system prompt, finding the JSON in the reply, checking it and
+building the object. Every call is checked (success, and the object it returned). Goals:
+<= 100 us added per run (a small object), <= 20 us added per streamed chunk (partial parse).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import attrs
+import pydantic
+
+from oma_core import Agent, AgentConfig, PluginHost
+from oma_core.messages import LLMMessage, TextBlock
+from oma_core.providers import (
+    ProviderRequest,
+    ProviderResponse,
+    ResponseComplete,
+    TextDelta,
+    Usage,
+)
+
+RUN_GOAL_US = 100.0
+CHUNK_GOAL_US = 20.0
+REPLY = '{"number": "INV-2026-0042", "total": 1234.5, "paid": false, "lines": ["a", "b", "c"]}'
+
+
+@attrs.frozen
+class Invoice:
+    number: str
+    total: float
+    paid: bool
+    lines: list[str]
+
+
+class InvoiceModel(pydantic.BaseModel):
+    number: str
+    total: float
+    paid: bool
+    lines: list[str]
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "number": {"type": "string"},
+        "total": {"type": "number"},
+        "paid": {"type": "boolean"},
+        "lines": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["number", "total", "paid", "lines"],
+}
+
+
+class InstantProvider:
+    """Answers at once with ``REPLY``; streams it one character per delta."""
+
+    name = display_name = "instant"
+
+    def __init__(self) -> None:
+        self.response = ProviderResponse(LLMMessage("assistant", (TextBlock(REPLY),)), Usage(3, 3))
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        return self.response
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[object]:
+        for char in REPLY:
+            yield TextDelta(char)
+        yield ResponseComplete(self.response)
+
+
+async def best_of(repeats: int, count: int, body: Callable[[], Awaitable[object]]) -> float:
+    """The best mean seconds per call over ``repeats`` rounds of ``count`` calls."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in range(count):
+            await body()
+        best = min(best, (time.perf_counter() - started) / count)
+    return best
+
+
+def agent(output_type: Any) -> Agent[Any]:
+    config = AgentConfig("bench", provider=InstantProvider(), output_type=output_type)
+    return Agent(config, plugins=PluginHost(load_entrypoints=False))
+
+
+async def main() -> None:
+    plain = agent(None)
+    cases = {"attrs class": Invoice, "pydantic model": InvoiceModel, "JSON Schema dict": SCHEMA}
+
+    async def plain_run() -> object:
+        result = await plain.run("go")
+        assert result.success and result.structured is None
+        return result
+
+    await best_of(1, 200, plain_run)  # warm up
+    base = await best_of(5, 2000, plain_run)
+    print(f"Agent.run without output_type          {base * 1e6:8.1f} us/run")
+    for label, output_type in cases.items():
+        typed = agent(output_type)
+        expected = await typed.run("go")
+        assert expected.success, expected.status
+
+        async def typed_run(typed: Agent[Any] = typed, want: Any = expected.structured) -> object:
+            result = await typed.run("go")
+            assert result.success and result.structured == want
+            return result
+
+        await best_of(1, 200, typed_run)
+        took = await best_of(5, 2000, typed_run)
+        added = (took - base) * 1e6
+        verdict = "ok" if added <= RUN_GOAL_US else "MISSED"
+        print(
+            f"  with {label:<18}  added {added:8.1f} us/run   (goal <= {RUN_GOAL_US:.0f} us)"
+            f"  {verdict}"
+        )
+
+    async def drain(chosen: Agent[Any]) -> object:
+        last = None
+        async for event in chosen.stream("go"):
+            last = event
+        assert last is not None and last.data.success
+        return last
+
+    typed = agent(Invoice)
+    plain_stream = await best_of(5, 50, lambda: drain(plain))
+    typed_stream = await best_of(5, 50, lambda: drain(typed))
+    per_chunk = (typed_stream - plain_stream) / len(REPLY) * 1e6
+    verdict = "ok" if per_chunk <= CHUNK_GOAL_US else "MISSED"
+    print(
+        f"Agent.stream partial output      added {per_chunk:8.2f} us/chunk "
+        f"(goal <= {CHUNK_GOAL_US:.0f} us)  {verdict}"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

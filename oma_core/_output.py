@@ -1,0 +1,321 @@
+"""An agent's output type: its JSON schema, the instructions that ask a model for it, and the
+check of a reply's text against it.
+
+One output type, three ways a provider can be held to it (``Capabilities.output_modes``):
+``native`` (the service enforces the schema), ``tool`` (a forced tool call whose arguments are
+the output) and ``prompted`` (the schema in the system prompt, the reply checked here). This
+module is the part every mode shares: ``output_spec`` turns an ``output_type`` into an
+``OutputSpec`` (refusing, with ``OutputTypeError``, a type that cannot become a JSON schema);
+``OutputSpec.validate_text`` parses a reply (bare JSON, or a fenced ```json block) and checks it,
+raising ``OutputInvalid`` with the errors a corrective turn carries back to the model.
+
+Types reuse the tools' schema and structuring code (``_tool_types``: one cattrs converter, and
+pydantic's own validation for pydantic models). A JSON Schema dict is checked with the subset of
+JSON Schema tools use (``type``, ``enum``, ``anyOf``, ``properties``, ``required``,
+``additionalProperties``, ``items``); a dict schema using a keyword outside that subset that
+would constrain values (``minimum``, ``pattern``, ``$ref``...) is refused when the config is
+built rather than silently not enforced.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from ._tool_types import check, is_json, schema_for, structure, unstructure
+from .errors import OutputTypeError
+
+__all__ = [
+    "OUTPUT_MODES",
+    "OutputInvalid",
+    "OutputMode",
+    "OutputSpec",
+    "extract_json",
+    "output_json",
+    "output_spec",
+    "partial_json",
+]
+
+OutputMode: TypeAlias = Literal["native", "tool", "prompted"]
+OUTPUT_MODES: frozenset[str] = frozenset({"native", "tool", "prompted"})
+
+#: JSON Schema keywords a dict schema may use: the ones checked, and annotations.
+_CHECKED = frozenset(
+    {"type", "enum", "anyOf", "properties", "required", "additionalProperties", "items"}
+)
+_ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "$schema", "$comment", "format"}
+)
+_TYPE_NAMES = frozenset({"string", "integer", "number", "boolean", "null", "array", "object"})
+
+#: Stop reasons after which a reply is not a whole answer: never parsed as output.
+_CUT_OR_REFUSED = frozenset(
+    {"max_tokens", "length", "refusal", "content_filter", "safety", "recitation"}
+)
+
+
+class OutputInvalid(ValueError):
+    """A reply that is not the output asked for; ``errors`` say where and why, one line
+    each (they go back to the model in the corrective turn)."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+@attrs.frozen
+class OutputSpec:
+    """An output type made ready for a run: ``output_type`` as given, its JSON ``schema``,
+    and ``name`` (the type's name, or the schema's title)."""
+
+    output_type: Any = attrs.field(eq=False)
+    schema: dict[str, Any]
+    name: str
+    #: What the system prompt says in prompted mode (made once: every model call sends it).
+    instructions: str = attrs.field(init=False, eq=False, repr=False)
+
+    @instructions.default
+    def _instructions(self) -> str:
+        schema = json.dumps(self.schema, separators=(",", ":"), sort_keys=True)
+        return (
+            "Your final answer must be a single JSON value that matches this JSON Schema, and "
+            "nothing else: no prose before or after it (a ```json fenced block is accepted).\n"
+            f"JSON Schema: {schema}"
+        )
+
+    @property
+    def is_schema(self) -> bool:
+        """A JSON Schema dict was given: the output is the checked JSON value itself."""
+        return isinstance(self.output_type, Mapping)
+
+    def validate_text(self, text: str) -> Any:
+        """The output in ``text``, checked; ``OutputInvalid`` when there is none."""
+        try:
+            value = extract_json(text)
+        except ValueError as error:
+            raise OutputInvalid([str(error)]) from None
+        return self.validate(value)
+
+    def validate(self, value: Any) -> Any:
+        """``value`` (parsed JSON) checked against the schema and made the output type."""
+        problem = check(self.schema, value, "$")
+        if problem is not None:  # the tools' check, in the words of an output
+            raise OutputInvalid([problem.replace(" argument ", " property ")])
+        if self.is_schema:
+            return value
+        try:
+            return structure(value, self.output_type, "$")
+        except ValueError as error:
+            raise OutputInvalid([str(error)]) from None
+
+    def corrective_prompt(self, errors: list[str]) -> str:
+        """The user turn that asks the model to fix a reply that failed ``validate_text``."""
+        listed = "\n".join(f"- {error}" for error in errors)
+        return (
+            "Your reply is not valid output for the required JSON Schema:\n"
+            f"{listed}\n"
+            "Reply again with only the corrected JSON value."
+        )
+
+
+def output_json(value: Any) -> str:
+    """A structured output (an instance of its output type, or plain JSON data) as JSON text,
+    e.g. for a dependent task's prompt."""
+    return json.dumps(unstructure(value), ensure_ascii=False, default=str)
+
+
+def stopped_short(stop_reason: str | None) -> bool:
+    """Whether a reply that stopped for ``stop_reason`` was cut or withheld (never output)."""
+    return stop_reason is not None and stop_reason.lower() in _CUT_OR_REFUSED
+
+
+def output_spec(output_type: Any) -> OutputSpec | None:
+    """``output_type`` as an ``OutputSpec`` (None for None); ``OutputTypeError`` for one
+    that cannot become a JSON schema, naming the type and why."""
+    if output_type is None:
+        return None
+    if isinstance(output_type, Mapping):
+        if not is_json(output_type):
+            raise OutputTypeError(
+                "JSON Schema dict", "it is not JSON (only JSON values may appear)"
+            )
+        # Made once per distinct schema (its JSON text is the key): runs reuse it.
+        return _schema_spec(json.dumps(output_type, sort_keys=True))
+    try:
+        return _type_spec(output_type)
+    except TypeError:  # unhashable: not a type (a list instance, ...)
+        return _build_type_spec(output_type)
+
+
+@functools.lru_cache(maxsize=256)
+def _type_spec(output_type: Any) -> OutputSpec:
+    return _build_type_spec(output_type)
+
+
+def _build_type_spec(output_type: Any) -> OutputSpec:
+    name = _type_name(output_type)
+    function = callable(output_type) and not isinstance(output_type, type)
+    if function and not _is_generic(output_type):
+        raise OutputTypeError(
+            name, "a function is not a type; give a class, a list[...] type or a JSON Schema dict"
+        )
+    try:
+        schema = schema_for(output_type)
+    except (TypeError, NameError) as error:
+        raise OutputTypeError(name, str(error)) from None
+    open_at = _open_place(schema, "$")
+    if open_at is not None:
+        raise OutputTypeError(
+            name,
+            f"{open_at} can be any value (Any, or an open dict): give it a type the model can be "
+            "held to",
+        )
+    return OutputSpec(output_type, schema, getattr(output_type, "__name__", name))
+
+
+def _is_generic(value: Any) -> bool:
+    return typing.get_origin(value) is not None
+
+
+def _type_name(value: Any) -> str:
+    if _is_generic(value):
+        return repr(value)
+    if isinstance(value, type):
+        return value.__qualname__
+    name = getattr(value, "__qualname__", None)
+    return name if isinstance(name, str) else repr(value)
+
+
+def _open_place(schema: Mapping[str, Any], path: str) -> str | None:
+    """The first place of ``schema`` that allows any value, or None."""
+    if not schema or (set(schema) <= {"description", "title", "default"}):
+        return path
+    extra = schema.get("additionalProperties")
+    open_extra = extra is None or extra is True or (isinstance(extra, Mapping) and not extra)
+    if schema.get("type") == "object" and not schema.get("properties") and open_extra:
+        return path
+    for key, sub in (schema.get("properties") or {}).items():
+        found = _open_place(sub, f"{path}.{key}")
+        if found:
+            return found
+    if isinstance(extra, Mapping):
+        found = _open_place(extra, f"{path}.*")
+        if found:
+            return found
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        found = _open_place(items, f"{path}[]")
+        if found:
+            return found
+    for option in schema.get("anyOf") or ():
+        found = _open_place(option, path)
+        if found:
+            return found
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_spec(text: str) -> OutputSpec:
+    """The spec of a JSON Schema dict (given as its JSON text), refused if it uses a keyword
+    outside the checked subset. Its ``output_type`` is a private copy: the caller's dict may
+    change later without changing a run."""
+    schema: dict[str, Any] = json.loads(text)
+    _check_schema_node(schema, "$")
+    title = schema.get("title")
+    return OutputSpec(json.loads(text), schema, title if isinstance(title, str) else "output")
+
+
+def _check_schema_node(node: Any, path: str) -> None:
+    def refuse(reason: str) -> typing.NoReturn:
+        raise OutputTypeError("JSON Schema dict", f"{path}: {reason}")
+
+    if not isinstance(node, dict):
+        refuse("a schema must be an object")
+    for key in node:
+        if key not in _CHECKED and key not in _ANNOTATIONS:
+            refuse(
+                f"keyword {key!r} is not supported (oma checks type, enum, anyOf, properties, "
+                "required, additionalProperties and items)"
+            )
+    kind = node.get("type")
+    if kind is not None:
+        names = [kind] if isinstance(kind, str) else kind
+        if not isinstance(names, list) or not names or not set(names) <= _TYPE_NAMES:
+            refuse(f"type must be one of {', '.join(sorted(_TYPE_NAMES))}, got {kind!r}")
+    if "enum" in node and (not isinstance(node["enum"], list) or not node["enum"]):
+        refuse("enum must be a non-empty list")
+    properties = node.get("properties", {})
+    if not isinstance(properties, dict):
+        refuse("properties must be an object")
+    for key, sub in properties.items():
+        _check_schema_node(sub, f"{path}.properties.{key}")
+    required = node.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        refuse("required must be a list of strings")
+    extra = node.get("additionalProperties")
+    if extra is not None and not isinstance(extra, bool):
+        _check_schema_node(extra, f"{path}.additionalProperties")
+    if "items" in node:
+        _check_schema_node(node["items"], f"{path}.items")
+    options = node.get("anyOf")
+    if options is not None:
+        if not isinstance(options, list) or not options:
+            refuse("anyOf must be a non-empty list")
+        for index, option in enumerate(options):
+            _check_schema_node(option, f"{path}.anyOf[{index}]")
+
+
+# -- finding the JSON in a reply ---------------------------------------------------------------
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value a reply carries: the whole text, else the first fenced block (```json
+    or bare ```), else the span from the first ``{``/``[`` to the last ``}``/``]``.
+    ``ValueError`` saying what was wrong when none parses."""
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError("the reply is empty: expected a JSON value")
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        pass
+    for match in _FENCE.finditer(text):
+        try:
+            return json.loads(match.group(1))
+        except ValueError as error:
+            raise ValueError(f"the fenced JSON block does not parse: {error}") from None
+    starts = [i for i in (stripped.find("{"), stripped.find("[")) if i >= 0]
+    end = max(stripped.rfind("}"), stripped.rfind("]"))
+    if starts and end > min(starts):
+        try:
+            return json.loads(stripped[min(starts) : end + 1])
+        except ValueError as error:
+            raise ValueError(f"the reply's JSON does not parse: {error}") from None
+    raise ValueError("the reply holds no JSON value")
+
+
+def partial_json(text: str) -> Any:
+    """The JSON value so far in a reply still arriving (None before one starts): parsed with
+    ``jiter``'s partial mode, so an unfinished string, list or object comes back as far as it
+    got. A fence opening (```json) before the value is skipped."""
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        return None
+    body = text[min(starts) :]
+    fence = body.find("```")
+    if fence >= 0:
+        body = body[:fence]
+    import jiter
+
+    try:
+        return jiter.from_json(body.encode(), partial_mode="trailing-strings")
+    except ValueError:
+        return None
