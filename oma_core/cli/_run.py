@@ -317,6 +317,7 @@ def _not_a_file_name(prompt: str | None, messages_file: str | None) -> None:
 
 @click.command()
 @input_options
+@template_options
 @click.option("--full", is_flag=True, help="Print base64 payloads whole.")
 @command_guard
 def render(
