@@ -94,6 +94,16 @@ def test_a_stored_default_model_is_run_when_nothing_names_one() -> None:
     assert json.loads(result.stdout)["model"] == "gpt-4.1-nano"
 
 
+def test_a_stored_default_of_a_provider_no_longer_installed_exits_2_naming_it(
+    cli_home: Path,
+) -> None:
+    cli_home.mkdir(parents=True, exist_ok=True)
+    (cli_home / "settings.json").write_text('{"default_model": "gone:m1"}')
+    result = oma("run", "hi")
+    assert result.exit_code == 2
+    assert "the default model gone:m1 (set with oma models default)" in result.stderr
+
+
 def test_oma_model_in_the_environment_beats_the_stored_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -128,6 +128,13 @@ def make_agent(
 
         model_given = default_model()
         unconfigured = model_given is None
+        stored_provider = (model_given or "").partition(":")[0]
+        if model_given is not None and stored_provider not in host.provider_specs():
+            usage(
+                f"the default model {model_given} (set with oma models default) needs provider "
+                f"{stored_provider}, which is not installed: install its plugin, or name "
+                "another model with -m or oma models default PROVIDER:MODEL"
+            )
     provider, model = provider_and_model(options.provider, model_given, host)
     if unconfigured and provider == "echo" and _stderr_is_a_terminal():
         note("no model configured: the offline echo provider answers (oma models default sets one)")
