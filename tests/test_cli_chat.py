@@ -249,8 +249,9 @@ def test_ctrl_c_at_the_prompt_exits_130(terminals: Start) -> None:
 
 
 #: Providers registered in the command's process before it runs: "slow" starts its first
-#: answer and then hangs, "flaky" fails its first call, "textonly" takes text only; their
-#: answers say how many messages they were sent.
+#: answer and then hangs, "flaky" fails its first call, "retrying" fails its first call with
+#: a 503 worth retrying at once, "textonly" takes text only; their answers say how many
+#: messages they were sent.
 PROVIDERS = """
 import asyncio, sys
 from oma_core import Capabilities, LLMMessage, ProviderError, ProviderSpec, TextBlock, hookimpl
@@ -266,6 +267,8 @@ class Slow:
         if type(self).calls == 1:
             if self.name == "flaky":
                 raise ProviderError("the service is down", status_code=400)
+            if self.name == "retrying":
+                raise ProviderError("HTTP 503: overloaded", status_code=503, retry_after=0)
             yield TextDelta("thinking...")
             await asyncio.sleep(600)
         text = f"answered {len(request.messages)} message(s)"
@@ -282,6 +285,10 @@ class Flaky(Slow):
     name = display_name = "flaky"
     calls = 0
 
+class Retrying(Slow):
+    name = display_name = "retrying"
+    calls = 0
+
 class TextOnly(Slow):
     name = display_name = "textonly"
     calls = 1  # answers at once
@@ -293,7 +300,7 @@ class Plugin:
             ProviderSpec(cls.name, cls.name, lambda settings, cls=cls: cls(),
                          Capabilities.text_only() if cls is TextOnly
                          else Capabilities.everything(), default_model="m1")
-            for cls in (Slow, Flaky, TextOnly)
+            for cls in (Slow, Flaky, Retrying, TextOnly)
         ]
 
 PluginHost.default().register(Plugin(), name="test-providers")
@@ -351,6 +358,21 @@ def test_a_failed_turn_is_one_line_and_the_chat_goes_on(home: Path) -> None:
     assert done.stderr == "error: the service is down\n"
     # the failed turn is not kept: the next one is sent alone
     assert done.stdout == "answered 1 message(s)\n"
+
+
+def test_a_retried_turn_says_so_on_stderr_as_oma_run_does(home: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROVIDERS, "chat", "-p", "retrying"],
+        input="a\n",
+        capture_output=True,
+        text=True,
+        env=environment(home),
+        cwd=ROOT,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "answered 1 message(s)\n")
+    assert done.stderr == "retrying: attempt 1 failed (HTTP 503: overloaded); waiting 0.0s\n"
 
 
 def test_a_prompt_argument_and_a_first_attachment_open_the_chat(home: Path) -> None:

@@ -49,6 +49,14 @@ def test_the_default_command_takes_t() -> None:
     assert result.stdout == 'system: "Be brief."\nuser: text "hi"\n'
 
 
+def test_render_t_shows_the_body_the_templated_run_sends() -> None:
+    saved("brief", "-p", "echo", "-s", "Be brief.", "-o", "temperature", "0.2")
+    result = oma("render", "-t", "brief", "hi")
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert (body["system"], body["temperature"]) == ("Be brief.", 0.2)
+
+
 def test_options_given_on_the_command_line_win() -> None:
     saved("script", "-p", "scripted", "-o", "responses", '["from the template"]')
     assert oma("run", "-t", "script", "hi").stdout == "from the template\n"

@@ -111,7 +111,7 @@ def test_oma_plugins_json_shows_each_providers_own_capabilities(listed: dict[str
     assert set(DISTRIBUTIONS) <= listed
 
 
-@pytest.mark.parametrize("columns", ["80", "50"])
+@pytest.mark.parametrize("columns", ["80", "50", "40"])
 def test_oma_plugins_over_every_plugin_fits_the_terminal_and_cuts_no_name(
     columns: str, listed: dict[str, Any]
 ) -> None:

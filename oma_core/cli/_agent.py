@@ -1,10 +1,16 @@
 """The agent a command builds: which provider and model (``-m``, ``-p``, ``$OMA_MODEL``,
-``$OMA_PROVIDER``), its options (``-o NAME VALUE``) and its key.
+``$OMA_PROVIDER``, the stored default), its options (``-o NAME VALUE``) and its key.
+
+Which provider and model, first found wins: ``-m``/``-p`` (a template's through ``-t``), then
+``$OMA_MODEL``/``$OMA_PROVIDER``, then the default stored with ``oma models default
+PROVIDER:MODEL``, then the offline echo provider. Echo chosen that way says so once per
+command on stderr (``note: no model configured ...``), only when stderr is a terminal: a
+hint for a person, kept out of scripts' and pipes' stderr. ``-p echo`` chooses it quietly.
 
 - ``-m provider:model`` names both; ``-p`` names the provider (then ``-m`` is the model as the
   provider spells it, ``ft:gpt-4o:acme`` included);
 - ``-m MODEL`` with no provider anywhere is a usage error naming the fix: it never falls back
-  to the offline echo provider, which answers only when neither is given;
+  to the offline echo provider, which answers only when nothing is configured;
 - ``-o temperature|max_tokens|stop VALUE`` set the portable ``AgentConfig`` fields; any other
   name goes to ``provider_options`` (the provider says which it accepts); a VALUE is JSON
   when it parses as JSON, else the string;
@@ -22,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._exits import usage
+from ._exits import note, usage
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -67,6 +73,15 @@ def provider_and_model(
     )
 
 
+def _stderr_is_a_terminal() -> bool:
+    import sys
+
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed
+        return False
+
+
 def parse_value(text: str) -> Any:
     """``-o`` values: JSON when they parse (``0.2``, ``500``, ``["a"]``, ``true``), else text."""
     try:
@@ -99,7 +114,30 @@ def make_agent(
     from ..agent import Agent, AgentConfig
     from ._keys import KeyResolver
 
-    provider, model = provider_and_model(options.provider, options.model, host)
+    model_given = options.model
+    unconfigured = backend is None and not any(
+        (
+            options.provider,
+            options.model,
+            os.environ.get("OMA_PROVIDER"),
+            os.environ.get("OMA_MODEL"),
+        )
+    )
+    if unconfigured:
+        from ._settings import default_model
+
+        model_given = default_model()
+        unconfigured = model_given is None
+        stored_provider = (model_given or "").partition(":")[0]
+        if model_given is not None and stored_provider not in host.provider_specs():
+            usage(
+                f"the default model {model_given} (set with oma models default) needs provider "
+                f"{stored_provider}, which is not installed: install its plugin, or name "
+                "another model with -m or oma models default PROVIDER:MODEL"
+            )
+    provider, model = provider_and_model(options.provider, model_given, host)
+    if unconfigured and provider == "echo" and _stderr_is_a_terminal():
+        note("no model configured: the offline echo provider answers (oma models default sets one)")
     portable, provider_options = split_options(options.options)
     api_key = options.api_key
     if backend is None:

@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._agent import AgentOptions, make_agent
-from ._exits import command_guard, missing_model, usage, usage_text
+from ._exits import (
+    command_guard,
+    endpoint_of,
+    explained,
+    missing_model,
+    progress_reporter,
+    usage,
+    usage_text,
+)
 from ._inputs import MediaOptions, conversation_of, input_options, read_json
 from ._templates import template_options
 
@@ -189,6 +197,7 @@ class _Chat:
         self.conversation_id = conversation_id
         self.history = history
         self.runner = asyncio.Runner()
+        self.endpoint = endpoint_of(agent)  # named in connection errors and retries
 
     def send(self, message: dict[str, Any]) -> None:
         """Send one turn; on success it and the answer join the history. Ctrl-C while it
@@ -197,7 +206,10 @@ class _Chat:
         from ..settings import RunSettings
 
         run_input = [*self.history, message]
-        settings = RunSettings(metadata={"conversation_id": self.conversation_id})
+        settings = RunSettings(
+            metadata={"conversation_id": self.conversation_id},
+            progress=progress_reporter(self.endpoint),  # retries on stderr, as oma run
+        )
         try:
             result = self.runner.run(_answer(self.agent, run_input, settings))
         except KeyboardInterrupt:
@@ -223,7 +235,10 @@ class _Chat:
         no_model = missing_model(error, self.agent)
         if no_model is not None:
             usage(no_model)
-        text = usage_text(error) if isinstance(error, UsageError) else str(error)
+        if isinstance(error, UsageError):
+            text = usage_text(error)
+        else:
+            text = explained(error, self.endpoint)
         click.echo(f"error: {' '.join(text.split())}", err=True)
 
     def close(self) -> None:

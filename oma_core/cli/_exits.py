@@ -153,3 +153,64 @@ def stdin_is_piped() -> bool:
         return not stream.isatty()
     except (ValueError, OSError):
         return False
+
+
+# -- what a run reports on stderr while it runs ---------------------------------------------
+
+
+def endpoint_of(agent: Agent) -> str | None:
+    """The host (and port) the agent's provider talks to, for connection errors: from
+    ``--base-url`` or the provider's documented default; never user info, path or query."""
+    from urllib.parse import urlsplit
+
+    config = agent.config
+    url = config.base_url
+    if url is None and config.backend is None and isinstance(config.provider, str):
+        spec = agent.plugins.provider_specs().get(config.provider)
+        url = None if spec is None else spec.default_base_url
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    return host if port is None else f"{host}:{port}"
+
+
+def explained(error: object, endpoint: str | None) -> str:
+    """The error's text on one line, naming the host of a connection error."""
+    from ..errors import ProviderError
+
+    text = " ".join(str(error).split())
+    if (
+        endpoint
+        and isinstance(error, ProviderError)
+        and error.status_code is None
+        and "connect" in text.lower()
+        and endpoint not in text
+    ):
+        text += f" (connecting to {endpoint})"
+    return text
+
+
+def progress_reporter(endpoint: str | None) -> Callable[[str, dict[str, Any]], None]:
+    """The ``RunSettings.progress`` observer of ``oma run`` and ``oma chat``: retries
+    (``retrying: attempt N failed (why); waiting Ts``) and warnings on stderr, as they
+    happen, so a slow answer is never silent."""
+
+    def report(event_type: str, data: dict[str, Any]) -> None:
+        if event_type == "retry":
+            error = data.get("error")
+            reason = "unknown" if error is None else explained(error, endpoint)
+            click.echo(
+                f"retrying: attempt {data.get('attempt')} failed ({reason}); "
+                f"waiting {float(data.get('delay') or 0):.1f}s",
+                err=True,
+            )
+        elif event_type == "warning":
+            note(str(data.get("message")))
+
+    return report

@@ -1,9 +1,12 @@
 """``oma models``: each installed provider's default model, and the options it declares with
-their types (``oma models --options``, or ``oma models PROVIDER`` for one provider)."""
+their types (``oma models --options``, or ``oma models PROVIDER`` for one provider);
+``oma models default [PROVIDER:MODEL]`` shows or stores the model a run uses when none is
+named (``_settings``)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,22 +18,28 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("provider", required=False)
+@click.argument("words", nargs=-1, metavar="[PROVIDER | default [PROVIDER:MODEL]]")
 @click.option("--options", "show_options", is_flag=True, help="Also list each one's options.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def models(provider: str | None, show_options: bool, as_json: bool) -> None:
+def models(words: tuple[str, ...], show_options: bool, as_json: bool) -> None:
     """List providers' default models; with PROVIDER or --options, their options and types.
 
-    A provider that declares no options accepts any name (shown as "any option")."""
-    from ..plugins import PluginHost
-    from ..resolution import suggest
+    A provider that declares no options accepts any name (shown as "any option").
 
+    `oma models default PROVIDER:MODEL` stores the model `oma run` and `oma chat` use when
+    no -m, -p, $OMA_MODEL or $OMA_PROVIDER names one; `oma models default` prints it, or
+    prints nothing (exit 0) when none is stored."""
+    from ..plugins import PluginHost
+
+    if words[:1] == ("default",):
+        _default(words[1:])
+        return
+    if len(words) > 1:
+        usage(f"oma models takes one PROVIDER at most, not {len(words)} ({' '.join(words)})")
+    provider = words[0] if words else None
     specs = PluginHost.default().provider_specs()
     if provider is not None:
-        if provider not in specs:
-            close = suggest(provider, sorted(specs))
-            hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-            usage(f"no provider named {provider!r} is installed{hint}; see oma plugins")
+        _check_provider(provider, specs)
         specs = {provider: specs[provider]}
         show_options = True
     report = [_entry(spec) for _, spec in sorted(specs.items())]
@@ -48,6 +57,35 @@ def models(provider: str | None, show_options: bool, as_json: bool) -> None:
         for option in options or ():
             help_text = f"  {option['help']}" if option["help"] else ""
             click.echo(f"  -o {option['name']} {option['type'].upper()}{help_text}")
+
+
+def _check_provider(provider: str, specs: Mapping[str, ProviderSpec]) -> None:
+    from ..resolution import suggest
+
+    if provider not in specs:
+        close = suggest(provider, sorted(specs))
+        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        usage(f"no provider named {provider!r} is installed{hint}; see oma plugins")
+
+
+def _default(words: tuple[str, ...]) -> None:
+    """``oma models default``: print the stored default; with PROVIDER:MODEL, store it."""
+    from ..plugins import PluginHost
+    from ._settings import default_model, store_default_model
+
+    if not words:
+        stored = default_model()
+        if stored is not None:
+            click.echo(stored)
+        return
+    if len(words) > 1:
+        usage(f"oma models default takes one PROVIDER:MODEL, not {len(words)}")
+    provider, colon, model = words[0].partition(":")
+    if not colon or not provider or not model.strip():
+        usage(f"{words[0]!r} is not PROVIDER:MODEL (for example openai:gpt-4o-mini)")
+    _check_provider(provider, PluginHost.default().provider_specs())
+    path = store_default_model(words[0])
+    click.echo(f"default model: {words[0]} (stored in {path})", err=True)
 
 
 def _entry(spec: ProviderSpec) -> dict[str, Any]:

@@ -142,7 +142,13 @@ def _print_plugins(report: dict[str, Any]) -> None:
             label = escape(info["name"])
             if info["distribution"]:
                 label += f" [dim]({escape(info['distribution'])})[/dim]"
-        console.print(f"  {label} {escape(info['version'] or '')}", soft_wrap=True)
+        plain = f"  {info['name']} {info['distribution'] or ''} {info['version'] or ''}"
+        if len(plain) + 4 <= width:  # room for the styled label (its "(...)" and "built-in")
+            console.print(f"  {label} {escape(info['version'] or '')}", soft_wrap=True)
+        else:
+            head = info["name"].rpartition(".")[2] if info["builtin"] else info["name"]
+            rest = ["(built-in)" if info["builtin"] else f"({info['distribution'] or '-'})"]
+            _print_wrapped(console, "", [head, *rest, info["version"] or ""], width, 2, " ")
         for field in ("providers", "backends", "executors", "hooks"):
             if info[field]:
                 _print_wrapped(console, f"{field}: ", info[field], width, indent=4)
@@ -155,12 +161,10 @@ def _print_plugins(report: dict[str, Any]) -> None:
     else:
         console.print("[bold]Providers[/bold]")
         for name, entry in report["providers"].items():
-            console.print(f"  {escape(name)}", soft_wrap=True)
-            keys = ", ".join(entry["api_key_env"]) or "-"
-            console.print(f"    key: {escape(keys)}", soft_wrap=True)
-            console.print(
-                f"    default model: {escape(entry['default_model'] or '-')}", soft_wrap=True
-            )
+            _print_wrapped(console, "", [name], width, indent=2)
+            _print_wrapped(console, "key: ", entry["api_key_env"] or ["-"], width, indent=4)
+            model = entry["default_model"] or "-"
+            _print_wrapped(console, "default model: ", [model], width, indent=4)
         console.print()
 
     matrix = _capability_table(report, _MODE_NAMES)
@@ -195,17 +199,16 @@ def _print_plugins(report: dict[str, Any]) -> None:
         else:
             console.print("[bold]Backends[/bold]")
             for kind, entry in report["backends"].items():
-                console.print(f"  {escape(kind)}: {escape(entry['display_name'])}", soft_wrap=True)
+                _print_wrapped(console, f"{kind}: ", [entry["display_name"]], width, indent=2)
 
     for note in report["shadowed"]:
-        console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")  # folded at the width
     for failure in report["failures"]:
         where = f" ({failure['distribution']})" if failure["distribution"] else ""
         console.print(
             f"[red]failed to load[/red] {escape(failure['name'] + where)} at "
-            f"{failure['stage']}: {escape(failure['error'])}",
-            soft_wrap=True,
-        )
+            f"{failure['stage']}: {escape(failure['error'])}"
+        )  # folded at the width
 
 
 def _fits(console: Console, table: Table) -> bool:
@@ -215,19 +218,23 @@ def _fits(console: Console, table: Table) -> bool:
     return Measurement.get(console, unbounded, table).maximum <= console.width
 
 
-def _print_wrapped(console: Console, head: str, items: list[str], width: int, indent: int) -> None:
-    """``head`` and comma-separated ``items``, wrapped between items, never inside one."""
+def _print_wrapped(
+    console: Console, head: str, items: list[str], width: int, indent: int, sep: str = ", "
+) -> None:
+    """``head`` and ``items`` joined by ``sep``, wrapped between words so that no line is
+    wider than the terminal; only a word longer than a whole line is broken (an item is
+    moved to the next line whole when it fits there)."""
     import textwrap
 
     from rich.markup import escape
 
-    text = head + ", ".join(items)
+    text = head + sep.join(items)
     lines = textwrap.wrap(
         text,
-        width=max(width - 1, 20),
+        width=max(width - 1, indent + 12),
         initial_indent=" " * indent,
         subsequent_indent=" " * (indent + 2),
-        break_long_words=False,
+        break_long_words=True,
         break_on_hyphens=False,
     )
     for line in lines:

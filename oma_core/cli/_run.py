@@ -6,13 +6,21 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._agent import AgentOptions, make_agent
-from ._exits import command_guard, fail, missing_model, note, usage, usage_text
+from ._exits import (
+    command_guard,
+    endpoint_of,
+    explained,
+    fail,
+    missing_model,
+    progress_reporter,
+    usage,
+    usage_text,
+)
 from ._inputs import MediaOptions, build_input, conversation_of, input_options, read_json, shorten
 from ._templates import template_options
 
@@ -72,62 +80,6 @@ async def _stream(
     if printed:
         click.echo()
     return result
-
-
-def _endpoint(agent: Agent) -> str | None:
-    """The host (and port) the agent's provider talks to, for connection errors: from
-    ``--base-url`` or the provider's documented default; never user info, path or query."""
-    from urllib.parse import urlsplit
-
-    config = agent.config
-    url = config.base_url
-    if url is None and config.backend is None and isinstance(config.provider, str):
-        spec = agent.plugins.provider_specs().get(config.provider)
-        url = None if spec is None else spec.default_base_url
-    if not url:
-        return None
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return None
-    if not host:
-        return None
-    return host if port is None else f"{host}:{port}"
-
-
-def _explained(error: object, endpoint: str | None) -> str:
-    """The error's text on one line, naming the host of a connection error."""
-    from ..errors import ProviderError
-
-    text = " ".join(str(error).split())
-    if (
-        endpoint
-        and isinstance(error, ProviderError)
-        and error.status_code is None
-        and "connect" in text.lower()
-        and endpoint not in text
-    ):
-        text += f" (connecting to {endpoint})"
-    return text
-
-
-def _progress(endpoint: str | None) -> Callable[[str, dict[str, Any]], None]:
-    """Retries and warnings on stderr, as they happen."""
-
-    def report(event_type: str, data: dict[str, Any]) -> None:
-        if event_type == "retry":
-            error = data.get("error")
-            reason = "unknown" if error is None else _explained(error, endpoint)
-            click.echo(
-                f"retrying: attempt {data.get('attempt')} failed ({reason}); "
-                f"waiting {float(data.get('delay') or 0):.1f}s",
-                err=True,
-            )
-        elif event_type == "warning":
-            note(str(data.get("message")))
-
-    return report
 
 
 @click.command()
@@ -223,10 +175,10 @@ def run(
         host.register(plugin)
     try:
         agent = make_agent(agent_options, host, backend)
-        endpoint = _endpoint(agent)
+        endpoint = endpoint_of(agent)
         settings = RunSettings(
             metadata={"conversation_id": conversation_id},
-            progress=_progress(endpoint),
+            progress=progress_reporter(endpoint),
             output_type=output_type,
         )
         whole = no_stream or as_json or output_type is not None  # JSON is printed whole
@@ -255,7 +207,7 @@ def run(
         no_model = missing_model(error, agent)
         if no_model is not None:
             usage(no_model)
-        fail(_explained(error, endpoint) if error is not None else result.status.code)
+        fail(explained(error, endpoint) if error is not None else result.status.code)
 
 
 def _output_schema(schema: str | None, multi: bool) -> dict[str, Any] | None:
@@ -361,6 +313,7 @@ def _not_a_file_name(prompt: str | None, messages_file: str | None) -> None:
 
 @click.command()
 @input_options
+@template_options
 @click.option("--full", is_flag=True, help="Print base64 payloads whole.")
 @command_guard
 def render(
