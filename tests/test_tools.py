@@ -235,9 +235,14 @@ class _Toys:
         self.tools = list(tools)
         self.listings = 0
 
+        self.closes = 0
+
     async def list_tools(self) -> list[Tool]:
         self.listings += 1
         return list(self.tools)
+
+    async def aclose(self) -> None:
+        self.closes += 1
 
 
 def _calls(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
@@ -381,3 +386,67 @@ def test_an_explicit_schema_with_defs_is_written_in_place() -> None:
         "properties": {"x": {"type": "integer"}},
     }
     assert "$defs" not in made.input_schema
+
+
+async def test_an_agent_closes_the_toolsets_its_runs_used_when_it_is_closed() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    used, unused = _Toys(shout), _Toys(whisper)
+    provider = ScriptedProvider(["done"])
+    agent = Agent(
+        AgentConfig(name="a", provider=provider, tools=[used]),
+        plugins=PluginHost(load_entrypoints=False),
+    )
+    await agent.run("go")
+    assert used.closes == 0  # open between runs
+
+    await agent.aclose()
+
+    assert used.closes == 1 and unused.closes == 0
+
+
+async def test_runs_of_one_orchestrator_share_a_toolset_closed_with_it() -> None:
+    from oma_core import AgentConfig, OpenMultiAgent, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    toys = _Toys(shout)
+    config = AgentConfig(name="a", provider=ScriptedProvider(["one", "two"]), tools=[toys])
+    async with OpenMultiAgent(plugins=PluginHost(load_entrypoints=False)) as oma:
+        first = await oma.run_agent(config, "go")
+        second = await oma.run_agent(config, "again")
+        assert toys.closes == 0
+
+    assert first.success and second.success
+    assert toys.listings == 2 and toys.closes == 1
+
+
+def test_a_toolset_left_open_is_closed_when_its_event_loop_ends() -> None:
+    import asyncio
+
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    toys = _Toys(shout)
+
+    async def main() -> None:
+        config = AgentConfig(name="a", provider=ScriptedProvider(["done"]), tools=[toys])
+        await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("go")
+        assert toys.closes == 0
+
+    asyncio.run(main())
+
+    assert toys.closes == 1
+
+
+async def test_an_agent_without_toolsets_offers_its_own_tools_only() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    provider = ScriptedProvider(["done"])
+    config = AgentConfig(name="a", provider=provider, tools=[shout])
+    agent = Agent(config, plugins=PluginHost(load_entrypoints=False))
+
+    assert [t.name for t in agent.build_request("go").tools] == ["shout"]
+    assert (await agent.run("go")).success
+    assert [t.name for t in provider.requests[0].tools] == ["shout"]

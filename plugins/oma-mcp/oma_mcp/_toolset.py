@@ -273,10 +273,18 @@ class MCPToolset:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the server this loop started (the next use starts it again)."""
-        state = self._states.pop(asyncio.get_running_loop(), None)
-        if state is not None and state.connection is not None:
-            await state.connection.close()
+        """Stop the server this loop started (the next use starts it again). Two closes at
+        once (the owner's and the caller's) both return when the server has stopped."""
+        loop = asyncio.get_running_loop()
+        state = self._states.get(loop)
+        if state is None:
+            return
+        try:
+            if state.connection is not None:
+                await state.connection.close()
+        finally:
+            if self._states.get(loop) is state:
+                del self._states[loop]
 
     def _state(self) -> _State:
         loop = asyncio.get_running_loop()
