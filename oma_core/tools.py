@@ -60,6 +60,7 @@ __all__ = [
     "ToolOutput",
     "Toolset",
     "ToolsetEntry",
+    "ToolsetSpec",
     "as_tool",
     "call_tool",
     "entry_name",
@@ -156,6 +157,21 @@ class Toolset(Protocol):
     async def list_tools(self) -> Sequence[Tool]:
         """The toolset's tools now (names already prefixed, if the toolset prefixes them)."""
         ...
+
+
+@attrs.frozen
+class ToolsetSpec:
+    """A kind of toolset a plugin offers, returned from ``oma_register_toolsets``.
+
+    ``kind`` is what a configuration names (``"mcp"``: the ``mcp`` section of AGENTS.json,
+    ``oma run --mcp``); ``factory`` receives that configuration's plain data (a mapping, as
+    JSON or a command line gives it) and returns a ``Toolset``, started on first use. It must
+    be cheap and import nothing heavy.
+    """
+
+    kind: str
+    factory: Callable[[Mapping[str, Any]], Toolset]
+    description: str = ""
 
 
 def is_toolset(value: object) -> bool:

@@ -14,6 +14,7 @@ import click
 from ._agent import AgentOptions, make_agent
 from ._exits import command_guard, fail, missing_model, note, usage, usage_text
 from ._inputs import MediaOptions, build_input, conversation_of, input_options, read_json, shorten
+from ._mcp import mcp_options, with_mcp
 from ._templates import template_options
 
 if TYPE_CHECKING:
@@ -157,6 +158,7 @@ def _progress(endpoint: str | None) -> Callable[[str, dict[str, Any]], None]:
     metavar="ARG",
     help="An argument for the backend's command (repeatable).",
 )
+@mcp_options
 @command_guard
 def run(
     prompt: str | None,
@@ -172,6 +174,8 @@ def run(
     backend_kind: str | None,
     backend_command: str | None,
     backend_args: tuple[str, ...],
+    mcp: tuple[str, ...],
+    mcp_http: tuple[str, ...],
 ) -> None:
     """Send PROMPT (and any media or conversation) to a provider and print the answer.
 
@@ -204,7 +208,7 @@ def run(
     if plugin is not None:
         host.register(plugin)
     try:
-        agent = make_agent(agent_options, host, backend)
+        agent = with_mcp(make_agent(agent_options, host, backend), mcp, mcp_http)
         endpoint = _endpoint(agent)
         settings = RunSettings(
             metadata={"conversation_id": conversation_id}, progress=_progress(endpoint)

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import shlex
+import subprocess
 import sys
 import weakref
 from collections.abc import Mapping, Sequence
@@ -449,12 +450,25 @@ class _Connection:
                 env=child_environment(transport.env),
                 cwd=transport.cwd,
             )
-            return stdio_client(params, errlog=sys.stderr)
+            return stdio_client(params, errlog=_errlog())
         return _http(transport)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._state.stale = True
+
+
+def _errlog() -> Any:
+    """Where the server's stderr goes: ours, or the process's own when ``sys.stderr`` is not
+    a file (a notebook, click's test runner), else nowhere — a server must start anyway."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
+            continue
+    return subprocess.DEVNULL
 
 
 @contextlib.asynccontextmanager
