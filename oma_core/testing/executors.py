@@ -341,7 +341,8 @@ class ExecutorConformance:
         agent = AgentConfig(
             "ann",
             provider=ToolCallingProvider(),
-            tools=[MarkedToolset(str(markers))],
+            # AgentConfig.tools is typed as tools and functions; a toolset is taken too.
+            tools=[MarkedToolset(str(markers))],  # type: ignore[list-item]
             max_retries=0,
         )
         team = Team("conformance", [agent], max_concurrency=2)
