@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 from mcp_processes import descendants
 
+from oma_core import PluginHost
 from oma_core.cli import cli
-from oma_core.plugins import PluginHost
 from oma_core.testing import scripted
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "mcp_server.py"
