@@ -13,7 +13,13 @@ from typing import Final
 
 from .errors import NotRegisteredError
 
-__all__ = ["KNOWN_BACKENDS", "KNOWN_DISTRIBUTIONS", "not_registered", "suggest"]
+__all__ = [
+    "KNOWN_BACKENDS",
+    "KNOWN_DISTRIBUTIONS",
+    "KNOWN_TOOLSETS",
+    "not_registered",
+    "suggest",
+]
 
 #: Provider names the plugins of this repository register, and the distribution of each
 #: (``plugins/<distribution>/``); held to the plugins' own registrations by a test.
@@ -43,6 +49,9 @@ KNOWN_DISTRIBUTIONS: Final[Mapping[str, str]] = {
 #: Backend kinds the plugins of this repository register, and the distribution of each.
 KNOWN_BACKENDS: Final[Mapping[str, str]] = {"acp": "oma-acp", "process": "oma-process"}
 
+#: Toolset kinds the plugins of this repository register, and the distribution of each.
+KNOWN_TOOLSETS: Final[Mapping[str, str]] = {"mcp": "oma-mcp"}
+
 
 #: Model-name beginnings and the provider that serves them, to suggest ``provider:model``.
 def suggest(name: str, names: Iterable[str]) -> tuple[str, ...]:
@@ -53,19 +62,22 @@ def suggest(name: str, names: Iterable[str]) -> tuple[str, ...]:
 def not_registered(
     name: str, available: Iterable[str], *, kind: str = "provider", note: str = ""
 ) -> NotRegisteredError:
-    """The error for a provider (``kind="provider"``) or backend kind (``"backend"``) no
-    plugin registered: what is available, the close names, and which package to install when
-    this repository has a plugin for the name (or for the close name it was probably meant to
-    be). ``note`` is appended (plugins that failed to load)."""
+    """The error for a provider (``kind="provider"``), backend kind (``"backend"``) or
+    toolset kind (``"toolset"``) no plugin registered: what is available, the close names,
+    and which package to install when this repository has a plugin for the name (or for the
+    close name it was probably meant to be). ``note`` is appended (plugins that failed to
+    load)."""
     available = tuple(available)
-    known = KNOWN_DISTRIBUTIONS if kind == "provider" else KNOWN_BACKENDS
+    known = {"provider": KNOWN_DISTRIBUTIONS, "toolset": KNOWN_TOOLSETS}.get(kind, KNOWN_BACKENDS)
     suggestions = suggest(name, {*available, *known})
     meant = name if name in known else next((s for s in suggestions if s not in available), None)
     distribution = known.get(meant) if meant is not None else None
     if name in known:  # the right name, its plugin missing: a did-you-mean would only confuse
         suggestions = ()
-    what = "provider" if kind == "provider" else "backend kind"
-    plural = "providers" if kind == "provider" else "backends"
+    what, plural = {
+        "provider": ("provider", "providers"),
+        "toolset": ("toolset kind", "toolset kinds"),
+    }.get(kind, ("backend kind", "backends"))
     message = f"unknown {what} {name!r}"
     if suggestions:
         message += f" (did you mean {' or '.join(repr(s) for s in suggestions)}?)"

@@ -31,12 +31,12 @@ if TYPE_CHECKING:
     from .plugins import PluginHost
     from .providers import Provider, ProviderSettings
 
-__all__ = ["ProviderPool"]
+__all__ = ["Closables", "ProviderPool"]
 
 _log = logging.getLogger("oma.providers")
 
 _Key = tuple[str, str | None, str | None, str]
-_Providers = dict[_Key, "Provider"]
+_Providers = dict[Any, Any]  # providers by settings, or closables by id
 
 
 class ProviderPool:
@@ -81,18 +81,54 @@ class ProviderPool:
     async def aclose(self) -> None:
         """Close the providers made on the running loop; forget those of other loops (their
         loops' keepers close them)."""
+        await _close_loop(self._by_loop)
+
+
+class Closables:
+    """Objects opened on first use and closed with their owner — the toolsets of an agent or
+    an ``OpenMultiAgent`` (an MCP server's process): by ``aclose`` on the loop they were used
+    on, and at the latest when that loop shuts down (the same keeper as the providers').
+
+    Unlike a provider pool's, an owner dropped unclosed does not close them early: a toolset
+    outlives a one-off ``Agent(...).run()`` (the caller may hold it open with ``async with``).
+    """
+
+    def __init__(self) -> None:
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def add(self, item: Any) -> None:
+        """Close ``item`` (with its ``aclose``) with this owner, on the running loop."""
         loop = asyncio.get_running_loop()
-        providers = self._by_loop.pop(loop, None)
-        _orphan(self._by_loop)
-        if providers is None:
-            return
-        keeper = _KEEPERS.get(loop)
-        if keeper is not None:
-            keeper.pools.discard(providers)
-        errors = await _close_all(list(providers.values()))
-        providers.clear()
-        if errors:
-            raise errors[0]
+        items = self._by_loop.get(loop)
+        if items is None:
+            keeper = _keeper(loop)
+            if keeper is None:  # the loop is shutting down: nothing to keep it for
+                return
+            items = self._by_loop[loop] = {}
+            keeper.pools.add(items)
+        items.setdefault(id(item), item)
+
+    async def aclose(self) -> None:
+        """Close what was used on the running loop (each one even if another fails)."""
+        await _close_loop(self._by_loop)
+
+
+async def _close_loop(by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]) -> None:
+    """Close what ``by_loop`` holds for the running loop; hand the rest to their loops."""
+    loop = asyncio.get_running_loop()
+    items = by_loop.pop(loop, None)
+    _orphan(by_loop)
+    if items is None:
+        return
+    keeper = _KEEPERS.get(loop)
+    if keeper is not None:
+        keeper.pools.discard(items)
+    errors = await _close_all(list(items.values()))
+    items.clear()
+    if errors:
+        raise errors[0]
 
 
 class _PoolSet:

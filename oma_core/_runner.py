@@ -58,8 +58,10 @@ from .providers import (
 )
 from .redaction import detached_error, redact_error
 from .results import RunResult, RunStatus, StreamEvent
+from .tools import list_toolsets
 
 if TYPE_CHECKING:
+    from ._pool import Closables
     from .capabilities import BackendSpec, Capabilities
     from .retry import RetryPolicy
     from .tools import Tool
@@ -94,18 +96,38 @@ class ModelTarget:
     stop: tuple[str, ...] | None = None
     owned: bool = False
     close_after_run: bool = False
+    toolsets: tuple[Any, ...] = ()
+    opened: Closables | None = None
 
-    def request(self, messages: tuple[LLMMessage, ...]) -> ProviderRequest:
-        """The model call for ``messages`` with this agent's settings."""
+    def request(
+        self,
+        messages: tuple[LLMMessage, ...],
+        tool_defs: tuple[ToolDefinition, ...] | None = None,
+    ) -> ProviderRequest:
+        """The model call for ``messages`` with this agent's settings (and ``tool_defs``, the
+        tools listed for this call, in place of the agent's own)."""
         return ProviderRequest(
             self.model,
             messages,
             self.system_prompt,
-            self.tool_defs,
+            self.tool_defs if tool_defs is None else tool_defs,
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             stop=self.stop,
         )
+
+    async def listed_tools(self) -> tuple[Mapping[str, Tool], tuple[ToolDefinition, ...]]:
+        """The agent's tools and their definitions with its toolsets' tools listed now.
+
+        Each toolset is handed to its owner on first use, which closes it (``aclose``). Raises
+        ``ToolError`` when two tools would share a name.
+        """
+        if self.opened is not None:
+            for toolset in self.toolsets:
+                self.opened.add(toolset)
+        listed = await list_toolsets(list(self.tools), self.toolsets)
+        definitions = tuple(found.definition() for found in listed.values())
+        return {**self.tools, **listed}, self.tool_defs + definitions
 
     async def aclose(self) -> None:
         """Close the provider if it was made for this target (best effort)."""
@@ -233,11 +255,14 @@ class Run:
         turns = 0
         spec = self.output_spec
         corrections = 0
+        tools, tool_defs = target.tools, target.tool_defs
         while True:
             # Messages are immutable: each is checked once, the input before the first call.
             target.capabilities.check(conversation, target.display_name, start=checked)
             checked = len(conversation)
-            request = target.request(tuple(conversation))
+            if target.toolsets:  # listed before every call: a server's list may change
+                tools, tool_defs = await self._within(target.listed_tools())
+            request = target.request(tuple(conversation), tool_defs)
             if spec is not None:
                 request = with_instructions(request, spec)
             call = ModelCall(
@@ -294,7 +319,7 @@ class Run:
                     result = ToolResultBlock(call_block.id, _over_cap(cap), True)
                 else:
                     self.tool_calls += 1
-                    invocation = ToolInvocation(call_block, target.tools)
+                    invocation = ToolInvocation(call_block, tools)
                     result = await self._within(self._hooks.tool_call(invocation, self.context))
                 if streaming:
                     yield StreamEvent("tool_result", result)

@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ._pool import Closables
 from ._runner import BackendTarget, ModelTarget, RunInput, with_instructions
 from .calls import RunContext
 from .capabilities import Capabilities
@@ -30,7 +31,7 @@ from .providers import ProviderRequest, ProviderSettings
 from .resolution import KNOWN_DISTRIBUTIONS, check_api_key, check_provider_options, suggest
 from .results import AgentStream, OutputT, RunResult, RunStatus, StreamEvent
 from .settings import NO_SETTINGS, RunSettings, new_run_id
-from .tools import Tool, as_tool
+from .tools import Tool, ToolsetEntry, as_tool
 from .validation import load_messages, load_user_content
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class Agent(Generic[OutputT]):
         plugins: PluginHost | None = None,
         provider_pool: ProviderPool | None = None,
         close_after_run: bool = False,
+        toolset_owner: Closables | None = None,
     ) -> None:
         if not isinstance(config, AgentConfig):
             raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
@@ -84,12 +86,21 @@ class Agent(Generic[OutputT]):
             () if config.history == () else load_messages(config.history, allow_empty=True)
         )
         tools: dict[str, Tool] = {}
+        toolsets: list[Any] = []
         for item in config.tools:
             built = as_tool(item)
+            if isinstance(built, ToolsetEntry):  # listed by each run, before each model call
+                toolsets.append(built.toolset)
+                continue
             if built.name in tools:
                 raise ToolError(f"two tools are named {built.name!r}", tool=built.name)
             tools[built.name] = built
         self._tools = tools
+        self._toolsets = tuple(toolsets)
+        # The toolsets this agent used, closed by ``aclose`` — or by the ``OpenMultiAgent``
+        # that made the agent for one run (``toolset_owner``), which shares them among runs.
+        self._own_toolsets = toolset_owner is None
+        self._opened = Closables() if toolset_owner is None else toolset_owner
         self._close_after_run = close_after_run
         self._spec: ProviderSpec | None = self._check_names()
         self._target: ModelTarget | None = None
@@ -185,15 +196,20 @@ class Agent(Generic[OutputT]):
         return target.capabilities.limit_warnings(request.messages, target.display_name)
 
     async def aclose(self) -> None:
-        """Close the provider and backend this agent created; the next use creates new ones."""
+        """Close the provider and backend this agent created, and the toolsets its runs used
+        (an MCP server's process); the next use creates or starts them again."""
         target, self._target = self._target, None
         backend = self._backend
         try:
             if target is not None:
                 await target.aclose()
         finally:
-            if backend is not None:
-                await backend.aclose()
+            try:
+                if backend is not None:
+                    await backend.aclose()
+            finally:
+                if self._own_toolsets:
+                    await self._opened.aclose()
 
     async def __aenter__(self) -> Agent[OutputT]:
         return self
@@ -411,6 +427,8 @@ class Agent(Generic[OutputT]):
             system_prompt=config.system_prompt,
             tools=self._tools,
             tool_defs=tuple(t.definition() for t in self._tools.values()),
+            toolsets=self._toolsets,
+            opened=self._opened,
             max_turns=config.max_turns,
             max_tokens=config.max_tokens,
             temperature=config.temperature,

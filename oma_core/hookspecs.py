@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .executors import ExecutorSpec
     from .messages import ToolResultBlock
     from .progress import ProgressEvent
+    from .tools import ToolsetSpec
 
 __all__ = [
     "hookimpl",
@@ -49,6 +50,7 @@ __all__ = [
     "oma_register_executors",
     "oma_register_providers",
     "oma_register_scorers",
+    "oma_register_toolsets",
     "oma_run",
     "oma_tool_call",
 ]
@@ -110,6 +112,21 @@ def oma_register_executors() -> Sequence[ExecutorSpec]:
     (the cluster's library is imported when a team run opens the executor's session).
 
     :returns: a list of ``oma_core.toolkit.ExecutorSpec``. A plugin that raises here, or
+        returns anything else, is unregistered and reported as a load failure.
+    """
+
+
+@hookspec
+def oma_register_toolsets() -> Sequence[ToolsetSpec]:
+    """Return the kinds of toolset this plugin offers: tools listed at run time (oma-mcp).
+
+    Implemented by toolset plugins. Collect hook, called like ``oma_register_providers`` and
+    combined the same way, keyed by ``ToolsetSpec.kind``: the name a configuration uses
+    (``"mcp"`` for the ``mcp`` section of AGENTS.json and ``oma run --mcp``).
+    ``ToolsetSpec.factory`` receives one toolset's plain configuration (a mapping) and returns
+    a ``Toolset``; it must start nothing (the toolset starts on first use).
+
+    :returns: a list of ``oma_core.toolkit.ToolsetSpec``. A plugin that raises here, or
         returns anything else, is unregistered and reported as a load failure.
     """
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._delivery import ProgressDispatcher
-from ._pool import ProviderPool
+from ._pool import Closables, ProviderPool
 from .agent import Agent, AgentConfig, RunResult
 from .budgets import Budget, CostEstimator
 from .evaluation import Evaluator, OnlineEvaluationConfig
@@ -158,6 +158,7 @@ class OpenMultiAgent:
         self._defaults = PLAIN_DEFAULTS if plain else defaults
         self._plugins = plugins
         self._providers = ProviderPool() if share_providers else None
+        self._toolsets = Closables()  # the toolsets its runs used (MCP servers): shared
         self._tracer_provider = tracer_provider
         self._tracer_cache: Any | None = None
         self._progress = ProgressDispatcher(observer_timeout)
@@ -277,17 +278,21 @@ class OpenMultiAgent:
             )
 
     async def aclose(self) -> None:
-        """Score the queued evaluation cases, then close the providers runs shared on this loop.
+        """Score the queued evaluation cases, then close the providers runs shared on this loop
+        and the toolsets (MCP servers) its runs used.
 
-        Shared providers are closed when the event loop shuts down anyway; call this (or use
-        ``async with OpenMultiAgent(...)``) to close them sooner. The object stays usable:
-        later runs make new providers.
+        Shared providers and toolsets are closed when the event loop shuts down anyway; call
+        this (or use ``async with OpenMultiAgent(...)``) to close them sooner. The object stays
+        usable: later runs make new providers and start the toolsets again.
         """
         try:
             await self.evaluation.flush()
         finally:
-            if self._providers is not None:
-                await self._providers.aclose()
+            try:
+                if self._providers is not None:
+                    await self._providers.aclose()
+            finally:
+                await self._toolsets.aclose()
 
     async def __aenter__(self) -> OpenMultiAgent:
         return self
@@ -352,7 +357,13 @@ class OpenMultiAgent:
         held = agents.get(id(config))
         if held is not None and held[0] is config:
             return held[1]
-        agent = Agent(config, plugins=self._host(), provider_pool=pool, close_after_run=True)
+        agent = Agent(
+            config,
+            plugins=self._host(),
+            provider_pool=pool,
+            close_after_run=True,
+            toolset_owner=self._toolsets,
+        )
         if len(agents) >= _AGENTS_KEPT:
             agents.clear()
         agents[id(config)] = (config, agent)  # the config is kept: its id is not reused

@@ -32,6 +32,7 @@ from ._hints import not_registered
 from .capabilities import BackendSpec, ProviderSpec
 from .errors import PluginError
 from .executors import EXECUTOR_FEATURES, Executor, ExecutorSpec
+from .tools import Toolset, ToolsetSpec, is_toolset
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -46,8 +47,11 @@ __all__ = ["HookCall", "Hooks", "PluginFailure", "PluginHost", "PluginInfo"]
 ENTRY_POINT_GROUP = "oma"
 
 _Spec = TypeVar("_Spec", ProviderSpec, BackendSpec)
-#: What one plugin's registration hooks returned: providers, backends, scorers, executors.
-_Offered: TypeAlias = tuple[list[ProviderSpec], list[BackendSpec], list[Any], list[ExecutorSpec]]
+#: What one plugin's registration hooks returned: providers, backends, scorers, executors,
+#: toolset kinds.
+_Offered: TypeAlias = tuple[
+    list[ProviderSpec], list[BackendSpec], list[Any], list[ExecutorSpec], list[ToolsetSpec]
+]
 
 _HOOK_NAMES = frozenset(name for name in vars(hookspecs) if name.startswith("oma_"))
 
@@ -78,6 +82,7 @@ class PluginInfo:
     scorers: int
     hooks: tuple[str, ...]
     executors: tuple[str, ...] = ()
+    toolsets: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -162,6 +167,8 @@ class _Registry:
     scorers: list[Any] = attrs.Factory(list)
     executors: dict[str, ExecutorSpec] = attrs.Factory(dict)
     executor_owner: dict[str, str] = attrs.Factory(dict)
+    toolsets: dict[str, ToolsetSpec] = attrs.Factory(dict)
+    toolset_owner: dict[str, str] = attrs.Factory(dict)
     by_plugin: dict[str, _Offered] = attrs.Factory(dict)
     shadowed: list[str] = attrs.Factory(list)
     calls: dict[str, list[HookCall]] = attrs.Factory(dict)
@@ -348,6 +355,33 @@ class PluginHost:
             )
         return executor
 
+    def toolset_specs(self) -> dict[str, ToolsetSpec]:
+        """Every registered toolset kind, by kind, sorted by kind."""
+        return dict(self._collected().toolsets)
+
+    def toolset_spec(self, kind: str) -> ToolsetSpec:
+        """The toolset kind registered as ``kind``; ``NotRegisteredError`` names the available
+        ones and, for a kind of this repository whose plugin is missing, what to install."""
+        table = self._collected().toolsets
+        spec = table.get(kind)
+        if spec is None:
+            raise not_registered(str(kind), table, kind="toolset", note=self._failure_hint())
+        return spec
+
+    def build_toolset(self, kind: str, config: Mapping[str, Any]) -> Toolset:
+        """A toolset of ``kind`` from its plain configuration (``spec.factory(config)``);
+        a product without an async ``list_tools`` is a ``PluginError`` naming the plugin."""
+        spec = self.toolset_spec(kind)
+        toolset = spec.factory(config)
+        if not is_toolset(toolset):
+            owner = self._collected().toolset_owner.get(spec.kind, "?")
+            raise PluginError(
+                f"plugin {owner!r}: the factory of toolset kind {spec.kind!r} returned a "
+                f"{type(toolset).__name__}, which has no async list_tools()",
+                name=owner,
+            )
+        return toolset
+
     def scorers(self) -> list[Any]:
         """The online-evaluation scorers plugins ship, in pluggy's call order."""
         return list(self._collected().scorers)
@@ -389,7 +423,8 @@ class PluginHost:
             if plugin is None:  # blocked
                 continue
             origin = self._origins.get(name, _Origin(None, None, builtin=False))
-            providers, backends, scorers, executors = registry.by_plugin.get(name, ([], [], [], []))
+            offered = registry.by_plugin.get(name, ([], [], [], [], []))
+            providers, backends, scorers, executors, toolsets = offered
             hooks = sorted(hc.name for hc in self.pm.get_hookcallers(plugin) or [])
             infos.append(
                 PluginInfo(
@@ -411,6 +446,9 @@ class PluginHost:
                         spec.name
                         for spec in executors
                         if registry.executor_owner[spec.name] == name
+                    ),
+                    toolsets=tuple(
+                        spec.kind for spec in toolsets if registry.toolset_owner[spec.kind] == name
                     ),
                 )
             )
@@ -531,7 +569,7 @@ class PluginHost:
             registry.by_plugin[name] = offered
         # pluggy's order: the plugin registered last is called first and wins a clash.
         for name in reversed(list(registry.by_plugin)):
-            providers, backends, scorers, executors = registry.by_plugin[name]
+            providers, backends, scorers, executors, toolsets = registry.by_plugin[name]
             claims: list[tuple[dict[str, Any], dict[str, str], str, str, Any]] = [
                 (registry.providers, registry.provider_owner, "provider", spec.name, spec)
                 for spec in providers
@@ -543,6 +581,10 @@ class PluginHost:
             claims += [
                 (registry.executors, registry.executor_owner, "executor", spec.name, spec)
                 for spec in executors
+            ]
+            claims += [
+                (registry.toolsets, registry.toolset_owner, "toolset kind", spec.kind, spec)
+                for spec in toolsets
             ]
             for table, owners, what, claimed, spec in claims:
                 if claimed in table:
@@ -557,6 +599,7 @@ class PluginHost:
         registry.providers = dict(sorted(registry.providers.items()))
         registry.backends = dict(sorted(registry.backends.items()))
         registry.executors = dict(sorted(registry.executors.items()))
+        registry.toolsets = dict(sorted(registry.toolsets.items()))
         return registry
 
     def _lookup(self, table: Mapping[str, _Spec], key: str, what: str, plural: str) -> _Spec:
@@ -591,7 +634,8 @@ def _probe(pm: pluggy.PluginManager, plugin_name: str) -> _Offered:
     backends = _call_own(pm, plugin_name, "oma_register_backends", BackendSpec)
     scorers = _call_own(pm, plugin_name, "oma_register_scorers", None)
     executors = _call_own(pm, plugin_name, "oma_register_executors", ExecutorSpec)
-    return providers, backends, scorers, executors
+    toolsets = _call_own(pm, plugin_name, "oma_register_toolsets", ToolsetSpec)
+    return providers, backends, scorers, executors, toolsets
 
 
 def _call_own(
@@ -622,11 +666,11 @@ def _call_own(
     return results
 
 
-def _check_spec(hook: str, spec: ProviderSpec | BackendSpec | ExecutorSpec) -> None:
+def _check_spec(hook: str, spec: ProviderSpec | BackendSpec | ExecutorSpec | ToolsetSpec) -> None:
     """A spec the core could not use is the plugin's fault, reported when it loads."""
     from .capabilities import Capabilities
 
-    name = spec.kind if isinstance(spec, BackendSpec) else spec.name
+    name = spec.kind if isinstance(spec, BackendSpec | ToolsetSpec) else spec.name
     if not isinstance(name, str) or not name:
         raise _HookFault(f"{hook} returned a spec without a name")
     if not callable(spec.factory):

@@ -18,7 +18,8 @@ The groups:
 - middleware: ``ModelCall``, ``ToolInvocation``, ``RunContext`` (with ``RunSettings``),
   ``CallEvent``, ``RunEvents`` — what ``oma_run`` / ``oma_model_call`` / ``oma_tool_call``
   wrappers receive;
-- toolsets: ``Toolset`` (tools listed at run time, e.g. an MCP server's) and ``ToolOutput``
+- toolsets: ``Toolset`` (tools listed at run time, e.g. an MCP server's), ``ToolsetSpec``
+  (a kind of toolset a plugin registers) and ``ToolOutput``
   (a tool's error result or parts);
 - the message model a mapping reads (``LLMMessage`` and its blocks and sources);
 - errors to raise: ``ProviderError``, ``BackendError``, ``PluginError``,
@@ -119,6 +120,7 @@ _EXPORTS: dict[str, str] = {
     "RunSettings": "settings",
     # toolsets (tools listed at run time, e.g. an MCP server's)
     "Toolset": "tools",
+    "ToolsetSpec": "tools",
     "ToolOutput": "tools",
     # errors
     "OmaError": "errors",
@@ -226,6 +228,7 @@ __all__ = [
     "RunSettings",
     "ToolInvocation",
     "Toolset",
+    "ToolsetSpec",
     "ToolOutput",
     "RunContext",
     "ModelCall",
@@ -494,4 +497,4 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .redaction import REDACTED, redact_text
     from .retry import parse_retry_after
     from .settings import RunSettings
-    from .tools import ToolOutput, Toolset
+    from .tools import ToolOutput, Toolset, ToolsetSpec

@@ -10,9 +10,9 @@ a crash.
 
 A **toolset** (``Toolset``: an object with an async ``list_tools()``, e.g. an MCP server from
 oma-mcp) may stand in ``AgentConfig.tools`` beside functions and tools. Its tools are listed
-for every model call (so a server's changed list is seen) by the built-in middleware
-``oma_core.default_plugins.toolsets`` and called like any other tool, through
-``oma_tool_call``. A tool may return a ``ToolOutput`` to say more than a value: an error
+by the run before every model call (so a server's changed list is seen) and called like any
+other tool, through ``oma_tool_call``; its owner (the agent, or the ``OpenMultiAgent``) closes
+it. A tool may return a ``ToolOutput`` to say more than a value: an error
 result with the tool's own text, or parts.
 """
 
@@ -60,6 +60,7 @@ __all__ = [
     "ToolOutput",
     "Toolset",
     "ToolsetEntry",
+    "ToolsetSpec",
     "as_tool",
     "call_tool",
     "entry_name",
@@ -146,15 +147,31 @@ class Toolset(Protocol):
     """Tools listed at run time: an object with an async ``list_tools()``.
 
     An MCP server (``oma_mcp.MCPToolset``) is one. It goes in ``AgentConfig(tools=[...])``;
-    before every model call its ``list_tools()`` is awaited (under the call's time limit), so
-    it should answer from a cache and start what it needs on first use. The tools it returns
-    are called like local ones. Its lifetime is its own: the agent does not enter or close it
-    (``async with toolset:`` or the toolset's own ``aclose``, or its event loop, do).
+    before every model call the run awaits its ``list_tools()`` (under the run's time limit),
+    so it should answer from a cache and start what it needs on first use. The tools it
+    returns are called like local ones. Its optional ``aclose()`` is called by its owner:
+    ``Agent.aclose()``, or ``OpenMultiAgent.aclose()`` for the runs it made (which share
+    one toolset), and at the latest when the event loop it was used on shuts down.
     """
 
     async def list_tools(self) -> Sequence[Tool]:
         """The toolset's tools now (names already prefixed, if the toolset prefixes them)."""
         ...
+
+
+@attrs.frozen
+class ToolsetSpec:
+    """A kind of toolset a plugin offers, returned from ``oma_register_toolsets``.
+
+    ``kind`` is what a configuration names (``"mcp"``: the ``mcp`` section of AGENTS.json,
+    ``oma run --mcp``); ``factory`` receives that configuration's plain data (a mapping, as
+    JSON or a command line gives it) and returns a ``Toolset``, started on first use. It must
+    be cheap and import nothing heavy.
+    """
+
+    kind: str
+    factory: Callable[[Mapping[str, Any]], Toolset]
+    description: str = ""
 
 
 def is_toolset(value: object) -> bool:
@@ -169,8 +186,8 @@ class ToolsetEntry(Tool):
     """A toolset's place among an agent's tools, before its tools are listed.
 
     ``as_tool(toolset)`` makes one, so a toolset can stand in ``AgentConfig.tools``; the
-    built-in toolsets middleware replaces it with the toolset's tools in every model call and
-    tool call. Calling it directly is an error result.
+    agent takes it out of its own tools and the run lists the toolset's tools in its place
+    before every model call. Calling it directly is an error result.
     """
 
     toolset: Any = attrs.field(default=None, kw_only=True, repr=False)

@@ -295,7 +295,15 @@ def test_plugins_json_lists_plugins_failures_providers_and_backends() -> None:
     result = oma("plugins", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert set(data) == {"plugins", "failures", "providers", "backends", "executors", "shadowed"}
+    assert set(data) == {
+        "plugins",
+        "failures",
+        "providers",
+        "backends",
+        "executors",
+        "toolsets",
+        "shadowed",
+    }
     assert data["executors"]["local"]["plugin"] == "oma_core.default_plugins.local_executor"
     echo = data["providers"]["echo"]
     assert echo["display_name"] == "Echo"

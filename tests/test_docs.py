@@ -22,6 +22,7 @@ KINDS = {
     "oma_register_providers": "collect",
     "oma_register_backends": "collect",
     "oma_register_executors": "collect",
+    "oma_register_toolsets": "collect",
     "oma_register_scorers": "collect",
     "oma_before_run": "chain",
     "oma_progress": "observe",

@@ -79,7 +79,7 @@ def test_each_plugin_is_discovered_through_its_entry_point(distribution: str) ->
     assert set(loaded) == set(entry_points)
     for info in loaded.values():
         assert not info.builtin
-        assert info.providers or info.backends or info.executors, info
+        assert info.providers or info.backends or info.executors or info.toolsets, info
 
 
 @pytest.mark.usefixtures("every_plugin")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import attrs
@@ -235,9 +236,14 @@ class _Toys:
         self.tools = list(tools)
         self.listings = 0
 
+        self.closes = 0
+
     async def list_tools(self) -> list[Tool]:
         self.listings += 1
         return list(self.tools)
+
+    async def aclose(self) -> None:
+        self.closes += 1
 
 
 def _calls(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
@@ -381,3 +387,135 @@ def test_an_explicit_schema_with_defs_is_written_in_place() -> None:
         "properties": {"x": {"type": "integer"}},
     }
     assert "$defs" not in made.input_schema
+
+
+async def test_an_agent_closes_the_toolsets_its_runs_used_when_it_is_closed() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    used, unused = _Toys(shout), _Toys(whisper)
+    provider = ScriptedProvider(["done"])
+    agent = Agent(
+        AgentConfig(name="a", provider=provider, tools=[used]),
+        plugins=PluginHost(load_entrypoints=False),
+    )
+    await agent.run("go")
+    assert used.closes == 0  # open between runs
+
+    await agent.aclose()
+
+    assert used.closes == 1 and unused.closes == 0
+
+
+async def test_runs_of_one_orchestrator_share_a_toolset_closed_with_it() -> None:
+    from oma_core import AgentConfig, OpenMultiAgent, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    toys = _Toys(shout)
+    config = AgentConfig(name="a", provider=ScriptedProvider(["one", "two"]), tools=[toys])
+    async with OpenMultiAgent(plugins=PluginHost(load_entrypoints=False)) as oma:
+        first = await oma.run_agent(config, "go")
+        second = await oma.run_agent(config, "again")
+        assert toys.closes == 0
+
+    assert first.success and second.success
+    assert toys.listings == 2 and toys.closes == 1
+
+
+def test_a_toolset_left_open_is_closed_when_its_event_loop_ends() -> None:
+    import asyncio
+
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    toys = _Toys(shout)
+
+    async def main() -> None:
+        config = AgentConfig(name="a", provider=ScriptedProvider(["done"]), tools=[toys])
+        await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("go")
+        assert toys.closes == 0
+
+    asyncio.run(main())
+
+    assert toys.closes == 1
+
+
+async def test_an_agent_without_toolsets_offers_its_own_tools_only() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    provider = ScriptedProvider(["done"])
+    config = AgentConfig(name="a", provider=provider, tools=[shout])
+    agent = Agent(config, plugins=PluginHost(load_entrypoints=False))
+
+    assert [t.name for t in agent.build_request("go").tools] == ["shout"]
+    assert (await agent.run("go")).success
+    assert [t.name for t in provider.requests[0].tools] == ["shout"]
+
+
+# -- toolset kinds: registered by plugins, built from plain configuration -----------------------
+
+
+def _toolset_host(*specs: Any) -> Any:
+    from oma_core import PluginHost, hookimpl
+
+    class Plugin:
+        @hookimpl
+        def oma_register_toolsets(self) -> list[Any]:
+            return list(specs)
+
+    host = PluginHost(load_entrypoints=False)
+    host.register(Plugin(), name="toys")
+    return host
+
+
+def _toys_from(config: Mapping[str, Any]) -> _Toys:
+    toys = _Toys(*[tool(lambda n=n: n, name=n) for n in config.get("tools", [])])
+    toys.name = config.get("name", "toys")
+    return toys
+
+
+async def test_a_plugin_registers_a_toolset_kind_built_from_its_plain_config() -> None:
+    from oma_core import Agent, AgentConfig
+    from oma_core.testing import ScriptedProvider
+    from oma_core.toolkit import ToolsetSpec
+
+    host = _toolset_host(ToolsetSpec("toys", _toys_from, "toy tools"))
+    toys = host.build_toolset("toys", {"tools": ["ping"]})
+    provider = ScriptedProvider([_calls(("1", "ping", {})), "done"])
+    result = await Agent(AgentConfig(name="a", provider=provider, tools=[toys]), plugins=host).run(
+        "go"
+    )
+
+    assert result.success, result.status
+    assert provider.requests[1].messages[-1].content[0].content == "ping"
+    (info,) = [i for i in host.plugin_info() if i.name == "toys"]
+    assert info.toolsets == ("toys",) and list(host.toolset_specs()) == ["toys"]
+
+
+def test_the_mcp_kind_without_its_plugin_names_the_package_to_install() -> None:
+    from oma_core import PluginHost
+    from oma_core.errors import NotRegisteredError
+
+    with pytest.raises(NotRegisteredError) as caught:
+        PluginHost(load_entrypoints=False).build_toolset("mcp", {"command": "server"})
+
+    assert caught.value.distribution == "oma-mcp" and caught.value.kind == "toolset"
+    assert "pip install oma-mcp" in str(caught.value)
+
+
+def test_a_toolset_factory_whose_product_cannot_list_tools_names_its_plugin() -> None:
+    from oma_core.errors import PluginError
+    from oma_core.toolkit import ToolsetSpec
+
+    host = _toolset_host(ToolsetSpec("broken", lambda config: object()))
+
+    with pytest.raises(PluginError, match=r"plugin 'toys'.*'broken' returned a object"):
+        host.build_toolset("broken", {})
+
+
+def test_a_toolset_registration_that_returns_no_spec_is_refused_naming_the_hook() -> None:
+    from oma_core.errors import PluginError
+
+    with pytest.raises(PluginError, match="oma_register_toolsets must return a list of Toolset"):
+        _toolset_host("mcp")

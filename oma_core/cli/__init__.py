@@ -19,6 +19,7 @@ from .. import __version__
 from ._chat import chat
 from ._keys import keys
 from ._logs import logs
+from ._mcp import mcp
 from ._models import models
 from ._plugins import CAPABILITY_COLUMNS, capability_matrix, plugins
 from ._run import render, run, validate
@@ -66,7 +67,9 @@ def cli() -> None:
     """
 
 
-for _command in (run, chat, validate, render, plugins, models, keys, logs, tasks, team, templates):
+for _command in (
+    *(run, chat, validate, render, plugins, models, keys, logs, mcp, tasks, team, templates),
+):
     cli.add_command(_command)
 
 

@@ -2,10 +2,10 @@
 ``TaskSpec``s out, or one line naming what is wrong (exit status 2) before anything starts.
 
 A plan file is one JSON object: the team (``name``, ``max_concurrency``), its ``agents``
-(``AgentConfig`` fields) and its ``tasks`` (``TaskSpec`` fields, the shape of a coordinator's
-plan). An agents file is the same without ``tasks``, and may hold a ``coordinator``. Unknown
-fields are refused, never ignored: a typo such as ``depend_on`` would otherwise change the
-graph without a word.
+(``AgentConfig`` fields, and ``mcp``: the agent's MCP servers) and its ``tasks``
+(``TaskSpec`` fields, the shape of a coordinator's plan). An agents file is the same without
+``tasks``, and may hold a ``coordinator``. Unknown fields are refused, never ignored: a typo
+such as ``depend_on`` would otherwise change the graph without a word.
 
 Then the agents are made ready before anything starts: each gets its key as ``oma run`` finds
 one (``with_keys``), and each is checked (``check_agents``): an unknown provider or backend,
@@ -66,6 +66,7 @@ AGENT_FIELDS = (
     "temperature",
     "max_tokens",
     "stop",
+    "mcp",  # not a field: the agent's MCP servers, as tools (``_mcp_toolsets``)
 )
 TASK_FIELDS = ("title", "description", "assignee", "depends_on", "max_retries")
 TEAM_FIELDS = ("name", "max_concurrency", "agents", "coordinator")
@@ -107,10 +108,42 @@ def agent_config(data: Any, where: str) -> AgentConfig:
     options = fields.get("provider_options")
     if options is not None and not isinstance(options, Mapping):
         refuse(f"{where}.provider_options must be an object")
+    if "mcp" in fields:
+        fields["tools"] = _mcp_toolsets(fields.pop("mcp"), f"{where}.mcp")
     try:
         return AgentConfig(**fields)
     except (TypeError, ValueError, OmaError) as error:
         refuse(f"{where}: {error}")
+
+
+def _mcp_toolsets(data: Any, where: str) -> list[Any]:
+    """An agent's ``mcp`` section: a list of servers, ``{"command": ..., "args": [...]}`` or
+    ``{"url": ...}`` (with the other settings of ``MCPToolset.from_config``), built through
+    the ``mcp`` toolset kind a plugin registers; nothing is started here."""
+    from ..plugins import PluginHost
+
+    if not isinstance(data, list):
+        refuse(f"{where} must be a list of MCP servers, got {_json_type(data)}")
+    host = PluginHost.default()
+    toolsets = []
+    for index, server in enumerate(data):
+        at = f"{where}[{index}]"
+        server = _object(server, at)
+        command, url = server.get("command"), server.get("url")
+        if (command is None) == (url is None):
+            refuse(f'{at} needs exactly one of "command" and "url"')
+        if command is not None and (not isinstance(command, str) or not command):
+            refuse(f"{at}.command must be a non-empty string")
+        args = server.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            refuse(f"{at}.args must be a list of strings")
+        if url is not None and not isinstance(url, str):
+            refuse(f"{at}.url must be a string")
+        try:
+            toolsets.append(host.build_toolset("mcp", server))
+        except (TypeError, ValueError, OmaError) as error:
+            refuse(f"{at}: {_one_line(error)}")
+    return toolsets
 
 
 def task_spec(data: Any, where: str) -> TaskSpec:

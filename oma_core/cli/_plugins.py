@@ -69,6 +69,7 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
     provider_owner = {p: info.name for info in infos for p in info.providers}
     backend_owner = {b: info.name for info in infos for b in info.backends}
     executor_owner = {e: info.name for info in infos for e in info.executors}
+    toolset_owner = {t: info.name for info in infos for t in info.toolsets}
     return {
         "plugins": [
             {
@@ -79,6 +80,7 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
                 "providers": list(info.providers),
                 "backends": list(info.backends),
                 "executors": list(info.executors),
+                "toolsets": list(info.toolsets),
                 "scorers": info.scorers,
                 "hooks": list(info.hooks),
             }
@@ -117,6 +119,10 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
             }
             for name, spec in host.executor_specs().items()
         },
+        "toolsets": {
+            kind: {"plugin": toolset_owner.get(kind), "description": spec.description}
+            for kind, spec in host.toolset_specs().items()
+        },
         "shadowed": host.shadowed(),
     }
 
@@ -149,7 +155,7 @@ def _print_plugins(report: dict[str, Any]) -> None:
             head = info["name"].rpartition(".")[2] if info["builtin"] else info["name"]
             rest = ["(built-in)" if info["builtin"] else f"({info['distribution'] or '-'})"]
             _print_wrapped(console, "", [head, *rest, info["version"] or ""], width, 2, " ")
-        for field in ("providers", "backends", "executors", "hooks"):
+        for field in ("providers", "backends", "executors", "toolsets", "hooks"):
             if info[field]:
                 _print_wrapped(console, f"{field}: ", info[field], width, indent=4)
     console.print()

@@ -22,6 +22,7 @@ from ._exits import (
     usage_text,
 )
 from ._inputs import MediaOptions, build_input, conversation_of, input_options, read_json, shorten
+from ._mcp import mcp_options, with_mcp
 from ._templates import template_options
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ async def _stream(
     metavar="ARG",
     help="An argument for the backend's command (repeatable).",
 )
+@mcp_options
 @command_guard
 def run(
     prompt: str | None,
@@ -141,6 +143,8 @@ def run(
     backend_kind: str | None,
     backend_command: str | None,
     backend_args: tuple[str, ...],
+    mcp: tuple[str, ...],
+    mcp_http: tuple[str, ...],
 ) -> None:
     """Send PROMPT (and any media or conversation) to a provider and print the answer.
 
@@ -174,7 +178,7 @@ def run(
     if plugin is not None:
         host.register(plugin)
     try:
-        agent = make_agent(agent_options, host, backend)
+        agent = with_mcp(make_agent(agent_options, host, backend), mcp, mcp_http)
         endpoint = endpoint_of(agent)
         settings = RunSettings(
             metadata={"conversation_id": conversation_id},

@@ -8,8 +8,7 @@ __all__ = ["DEFAULT_PLUGINS"]
 #: ``run`` is the run itself (the innermost ``oma_run``) and ``transport`` the innermost
 #: call; the others are the core's own wrappers around them, on the same hooks a
 #: third-party plugin uses. Among wrappers of equal rank the one registered later is outer:
-#: around a run, progress is outermost, then evaluation, the span, closing (``trylast``);
-#: ``toolsets`` puts a toolset's tools (an MCP server's) in each call, outermost.
+#: around a run, progress is outermost, then evaluation, the span, closing (``trylast``).
 DEFAULT_PLUGINS = (
     "oma_core.default_plugins.echo",
     "oma_core.default_plugins.scripted",
@@ -17,7 +16,6 @@ DEFAULT_PLUGINS = (
     "oma_core.default_plugins.run",
     "oma_core.default_plugins.transport",
     "oma_core.default_plugins.budgets",
-    "oma_core.default_plugins.toolsets",
     "oma_core.default_plugins.closing",
     "oma_core.tracing",
     "oma_core.default_plugins.evaluation",

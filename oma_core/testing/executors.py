@@ -45,14 +45,22 @@ from ..budgets import Budget
 from ..capabilities import Capabilities
 from ..config import AgentConfig
 from ..errors import ProviderError
-from ..messages import LLMMessage, TextBlock
+from ..messages import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock
 from ..orchestrator import OpenMultiAgent
 from ..plugins import PluginHost
 from ..progress import ProgressEvent
 from ..providers import ProviderRequest, ProviderResponse, Usage
 from ..teams import TaskSpec, Team, TeamRunResult
+from ..tools import Tool, tool
 
-__all__ = ["CALL_USAGE", "ExecutorConformance", "GraphProvider", "outcome_of"]
+__all__ = [
+    "CALL_USAGE",
+    "ExecutorConformance",
+    "GraphProvider",
+    "MarkedToolset",
+    "ToolCallingProvider",
+    "outcome_of",
+]
 
 #: What every successful call of ``GraphProvider`` reports.
 CALL_USAGE = Usage(20, 5)
@@ -98,6 +106,50 @@ class GraphProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+@attrs.frozen
+class ToolCallingProvider(GraphProvider):
+    """``GraphProvider`` that first calls the tool ``shout`` on the prompt's first line, then
+    answers with the tool's result: a run whose answer proves the tool ran."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities.everything()
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        last = request.messages[-1].content
+        results = [block for block in last if isinstance(block, ToolResultBlock)]
+        if results:
+            text = str(results[0].content)
+            message = LLMMessage(role="assistant", content=(TextBlock(text),))
+            return ProviderResponse(message, CALL_USAGE, stop_reason="end_turn")
+        prompt = "".join(block.text for block in last if isinstance(block, TextBlock))
+        first = prompt.splitlines()[0] if prompt else ""
+        call = ToolUseBlock("c1", "shout", {"text": first})
+        message = LLMMessage(role="assistant", content=(call,))
+        return ProviderResponse(message, CALL_USAGE, stop_reason="tool_use")
+
+
+@attrs.frozen
+class MarkedToolset:
+    """A toolset (``oma_core.toolkit.Toolset``) with one tool, ``shout``, that pickles as its
+    settings — as an MCP server's does — and leaves ``listed-<pid>`` and ``closed-<pid>``
+    marker files in ``markers``: the proof of which process started it and that it was closed
+    there."""
+
+    markers: str
+    name: ClassVar[str] = "marked"
+
+    async def list_tools(self) -> list[Tool]:
+        _mark(self.markers, "listed")
+
+        def shout(text: str) -> str:
+            """Shout the text."""
+            return text.upper()
+
+        return [tool(shout)]
+
+    async def aclose(self) -> None:
+        _mark(self.markers, "closed")
 
 
 def _mark(markers: str, what: str) -> None:
@@ -183,13 +235,13 @@ class ExecutorConformance:
         budget: Budget | None = None,
     ) -> tuple[TeamRunResult, list[ProgressEvent]]:
         events: list[ProgressEvent] = []
-        oma = OpenMultiAgent(
+        async with OpenMultiAgent(
             on_progress=events.append,
             plugins=PluginHost.default(),
             executor=executor,
             executor_options=options,
-        )
-        result = await oma.run_tasks(team or self.team(), tasks, budget=budget)
+        ) as oma:
+            result = await oma.run_tasks(team or self.team(), tasks, budget=budget)
         return result, events
 
     async def same_on_both(
@@ -280,6 +332,28 @@ class ExecutorConformance:
         stopped = result.tasks["2"].result
         assert stopped is not None and stopped.status.code == "budget_exhausted"
         assert result.usage == Usage(60, 15)  # the call that passed the cap is counted
+
+    async def test_an_agents_toolset_is_started_and_closed_where_its_task_runs(
+        self, executor_options: Any, tmp_path: Path
+    ) -> None:
+        markers = tmp_path / "toolset"
+        markers.mkdir()
+        agent = AgentConfig(
+            "ann",
+            provider=ToolCallingProvider(),
+            # AgentConfig.tools is typed as tools and functions; a toolset is taken too.
+            tools=[MarkedToolset(str(markers))],  # type: ignore[list-item]
+            max_retries=0,
+        )
+        team = Team("conformance", [agent], max_concurrency=2)
+        tasks = [TaskSpec("a", "Shout this."), TaskSpec("b", "And this.", depends_on="a")]
+        result, _ = await self.same_on_both(executor_options, tasks, team=team)
+
+        assert result.success
+        assert [r.output for r in result.tasks.values()] == ["SHOUT THIS.", "AND THIS."]
+        listed = {p.name.removeprefix("listed-") for p in _markers(markers, "listed")}
+        closed = {p.name.removeprefix("closed-") for p in _markers(markers, "closed")}
+        assert listed and listed == closed  # closed in every process that started it
 
     async def test_cancelling_the_run_cancels_the_task_in_flight(
         self, executor_options: Any, tmp_path: Path

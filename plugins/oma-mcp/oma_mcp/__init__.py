@@ -4,22 +4,47 @@
 the model and calls them through oma's tool-call middleware; images and other media they
 return pass the core's checks. See the "MCP servers" page of the docs.
 
-Registered as the ``mcp`` plugin (so ``oma plugins`` lists it); it implements no hook yet.
-Names load on first access: finding plugins never imports the SDK.
+Registered as the ``mcp`` plugin: it registers the ``mcp`` toolset kind
+(``oma_register_toolsets``), which ``oma run --mcp``, the ``mcp`` section of AGENTS.json and
+``oma mcp list`` build their servers with. Names load on first access: finding plugins never
+imports the SDK.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["MCPServerError", "MCPToolset", "tool_output"]
+from oma_core import hookimpl
+from oma_core.toolkit import ToolsetSpec
+
+__all__ = ["MCPServerError", "MCPToolset", "oma_register_toolsets", "tool_output"]
 
 _EXPORTS = {"MCPServerError": "_toolset", "MCPToolset": "_toolset", "tool_output": "_results"}
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers see
     from ._results import tool_output
     from ._toolset import MCPServerError, MCPToolset
+
+
+def _from_config(config: Mapping[str, Any]) -> Any:
+    """``MCPToolset.from_config``, imported (with the SDK) only when a toolset is built."""
+    from ._toolset import MCPToolset
+
+    return MCPToolset.from_config(config)
+
+
+@hookimpl
+def oma_register_toolsets() -> list[ToolsetSpec]:
+    """The ``mcp`` toolset kind: ``{"command": ..., "args": [...]}`` or ``{"url": ...}``."""
+    return [
+        ToolsetSpec(
+            "mcp",
+            _from_config,
+            "an MCP server's tools: {command, args, env, cwd} (stdio) or {url, headers}",
+        )
+    ]
 
 
 def __getattr__(name: str) -> Any:

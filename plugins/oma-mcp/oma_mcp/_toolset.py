@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import shlex
+import subprocess
 import sys
 import weakref
 from collections.abc import Mapping, Sequence
@@ -273,10 +274,18 @@ class MCPToolset:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the server this loop started (the next use starts it again)."""
-        state = self._states.pop(asyncio.get_running_loop(), None)
-        if state is not None and state.connection is not None:
-            await state.connection.close()
+        """Stop the server this loop started (the next use starts it again). Two closes at
+        once (the owner's and the caller's) both return when the server has stopped."""
+        loop = asyncio.get_running_loop()
+        state = self._states.get(loop)
+        if state is None:
+            return
+        try:
+            if state.connection is not None:
+                await state.connection.close()
+        finally:
+            if self._states.get(loop) is state:
+                del self._states[loop]
 
     def _state(self) -> _State:
         loop = asyncio.get_running_loop()
@@ -441,12 +450,25 @@ class _Connection:
                 env=child_environment(transport.env),
                 cwd=transport.cwd,
             )
-            return stdio_client(params, errlog=sys.stderr)
+            return stdio_client(params, errlog=_errlog())
         return _http(transport)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._state.stale = True
+
+
+def _errlog() -> Any:
+    """Where the server's stderr goes: ours, or the process's own when ``sys.stderr`` is not
+    a file (a notebook, click's test runner), else nowhere — a server must start anyway."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
+            continue
+    return subprocess.DEVNULL
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,147 @@
+"""MCP servers on the command line: ``oma run --mcp CMD / --mcp-http URL`` and ``oma mcp list``.
+
+The core never imports a plugin: the servers are built through the ``mcp`` toolset kind a
+plugin registers (``oma_register_toolsets``; oma-mcp does), so a missing plugin is the usual
+"not installed" error with its install hint. A command is split like a shell would
+(``shlex``): ``--mcp 'python server.py --flag'`` runs ``python`` with two arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from ._exits import command_guard, usage
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..plugins import PluginHost
+
+__all__ = ["mcp", "mcp_configs", "mcp_options", "with_mcp"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The toolset kind the MCP plugin registers.
+KIND = "mcp"
+
+
+def mcp_options(function: F) -> F:
+    """``--mcp CMD`` and ``--mcp-http URL`` (each repeatable), as ``mcp`` and ``mcp_http``."""
+    function = click.option(
+        "--mcp-http",
+        "mcp_http",
+        multiple=True,
+        metavar="URL",
+        help="Offer the tools of the MCP server at URL (streamable HTTP; repeatable).",
+    )(function)
+    return click.option(
+        "--mcp",
+        "mcp",
+        multiple=True,
+        metavar="CMD",
+        help="Start the MCP server CMD (split like a shell) and offer its tools (repeatable).",
+    )(function)
+
+
+def server_config(server: str, option: str = "--mcp") -> dict[str, Any]:
+    """One server's plain configuration: ``{"url": ...}`` for an http(s) URL, else the
+    command split like a shell would, ``{"command": ..., "args": [...]}``."""
+    if server.lower().startswith(("http://", "https://")):
+        return {"url": server}
+    try:
+        words = shlex.split(server)
+    except ValueError as exc:
+        usage(f"{option} {server!r}: {exc}")
+    if not words:
+        usage(f"{option} needs a command, e.g. {option} 'python server.py'")
+    return {"command": words[0], "args": words[1:]}
+
+
+def mcp_configs(commands: Sequence[str], urls: Sequence[str]) -> list[dict[str, Any]]:
+    """The servers ``--mcp`` and ``--mcp-http`` name, in that order."""
+    configs = [server_config(command) for command in commands]
+    for url in urls:
+        if not url.lower().startswith(("http://", "https://")):
+            usage(f"--mcp-http needs an http(s) URL, got {url!r}")
+        configs.append({"url": url})
+    return configs
+
+
+def build_toolsets(
+    configs: Sequence[Mapping[str, Any]], host: PluginHost, where: str = "--mcp"
+) -> list[Any]:
+    """The toolsets of ``configs`` (nothing is started). A missing plugin is the install
+    hint (exit 2); a bad configuration a usage error naming ``where``."""
+    from ..errors import NotRegisteredError, ToolError
+
+    toolsets = []
+    for config in configs:
+        try:
+            toolsets.append(host.build_toolset(KIND, config))
+        except NotRegisteredError:
+            raise
+        except (ToolError, TypeError, ValueError) as exc:
+            usage(f"{where}: {exc}")
+    return toolsets
+
+
+def with_mcp(agent: Agent, commands: Sequence[str], urls: Sequence[str]) -> Agent:
+    """``agent`` with the tools of the MCP servers ``--mcp``/``--mcp-http`` name (itself if
+    none). The servers start with the run and stop when its event loop ends."""
+    configs = mcp_configs(commands, urls)
+    if not configs:
+        return agent
+    import attrs
+
+    from ..agent import Agent
+
+    toolsets = build_toolsets(configs, agent.plugins)
+    config = attrs.evolve(agent.config, tools=[*agent.config.tools, *toolsets])
+    return Agent(config, plugins=agent.plugins)
+
+
+@click.group()
+def mcp() -> None:
+    """Look at MCP servers (with the oma-mcp plugin)."""
+
+
+@mcp.command("list")
+@click.argument("server")
+@click.option("--json", "as_json", is_flag=True, help="Print the tools as a JSON array.")
+@command_guard
+def list_tools(server: str, as_json: bool) -> None:
+    """Start SERVER (a command, split like a shell, or an http(s) URL) and print its tools
+    with their input schemas."""
+    from ..plugins import PluginHost
+
+    host = PluginHost.default()
+    (toolset,) = build_toolsets([server_config(server, "SERVER")], host, "SERVER")
+    tools = asyncio.run(_listed(toolset))
+    if as_json:
+        rows = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in tools
+        ]
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    if not tools:
+        click.echo("(no tools)")
+    for found in tools:
+        click.echo(f"{found.name}  {found.description}".rstrip())
+        schema = json.dumps(found.input_schema, ensure_ascii=False, sort_keys=True)
+        click.echo(f"  input: {schema}")
+
+
+async def _listed(toolset: Any) -> list[Any]:
+    """The toolset's tools, the server stopped afterwards whatever happens."""
+    try:
+        return list(await toolset.list_tools())
+    finally:
+        close = getattr(toolset, "aclose", None)
+        if close is not None:
+            await close()

@@ -1,0 +1,189 @@
+"""MCP servers from the command line: ``oma run --mcp``, ``oma mcp list``, and the ``mcp``
+section of an agents file, through the ``mcp`` toolset kind this plugin registers.
+
+The commands run in this process (click's runner), with only this plugin loaded; the scripted
+provider's requests are its wire, so they show what a provider would be sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from mcp_processes import descendants
+
+from oma_core import PluginHost
+from oma_core.cli import cli
+from oma_core.testing import scripted
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "mcp_server.py"
+CAT = EXAMPLE.with_name("cat.png")
+SERVER = shlex.join([sys.executable, str(EXAMPLE)])
+
+
+@pytest.fixture(autouse=True)
+def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """A world of its own: ``$OMA_HOME``, only this plugin loaded, a fresh host; and no
+    server process left behind by any command."""
+    monkeypatch.setenv("OMA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "oma-mcp")
+    for name in ("OMA_PROVIDER", "OMA_MODEL", "OMA_DISABLE_PLUGINS"):
+        monkeypatch.delenv(name, raising=False)
+    previous = PluginHost.set_default(None)
+    before = descendants()
+    yield tmp_path
+    PluginHost.set_default(previous)
+    assert not descendants() - before, "an MCP server outlived its command"
+
+
+@pytest.fixture
+def providers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The scripted providers the commands make, kept to read their requests."""
+    made: list[Any] = []
+
+    class Kept(scripted.ScriptedProvider):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(scripted, "ScriptedProvider", Kept)
+    return made
+
+
+def oma(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args))
+
+
+def _use(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    block = {"type": "tool_use", "id": "c1", "name": name, "input": arguments or {}}
+    return {"role": "assistant", "content": [block]}
+
+
+def _script(*responses: Any) -> tuple[str, str, str]:
+    return ("-o", "responses", json.dumps(list(responses)))
+
+
+def test_run_with_mcp_sends_the_servers_image_in_the_tool_result(providers: list[Any]) -> None:
+    script = _script(_use("shout", {"text": "hi"}), _use("cat_picture"), "a cat")
+    result = oma("run", "go", "--mcp", SERVER, "-p", "scripted", *script, "--no-log")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "a cat"
+    (provider,) = providers
+    assert [t.name for t in provider.requests[0].tools] == ["shout", "cat_picture"]
+    assert provider.requests[1].messages[-1].content[0].content == "HI"
+    (answer,) = provider.requests[2].messages[-1].content
+    assert answer.type == "tool_result" and not answer.is_error
+    (image,) = answer.content
+    assert image.type == "image" and image.source.media_type == "image/png"
+    assert base64.b64decode(image.source.data) == CAT.read_bytes()
+
+
+def test_run_takes_several_mcp_servers_and_tells_clashing_tools_apart(
+    providers: list[Any],
+) -> None:
+    script = _script("never")
+    result = oma("run", "go", "--mcp", SERVER, "--mcp", SERVER, "-p", "scripted", *script)
+
+    assert result.exit_code == 2  # a configuration mistake, found before the model is called
+    assert "two tools are named 'shout'" in result.stderr
+    assert "give the toolset a prefix" in result.stderr
+    assert providers[0].requests == []
+
+
+def test_an_empty_mcp_command_is_a_usage_error() -> None:
+    result = oma("run", "go", "--mcp", " ", "-p", "scripted")
+
+    assert result.exit_code == 2
+    assert "--mcp needs a command" in result.stderr
+
+
+def test_mcp_http_needs_an_http_url() -> None:
+    result = oma("run", "go", "--mcp-http", "ftp://example", "-p", "scripted")
+
+    assert result.exit_code == 2
+    assert "--mcp-http needs an http(s) URL, got 'ftp://example'" in result.stderr
+
+
+def test_mcp_list_prints_each_tool_with_its_input_schema() -> None:
+    result = oma("mcp", "list", SERVER)
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "shout  Return the text in capital letters."
+    assert json.loads(lines[1].removeprefix("  input: "))["required"] == ["text"]
+    assert lines[2] == "cat_picture  A photo of a cat (PNG)."
+
+
+def test_mcp_list_json_gives_names_descriptions_and_schemas() -> None:
+    result = oma("mcp", "list", "--json", SERVER)
+
+    assert result.exit_code == 0, result.output
+    tools = json.loads(result.stdout)
+    assert [t["name"] for t in tools] == ["shout", "cat_picture"]
+    assert tools[0]["input_schema"]["properties"]["text"]["type"] == "string"
+
+
+def test_mcp_list_of_a_server_that_cannot_start_fails_naming_it() -> None:
+    result = oma("mcp", "list", "/nonexistent/mcp-server")
+
+    assert result.exit_code == 1
+    assert "could not be started" in result.stderr
+
+
+def test_oma_plugins_lists_the_mcp_toolset_kind() -> None:
+    result = oma("plugins", "--json")
+
+    data = json.loads(result.stdout)
+    assert data["toolsets"]["mcp"]["plugin"] == "mcp"
+
+
+def _plan(tmp_path: Path, mcp: Any, responses: list[Any]) -> str:
+    agent = {
+        "name": "w",
+        "provider": "scripted",
+        "provider_options": {"responses": responses},
+        "mcp": mcp,
+    }
+    task = {"title": "a", "description": "shout hi", "assignee": "w", "depends_on": []}
+    path = tmp_path / "PLAN.json"
+    path.write_text(json.dumps({"name": "t", "agents": [agent], "tasks": [task]}))
+    return str(path)
+
+
+def test_an_agents_mcp_section_gives_its_tasks_the_servers_tools(
+    home: Path, providers: list[Any]
+) -> None:
+    server = {"command": sys.executable, "args": [str(EXAMPLE)]}
+    plan = _plan(home, [server], [_use("shout", {"text": "hi"}), "shouted"])
+    result = oma("tasks", plan, "--json")
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["tasks"]["a"]["output"] == "shouted"
+    (provider,) = [p for p in providers if p.requests]  # the others: the checks before
+    assert provider.requests[1].messages[-1].content[0].content == "HI"
+
+
+@pytest.mark.parametrize(
+    ("mcp", "message"),
+    [
+        ({"command": "x"}, "agents[0].mcp must be a list of MCP servers, got object"),
+        ([{"command": "x", "url": "http://h"}], 'needs exactly one of "command" and "url"'),
+        ([{"command": "x", "args": "-v"}], "agents[0].mcp[0].args must be a list of strings"),
+        ([{"command": "x", "colour": 1}], "unknown MCP server settings: colour"),
+    ],
+)
+def test_a_bad_mcp_section_is_refused_before_anything_starts(
+    home: Path, mcp: Any, message: str
+) -> None:
+    result = oma("tasks", _plan(home, mcp, ["never"]))
+
+    assert result.exit_code == 2
+    assert message in result.stderr

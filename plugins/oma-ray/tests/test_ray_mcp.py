@@ -1,0 +1,33 @@
+"""An agent with an MCP stdio server in a team on Ray: the worker that runs the task starts
+the server (the toolset travels as its settings) and stops it when the attempt ends. Needs
+oma-mcp beside oma-ray; skipped without it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oma_core import AgentConfig, OpenMultiAgent, PluginHost, TaskSpec, Team
+from oma_core.testing.executors import ToolCallingProvider
+
+oma_mcp = pytest.importorskip("oma_mcp")
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "mcp_server.py"
+
+
+async def test_a_task_on_ray_calls_the_mcp_server_its_worker_started(ray_cluster: str) -> None:
+    server = oma_mcp.MCPToolset.stdio(sys.executable, [str(EXAMPLE)])
+    agent = AgentConfig("ann", provider=ToolCallingProvider(), tools=[server], max_retries=0)
+    team = Team("mcp-on-ray", [agent])
+    tasks = [TaskSpec("a", "Shout this."), TaskSpec("b", "And this.", depends_on="a")]
+    options: dict[str, Any] = {"address": ray_cluster}
+    async with OpenMultiAgent(
+        plugins=PluginHost.default(), executor="ray", executor_options=options
+    ) as oma:
+        result = await oma.run_tasks(team, tasks)
+
+    assert result.success, {t: r.error for t, r in result.tasks.items()}
+    assert [r.output for r in result.tasks.values()] == ["SHOUT THIS.", "AND THIS."]
