@@ -49,6 +49,9 @@ class Terminal:
         if pid == 0:  # the child: become the command
             try:
                 os.chdir(ROOT)
+                # as a terminal starts it: a runner started in the background ignores SIGINT,
+                # and Python keeps an ignored SIGINT ignored (Ctrl-C would then do nothing)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
                 os.execve(sys.executable, [sys.executable, *args], env)
             finally:
                 os._exit(127)
