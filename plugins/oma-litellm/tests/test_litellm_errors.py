@@ -201,13 +201,8 @@ async def test_the_core_sends_a_request_again_after_a_malformed_reply(
 
 # LiteLLM builds the OpenAI SDK's client itself for its OpenAI routes, following redirects,
 # with no way in short of replacing the client (and LiteLLM's key and URL resolution with it)
-SDK_ROUTE_FOLLOWS = pytest.mark.xfail(
-    strict=True, reason="LiteLLM's OpenAI-SDK routes follow redirects (a known limitation)"
-)
-
-
 @pytest.mark.parametrize("streaming", [False, True])
-@pytest.mark.parametrize("route", [pytest.param("openai", marks=SDK_ROUTE_FOLLOWS), "anthropic"])
+@pytest.mark.parametrize("route", ["openai", "anthropic"])
 async def test_a_redirect_is_refused_and_the_other_host_gets_nothing(
     fake_server_factory: Any, streaming: bool, route: str
 ) -> None:
