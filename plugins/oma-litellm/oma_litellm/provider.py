@@ -8,7 +8,12 @@ owns the one retry ladder.
 Each provider keeps its own connections per event loop, so that ``aclose`` closes them instead
 of leaving them in LiteLLM's global client cache: an ``aiohttp`` session (LiteLLM's transport)
 handed over as ``shared_session``, and, for the routes LiteLLM serves with its own HTTP
-handler rather than the OpenAI SDK (``anthropic/`` and most others), that handler as ``client``.
+handler (``anthropic/``, ``groq/`` and most others), that handler as ``client``. The routes
+LiteLLM serves through the OpenAI SDK (``openai/`` and the OpenAI-compatible ones without a
+handler of their own) get instead an ``AsyncOpenAI`` of the provider's own, built as oma-openai
+builds its client: no SDK retries, an httpx client that never follows a redirect and reads
+every reply through the toolkit's bounds, and the key and base URL LiteLLM itself would have
+used (``litellm.get_llm_provider``).
 """
 
 from __future__ import annotations
@@ -91,10 +96,16 @@ class LiteLLMProvider:
         self._limits = ReadLimits.from_options(settings.options, name=self.name)
         self._litellm = import_litellm()
         self._sessions: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any, Any]] = {}
-        self._sdk_routes = frozenset(
-            {"openai", "custom_openai", "text-completion-openai", "azure", "azure_text"}
-            | set(getattr(self._litellm, "openai_compatible_providers", ()))
-        )
+        self._clients: dict[tuple[int, str, str], tuple[weakref.ref[Any], Any]] = {}
+        compatible = set(getattr(self._litellm, "openai_compatible_providers", ()))
+        # LiteLLM's dispatch: a compatible route with a ``_complete_<route>`` function of its
+        # own (groq, together_ai, ...) goes through its HTTP handler; the rest through the SDK
+        main = getattr(self._litellm, "main", None)
+        own = {route for route in compatible if hasattr(main, f"_complete_{route}")}
+        #: routes served by LiteLLM's OpenAI chat handler: they take an ``AsyncOpenAI`` client
+        self._sdk_routes = frozenset({"openai", "custom_openai"} | (compatible - own))
+        #: routes on an SDK client LiteLLM builds itself (Azure's, the text-completion API)
+        self._unowned_routes = frozenset({"text-completion-openai", "azure", "azure_text"})
 
     # -- the provider interface
 
@@ -161,6 +172,11 @@ class LiteLLMProvider:
                 await handler.close()
                 await session.close()
             # a session of another (or a finished) loop cannot be closed from here
+        clients, self._clients = self._clients, {}
+        for loop_ref, client in clients.values():
+            loop = loop_ref()
+            if loop is not None and loop is _running_loop():
+                await client.close()
 
     # -- helpers
 
@@ -176,7 +192,11 @@ class LiteLLMProvider:
         }
         session, handler = self._session()
         kwargs["shared_session"] = session
-        if route not in self._sdk_routes:  # the OpenAI SDK takes no LiteLLM handler
+        if route in self._sdk_routes:  # the OpenAI SDK takes no LiteLLM handler
+            client = self._sdk_client(str(kwargs["model"]), route)
+            if client is not None:
+                kwargs["client"] = client
+        elif route not in self._unowned_routes:
             kwargs["client"] = handler
         if self._settings.api_key:
             kwargs["api_key"] = self._settings.api_key
@@ -225,6 +245,49 @@ class LiteLLMProvider:
         )
         self._sessions[id(loop)] = (weakref.ref(loop), session, handler)
         return session, handler
+
+    def _sdk_client(self, model: str, route: str) -> Any:
+        """This provider's ``AsyncOpenAI`` for ``route`` on the running loop, with the key and
+        base URL LiteLLM would have used; None without a key (LiteLLM then reports it)."""
+        litellm = self._litellm
+        _, _, key, base = litellm.get_llm_provider(
+            model=model,
+            custom_llm_provider=route,
+            api_base=self._settings.base_url,
+            api_key=self._settings.api_key,
+        )
+        if route in ("openai", "custom_openai"):  # as LiteLLM's OpenAI route falls back
+            key = key or litellm.api_key or litellm.openai_key or os.environ.get("OPENAI_API_KEY")
+            base = (
+                base
+                or litellm.api_base
+                or os.environ.get("OPENAI_BASE_URL")
+                or os.environ.get("OPENAI_API_BASE")
+                or "https://api.openai.com/v1"
+            )
+        key = key or litellm.api_key
+        if not key or not base:
+            return None
+        loop = asyncio.get_running_loop()
+        slot = (id(loop), str(key), str(base))
+        entry = self._clients.get(slot)
+        if entry is not None and entry[0]() is loop:
+            return entry[1]
+        self._clients = {k: v for k, v in self._clients.items() if _alive(v[0])}
+        import openai
+
+        given = self._settings.options.get("timeout")
+        idle = float(given) if isinstance(given, int | float) else DEFAULT_IDLE_TIMEOUT
+        # redirects never followed, replies read through the toolkit's bounds; LiteLLM passes
+        # the call's timeout to each request
+        http_client = openai.DefaultAsyncHttpxClient(
+            follow_redirects=False, event_hooks=guard_hooks(DISPLAY_NAME, self._limits, idle)
+        )
+        client = openai.AsyncOpenAI(
+            api_key=str(key), base_url=str(base), max_retries=0, http_client=http_client
+        )
+        self._clients[slot] = (weakref.ref(loop), client)
+        return client
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -51,8 +51,6 @@ class TestLiteLLMConformanceOpenAIRoute(ProviderConformance):
     model = "openai/gpt-fake"
     api_key = "test-key"
     transient_stream_error = "server_error"
-    # LiteLLM builds the OpenAI SDK's client for its OpenAI routes itself
-    unbounded_transport = "LiteLLM's OpenAI-SDK routes use a client LiteLLM builds"
 
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeChatCompletions:

@@ -199,28 +199,22 @@ async def test_the_core_sends_a_request_again_after_a_malformed_reply(
 # --------------------------------------------------------------------------- redirects
 
 
-# LiteLLM builds the OpenAI SDK's client itself for its OpenAI routes, following redirects,
-# with no way in short of replacing the client (and LiteLLM's key and URL resolution with it)
-SDK_ROUTE_FOLLOWS = pytest.mark.xfail(
-    strict=True, reason="LiteLLM's OpenAI-SDK routes follow redirects (a known limitation)"
-)
-
-
 @pytest.mark.parametrize("streaming", [False, True])
-@pytest.mark.parametrize("route", [pytest.param("openai", marks=SDK_ROUTE_FOLLOWS), "anthropic"])
+# openai/ and deepinfra/: LiteLLM's OpenAI-SDK route; groq/ and anthropic/: its own handler
+@pytest.mark.parametrize("route", ["openai", "deepinfra", "groq", "anthropic"])
 async def test_a_redirect_is_refused_and_the_other_host_gets_nothing(
     fake_server_factory: Any, streaming: bool, route: str
 ) -> None:
     from fake_messages import FakeMessages
     from oma_litellm import create_provider
 
-    cls = FakeChatCompletions if route == "openai" else FakeMessages
+    cls = FakeMessages if route == "anthropic" else FakeChatCompletions
     server = fake_server_factory(cls)
     with cls() as elsewhere:
         port = elsewhere.port
         server.enqueue(Redirect(f"{elsewhere.url}/v1/x?token=redirect-secret"))
         options = {"headers": {"Helicone-Auth": "Bearer helicone-secret"}}
-        base_url = server.base_url if route == "openai" else server.url
+        base_url = server.url if route == "anthropic" else server.base_url
         built = create_provider(
             ProviderSettings(base_url=base_url, api_key="test-key", options=options)
         )

@@ -47,6 +47,22 @@ async def test_temperature_max_tokens_and_stop_reach_the_wire(
     assert body["model"] == "gpt-fake"
 
 
+@pytest.mark.parametrize(
+    ("model", "variable"),
+    [("openai/gpt-fake", "OPENAI_API_KEY"), ("deepinfra/fake-model", "DEEPINFRA_API_KEY")],
+)
+async def test_an_sdk_route_without_a_configured_key_sends_its_own_variable(
+    server: FakeChatCompletions, monkeypatch: pytest.MonkeyPatch, model: str, variable: str
+) -> None:
+    # the plugin builds the OpenAI SDK client for these routes: the key is still the one
+    # LiteLLM would have read for the route
+    monkeypatch.setenv(variable, "test-key")  # the one key the fake server accepts
+    async with agent(server, model=model, api_key=None) as bridge:
+        result = await bridge.run("hi")
+    assert result.success, result.status.error
+    assert server.requests[0].headers["authorization"] == "Bearer test-key"
+
+
 async def test_the_system_prompt_is_the_first_message(server: FakeChatCompletions) -> None:
     async with agent(server, system_prompt="be brief") as bridge:
         await bridge.run("hi")
