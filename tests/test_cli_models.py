@@ -17,6 +17,8 @@ from _builders import oma
 
 from oma_core.plugins import PluginHost
 
+pytestmark = pytest.mark.combination  # oma models over oma-openai's spec: run by `nox -s all`
+
 
 @pytest.fixture(autouse=True)
 def _openai(cli_home: Path) -> Iterator[None]:

@@ -369,6 +369,7 @@ def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         yield server
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_a_misspelt_option_exits_2_with_a_did_you_mean_and_nothing_is_sent(
     openai_server: Any,
 ) -> None:
@@ -379,6 +380,7 @@ def test_a_misspelt_option_exits_2_with_a_did_you_mean_and_nothing_is_sent(
     assert openai_server.requests == []
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_an_option_of_the_wrong_type_exits_2_naming_the_type_and_nothing_is_sent(
     openai_server: Any,
 ) -> None:
@@ -389,6 +391,7 @@ def test_an_option_of_the_wrong_type_exits_2_naming_the_type_and_nothing_is_sent
     assert openai_server.requests == []
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_extra_body_fields_reach_the_wire_as_body_fields(openai_server: Any) -> None:
     url = openai_server.base_url
     extra = '{"top_k": 5, "min_p": 0.1}'
