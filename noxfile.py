@@ -2,11 +2,13 @@
 
 - `tests`: the core alone (plus the small plugin distributions its tests install), every core
   test but those marked `combination`;
-- `plugin-NAME`: one plugin with the core and nothing else, running that plugin's tests;
+- `plugin-NAME`: one plugin with the core and nothing else, running that plugin's tests but
+  those marked `combination`;
 - `all`: the core and every plugin installed together, running only what needs them together:
   the tests marked `combination` (installed providers' tables, cross-plugin contracts,
-  entry-point discovery and `oma plugins` over every plugin). A plugin test that needs another
-  plugin belongs there too (in `tests/`, marked), since its plugin's session installs no other;
+  entry-point discovery and `oma plugins` over every plugin), in `tests/` and in every plugin's
+  suite: a plugin test that needs another plugin is marked, since its plugin's session
+  installs no other;
 - `every-test-ran`: every test of every suite (as collected with everything installed) passed
   in at least one of the sessions above; none is skipped, deselected or missing everywhere;
 - `lint` (ruff), `types` (mypy --strict), `docs` (mkdocs --strict).
@@ -70,7 +72,8 @@ def _plugin_session(plugin: str) -> None:
     @nox.session(name=f"plugin-{plugin.removeprefix('oma-')}")
     def run(session: nox.Session) -> None:
         _install_core(session, f"plugins/{plugin}[test]")
-        _pytest(session, f"plugins/{plugin}/tests", parallel=plugin not in SERIAL)
+        suite = f"plugins/{plugin}/tests"
+        _pytest(session, "-m", "not combination", suite, parallel=plugin not in SERIAL)
 
     run.__doc__ = f"{plugin} alone with the core."
 
@@ -83,9 +86,9 @@ for _plugin in PLUGINS:
 def all_together(session: nox.Session) -> None:
     """The core and every plugin installed together: the tests marked `combination`."""
     _install_core(session, *(f"plugins/{p}[test]" for p in PLUGINS), *TEST_DISTRIBUTIONS)
-    _pytest(session, "-m", "combination", "tests")
-    # Every test id of every suite, for `every-test-ran` (only here can every suite be collected).
     suites = ["tests", *(f"plugins/{p}/tests" for p in PLUGINS)]
+    _pytest(session, "-m", "combination", *suites)
+    # Every test id of every suite, for `every-test-ran` (only here can every suite be collected).
     listed = session.run(*PYTEST, "--collect-only", *suites, silent=True)
     EVERY_TEST.write_text(
         "".join(f"{line}\n" for line in str(listed).splitlines() if "::" in line),

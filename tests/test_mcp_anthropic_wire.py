@@ -1,7 +1,7 @@
 """oma-mcp with oma-anthropic: ``oma run --mcp`` against the fake Messages API, where an MCP
 server's image reaches Anthropic's wire as an image block inside the ``tool_result``.
 
-A combination of two plugins: skipped unless both are installed (``nox -s all`` has them).
+A combination of two plugins, marked so: ``nox -s all`` runs it, with both installed.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ import pytest
 from _builders import ROOT
 from click.testing import CliRunner
 
-pytest.importorskip("oma_mcp")
-pytest.importorskip("oma_anthropic")
-
 from oma_core.cli import cli
 from oma_core.plugins import PluginHost
 from oma_core.testing.fake_server import FakeServer
+
+pytestmark = pytest.mark.combination  # needs oma-mcp and oma-anthropic: run by `nox -s all`
+
+pytest.importorskip("oma_mcp")
+pytest.importorskip("oma_anthropic")
 
 EXAMPLE = ROOT / "examples" / "mcp_server.py"
 CAT = EXAMPLE.with_name("cat.png")

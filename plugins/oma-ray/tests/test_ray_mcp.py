@@ -1,6 +1,6 @@
 """An agent with an MCP stdio server in a team on Ray: the worker that runs the task starts
 the server (the toolset travels as its settings) and stops it when the attempt ends. Needs
-oma-mcp beside oma-ray; skipped without it."""
+oma-mcp beside oma-ray, so it runs in `nox -s all` (marked `combination`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import pytest
 
 from oma_core import AgentConfig, OpenMultiAgent, PluginHost, TaskSpec, Team
 from oma_core.testing.executors import ToolCallingProvider
+
+pytestmark = pytest.mark.combination  # needs oma-mcp beside oma-ray: run by `nox -s all`
 
 oma_mcp = pytest.importorskip("oma_mcp")
 
