@@ -100,7 +100,8 @@ async def test_body_options_reach_the_body(server: FakeChatCompletions) -> None:
 async def test_a_body_option_the_service_does_not_know_is_its_400(
     server: FakeChatCompletions,
 ) -> None:
-    async with agent(server, provider_options={"not_a_parameter": 1}) as a:
+    # an undeclared option is refused locally; extra_body is the way to send one anyway
+    async with agent(server, provider_options={"extra_body": {"not_a_parameter": 1}}) as a:
         result = await a.run("hi")
     error = result.status.error
     assert isinstance(error, ProviderError)
@@ -111,8 +112,8 @@ async def test_a_body_option_the_service_does_not_know_is_its_400(
 async def test_options_cannot_replace_the_fields_the_plugin_owns(
     server: FakeChatCompletions,
 ) -> None:
-    options = {"model": "other", "messages": [], "stream": True}
-    async with agent(server, provider_options=options) as a:
+    fields = {"model": "other", "messages": [], "stream": True}
+    async with agent(server, provider_options={"extra_body": fields}) as a:
         assert (await a.run("hi")).success
     body = server.requests[0].json
     assert body["model"] == "gpt-test"
