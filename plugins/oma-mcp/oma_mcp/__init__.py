@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+__version__ = "0.1.0"  # the distribution's version (hatch reads it here)
+
 __all__ = ["MCPServerError", "MCPToolset", "tool_output"]
 
 _EXPORTS = {"MCPServerError": "_toolset", "MCPToolset": "_toolset", "tool_output": "_results"}
