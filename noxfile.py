@@ -12,6 +12,10 @@
 - `every-test-ran`: every test of every suite (as collected with everything installed) passed
   in at least one of the sessions above; none is skipped, deselected or missing everywhere;
 - `lint` (ruff), `types` (mypy --strict), `docs` (mkdocs --strict).
+- `build`: the eleven distributions as a user installs them: sdists, wheels built from them,
+  `twine check`, the wheels alone installed into a fresh venv, `oma --version`, `oma plugins`,
+  `oma run` and each provider plugin's conformance kit run there against the installed
+  packages (Ray's executor kit not yet).
 
 The suites run on every core (pytest-xdist), but Ray's: its one cluster per run is shared by
 its tests. A fresh `nox` uses about 18 minutes of CPU (measured: `tests` 3.4, `plugin-openai`
@@ -24,6 +28,8 @@ uv creates the environments when it is installed (`pip install nox uv`), virtual
 from __future__ import annotations
 
 import json
+import shutil
+import tomllib
 from pathlib import Path
 
 import nox
@@ -129,6 +135,118 @@ def every_test_ran(session: nox.Session) -> None:
         shown = "\n  ".join(lost[:50])
         session.error(f"{len(lost)} tests passed in no session (skipped or not run):\n  {shown}")
     session.log(f"each of the {len(every)} tests passed in at least one session")
+
+
+def _dist_name(source: Path) -> str:
+    """A distribution's name, from its pyproject.toml."""
+    with open(source / "pyproject.toml", "rb") as file:
+        return str(tomllib.load(file)["project"]["name"])
+
+
+def _package(source: Path) -> str:
+    """The import package a distribution's folder ships: ``oma_core``, ``oma_openai``, ..."""
+    return "oma_core" if source == ROOT else source.name.replace("-", "_")
+
+
+def _missing_from_wheel(source: Path, wheel: Path) -> list[str]:
+    """Files of the package's source folder (modules, ``py.typed``, data) not in its wheel."""
+    import zipfile
+
+    package = source / _package(source)
+    wanted = {
+        path.relative_to(source).as_posix()
+        for path in package.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    }
+    return sorted(wanted - set(zipfile.ZipFile(wheel).namelist()))
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """The eleven distributions as a user gets them: each sdist built, then its wheel built
+    from that sdist (``python -m build``), their metadata checked (``twine check``), every
+    file of each package found in its wheel; then the wheels alone (no editable install, no
+    oma-* from an index) installed into a fresh venv, where ``oma --version``, ``oma plugins``
+    and ``oma run`` (echo) run, and each plugin's conformance kit runs against the installed
+    packages (the test files from this tree, the packages from the venv)."""
+    # twine 7: the first to read the Metadata-Version 2.5 that hatchling 1.32 writes
+    session.install("build[uv]~=1.2", "twine~=7.0")
+    tmp = Path(session.create_tmp()).resolve()
+    dist, venv, home = tmp / "dist", tmp / "venv", tmp / "home"
+    for stale in (dist, venv, home):
+        shutil.rmtree(stale, ignore_errors=True)
+    sources = [ROOT, *(ROOT / "plugins" / p for p in PLUGINS)]
+    for source in sources:  # sdist, then the wheel from the unpacked sdist
+        session.run(
+            "python",
+            "-m",
+            "build",
+            "--installer",
+            "uv",
+            "--outdir",
+            str(dist),
+            str(source),
+            silent=True,
+        )
+    session.run("twine", "check", "--strict", *map(str, sorted(dist.iterdir())))
+    wheels = {_package(s): next(dist.glob(f"{_package(s)}-*.whl")) for s in sources}
+    for source in sources:
+        missing = _missing_from_wheel(source, wheels[_package(source)])
+        if missing:
+            session.error(f"{wheels[_package(source)].name} lacks {', '.join(missing)}")
+
+    # A fresh venv holding the wheels and their third-party dependencies (the registry), with
+    # each distribution's test extra for the conformance kits. Wheels named by path: an oma-*
+    # of the same name on an index can never be picked instead.
+    session.run("uv", "venv", "--quiet", "--python", str(Path(session.bin) / "python"), str(venv))
+    python, oma = str(venv / "bin" / "python"), str(venv / "bin" / "oma")
+    names = {_package(s): _dist_name(s) for s in sources}
+    requirements = [f"{names[pkg]}[test] @ {wheel.as_uri()}" for pkg, wheel in wheels.items()]
+    session.run("uv", "pip", "install", "--quiet", "--python", python, *requirements)
+
+    # Run from an empty folder with a private OMA_HOME: no source package on sys.path, no
+    # user's keys, config or defaults.
+    work = tmp / "work"
+    work.mkdir(exist_ok=True)
+    session.chdir(work)
+    for name in ("OMA_PROVIDER", "OMA_MODEL", "OMA_LOAD_PLUGINS", "OMA_DISABLE_PLUGINS"):
+        session.env.pop(name, None)
+    session.env["OMA_HOME"] = str(home)
+    # The installed copies are imported, even with the kits' tests/ folders on sys.path as
+    # pytest puts them (its default import mode inserts each test file's folder).
+    tests_folders = sorted(str(p.parent) for p in (ROOT / "plugins").glob("*/tests/conftest.py"))
+    check = (
+        "import importlib, sys; from pathlib import Path; prefix = Path(sys.prefix).resolve()\n"
+        f"sys.path[:0] = {tests_folders!r}\n"
+        f"for name in {sorted(wheels)!r}:\n"
+        "    where = Path(importlib.import_module(name).__file__).resolve()\n"
+        "    assert prefix in where.parents, f'{name} imported from {where}, not the venv'\n"
+    )
+    session.run(python, "-c", check, external=True)
+    versions = session.run(oma, "--version", external=True, silent=True)
+    expected = sorted(f"{names[pkg]} " for pkg in wheels if pkg != "oma_core")
+    listed = str(versions).splitlines()
+    if (
+        not listed[0].startswith("oma ")
+        or [line[: line.index(" ") + 1] for line in listed[1:]] != expected
+    ):
+        session.error(f"oma --version printed:\n{versions}")
+    session.log(str(versions).strip())
+    session.run(oma, "plugins", external=True)
+    session.run(oma, "run", "hi", external=True)
+    # The kits: oma_core.testing from the core's wheel, driven by each plugin's conformance
+    # tests; pytest's default import mode puts only each tests/ folder on sys.path.
+    # Ray's executor kit is left out here: its cluster, started from the venv, hung past five
+    # minutes (not yet diagnosed); `plugin-ray` runs it against the editable install.
+    kits = sorted(
+        str(p)
+        for p in (ROOT / "plugins").glob("*/tests/test_*conformance*.py")
+        if p.parent.parent.name != "oma-ray"
+    )
+    for plugin in sorted({Path(kit).parent.parent for kit in kits}):
+        mine = [kit for kit in kits if Path(kit).parent.parent == plugin]
+        workers = [] if plugin.name in SERIAL else PARALLEL
+        session.run(str(venv / "bin" / "pytest"), *PYTEST[1:], *workers, *mine, external=True)
 
 
 @nox.session

@@ -75,7 +75,7 @@ def test_an_unknown_option_without_a_command_is_runs_usage_error() -> None:
 
 
 def test_help_and_version_stay_the_groups() -> None:
-    assert oma("--version").stdout.startswith("oma, version ")
+    assert oma("--version").stdout.startswith("oma 0.1.0\n")
     assert "Commands:" in oma("--help").stdout
 
 

@@ -33,6 +33,20 @@ __all__ = ["CAPABILITY_COLUMNS", "capability_matrix", "cli", "main"]
 DEFAULT_COMMAND = "run"
 
 
+def _print_versions(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: the core's version, then one line per installed distribution that
+    registers plugins (``oma`` entry points), by name, as a bug report needs them."""
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import entry_points
+
+    click.echo(f"oma {__version__}")
+    found = {ep.dist.name: ep.dist.version for ep in entry_points(group="oma") if ep.dist}
+    for name in sorted(found):
+        click.echo(f"{name} {found[name]}")
+    ctx.exit(0)
+
+
 class _PromptGroup(click.Group):
     """A group whose first word, when it names no command, is the default command's: a
     prompt or one of ``run``'s options. Options the group does not know are left for the
@@ -58,7 +72,14 @@ class _PromptGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "ignore_unknown_options": True},
     subcommand_metavar="COMMAND [ARGS]... | PROMPT",
 )
-@click.version_option(__version__, prog_name="oma")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_versions,
+    help="Show the version of oma and of each installed plugin distribution, and exit.",
+)
 def cli() -> None:
     """Run LLM agents on structured, multimodal input. Providers are plugins.
 

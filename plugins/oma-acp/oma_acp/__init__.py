@@ -16,6 +16,8 @@ from oma_core.toolkit import ALLOWED_ENV, BackendSpec
 
 from ._permissions import PermissionOption, PermissionRequest
 
+__version__ = "0.1.0"  # the distribution's version (hatch reads it here)
+
 if TYPE_CHECKING:
     from ._backend import AcpBackend
 

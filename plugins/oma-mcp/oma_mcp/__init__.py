@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from oma_core import hookimpl
 from oma_core.toolkit import ToolsetSpec
 
+__version__ = "0.1.0"  # the distribution's version (hatch reads it here)
+
 __all__ = ["MCPServerError", "MCPToolset", "oma_register_toolsets", "tool_output"]
 
 _EXPORTS = {"MCPServerError": "_toolset", "MCPToolset": "_toolset", "tool_output": "_results"}

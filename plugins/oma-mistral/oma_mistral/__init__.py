@@ -50,6 +50,8 @@ from oma_core.toolkit import (
     tool_result_text,
 )
 
+__version__ = "0.1.0"  # the distribution's version (hatch reads it here)
+
 __all__ = ["CAPABILITIES", "DISPLAY_NAME", "SPEC", "MistralProvider", "wire_id"]
 
 DISPLAY_NAME = "Mistral"

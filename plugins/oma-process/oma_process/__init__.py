@@ -11,6 +11,8 @@ from oma_core.toolkit import ALLOWED_ENV, BackendSpec
 
 from ._backend import ProcessBackend, compose_prompt
 
+__version__ = "0.1.0"  # the distribution's version (hatch reads it here)
+
 __all__ = ["ALLOWED_ENV", "ProcessBackend", "compose_prompt", "oma_register_backends"]
 
 

@@ -11,6 +11,8 @@ from oma_core import ExecutorSpec, hookimpl
 
 from ._executor import RayExecutor, RayExecutorStats
 
+__version__ = "0.1.0"  # the distribution's version (hatch reads it here)
+
 __all__ = ["RayExecutor", "RayExecutorStats", "oma_register_executors"]
 
 
