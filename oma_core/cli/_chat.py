@@ -35,7 +35,7 @@ from ._exits import (
     usage,
     usage_text,
 )
-from ._inputs import MediaOptions, conversation_of, input_options, read_json
+from ._inputs import MediaOptions, continue_options, conversation_of, input_options, read_json
 from ._templates import template_options
 
 if TYPE_CHECKING:
@@ -291,12 +291,7 @@ def _banner(agent: Agent, conversation_id: str) -> None:
 @click.command()
 @input_options
 @template_options
-@click.option(
-    "-c", "--continue", "continue_last", is_flag=True, help="Continue the last conversation."
-)
-@click.option(
-    "--cid", "conversation_id", default=None, metavar="ID", help="Continue conversation ID."
-)
+@continue_options
 @click.option("--no-log", is_flag=True, help="Do not log the turns.")
 @command_guard
 def chat(

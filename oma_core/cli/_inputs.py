@@ -168,6 +168,17 @@ def _stdin_text() -> str:
         usage("stdin is not UTF-8 text; to send an image or video from stdin, use -a -")
 
 
+def continue_options(function: F) -> F:
+    """``-c/--continue`` and ``--cid ID``, the logged conversation ``run`` and ``chat`` go on
+    with (``continue_last`` and ``conversation_id`` for the command)."""
+    function = click.option(
+        "--cid", "conversation_id", default=None, metavar="ID", help="Continue conversation ID."
+    )(function)
+    return click.option(
+        "-c", "--continue", "continue_last", is_flag=True, help="Continue the last conversation."
+    )(function)
+
+
 def input_options(function: F) -> F:
     """The options ``run`` and ``render`` share: what to send and to whom. The command gets
     ``media`` (``MediaOptions``) and ``agent_options`` (``AgentOptions``) for them."""

@@ -21,7 +21,15 @@ from ._exits import (
     usage,
     usage_text,
 )
-from ._inputs import MediaOptions, build_input, conversation_of, input_options, read_json, shorten
+from ._inputs import (
+    MediaOptions,
+    build_input,
+    continue_options,
+    conversation_of,
+    input_options,
+    read_json,
+    shorten,
+)
 from ._mcp import mcp_options, with_mcp
 from ._templates import template_options
 
@@ -86,12 +94,7 @@ async def _stream(
 @click.command()
 @input_options
 @template_options
-@click.option(
-    "-c", "--continue", "continue_last", is_flag=True, help="Continue the last conversation."
-)
-@click.option(
-    "--cid", "conversation_id", default=None, metavar="ID", help="Continue conversation ID."
-)
+@continue_options
 @click.option("--no-log", is_flag=True, help="Do not log this run.")
 @click.option(
     "--no-keep-media",
