@@ -44,7 +44,7 @@ def oma_register_toolsets() -> list[ToolsetSpec]:
         ToolsetSpec(
             "mcp",
             _from_config,
-            "an MCP server's tools: {command, args, env, cwd} (stdio) or {url, headers}",
+            "an MCP server's tools: {command, args, env, cwd} (stdio) or {url, headers, transport}",
         )
     ]
 

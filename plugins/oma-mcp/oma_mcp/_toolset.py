@@ -1,4 +1,4 @@
-"""``MCPToolset``: an MCP server's tools as oma tools, over stdio or streamable HTTP.
+"""``MCPToolset``: an MCP server's tools as oma tools, over stdio, streamable HTTP or SSE.
 
 One connection per event loop, started on first use (``list_tools`` or ``async with``) in a
 task of its own, so the SDK's transport and session contexts are entered and left in one
@@ -22,7 +22,7 @@ import sys
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
@@ -69,10 +69,15 @@ class _Stdio:
         return redact(line, configured_values(self.env))
 
 
+HttpTransport = Literal["streamable-http", "sse"]
+"""The HTTP transports of MCP, named as the SDK's ``MCPServer.run`` names them."""
+
+
 @attrs.frozen
 class _Http:
     url: str
     headers: Mapping[str, str] = attrs.field(repr=False)
+    transport: HttpTransport = "streamable-http"
 
     def label(self) -> str:
         """The URL as errors show it: no user info, query or fragment."""
@@ -138,22 +143,47 @@ class MCPToolset:
         return cls(transport, **options)
 
     @classmethod
-    def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> MCPToolset:
-        """A server at ``url`` speaking MCP's streamable HTTP transport."""
+    def http(
+        cls,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        transport: HttpTransport = "streamable-http",
+        **options: Any,
+    ) -> MCPToolset:
+        """A server at ``url`` speaking MCP's streamable HTTP transport, or with
+        ``transport="sse"`` the SDK's older HTTP+SSE one (``url`` is then the SSE endpoint,
+        ``.../sse``), kept for servers that speak only that."""
         if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
             raise ToolError(f"an MCP server's url must be an http(s) URL, got {url!r}")
-        return cls(_Http(url, dict(headers or {})), **options)
+        if transport not in get_args(HttpTransport):
+            choices = ", ".join(repr(t) for t in get_args(HttpTransport))
+            raise ToolError(
+                f"an MCP server's transport must be one of {choices}, got {transport!r}"
+            )
+        return cls(_Http(url, dict(headers or {}), transport), **options)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> MCPToolset:
         """From plain data, as a command line or a JSON file gives it: ``{"command": str,
-        "args": [...], "env": {...}, "cwd": str}`` or ``{"url": str, "headers": {...}}``,
+        "args": [...], "env": {...}, "cwd": str}`` or ``{"url": str, "headers": {...},
+        "transport": "streamable-http" | "sse"}``,
         each with optional ``prefix``, ``name``, ``timeout``, ``max_restarts``."""
         options = {k: config[k] for k in _OPTIONS if k in config}
-        unknown = set(config) - {"command", "args", "env", "cwd", "url", "headers", *_OPTIONS}
+        unknown = set(config) - {
+            "command",
+            "args",
+            "env",
+            "cwd",
+            "url",
+            "headers",
+            "transport",
+            *_OPTIONS,
+        }
         if unknown:
             raise ToolError(f"unknown MCP server settings: {', '.join(sorted(unknown))}")
         if "command" in config and "url" not in config:
+            if "transport" in config:
+                raise ToolError('"transport" is for a server at a "url", not a "command"')
             return cls.stdio(
                 config["command"],
                 config.get("args", ()),
@@ -162,7 +192,8 @@ class MCPToolset:
                 **options,
             )
         if "url" in config and "command" not in config:
-            return cls.http(config["url"], config.get("headers"), **options)
+            transport = config.get("transport", "streamable-http")
+            return cls.http(config["url"], config.get("headers"), transport, **options)
         raise ToolError('an MCP server config needs exactly one of "command" and "url"')
 
     def __repr__(self) -> str:
@@ -473,10 +504,21 @@ def _errlog() -> Any:
 
 @contextlib.asynccontextmanager
 async def _http(transport: _Http) -> Any:
-    """The SDK's streamable HTTP transport over a client carrying ``headers``, with the
-    SDK's own timeouts (30 s to connect, write and wait for a connection; 300 s to read, as
-    a server may hold a stream open); redirects are left to the transport (same origin)."""
+    """The SDK's streamable HTTP (or SSE) transport over a client carrying ``headers``, with
+    the SDK's own timeouts (30 s to connect, write and wait for a connection; 300 s to read,
+    as a server may hold a stream open); redirects are left to the transport (same origin)."""
     import httpx2
+
+    if transport.transport == "sse":
+        from mcp.client.sse import sse_client
+
+        # sse_client makes its own client, from the same headers and timeouts
+        async with sse_client(
+            transport.url, headers=dict(transport.headers), timeout=30.0, sse_read_timeout=300.0
+        ) as streams:
+            yield streams
+        return
+
     from mcp.client.streamable_http import streamable_http_client
 
     timeout = httpx2.Timeout(30.0, read=300.0)

@@ -37,9 +37,20 @@ async def toys() -> AsyncIterator[Callable[..., MCPToolset]]:
 @pytest.fixture
 def http_server() -> Iterator[str]:
     """The toy server on streamable HTTP at 127.0.0.1 (a free port); its URL."""
+    yield from _served("http", "/mcp")
+
+
+@pytest.fixture
+def sse_server() -> Iterator[str]:
+    """The toy server on the SDK's older SSE transport at 127.0.0.1; its SSE endpoint."""
+    yield from _served("sse", "/sse")
+
+
+def _served(mode: str, path: str) -> Iterator[str]:
+    """The toy server run as ``mode`` on a free port, up to 60 s to start, stopped after."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http", str(port)],
+        [sys.executable, str(SERVER), mode, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -51,9 +62,9 @@ def http_server() -> Iterator[str]:
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the HTTP toy server did not start") from None
+                    raise RuntimeError(f"the {mode} toy server did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}{path}"
     finally:
         process.terminate()
         try:

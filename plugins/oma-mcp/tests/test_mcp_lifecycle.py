@@ -209,6 +209,35 @@ async def test_a_streamable_http_server_answers_text_and_images(http_server: str
     assert header.content == "1"  # the toolset's headers go with every request
 
 
+async def test_an_sse_server_answers_text_and_images_with_the_headers(sse_server: str) -> None:
+    async with MCPToolset.http(sse_server, headers={"X-Test": "2"}, transport="sse") as server:
+        provider = ScriptedProvider([_use("picture"), "done"])
+        config = AgentConfig(name="a", provider=provider, tools=[server])
+        result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("go")
+        tools = await _tools(server)
+        echoed = await tools["echo"].invoke({"text": "over sse"})
+        header = await tools["header"].invoke({"name": "X-Test"})
+
+    assert result.success, result.status
+    (part,) = provider.requests[1].messages[-1].content[0].content
+    assert part.type == "image" and part.source.media_type == "image/png"
+    assert echoed.content == "over sse"
+    assert header.content == "2"  # the headers go with the SSE stream's message posts too
+
+
+async def test_closing_an_sse_toolset_leaves_no_task_and_no_file_descriptor(
+    sse_server: str,
+) -> None:
+    before = _open_fds()
+    server = MCPToolset.from_config({"url": sse_server, "transport": "sse"})
+    async with server:
+        await (await _tools(server))["echo"].invoke({"text": "x"})
+        assert any(t.get_name().startswith("oma-mcp") for t in asyncio.all_tasks())
+
+    assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("oma-mcp")]
+    assert _open_fds() <= before
+
+
 def _open_fds() -> set[str]:
     return {p.name for p in Path("/proc/self/fd").iterdir()}
 

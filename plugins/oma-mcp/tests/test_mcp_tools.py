@@ -189,6 +189,26 @@ def test_a_config_that_names_no_one_server_is_refused(config: dict[str, Any]) ->
         MCPToolset.from_config(config)
 
 
+def test_an_http_config_may_ask_for_the_sse_transport() -> None:
+    sse = MCPToolset.from_config({"url": "http://127.0.0.1:1/sse", "transport": "sse"})
+
+    assert sse.name == "http://127.0.0.1:1/sse"
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"url": "http://h/mcp", "transport": "websocket"}, "transport must be one of"),
+        ({"command": "x", "transport": "sse"}, '"transport" is for a server at a "url"'),
+    ],
+)
+def test_a_transport_mcp_does_not_have_here_is_refused(
+    config: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ToolError, match=message):
+        MCPToolset.from_config(config)
+
+
 def test_the_server_error_pickles_with_its_fields() -> None:
     import pickle
 

@@ -1,7 +1,7 @@
 """A real MCP server for the tests, on the SDK's own server API (``MCPServer``).
 
-Run as ``python toy_server.py [stdio|http PORT] [--fault=KIND]``. Tools: text, image, error,
-slow, crashing, and others the tests need. Faults, for the fault tests: ``exit-on-init``
+Run as ``python toy_server.py [stdio|http PORT|sse PORT] [--fault=KIND]``. Tools: text, image,
+error, slow, crashing, and others the tests need. Faults, for the fault tests: ``exit-on-init``
 (exits when the client says hello), ``garbage`` (writes junk to stdout first), ``mute``
 (reads requests and never answers). ``--crash-once=PATH`` makes ``crash`` exit only while
 PATH does not exist (it creates it), so a restarted server answers.
@@ -147,6 +147,8 @@ def pid() -> int:
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) > 2 and sys.argv[1] == "sse":  # the SDK's SSE app, run by uvicorn
+        server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()
 
