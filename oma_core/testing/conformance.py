@@ -400,7 +400,7 @@ class ProviderConformance:
         """Leave out (not skip: a skipped check looks like a pass nobody ran) the checks
         that cannot apply to this provider, as its flags say."""
         super().__init_subclass__(**kwargs)
-        left_out = set()
+        left_out: set[str] = set()
         if not cls.server_sent_events:
             left_out.update(cls._SSE_CHECKS)
         if cls.unbounded_transport:
