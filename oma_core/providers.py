@@ -10,13 +10,14 @@ capabilities before the call and owns the one retry ladder.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
 from .messages import LLMMessage, ToolUseBlock
 
 __all__ = [
+    "OutputRequest",
     "Provider",
     "ProviderEvent",
     "ProviderRequest",
@@ -58,6 +59,32 @@ class ToolDefinition:
 
 
 @attrs.frozen
+class OutputRequest:
+    """The output a call must produce, for a provider that holds the model to it.
+
+    Set on ``ProviderRequest.output`` only in the modes the provider declares in
+    ``Capabilities.output_modes`` (prompted mode never sets it: the core puts the schema in
+    the system prompt). ``mode`` says where the provider puts ``schema`` on its wire:
+
+    - ``"native"``: the service's own structured-output setting (e.g. OpenAI's
+      ``response_format`` ``json_schema``); the reply's text is the JSON output.
+    - ``"tool"``: one more tool named ``name`` whose input schema is ``schema``, with the
+      service's tool choice forced to it; the reply's call of that tool carries the output
+      in its arguments (the core reads it and never runs it as a tool).
+
+    ``name`` is safe as a tool or schema name on every service (``[A-Za-z0-9_-]``, at most
+    64 characters); ``strict`` asks the service to enforce the schema exactly where it can
+    (a provider that cannot make a schema strict refuses it locally, before any request).
+    """
+
+    schema: Mapping[str, Any]
+    name: str
+    mode: Literal["native", "tool"]
+    description: str | None = None
+    strict: bool = True
+
+
+@attrs.frozen
 class ProviderSettings:
     """What a provider factory receives: connection settings from ``AgentConfig``.
 
@@ -83,6 +110,8 @@ class ProviderRequest:
     options: Mapping[str, Any] = attrs.field(factory=dict)
     #: Stop sequences (portable: every provider maps them to its wire); None: not set.
     stop: tuple[str, ...] | None = None
+    #: The output the model is held to in native or tool mode; None: free text (or prompted).
+    output: OutputRequest | None = None
 
 
 @attrs.frozen

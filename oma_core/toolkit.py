@@ -9,9 +9,9 @@ The groups:
 
 - registration: ``hookimpl``, ``ProviderSpec``, ``BackendSpec``, ``Capabilities``,
   ``BlockSupport``, ``MediaLimit``, ``Mode``, ``IN_TOOL_RESULT``;
-- the provider interface: ``Provider``, ``ProviderRequest``, ``ProviderResponse``,
-  ``ProviderSettings``, its events (``TextDelta``, ``ReasoningDelta``, ``ToolCall``,
-  ``ResponseComplete``), ``ToolDefinition``, ``Usage``;
+- the provider interface: ``Provider``, ``ProviderRequest`` (with ``OutputRequest``),
+  ``ProviderResponse``, ``ProviderSettings``, its events (``TextDelta``, ``ReasoningDelta``,
+  ``ToolCall``, ``ResponseComplete``), ``ToolDefinition``, ``Usage``;
 - the backend interface: ``Backend``, ``BackendRequest``, its events and ``BackendResult``;
 - the executor interface: ``ExecutorSpec``, ``Executor``, ``ExecutionContext``, ``TaskRun``,
   ``TaskRunner``, ``RunDefaults``, ``EXECUTOR_FEATURES``, ``WorkerLostError``;
@@ -70,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     "Mode": "capabilities",
     "IN_TOOL_RESULT": "capabilities",
     # the provider interface
+    "OutputRequest": "providers",
     "Provider": "providers",
     "ProviderRequest": "providers",
     "ProviderResponse": "providers",
@@ -264,6 +265,7 @@ __all__ = [
     "MediaSource",
     "Mode",
     "OmaError",
+    "OutputRequest",
     "PluginError",
     "Provider",
     "ProviderError",
@@ -482,6 +484,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         wait_exit,
     )
     from .providers import (
+        OutputRequest,
         Provider,
         ProviderEvent,
         ProviderRequest,
