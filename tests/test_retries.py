@@ -119,14 +119,16 @@ async def test_retry_settings_most_specific_wins() -> None:
 
 
 async def test_retry_backoff_multiplies_the_delay() -> None:
-    agent, provider = scripted_agent(
-        [_unavailable(), _unavailable(), "ok"], retry_delay=0.1, retry_backoff=3.0
-    )
-    start = time.monotonic()
-    assert (await agent.run("x")).success
-    elapsed = time.monotonic() - start
-    # 0.05..0.1 then 0.15..0.3
-    assert 0.2 <= elapsed <= 0.8
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    provider = ScriptedProvider([_unavailable(), _unavailable(), "ok"])
+    oma = make_orchestrator(retry_policy=RetryPolicy(sleep=fake_sleep, random=lambda: 1.0))
+    config = AgentConfig("a", provider=provider, retry_delay=0.1, retry_backoff=3.0)
+    assert (await oma.run_agent(config, "x")).success
+    assert slept == pytest.approx([0.1, 0.3])
     assert len(provider.requests) == 3
 
 
