@@ -181,7 +181,7 @@ async def test_cancelling_a_run_during_backoff_returns_at_once(host: PluginHost)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert loop.time() - began < 1.0
+    assert loop.time() - began < 10  # not the 30 s back-off (bounded loosely: loaded machines)
 
     provider = ScriptedProvider([ProviderError("busy", status_code=503), "late"])
     oma = make_orchestrator(retry_policy=RetryPolicy(delay=30.0, random=lambda: 1.0))
@@ -192,7 +192,7 @@ async def test_cancelling_a_run_during_backoff_returns_at_once(host: PluginHost)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert loop.time() - started < 1.0
+    assert loop.time() - started < 10  # not the 30 s back-off
     assert len(provider.requests) == 1
 
 
