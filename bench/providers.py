@@ -8,8 +8,8 @@ SDK call, against the same fake server running in a child process (so it does no
 GIL with the code measured):
 
 - a small text call (goal: plugin <= 1.1 x the SDK's time);
-- a 5 MiB image (goal: <= 1.05 x; the messages are built once, as ``LLMMessage`` objects are
-  valid by construction and never re-scanned);
+- a 5 MiB image, as base64 (goal: <= 1.05 x; the messages are built once, as
+  ``LLMMessage`` objects are valid by construction and never re-scanned);
 - streaming a long reply: time added per chunk (goal: <= 10 us);
 - 1,000 calls at 100 in flight (goal: throughput >= 90 % of the SDK's);
 - ``OpenMultiAgent().run_agent`` with default settings (a fresh ``Agent`` per run, providers
@@ -25,7 +25,9 @@ GIL with the code measured):
 ``--run-agent`` only the ``run_agent`` one.
 
 Timings interleave the two paths and take medians, to be fair on a busy machine. A provider is
-one ``Target`` in ``TARGETS``; add a section for another plugin the same way.
+one ``Target`` in ``TARGETS``; add a section for another plugin the same way. Every call of
+the plugin is checked (``success`` and the reply's text) before it counts: a call refused
+locally or failed would otherwise be timed as a fast one.
 """
 
 from __future__ import annotations
@@ -54,7 +56,10 @@ STREAM_CHUNK = 4  # characters per delta: 2,250 chunks
 THROUGHPUT_CALLS = 1000
 THROUGHPUT_ROUNDS = 4
 IN_FLIGHT = 100
-IMAGE_BYTES = 5 * 1024 * 1024
+# 5 MiB of base64 less 1 KiB: inside Anthropic's 5 MiB per-image limit (a larger image is
+# refused locally, before any request: not a call to measure).
+IMAGE_BYTES = (5 * 1024 * 1024 - 1024) * 3 // 4
+REPLY = "Hello from the bench."
 
 
 @dataclass
@@ -270,6 +275,14 @@ async def _pairs(
     return statistics.median(ours), statistics.median(theirs)
 
 
+async def _checked(run: Awaitable[Any], reply: str = REPLY) -> None:
+    """Await one plugin call (a ``RunResult``) and stop the bench unless it succeeded with
+    the fake server's reply."""
+    result = await run
+    assert result.success, f"a measured call failed: {result.status}: {result.error!r}"
+    assert result.output == reply, f"a measured call returned {result.output[:80]!r}"
+
+
 def _report(label: str, figure: str, goal: str, ok: bool) -> None:
     print(f"  {label:<34} {figure:<34} goal {goal:<18} {'ok' if ok else 'MISSED'}")
 
@@ -278,12 +291,12 @@ async def _bench(target: Target) -> None:
     from oma_core import Agent, load_messages
 
     print(f"{target.name}:")
-    with target.server("Hello from the bench.", 64) as url:
+    with target.server(REPLY, 64) as url:
         sdk = target.sdk_client(url)
         async with Agent(target.agent_config(url, "httpx")) as agent:
             ours, theirs = await _pairs(
                 SMALL_ROUNDS,
-                lambda: agent.run("hi"),
+                lambda: _checked(agent.run("hi")),
                 lambda: target.sdk_complete(sdk, "hi", None),
             )
             ratio = ours / theirs
@@ -310,7 +323,7 @@ async def _bench(target: Target) -> None:
             built = load_messages(conversation)
             ours, theirs = await _pairs(
                 IMAGE_ROUNDS,
-                lambda: agent.run(built),
+                lambda: _checked(agent.run(built)),
                 lambda: target.sdk_complete(sdk, "what is it?", image),
             )
             ratio = ours / theirs
@@ -329,7 +342,7 @@ async def _bench(target: Target) -> None:
             many = _many
 
             await many(lambda: target.sdk_complete(sdk, "hi", None))  # warm the pools
-            await many(lambda: agent.run("hi"))
+            await many(lambda: _checked(agent.run("hi")))
             # Interleaved rounds, best of each: a load spike on the shared machine during one
             # path's block of rounds would otherwise decide the comparison.
             ours_runs: list[float] = []
@@ -338,7 +351,7 @@ async def _bench(target: Target) -> None:
                 plugin_first = i % 2 == 0
                 for plugin_turn in (plugin_first, not plugin_first):
                     if plugin_turn:
-                        ours_runs.append(await many(lambda: agent.run("hi")))
+                        ours_runs.append(await many(lambda: _checked(agent.run("hi"))))
                     else:
                         theirs_runs.append(await many(lambda: target.sdk_complete(sdk, "hi", None)))
             ours_t, theirs_t = min(ours_runs), min(theirs_runs)
@@ -418,7 +431,7 @@ async def _bench_transports(target: Target) -> None:
 
     from oma_core import Agent
 
-    with target.server("Hello from the bench.", 64) as url:
+    with target.server(REPLY, 64) as url:
         sdk = target.sdk_client(url)
         raw_url, raw_headers, raw_body = target.raw_request(url)
         connector = aiohttp.TCPConnector(limit=IN_FLIGHT)
@@ -436,7 +449,7 @@ async def _bench_transports(target: Target) -> None:
                 "raw": raw,
             }
             for transport, agent in agents.items():
-                paths[transport] = lambda a=agent: a.run("hi")
+                paths[transport] = lambda a=agent: _checked(a.run("hi"))
             best = await _interleaved(paths)
             rate = {name: THROUGHPUT_CALLS / seconds for name, seconds in best.items()}
             print(
@@ -453,8 +466,8 @@ async def _bench_transports(target: Target) -> None:
                 )
                 aio_one, default_one = await _pairs(
                     SMALL_ROUNDS,
-                    lambda: agents["aiohttp"].run("hi"),
-                    lambda: agents["httpx"].run("hi"),
+                    lambda: _checked(agents["aiohttp"].run("hi")),
+                    lambda: _checked(agents["httpx"].run("hi")),
                 )
                 ratio = aio_one / default_one
                 _report(
@@ -479,8 +492,8 @@ async def _bench_transports(target: Target) -> None:
                 )
                 direct_one, default_one = await _pairs(
                     SMALL_ROUNDS,
-                    lambda: agents["direct"].run("hi"),
-                    lambda: agents["httpx"].run("hi"),
+                    lambda: _checked(agents["direct"].run("hi")),
+                    lambda: _checked(agents["httpx"].run("hi")),
                 )
                 ratio = direct_one / default_one
                 _report(
@@ -501,14 +514,16 @@ async def _bench_run_agent(target: Target) -> None:
     agent (one call at a time) and against the bare SDK (at 100 in flight)."""
     from oma_core import Agent, OpenMultiAgent
 
-    with target.server("Hello from the bench.", 64) as url:
+    with target.server(REPLY, 64) as url:
         sdk = target.sdk_client(url)
         config = target.agent_config(url, "httpx")
         oma = OpenMultiAgent()  # the documented first example: no options
         try:
             async with Agent(config) as agent:
                 ours, theirs = await _pairs(
-                    SMALL_ROUNDS, lambda: oma.run_agent(config, "hi"), lambda: agent.run("hi")
+                    SMALL_ROUNDS,
+                    lambda: _checked(oma.run_agent(config, "hi")),
+                    lambda: _checked(agent.run("hi")),
                 )
             ratio = ours / theirs
             _report(
@@ -521,8 +536,8 @@ async def _bench_run_agent(target: Target) -> None:
             async with Agent(config) as agent:
                 ours, theirs = await _pairs(
                     SMALL_ROUNDS // 5,
-                    lambda: unshared.run_agent(config, "hi"),
-                    lambda: agent.run("hi"),
+                    lambda: _checked(unshared.run_agent(config, "hi")),
+                    lambda: _checked(agent.run("hi")),
                 )
             print(
                 f"  {'(share_providers=False: a client per run)':<34} {ours * 1e3:.2f} ms vs "
@@ -530,7 +545,7 @@ async def _bench_run_agent(target: Target) -> None:
             )
             best = await _interleaved(
                 {
-                    "run_agent": lambda: oma.run_agent(config, "hi"),
+                    "run_agent": lambda: _checked(oma.run_agent(config, "hi")),
                     "sdk": lambda: target.sdk_complete(sdk, "hi", None),
                 }
             )
