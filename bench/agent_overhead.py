@@ -49,6 +49,8 @@ class InstantProvider:
 
 async def best_of(repeats: int, count: int, body: Callable[[], Awaitable[object]]) -> float:
     """The best mean seconds per call over ``repeats`` rounds of ``count`` calls."""
+    first = await body()  # checked once before it counts: a failed run is not a fast one
+    assert getattr(first, "success", True), f"the measured call failed: {first!r}"
     best = float("inf")
     for _ in range(repeats):
         started = time.perf_counter()

@@ -69,7 +69,8 @@ def _case(mode: str, runs: int) -> None:
             oma = OpenMultiAgent(**options)  # type: ignore[arg-type]
             run = lambda: oma.run_agent(config, "hello")  # noqa: E731
         for _ in range(_WARM_UP + runs):
-            await run()
+            result = await run()
+            assert result.success, f"a measured run failed: {result.status}"
             await asyncio.sleep(0)  # background scoring runs here, and is counted
 
     asyncio.run(main())

@@ -68,7 +68,8 @@ async def _medians_us(
     """Median latency of each call, measured round-robin so drift hits all of them alike."""
     for _ in range(min(200, iterations)):  # warm up: imports, caches
         for call in calls:
-            await call()
+            result = await call()
+            assert result.success, f"a measured run failed: {result.status}"
             await asyncio.sleep(0)
     samples: list[list[int]] = [[] for _ in calls]
     for _ in range(iterations):
