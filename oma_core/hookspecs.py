@@ -157,9 +157,10 @@ def oma_before_run(ctx: BeforeRunContext) -> BeforeRunContext | Mapping[str, Any
     Implemented by packages that add context, redact or route. Chain hook: the agent calls the
     implementations one by one in pluggy's order (the plugin registered last first,
     ``tryfirst``/``trylast`` respected), then the agent's own ``AgentConfig.before_run``; each
-    receives the previous one's result. The agent gets the implementations in that order from
-    ``PluginHost.hook_calls("oma_before_run")``. An implementation may be ``async def``: the
-    agent awaits it.
+    receives the previous one's result. The agent gets them in that order from
+    ``PluginHost.hook_calls("oma_before_run")``: one pluggy call per plugin, since pluggy has no
+    chain of its own. An implementation may be ``async def``: the agent awaits it before the
+    next one runs. One plugin implements it once.
 
     Called once per run, after the input was validated and copied, before the first model call
     (invalid input runs no hook at all).

@@ -20,7 +20,7 @@ import difflib
 import importlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 
@@ -87,34 +87,40 @@ class PluginInfo:
 
 @attrs.frozen
 class HookCall:
-    """One plugin's implementation of a hook, callable like the hook itself.
+    """One plugin's implementation of a hook, called through pluggy, like the hook itself.
 
     For the hooks the core calls one implementation at a time: ``oma_before_run`` (a chain,
-    so that one rewrite feeds the next and a failure names its plugin) and the observe hooks
-    (so that one failing observer does not stop the others). Positional arguments bind to the
-    hook specification's argument names; the implementation receives the ones it declares.
+    so that one rewrite feeds the next, an ``async def`` one is awaited before the next runs,
+    and a failure names its plugin) and the observe hooks (so that one failing observer does
+    not stop the others). pluggy has no chain or isolated call of its own (its maintainers
+    keep that out of its scope), so each ``HookCall`` is pluggy's hook caller for this one
+    plugin (``PluginManager.subset_hook_caller``): pluggy binds the arguments the
+    implementation declares and calls it. Positional arguments bind to the specification's
+    argument names.
     """
 
     plugin: str
     hook: str
-    function: Callable[..., Any]
-    argnames: tuple[str, ...]
-    spec_argnames: tuple[str, ...]
+    caller: pluggy.HookCaller = attrs.field(repr=False)
+    spec_argnames: tuple[str, ...] = attrs.field(repr=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = dict(zip(self.spec_argnames, args, strict=False)) | kwargs
-        return self.function(**{name: bound[name] for name in self.argnames})
+        # pluggy returns the implementations' results that are not None, as a list.
+        results = self.caller(**bound)
+        return results[0] if results else None
 
 
 class Hooks:
     """The hooks the core calls, typed: ``host.hooks.run(run)`` is
     ``host.pm.hook.oma_run(run=run)`` with a real signature (pluggy's relay is untyped).
 
-    The wrap hooks (``run``, ``model_call``, ``tool_call``) go through pluggy's own call, so
-    pluggy composes the wrappers; the chain and observe hooks hand out the implementations in
-    pluggy's call order (``before_run``, ``progress``, ``evaluation_result``), because the core
-    calls them one at a time: a chain feeds each result to the next, and an observer that
-    fails must not stop the others.
+    The wrap hooks (``run``, ``model_call``, ``tool_call``) are one pluggy call each, so
+    pluggy composes the wrappers. The chain and observe hooks (``before_run``, ``progress``,
+    ``evaluation_result``) are handed out as one pluggy call per plugin (``HookCall``), in
+    pluggy's order, because the core calls them one at a time: a chain feeds each result to
+    the next (awaiting an ``async def`` one first), and an observer that fails must not stop
+    the others.
     """
 
     __slots__ = ("_host", "_model_call", "_run", "_tool_call")
@@ -253,8 +259,9 @@ class PluginHost:
     # -- pluggy --------------------------------------------------------------------------------
 
     @property
-    def hook(self) -> Any:
-        """pluggy's hook relay: ``host.hook.oma_progress(event=...)``."""
+    def hook(self) -> pluggy.HookRelay:
+        """pluggy's hook relay: ``host.hook.oma_register_scorers()`` (untyped; the core calls
+        hooks through ``hooks``)."""
         return self.pm.hook
 
     def register(self, plugin: object, name: str | None = None) -> str:
@@ -387,11 +394,14 @@ class PluginHost:
         return list(self._collected().scorers)
 
     def hook_calls(self, hook: str) -> list[HookCall]:
-        """The implementations of ``hook``, in the order pluggy would call them.
+        """The implementations of ``hook``, one per plugin, in the order pluggy calls them.
 
         For hooks the core calls one implementation at a time (``oma_before_run``, and the
-        observe hooks, so that one failing implementation does not stop the others). The list
-        is kept until a plugin is registered or unregistered, so asking is cheap.
+        observe hooks, so that one failing implementation does not stop the others). Each is
+        called through pluggy (``HookCall``). The order is pluggy's documented one: the
+        ``tryfirst`` ones, then the others, the plugin registered last first, then the
+        ``trylast`` ones (``tests/test_hook_order.py`` holds it equal to pluggy's own call).
+        The list is kept until a plugin is registered or unregistered, so asking is cheap.
         """
         if hook not in _HOOK_NAMES:
             raise PluginError(f"unknown hook {hook!r}", name=hook)
@@ -400,11 +410,22 @@ class PluginHost:
         if calls is None:
             caller = getattr(self.pm.hook, hook)
             spec_argnames = tuple(caller.spec.argnames) if caller.spec is not None else ()
-            # pluggy keeps implementations in ascending priority and calls them from the end.
+            plugins = self.pm.list_name_plugin()
             calls = registry.calls[hook] = [
-                HookCall(impl.plugin_name, hook, impl.function, tuple(impl.argnames), spec_argnames)
-                for impl in reversed(caller.get_hookimpls())
-                if not (impl.hookwrapper or impl.wrapper)
+                HookCall(
+                    name,
+                    hook,
+                    self.pm.subset_hook_caller(
+                        hook,
+                        [
+                            other
+                            for _, other in plugins
+                            if other is not None and other is not plugin
+                        ],
+                    ),
+                    spec_argnames,
+                )
+                for name, plugin in _call_order(self.pm, hook)
             ]
         return list(calls)
 
@@ -526,16 +547,21 @@ class PluginHost:
         return registered
 
     def _check_wrappers(self, plugin: object) -> None:
-        """Hook wrappers are for the call middleware hooks only."""
-        for caller in self.pm.get_hookcallers(plugin) or []:
-            if caller.name in hookspecs.WRAPPABLE:
-                continue
-            for impl in caller.get_hookimpls():
-                if impl.plugin is plugin and (impl.hookwrapper or impl.wrapper):
-                    raise PluginError(
-                        f"{caller.name} cannot be a hook wrapper in oma (only "
-                        f"{', '.join(sorted(hookspecs.WRAPPABLE))} can)"
-                    )
+        """Hook wrappers are for the middleware hooks only, and a plugin implements a hook
+        the core calls one implementation at a time once (so that it is one step of the
+        chain, one observer)."""
+        seen: set[str] = set()
+        for hook, opts in _implementations(self.pm, plugin):
+            if hook not in _HOOK_NAMES:
+                continue  # check_pending reported it
+            if hook not in hookspecs.WRAPPABLE and (opts.get("hookwrapper") or opts.get("wrapper")):
+                raise PluginError(
+                    f"{hook} cannot be a hook wrapper in oma (only "
+                    f"{', '.join(sorted(hookspecs.WRAPPABLE))} can)"
+                )
+            if hook in seen and hook not in hookspecs.WRAPPABLE:
+                raise PluginError(f"{hook} is implemented twice in one plugin (once is allowed)")
+            seen.add(hook)
 
     # -- collecting ----------------------------------------------------------------------------
 
@@ -626,6 +652,47 @@ _STAGE_VERB = {
 
 class _HookFault(Exception):
     """A registration hook raised or returned something unusable."""
+
+
+def _implementations(
+    pm: pluggy.PluginManager, plugin: object
+) -> list[tuple[str, pluggy.HookimplOpts]]:
+    """The hooks ``plugin`` implements with their options (``tryfirst``, ``wrapper``, ...),
+    read the way pluggy reads them when it registers a plugin (its public
+    ``parse_hookimpl_opts``), in pluggy's registration order."""
+    found = []
+    for attribute in dir(plugin):
+        opts = pm.parse_hookimpl_opts(plugin, attribute)
+        if opts is not None:
+            found.append((opts.get("specname") or attribute, opts))
+    return found
+
+
+def _call_order(pm: pluggy.PluginManager, hook: str) -> list[tuple[str, object]]:
+    """The plugins implementing ``hook`` (no wrappers), in the order pluggy calls them.
+
+    pluggy's documented order: implementations are kept by priority as they register (a
+    ``trylast`` one first, a ``tryfirst`` one last, any other after the last that is not
+    ``tryfirst``) and called from the end.
+    """
+    kept: list[tuple[str, object, bool]] = []  # (name, plugin, tryfirst), ascending priority
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None:  # blocked
+            continue
+        for implemented, opts in _implementations(pm, plugin):
+            if implemented != hook or opts.get("hookwrapper") or opts.get("wrapper"):
+                continue
+            tryfirst = bool(opts.get("tryfirst"))
+            if opts.get("trylast"):
+                kept.insert(0, (name, plugin, tryfirst))
+            elif tryfirst:
+                kept.append((name, plugin, tryfirst))
+            else:
+                index = len(kept)
+                while index > 0 and kept[index - 1][2]:
+                    index -= 1
+                kept.insert(index, (name, plugin, tryfirst))
+    return [(name, plugin) for name, plugin, _ in reversed(kept)]
 
 
 def _probe(pm: pluggy.PluginManager, plugin_name: str) -> _Offered:
