@@ -124,6 +124,17 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
             for kind, spec in host.toolset_specs().items()
         },
         "shadowed": host.shadowed(),
+        "clashes": [
+            {
+                "kind": clash.kind,
+                "name": clash.name,
+                "owners": list(clash.owners),
+                "winner": clash.winner,
+                "reason": clash.reason,
+                "note": clash.describe(),
+            }
+            for clash in host.clashes()
+        ],
     }
 
 
@@ -207,6 +218,8 @@ def _print_plugins(report: dict[str, Any]) -> None:
             for kind, entry in report["backends"].items():
                 _print_wrapped(console, f"{kind}: ", [entry["display_name"]], width, indent=2)
 
+    for clash in report["clashes"]:
+        console.print(f"[yellow]clash:[/yellow] {escape(clash['note'])}")  # folded at the width
     for note in report["shadowed"]:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")  # folded at the width
     for failure in report["failures"]:
