@@ -75,9 +75,10 @@ def oma_register_providers() -> Sequence[ProviderSpec]:
 
     Implemented by provider plugins. Called once per plugin, when the plugin loads; what it
     returns is checked then and kept. Collect hook: the lists of every plugin are joined into
-    one table keyed by ``ProviderSpec.name``. When two plugins register the same name, the one
-    pluggy calls first (the one registered last) wins and ``oma plugins`` notes the other as
-    shadowed.
+    one table keyed by ``ProviderSpec.name``. When two distributions register the same name,
+    the one ``OMA_PREFER_PLUGINS`` chooses wins, else the one named for it (``oma-ollama`` for
+    ``ollama``), else the name is ambiguous (``AmbiguousNameError`` when used); each clash is a
+    ``PluginClashWarning`` and is listed by ``oma plugins`` (``PluginHost.clashes``).
 
     Keep it cheap: build ``ProviderSpec`` objects only. The SDK is imported by
     ``ProviderSpec.factory``, which the agent calls the first time the provider is used.
