@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 import os
 import threading
 import warnings
@@ -808,7 +809,7 @@ class PluginHost:
         if clash.reason == "chosen" or clash in self._warned:
             return
         self._warned.add(clash)
-        warnings.warn(clash.describe(), PluginClashWarning, stacklevel=2)
+        warnings.warn(clash.describe(), PluginClashWarning, stacklevel=_outside_oma())
 
     def _unambiguous(self, registry: _Registry, kind: str, name: str) -> None:
         clash = registry.ambiguous.get((kind, name))
@@ -840,6 +841,19 @@ _STAGE_VERB = {
 
 class _HookFault(Exception):
     """A registration hook raised or returned something unusable."""
+
+
+def _outside_oma() -> int:
+    """The ``stacklevel`` of the first caller outside ``oma_core``, for its caller: a warning
+    then points at the line of the program that first used the plugins."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # the caller of this function
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _spec_key(spec: ProviderSpec | BackendSpec | ExecutorSpec | ToolsetSpec) -> str:

@@ -251,6 +251,8 @@ def _resolves_bare(dotted: str) -> bool:
     head, *rest = dotted.split(".")
     if dotted in _CONSTANTS:
         return True
+    if re.fullmatch(r"OMA_[A-Z_]+", dotted):  # an environment variable: the host reads it
+        return f'"{dotted}"' in MODULES["oma_core.plugins"].read_text(encoding="utf-8")
     for surface in _SURFACES:
         target: object = importlib.import_module(surface)
         if not hasattr(target, head):
@@ -284,6 +286,8 @@ def test_the_hookspec_name_check_finds_a_name_that_does_not_resolve() -> None:
     assert not _resolves_bare("PluginHost.hook_callz")
     assert not _resolves_bare("ProviderSpc.name")
     assert not _resolves_bare("ModelCallz")
+    assert _resolves_bare("OMA_PREFER_PLUGINS")
+    assert not _resolves_bare("OMA_PREFER_PLUGINZ")
 
 
 # -- hooks go through pluggy -----------------------------------------------------------------

@@ -152,6 +152,22 @@ def test_an_agent_on_an_ambiguous_provider_is_refused_when_built(
 
 
 @pytest.mark.usefixtures("both")
+def test_an_agent_naming_an_ambiguous_provider_in_its_model_is_refused() -> None:
+    host, _ = _host()
+    with pytest.raises(AmbiguousNameError):
+        Agent(AgentConfig(name="a", model="ollama:llama3"), plugins=host)
+
+
+@pytest.mark.usefixtures("both")
+def test_the_clash_warning_points_at_the_program_line_that_loaded_the_plugins() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        PluginHost().provider_specs()
+    (first, *_) = [w for w in caught if issubclass(w.category, PluginClashWarning)]
+    assert first.filename == __file__
+
+
+@pytest.mark.usefixtures("both")
 def test_an_ambiguous_backend_kind_raises_too() -> None:
     host, caught = _host()
     assert "clashagent" not in host.backend_specs()
@@ -206,6 +222,21 @@ def test_a_malformed_oma_prefer_plugins_is_refused_naming_the_item(
     with pytest.raises(PluginError, match="expected name=distribution") as info:
         PluginHost(load_entrypoints=False)
     assert info.value.name == "OMA_PREFER_PLUGINS"
+
+
+def test_oma_plugins_with_a_malformed_preference_is_a_usage_error() -> None:
+    env = dict(os.environ, OMA_PREFER_PLUGINS="ollama")
+    done = subprocess.run(
+        [sys.executable, "-m", "oma_core.cli", "plugins"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: OMA_PREFER_PLUGINS holds 'ollama'")
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.usefixtures("both")

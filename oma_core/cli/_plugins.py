@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._exits import command_guard
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
@@ -52,6 +54,7 @@ def capability_matrix(capabilities: Capabilities) -> dict[str, str]:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@command_guard
 def plugins(as_json: bool) -> None:
     """List installed plugins, load errors and what each provider can carry."""
     from ..plugins import PluginHost
