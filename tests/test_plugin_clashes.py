@@ -20,6 +20,7 @@ import tomllib
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -285,20 +286,20 @@ def test_an_ambiguous_name_error_pickles_with_its_fields() -> None:
 # -- oma plugins ----------------------------------------------------------------------------------
 
 
-def _oma_plugins(tmp_path: Path, *args: str) -> str:
+def _oma_plugins(tmp_path: Path, *args: str, stderr: bool = False) -> Any:
     """``oma plugins`` in a subprocess that sees the mounted distributions."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
     env["COLUMNS"] = "200"
     done = subprocess.run(
-        [sys.executable, "-W", "ignore::UserWarning", "-m", "oma_core.cli", "plugins", *args],
+        [sys.executable, "-m", "oma_core.cli", "plugins", *args],
         capture_output=True,
         text=True,
         env=env,
         timeout=60,
         check=True,
     )
-    return done.stdout
+    return (done.stdout, done.stderr) if stderr else done.stdout
 
 
 @pytest.mark.usefixtures("both")
@@ -322,7 +323,8 @@ def test_oma_plugins_json_lists_each_clash_with_both_owners_and_the_winner(
 
 @pytest.mark.usefixtures("both")
 def test_oma_plugins_prints_each_clash_and_who_wins(tmp_path: Path) -> None:
-    out = _oma_plugins(tmp_path)
+    out, err = _oma_plugins(tmp_path, stderr=True)
+    assert "PluginClashWarning" not in err  # listed once, in the report
     assert (
         "clash: provider 'clashplugin' is offered by oma-clashplugin and oma-clashpresets: "
         "oma-clashplugin wins" in out

@@ -57,10 +57,14 @@ def capability_matrix(capabilities: Capabilities) -> dict[str, str]:
 @command_guard
 def plugins(as_json: bool) -> None:
     """List installed plugins, load errors and what each provider can carry."""
-    from ..plugins import PluginHost
+    import warnings
 
-    host = PluginHost.default()
-    report = _plugins_report(host)
+    from ..plugins import PluginClashWarning, PluginHost
+
+    with warnings.catch_warnings():  # the report lists every clash itself
+        warnings.simplefilter("ignore", PluginClashWarning)
+        host = PluginHost.default()
+        report = _plugins_report(host)
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
