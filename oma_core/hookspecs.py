@@ -75,9 +75,10 @@ def oma_register_providers() -> Sequence[ProviderSpec]:
 
     Implemented by provider plugins. Called once per plugin, when the plugin loads; what it
     returns is checked then and kept. Collect hook: the lists of every plugin are joined into
-    one table keyed by ``ProviderSpec.name``. When two plugins register the same name, the one
-    pluggy calls first (the one registered last) wins and ``oma plugins`` notes the other as
-    shadowed.
+    one table keyed by ``ProviderSpec.name``. When two distributions register the same name,
+    the one ``OMA_PREFER_PLUGINS`` chooses wins, else the one named for it (``oma-ollama`` for
+    ``ollama``), else the name is ambiguous (``AmbiguousNameError`` when used); each clash is a
+    ``PluginClashWarning`` and is listed by ``oma plugins`` (``PluginHost.clashes``).
 
     Keep it cheap: build ``ProviderSpec`` objects only. The SDK is imported by
     ``ProviderSpec.factory``, which the agent calls the first time the provider is used.
@@ -157,9 +158,10 @@ def oma_before_run(ctx: BeforeRunContext) -> BeforeRunContext | Mapping[str, Any
     Implemented by packages that add context, redact or route. Chain hook: the agent calls the
     implementations one by one in pluggy's order (the plugin registered last first,
     ``tryfirst``/``trylast`` respected), then the agent's own ``AgentConfig.before_run``; each
-    receives the previous one's result. The agent gets the implementations in that order from
-    ``PluginHost.hook_calls("oma_before_run")``. An implementation may be ``async def``: the
-    agent awaits it.
+    receives the previous one's result. The agent gets them in that order from
+    ``PluginHost.hook_calls("oma_before_run")``: one pluggy call per plugin, since pluggy has no
+    chain of its own. An implementation may be ``async def``: the agent awaits it before the
+    next one runs. One plugin implements it once.
 
     Called once per run, after the input was validated and copied, before the first model call
     (invalid input runs no hook at all).

@@ -8,19 +8,31 @@ plugins (``oma_core.default_plugins``) always load.
 Environment switches, read when a host is created:
 
 - ``OMA_LOAD_PLUGINS=a,b`` loads only those external plugins (an empty value loads none);
-- ``OMA_DISABLE_PLUGINS=a,b`` blocks some.
+- ``OMA_DISABLE_PLUGINS=a,b`` blocks some;
+- ``OMA_PREFER_PLUGINS=name=distribution,...`` settles a name clash (below).
 
 A plugin is named by its entry-point name or its distribution name (``oma-x`` and ``oma_x``
 are the same name).
+
+Name clashes are never silent. When two distributions offer the same provider name (or
+backend, executor or toolset kind), the one chosen in ``OMA_PREFER_PLUGINS`` (or
+``PluginHost(prefer=...)``) wins; else the one named for it (``oma-ollama`` for ``ollama``)
+beats the others (a preset of a generic wire, such as oma-openai's ``ollama``); else the name
+is ambiguous: using it raises ``AmbiguousNameError`` naming both owners and how to choose.
+Each clash is a ``PluginClashWarning`` when plugins load (unless a preference settled it) and
+is listed by ``oma plugins``. A plugin registered in code (``register``) is an explicit
+choice: it beats any distribution's.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+import warnings
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 
@@ -41,7 +53,16 @@ if TYPE_CHECKING:
     from .messages import ToolResultBlock
     from .providers import Provider, ProviderSettings
 
-__all__ = ["HookCall", "Hooks", "PluginFailure", "PluginHost", "PluginInfo"]
+__all__ = [
+    "AmbiguousNameError",
+    "HookCall",
+    "Hooks",
+    "NameClash",
+    "PluginClashWarning",
+    "PluginFailure",
+    "PluginHost",
+    "PluginInfo",
+]
 
 #: The entry-point group, and pluggy's project name.
 ENTRY_POINT_GROUP = "oma"
@@ -54,6 +75,76 @@ _Offered: TypeAlias = tuple[
 ]
 
 _HOOK_NAMES = frozenset(name for name in vars(hookspecs) if name.startswith("oma_"))
+
+#: The setting that settles name clashes: ``name=distribution`` pairs, comma-separated.
+PREFER_VARIABLE = "OMA_PREFER_PLUGINS"
+
+
+class AmbiguousNameError(PluginError):
+    """Two distributions offer this provider name (or backend, executor or toolset kind),
+    neither is named for it, and nothing chose one.
+
+    ``kind`` is "provider", "backend", "executor" or "toolset"; ``owners`` the distributions,
+    sorted. The message says how to choose: ``OMA_PREFER_PLUGINS=name=distribution`` or
+    ``PluginHost(prefer={name: distribution})``.
+    """
+
+    code = "AMBIGUOUS_NAME"
+
+    def __init__(
+        self, message: str, *, name: str, kind: str = "provider", owners: tuple[str, ...] = ()
+    ) -> None:
+        self.kind = kind
+        self.owners = tuple(owners)
+        super().__init__(message, name=name)
+
+
+class PluginClashWarning(UserWarning):
+    """Two distributions offer the same name: which one wins, or that neither does."""
+
+
+@attrs.frozen
+class NameClash:
+    """Two or more distributions offering one name, and how it was settled.
+
+    ``kind`` is "provider", "backend", "executor" or "toolset"; ``owners`` the distributions,
+    sorted; ``winner`` the one whose spec is used (None: ambiguous); ``reason`` is "chosen"
+    (``OMA_PREFER_PLUGINS`` or ``prefer=``), "dedicated" (the distribution named for it) or
+    "ambiguous".
+    """
+
+    kind: str
+    name: str
+    owners: tuple[str, ...]
+    winner: str | None
+    reason: str
+
+    def describe(self) -> str:
+        """One sentence: who offers the name, who wins and why, and how to choose."""
+        what = _KIND_LABELS[self.kind]
+        owners = " and ".join(self.owners) if len(self.owners) == 2 else ", ".join(self.owners)
+        head = f"{what} {self.name!r} is offered by {owners}"
+        if self.reason == "chosen":
+            return f"{head}: {self.winner} wins, as {PREFER_VARIABLE} (or prefer=) chooses"
+        if self.reason == "dedicated":
+            other = next(owner for owner in self.owners if owner != self.winner)
+            return (
+                f"{head}: {self.winner} wins, being named for it; to use {other}'s, set "
+                f"{PREFER_VARIABLE}={self.name}={other}"
+            )
+        choices = " or ".join(f"{PREFER_VARIABLE}={self.name}={owner}" for owner in self.owners)
+        return (
+            f"{head}, and none is named for it: choose one with {choices} (in code: "
+            f"PluginHost(prefer={{{self.name!r}: {self.owners[0]!r}}}))"
+        )
+
+
+_KIND_LABELS = {
+    "provider": "provider",
+    "backend": "backend kind",
+    "executor": "executor",
+    "toolset": "toolset kind",
+}
 
 
 @attrs.frozen
@@ -87,34 +178,40 @@ class PluginInfo:
 
 @attrs.frozen
 class HookCall:
-    """One plugin's implementation of a hook, callable like the hook itself.
+    """One plugin's implementation of a hook, called through pluggy, like the hook itself.
 
     For the hooks the core calls one implementation at a time: ``oma_before_run`` (a chain,
-    so that one rewrite feeds the next and a failure names its plugin) and the observe hooks
-    (so that one failing observer does not stop the others). Positional arguments bind to the
-    hook specification's argument names; the implementation receives the ones it declares.
+    so that one rewrite feeds the next, an ``async def`` one is awaited before the next runs,
+    and a failure names its plugin) and the observe hooks (so that one failing observer does
+    not stop the others). pluggy has no chain or isolated call of its own (its maintainers
+    keep that out of its scope), so each ``HookCall`` is pluggy's hook caller for this one
+    plugin (``PluginManager.subset_hook_caller``): pluggy binds the arguments the
+    implementation declares and calls it. Positional arguments bind to the specification's
+    argument names.
     """
 
     plugin: str
     hook: str
-    function: Callable[..., Any]
-    argnames: tuple[str, ...]
-    spec_argnames: tuple[str, ...]
+    caller: pluggy.HookCaller = attrs.field(repr=False)
+    spec_argnames: tuple[str, ...] = attrs.field(repr=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = dict(zip(self.spec_argnames, args, strict=False)) | kwargs
-        return self.function(**{name: bound[name] for name in self.argnames})
+        # pluggy returns the implementations' results that are not None, as a list.
+        results = self.caller(**bound)
+        return results[0] if results else None
 
 
 class Hooks:
     """The hooks the core calls, typed: ``host.hooks.run(run)`` is
     ``host.pm.hook.oma_run(run=run)`` with a real signature (pluggy's relay is untyped).
 
-    The wrap hooks (``run``, ``model_call``, ``tool_call``) go through pluggy's own call, so
-    pluggy composes the wrappers; the chain and observe hooks hand out the implementations in
-    pluggy's call order (``before_run``, ``progress``, ``evaluation_result``), because the core
-    calls them one at a time: a chain feeds each result to the next, and an observer that
-    fails must not stop the others.
+    The wrap hooks (``run``, ``model_call``, ``tool_call``) are one pluggy call each, so
+    pluggy composes the wrappers. The chain and observe hooks (``before_run``, ``progress``,
+    ``evaluation_result``) are handed out as one pluggy call per plugin (``HookCall``), in
+    pluggy's order, because the core calls them one at a time: a chain feeds each result to
+    the next (awaiting an ``async def`` one first), and an observer that fails must not stop
+    the others.
     """
 
     __slots__ = ("_host", "_model_call", "_run", "_tool_call")
@@ -171,6 +268,9 @@ class _Registry:
     toolset_owner: dict[str, str] = attrs.Factory(dict)
     by_plugin: dict[str, _Offered] = attrs.Factory(dict)
     shadowed: list[str] = attrs.Factory(list)
+    clashes: list[NameClash] = attrs.Factory(list)
+    #: (kind, name) -> the clash that left the name without a winner.
+    ambiguous: dict[tuple[str, str], NameClash] = attrs.Factory(dict)
     calls: dict[str, list[HookCall]] = attrs.Factory(dict)
 
     def __attrs_post_init__(self) -> None:
@@ -188,6 +288,26 @@ def _norm(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(".", "-")
 
 
+def _preferences(given: Mapping[str, str] | None) -> dict[str, str]:
+    """``OMA_PREFER_PLUGINS`` (``name=distribution,...``), then ``given`` over it; values
+    normalised like plugin names. A malformed item is a ``PluginError`` naming it."""
+    chosen: dict[str, str] = {}
+    for item in os.environ.get(PREFER_VARIABLE, "").split(","):
+        if not item.strip():
+            continue
+        name, equals, owner = item.partition("=")
+        if not equals or not name.strip() or not owner.strip():
+            raise PluginError(
+                f"{PREFER_VARIABLE} holds {item.strip()!r}; expected name=distribution "
+                f"(e.g. {PREFER_VARIABLE}=ollama=oma-ollama), comma-separated",
+                name=PREFER_VARIABLE,
+            )
+        chosen[name.strip()] = _norm(owner)
+    for name, owner in (given or {}).items():
+        chosen[name] = _norm(owner)
+    return chosen
+
+
 def _env_names(variable: str) -> set[str] | None:
     value = os.environ.get(variable)
     if value is None:
@@ -203,16 +323,23 @@ def _error_text(exc: BaseException) -> str:
 class PluginHost:
     """The set of loaded plugins and what they offer.
 
-    ``PluginHost()`` builds a fresh host (reading ``OMA_LOAD_PLUGINS``/``OMA_DISABLE_PLUGINS``
-    now); ``PluginHost.default()`` is the process-wide one the agent uses, created on first use.
-    ``load_entrypoints=False`` loads the built-ins only (for tests that register in-process
-    plugins with ``register``).
+    ``PluginHost()`` builds a fresh host (reading ``OMA_LOAD_PLUGINS``,
+    ``OMA_DISABLE_PLUGINS`` and ``OMA_PREFER_PLUGINS`` now); ``PluginHost.default()`` is the
+    process-wide one the agent uses, created on first use. ``load_entrypoints=False`` loads the
+    built-ins only (for tests that register in-process plugins with ``register``).
+    ``prefer`` settles name clashes (``{"ollama": "oma-ollama"}``: name -> distribution or
+    entry-point name), over ``OMA_PREFER_PLUGINS``.
     """
 
     _default: ClassVar[PluginHost | None] = None
     _default_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, *, load_entrypoints: bool = True) -> None:
+    def __init__(
+        self, *, load_entrypoints: bool = True, prefer: Mapping[str, str] | None = None
+    ) -> None:
+        self._prefer = _preferences(prefer)
+        # The clashes already reported, so each is one warning per host.
+        self._warned: set[NameClash] = set()
         self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
         self.pm.add_hookspecs(hookspecs)
         #: The hooks, typed (``host.hooks.run(run)``, ``host.hooks.progress()``, ...).
@@ -253,8 +380,9 @@ class PluginHost:
     # -- pluggy --------------------------------------------------------------------------------
 
     @property
-    def hook(self) -> Any:
-        """pluggy's hook relay: ``host.hook.oma_progress(event=...)``."""
+    def hook(self) -> pluggy.HookRelay:
+        """pluggy's hook relay: ``host.hook.oma_register_scorers()`` (untyped; the core calls
+        hooks through ``hooks``)."""
         return self.pm.hook
 
     def register(self, plugin: object, name: str | None = None) -> str:
@@ -291,7 +419,8 @@ class PluginHost:
         return dict(self._collected().providers)
 
     def provider_spec(self, name: str) -> ProviderSpec:
-        """The provider registered as ``name``; ``PluginError`` names the available ones."""
+        """The provider registered as ``name``; ``PluginError`` names the available ones
+        (``AmbiguousNameError`` when two distributions offer it and nothing chose one)."""
         return self._lookup(self._collected().providers, name, "provider", "providers")
 
     def build_provider(self, spec: ProviderSpec, settings: ProviderSettings) -> Provider:
@@ -328,7 +457,9 @@ class PluginHost:
     def executor_spec(self, name: str) -> ExecutorSpec:
         """The executor registered as ``name``; ``PluginError`` names the available ones and
         the closest match (an executor is named by hand, in code or on the command line)."""
-        table = self._collected().executors
+        registry = self._collected()
+        self._unambiguous(registry, "executor", name)
+        table = registry.executors
         if name not in table:
             close = difflib.get_close_matches(name, list(table), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -362,7 +493,9 @@ class PluginHost:
     def toolset_spec(self, kind: str) -> ToolsetSpec:
         """The toolset kind registered as ``kind``; ``NotRegisteredError`` names the available
         ones and, for a kind of this repository whose plugin is missing, what to install."""
-        table = self._collected().toolsets
+        registry = self._collected()
+        self._unambiguous(registry, "toolset", kind)
+        table = registry.toolsets
         spec = table.get(kind)
         if spec is None:
             raise not_registered(str(kind), table, kind="toolset", note=self._failure_hint())
@@ -387,11 +520,14 @@ class PluginHost:
         return list(self._collected().scorers)
 
     def hook_calls(self, hook: str) -> list[HookCall]:
-        """The implementations of ``hook``, in the order pluggy would call them.
+        """The implementations of ``hook``, one per plugin, in the order pluggy calls them.
 
         For hooks the core calls one implementation at a time (``oma_before_run``, and the
-        observe hooks, so that one failing implementation does not stop the others). The list
-        is kept until a plugin is registered or unregistered, so asking is cheap.
+        observe hooks, so that one failing implementation does not stop the others). Each is
+        called through pluggy (``HookCall``). The order is pluggy's documented one: the
+        ``tryfirst`` ones, then the others, the plugin registered last first, then the
+        ``trylast`` ones (``tests/test_hook_order.py`` holds it equal to pluggy's own call).
+        The list is kept until a plugin is registered or unregistered, so asking is cheap.
         """
         if hook not in _HOOK_NAMES:
             raise PluginError(f"unknown hook {hook!r}", name=hook)
@@ -400,11 +536,22 @@ class PluginHost:
         if calls is None:
             caller = getattr(self.pm.hook, hook)
             spec_argnames = tuple(caller.spec.argnames) if caller.spec is not None else ()
-            # pluggy keeps implementations in ascending priority and calls them from the end.
+            plugins = self.pm.list_name_plugin()
             calls = registry.calls[hook] = [
-                HookCall(impl.plugin_name, hook, impl.function, tuple(impl.argnames), spec_argnames)
-                for impl in reversed(caller.get_hookimpls())
-                if not (impl.hookwrapper or impl.wrapper)
+                HookCall(
+                    name,
+                    hook,
+                    self.pm.subset_hook_caller(
+                        hook,
+                        [
+                            other
+                            for _, other in plugins
+                            if other is not None and other is not plugin
+                        ],
+                    ),
+                    spec_argnames,
+                )
+                for name, plugin in _call_order(self.pm, hook)
             ]
         return list(calls)
 
@@ -415,7 +562,8 @@ class PluginHost:
     def plugin_info(self) -> list[PluginInfo]:
         """One record per loaded plugin, built-ins first, for ``oma plugins``.
 
-        A provider or backend shadowed by another plugin's is listed under the winner only.
+        A provider or backend shadowed by another plugin's is listed under the winner only,
+        and an ambiguous one (``clashes``) under none.
         """
         registry = self._collected()
         infos = []
@@ -435,20 +583,24 @@ class PluginHost:
                     providers=tuple(
                         spec.name
                         for spec in providers
-                        if registry.provider_owner[spec.name] == name
+                        if registry.provider_owner.get(spec.name) == name
                     ),
                     backends=tuple(
-                        spec.kind for spec in backends if registry.backend_owner[spec.kind] == name
+                        spec.kind
+                        for spec in backends
+                        if registry.backend_owner.get(spec.kind) == name
                     ),
                     scorers=len(scorers),
                     hooks=tuple(hooks),
                     executors=tuple(
                         spec.name
                         for spec in executors
-                        if registry.executor_owner[spec.name] == name
+                        if registry.executor_owner.get(spec.name) == name
                     ),
                     toolsets=tuple(
-                        spec.kind for spec in toolsets if registry.toolset_owner[spec.kind] == name
+                        spec.kind
+                        for spec in toolsets
+                        if registry.toolset_owner.get(spec.kind) == name
                     ),
                 )
             )
@@ -457,8 +609,14 @@ class PluginHost:
         return infos
 
     def shadowed(self) -> list[str]:
-        """Notes on providers or backends hidden by another plugin's of the same name."""
+        """Notes on providers or backends hidden by another plugin's of the same name, within
+        one distribution or by a plugin registered in code (clashes between distributions
+        are ``clashes``)."""
         return list(self._collected().shadowed)
+
+    def clashes(self) -> list[NameClash]:
+        """Every name two or more distributions offer, with the winner (None: ambiguous)."""
+        return list(self._collected().clashes)
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -526,16 +684,21 @@ class PluginHost:
         return registered
 
     def _check_wrappers(self, plugin: object) -> None:
-        """Hook wrappers are for the call middleware hooks only."""
-        for caller in self.pm.get_hookcallers(plugin) or []:
-            if caller.name in hookspecs.WRAPPABLE:
-                continue
-            for impl in caller.get_hookimpls():
-                if impl.plugin is plugin and (impl.hookwrapper or impl.wrapper):
-                    raise PluginError(
-                        f"{caller.name} cannot be a hook wrapper in oma (only "
-                        f"{', '.join(sorted(hookspecs.WRAPPABLE))} can)"
-                    )
+        """Hook wrappers are for the middleware hooks only, and a plugin implements a hook
+        the core calls one implementation at a time once (so that it is one step of the
+        chain, one observer)."""
+        seen: set[str] = set()
+        for hook, opts in _implementations(self.pm, plugin):
+            if hook not in _HOOK_NAMES:
+                continue  # check_pending reported it
+            if hook not in hookspecs.WRAPPABLE and (opts.get("hookwrapper") or opts.get("wrapper")):
+                raise PluginError(
+                    f"{hook} cannot be a hook wrapper in oma (only "
+                    f"{', '.join(sorted(hookspecs.WRAPPABLE))} can)"
+                )
+            if hook in seen and hook not in hookspecs.WRAPPABLE:
+                raise PluginError(f"{hook} is implemented twice in one plugin (once is allowed)")
+            seen.add(hook)
 
     # -- collecting ----------------------------------------------------------------------------
 
@@ -567,45 +730,97 @@ class PluginHost:
                     self._fail(name, origin, "hook", _error_text(exc))
                     continue
             registry.by_plugin[name] = offered
-        # pluggy's order: the plugin registered last is called first and wins a clash.
+        # pluggy's order: the plugin registered last first, so it leads each list of claims.
+        claims: dict[tuple[str, str], list[tuple[str, Any]]] = {}
         for name in reversed(list(registry.by_plugin)):
             providers, backends, scorers, executors, toolsets = registry.by_plugin[name]
-            claims: list[tuple[dict[str, Any], dict[str, str], str, str, Any]] = [
-                (registry.providers, registry.provider_owner, "provider", spec.name, spec)
-                for spec in providers
-            ]
-            claims += [
-                (registry.backends, registry.backend_owner, "backend", spec.kind, spec)
-                for spec in backends
-            ]
-            claims += [
-                (registry.executors, registry.executor_owner, "executor", spec.name, spec)
-                for spec in executors
-            ]
-            claims += [
-                (registry.toolsets, registry.toolset_owner, "toolset kind", spec.kind, spec)
-                for spec in toolsets
-            ]
-            for table, owners, what, claimed, spec in claims:
-                if claimed in table:
-                    registry.shadowed.append(
-                        f"{what} {claimed!r} of plugin {name!r} is shadowed by plugin "
-                        f"{owners[claimed]!r}"
-                    )
-                else:
-                    table[claimed] = spec
-                    owners[claimed] = name
+            for kind, specs in (
+                ("provider", providers),
+                ("backend", backends),
+                ("executor", executors),
+                ("toolset", toolsets),
+            ):
+                for spec in specs:
+                    claims.setdefault((kind, _spec_key(spec)), []).append((name, spec))
             registry.scorers.extend(scorers)
+        tables: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
+            "provider": (registry.providers, registry.provider_owner),
+            "backend": (registry.backends, registry.backend_owner),
+            "executor": (registry.executors, registry.executor_owner),
+            "toolset": (registry.toolsets, registry.toolset_owner),
+        }
+        for (kind, claimed), entries in claims.items():
+            winner, clash = self._settle(kind, claimed, [plugin for plugin, _ in entries])
+            if clash is not None:
+                registry.clashes.append(clash)
+                self._report(clash)
+            if winner is None:
+                if clash is not None:
+                    registry.ambiguous[kind, claimed] = clash
+                continue
+            table, owners = tables[kind]
+            table[claimed] = dict(entries)[winner]
+            owners[claimed] = winner
+            if clash is None:
+                registry.shadowed.extend(
+                    f"{_KIND_LABELS[kind]} {claimed!r} of plugin {plugin!r} is shadowed by "
+                    f"plugin {winner!r}"
+                    for plugin, _ in entries
+                    if plugin != winner
+                )
+        registry.clashes.sort(key=lambda clash: (clash.kind, clash.name))
         registry.providers = dict(sorted(registry.providers.items()))
         registry.backends = dict(sorted(registry.backends.items()))
         registry.executors = dict(sorted(registry.executors.items()))
         registry.toolsets = dict(sorted(registry.toolsets.items()))
         return registry
 
+    def _settle(
+        self, kind: str, claimed: str, plugins: list[str]
+    ) -> tuple[str | None, NameClash | None]:
+        """Which of ``plugins`` (in pluggy's order) offers ``claimed``, and the clash between
+        distributions if there is one (the winner None when it leaves the name ambiguous)."""
+        if len(plugins) == 1:
+            return plugins[0], None
+        origins = {name: self._origins.get(name, _Origin(None, None, False)) for name in plugins}
+        in_code = [name for name in plugins if origins[name].distribution is None]
+        if in_code:  # registered in code: the caller's explicit choice
+            return in_code[0], None
+        # Each distribution's plugin that pluggy calls first speaks for it.
+        by_dist: dict[str, str] = {}
+        for name in plugins:
+            by_dist.setdefault(str(origins[name].distribution), name)
+        if len(by_dist) == 1:
+            return plugins[0], None
+        owners = tuple(sorted(by_dist))
+        chosen = self._prefer.get(claimed)
+        picked = [d for d in owners if chosen in (_norm(d), _norm(by_dist[d]))]
+        if picked:
+            return by_dist[picked[0]], NameClash(kind, claimed, owners, picked[0], "chosen")
+        named = {_norm(claimed), "oma-" + _norm(claimed)}
+        dedicated = [d for d in owners if _norm(d) in named]
+        if len(dedicated) == 1:
+            winner = dedicated[0]
+            return by_dist[winner], NameClash(kind, claimed, owners, winner, "dedicated")
+        return None, NameClash(kind, claimed, owners, None, "ambiguous")
+
+    def _report(self, clash: NameClash) -> None:
+        """A warning per clash and host, but for one a preference settled."""
+        if clash.reason == "chosen" or clash in self._warned:
+            return
+        self._warned.add(clash)
+        warnings.warn(clash.describe(), PluginClashWarning, stacklevel=_outside_oma())
+
+    def _unambiguous(self, registry: _Registry, kind: str, name: str) -> None:
+        clash = registry.ambiguous.get((kind, name))
+        if clash is not None:
+            raise AmbiguousNameError(clash.describe(), name=name, kind=kind, owners=clash.owners)
+
     def _lookup(self, table: Mapping[str, _Spec], key: str, what: str, plural: str) -> _Spec:
         spec = table.get(key)
         if spec is None:
             kind = "provider" if plural == "providers" else "backend"
+            self._unambiguous(self._collected(), kind, key)
             raise not_registered(str(key), table, kind=kind, note=self._failure_hint())
         return spec
 
@@ -626,6 +841,66 @@ _STAGE_VERB = {
 
 class _HookFault(Exception):
     """A registration hook raised or returned something unusable."""
+
+
+def _outside_oma() -> int:
+    """The ``stacklevel`` of the first caller outside ``oma_core``, for its caller: a warning
+    then points at the line of the program that first used the plugins."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # the caller of this function
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _spec_key(spec: ProviderSpec | BackendSpec | ExecutorSpec | ToolsetSpec) -> str:
+    """The name a spec is looked up by: a provider's or executor's name, a backend's or
+    toolset's kind."""
+    return spec.kind if isinstance(spec, BackendSpec | ToolsetSpec) else spec.name
+
+
+def _implementations(
+    pm: pluggy.PluginManager, plugin: object
+) -> list[tuple[str, pluggy.HookimplOpts]]:
+    """The hooks ``plugin`` implements with their options (``tryfirst``, ``wrapper``, ...),
+    read the way pluggy reads them when it registers a plugin (its public
+    ``parse_hookimpl_opts``), in pluggy's registration order."""
+    found = []
+    for attribute in dir(plugin):
+        opts = pm.parse_hookimpl_opts(plugin, attribute)
+        if opts is not None:
+            found.append((opts.get("specname") or attribute, opts))
+    return found
+
+
+def _call_order(pm: pluggy.PluginManager, hook: str) -> list[tuple[str, object]]:
+    """The plugins implementing ``hook`` (no wrappers), in the order pluggy calls them.
+
+    pluggy's documented order: implementations are kept by priority as they register (a
+    ``trylast`` one first, a ``tryfirst`` one last, any other after the last that is not
+    ``tryfirst``) and called from the end.
+    """
+    kept: list[tuple[str, object, bool]] = []  # (name, plugin, tryfirst), ascending priority
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None:  # blocked
+            continue
+        for implemented, opts in _implementations(pm, plugin):
+            if implemented != hook or opts.get("hookwrapper") or opts.get("wrapper"):
+                continue
+            tryfirst = bool(opts.get("tryfirst"))
+            if opts.get("trylast"):
+                kept.insert(0, (name, plugin, tryfirst))
+            elif tryfirst:
+                kept.append((name, plugin, tryfirst))
+            else:
+                index = len(kept)
+                while index > 0 and kept[index - 1][2]:
+                    index -= 1
+                kept.insert(index, (name, plugin, tryfirst))
+    return [(name, plugin) for name, plugin, _ in reversed(kept)]
 
 
 def _probe(pm: pluggy.PluginManager, plugin_name: str) -> _Offered:

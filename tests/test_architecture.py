@@ -4,7 +4,10 @@
   (a cycle of type-only imports is still two modules that need each other), and none counting
   the imports inside functions either (a deferred import hides a cycle, it does not remove
   it), but for the two named in ``KNOWN_DEFERRED_CYCLES``;
-- every ``oma_core...`` name a docstring points to resolves;
+- every ``oma_core...`` name a docstring points to resolves, and so does every name the hook
+  specifications' docstrings point to;
+- every hook is called through pluggy: no module reads pluggy's implementations
+  (``get_hookimpls``) or calls one by hand (``impl.function(...)``);
 - the message model imports nothing of oma beyond itself and ``errors``;
 - the orchestrator and the team runner use nothing private of the agent.
 """
@@ -230,3 +233,96 @@ def test_plugins_import_only_the_application_and_plugin_author_surfaces(path: Pa
                     "tests" in path.parts and module.startswith("oma_core.testing")
                 )
                 assert ok, f"{path.name} imports {module}"
+
+
+# -- names the hook specifications point to --------------------------------------------------
+
+#: ``Name``, ``Name.attribute`` and ``Name.method(...)`` in double backticks, Name capitalised.
+_HOOKSPEC_NAME = re.compile(r"``([A-Z][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
+#: Where a bare name in the hook specifications is looked up: what an application imports,
+#: what a plugin imports, the plugin host, then Python's own (``CancelledError``).
+_SURFACES = ("oma_core", "oma_core.toolkit", "oma_core.plugins", "builtins", "asyncio")
+_CONSTANTS = frozenset({"None", "True", "False"})
+
+
+def _resolves_bare(dotted: str) -> bool:
+    import attrs
+
+    head, *rest = dotted.split(".")
+    if dotted in _CONSTANTS:
+        return True
+    if re.fullmatch(r"OMA_[A-Z_]+", dotted):  # an environment variable: the host reads it
+        return f'"{dotted}"' in MODULES["oma_core.plugins"].read_text(encoding="utf-8")
+    for surface in _SURFACES:
+        target: object = importlib.import_module(surface)
+        if not hasattr(target, head):
+            continue
+        target = getattr(target, head)
+        for attribute in rest:
+            if hasattr(target, attribute):
+                target = getattr(target, attribute)
+            elif isinstance(target, type) and attrs.has(target):
+                names = {field.name for field in attrs.fields(target)}
+                if attribute not in names:
+                    return False
+                target = object()  # a field: nothing further to follow
+            else:
+                return False
+        return True
+    return False
+
+
+def test_every_name_the_hook_specifications_point_to_resolves() -> None:
+    tree = ast.parse(MODULES["oma_core.hookspecs"].read_text(encoding="utf-8"))
+    pointed = {name for doc in _docstrings(tree) for name in _HOOKSPEC_NAME.findall(doc)}
+    assert pointed, "the check found no name: its pattern is stale"
+    broken = sorted(name for name in pointed if not _resolves_bare(name))
+    assert not broken, broken
+
+
+def test_the_hookspec_name_check_finds_a_name_that_does_not_resolve() -> None:
+    assert _resolves_bare("ProviderSpec.name")  # an attrs field
+    assert _resolves_bare("PluginHost.hook_calls")
+    assert not _resolves_bare("PluginHost.hook_callz")
+    assert not _resolves_bare("ProviderSpc.name")
+    assert not _resolves_bare("ModelCallz")
+    assert _resolves_bare("OMA_PREFER_PLUGINS")
+    assert not _resolves_bare("OMA_PREFER_PLUGINZ")
+
+
+# -- hooks go through pluggy -----------------------------------------------------------------
+
+
+def _hand_calls(source: str) -> list[str]:
+    """Where ``source`` reads pluggy's implementations or calls one by hand: any
+    ``get_hookimpls`` and any ``X.function(...)`` but ``self.function(...)`` (a tool calling
+    its own function)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "get_hookimpls":
+            found.append(f"line {node.lineno}: get_hookimpls")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "function"
+            and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "self")
+        ):
+            found.append(f"line {node.lineno}: .function(...)")
+    return found
+
+
+def test_no_module_calls_hook_implementations_past_pluggy() -> None:
+    found = [
+        f"{name} {where}"
+        for name, path in sorted(MODULES.items())
+        for where in _hand_calls(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, found
+
+
+def test_the_pluggy_check_finds_a_call_past_pluggy() -> None:
+    assert _hand_calls("for impl in caller.get_hookimpls(): impl.function(ctx)") == [
+        "line 1: get_hookimpls",
+        "line 1: .function(...)",
+    ]
+    assert _hand_calls("self.function(1)") == []

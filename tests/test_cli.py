@@ -303,6 +303,7 @@ def test_plugins_json_lists_plugins_failures_providers_and_backends() -> None:
         "executors",
         "toolsets",
         "shadowed",
+        "clashes",
     }
     assert data["executors"]["local"]["plugin"] == "oma_core.default_plugins.local_executor"
     echo = data["providers"]["echo"]

@@ -83,9 +83,9 @@ def test_each_plugin_is_discovered_through_its_entry_point(distribution: str) ->
 
 
 @pytest.mark.usefixtures("every_plugin")
-def test_no_plugin_shadows_another() -> None:
+def test_no_plugin_shadows_or_clashes_with_another() -> None:
     host = PluginHost()
-    assert host.shadowed() == []
+    assert host.shadowed() == [] and host.clashes() == []
     infos = host.plugin_info()
     for kind in ("providers", "backends", "executors"):
         offered = [name for info in infos for name in getattr(info, kind)]
@@ -102,7 +102,7 @@ def listed() -> dict[str, Any]:
 @pytest.mark.usefixtures("every_plugin")
 def test_oma_plugins_json_shows_each_providers_own_capabilities(listed: dict[str, Any]) -> None:
     data = listed
-    assert data["failures"] == [] and data["shadowed"] == []
+    assert data["failures"] == [] and data["shadowed"] == [] and data["clashes"] == []
     specs = PluginHost().provider_specs()
     assert sorted(data["providers"]) == sorted(specs)
     for name, entry in data["providers"].items():

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._exits import command_guard
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
@@ -52,12 +54,17 @@ def capability_matrix(capabilities: Capabilities) -> dict[str, str]:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@command_guard
 def plugins(as_json: bool) -> None:
     """List installed plugins, load errors and what each provider can carry."""
-    from ..plugins import PluginHost
+    import warnings
 
-    host = PluginHost.default()
-    report = _plugins_report(host)
+    from ..plugins import PluginClashWarning, PluginHost
+
+    with warnings.catch_warnings():  # the report lists every clash itself
+        warnings.simplefilter("ignore", PluginClashWarning)
+        host = PluginHost.default()
+        report = _plugins_report(host)
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
@@ -124,6 +131,17 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
             for kind, spec in host.toolset_specs().items()
         },
         "shadowed": host.shadowed(),
+        "clashes": [
+            {
+                "kind": clash.kind,
+                "name": clash.name,
+                "owners": list(clash.owners),
+                "winner": clash.winner,
+                "reason": clash.reason,
+                "note": clash.describe(),
+            }
+            for clash in host.clashes()
+        ],
     }
 
 
@@ -207,6 +225,8 @@ def _print_plugins(report: dict[str, Any]) -> None:
             for kind, entry in report["backends"].items():
                 _print_wrapped(console, f"{kind}: ", [entry["display_name"]], width, indent=2)
 
+    for clash in report["clashes"]:
+        console.print(f"[yellow]clash:[/yellow] {escape(clash['note'])}")  # folded at the width
     for note in report["shadowed"]:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")  # folded at the width
     for failure in report["failures"]:
