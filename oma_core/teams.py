@@ -591,9 +591,8 @@ def _planned_tasks(planned: RunResult) -> tuple[TaskSpec, ...]:
     from .errors import OutputValidationError
 
     error = planned.status.error
-    if isinstance(error, OutputValidationError):
-        reasons = "; ".join(error.errors) or "no output"
-        raise PlanError(f"the coordinator's answer holds no valid JSON plan ({reasons})")
+    if isinstance(error, OutputValidationError):  # the message plans always failed with
+        raise PlanError("the coordinator's answer holds no JSON plan")
     if not planned.success or not isinstance(planned.structured, Plan):
         raise _PlanningFailed(error)
     return planned.structured.task_specs()
