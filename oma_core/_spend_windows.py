@@ -47,8 +47,10 @@ class _Window:
         return self.total
 
     def charge(self, now: float, amount: float) -> None:
-        if amount <= 0:
+        if not amount > 0:
             return
+        if math.isinf(amount):  # an unpriceable call (a broken estimator): the window is full
+            amount = max(self.cap, 1.0)
         self.spent(now)
         current = math.floor(now / self.width)
         if self.buckets and self.buckets[-1][0] == current:
@@ -122,5 +124,6 @@ class Spending:
         for window in self._windows:
             window.charge(now, spent[window.unit])
         self._settled += 1
-        self._settled_spent["cost"] += spent["cost"]
+        if math.isfinite(spent["cost"]):
+            self._settled_spent["cost"] += spent["cost"]
         self._settled_spent["tokens"] += spent["tokens"]
