@@ -88,9 +88,14 @@ class Spending:
         self._settled_spent = {"cost": 0.0, "tokens": 0.0}
 
     def spent_out(self) -> bool:
-        """Whether a window has nothing left now (checked as a case is queued: cheap)."""
+        """Whether a window has no room now for a case as costly as the average one (checked
+        as a case is queued: cheap, and what is in flight is not counted)."""
         now = self._clock()
-        return any(window.spent(now) >= window.cap for window in self._windows)
+        for window in self._windows:
+            spent = window.spent(now)
+            if spent >= window.cap or spent + self.expected(window.unit) > window.cap:
+                return True
+        return False
 
     def expected(self, unit: str) -> float:
         """What a case is expected to spend: the average of the cases settled so far."""
