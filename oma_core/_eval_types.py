@@ -47,7 +47,7 @@ class EvalCase:
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     status: str = "ok"
     agent: str | None = None
-    store_payloads: str = attrs.field(default="full", kw_only=True)
+    store_payloads: str = attrs.field(default="full", kw_only=True, eq=False)
     settings: RunSettings | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
