@@ -162,8 +162,9 @@ class OnlineEvaluationConfig:
     ``max_tokens_per_hour`` cap what the scorers' model calls (judges) spend in any such
     window; a case with no room is dropped and counted in ``stats().dropped_budget``.
     ``clock`` is the monotonic clock the windows read (a seam for tests).
-    A ``judge`` among ``scorers`` needs ``store_payloads`` "redacted" or "full" (``ValueError``
-    under "none": it would have nothing it may send).
+    A ``judge`` sends cases out of the process, so it needs ``store_payloads`` "redacted" or
+    "full": under "none" it refuses each case without calling its model (counted in
+    ``stats().failed``; a warning is logged when the evaluator is made).
     """
 
     scorers: tuple[Scorer, ...] = attrs.field(default=(), converter=_scorers)
@@ -181,15 +182,6 @@ class OnlineEvaluationConfig:
     max_tokens_per_hour: int | None = attrs.field(default=None, validator=_check_rate)
     estimate_cost: CostEstimator | None = attrs.field(default=None, eq=False)
     clock: Callable[[], float] = attrs.field(default=time.monotonic, eq=False, repr=False)
-
-    def __attrs_post_init__(self) -> None:
-        if self.store_payloads == "none":
-            for scorer in self.scorers:
-                if _sends_payloads(scorer):
-                    raise ValueError(
-                        f"scorer {getattr(scorer, 'name', scorer)!r} sends runs to a model, and "
-                        'store_payloads="none" withholds them: use "redacted" or "full"'
-                    )
 
     @property
     def has_cost_caps(self) -> bool:
@@ -330,6 +322,11 @@ class Evaluator:
         self._tracer_provider = tracer_provider
         self._trace_content = trace_content
         self._tracer: Any | None = None
+        if config.store_payloads == "none" and any(map(_sends_payloads, config.scorers)):
+            _log.warning(
+                'online evaluation: store_payloads="none" withholds every case from the judges '
+                'among its scorers; they will score nothing (use "redacted" or "full")'
+            )
 
     # -- the public face ----------------------------------------------------------------------
 

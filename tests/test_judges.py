@@ -133,12 +133,23 @@ async def test_a_case_under_store_payloads_none_is_never_sent() -> None:
     assert model.requests == []
 
 
-def test_a_judge_under_store_payloads_none_is_refused_by_the_config() -> None:
-    scorer = judge(AgentConfig("g"), "r")
-    with pytest.raises(ValueError, match='store_payloads="none" withholds them'):
-        OnlineEvaluationConfig(scorers=[scorer])
-    with pytest.raises(ValueError, match="withholds"):
-        OnlineEvaluationConfig(scorers={"accuracy": scorer})
+async def test_under_store_payloads_none_a_judge_sends_nothing_and_counts_as_failed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    judge_model = ScriptedProvider([_verdict(1.0)])
+    results: list[EvalResult] = []
+    oma = OpenMultiAgent(
+        plugins=PluginHost(load_entrypoints=False),
+        evaluation=OnlineEvaluationConfig(
+            scorers=[judge(AgentConfig("g", provider=judge_model), "r")], on_result=results.append
+        ),
+    )
+    assert "withholds every case from the judges" in caplog.text
+    await oma.run_agent(AgentConfig("w", provider=ScriptedProvider(["secret output"])), "secret")
+    await oma.evaluation.flush()
+    assert judge_model.requests == []
+    assert oma.evaluation.stats().failed == 1
+    assert results[0].errors == {"judge_g": "PayloadWithheldError"}
 
 
 def test_payload_withheld_error_pickles_with_its_policy() -> None:
