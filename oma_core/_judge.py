@@ -28,6 +28,7 @@ from .errors import UsageError
 if TYPE_CHECKING:
     from .agent import Agent
     from .config import AgentConfig
+    from .plugins import PluginHost
 
 __all__ = ["JUDGE_PROMPT", "Judge", "PayloadWithheldError", "Verdict", "judge"]
 
@@ -109,13 +110,16 @@ def judge(
     output_type: Any = None,
     *,
     name: str | None = None,
+    plugins: PluginHost | None = None,
 ) -> Judge:
     """A scorer that asks ``config``'s model to grade each run against ``rubric``.
 
     ``output_type`` is the verdict's type (default ``Verdict``): any output type with a
     numeric ``score`` in [0, 1], and optionally ``reasons`` (a list of str) or ``reason``
     (a str) for the ``Score``'s reason. ``config.system_prompt`` defaults to
-    ``JUDGE_PROMPT``. ``name`` names the scorer (default ``"judge_" + config.name``).
+    ``JUDGE_PROMPT``. ``name`` names the scorer (default ``"judge_" + config.name``);
+    ``plugins`` is the ``PluginHost`` its agent finds providers and hooks in (default: the
+    process-wide one).
     Refused now (``TypeError``): a rubric that is not text, an output type without a
     numeric ``score``; an unknown provider raises as the agent is built.
     """
@@ -139,7 +143,7 @@ def judge(
         output_type=verdict_type,
         system_prompt=config.system_prompt or JUDGE_PROMPT,
     )
-    agent = Agent(config, close_after_run=True)
+    agent = Agent(config, plugins=plugins, close_after_run=True)
     return Judge(config, rubric, name or f"judge_{config.name}", agent)
 
 

@@ -47,7 +47,7 @@ HOST = PluginHost(load_entrypoints=False)
 
 
 def _evaluator(grader: Grader, clock: Clock, **config: Any) -> Evaluator:
-    scorer = judge(AgentConfig("grader", provider=grader), "Is it right?")
+    scorer = judge(AgentConfig("grader", provider=grader), "Is it right?", plugins=HOST)
     options: dict[str, Any] = {
         "scorers": [scorer],
         "store_payloads": "full",
@@ -101,6 +101,15 @@ async def test_a_spent_window_drops_cases_as_they_come_without_queueing_them() -
     stats = evaluator.stats()
     assert stats.pending == 0  # nothing queued: dropped on the run's path, at once
     assert stats.dropped_budget == 50
+
+
+async def test_a_case_that_would_not_fit_the_average_case_is_dropped_as_it_comes() -> None:
+    grader, clock = Grader(), Clock()
+    evaluator = _evaluator(grader, clock, max_tokens_per_minute=250)
+    _submit(evaluator, 2)
+    await evaluator.flush()  # 200 of 250 spent; a case costs 100 on average
+    _submit(evaluator, 1)
+    assert evaluator.stats().pending == 0 and evaluator.stats().dropped_budget == 1
 
 
 async def test_the_cost_budget_of_an_hour_prices_judge_calls_with_estimate_cost() -> None:
