@@ -7,9 +7,11 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oma_core import AgentConfig, LLMMessage, OnlineEvaluationConfig, OpenMultiAgent, TextBlock
-from oma_core._spend_windows import Spending
+from oma_core._spend_windows import Spending, _Window
 from oma_core.budgets import Budget, CostContext
 from oma_core.evaluation import Evaluator, judge
 from oma_core.plugins import PluginHost
@@ -264,3 +266,24 @@ def test_the_ledger_of_a_case_holds_what_is_left_in_the_tightest_window() -> Non
     assert admitted is not None
     ledger: Budget = admitted[0]
     assert ledger.max_cost == pytest.approx(0.4) and ledger.max_tokens == 500
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 30, allow_nan=False), st.integers(0, 50)), min_size=1, max_size=60
+    )
+)
+def test_a_window_counts_every_spend_of_the_last_minute_and_none_older_than_a_minute_and_a_second(
+    steps: list[tuple[float, int]],
+) -> None:
+    clock = Clock()
+    window = _Window(60.0, cap=10**9, unit="tokens")
+    history: list[tuple[float, int]] = []
+    for wait, tokens in steps:
+        clock.now += wait
+        window.charge(clock.now, tokens)
+        history.append((clock.now, tokens))
+        spent = window.spent(clock.now)
+        within_minute = sum(t for at, t in history if clock.now - at < 60)
+        within_minute_and_bucket = sum(t for at, t in history if clock.now - at < 61)
+        assert within_minute <= spent <= within_minute_and_bucket
