@@ -11,6 +11,7 @@ import pytest
 
 from oma_core import AgentConfig, OpenMultiAgent, PlanError, TaskSpec, Team
 from oma_core.plugins import PluginHost
+from oma_core.providers import ProviderRequest
 from oma_core.teams import Plan, PlannedTask, TaskResult
 from oma_core.testing import ScriptedProvider
 
@@ -118,10 +119,18 @@ async def test_the_coordinator_plans_with_the_plan_output_type() -> None:
     assert outcome.success and outcome.output == "the end"
     assert outcome.plan == (TaskSpec("look", "Look.", "w"),)
     planning, final = boss.requests
-    # Scripted is a prompted provider: the plan's schema is in the planning call's instructions.
-    assert "JSON Schema" in (planning.system_prompt or "")
-    assert '"depends_on"' in (planning.system_prompt or "")
-    assert "JSON Schema" not in (final.system_prompt or "")  # the final answer is text
+    # The plan's schema went with the planning call: in the request's output (native or tool
+    # mode) or in its instructions (prompted mode); the final answer is text.
+    assert '"depends_on"' in _asked_schema(planning)
+    assert _asked_schema(final) == ""
+
+
+def _asked_schema(request: ProviderRequest) -> str:
+    """The JSON schema a request asked for, as text, whatever the mode; "" for none."""
+    if request.output is not None:
+        return json.dumps(request.output.schema)
+    prompt = request.system_prompt or ""
+    return prompt[prompt.index("JSON Schema") :] if "JSON Schema" in prompt else ""
 
 
 async def test_a_plan_that_does_not_validate_gets_a_corrective_turn() -> None:
@@ -130,7 +139,8 @@ async def test_a_plan_that_does_not_validate_gets_a_corrective_turn() -> None:
     team = Team("t", [AgentConfig("w", provider=ScriptedProvider(["ok"]))])
     outcome = await _oma().run_team(team, "Goal", coordinator=AgentConfig("b", provider=boss))
     assert outcome.success
-    assert "not valid output" in boss.text_of(1)
+    corrective = boss.requests[1].messages  # the goal, the bad plan, the correction
+    assert [m.role for m in corrective] == ["user", "assistant", "user"]
     assert [t.title for t in outcome.plan or ()] == ["a"]
 
 
