@@ -8,9 +8,12 @@ importing the evaluator (which finds scorers and sinks in the plugin host).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
+
+if TYPE_CHECKING:
+    from .settings import RunSettings
 
 __all__ = ["EvalCase", "EvalResult", "Score"]
 
@@ -29,6 +32,13 @@ class EvalCase:
 
     ``input`` is the input as the policy allows (a placeholder or JSON text); ``output`` is the
     run's output text in every mode; ``status`` is the run's ``status.code``.
+
+    ``store_payloads`` is the policy the case was made under: a scorer that sends the case
+    out of the process (a ``judge``) sends only what it allows (a case built by hand is the
+    caller's own data: ``"full"``). ``settings`` are what a scorer's own model runs go with
+    (``agent.run(..., settings=case.settings)``): the case's ledger for the evaluation's cost
+    and token budgets, its price (``estimate_cost``) and the orchestrator's tracer; None
+    outside online evaluation.
     """
 
     input: str
@@ -37,6 +47,8 @@ class EvalCase:
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     status: str = "ok"
     agent: str | None = None
+    store_payloads: str = attrs.field(default="full", kw_only=True, eq=False)
+    settings: RunSettings | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
 @attrs.frozen

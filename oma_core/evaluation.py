@@ -13,7 +13,13 @@ through ``oma_register_scorers``), how many runs are sampled, and what is kept o
 
 Scorers run in process and always get the run's output text; what is *stored* (the
 ``EvalResult`` given to ``on_result`` and ``oma_evaluation_result``) follows the policy for the
-input, the output, the metadata and the scorers' reasons.
+input, the output, the metadata and the scorers' reasons. A scorer that sends a case out of
+the process (``judge``: an LLM grading the run) sends only what the policy lets out.
+
+Rate budgets (``max_cost_per_minute``, ``max_cost_per_hour``, ``max_tokens_per_minute``,
+``max_tokens_per_hour``) bound what scoring spends: a case that would go over is dropped and
+counted (``stats().dropped_budget``), never held back until the window reopens. See
+``_spend_windows`` for the windows.
 
 Evaluation observes only: it runs in asyncio tasks after the run returned, through a bounded
 ``asyncio.Queue`` (cases beyond ``max_queue`` are dropped and counted) that ``max_concurrency``
@@ -25,10 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import logging
 import math
 import random
+import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -36,21 +42,32 @@ import attrs
 
 from ._eval_types import EvalCase, EvalResult, Score
 from ._isolation import Outcome, contained
-from .redaction import DEFAULT_LIMIT, cut, redact_json, redact_text
+from ._judge import JUDGE_PROMPT, Judge, PayloadWithheldError, Verdict, judge
+from ._payloads import build_payload
+from .errors import BudgetExceededError
+from .redaction import DEFAULT_LIMIT, redact_json, redact_text
 
 if TYPE_CHECKING:
+    from ._spend_windows import Spending
+    from .budgets import Budget, CostEstimator
     from .messages import LLMMessage
+    from .settings import RunSettings
 
 __all__ = [
+    "JUDGE_PROMPT",
     "EvalCase",
     "EvalResult",
     "EvaluationStats",
     "Evaluator",
+    "Judge",
     "OnlineEvaluationConfig",
+    "PayloadWithheldError",
     "Score",
     "Scorer",
     "StorePayloads",
+    "Verdict",
     "build_payload",
+    "judge",
 ]
 
 _log = logging.getLogger("oma.evaluation")
@@ -62,13 +79,15 @@ _POLICIES = ("none", "redacted", "full")
 @attrs.frozen
 class EvaluationStats:
     """Counters: cases ``sampled``, scorer calls that ``scored`` or ``failed`` (sinks that
-    failed count too), cases ``dropped`` (queue full or shut down), cases still ``pending``."""
+    failed count too), cases ``dropped`` (queue full or shut down), cases still ``pending``,
+    cases ``dropped_budget`` (a rate budget had no room for them, or stopped their judge)."""
 
     sampled: int
     scored: int
     dropped: int
     failed: int
     pending: int
+    dropped_budget: int = 0
 
 
 Scorer: TypeAlias = Callable[[EvalCase], Any]
@@ -92,6 +111,18 @@ def _check_positive(_inst: object, attr: attrs.Attribute[int], value: int) -> No
         raise ValueError(f"{attr.name} must be an int >= 1, got {value!r}")
 
 
+def _check_rate(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ValueError(f"{attr.name} must be a finite number >= 0 or None, got {value!r}")
+
+
 def _scorers(value: Sequence[Scorer] | Mapping[str, Scorer] | Scorer) -> tuple[Scorer, ...]:
     if isinstance(value, Mapping):
         return tuple(_Named(name, fn) for name, fn in value.items())
@@ -105,8 +136,17 @@ class _Named:
     name: str
     fn: Scorer
 
+    @property
+    def sends_payloads(self) -> bool:
+        return bool(getattr(self.fn, "sends_payloads", False))
+
     def __call__(self, case: EvalCase) -> Any:
         return self.fn(case)
+
+
+def _sends_payloads(scorer: Scorer) -> bool:
+    """Whether a scorer sends cases out of the process (a judge says so)."""
+    return getattr(scorer, "sends_payloads", False) is True
 
 
 @attrs.frozen
@@ -116,6 +156,15 @@ class OnlineEvaluationConfig:
     ``sample`` is a probability in [0, 1] or a predicate on the ``EvalCase``; ``on_result`` a
     sync or async callable receiving each ``EvalResult``; ``scorer_timeout`` bounds each async
     scorer and sink; ``plugin_scorers=False`` ignores scorers contributed by packages.
+
+    Rate budgets: ``max_cost_per_minute``/``max_cost_per_hour`` (priced by ``estimate_cost``,
+    else ``OpenMultiAgent(estimate_cost=...)``) and ``max_tokens_per_minute``/
+    ``max_tokens_per_hour`` cap what the scorers' model calls (judges) spend in any such
+    window; a case with no room is dropped and counted in ``stats().dropped_budget``.
+    ``clock`` is the monotonic clock the windows read (a seam for tests).
+    A ``judge`` sends cases out of the process, so it needs ``store_payloads`` "redacted" or
+    "full": under "none" it refuses each case without calling its model (counted in
+    ``stats().failed``; a warning is logged when the evaluator is made).
     """
 
     scorers: tuple[Scorer, ...] = attrs.field(default=(), converter=_scorers)
@@ -127,32 +176,24 @@ class OnlineEvaluationConfig:
     scorer_timeout: float | None = 30.0
     plugin_scorers: bool = True
     payload_limit: int = attrs.field(default=DEFAULT_LIMIT, validator=_check_positive)
+    max_cost_per_minute: float | None = attrs.field(default=None, validator=_check_rate)
+    max_cost_per_hour: float | None = attrs.field(default=None, validator=_check_rate)
+    max_tokens_per_minute: int | None = attrs.field(default=None, validator=_check_rate)
+    max_tokens_per_hour: int | None = attrs.field(default=None, validator=_check_rate)
+    estimate_cost: CostEstimator | None = attrs.field(default=None, eq=False)
+    clock: Callable[[], float] = attrs.field(default=time.monotonic, eq=False, repr=False)
 
+    @property
+    def has_cost_caps(self) -> bool:
+        return self.max_cost_per_minute is not None or self.max_cost_per_hour is not None
 
-def build_payload(
-    value: str | Sequence[LLMMessage],
-    policy: str,
-    limit: int = DEFAULT_LIMIT,
-    *,
-    kind: str = "input",
-) -> str:
-    """The stored form of an input (or, with ``kind="output"``, an output text)."""
-    if policy == "none":
-        if isinstance(value, str):
-            return f"[string {kind} omitted; {len(value)} characters]"
-        return f"[array {kind} omitted; {len(value)} items]"
-    data: Any
-    if isinstance(value, str):
-        data = value
-    else:
-        from .serialization import dump_messages
-
-        data = dump_messages(value)
-    if policy == "redacted":
-        data = redact_json(data)
-    if kind == "output" and isinstance(data, str):
-        return cut(data, limit)
-    return cut(json.dumps(data, ensure_ascii=False), limit)
+    @property
+    def has_rate_budgets(self) -> bool:
+        return (
+            self.has_cost_caps
+            or self.max_tokens_per_minute is not None
+            or self.max_tokens_per_hour is not None
+        )
 
 
 def _scorer_name(scorer: Scorer, index: int, taken: set[str]) -> str:
@@ -239,7 +280,18 @@ class Evaluator:
     another), cases still queued move to a new queue on the new loop.
     """
 
-    def __init__(self, config: OnlineEvaluationConfig, plugins: Any = None) -> None:
+    def __init__(
+        self,
+        config: OnlineEvaluationConfig,
+        plugins: Any = None,
+        *,
+        estimate_cost: CostEstimator | None = None,
+        tracer_provider: Any | None = None,
+        trace_content: bool = False,
+    ) -> None:
+        """``estimate_cost``, ``tracer_provider`` and ``trace_content`` are the
+        orchestrator's: what a judge's runs are priced and traced with (the config's own
+        ``estimate_cost`` wins). A cost cap with no price anywhere is a ``ValueError``."""
         self.config = config
         self._plugins = plugins
         self._resolved: tuple[tuple[str, Scorer], ...] | None = None
@@ -249,6 +301,32 @@ class Evaluator:
         self._scored = 0
         self._dropped = 0
         self._failed = 0
+        self._dropped_budget = 0
+        self._estimate_cost = config.estimate_cost or estimate_cost
+        if config.has_cost_caps and self._estimate_cost is None:
+            raise ValueError(
+                "max_cost_per_minute/max_cost_per_hour need estimate_cost(usage, ctx) to price "
+                "judge calls (on OnlineEvaluationConfig or OpenMultiAgent)"
+            )
+        self._spending: Spending | None = None
+        if config.has_rate_budgets:
+            from ._spend_windows import Spending
+
+            self._spending = Spending(
+                cost_per_minute=config.max_cost_per_minute,
+                cost_per_hour=config.max_cost_per_hour,
+                tokens_per_minute=config.max_tokens_per_minute,
+                tokens_per_hour=config.max_tokens_per_hour,
+                clock=config.clock,
+            )
+        self._tracer_provider = tracer_provider
+        self._trace_content = trace_content
+        self._tracer: Any | None = None
+        if config.store_payloads == "none" and any(map(_sends_payloads, config.scorers)):
+            _log.warning(
+                'online evaluation: store_payloads="none" withholds every case from the judges '
+                'among its scorers; they will score nothing (use "redacted" or "full")'
+            )
 
     # -- the public face ----------------------------------------------------------------------
 
@@ -259,6 +337,7 @@ class Evaluator:
             dropped=self._dropped,
             failed=self._failed,
             pending=self._workers.queue.qsize() + self._workers.busy,
+            dropped_budget=self._dropped_budget,
         )
 
     async def flush(self) -> None:
@@ -316,6 +395,9 @@ class Evaluator:
             self._sampled += 1
         if self._closed:
             self._dropped += 1
+            return
+        if self._spending is not None and self._spending.spent_out():
+            self._dropped_budget += 1  # no room in a window: not even queued
             return
         workers = self._workers
         try:
@@ -398,6 +480,7 @@ class Evaluator:
             metadata=copy.deepcopy(metadata) if metadata else {},
             status=status,
             agent=agent,
+            store_payloads=policy,
         )
         if callable(config.sample):
             try:
@@ -409,24 +492,22 @@ class Evaluator:
             if not chosen:
                 return
             self._sampled += 1
-        scores: dict[str, Score] = {}
-        errors: dict[str, str] = {}
-        for name, scorer in self._scorer_list():
-            settled = await contained(scorer, case, config.scorer_timeout)
-            if settled.ok:
-                try:
-                    scores[name] = _as_score(settled.value)
-                except Exception as error:
-                    settled = Outcome(error=error)
-                else:
-                    self._scored += 1
-                    continue
-            self._failed += 1
-            failure = settled.error or TimeoutError()
-            kind = type(failure).__name__
-            full = policy == "full" and not isinstance(failure, asyncio.CancelledError)
-            errors[name] = redact_text(f"{kind}: {failure}") if full else kind
-            _log.warning("scorer %s raised %s", name, kind)
+        admitted = None
+        if self._spending is not None:
+            admitted = self._spending.admit()
+            if admitted is None:  # a window has no room for a case: dropped, not held back
+                self._dropped_budget += 1
+                return
+        ledger = admitted[0] if admitted is not None else None
+        case = attrs.evolve(case, settings=self._case_settings(run_id, ledger))
+        try:
+            scores, errors, stopped = await self._score(case)
+        finally:
+            if admitted is not None:
+                assert self._spending is not None
+                self._spending.settle(*admitted)
+        if stopped:  # a judge's ledger ran out mid-case: the other scores are still kept
+            self._dropped_budget += 1
         if policy == "full":
             stored: Any = copy.deepcopy(metadata) if metadata else {}
         else:
@@ -447,6 +528,63 @@ class Evaluator:
             store_payloads=policy,
         )
         await self._deliver(result)
+
+    async def _score(self, case: EvalCase) -> tuple[dict[str, Score], dict[str, str], bool]:
+        """Every scorer on ``case``: the scores, the errors by scorer, and whether a scorer
+        was stopped by the case's budget ledger (counted as the case's budget drop, not as
+        a failed scorer)."""
+        config = self.config
+        policy = config.store_payloads
+        scores: dict[str, Score] = {}
+        errors: dict[str, str] = {}
+        stopped = False
+        for name, scorer in self._scorer_list():
+            settled = await contained(scorer, case, config.scorer_timeout)
+            if settled.ok:
+                try:
+                    scores[name] = _as_score(settled.value)
+                except Exception as error:
+                    settled = Outcome(error=error)
+                else:
+                    self._scored += 1
+                    continue
+            failure = settled.error or TimeoutError()
+            kind = type(failure).__name__
+            if isinstance(failure, BudgetExceededError) and case.settings is not None:
+                stopped = True
+            else:
+                self._failed += 1
+            full = policy == "full" and not isinstance(failure, asyncio.CancelledError)
+            errors[name] = redact_text(f"{kind}: {failure}") if full else kind
+            _log.warning("scorer %s raised %s", name, kind)
+        return scores, errors, stopped
+
+    def _case_settings(self, run_id: str | None, ledger: Budget | None) -> RunSettings:
+        """What a scorer's own model runs go with: the case's ledger, the price, the tracer
+        and ``metadata={"evaluated_run": run_id}``; never an evaluator (a judge's run is
+        not evaluated in turn)."""
+        from .settings import RunSettings
+
+        if self._tracer is None and (self._tracer_provider is not None or self._tracing()):
+            from .tracing import get_tracer
+
+            try:
+                self._tracer = get_tracer(self._tracer_provider)
+            except Exception as error:  # tracing is never worth failing a judge for
+                _log.warning("judge tracing disabled: %s", type(error).__name__)
+        return RunSettings(
+            metadata={"evaluated_run": run_id},
+            budgets=(ledger,) if ledger is not None else (),
+            estimate_cost=self._estimate_cost,
+            tracer=self._tracer,
+            trace_content=self._trace_content,
+        )
+
+    def _tracing(self) -> bool:
+        """Whether OpenTelemetry is loaded at all (its global provider may then be set)."""
+        import sys
+
+        return "opentelemetry.trace" in sys.modules
 
     def _host(self) -> Any:
         """The ``PluginHost`` given, or the process-wide one (where the orchestrator's runs

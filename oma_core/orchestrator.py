@@ -163,7 +163,13 @@ class OpenMultiAgent:
         self._tracer_cache: Any | None = None
         self._progress = ProgressDispatcher(observer_timeout)
         self._evaluating = evaluation is not None
-        self.evaluation = Evaluator(evaluation or OnlineEvaluationConfig(), plugins)
+        self.evaluation = Evaluator(
+            evaluation or OnlineEvaluationConfig(),
+            plugins,
+            estimate_cost=estimate_cost,
+            tracer_provider=tracer_provider,
+            trace_content=trace_content,
+        )
         self._executors: dict[str, Executor] = {}
         self._agents: dict[int, tuple[AgentConfig, Agent]] = {}
         self.executor = executor

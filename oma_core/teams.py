@@ -13,6 +13,7 @@ import heapq
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
     from .results import RunResult
 
 __all__ = [
+    "COORDINATOR_PROMPT",
+    "Plan",
+    "PlannedTask",
+    "PromptBuilder",
     "TaskResult",
     "TaskSpec",
     "TaskStatus",
@@ -41,6 +46,10 @@ TaskStatus: TypeAlias = Literal["pending", "running", "completed", "failed", "sk
 
 #: ``run_agent(config, prompt, task_title)``: how the team runs one agent turn.
 RunAgent: TypeAlias = Callable[["AgentConfig", str, str | None], Awaitable["RunResult"]]
+#: ``prompt(dependencies) -> str``: builds a task's prompt from the results of the tasks it
+#: depends on (title -> ``TaskResult``, in ``depends_on`` order; ``.structured`` is the
+#: validated object of a dependency with an ``output_type``, ``.output`` its text).
+PromptBuilder: TypeAlias = Callable[[Mapping[str, "TaskResult"]], str]
 #: ``emit(event_type, agent_name, task_title, data)``: how the team reports progress.
 Emit: TypeAlias = Callable[[str, str | None, str | None, dict[str, Any]], Awaitable[None]]
 
@@ -105,6 +114,13 @@ class TaskSpec:
     ``max_retries`` re-runs a failed task as a whole, but only when the run's error is
     retryable (``OmaError.retryable``, the ladder's rule): a 400, a block the provider cannot
     carry or a spent budget fails the same way every time.
+
+    What the assignee is asked: by default the description, then each dependency's output
+    (its validated output as JSON when it has an ``output_type``, else its text). With
+    ``prompt`` (a ``PromptBuilder``), the prompt is what it returns when the task starts,
+    given the dependencies' ``TaskResult``s by title, so it can use their structured objects
+    directly; the description is then only the task's label (progress, plans, the CLI). A
+    builder that raises, or returns anything but a ``str``, fails the task.
     """
 
     title: str = attrs.field(validator=attrs.validators.instance_of(str))
@@ -123,6 +139,13 @@ class TaskSpec:
     #: The output type the task's agent runs with (as ``AgentConfig.output_type``, checked
     #: now); a dependent task receives the validated output as JSON in its prompt.
     output_type: Any = attrs.field(default=None, validator=_task_output_type, kw_only=True)
+    #: Builds the task's prompt from its dependencies' results, in place of the default.
+    prompt: PromptBuilder | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.is_callable()),
+        kw_only=True,
+        eq=False,
+    )
 
 
 @attrs.define
@@ -282,7 +305,17 @@ def _shown(title: str) -> str:
 
 
 def _task_prompt(task: TaskSpec, records: Mapping[str, TaskResult]) -> str:
-    """The task's description, then the output of each task it depends on (only those)."""
+    """What the task's assignee is asked: the ``prompt`` builder's text, else the task's
+    description, then the output of each task it depends on (only those)."""
+    if task.prompt is not None:
+        dependencies = MappingProxyType({dep: records[dep] for dep in task.depends_on})
+        text = task.prompt(dependencies)
+        if not isinstance(text, str):
+            raise TypeError(
+                f"the prompt builder of task {task.title!r} must return a str, "
+                f"got {type(text).__name__}"
+            )
+        return text
     if not task.depends_on:
         return task.description
     parts = [task.description, "", "Results of the tasks this one depends on:"]
@@ -456,12 +489,49 @@ Answer with JSON only, in this shape:
 {"tasks": [{"title": "short unique title", "description": "what to do, self-contained",
             "assignee": "an agent's name or null", "depends_on": ["titles of earlier tasks"]}]}"""
 
+
+@attrs.frozen
+class PlannedTask:
+    """One task as the coordinator plans it (see ``Plan``)."""
+
+    title: str
+    description: str
+    #: An agent's name, or None to let the team's agents take it in turn.
+    assignee: str | None = None
+    #: The titles of the tasks it waits for (None or absent: none).
+    depends_on: list[str] | None = None
+
+
+@attrs.frozen
+class Plan:
+    """The coordinator's plan: the output type of its planning run.
+
+    Its planning call runs with ``output_type=Plan``, so the plan comes through the
+    structured-output machinery (the provider's native schema mode where it has one, else
+    the schema in the instructions and a corrective turn for a reply that does not
+    validate), not from JSON searched for in prose. The optional fields are nullable, so a
+    strict schema (every property required) keeps them.
+    """
+
+    tasks: list[PlannedTask]
+
+    def task_specs(self) -> tuple[TaskSpec, ...]:
+        """The plan as ``TaskSpec``s (checked against a team by ``check_plan``)."""
+        return tuple(
+            TaskSpec(task.title, task.description, task.assignee, tuple(task.depends_on or ()))
+            for task in self.tasks
+        )
+
+
 _FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 
 def parse_plan(text: str) -> tuple[TaskSpec, ...]:
-    """Read a coordinator's plan: bare JSON or the first fenced block holding JSON (failing
-    both, the first JSON object in the text that has a "tasks" key)."""
+    """Read a plan written as text: bare JSON or the first fenced block holding JSON (failing
+    both, the first JSON object in the text that has a "tasks" key).
+
+    For plans kept as text (files, logs); ``run_team`` itself gets its plan as structured
+    output (``Plan``), not through this function."""
     data: Any = None
     for candidate in (text.strip(), *(m.group(1) for m in _FENCED.finditer(text))):
         try:
@@ -505,6 +575,27 @@ def _embedded_plan(text: str) -> Any:
             return data
         start = text.find("{", start + 1)
     return None
+
+
+class _PlanningFailed(Exception):
+    """The planning run failed for another reason than its plan (a provider error...)."""
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+
+def _planned_tasks(planned: RunResult) -> tuple[TaskSpec, ...]:
+    """The tasks of a planning run's ``Plan``; ``PlanError`` when the coordinator's answer
+    never validated as one (the corrective turns spent), ``_PlanningFailed`` when the run
+    failed otherwise."""
+    from .errors import OutputValidationError
+
+    error = planned.status.error
+    if isinstance(error, OutputValidationError):  # the message plans always failed with
+        raise PlanError("the coordinator's answer holds no JSON plan")
+    if not planned.success or not isinstance(planned.structured, Plan):
+        raise _PlanningFailed(error)
+    return planned.structured.task_specs()
 
 
 def _default_coordinator(team: Team) -> AgentConfig:
@@ -553,15 +644,16 @@ async def run_team(
     if not isinstance(goal, str):
         raise TypeError(f"a team goal is text, got {type(goal).__name__}")
     coordinator = coordinator or _default_coordinator(team)
-    planned = await run_agent(coordinator, _planning_prompt(team, goal), None)
+    planner = attrs.evolve(coordinator, output_type=Plan)
+    planned = await run_agent(planner, _planning_prompt(team, goal), None)
     usage = planned.usage
-    if not planned.success:
-        return TeamRunResult(False, {}, usage=usage, error=planned.status.error)
     try:
-        graph = _Graph.of(team, parse_plan(planned.output))
+        graph = _Graph.of(team, _planned_tasks(planned))
     except PlanError as error:
         await emit("error", coordinator.name, None, {"error": error})
         return TeamRunResult(False, {}, usage=usage, error=error)
+    except _PlanningFailed as failed:
+        return TeamRunResult(False, {}, usage=usage, error=failed.error)
     plan = graph.plan
     if plan_only:
         pending = {t.title: TaskResult(t.title, assignee=t.assignee) for t in plan}

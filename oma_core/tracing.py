@@ -118,7 +118,7 @@ class RunSpan:
         """Put the redacted input on the span (only with ``trace_content``)."""
         if not self._content:
             return
-        from .evaluation import build_payload
+        from ._payloads import build_payload
 
         self.span.set_attribute("gen_ai.input.messages", build_payload(input, "redacted"))
         if system_prompt:

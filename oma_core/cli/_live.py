@@ -179,7 +179,9 @@ class TaskBoard:
         if event.type == "error" and self._coordinator_rows:
             row = self.rows[self._coordinator_rows[-1]]
             row.error = _one_line(event.data.get("error"))
-            if row.state == "completed":  # the run went well but its answer held no plan
+            # After the run ended: its answer held no plan (the run itself went well, or
+            # failed its structured-output check); the plan's error is the row's last word.
+            if row.state in ("completed", "failed"):
                 row.state = "failed"
                 return f"{row.title}: failed: {row.error}"
         return None
