@@ -508,9 +508,9 @@ class Plan:
 
     Its planning call runs with ``output_type=Plan``, so the plan comes through the
     structured-output machinery (the provider's native schema mode where it has one, else
-    the schema in the instructions and a corrective turn for a reply that does not
-    validate), not from JSON searched for in prose. The optional fields are nullable, so a
-    strict schema (every property required) keeps them.
+    the schema in the instructions), not from JSON searched for in prose. The plan is one
+    answer: a reply that does not validate is a ``PlanError``, with no corrective turn. The
+    optional fields are nullable, so a strict schema (every property required) keeps them.
     """
 
     tasks: list[PlannedTask]
@@ -644,7 +644,9 @@ async def run_team(
     if not isinstance(goal, str):
         raise TypeError(f"a team goal is text, got {type(goal).__name__}")
     coordinator = coordinator or _default_coordinator(team)
-    planner = attrs.evolve(coordinator, output_type=Plan)
+    # One answer, as the contract has it (DESIGN section 8): a reply that is not a plan
+    # fails the team with PlanError, without a corrective turn.
+    planner = attrs.evolve(coordinator, output_type=Plan, output_retries=0)
     planned = await run_agent(planner, _planning_prompt(team, goal), None)
     usage = planned.usage
     try:

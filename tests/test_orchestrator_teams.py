@@ -231,15 +231,14 @@ async def test_the_default_coordinator_uses_the_first_agents_provider_and_model(
 
 async def test_a_coordinator_answer_without_a_plan_fails_the_team() -> None:
     events: list[ProgressEvent] = []
-    # The answer, then the answer to the corrective turn (output_retries=1): neither a plan.
-    refusals = ScriptedProvider(["I would rather not.", "Still no."])
+    refusals = ScriptedProvider(["I would rather not."])  # one answer: no corrective turn
     coordinator = AgentConfig("lead", provider=refusals)
     team = Team("t", [AgentConfig("w", provider=ScriptedProvider([]))])
     outcome = await _oma(events).run_team(team, "Goal", coordinator=coordinator)
     assert not outcome.success
     assert isinstance(outcome.error, PlanError)
     assert "holds no JSON plan" in str(outcome.error)
-    assert len(refusals.requests) == 2
+    assert len(refusals.requests) == 1
     assert [e.type for e in events][-1] == "error"
 
 

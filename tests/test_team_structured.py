@@ -133,15 +133,14 @@ def _asked_schema(request: ProviderRequest) -> str:
     return prompt[prompt.index("JSON Schema") :] if "JSON Schema" in prompt else ""
 
 
-async def test_a_plan_that_does_not_validate_gets_a_corrective_turn() -> None:
+async def test_a_plan_that_does_not_validate_is_a_plan_error_at_once() -> None:
     good = {"tasks": [{"title": "a", "description": "d", "assignee": None, "depends_on": []}]}
     boss = ScriptedProvider(['{"tasks": [{"title": 1}]}', json.dumps(good), "fin"])
     team = Team("t", [AgentConfig("w", provider=ScriptedProvider(["ok"]))])
-    outcome = await _oma().run_team(team, "Goal", coordinator=AgentConfig("b", provider=boss))
-    assert outcome.success
-    corrective = boss.requests[1].messages  # the goal, the bad plan, the correction
-    assert [m.role for m in corrective] == ["user", "assistant", "user"]
-    assert [t.title for t in outcome.plan or ()] == ["a"]
+    coordinator = AgentConfig("b", provider=boss, output_retries=3)  # not used for the plan
+    outcome = await _oma().run_team(team, "Goal", coordinator=coordinator)
+    assert not outcome.success and isinstance(outcome.error, PlanError)
+    assert len(boss.requests) == 1  # one answer, no corrective turn
 
 
 async def test_a_structured_plan_with_a_cycle_is_still_a_plan_error() -> None:
