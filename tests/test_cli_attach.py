@@ -96,7 +96,7 @@ def test_a_binary_non_media_file_is_one_line(tmp_path: Path) -> None:
     result = oma("run", "-a", write(tmp_path, "blob.bin", bytes(range(256))))
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
-    assert "no image or video type" in result.stderr
+    assert "no media type oma recognises" in result.stderr
     assert "Traceback" not in result.output
 
 
