@@ -32,7 +32,9 @@ from ._checks import (
 )
 from .errors import InvalidMessageError
 from .messages import (
+    AudioBlock,
     Base64Source,
+    DocumentBlock,
     FilePart,
     ImageBlock,
     LLMMessage,
@@ -46,7 +48,9 @@ from .messages import (
 
 __all__ = [
     "BLOCK_TYPES",
+    "DOCUMENT_TYPES",
     "Budget",
+    "document_fields",
     "image_fields",
     "in_family",
     "new",
@@ -72,6 +76,8 @@ _TAG_OF: dict[type, str] = {
     TextBlock: "text",
     ImageBlock: "image",
     VideoBlock: "video",
+    DocumentBlock: "document",
+    AudioBlock: "audio",
     ToolUseBlock: "tool_use",
     ToolResultBlock: "tool_result",
     ReasoningBlock: "reasoning",
@@ -85,6 +91,8 @@ _ALL_CLASSES: tuple[type, ...] = (
     TextBlock,
     ImageBlock,
     VideoBlock,
+    DocumentBlock,
+    AudioBlock,
     ToolUseBlock,
     ToolResultBlock,
     ReasoningBlock,
@@ -123,8 +131,23 @@ class Budget:
 
 
 _MISSING: Final = object()
-#: The block tags, in the order errors list them.
-BLOCK_TYPES: Final = ("text", "image", "video", "tool_use", "tool_result", "reasoning")
+#: The block tags, in the order errors list them (the newer kinds last).
+BLOCK_TYPES: Final = (
+    *("text", "image", "video", "tool_use", "tool_result", "reasoning"),
+    *("document", "audio"),
+)
+#: The media types a document may have besides ``text/*``: PDF and the office formats.
+DOCUMENT_TYPES: Final = frozenset(
+    {
+        "application/pdf",
+        "application/msword",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/vnd.ms-excel",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "application/vnd.oasis.opendocument.text",
+        "application/vnd.oasis.opendocument.spreadsheet",
+    }
+)
 _ONLY_IN: Final = {"tool_use": "assistant", "reasoning": "assistant", "tool_result": "user"}
 _DETAILS: Final[dict[str, Detail]] = {"low": "low", "high": "high", "auto": "auto"}
 
@@ -134,6 +157,8 @@ _TEXT_KEYS: Final = frozenset({"type", "text"})
 _IMAGE_KEYS: Final = frozenset({"type", "source", "detail"})
 _IMAGE_PART_KEYS: Final = frozenset({"type", "source"})
 _VIDEO_KEYS: Final = frozenset({"type", "source"})
+_DOCUMENT_KEYS: Final = frozenset({"type", "source", "filename"})
+_AUDIO_KEYS: Final = frozenset({"type", "source"})
 _TOOL_USE_KEYS: Final = frozenset({"type", "id", "name", "input"})
 _TOOL_RESULT_KEYS: Final = frozenset({"type", "tool_use_id", "content", "is_error"})
 _REASONING_KEYS: Final = frozenset({"type", "text", "signature", "redacted_data"})
@@ -186,7 +211,7 @@ def optional_string(value: object, path: str) -> str | None:
 def in_family(source: model.MediaSource, family: str, path: str) -> model.MediaSource:
     """``source`` if its media type is ``family/...`` (an image block carries ``image/*``)."""
     if not source.media_type.startswith(family + "/"):
-        article = "an" if family == "image" else "a"
+        article = "an" if family in ("image", "audio") else "a"
         raise InvalidMessageError(
             join(path, "media_type"),
             f"must be {article} {family} MIME type ({family}/...) in {article} {family} block, "
@@ -234,6 +259,23 @@ def image_fields(
     return in_family(parse_source(source, where), "image", where), parse_detail(
         detail, join(path, "detail")
     )
+
+
+def document_fields(
+    source: object, filename: object, path: str
+) -> tuple[model.MediaSource, str | None]:
+    """A document block's checked ``source`` (PDF, ``text/*`` or an office type) and
+    ``filename``."""
+    where = join(path, "source")
+    checked = parse_source(source, where)
+    media_type = checked.media_type
+    if not (media_type.startswith("text/") or media_type in DOCUMENT_TYPES):
+        raise InvalidMessageError(
+            join(where, "media_type"),
+            "must be a document MIME type (application/pdf, text/... or an office type) "
+            f"in a document block, got {media_type}",
+        )
+    return checked, optional_string(filename, join(path, "filename"))
 
 
 def tool_result_fields(
@@ -284,6 +326,17 @@ def _block_from(
         where = f"{path}.source"
         source = in_family(parse_source(_require(value, "source", path), where), "video", where)
         return new(VideoBlock, source=source)
+    if tag == "document":
+        _only_keys(value, _DOCUMENT_KEYS, path, 'a "document" block')
+        source, filename = document_fields(
+            _require(value, "source", path), value.get("filename"), path
+        )
+        return new(DocumentBlock, source=source, filename=filename)
+    if tag == "audio":
+        _only_keys(value, _AUDIO_KEYS, path, 'an "audio" block')
+        where = f"{path}.source"
+        source = in_family(parse_source(_require(value, "source", path), where), "audio", where)
+        return new(AudioBlock, source=source)
     if tag == "tool_use":
         _only_keys(value, _TOOL_USE_KEYS, path, 'a "tool_use" block')
         return new(

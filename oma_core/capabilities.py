@@ -15,7 +15,9 @@ import attrs
 from .errors import MediaTooLargeError, UnsupportedContentBlockError
 from .media import decoded_size
 from .messages import (
+    AudioBlock,
     Base64Source,
+    DocumentBlock,
     FilePart,
     ImageBlock,
     LLMMessage,
@@ -57,8 +59,9 @@ class Mode(enum.Enum):
 class BlockSupport:
     """One supported block type in some roles.
 
-    ``block_type`` is a block's ``type`` ("text", "image", "video", "tool_use", "tool_result",
-    "reasoning") or, with ``roles={IN_TOOL_RESULT}``, a tool-result part ("image", "file").
+    ``block_type`` is a block's ``type`` ("text", "image", "video", "document", "audio",
+    "tool_use", "tool_result", "reasoning") or, with ``roles={IN_TOOL_RESULT}``, a
+    tool-result part ("image", "file").
     ``sources`` and ``media_types`` restrict media blocks (``None``: any media type of the
     block's family); ``sources=frozenset({"url"})`` declares a URL-only provider.
     ``url_check``, for a service that reads only some URLs (Gemini: its File API and YouTube),
@@ -100,7 +103,8 @@ class MediaLimit:
 
     max_bytes: int
     block_types: frozenset[str] = attrs.field(
-        default=frozenset({"image", "video", "file"}), converter=_frozen_types
+        default=frozenset({"image", "video", "document", "audio", "file"}),
+        converter=_frozen_types,
     )
     scope: str = attrs.field(default="block", validator=attrs.validators.in_(_SCOPES))
     measure: str = attrs.field(default="decoded", validator=attrs.validators.in_(_MEASURES))
@@ -283,6 +287,8 @@ class Capabilities:
                 BlockSupport("text"),
                 BlockSupport("image"),
                 BlockSupport("video"),
+                BlockSupport("document"),
+                BlockSupport("audio"),
                 BlockSupport("tool_use", frozenset({"assistant"})),
                 BlockSupport("tool_result", frozenset({"user"})),
                 BlockSupport("reasoning", frozenset({"assistant"})),
@@ -313,7 +319,7 @@ def _inline_media(
 
 
 def _source_of(block: object) -> MediaSource | None:
-    if isinstance(block, ImageBlock | VideoBlock | FilePart):
+    if isinstance(block, ImageBlock | VideoBlock | DocumentBlock | AudioBlock | FilePart):
         return block.source
     return None
 

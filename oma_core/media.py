@@ -1,15 +1,18 @@
-"""Building image and video blocks, and small facts about media sources.
+"""Building image, video, document and audio blocks, and small facts about media sources.
 
 The helpers return validated blocks; errors name the helper's parameter (``url``,
 ``media_type``, ``data``, ``detail``, ``path``). A URL's missing media type is looked up from
 the URL path's file extension in a fixed table shipped with oma, so the answer is the same on
 every machine (the system ``mimetypes`` database differs between machines and reads files).
 
-Bytes and files (``image_file``, ``video_file``, ``media_file``, ``image_bytes``, ...) are typed
-by their content: the signature library ``filetype`` (loaded on first use, never on ``import
-oma_core``) names the type. A file's extension is a hint only: one that disagrees with the
-content is a ``MediaTypeWarning`` and the content's type is sent; a ``media_type`` the caller
-states and the content contradicts is a ``MediaTypeMismatchError`` naming both.
+Bytes and files (``image_file``, ``video_file``, ``document_file``, ``audio_file``,
+``media_file``, ``image_bytes``, ...) are typed by their content: the signature library
+``filetype`` (loaded on first use, never on ``import oma_core``) names the type. Text has no
+signature: it is a document of the ``text/*`` type its extension (or the caller) names, and
+``text/plain`` for ``document_file`` when neither does. A file's extension is a hint only:
+one that disagrees with the content is a ``MediaTypeWarning`` and the content's type is sent;
+a ``media_type`` the caller states and the content contradicts is a
+``MediaTypeMismatchError`` naming both.
 
 Files are read safely: regular files only (a FIFO, a device or a directory is refused at once,
 never read), opened without blocking, the size checked against ``max_bytes`` before the body is
@@ -28,14 +31,36 @@ from pathlib import Path
 from typing import BinaryIO, Final, Literal
 
 from ._checks import check_base64, check_media_type, check_url, type_name
-from ._parse import new, parse_detail
+from ._parse import DOCUMENT_TYPES, new, optional_string, parse_detail
 from .errors import InvalidMessageError
-from .messages import Base64Source, ImageBlock, MediaSource, UrlSource, VideoBlock
+from .messages import (
+    AudioBlock,
+    Base64Source,
+    DocumentBlock,
+    ImageBlock,
+    MediaSource,
+    UrlSource,
+    VideoBlock,
+)
 
 __all__ = [
+    "AUDIO_EXTENSIONS",
+    "DOCUMENT_EXTENSIONS",
+    "DOCUMENT_TYPES",
     "IMAGE_EXTENSIONS",
     "IMAGE_MEDIA_TYPES",
     "VIDEO_EXTENSIONS",
+    "Family",
+    "MediaBlock",
+    "audio_base64",
+    "audio_bytes",
+    "audio_file",
+    "audio_url",
+    "document_base64",
+    "document_bytes",
+    "document_file",
+    "document_text",
+    "document_url",
     "MediaFileTooLargeError",
     "MediaTypeMismatchError",
     "MediaTypeWarning",
@@ -43,6 +68,7 @@ __all__ = [
     "checked_media_type",
     "read_limited",
     "extension_media_type",
+    "family_of",
     "image_bytes",
     "image_file",
     "media_bytes",
@@ -106,10 +132,76 @@ VIDEO_EXTENSIONS: Final[Mapping[str, str]] = {
     "mts": "video/mp2t",
 }
 
+#: File extension (lower case, no dot) -> document media type.
+DOCUMENT_EXTENSIONS: Final[Mapping[str, str]] = {
+    "pdf": "application/pdf",
+    "txt": "text/plain",
+    "text": "text/plain",
+    "log": "text/plain",
+    "md": "text/markdown",
+    "markdown": "text/markdown",
+    "csv": "text/csv",
+    "tsv": "text/tab-separated-values",
+    "html": "text/html",
+    "htm": "text/html",
+    "xml": "text/xml",
+    "doc": "application/msword",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xls": "application/vnd.ms-excel",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "odt": "application/vnd.oasis.opendocument.text",
+    "ods": "application/vnd.oasis.opendocument.spreadsheet",
+}
+
+#: File extension (lower case, no dot) -> audio media type.
+AUDIO_EXTENSIONS: Final[Mapping[str, str]] = {
+    "wav": "audio/wav",
+    "wave": "audio/wav",
+    "mp3": "audio/mpeg",
+    "mpga": "audio/mpeg",
+    "ogg": "audio/ogg",
+    "oga": "audio/ogg",
+    "opus": "audio/ogg",
+    "flac": "audio/flac",
+    "m4a": "audio/mp4",
+    "aac": "audio/aac",
+    "aif": "audio/aiff",
+    "aiff": "audio/aiff",
+    "weba": "audio/webm",
+    "webm": "audio/webm",  # only for an audio block: a .webm is a video elsewhere
+}
+
 Detail = Literal["low", "high", "auto"]
+#: The kinds of media block, by what their media types start with.
+Family = Literal["image", "video", "document", "audio"]
+MediaBlock = ImageBlock | VideoBlock | DocumentBlock | AudioBlock
+
+_EXTENSIONS: Final[Mapping[str, Mapping[str, str]]] = {
+    "image": IMAGE_EXTENSIONS,
+    "video": VIDEO_EXTENSIONS,
+    "document": DOCUMENT_EXTENSIONS,
+    "audio": AUDIO_EXTENSIONS,
+}
+#: How an error names one of a family ("must be an audio MIME type").
+_ONE_OF: Final[Mapping[str, str]] = {
+    "image": "an image",
+    "video": "a video",
+    "document": "a document",
+    "audio": "an audio",
+}
 
 
-def guess_media_type(url: str, family: Literal["image", "video"]) -> str | None:
+def family_of(media_type: str) -> Family | None:
+    """The block family a media type belongs to (``application/pdf`` -> "document"), or None."""
+    major = media_type.partition("/")[0]
+    if major == "image" or major == "video" or major == "audio":
+        return major  # type: ignore[return-value]
+    if major == "text" or media_type in DOCUMENT_TYPES:
+        return "document"
+    return None
+
+
+def guess_media_type(url: str, family: Family) -> str | None:
     """The media type of ``url``'s file extension in oma's table for ``family``, or None.
 
     Only the path counts: the query and fragment are ignored, and nothing is fetched.
@@ -122,27 +214,25 @@ def guess_media_type(url: str, family: Literal["image", "video"]) -> str | None:
     if "." not in name:
         return None
     extension = name.rpartition(".")[2].lower()
-    table = IMAGE_EXTENSIONS if family == "image" else VIDEO_EXTENSIONS
-    return table.get(extension)
+    return _EXTENSIONS[family].get(extension)
 
 
-def _url_source(url: object, media_type: object, family: Literal["image", "video"]) -> UrlSource:
+def _url_source(url: object, media_type: object, family: Family) -> UrlSource:
     checked_url = check_url(url, "url")
     if media_type is None:
         guessed = guess_media_type(checked_url, family)
         if guessed is None:
+            example = "application/pdf" if family == "document" else f"{family}/..."
             raise InvalidMessageError(
                 "media_type",
                 f"could not be inferred from the URL's file extension; "
-                f'pass media_type="{family}/..."',
+                f'pass media_type="{example}"',
             )
         return new(UrlSource, media_type=guessed, url=checked_url)
     return new(UrlSource, media_type=_family_type(media_type, family), url=checked_url)
 
 
-def _base64_source(
-    data: object, media_type: object, family: Literal["image", "video"]
-) -> Base64Source:
+def _base64_source(data: object, media_type: object, family: Family) -> Base64Source:
     if isinstance(data, bytes | bytearray | memoryview):
         raise InvalidMessageError(
             "data",
@@ -153,13 +243,14 @@ def _base64_source(
     return new(Base64Source, media_type=_family_type(media_type, family), data=checked_data)
 
 
-def _family_type(media_type: object, family: str) -> str:
+def _family_type(media_type: object, family: Family) -> str:
     checked = check_media_type(media_type, "media_type")
-    if not checked.startswith(family + "/"):
-        article = "an" if family == "image" else "a"
+    if family_of(checked) != family:
+        kinds = "application/pdf, text/... or an office type" if family == "document" else ""
         raise InvalidMessageError(
             "media_type",
-            f"must be {article} {family} MIME type ({family}/...), got {_shown(checked)}",
+            f"must be {_ONE_OF[family]} MIME type ({kinds or family + '/...'}), "
+            f"got {_shown(checked)}",
         )
     return checked
 
@@ -192,6 +283,58 @@ def video_base64(data: str, media_type: str) -> VideoBlock:
     return new(VideoBlock, source=_base64_source(data, media_type, "video"))
 
 
+def document_url(
+    url: str, media_type: str | None = None, filename: str | None = None
+) -> DocumentBlock:
+    """A document block the provider fetches from ``url`` (absolute http or https).
+
+    ``media_type`` defaults to the one of the URL's file extension (``.pdf`` ->
+    application/pdf, ``.md`` -> text/markdown).
+    """
+    source = _url_source(url, media_type, "document")
+    return new(DocumentBlock, source=source, filename=optional_string(filename, "filename"))
+
+
+def document_base64(data: str, media_type: str, filename: str | None = None) -> DocumentBlock:
+    """A document block carrying raw base64 ``data`` (no ``data:`` prefix)."""
+    source = _base64_source(data, media_type, "document")
+    return new(DocumentBlock, source=source, filename=optional_string(filename, "filename"))
+
+
+def document_text(
+    text: str, media_type: str = "text/plain", filename: str | None = None
+) -> DocumentBlock:
+    """A text document (``text/plain``, ``text/markdown``, ``text/csv``...) holding ``text``,
+    carried as UTF-8 in base64."""
+    checked = check_media_type(media_type, "media_type")
+    if not checked.startswith("text/"):
+        raise InvalidMessageError(
+            "media_type", f"must be a text MIME type (text/...) for a text document, got {checked}"
+        )
+    if not isinstance(text, str):
+        raise InvalidMessageError("text", f"must be a str, got {type_name(text)}")
+    if not text:
+        raise InvalidMessageError("text", "must not be empty: an empty document says nothing")
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidMessageError("text", "must not contain lone surrogates") from None
+    return document_base64(base64.b64encode(raw).decode("ascii"), checked, filename)
+
+
+def audio_url(url: str, media_type: str | None = None) -> AudioBlock:
+    """An audio block the provider fetches from ``url`` (absolute http or https).
+
+    ``media_type`` defaults to the one of the URL's file extension (``.mp3`` -> audio/mpeg).
+    """
+    return new(AudioBlock, source=_url_source(url, media_type, "audio"))
+
+
+def audio_base64(data: str, media_type: str) -> AudioBlock:
+    """An audio block carrying raw base64 ``data`` (no ``data:`` prefix)."""
+    return new(AudioBlock, source=_base64_source(data, media_type, "audio"))
+
+
 def decoded_size(source: Base64Source) -> int:
     """The number of bytes ``source.data`` decodes to, computed without decoding."""
     data = source.data
@@ -209,8 +352,6 @@ def describe_source(source: MediaSource) -> str:
 
 # -- bytes and files: typed by their content ---------------------------------------------------
 
-Family = Literal["image", "video"]
-
 #: Names of one type the signature library, the extension table and callers may each use.
 _SAME_TYPE: Final[Mapping[str, str]] = {
     "image/jpg": "image/jpeg",
@@ -220,6 +361,27 @@ _SAME_TYPE: Final[Mapping[str, str]] = {
     "image/x-png": "image/png",
     "video/x-m4v": "video/mp4",
     "video/m4v": "video/mp4",
+    "audio/x-wav": "audio/wav",
+    "audio/wave": "audio/wav",
+    "audio/vnd.wave": "audio/wav",
+    "audio/x-flac": "audio/flac",
+    "audio/mp3": "audio/mpeg",
+    "audio/x-mp3": "audio/mpeg",
+    "audio/mpeg3": "audio/mpeg",
+    "audio/x-m4a": "audio/mp4",
+    "audio/m4a": "audio/mp4",
+    "audio/x-aiff": "audio/aiff",
+    "audio/x-aac": "audio/aac",
+    "application/x-pdf": "application/pdf",
+    "text/x-markdown": "text/markdown",
+}
+#: What each helper's kind is called in a refusal ("not an image or a video").
+_WANTED: Final[Mapping[Family | None, str]] = {
+    None: "an image, a video, a document or audio",
+    "image": "an image",
+    "video": "a video",
+    "document": "a document",
+    "audio": "audio",
 }
 
 
@@ -325,10 +487,16 @@ def sniff_media_type(data: bytes) -> str | None:
     return None if kind is None else str(kind.mime)
 
 
-def extension_media_type(name: str) -> str | None:
-    """The image or video media type of ``name``'s file extension in oma's tables, or None."""
+def extension_media_type(name: str, family: Family | None = None) -> str | None:
+    """The media type of ``name``'s file extension in oma's table for ``family`` (None: the
+    image, video, document and audio tables, in that order), or None."""
     extension = name.rpartition(".")[2].lower() if "." in name else ""
-    return IMAGE_EXTENSIONS.get(extension) or VIDEO_EXTENSIONS.get(extension)
+    families: tuple[Family, ...] = (family,) if family else ("image", "video", "document", "audio")
+    for each in families:
+        found = _EXTENSIONS[each].get(extension)
+        if found is not None:
+            return found
+    return None
 
 
 def _looks_like_text(data: bytes) -> bool:
@@ -353,49 +521,58 @@ def checked_media_type(
 
     ``media_type`` (stated by the caller; it replaces ``extension_hint``, from a file name)
     must agree with the content; it decides alone only when the content's type is unknown
-    (never for text, except SVG).
-    ``family`` limits the answer to images or videos. Anything else raises
-    ``MediaTypeMismatchError`` naming both types. An ``extension_hint`` the content contradicts
-    is only a ``MediaTypeWarning``: the content decides. Only the first 8 KiB of ``data`` are
-    looked at.
+    (never for text, except SVG and ``text/*`` documents). ``family`` limits the answer to
+    one kind of block (None: any). Text is a document of the ``text/*`` type stated or hinted
+    (for ``family="document"``, ``text/plain`` when none is). Anything else raises
+    ``MediaTypeMismatchError`` naming both types. An ``extension_hint`` the content
+    contradicts is only a ``MediaTypeWarning``: the content decides. Only the first 8 KiB of
+    ``data`` are looked at.
     """
     sniffed = sniff_media_type(data)
     content = None if sniffed is None else _canonical(sniffed)
-    wanted = {None: "an image or a video", "image": "an image", "video": "a video"}[family]
+    if content == "video/webm" and family == "audio":
+        content = "audio/webm"  # one container for both; the caller says it holds sound
+    wanted = _WANTED[family]
     if content is None:
         text = bool(data) and _looks_like_text(data)
-        if media_type is not None and (not text or _canonical(media_type) == "image/svg+xml"):
-            return (
-                _family_type(media_type, family)
-                if family
-                else check_media_type(media_type, "media_type")
-            )
+        stated = None if media_type is None else _canonical(media_type)
+        if stated is not None and (not text or stated == "image/svg+xml"):
+            checked = check_media_type(media_type, "media_type")
+            return _family_type(checked, family) if family else checked
+        if text and family in (None, "document"):
+            claimed = stated or (None if extension_hint is None else _canonical(extension_hint))
+            if claimed is not None and claimed.startswith("text/"):
+                return check_media_type(claimed, "media_type")
+            if family == "document" and stated is None:
+                if claimed is not None:
+                    warnings.warn(MediaTypeWarning(name, "text/plain", claimed), stacklevel=4)
+                return "text/plain"
         if not data:
             reason = f"it is empty, not {wanted}"
         elif text:
             reason = f"it holds text, not {wanted}"
         else:
-            reason = "its content is of no image or video type oma recognises"
+            reason = "its content is of no media type oma recognises"
         hint = extension_hint or None
         if hint:
             reason += f" (its extension says {hint})"
         claimed_by = "caller" if media_type is not None else "extension"
-        claimed = None if media_type is None else _shown_type(media_type)
-        raise MediaTypeMismatchError(name, None, claimed or hint, claimed_by, reason)
-    family_of_content = content.partition("/")[0]
-    if family_of_content not in ("image", "video") or (family and family_of_content != family):
-        claimed = None if media_type is None else _shown_type(media_type)
+        claimed_type = None if media_type is None else _shown_type(media_type)
+        raise MediaTypeMismatchError(name, None, claimed_type or hint, claimed_by, reason)
+    content_family = family_of(content)
+    if content_family is None or (family and content_family != family):
+        claimed_type = None if media_type is None else _shown_type(media_type)
         raise MediaTypeMismatchError(
-            name, content, claimed, "family", f"its content is {content}, not {wanted}"
+            name, content, claimed_type, "family", f"its content is {content}, not {wanted}"
         )
     if media_type is not None and _canonical(media_type) != content:
-        claimed = _shown_type(media_type)
+        claimed_type = _shown_type(media_type)
         raise MediaTypeMismatchError(
             name,
             content,
-            claimed,
+            claimed_type,
             "caller",
-            f"its content is {content}, but the stated type is {claimed}",
+            f"its content is {content}, but the stated type is {claimed_type}",
         )
     if media_type is None and extension_hint is not None and _canonical(extension_hint) != content:
         warnings.warn(MediaTypeWarning(name, content, extension_hint), stacklevel=4)
@@ -491,7 +668,8 @@ def _read_file(
     fd, size = _open_regular(path, name)
     try:
         head = _read_up_to(fd, _HEAD, name)
-        hint = extension_media_type(Path(path).name)
+        base = Path(path).name
+        hint = extension_media_type(base, family) or extension_media_type(base)
         checked = checked_media_type(head, name, family, media_type, hint)
         limit = _limit_for(max_bytes, checked)
         if limit is not None and size > limit:
@@ -548,10 +726,26 @@ def _read_stream(stream: BinaryIO, count: int | None) -> bytes:
     return b"".join(parts)
 
 
-def _block(data: bytes, media_type: str, detail: Detail | None) -> ImageBlock | VideoBlock:
+def _block(
+    data: bytes, media_type: str, detail: Detail | None = None, filename: str | None = None
+) -> MediaBlock:
+    """The block of ``media_type``'s family holding ``data`` (a text document must be UTF-8)."""
     encoded = base64.b64encode(data).decode("ascii")
-    if media_type.startswith("image/"):
+    family = family_of(media_type)
+    if family == "image":
         return image_base64(encoded, media_type, detail)
+    if family == "document":
+        if media_type.startswith("text/"):
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                name = filename or "data"
+                raise MediaTypeMismatchError(
+                    name, media_type, None, "family", f"it is not UTF-8 text (byte {exc.start})"
+                ) from None
+        return document_base64(encoded, media_type, filename)
+    if family == "audio":
+        return audio_base64(encoded, media_type)
     return video_base64(encoded, media_type)
 
 
@@ -569,16 +763,34 @@ def image_bytes(
 def video_bytes(data: bytes, media_type: str | None = None) -> VideoBlock:
     """A video block of raw ``data``, its type taken from the content (see ``image_bytes``)."""
     checked = checked_media_type(_raw(data), "data", "video", media_type)
-    block = _block(bytes(data), checked, None)
+    block = _block(bytes(data), checked)
     assert isinstance(block, VideoBlock)
     return block
 
 
-def media_bytes(
-    data: bytes, media_type: str | None = None, name: str = "data"
-) -> ImageBlock | VideoBlock:
-    """An image or video block of raw ``data``, whichever its content is."""
-    return _block(bytes(data), checked_media_type(_raw(data), name, None, media_type), None)
+def document_bytes(
+    data: bytes, media_type: str | None = None, filename: str | None = None
+) -> DocumentBlock:
+    """A document block of raw ``data``: a PDF or office file typed by its content, or text
+    (UTF-8) of the ``text/*`` ``media_type`` given (default ``text/plain``)."""
+    checked = checked_media_type(_raw(data), filename or "data", "document", media_type)
+    block = _block(bytes(data), checked, filename=filename)
+    assert isinstance(block, DocumentBlock)
+    return block
+
+
+def audio_bytes(data: bytes, media_type: str | None = None) -> AudioBlock:
+    """An audio block of raw ``data``, its type taken from the content (see ``image_bytes``)."""
+    checked = checked_media_type(_raw(data), "data", "audio", media_type)
+    block = _block(bytes(data), checked)
+    assert isinstance(block, AudioBlock)
+    return block
+
+
+def media_bytes(data: bytes, media_type: str | None = None, name: str = "data") -> MediaBlock:
+    """An image, video, document or audio block of raw ``data``, whichever its content is
+    (text only with a ``text/*`` ``media_type``)."""
+    return _block(bytes(data), checked_media_type(_raw(data), name, None, media_type))
 
 
 def image_file(
@@ -607,18 +819,48 @@ def video_file(
     """A video block of the regular file at ``path``, typed by its content (see
     ``image_file``)."""
     data, checked = _read_file(path, "video", media_type, max_bytes)
-    block = _block(data, checked, None)
+    block = _block(data, checked)
     assert isinstance(block, VideoBlock)
+    return block
+
+
+def document_file(
+    path: str | os.PathLike[str],
+    media_type: str | None = None,
+    filename: str | None = None,
+    *,
+    max_bytes: MaxBytes = None,
+) -> DocumentBlock:
+    """A document block of the regular file at ``path``: a PDF or office file typed by its
+    content, or UTF-8 text of the ``text/*`` type its extension names (``.md`` ->
+    text/markdown; ``text/plain`` otherwise). ``filename`` defaults to the file's name."""
+    data, checked = _read_file(path, "document", media_type, max_bytes)
+    name = Path(path).name if filename is None else filename
+    block = _block(data, checked, filename=name)
+    assert isinstance(block, DocumentBlock)
+    return block
+
+
+def audio_file(
+    path: str | os.PathLike[str], media_type: str | None = None, *, max_bytes: MaxBytes = None
+) -> AudioBlock:
+    """An audio block of the regular file at ``path``, typed by its content (see
+    ``image_file``)."""
+    data, checked = _read_file(path, "audio", media_type, max_bytes)
+    block = _block(data, checked)
+    assert isinstance(block, AudioBlock)
     return block
 
 
 def media_file(
     path: str | os.PathLike[str], media_type: str | None = None, *, max_bytes: MaxBytes = None
-) -> ImageBlock | VideoBlock:
-    """An image or video block of the regular file at ``path``, whichever its content is
-    (see ``image_file``)."""
+) -> MediaBlock:
+    """An image, video, document or audio block of the regular file at ``path``, whichever
+    its content is (see ``image_file``); text only when its extension names a ``text/*``
+    document type (``.txt``, ``.md``, ``.csv``...), a document then named after the file."""
     data, checked = _read_file(path, None, media_type, max_bytes)
-    return _block(data, checked, None)
+    filename = Path(path).name if family_of(checked) == "document" else None
+    return _block(data, checked, filename=filename)
 
 
 def _raw(data: object) -> bytes:

@@ -33,8 +33,10 @@ from ._checks import (
 )
 
 __all__ = [
+    "AudioBlock",
     "Base64Source",
     "ContentBlock",
+    "DocumentBlock",
     "FilePart",
     "ImageBlock",
     "LLMMessage",
@@ -179,6 +181,44 @@ class VideoBlock(_Immutable):
 
 
 @attrs.frozen(init=False)
+class DocumentBlock(_Immutable):
+    """A document: a PDF (``application/pdf``), text of a ``text/*`` type (``text/plain``,
+    ``text/markdown``, ``text/csv``, ``text/html``...) or an office file (Word, Excel,
+    OpenDocument). ``filename``, optional, names it where a provider has a place for a name.
+    """
+
+    source: MediaSource
+    filename: str | None = None
+
+    def __init__(
+        self, source: MediaSource | Mapping[str, Any], filename: str | None = None
+    ) -> None:
+        checked_source, checked_name = _parser().document_fields(source, filename, "")
+        object.__setattr__(self, "source", checked_source)
+        object.__setattr__(self, "filename", checked_name)
+
+    @property
+    def type(self) -> Literal["document"]:
+        return "document"
+
+
+@attrs.frozen(init=False)
+class AudioBlock(_Immutable):
+    """A sound recording (``audio/*``: wav, mp3, ogg/opus, flac, m4a/aac, webm...)."""
+
+    source: MediaSource
+
+    def __init__(self, source: MediaSource | Mapping[str, Any]) -> None:
+        parser = _parser()
+        checked = parser.in_family(parser.parse_source(source, "source"), "audio", "source")
+        object.__setattr__(self, "source", checked)
+
+    @property
+    def type(self) -> Literal["audio"]:
+        return "audio"
+
+
+@attrs.frozen(init=False)
 class ToolUseBlock(_Immutable):
     """A model's call of a tool; assistant turns only.
 
@@ -293,7 +333,14 @@ class ReasoningBlock(_Immutable):
 
 
 ContentBlock: TypeAlias = (
-    TextBlock | ImageBlock | VideoBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock
+    TextBlock
+    | ImageBlock
+    | VideoBlock
+    | DocumentBlock
+    | AudioBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ReasoningBlock
 )
 
 

@@ -22,8 +22,10 @@ from ._checks import DEFAULT_LIMITS, join, thaw_json
 from ._parse import Budget, parse_block, parse_message, parse_part, parse_source, tag_of
 from .errors import InvalidMessageError
 from .messages import (
+    AudioBlock,
     Base64Source,
     ContentBlock,
+    DocumentBlock,
     FilePart,
     ImageBlock,
     LLMMessage,
@@ -46,6 +48,8 @@ _TAGGED: tuple[type, ...] = (
     TextBlock,
     ImageBlock,
     VideoBlock,
+    DocumentBlock,
+    AudioBlock,
     ToolUseBlock,
     ToolResultBlock,
     ReasoningBlock,

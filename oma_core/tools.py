@@ -42,7 +42,9 @@ from ._tool_types import (
 )
 from .errors import InvalidMessageError, ToolError
 from .messages import (
+    AudioBlock,
     Base64Source,
+    DocumentBlock,
     FilePart,
     ImageBlock,
     LLMMessage,
@@ -75,6 +77,8 @@ _MESSAGE_OBJECTS = (
     TextBlock,
     ImageBlock,
     VideoBlock,
+    DocumentBlock,
+    AudioBlock,
     FilePart,
     ToolUseBlock,
     ToolResultBlock,

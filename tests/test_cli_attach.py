@@ -62,7 +62,10 @@ def test_a_png_named_txt_is_sent_as_png_with_the_same_warning(tmp_path: Path) ->
     result = oma("run", "look", "-a", path)
     assert result.exit_code == 0, result.output
     assert "image image/png base64 100 bytes" in result.stdout
-    assert result.stderr == ""  # .txt names no media type: nothing to contradict
+    assert result.stderr == (  # .txt names a text document: the content contradicts it
+        f"warning: -a {path}: its content is image/png, but its extension says text/plain; "
+        "sent as image/png\n"
+    )
     named_jpg = write(tmp_path, "cat.jpg", PNG)
     warned = oma("run", "look", "-a", named_jpg)
     assert "image image/png base64 100 bytes" in warned.stdout
@@ -88,7 +91,10 @@ def test_a_stated_type_that_the_content_contradicts_is_refused(tmp_path: Path) -
 def test_a_text_file_named_png_is_refused_as_text(tmp_path: Path) -> None:
     result = oma("run", "-a", write(tmp_path, "fake.png", b"sixteen bytes!!\n"))
     assert result.exit_code == 2
-    assert "it holds text, not an image or a video (its extension says image/png)" in result.stderr
+    assert (
+        "it holds text, not an image, a video, a document or audio (its extension says image/png)"
+        in result.stderr
+    )
     assert "pipe it" in result.stderr
 
 
@@ -96,7 +102,7 @@ def test_a_binary_non_media_file_is_one_line(tmp_path: Path) -> None:
     result = oma("run", "-a", write(tmp_path, "blob.bin", bytes(range(256))))
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
-    assert "no image or video type" in result.stderr
+    assert "no media type oma recognises" in result.stderr
     assert "Traceback" not in result.output
 
 

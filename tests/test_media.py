@@ -418,8 +418,16 @@ def test_a_jpeg_named_png_is_sent_as_jpeg_with_a_warning_naming_both_types(
     assert caught[0].filename == __file__  # points at the caller's line
 
 
-def test_a_png_named_txt_is_sent_as_png_without_a_warning(tmp_path: Path) -> None:
+def test_a_png_named_txt_is_sent_as_png_with_a_warning(tmp_path: Path) -> None:
     path = tmp_path / "photo.txt"
+    path.write_bytes(SIGNATURES["image/png"] + bytes(64))
+    with pytest.warns(MediaTypeWarning, match="its extension says text/plain; sent as image/png"):
+        block = media_file(path)
+    assert isinstance(block, ImageBlock) and block.source.media_type == "image/png"
+
+
+def test_a_file_without_a_known_extension_is_typed_without_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "photo.data"
     path.write_bytes(SIGNATURES["image/png"] + bytes(64))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -450,7 +458,7 @@ def test_a_video_given_as_an_image_is_refused() -> None:
 
 def test_content_of_no_known_type_needs_a_stated_type() -> None:
     unknown = bytes([0x00, 0xFF, 0x13, 0x37]) * 8
-    with pytest.raises(MediaTypeMismatchError, match="no image or video type"):
+    with pytest.raises(MediaTypeMismatchError, match="no media type oma recognises"):
         media_bytes(unknown)
     assert video_bytes(unknown, media_type="video/x-custom").source.media_type == "video/x-custom"
 

@@ -258,7 +258,7 @@ def test_the_converter_structures_through_validation() -> None:
     block = converter.structure({"type": "text", "text": "a"}, ContentBlock)
     assert block == TextBlock("a")
     with pytest.raises(InvalidMessageError, match="must be one of"):
-        converter.structure({"type": "audio"}, ContentBlock)
+        converter.structure({"type": "hologram"}, ContentBlock)
     with pytest.raises(InvalidMessageError, match="must use HTTP or HTTPS"):
         converter.structure(
             {

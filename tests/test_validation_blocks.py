@@ -39,7 +39,7 @@ from oma_core import (
     [
         (5, "messages[0].content[0]", "must be a content block (a dict or block object), got int"),
         ({"text": "hi"}, "messages[0].content[0].type", "must be one of"),
-        ({"type": "audio"}, "messages[0].content[0].type", "must be one of"),
+        ({"type": "hologram"}, "messages[0].content[0].type", "must be one of"),
         ({"type": 3}, "messages[0].content[0].type", "must be one of"),
         (
             {"type": "file", "filename": "a", "source": URL_SOURCE},
@@ -333,7 +333,7 @@ def test_a_block_that_is_not_a_mapping_is_refused(block: Any) -> None:
     refused([user(text(), block)], "messages[0].content[1]")
 
 
-@pytest.mark.parametrize("kind", [None, 1, "audio", "Text", "image_url", "document", "file"])
+@pytest.mark.parametrize("kind", [None, 1, "sound", "Text", "image_url", "pdf", "file"])
 def test_block_types_must_name_a_known_block(kind: Any) -> None:
     block = {"text": "x"} if kind is None else {"type": kind, "text": "x"}
     err = refused([user(block)])

@@ -18,8 +18,10 @@ from typing import Any
 from ..capabilities import Capabilities, ProviderSpec
 from ..hookspecs import hookimpl
 from ..messages import (
+    AudioBlock,
     Base64Source,
     ContentBlock,
+    DocumentBlock,
     FilePart,
     ImageBlock,
     LLMMessage,
@@ -85,6 +87,11 @@ def describe_block(block: ContentBlock) -> str:
         return f"image {_describe_source(block.source)}{detail}"
     if isinstance(block, VideoBlock):
         return f"video {_describe_source(block.source)}"
+    if isinstance(block, DocumentBlock):
+        named = "" if block.filename is None else f" {_quote(block.filename)}"
+        return f"document{named} {_describe_source(block.source)}"
+    if isinstance(block, AudioBlock):
+        return f"audio {_describe_source(block.source)}"
     if isinstance(block, ToolUseBlock):
         arguments = json.dumps(block.plain_input(), ensure_ascii=False, sort_keys=True)
         if len(arguments) > TEXT_LIMIT:
