@@ -39,7 +39,7 @@ CLI_COLUMNS: dict[str, tuple[str, str, str | None]] = {
     "tool_use": ("tool_use", "assistant", None),
     "tool_result_media": ("image", "tool_result", None),
 }
-_MEDIA = ("image", "video", "file")
+_MEDIA = ("image", "video", "document", "audio", "file")
 
 Rows = dict[tuple[str, str, str | None], str]
 
