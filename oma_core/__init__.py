@@ -8,14 +8,16 @@ only when a program touches them.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
-from .hookspecs import hookimpl
+# Not from typing: ``import oma_core`` loads neither typing nor pluggy (mypy reads this name).
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
 # public name -> module (relative to this package) that defines it
 _EXPORTS: dict[str, str] = {
+    # plugins: the marker for hook implementations (pluggy loads with it, not with oma_core)
+    "hookimpl": "hookspecs",
     # the message model
     "LLMMessage": "messages",
     "TextBlock": "messages",
@@ -259,6 +261,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
+    from typing import Any
+
     from .agent import Agent
     from .budgets import Budget, CostContext
     from .capabilities import BackendSpec, Capabilities, MediaLimit, ProviderSpec
@@ -290,6 +294,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from .evaluation import EvalCase, EvalResult, OnlineEvaluationConfig, Score
     from .executors import ExecutorSpec
+    from .hookspecs import hookimpl
     from .media import (
         IMAGE_MEDIA_TYPES,
         MediaTypeMismatchError,
