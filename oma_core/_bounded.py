@@ -221,11 +221,8 @@ class BodyReader:
                 rest = b""
             for start in range(0, len(rest), STEP):
                 yield self._count(rest[start : start + STEP])
-        if self._utf8 is not None:
-            try:
-                self._utf8.decode(b"", final=True)
-            except UnicodeDecodeError:
-                raise invalid_utf8(self._provider) from None
+        if self._utf8 is not None and not _decodes(self._utf8, b"", final=True):
+            raise invalid_utf8(self._provider)  # outside the handler: nothing chained
 
     def _count(self, piece: bytes) -> bytes:
         self.size += len(piece)
@@ -237,10 +234,8 @@ class BodyReader:
         if self._framing is None:
             return piece
         assert self._utf8 is not None
-        try:
-            self._utf8.decode(piece)
-        except UnicodeDecodeError:
-            raise invalid_utf8(self._provider) from None
+        if not _decodes(self._utf8, piece):
+            raise invalid_utf8(self._provider)  # outside the handler: nothing chained
         if self._framing == "sse":
             window = self._tail + piece
             last = None
@@ -258,6 +253,15 @@ class BodyReader:
             what = "server-sent event" if self._framing == "sse" else "stream line"
             raise too_large(self._provider, what, limits.max_event_bytes, "max_event_bytes")
         return piece
+
+
+def _decodes(decoder: codecs.IncrementalDecoder, piece: bytes, final: bool = False) -> bool:
+    """Whether ``piece`` continues valid UTF-8 in ``decoder``."""
+    try:
+        decoder.decode(piece, final)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 async def next_chunk(chunks: Any, idle: float | None, provider: str) -> bytes:

@@ -95,15 +95,17 @@ class _BoundedBody:
         assert self._chunks is not None, "aiter_text() first"
         while not self._ended:
             try:
-                chunk = await anext(self._chunks)
+                chunk: bytes | None = await anext(self._chunks)
             except StopAsyncIteration:
+                chunk = None
+            if chunk is None:  # the end, handled outside the handler: nothing chained
                 self._ended = True
                 try:
                     rest = self._decoder.decode(b"", final=True)
                 except UnicodeDecodeError:
                     rest = None
                 if rest is None:
-                    raise invalid_utf8(self._provider) from None
+                    raise invalid_utf8(self._provider)
                 if rest:
                     return rest
                 break
@@ -233,13 +235,20 @@ def event_json(
         data = None
     if not isinstance(data, dict):
         raise malformed_response(provider, "a stream event is not a JSON object")
-    if (
+    if is_error_object(data):
+        raise error_from_event(data, provider=provider, secrets=secrets)
+    return data
+
+
+def is_error_object(data: Mapping[str, Any]) -> bool:
+    """Whether a streamed JSON object is the service's error rather than a reply: an
+    ``"error"`` member holding an object or a text (``{"error": "model not found"}``, as
+    Ollama sends), or ``"object"`` / ``"type"`` equal to ``"error"``."""
+    return (
         isinstance(data.get("error"), dict | str)
         or data.get("object") == "error"
         or data.get("type") == "error"
-    ):
-        raise error_from_event(data, provider=provider, secrets=secrets)
-    return data
+    )
 
 
 class SSEMessage:
