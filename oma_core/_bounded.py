@@ -265,8 +265,8 @@ def _decodes(decoder: codecs.IncrementalDecoder, piece: bytes, final: bool = Fal
 
 
 async def next_chunk(chunks: Any, idle: float | None, provider: str) -> bytes:
-    """The next chunk of an async iterator of bytes, waiting at most ``idle`` seconds (None:
-    no limit) before ``idle_timeout``; ``StopAsyncIteration`` at its end."""
+    """A coroutine: the next chunk of an async iterator of bytes, waiting at most ``idle``
+    seconds (None: no limit) before ``idle_timeout``; ``StopAsyncIteration`` at its end."""
     if idle is None:  # no limit of its own (a whole-request timeout bounds it)
         return await chunks.__anext__()  # type: ignore[no-any-return]
     timer = asyncio.timeout(idle)

@@ -93,7 +93,8 @@ async def ndjson_lines(
     secrets: Iterable[str] = (),
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> AsyncGenerator[dict[str, Any], None]:
-    """The lines of a streamed ``response`` (opened with ``client.stream``) as JSON objects;
+    """An async generator: the lines of a streamed ``response`` (opened with
+    ``client.stream``) as JSON objects;
     blank lines are skipped. Any content type is read (services label NDJSON in several
     ways); the framing decides. Transport faults propagate as httpx raised them;
     ``stream_ndjson`` maps them."""
@@ -121,7 +122,8 @@ async def stream_ndjson(
     params: Mapping[str, str] | None = None,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> AsyncGenerator[dict[str, Any], None]:
-    """POST ``body`` as JSON and yield the reply's lines as JSON objects (``ndjson_lines``).
+    """An async generator: POST ``body`` as JSON and yield the reply's lines as JSON objects
+    (``ndjson_lines``).
 
     An async generator: closing it (``async with aclosing(...)``) closes the response and
     returns its connection. Every failure is a ``ProviderError`` built from strings, as with

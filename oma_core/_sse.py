@@ -144,7 +144,8 @@ async def sse_events(
     provider: str,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> AsyncGenerator[ServerSentEvent, None]:
-    """The events of a streamed ``response`` (opened with ``client.stream``), as httpx-sse's
+    """An async generator: the events of a streamed ``response`` (opened with
+    ``client.stream``), as httpx-sse's
     ``ServerSentEvent`` (``event``, ``data``, ``id``, ``retry``; ``json()`` decodes ``data``).
 
     A body that is not ``text/event-stream`` is a malformed-response ``ProviderError``; an
@@ -180,7 +181,7 @@ async def stream_sse(
     params: Mapping[str, str] | None = None,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> AsyncGenerator[ServerSentEvent, None]:
-    """POST ``body`` as JSON and yield the reply's server-sent events.
+    """An async generator: POST ``body`` as JSON and yield the reply's server-sent events.
 
     An async generator: closing it (``aclose``, or leaving ``async for`` early and closing)
     closes the response and returns its connection. Every failure is a ``ProviderError``
@@ -353,7 +354,8 @@ async def aio_stream_sse(
     limits: ReadLimits | None = None,
     idle: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> AsyncGenerator[SSEMessage, None]:
-    """``stream_sse`` over an aiohttp session: POST ``body`` and yield the reply's events.
+    """An async generator: ``stream_sse`` over an aiohttp session (POST ``body`` and yield
+    the reply's events).
 
     Closing the generator closes the response (its connection is not reused unless the body
     was read to its end). Every failure is a ``ProviderError`` built from strings, as with
