@@ -6,7 +6,9 @@ retryable, instead of filling memory) and refusing a line that is not UTF-8 (``i
 or not a JSON object (``malformed_response``, retryable); an error object (``{"error":
 "text"}``, ``{"error": {...}}``) is raised as ``error_from_event``, so a provider's loop sees
 only the service's real lines. ``stream_ndjson`` opens the POST as well and turns every
-failure into a ``ProviderError`` exactly as ``stream_sse`` does. httpx is imported on first use.
+failure into a ``ProviderError`` exactly as ``stream_sse`` does; ``aio_stream_ndjson`` is the
+same over an aiohttp session, as ``aio_stream_sse`` is for events. httpx and aiohttp are
+imported on first use.
 """
 
 from __future__ import annotations
@@ -16,9 +18,21 @@ import json
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._bounded import DEFAULT_MAX_EVENT_BYTES, invalid_utf8, too_large
+from ._bounded import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_EVENT_BYTES,
+    BodyReader,
+    ReadLimits,
+    invalid_utf8,
+    next_chunk,
+    redirect_refused,
+    too_large,
+)
 from ._http import (
+    StatusError,
     _json_headers,
+    _status_error,
+    aio_read_body,
     encode_json,
     error_from_event,
     error_from_exception,
@@ -29,9 +43,10 @@ from ._sse import is_error_object
 from .errors import ProviderError
 
 if TYPE_CHECKING:
+    import aiohttp
     import httpx
 
-__all__ = ["LineSplitter", "line_json", "ndjson_lines", "stream_ndjson"]
+__all__ = ["LineSplitter", "aio_stream_ndjson", "line_json", "ndjson_lines", "stream_ndjson"]
 
 
 class LineSplitter:
@@ -159,5 +174,87 @@ async def stream_ndjson(
                 error = error_from_exception(exc, provider=provider, secrets=secrets)
             finally:
                 await lines.aclose()
+    if error is not None:
+        raise error
+
+
+async def aio_stream_ndjson(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: Mapping[str, Any] | bytes,
+    *,
+    provider: str,
+    secrets: Iterable[str] = (),
+    headers: Mapping[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
+    max_event_bytes: int | None = None,
+    status_error: StatusError | None = None,
+    limits: ReadLimits | None = None,
+    idle: float | None = DEFAULT_IDLE_TIMEOUT,
+) -> AsyncGenerator[dict[str, Any], None]:
+    """An async generator: ``stream_ndjson`` over an aiohttp session (POST ``body`` and
+    yield the reply's lines as JSON objects).
+
+    Closing the generator closes the response. Every failure is a ``ProviderError`` built
+    from strings, as with ``aio_stream_sse``: an error status is read (bounded) and given to
+    ``status_error`` if given; a redirect is refused; the body is decoded through a
+    ``BodyReader`` held to ``limits`` (``max_event_bytes``, if given, replaces theirs); a
+    stream silent for ``idle`` seconds fails with ``idle_timeout``.
+    """
+    secrets = tuple(secrets)
+    limits = limits or ReadLimits()
+    if max_event_bytes is not None:
+        limits = ReadLimits(limits.max_response_bytes, max_event_bytes)
+    request_headers = {**_json_headers(headers), "accept": "application/x-ndjson"}
+    data = body if isinstance(body, bytes) else encode_json(body)
+    error: ProviderError | None = None
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            response = await stack.enter_async_context(
+                session.post(
+                    url, data=data, headers=request_headers, params=params, allow_redirects=False
+                )
+            )
+        except Exception as exc:
+            error = error_from_exception(exc, provider=provider, secrets=secrets)
+        if error is None and 300 <= response.status < 400:
+            error = redirect_refused(provider, response.status, response.headers.get("location"))
+        if error is None and response.status >= 400:
+            payload = await aio_read_body(
+                response, provider=provider, limits=limits, truncate=True, idle=idle
+            )
+            if status_error is not None:
+                error = status_error(response.status, response.headers, payload)
+            else:
+                error = _status_error(
+                    response.status, response.headers, payload, provider=provider, secrets=secrets
+                )
+        if error is None:
+            reader = BodyReader(
+                provider=provider,
+                limits=limits,
+                content_encoding=response.headers.get("content-encoding", ""),
+                content_type="application/x-ndjson",  # whatever the label: lines, UTF-8
+            )
+            splitter = LineSplitter(provider, limits.max_event_bytes)
+            chunks = response.content.iter_any().__aiter__()
+            try:
+                while True:
+                    try:
+                        raw = await next_chunk(chunks, idle, provider)
+                    except StopAsyncIteration:
+                        break
+                    for piece in reader.feed(raw):
+                        for line in splitter.feed(piece):
+                            if line.strip():
+                                yield line_json(line, provider=provider, secrets=secrets)
+                for piece in reader.end():
+                    for line in splitter.feed(piece):
+                        if line.strip():
+                            yield line_json(line, provider=provider, secrets=secrets)
+                for line in splitter.close():
+                    yield line_json(line, provider=provider, secrets=secrets)
+            except Exception as exc:
+                error = error_from_exception(exc, provider=provider, secrets=secrets)
     if error is not None:
         raise error

@@ -45,7 +45,8 @@ The groups:
   dialects, ``chat_tools``, ``chat_usage``, ``chat_text`` (and ``ToolCallAssembler.feed_chat``);
 - the same over aiohttp, for throughput (aiohttp imported on first use): ``AioHttpClient``
   (one session per event loop), ``aio_post_json``, ``aio_stream_sse`` (``SSEParser``'s
-  ``SSEMessage``s), each taking an optional ``StatusError`` builder; ``JsonView`` to read a
+  ``SSEMessage``s), ``aio_stream_ndjson`` (lines as JSON objects), each taking an optional
+  ``StatusError`` builder; ``JsonView`` to read a
   decoded reply with code written for an SDK's models;
 - bounded replies on every transport: ``ReadLimits`` (``max_response_bytes``,
   ``max_event_bytes``: the ``READ_OPTIONS``), ``BodyReader`` (decodes gzip step by step and
@@ -145,6 +146,7 @@ _EXPORTS: dict[str, str] = {
     "LineSplitter": "_ndjson",
     "line_json": "_ndjson",
     "ndjson_lines": "_ndjson",
+    "aio_stream_ndjson": "_ndjson",
     "stream_ndjson": "_ndjson",
     "stream_end": "_replies",
     "HttpTimeouts": "_http",
@@ -220,6 +222,7 @@ __all__ = [
     "LineSplitter",
     "line_json",
     "ndjson_lines",
+    "aio_stream_ndjson",
     "provider_settings",
     "stream_end",
     "stream_ndjson",
@@ -418,7 +421,13 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         timeout_error,
     )
     from ._http_provider import HttpProvider
-    from ._ndjson import LineSplitter, line_json, ndjson_lines, stream_ndjson
+    from ._ndjson import (
+        LineSplitter,
+        aio_stream_ndjson,
+        line_json,
+        ndjson_lines,
+        stream_ndjson,
+    )
     from ._replies import (
         JsonView,
         assistant_response,

@@ -24,7 +24,16 @@ from oma_core.testing import (
     assert_holds_no_secret,
 )
 from oma_core.testing.fake_server import JSONLine, RawBody, StreamItem, endless
-from oma_core.toolkit import HttpTimeouts, LineSplitter, http_client, line_json, stream_ndjson
+from oma_core.toolkit import (
+    AioHttpClient,
+    HttpTimeouts,
+    LineSplitter,
+    ReadLimits,
+    aio_stream_ndjson,
+    http_client,
+    line_json,
+    stream_ndjson,
+)
 
 KEY = "sk-" + "k3y" * 16
 
@@ -181,6 +190,62 @@ class TestStreamNdjson:
         assert await anext(lines) == {"n": 0}
         await lines.aclose()
         assert await server.async_wait_idle(timeout=2)
+
+
+class TestAioStreamNdjson:
+    """The same reader over aiohttp: the same lines, the same errors."""
+
+    @pytest.fixture
+    async def aio(self) -> AsyncIterator[AioHttpClient]:
+        client = AioHttpClient()
+        yield client
+        await client.aclose()
+
+    async def _lines(self, aio: AioHttpClient, server: FakeLines, **kw: Any) -> list[Any]:
+        url = server.url + "/api/chat"
+        lines = aio_stream_ndjson(aio.get(), url, {"q": 1}, provider="Svc", secrets=[KEY], **kw)
+        return [line async for line in lines]
+
+    async def test_yields_each_line_as_an_object(
+        self, server: FakeLines, aio: AioHttpClient
+    ) -> None:
+        assert await self._lines(aio, server) == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}]
+        assert server.requests[0].headers["accept"] == "application/x-ndjson"
+        assert server.requests[0].json == {"q": 1}
+
+    async def test_an_error_status_keeps_its_code_and_the_services_text(
+        self, server: FakeLines, aio: AioHttpClient
+    ) -> None:
+        server.enqueue(HTTPError(429, message=f"slow down {KEY}", retry_after=2))
+        with pytest.raises(ProviderError) as caught:
+            await self._lines(aio, server)
+        error = caught.value
+        assert (error.status_code, error.retryable, error.retry_after) == (429, True, 2.0)
+        assert error.message == "Svc returned HTTP 429: slow down [REDACTED]"
+
+    async def test_an_error_line_is_raised_after_the_lines_before_it(
+        self, server: FakeLines, aio: AioHttpClient
+    ) -> None:
+        server.enqueue(ErrorMidStream(1, message="the model runner crashed"))
+        seen = []
+        with pytest.raises(ProviderError) as caught:
+            async for line in aio_stream_ndjson(
+                aio.get(), server.url + "/api/chat", {}, provider="Svc"
+            ):
+                seen.append(line)
+        assert seen == [{"n": 0}]
+        assert caught.value.message == "Svc stream failed: the model runner crashed"
+        assert caught.value.__context__ is None
+
+    async def test_an_endless_line_stops_at_the_line_limit(
+        self, server: FakeLines, aio: AioHttpClient
+    ) -> None:
+        server.enqueue(RawBody(endless(b'{"x": "'), headers={"content-type": "text/plain"}))
+        with pytest.raises(ProviderError) as caught:
+            await self._lines(aio, server, limits=ReadLimits(max_event_bytes=100_000))
+        assert "stream line exceeds the limit of 100000 bytes" in caught.value.message
+        assert caught.value.retryable is False
+        assert await server.async_wait_idle(timeout=5)
 
 
 class TestLineSplitter:
