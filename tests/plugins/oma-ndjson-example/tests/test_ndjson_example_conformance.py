@@ -10,7 +10,10 @@ from fake_ndjson_example import FakeNdjsonExample
 
 from oma_core.testing import RecordedRequest
 from oma_core.testing.conformance import ProviderConformance, Sample
-from oma_core.testing.pytest_plugin import fake_server_factory  # noqa: F401 - the fixture
+
+# The fixture, imported: the core's tests collect this folder, and a conftest below the root
+# may not load a plugin (a plugin of its own, generated from the template, has a conftest).
+from oma_core.testing.pytest_plugin import fake_server_factory  # noqa: F401
 
 
 class TestNdjsonExampleConformance(ProviderConformance):
