@@ -3,16 +3,21 @@ passes the conformance kit as generated, and marks the places the service's wire
 
 from __future__ import annotations
 
+import ast
+import io
 import os
 import re
 import subprocess
 import sys
+import tokenize
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from oma_core.testing.template import FILES, generate, main
+
+EXAMPLE = Path(__file__).resolve().parent / "plugins" / "oma-ndjson-example"
 
 
 def _install_as_distribution(root: Path) -> None:
@@ -98,3 +103,35 @@ def test_the_command_line_writes_the_plugin_or_says_why_not(
     assert "is not an empty folder" in capsys.readouterr().err
     assert main(["acme"]) == 2
     assert capsys.readouterr().err.startswith("usage: python -m oma_core.testing.template")
+
+
+def _code_lines(path: Path) -> int:
+    """Lines holding code: not blank, not only a comment, not part of a docstring."""
+    source = path.read_text(encoding="utf-8")
+    docstrings: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                docstrings.update(range(body[0].lineno, (body[0].end_lineno or 0) + 1))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+    lines: set[int] = set()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type not in skip and token.type != tokenize.ENDMARKER:
+            lines.update(range(token.start[0], token.end[0] + 1))
+    return len(lines - docstrings)
+
+
+def test_the_ollama_like_example_takes_at_most_150_lines_of_code() -> None:
+    files = sorted((EXAMPLE / "oma_ndjson_example").glob("*.py"))
+    assert [f.name for f in files] == ["__init__.py", "_provider.py"]
+    assert sum(_code_lines(f) for f in files) <= 150
+
+
+def test_the_example_has_the_templates_shape() -> None:
+    """Every file the template writes is in the example (but the conftest: the core's tests
+    collect the example's folder, below their root, where a conftest may not load a plugin)."""
+    expected = {p.format(module="ndjson_example") for p in FILES.values()}
+    present = {str(p.relative_to(EXAMPLE)) for p in EXAMPLE.rglob("*") if p.is_file()}
+    assert expected - present == {"tests/conftest.py"}
