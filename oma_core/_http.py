@@ -389,7 +389,8 @@ def _body_retry_delay(body: bytes) -> float | None:
 def error_fields(body: bytes | str | Any) -> tuple[str | None, str | None]:
     """A service's error type and text from an error body in the common shapes:
     ``{"error": {"message", "type" | "status" | "code"}}``, ``{"message", "type"}``,
-    ``{"detail": ...}``, or plain text."""
+    ``{"detail": ...}``, ``{"error": "text"}`` (a text and no type, as Ollama's), or plain
+    text."""
     if isinstance(body, bytes | str):
         raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         try:
@@ -423,9 +424,10 @@ def error_from_event(
     data: Mapping[str, Any], *, provider: str, secrets: Iterable[str] = ()
 ) -> ProviderError:
     """The ``ProviderError`` for an error object a service sends inside a 200 stream, e.g.
-    ``{"error": {"code": 503, "message", "status"}}`` or ``{"object": "error", "message",
-    "type", "code"}``. A numeric HTTP-like ``code`` becomes ``status_code`` (and decides
-    ``retryable``); without one the fault is transient, so retryable. A Google-style
+    ``{"error": {"code": 503, "message", "status"}}``, ``{"object": "error", "message",
+    "type", "code"}`` or ``{"error": "text"}``. A numeric HTTP-like ``code`` becomes
+    ``status_code`` (and decides ``retryable``); without one the fault is transient, so
+    retryable. A Google-style
     ``RetryInfo`` gives ``retry_after``."""
     error = data.get("error", data)
     error = error if isinstance(error, Mapping) else data
