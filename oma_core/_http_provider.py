@@ -34,9 +34,9 @@ class HttpProvider:
     """A base for a provider over HTTP and JSON; a subclass writes ``render``, ``complete``
     and ``stream`` (the service's wire) and nothing else.
 
-    Built with the plugin's ``ProviderSpec`` and the agent's ``ProviderSettings``
-    (``factory=lambda settings: MyProvider(SPEC, settings)``, the import inside the
-    factory), it holds:
+    Built with the plugin's ``ProviderSpec`` and the agent's ``ProviderSettings`` by the
+    spec's factory (``def _make(settings): from ._provider import MyProvider; return
+    MyProvider(SPEC, settings)``: the module, and httpx, imported on first use), it holds:
 
     - ``name`` and ``display_name``, the spec's;
     - ``api_key``: ``settings.api_key``, else the first set variable of ``api_key_env``;
