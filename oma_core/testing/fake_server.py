@@ -456,9 +456,10 @@ def endless(prefix: bytes, fill: bytes = b"a", size: int = 1 << 16) -> Iterator[
 def keep_alive_after(
     body: Iterable[bytes] = (), *, comment: bytes = b":\n\n"
 ) -> Callable[[Response], Iterable[bytes]]:
-    """For ``RawBody``: the handler's whole SSE reply (or ``body``), then ``comment`` (an SSE
-    comment, a keep-alive) forever, paced by ``RawBody.chunk_delay``: a server that never
-    closes a complete reply."""
+    """For ``RawBody``: the handler's whole streamed reply (or ``body``), then ``comment`` (an
+    SSE comment, a keep-alive; for a newline-delimited JSON stream, ``comment=b"\\n"``, a
+    blank line) forever, paced by ``RawBody.chunk_delay``: a server that never closes a
+    complete reply."""
 
     def make(response: Response) -> Iterator[bytes]:
         if response.events is not None:

@@ -3,6 +3,7 @@ tools, tool results, usage, stop reasons and the service's error text."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,7 +12,7 @@ from fake_ndjson_example import FakeNdjsonExample
 
 from oma_core import LLMMessage, ProviderError, load_messages
 from oma_core.testing.conformance import ProviderConformance
-from oma_core.testing.fake_server import ErrorMidStream
+from oma_core.testing.fake_server import ErrorMidStream, RawBody, keep_alive_after
 from oma_core.testing.pytest_plugin import fake_server_factory  # noqa: F401 - see conformance
 from oma_core.toolkit import Provider, ProviderRequest, ProviderSettings, ToolDefinition
 
@@ -102,3 +103,18 @@ async def test_the_services_error_text_survives_a_stream(
             pass
     assert caught.value.message == "NDJSON Example stream failed: the model runner crashed"
     assert caught.value.retryable is True
+
+
+async def test_a_complete_stream_kept_open_with_blank_lines_ends_at_its_done_line(
+    server: FakeNdjsonExample, provider: Provider
+) -> None:
+    server.reply("all of it")
+    headers = {"content-type": "application/x-ndjson"}
+    server.enqueue(RawBody(keep_alive_after(comment=b"\n"), headers=headers, chunk_delay=0.05))
+    events = await asyncio.wait_for(_collect(provider.stream(_request(_user("hi")))), 10)
+    assert events[-1].response.message.content[0].text == "all of it"
+    assert await server.async_wait_idle(timeout=5), "the kept-open stream was not closed"
+
+
+async def _collect(stream: AsyncIterator[Any]) -> list[Any]:
+    return [event async for event in stream]
