@@ -221,11 +221,8 @@ class BodyReader:
                 rest = b""
             for start in range(0, len(rest), STEP):
                 yield self._count(rest[start : start + STEP])
-        if self._utf8 is not None:
-            try:
-                self._utf8.decode(b"", final=True)
-            except UnicodeDecodeError:
-                raise invalid_utf8(self._provider) from None
+        if self._utf8 is not None and not _decodes(self._utf8, b"", final=True):
+            raise invalid_utf8(self._provider)  # outside the handler: nothing chained
 
     def _count(self, piece: bytes) -> bytes:
         self.size += len(piece)
@@ -237,10 +234,8 @@ class BodyReader:
         if self._framing is None:
             return piece
         assert self._utf8 is not None
-        try:
-            self._utf8.decode(piece)
-        except UnicodeDecodeError:
-            raise invalid_utf8(self._provider) from None
+        if not _decodes(self._utf8, piece):
+            raise invalid_utf8(self._provider)  # outside the handler: nothing chained
         if self._framing == "sse":
             window = self._tail + piece
             last = None
@@ -260,9 +255,18 @@ class BodyReader:
         return piece
 
 
+def _decodes(decoder: codecs.IncrementalDecoder, piece: bytes, final: bool = False) -> bool:
+    """Whether ``piece`` continues valid UTF-8 in ``decoder``."""
+    try:
+        decoder.decode(piece, final)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 async def next_chunk(chunks: Any, idle: float | None, provider: str) -> bytes:
-    """The next chunk of an async iterator of bytes, waiting at most ``idle`` seconds (None:
-    no limit) before ``idle_timeout``; ``StopAsyncIteration`` at its end."""
+    """A coroutine: the next chunk of an async iterator of bytes, waiting at most ``idle``
+    seconds (None: no limit) before ``idle_timeout``; ``StopAsyncIteration`` at its end."""
     if idle is None:  # no limit of its own (a whole-request timeout bounds it)
         return await chunks.__anext__()  # type: ignore[no-any-return]
     timer = asyncio.timeout(idle)

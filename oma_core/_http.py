@@ -192,6 +192,7 @@ class LoopLocalClient:
         return self._client
 
     async def aclose(self) -> None:
+        """A coroutine: close the running loop's client (one on a finished loop is dropped)."""
         client, loop_ref = self._client, self._loop
         self._client = self._loop = None
         if client is not None and _is_running(loop_ref):
@@ -320,8 +321,9 @@ async def error_from_streamed_response(
     secrets: Iterable[str] = (),
     limit: int = ERROR_BODY_LIMIT,
 ) -> ProviderError:
-    """``error_from_response`` for a response opened with ``client.stream``: reads at most
-    ``limit`` bytes of its body first (an error body is small; a hostile one is not read whole)."""
+    """A coroutine: ``error_from_response`` for a response opened with ``client.stream``
+    (``await`` it). Reads at most ``limit`` bytes of the body first (an error body is small; a
+    hostile one is not read whole)."""
     chunks: list[bytes] = []
     size = 0
     try:
@@ -387,7 +389,8 @@ def _body_retry_delay(body: bytes) -> float | None:
 def error_fields(body: bytes | str | Any) -> tuple[str | None, str | None]:
     """A service's error type and text from an error body in the common shapes:
     ``{"error": {"message", "type" | "status" | "code"}}``, ``{"message", "type"}``,
-    ``{"detail": ...}``, or plain text."""
+    ``{"detail": ...}``, ``{"error": "text"}`` (a text and no type, as Ollama's), or plain
+    text."""
     if isinstance(body, bytes | str):
         raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         try:
@@ -421,9 +424,10 @@ def error_from_event(
     data: Mapping[str, Any], *, provider: str, secrets: Iterable[str] = ()
 ) -> ProviderError:
     """The ``ProviderError`` for an error object a service sends inside a 200 stream, e.g.
-    ``{"error": {"code": 503, "message", "status"}}`` or ``{"object": "error", "message",
-    "type", "code"}``. A numeric HTTP-like ``code`` becomes ``status_code`` (and decides
-    ``retryable``); without one the fault is transient, so retryable. A Google-style
+    ``{"error": {"code": 503, "message", "status"}}``, ``{"object": "error", "message",
+    "type", "code"}`` or ``{"error": "text"}``. A numeric HTTP-like ``code`` becomes
+    ``status_code`` (and decides ``retryable``); without one the fault is transient, so
+    retryable. A Google-style
     ``RetryInfo`` gives ``retry_after``."""
     error = data.get("error", data)
     error = error if isinstance(error, Mapping) else data
@@ -553,7 +557,7 @@ async def post_json(
     headers: Mapping[str, str] | None = None,
     params: Mapping[str, str] | None = None,
 ) -> Any:
-    """POST ``body`` as compact UTF-8 JSON and return the decoded JSON reply.
+    """A coroutine: POST ``body`` as compact UTF-8 JSON and return the decoded JSON reply.
 
     Every failure is a ``ProviderError``: an error status (``error_from_response``), a
     transport fault (``error_from_exception``) or a reply that is not JSON
@@ -688,6 +692,7 @@ class AioHttpClient:
         return self._session
 
     async def aclose(self) -> None:
+        """A coroutine: close the running loop's session (one on a finished loop is dropped)."""
         session, loop_ref = self._session, self._loop
         self._session = self._loop = None
         if session is not None and _is_running(loop_ref):
@@ -707,9 +712,10 @@ async def aio_post_json(
     limits: ReadLimits | None = None,
     idle: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> Any:
-    """``post_json`` over aiohttp: POST ``body`` (a mapping, or JSON bytes already encoded)
-    and return the decoded JSON reply; every failure is a ``ProviderError``. A redirect is
-    refused; the body is decoded through a ``BodyReader`` held to ``limits``."""
+    """A coroutine: ``post_json`` over aiohttp: POST ``body`` (a mapping, or JSON bytes
+    already encoded) and return the decoded JSON reply; every failure is a
+    ``ProviderError``. A redirect is refused; the body is decoded through a ``BodyReader``
+    held to ``limits``."""
     secrets = tuple(secrets)
     data = body if isinstance(body, bytes) else encode_json(body)
     error: ProviderError | None = None
@@ -751,9 +757,9 @@ async def aio_read_body(
     truncate: bool = False,
     idle: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> bytes:
-    """An aiohttp reply's body (not decompressed by aiohttp) decoded through a ``BodyReader``:
-    past ``limits`` a ``ProviderError``, or with ``truncate`` (an error body: what came is
-    enough for a message) the first ``ERROR_BODY_LIMIT`` bytes and no error."""
+    """A coroutine: an aiohttp reply's body (not decompressed by aiohttp) decoded through a
+    ``BodyReader``: past ``limits`` a ``ProviderError``, or with ``truncate`` (an error body:
+    what came is enough for a message) the first ``ERROR_BODY_LIMIT`` bytes and no error."""
     if truncate:
         limits = ReadLimits(max_response_bytes=ERROR_BODY_LIMIT)
     reader = BodyReader(

@@ -2,7 +2,8 @@
 
 ``assistant_response`` builds the turn ``complete`` and the end of ``stream`` must agree on:
 text (one block; left out when the turn is only tool calls), then the tool calls, the usage
-and the stop reason. ``tool_result_text``, ``media_url`` and ``missing_api_key`` are the
+and the stop reason; ``stream_end`` is what a stream yields last (or the error for a stream
+cut before its final event). ``tool_result_text``, ``media_url`` and ``missing_api_key`` are the
 conversions and the one error every HTTP provider writes. ``JsonView`` lets code written for an
 SDK's reply models read a decoded JSON reply (a plugin with a transport of its own beside its
 SDK reads both with one mapping).
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from ._http import malformed_response
 from .errors import ProviderError
 from .messages import (
     Base64Source,
@@ -22,13 +24,14 @@ from .messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from .providers import ProviderResponse, ToolCall, Usage
+from .providers import ProviderEvent, ProviderResponse, ResponseComplete, ToolCall, Usage
 
 __all__ = [
     "JsonView",
     "assistant_response",
     "media_url",
     "missing_api_key",
+    "stream_end",
     "tool_call_events",
     "tool_result_text",
 ]
@@ -55,6 +58,34 @@ def tool_call_events(response: ProviderResponse) -> Iterator[ToolCall]:
     for block in response.message.content:
         if isinstance(block, ToolUseBlock):
             yield ToolCall(block)
+
+
+def stream_end(
+    provider: str,
+    response: ProviderResponse | None,
+    *,
+    missing: str = "the stream ended before its final event",
+    calls_sent: bool = False,
+) -> tuple[ProviderEvent, ...]:
+    """The events a stream yields last: a ``ToolCall`` for each call of ``response``, then
+    ``ResponseComplete(response)``.
+
+    ``response`` is None when the stream ended before the service's final event (the
+    connection closed cleanly, or a proxy cut it): that is a malformed-response
+    ``ProviderError``, retryable, with ``missing`` as its detail, raised here, so the core
+    retries it when no output had reached the caller yet and reports it otherwise. Build
+    ``response`` with ``assistant_response`` from what the stream said, only once its final
+    event came. ``calls_sent`` says the ``ToolCall`` events were already yielded as each
+    call completed (then only ``ResponseComplete`` follows)::
+
+        reply = assistant_response("".join(text), calls.finish(), usage, reason) if done else None
+        for event in stream_end(NAME, reply):
+            yield event
+    """
+    if response is None:
+        raise malformed_response(provider, missing)
+    calls = () if calls_sent else tuple(tool_call_events(response))
+    return (*calls, ResponseComplete(response))
 
 
 def tool_result_text(block: ToolResultBlock) -> str:

@@ -95,15 +95,17 @@ class _BoundedBody:
         assert self._chunks is not None, "aiter_text() first"
         while not self._ended:
             try:
-                chunk = await anext(self._chunks)
+                chunk: bytes | None = await anext(self._chunks)
             except StopAsyncIteration:
+                chunk = None
+            if chunk is None:  # the end, handled outside the handler: nothing chained
                 self._ended = True
                 try:
                     rest = self._decoder.decode(b"", final=True)
                 except UnicodeDecodeError:
                     rest = None
                 if rest is None:
-                    raise invalid_utf8(self._provider) from None
+                    raise invalid_utf8(self._provider)
                 if rest:
                     return rest
                 break
@@ -142,7 +144,8 @@ async def sse_events(
     provider: str,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> AsyncGenerator[ServerSentEvent, None]:
-    """The events of a streamed ``response`` (opened with ``client.stream``), as httpx-sse's
+    """An async generator: the events of a streamed ``response`` (opened with
+    ``client.stream``), as httpx-sse's
     ``ServerSentEvent`` (``event``, ``data``, ``id``, ``retry``; ``json()`` decodes ``data``).
 
     A body that is not ``text/event-stream`` is a malformed-response ``ProviderError``; an
@@ -178,7 +181,7 @@ async def stream_sse(
     params: Mapping[str, str] | None = None,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> AsyncGenerator[ServerSentEvent, None]:
-    """POST ``body`` as JSON and yield the reply's server-sent events.
+    """An async generator: POST ``body`` as JSON and yield the reply's server-sent events.
 
     An async generator: closing it (``aclose``, or leaving ``async for`` early and closing)
     closes the response and returns its connection. Every failure is a ``ProviderError``
@@ -233,13 +236,20 @@ def event_json(
         data = None
     if not isinstance(data, dict):
         raise malformed_response(provider, "a stream event is not a JSON object")
-    if (
+    if is_error_object(data):
+        raise error_from_event(data, provider=provider, secrets=secrets)
+    return data
+
+
+def is_error_object(data: Mapping[str, Any]) -> bool:
+    """Whether a streamed JSON object is the service's error rather than a reply: an
+    ``"error"`` member holding an object or a text (``{"error": "model not found"}``, as
+    Ollama sends), or ``"object"`` / ``"type"`` equal to ``"error"``."""
+    return (
         isinstance(data.get("error"), dict | str)
         or data.get("object") == "error"
         or data.get("type") == "error"
-    ):
-        raise error_from_event(data, provider=provider, secrets=secrets)
-    return data
+    )
 
 
 class SSEMessage:
@@ -344,7 +354,8 @@ async def aio_stream_sse(
     limits: ReadLimits | None = None,
     idle: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> AsyncGenerator[SSEMessage, None]:
-    """``stream_sse`` over an aiohttp session: POST ``body`` and yield the reply's events.
+    """An async generator: ``stream_sse`` over an aiohttp session (POST ``body`` and yield
+    the reply's events).
 
     Closing the generator closes the response (its connection is not reused unless the body
     was read to its end). Every failure is a ``ProviderError`` built from strings, as with

@@ -413,11 +413,13 @@ class ProviderSpec:
     ``default_model`` is the model when ``AgentConfig.model`` is None. ``shared`` says one
     instance may serve many runs at once (a stateless SDK client): ``OpenMultiAgent`` then
     keeps one per event loop and settings instead of building a client and connection pool
-    for every run. ``default_base_url`` documents what the provider falls back to when
-    ``ProviderSettings.base_url`` is None.
+    for every run.
 
-    ``api_key_env`` names the environment variable (or a tuple of them, in the order the
-    provider reads them) its key comes from; ``requires_api_key`` says a run cannot start
+    ``default_base_url`` is the base URL when ``ProviderSettings.base_url`` is None, and
+    ``api_key_env`` names the environment variable (or a tuple of them, in the order they
+    are read) the key comes from when ``ProviderSettings.api_key`` is None:
+    ``resolution.provider_settings`` fills both in, so a plugin on ``HttpProvider`` repeats
+    neither (``oma plugins`` shows both). ``requires_api_key`` says a run cannot start
     without one: the core then raises ``MissingKeyError`` when a run starts with no
     ``AgentConfig.api_key`` and none of those variables set, before any request (a provider
     with another credential chain, such as AWS's, or a local server leaves it False).

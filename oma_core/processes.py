@@ -208,6 +208,7 @@ class StderrTail:
         self.truncated = False
 
     async def drain(self, stream: asyncio.StreamReader) -> None:
+        """A coroutine: read ``stream`` to its end, keeping the last bytes."""
         while chunk := await stream.read(65536):
             self._buffer += chunk
             if len(self._buffer) > self._limit:
@@ -259,7 +260,8 @@ def _reap_adopted(pgid: int) -> None:
 
 
 async def stop_process_group(process: asyncio.subprocess.Process, grace: float) -> None:
-    """Stop ``process`` and its group: SIGTERM, ``grace`` seconds, then SIGKILL; reap the leader.
+    """A coroutine: stop ``process`` and its group: SIGTERM, ``grace`` seconds, then
+    SIGKILL; reap the leader.
 
     Safe to call on a process that already exited (it then stops what the leader left behind
     in the group). Runs to completion even if the calling task is cancelled meanwhile.
@@ -304,7 +306,7 @@ def close_pipes(process: asyncio.subprocess.Process) -> None:
 async def wait_exit(
     process: asyncio.subprocess.Process, within: float | None, interval: float = 0.02
 ) -> bool:
-    """Wait until ``process`` has exited; False if ``within`` seconds pass first.
+    """A coroutine: wait until ``process`` has exited; False if ``within`` seconds pass first.
 
     Unlike ``process.wait()`` (which on Python 3.11 also waits for every pipe to close), this
     returns as soon as the process itself is gone, even if a child it left holds stdout open.

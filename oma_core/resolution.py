@@ -4,7 +4,9 @@ out when they mean nothing: a did-you-mean and the plugin to install.
 A configuration mistake is an error at once (when the agent is built, or when the run starts
 for a missing key), never an empty result: ``not_registered`` builds the error for an unknown
 provider or backend, ``check_provider_options`` refuses options a provider does not accept,
-``check_api_key`` refuses a run without the key a provider needs, and ``resolve_model`` turns
+``check_api_key`` refuses a run without the key a provider needs, ``provider_settings`` fills
+a provider's key and base URL from its spec (``api_key_env``, ``default_base_url``), and
+``resolve_model`` turns
 the command line's ``-p``/``-m`` (or any optional provider and model) into a provider and a
 model. ``KNOWN_DISTRIBUTIONS`` names the package of this repository that provides each
 provider and backend, so that an unknown name can say what to install.
@@ -16,12 +18,15 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
+import attrs
+
 from ._hints import KNOWN_BACKENDS, KNOWN_DISTRIBUTIONS, not_registered, suggest
 from .errors import MissingKeyError, MissingProviderError, OptionTypeError, UnknownOptionError
 
 if TYPE_CHECKING:
     from .capabilities import ProviderSpec
     from .plugins import PluginHost
+    from .providers import ProviderSettings
 
 __all__ = [
     "KNOWN_BACKENDS",
@@ -29,6 +34,7 @@ __all__ = [
     "check_api_key",
     "check_provider_options",
     "not_registered",
+    "provider_settings",
     "resolve_model",
     "suggest",
 ]
@@ -98,6 +104,22 @@ def check_api_key(
     if any(env.get(variable) for variable in variables):
         return
     raise MissingKeyError(spec.name, variables, display_name=spec.display_name)
+
+
+def provider_settings(
+    spec: ProviderSpec, settings: ProviderSettings, environ: Mapping[str, str] | None = None
+) -> ProviderSettings:
+    """``settings`` with what its spec says fills the gaps: ``api_key``, when None, from the
+    first of ``api_key_env``'s variables that is set (in ``environ``, the process environment
+    by default); ``base_url``, when None, is ``default_base_url``. The one rule for every
+    provider built on the toolkit's ``HttpProvider``, so no plugin repeats its variable or
+    its URL; a key given in ``AgentConfig.api_key`` always wins over the environment."""
+    env = os.environ if environ is None else environ
+    api_key = settings.api_key
+    if not api_key:
+        api_key = next((env[v] for v in spec.key_variables if env.get(v)), None)
+    base_url = settings.base_url or spec.default_base_url
+    return attrs.evolve(settings, api_key=api_key, base_url=base_url)
 
 
 def resolve_model(

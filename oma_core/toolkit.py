@@ -27,20 +27,26 @@ The groups:
 - helpers: ``parse_retry_after``, redaction (``redact_text``, ``REDACTED``) and the POSIX
   child-process helpers backends share (``child_environment``, ``stop_process_group``, ...);
 - HTTP providers (httpx and httpx-sse, imported on first use; a plugin using these declares
-  both): ``http_client`` with ``HttpTimeouts`` (``LoopLocalClient``: one per event loop,
-  configured by the ``CLIENT_OPTIONS``),
-  ``post_json``, ``stream_sse`` / ``sse_events`` (bounded events) / ``event_json``,
+  both): ``HttpProvider``, the base a provider over a JSON wire subclasses (its names, key,
+  base URL, client and secrets read from its ``ProviderSpec`` through ``provider_settings``;
+  the subclass writes ``render``, ``complete`` and ``stream``); ``http_client`` with
+  ``HttpTimeouts`` (``LoopLocalClient``: one per event loop, configured by the
+  ``CLIENT_OPTIONS``), ``post_json``, ``stream_sse`` / ``sse_events`` (bounded events) /
+  ``event_json``, ``stream_ndjson`` / ``ndjson_lines`` (bounded lines of newline-delimited
+  JSON) / ``line_json`` / ``LineSplitter``,
   ``error_from_response`` / ``error_from_streamed_response`` / ``error_from_event`` /
   ``error_from_exception`` / ``malformed_response`` (failures as ``ProviderError``, scrubbed
   by ``scrub``; ``request_secrets`` lists what it must blank out of an error about a request;
   ``innermost_cause`` and ``is_transport_error`` tell what an SDK's error really was),
   ``encode_json``, ``error_fields``, ``retry_delay`` (Google's ``RetryInfo``),
-  ``ToolCallAssembler``; for the mapping, ``assistant_response``, ``tool_call_events``,
+  ``ToolCallAssembler``; for the mapping, ``assistant_response``, ``stream_end`` (what a
+  stream yields last, or the error for one cut short), ``tool_call_events``,
   ``tool_result_text``, ``media_url`` and ``missing_api_key``; for Chat Completions
   dialects, ``chat_tools``, ``chat_usage``, ``chat_text`` (and ``ToolCallAssembler.feed_chat``);
 - the same over aiohttp, for throughput (aiohttp imported on first use): ``AioHttpClient``
   (one session per event loop), ``aio_post_json``, ``aio_stream_sse`` (``SSEParser``'s
-  ``SSEMessage``s), each taking an optional ``StatusError`` builder; ``JsonView`` to read a
+  ``SSEMessage``s), ``aio_stream_ndjson`` (lines as JSON objects), each taking an optional
+  ``StatusError`` builder; ``JsonView`` to read a
   decoded reply with code written for an SDK's models;
 - bounded replies on every transport: ``ReadLimits`` (``max_response_bytes``,
   ``max_event_bytes``: the ``READ_OPTIONS``), ``BodyReader`` (decodes gzip step by step and
@@ -135,6 +141,14 @@ _EXPORTS: dict[str, str] = {
     "REDACTED": "redaction",
     "redact_text": "redaction",
     # HTTP providers (httpx and httpx-sse load on first use)
+    "HttpProvider": "_http_provider",
+    "provider_settings": "resolution",
+    "LineSplitter": "_ndjson",
+    "line_json": "_ndjson",
+    "ndjson_lines": "_ndjson",
+    "aio_stream_ndjson": "_ndjson",
+    "stream_ndjson": "_ndjson",
+    "stream_end": "_replies",
     "HttpTimeouts": "_http",
     "http_client": "_http",
     "LoopLocalClient": "_http",
@@ -204,6 +218,14 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "HttpProvider",
+    "LineSplitter",
+    "line_json",
+    "ndjson_lines",
+    "aio_stream_ndjson",
+    "provider_settings",
+    "stream_end",
+    "stream_ndjson",
     "BodyReader",
     "DEFAULT_MAX_RESPONSE_BYTES",
     "READ_OPTIONS",
@@ -398,11 +420,20 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         scrub,
         timeout_error,
     )
+    from ._http_provider import HttpProvider
+    from ._ndjson import (
+        LineSplitter,
+        aio_stream_ndjson,
+        line_json,
+        ndjson_lines,
+        stream_ndjson,
+    )
     from ._replies import (
         JsonView,
         assistant_response,
         media_url,
         missing_api_key,
+        stream_end,
         tool_call_events,
         tool_result_text,
     )
@@ -498,6 +529,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         Usage,
     )
     from .redaction import REDACTED, redact_text
+    from .resolution import provider_settings
     from .retry import parse_retry_after
     from .settings import RunSettings
     from .tools import ToolOutput, Toolset, ToolsetSpec

@@ -19,6 +19,11 @@ one method, ``handle``::
                 return Response.sse([SSEEvent({"text": "hi"}, event="delta")])
             return Response.json({"echo": request.json})
 
+A service that streams newline-delimited JSON (Ollama's ``/api/chat``) answers
+``Response.ndjson([JSONLine({...}), ...])`` instead: one compact JSON object per line, which
+every fault that works on events (``ErrorMidStream``, ``TruncatedStream``, ``SlowStream``,
+``DropConnection("mid_body")``) cuts or spaces line by line.
+
     with FakeEcho() as server:                      # started; server.url == "http://127.0.0.1:PORT"
         server.enqueue(HTTPError(429, retry_after=1))   # the next request gets a 429
         server.enqueue(DropConnection("mid_body"))      # the one after is cut mid-body
@@ -59,12 +64,14 @@ __all__ = [
     "Fault",
     "FakeServer",
     "HTTPError",
+    "JSONLine",
     "RawBody",
     "RecordedRequest",
     "Redirect",
     "Response",
     "SSEEvent",
     "SlowStream",
+    "StreamItem",
     "TruncatedStream",
     "endless",
     "gzip_bomb",
@@ -120,25 +127,44 @@ class SSEEvent:
         return ("\n".join(lines) + "\n\n").encode()
 
 
+@attrs.frozen
+class JSONLine:
+    """One line of a newline-delimited JSON stream: ``data`` as compact JSON, then a line end
+    (a ``str`` is sent as it is, for a line that is not JSON)."""
+
+    data: Any
+
+    def encode(self) -> bytes:
+        text = (
+            self.data
+            if isinstance(self.data, str)
+            else json.dumps(self.data, separators=(",", ":"))
+        )
+        return (text + "\n").encode()
+
+
+#: One unit of a streamed reply: a server-sent event or a JSON line.
+StreamItem = SSEEvent | JSONLine
+
 DropStage = Literal["before_response", "after_headers", "mid_body"]
 
 
 @attrs.frozen
 class Response:
-    """What the server sends for one request: a body, or a list of SSE events.
+    """What the server sends for one request: a body, or a list of SSE events or JSON lines.
 
     ``delay`` waits before the status line; ``event_delay`` between SSE events. ``drop`` closes
     the connection at that stage instead of finishing; ``abort_after_events`` sends only the
     first n events, then closes the connection without ending the chunked body (the client sees
     a cut stream); ``end_after_events`` sends only the first n events and ends the body cleanly.
-    Build with ``Response.json``, ``Response.sse`` or ``Response.raw``; change with
-    ``attrs.evolve``.
+    Build with ``Response.json``, ``Response.sse``, ``Response.ndjson`` or ``Response.raw``;
+    change with ``attrs.evolve``.
     """
 
     status: int = 200
     headers: Mapping[str, str] = attrs.field(factory=dict)
     body: bytes = b""
-    events: tuple[SSEEvent, ...] | None = None
+    events: tuple[StreamItem, ...] | None = None
     delay: float = 0.0
     event_delay: float = 0.0
     drop: DropStage | None = None
@@ -174,6 +200,23 @@ class Response:
                 **(headers or {}),
             },
             events=tuple(events),
+            event_delay=event_delay,
+        )
+
+    @classmethod
+    def ndjson(
+        cls,
+        lines: Iterable[JSONLine],
+        status: int = 200,
+        headers: Mapping[str, str] | None = None,
+        event_delay: float = 0.0,
+    ) -> Response:
+        """A newline-delimited JSON stream (``application/x-ndjson``, as Ollama labels it),
+        sent chunked, one line per chunk (``event_delay`` between lines)."""
+        return cls(
+            status=status,
+            headers={"content-type": "application/x-ndjson", **(headers or {})},
+            events=tuple(lines),
             event_delay=event_delay,
         )
 
@@ -413,9 +456,10 @@ def endless(prefix: bytes, fill: bytes = b"a", size: int = 1 << 16) -> Iterator[
 def keep_alive_after(
     body: Iterable[bytes] = (), *, comment: bytes = b":\n\n"
 ) -> Callable[[Response], Iterable[bytes]]:
-    """For ``RawBody``: the handler's whole SSE reply (or ``body``), then ``comment`` (an SSE
-    comment, a keep-alive) forever, paced by ``RawBody.chunk_delay``: a server that never
-    closes a complete reply."""
+    """For ``RawBody``: the handler's whole streamed reply (or ``body``), then ``comment`` (an
+    SSE comment, a keep-alive; for a newline-delimited JSON stream, ``comment=b"\\n"``, a
+    blank line) forever, paced by ``RawBody.chunk_delay``: a server that never closes a
+    complete reply."""
 
     def make(response: Response) -> Iterator[bytes]:
         if response.events is not None:
@@ -471,8 +515,10 @@ class FakeServer:
         error = {"message": message, "type": error_type or "error", "code": status}
         return Response.json({"error": error}, status=status)
 
-    def error_event(self, error_type: str, message: str) -> SSEEvent:
-        """The provider's error event inside a stream (override for the provider's shape)."""
+    def error_event(self, error_type: str, message: str) -> StreamItem:
+        """The provider's error event inside a stream (override for the provider's shape); a
+        newline-delimited JSON service returns a ``JSONLine``, e.g. ``JSONLine({"error":
+        message})`` for a service whose stream errors carry a text and no type."""
         return SSEEvent({"error": {"type": error_type, "message": message}}, event="error")
 
     # -- life cycle

@@ -1,0 +1,95 @@
+"""A new provider plugin from oma's template: ``python -m oma_core.testing.template NAME DEST``.
+
+Writes a plugin folder that installs, registers provider ``NAME`` and passes the conformance
+kit as generated, against its own fake server::
+
+    DEST/
+      pyproject.toml                  oma-NAME, its entry point, the test extra
+      oma_NAME/__init__.py            the ProviderSpec and the hook (cheap to import)
+      oma_NAME/_provider.py           the wire, on HttpProvider
+      tests/conftest.py               the fake_server_factory fixture
+      tests/fake_NAME.py              the fake service
+      tests/test_NAME_conformance.py  the conformance kit
+
+The wire it ships is a placeholder (Ollama's ``/api/chat``, newline-delimited JSON); every
+place the service's own wire goes is marked ``TODO(wire)``, and nothing else needs changing.
+See "Writing a provider plugin" in the docs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["FILES", "generate", "main"]
+
+#: Template file -> the file it becomes (``{module}``: NAME with ``-`` as ``_``).
+FILES = {
+    "pyproject.toml.tmpl": "pyproject.toml",
+    "package/__init__.py.tmpl": "oma_{module}/__init__.py",
+    "package/_provider.py.tmpl": "oma_{module}/_provider.py",
+    "tests/conftest.py.tmpl": "tests/conftest.py",
+    "tests/fake.py.tmpl": "tests/fake_{module}.py",
+    "tests/test_conformance.py.tmpl": "tests/test_{module}_conformance.py",
+}
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
+def generate(name: str, dest: Path | str, *, display_name: str | None = None) -> list[Path]:
+    """Write the plugin for provider ``name`` (lower case, digits and single hyphens) into
+    ``dest``, which must not exist or be empty; return the files written. A bad name or a
+    non-empty ``dest`` is a ``ValueError``, before anything is written."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(
+            f"provider name {name!r}: use lower-case letters, digits and single hyphens, "
+            "starting with a letter (e.g. 'acme' or 'acme-chat')"
+        )
+    target = Path(dest)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ValueError(f"{target} exists and is not an empty folder: nothing written")
+    module = name.replace("-", "_")
+    words = name.split("-")
+    values = {
+        "name": name,
+        "module": module,
+        "package": f"oma_{module}",
+        "Class": "".join(w.capitalize() for w in words),
+        "display": display_name or " ".join(w.capitalize() for w in words),
+        "ENV": f"{module.upper()}_API_KEY",
+    }
+    root = resources.files(__package__).joinpath("plugin_template")
+    written = []
+    for source, pattern in FILES.items():
+        text = root.joinpath(source).read_text(encoding="utf-8")
+        for key, value in values.items():
+            text = text.replace("{{" + key + "}}", value)
+        path = target / pattern.format(module=module)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: ``NAME DEST [DISPLAY NAME]``; 0 on success, 2 on a usage error."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) not in (2, 3):
+        print(
+            "usage: python -m oma_core.testing.template NAME DEST [DISPLAY NAME]", file=sys.stderr
+        )
+        return 2
+    try:
+        files = generate(args[0], args[1], display_name=args[2] if len(args) == 3 else None)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in files:
+        print(path)
+    print(f"next: pip install -e '{args[1]}[test]' && pytest {args[1]}/tests; then the TODO(wire)s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""The plugin template (``python -m oma_core.testing.template NAME DEST``): what it writes
+passes the conformance kit as generated, and marks the places the service's wire goes."""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import subprocess
+import sys
+import tokenize
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from oma_core.testing.template import FILES, generate, main
+
+EXAMPLE = Path(__file__).resolve().parent / "plugins" / "oma-ndjson-example"
+
+
+def _install_as_distribution(root: Path) -> None:
+    """Make the generated plugin visible to ``importlib.metadata`` with ``root`` on the path
+    (its entry point, as ``pip install -e`` would register it), without installing it."""
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    info = root / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
+    entry_points = "\n".join(f"{k} = {v}" for k, v in project["entry-points"]["oma"].items())
+    (info / "entry_points.txt").write_text(f"[oma]\n{entry_points}\n")
+
+
+def test_the_generated_plugin_passes_the_conformance_kit_as_generated(tmp_path: Path) -> None:
+    root = tmp_path / "oma-acme-chat"
+    generate("acme-chat", root)
+    _install_as_distribution(root)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("OMA_LOAD_PLUGINS", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "-W", "error::ResourceWarning", "-W", "error::pytest.PytestUnraisableExceptionWarning",
+         "tests"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    summary = run.stdout.strip().splitlines()[-1]
+    passed = int(re.search(r"(\d+) passed", summary).group(1))  # type: ignore[union-attr]
+    assert passed >= 40 and "skipped" not in summary and "failed" not in summary, summary
+
+
+def test_every_todo_marks_the_services_wire(tmp_path: Path) -> None:
+    files = generate("acme", tmp_path / "p")
+    todos = [
+        line.strip()
+        for path in files
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if "TODO" in line
+    ]
+    assert todos, "the template marks where the wire goes"
+    assert all("TODO(wire)" in line for line in todos), todos
+
+
+def test_names_are_derived_from_the_provider_name(tmp_path: Path) -> None:
+    files = generate("acme-chat", tmp_path / "p", display_name="ACME Chat")
+    names = sorted(str(p.relative_to(tmp_path / "p")) for p in files)
+    assert names == sorted(
+        p.format(module="acme_chat").replace(".tmpl", "") for p in FILES.values()
+    )
+    spec = (tmp_path / "p" / "oma_acme_chat" / "__init__.py").read_text(encoding="utf-8")
+    assert 'name="acme-chat"' in spec and 'display_name="ACME Chat"' in spec
+    assert 'api_key_env="ACME_CHAT_API_KEY"' in spec
+    assert "class AcmeChatProvider(HttpProvider)" in (
+        tmp_path / "p" / "oma_acme_chat" / "_provider.py"
+    ).read_text(encoding="utf-8")
+    assert not any("{{" in p.read_text(encoding="utf-8") for p in files)
+
+
+@pytest.mark.parametrize("name", ["Acme", "acme_chat", "-acme", "acme--chat", "1acme", ""])
+def test_a_name_that_is_no_provider_name_is_refused_before_anything_is_written(
+    tmp_path: Path, name: str
+) -> None:
+    with pytest.raises(ValueError, match="lower-case letters, digits and single hyphens"):
+        generate(name, tmp_path / "p")
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_folder_with_files_is_never_written_into(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="is not an empty folder: nothing written"):
+        generate("acme", tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+
+
+def test_the_command_line_writes_the_plugin_or_says_why_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["acme", str(tmp_path / "p")]) == 0
+    assert "tests/test_acme_conformance.py" in capsys.readouterr().out
+    assert main(["acme", str(tmp_path / "p")]) == 2
+    assert "is not an empty folder" in capsys.readouterr().err
+    assert main(["acme"]) == 2
+    assert capsys.readouterr().err.startswith("usage: python -m oma_core.testing.template")
+
+
+def _code_lines(path: Path) -> int:
+    """Lines holding code: not blank, not only a comment, not part of a docstring."""
+    source = path.read_text(encoding="utf-8")
+    docstrings: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                docstrings.update(range(body[0].lineno, (body[0].end_lineno or 0) + 1))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+    lines: set[int] = set()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type not in skip and token.type != tokenize.ENDMARKER:
+            lines.update(range(token.start[0], token.end[0] + 1))
+    return len(lines - docstrings)
+
+
+def test_the_ollama_like_example_takes_at_most_150_lines_of_code() -> None:
+    files = sorted((EXAMPLE / "oma_ndjson_example").glob("*.py"))
+    assert [f.name for f in files] == ["__init__.py", "_provider.py"]
+    assert sum(_code_lines(f) for f in files) <= 150
+
+
+def test_the_example_has_the_templates_shape() -> None:
+    """Every file the template writes is in the example (but the conftest: the core's tests
+    collect the example's folder, below their root, where a conftest may not load a plugin)."""
+    expected = {p.format(module="ndjson_example") for p in FILES.values()}
+    present = {str(p.relative_to(EXAMPLE)) for p in EXAMPLE.rglob("*") if p.is_file()}
+    assert expected - present == {"tests/conftest.py"}
