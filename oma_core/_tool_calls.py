@@ -10,6 +10,7 @@ each delta to ``ToolCallAssembler.feed`` and, when the stream ends, takes the ca
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,7 +71,9 @@ class ToolCallAssembler:
         )
 
     def finish(self) -> tuple[ToolUseBlock, ...]:
-        """The calls, in index order. Empty arguments mean ``{}``."""
+        """The calls, in index order. Empty arguments mean ``{}``; a call the service gave no
+        id gets a fresh random one (``call_`` and 24 hex digits), unique across turns, so its
+        result can never be matched to an earlier call."""
         blocks = []
         for index in sorted(self._calls):
             call = self._calls[index]
@@ -87,6 +90,8 @@ class ToolCallAssembler:
                     f"the arguments of tool call {index} ({call.name}) are not a JSON object",
                 )
             blocks.append(
-                ToolUseBlock(id=call.id or f"call_{index}", name=call.name, input=arguments)
+                ToolUseBlock(
+                    id=call.id or f"call_{secrets.token_hex(12)}", name=call.name, input=arguments
+                )
             )
         return tuple(blocks)

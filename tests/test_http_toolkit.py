@@ -636,6 +636,17 @@ class TestToolCallAssembler:
             ToolUseBlock(id="b", name="second", input={"y": 2}),
         )
 
+    def test_calls_without_ids_get_ids_unique_across_turns(self) -> None:
+        seen: set[str] = set()
+        for _turn in range(50):
+            calls = ToolCallAssembler("S")
+            calls.feed(0, name="f")
+            calls.feed(1, name="g")
+            ids = [block.id for block in calls.finish()]
+            assert all(i.startswith("call_") and len(i) == 29 for i in ids)
+            seen.update(ids)
+        assert len(seen) == 100  # never call_0 again in a later turn
+
     def test_empty_arguments_are_an_empty_object(self) -> None:
         calls = ToolCallAssembler("S")
         calls.feed(0, id="a", name="f")
