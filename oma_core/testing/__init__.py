@@ -24,6 +24,18 @@ from .fake_server import (
 from .leaks import assert_holds_no_secret, reachable_secrets
 from .scripted import Delayed, ScriptedProvider
 
+#: The shared suites (``oma_core.testing.suites``) import pytest: loaded on first use.
+_SUITES = ("FaultSuite", "ProviderSuite", "ScrubbingSuite", "SecretsSuite", "SpecSuite")
+
+
+def __getattr__(name: str) -> object:
+    if name in _SUITES:
+        from . import suites
+
+        return getattr(suites, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Delay",
     "Delayed",
@@ -32,12 +44,17 @@ __all__ = [
     "ErrorMidStream",
     "FakeServer",
     "Fault",
+    "FaultSuite",
     "HTTPError",
+    "ProviderSuite",
     "RecordedRequest",
     "Response",
     "SSEEvent",
+    "ScrubbingSuite",
     "ScriptedProvider",
+    "SecretsSuite",
     "SlowStream",
+    "SpecSuite",
     "TruncatedStream",
     "assert_holds_no_secret",
     "reachable_secrets",
