@@ -7,6 +7,8 @@ see the "Testing a provider plugin" page of the docs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .fake_server import (
     Delay,
     DropConnection,
@@ -24,7 +26,9 @@ from .fake_server import (
 from .leaks import assert_holds_no_secret, reachable_secrets
 from .scripted import Delayed, ScriptedProvider
 
-#: The shared suites (``oma_core.testing.suites``) import pytest: loaded on first use.
+if TYPE_CHECKING:  # the shared suites import pytest: loaded on first use (``__getattr__``)
+    from .suites import FaultSuite, ProviderSuite, ScrubbingSuite, SecretsSuite, SpecSuite
+
 _SUITES = ("FaultSuite", "ProviderSuite", "ScrubbingSuite", "SecretsSuite", "SpecSuite")
 
 
