@@ -267,6 +267,7 @@ class FaultSuite(ProviderSuite):
         assert (error.status_code, error.retryable, error.retry_after) == (429, True, 7.0)
         assert "slow down" in error.message
         assert error.provider == self.spec().display_name
+        assert len(server.requests) == 1  # the SDK's own retries are off
 
     @_STREAMING
     async def test_400_is_not_retryable(
@@ -287,6 +288,7 @@ class FaultSuite(ProviderSuite):
         server.enqueue(HTTPError(server_error))
         error = await self.failure(self.provider(server, **provider_options), streaming)
         assert (error.status_code, error.retryable) == (server_error, True)
+        assert len(server.requests) == 1
 
     async def test_the_sdk_does_not_retry_on_its_own(
         self, server: FakeServer, provider_options: dict[str, Any]
@@ -304,6 +306,7 @@ class FaultSuite(ProviderSuite):
         server.enqueue(DropConnection(stage))
         error = await self.failure(self.provider(server, **provider_options), streaming)
         assert (error.status_code, error.retryable) == (None, True)
+        assert await server.async_wait_idle(timeout=2.0), "a connection was left open"
 
     async def test_nothing_listening_is_a_retryable_error_without_status(
         self, provider_options: dict[str, Any]
@@ -320,6 +323,7 @@ class FaultSuite(ProviderSuite):
         server.enqueue(TruncatedStream(after_events=3, abort=True))
         error = await self.failure(self.provider(server, **provider_options), True)
         assert (error.status_code, error.retryable) == (None, True)
+        assert await server.async_wait_idle(timeout=2.0), "a connection was left open"
 
     async def test_a_stream_ended_before_its_end_is_retryable(
         self, server: FakeServer, provider_options: dict[str, Any]
@@ -327,8 +331,9 @@ class FaultSuite(ProviderSuite):
         self.script_text(server, "several words of a reply")
         server.enqueue(self.unfinished_stream)
         error = await self.failure(self.provider(server, **provider_options), True)
-        assert error.retryable is True
+        assert (error.status_code, error.retryable) == (None, True)
         assert self.unfinished_stream_says in error.message
+        assert await server.async_wait_idle(timeout=2.0), "a connection was left open"
 
     async def test_an_error_event_mid_stream_keeps_its_status_and_the_text_before_it(
         self,
