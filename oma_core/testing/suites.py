@@ -18,12 +18,12 @@ The hooks the suites share (``ProviderSuite``):
 - the ``provider_options`` fixture: options every provider the suite builds gets, e.g. one
   parametrized by the plugin's transports.
 
-A plugin's faults and secrets, for example (``tests/test_anthropic_faults.py``)::
+A plugin writes those hooks once, in a class of its own, and mixes it into each suite with
+the attributes its service differs on (oma-anthropic's tests, ``anthropic_suite.py`` and
+``test_anthropic_*.py``)::
 
-    class TestAnthropicFaults(FaultSuite):
+    class AnthropicSuite(ProviderSuite):
         provider_name = "anthropic"
-        stream_errors = (("overloaded_error", 529, True), ("api_error", 500, True))
-        unfinished_stream_says = "message_stop"
 
         def make_server(self) -> FakeAnthropic:
             return FakeAnthropic(api_key=self.api_key)
@@ -33,7 +33,31 @@ A plugin's faults and secrets, for example (``tests/test_anthropic_faults.py``):
 
         @pytest.fixture
         def provider_options(self, transport: str) -> dict[str, Any]:
-            return {"transport": transport}
+            return {"transport": transport}      # every check once per transport
+
+
+    class TestAnthropicFaults(AnthropicSuite, FaultSuite):
+        server_error_statuses = (500, 529)
+        stream_errors = (("overloaded_error", 529, True), ("api_error", 500, True))
+        unfinished_stream_says = "message_stop"
+
+
+    class TestAnthropicSpec(AnthropicSuite, SpecSuite):
+        key_variables = ("ANTHROPIC_API_KEY",)
+        options_read = KNOWN_OPTIONS
+        misspelt_option = ("max_token", 5, "max_tokens")
+
+
+    class TestAnthropicSecrets(AnthropicSuite, SecretsSuite):
+        api_key = "sk-ant-oma-test-secret-0123456789abcdef"
+        stream_error_type = "overloaded_error"
+
+
+    class TestAnthropicScrubbing(ScrubbingSuite):
+        api_key = "sk-ant-oma-property-secret-0123456789"
+
+Keep beside them only what is the service's own (its error type names, its malformed
+replies): one behaviour is tested in one place.
 """
 
 from __future__ import annotations
