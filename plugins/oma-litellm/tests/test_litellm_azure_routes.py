@@ -118,3 +118,20 @@ async def test_a_reply_past_max_response_bytes_stops_at_the_limit(
     assert f"exceeds the limit of {limit} bytes" in error.message
     assert "max_response_bytes" in error.message and error.retryable is False
     assert len(server.requests) == 1
+
+
+async def test_without_settings_the_azure_route_reads_litellm_s_variables(
+    server: FakeChatCompletions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oma_litellm.provider import LiteLLMProvider
+
+    monkeypatch.setenv("AZURE_API_KEY", "test-key")
+    monkeypatch.setenv("AZURE_API_BASE", server.url)
+    monkeypatch.setenv("AZURE_API_VERSION", "2024-06-01")
+    server.enqueue(Redirect(f"{server.url}/elsewhere"))
+    error = await _failure(LiteLLMProvider(ProviderSettings()), "azure", False)
+    assert error.status_code == 307  # refused: the plugin's guarded client, not LiteLLM's
+    text = await _text(LiteLLMProvider(ProviderSettings()), "azure", False)
+    assert text == server.default_reply.text
+    [_, sent] = server.requests
+    assert sent.headers["api-key"] == "test-key" and "api-version=2024-06-01" in sent.query
