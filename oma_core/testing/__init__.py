@@ -7,6 +7,8 @@ see the "Testing a provider plugin" page of the docs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .fake_server import (
     Delay,
     DropConnection,
@@ -24,6 +26,20 @@ from .fake_server import (
 from .leaks import assert_holds_no_secret, reachable_secrets
 from .scripted import Delayed, ScriptedProvider
 
+if TYPE_CHECKING:  # the shared suites import pytest: loaded on first use (``__getattr__``)
+    from .suites import FaultSuite, ProviderSuite, ScrubbingSuite, SecretsSuite, SpecSuite
+
+_SUITES = ("FaultSuite", "ProviderSuite", "ScrubbingSuite", "SecretsSuite", "SpecSuite")
+
+
+def __getattr__(name: str) -> object:
+    if name in _SUITES:
+        from . import suites
+
+        return getattr(suites, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Delay",
     "Delayed",
@@ -32,12 +48,17 @@ __all__ = [
     "ErrorMidStream",
     "FakeServer",
     "Fault",
+    "FaultSuite",
     "HTTPError",
+    "ProviderSuite",
     "RecordedRequest",
     "Response",
     "SSEEvent",
+    "ScrubbingSuite",
     "ScriptedProvider",
+    "SecretsSuite",
     "SlowStream",
+    "SpecSuite",
     "TruncatedStream",
     "assert_holds_no_secret",
     "reachable_secrets",

@@ -5,44 +5,18 @@ from __future__ import annotations
 
 import base64
 
-import pytest
+from anthropic_suite import AnthropicSuite
 from fake_anthropic import FakeAnthropic
-from oma_anthropic import SPEC
+from oma_anthropic.provider import _KNOWN_OPTIONS
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    MediaTooLargeError,
-    MissingKeyError,
-    UnknownOptionError,
-    image_base64,
-)
+from oma_core import Agent, AgentConfig, MediaTooLargeError, image_base64
+from oma_core.testing import SpecSuite
 
 
-def test_the_spec_needs_a_key_from_anthropic_api_key() -> None:
-    assert SPEC.requires_api_key is True
-    assert SPEC.key_variables == ("ANTHROPIC_API_KEY",)
-
-
-def test_the_spec_accepts_exactly_the_options_the_provider_reads() -> None:
-    from oma_anthropic.provider import _KNOWN_OPTIONS
-
-    assert set(SPEC.provider_options or ()) == _KNOWN_OPTIONS
-
-
-def test_a_misspelt_option_raises_when_the_agent_is_built() -> None:
-    with pytest.raises(UnknownOptionError, match="did you mean 'max_tokens'"):
-        Agent(AgentConfig(name="a", provider="anthropic", provider_options={"max_token": 5}))
-
-
-def test_a_missing_key_raises_when_the_run_starts_before_any_request(
-    server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    agent = Agent(AgentConfig(name="a", provider="anthropic", base_url=server.url))
-    with pytest.raises(MissingKeyError, match="ANTHROPIC_API_KEY"):
-        agent.run_sync("hi")
-    assert server.requests == []
+class TestAnthropicSpec(AnthropicSuite, SpecSuite):
+    key_variables = ("ANTHROPIC_API_KEY",)
+    options_read = _KNOWN_OPTIONS
+    misspelt_option = ("max_token", 5, "max_tokens")
 
 
 async def test_an_image_past_five_megabytes_of_base64_is_refused_before_any_request(

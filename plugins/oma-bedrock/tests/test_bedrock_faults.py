@@ -1,6 +1,6 @@
-"""Failures: each documented exception's status and retryability, exception frames inside a
-stream, broken frames and checksums, cut streams and malformed replies — and errors that hold
-no credential, prompt or base64."""
+"""Failures: the kit's ``FaultSuite``, and what is Bedrock's own: each documented exception's
+status and retryability, broken frames and checksums, malformed replies — and errors that
+hold no credential, prompt or base64."""
 
 from __future__ import annotations
 
@@ -10,19 +10,18 @@ import os
 from typing import Any
 
 import pytest
+from bedrock_suite import BedrockSuite
 from fake_bedrock import ACCESS_KEY, SECRET_KEY, CorruptFrame, FakeBedrock, Malformed, StreamGarbage
 
 from oma_core import Agent, AgentConfig, ProviderError, load_messages
 from oma_core.testing import (
-    DropConnection,
     EchoRequestError,
-    ErrorMidStream,
     Fault,
+    FaultSuite,
     HTTPError,
     TruncatedStream,
     assert_holds_no_secret,
 )
-from oma_core.testing.fake_server import Redirect
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 
@@ -52,6 +51,18 @@ async def failure(
     finally:
         await built.aclose()
     return caught.value
+
+
+class TestBedrockFaults(BedrockSuite, FaultSuite):
+    stream_errors = (
+        ("throttlingException", 429, True),
+        ("modelStreamErrorException", 424, True),
+        ("internalServerException", 500, True),
+        ("serviceUnavailableException", 503, True),
+        ("validationException", 400, False),
+    )
+    unfinished_stream = TruncatedStream(after_events=-2)  # no messageStop
+    headers_option = None  # the plugin takes no headers option
 
 
 EXCEPTIONS = [
@@ -98,34 +109,11 @@ async def test_throttling_is_retried_by_the_core_after_the_hint(server: FakeBedr
     assert len(server.requests) == 2
 
 
-@pytest.mark.parametrize(
-    ("exception", "status", "retryable"),
-    [
-        ("throttlingException", 429, True),
-        ("modelStreamErrorException", 424, True),
-        ("internalServerException", 500, True),
-        ("serviceUnavailableException", 503, True),
-        ("validationException", 400, False),
-    ],
-)
-async def test_an_exception_frame_mid_stream_maps_like_its_exception(
-    server: FakeBedrock, exception: str, status: int, retryable: bool
-) -> None:
-    server.reply_text("some words before the failure")
-    server.enqueue(ErrorMidStream(3, exception, "scripted mid-stream"))
-    error = await failure(server, True)
-    assert (error.status_code, error.retryable) == (status, retryable)
-    assert "scripted mid-stream" in str(error)
-
-
 FAULTS: dict[str, tuple[Fault, bool]] = {
     "bad-message-crc": (CorruptFrame(index=1), True),
     "bad-first-frame-crc": (CorruptFrame(index=0), True),
     "garbage-frame": (StreamGarbage(after=1), True),
     "short-prelude": (StreamGarbage(after=2, garbage=b"\x00\x00"), True),
-    "cut-mid-stream": (TruncatedStream(after_events=3, abort=True), True),
-    "ended-before-message-stop": (TruncatedStream(after_events=-2), True),
-    "dropped-mid-body": (DropConnection("mid_body"), True),
     "json-not-json": (Malformed(b"this is not JSON"), False),
     "json-empty": (Malformed(b""), False),
     "json-wrong-shape": (Malformed(b'{"output": {"message": {"content": "text"}}}'), False),
@@ -228,21 +216,3 @@ async def test_the_core_sends_a_request_again_after_a_broken_reply(
             result = await bedrock.run("hi")
     assert result.output == "whole this time", result.status.error
     assert len(server.requests) == 2
-
-
-# --------------------------------------------------------------------------- redirects
-
-
-@pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
-async def test_a_redirect_is_refused_and_the_other_host_gets_nothing(
-    server: FakeBedrock, streaming: bool
-) -> None:
-    with FakeBedrock() as elsewhere:
-        port = elsewhere.port
-        server.enqueue(Redirect(f"{elsewhere.url}/model/x/converse?token=redirect-secret"))
-        error = await failure(server, streaming)
-        assert elsewhere.total_connections == 0 and elsewhere.requests == []
-    assert (error.status_code, error.retryable) == (307, False)
-    assert f"HTTP 307) to 127.0.0.1:{port}" in str(error)
-    assert "redirect-secret" not in str(error)
-    assert len(server.requests) == 1

@@ -5,27 +5,19 @@ from __future__ import annotations
 
 import base64
 
-import pytest
+from bedrock_suite import BedrockSuite
 from fake_bedrock import FakeBedrock
-from oma_bedrock import SPEC
+from oma_bedrock.provider import OPTIONS
 
-from oma_core import Agent, AgentConfig, MediaTooLargeError, UnknownOptionError, image_base64
-
-
-def test_the_spec_needs_no_key_and_names_the_optional_bearer_token() -> None:
-    assert SPEC.requires_api_key is False
-    assert SPEC.key_variables == ("AWS_BEARER_TOKEN_BEDROCK",)
+from oma_core import Agent, AgentConfig, MediaTooLargeError, image_base64
+from oma_core.testing import SpecSuite
 
 
-def test_the_spec_accepts_exactly_the_options_the_provider_reads() -> None:
-    from oma_bedrock.provider import OPTIONS
-
-    assert set(SPEC.provider_options or ()) == OPTIONS
-
-
-def test_a_misspelt_option_raises_when_the_agent_is_built() -> None:
-    with pytest.raises(UnknownOptionError, match="did you mean 'region'"):
-        Agent(AgentConfig(name="a", provider="bedrock", provider_options={"regoin": "x"}))
+class TestBedrockSpec(BedrockSuite, SpecSuite):
+    key_variables = ("AWS_BEARER_TOKEN_BEDROCK",)  # optional: the AWS chain signs without it
+    requires_api_key = False
+    options_read = OPTIONS
+    misspelt_option = ("regoin", "x", "region")
 
 
 def test_a_run_without_a_bedrock_key_is_signed_by_the_aws_chain(server: FakeBedrock) -> None:

@@ -35,6 +35,7 @@ from oma_core.toolkit import (
     malformed_response,
     missing_api_key,
     post_json,
+    request_secrets,
     stream_sse,
 )
 
@@ -95,7 +96,7 @@ class GeminiProvider:
             self._url(request, "generateContent"),
             body,
             provider=DISPLAY_NAME,
-            secrets=self._secrets(),
+            secrets=self._secrets(request),
         )
         if not isinstance(reply, dict):
             raise malformed_response(DISPLAY_NAME, "the reply is not a JSON object")
@@ -112,12 +113,12 @@ class GeminiProvider:
             self._url(request, "streamGenerateContent"),
             body,
             provider=DISPLAY_NAME,
-            secrets=self._secrets(),
+            secrets=self._secrets(request),
             params={"alt": "sse"},
         )
         async with aclosing(events):
             async for event in events:
-                reply = event_json(event, provider=DISPLAY_NAME, secrets=self._secrets())
+                reply = event_json(event, provider=DISPLAY_NAME, secrets=self._secrets(request))
                 got, reason = read_candidate(reply)
                 if reply.get("usageMetadata"):
                     usage = read_usage(reply)
@@ -153,5 +154,6 @@ class GeminiProvider:
             raise missing_api_key(DISPLAY_NAME, "GEMINI_API_KEY", "GOOGLE_API_KEY")
         return self._clients.get()
 
-    def _secrets(self) -> tuple[str, ...]:
-        return (self._key,) if self._key else ()
+    def _secrets(self, request: ProviderRequest) -> tuple[str, ...]:
+        """The key and the request's text and media: none may show in an error."""
+        return request_secrets(request, self._key)

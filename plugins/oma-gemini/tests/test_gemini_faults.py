@@ -1,29 +1,22 @@
-"""Faults against the fake Gemini API: 429 with Retry-After or RetryInfo, 5xx, a stream cut
-mid-way or ended early, a malformed 200, an error inside a stream; what errors hold."""
+"""Faults against the fake Gemini API: the kit's ``FaultSuite``, and what is Gemini's own (a
+429's RetryInfo, a bad key, unreadable replies)."""
 
 from __future__ import annotations
 
-import base64
-import os
 from typing import Any
 
 import pytest
-from fake_gemini import API_KEY, FakeGemini, Reply
+from fake_gemini import API_KEY, FakeGemini
+from gemini_suite import GeminiSuite
 from oma_gemini import create_provider
 
 from oma_core import Agent, AgentConfig, ProviderError, load_messages
 from oma_core.testing import (
-    DropConnection,
-    EchoRequestError,
-    ErrorMidStream,
     Fault,
+    FaultSuite,
     HTTPError,
     Response,
-    TruncatedStream,
-    assert_holds_no_secret,
 )
-from oma_core.testing.conformance import MEDIA_SAMPLES
-from oma_core.testing.fake_server import Redirect
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 STREAMING = pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
@@ -64,14 +57,19 @@ class _RetryInfo429(Fault):
         return Response.json({"error": error}, status=429)
 
 
+class TestGeminiFaults(GeminiSuite, FaultSuite):
+    server_error_statuses = (500, 503, 504)
+    stream_errors = (("UNAVAILABLE", 503, True),)
+    unfinished_stream_says = "before a finishReason"
+
+
 class TestStatusErrors:
     @STREAMING
-    async def test_429_with_retry_after_is_retryable_after_that_wait(
+    async def test_a_429_names_the_resource_exhausted_status(
         self, server: FakeGemini, streaming: bool
     ) -> None:
         server.enqueue(HTTPError(429, message="quota", retry_after=4))
         error = await _error(server, streaming)
-        assert (error.status_code, error.retryable, error.retry_after) == (429, True, 4.0)
         assert "RESOURCE_EXHAUSTED" in error.message and "quota" in error.message
 
     @STREAMING
@@ -81,13 +79,6 @@ class TestStatusErrors:
         server.enqueue(_RetryInfo429())
         error = await _error(server, streaming)
         assert (error.status_code, error.retry_after) == (429, 17.0)
-
-    @STREAMING
-    @pytest.mark.parametrize("status", [500, 503, 504])
-    async def test_5xx_is_retryable(self, server: FakeGemini, streaming: bool, status: int) -> None:
-        server.enqueue(HTTPError(status))
-        error = await _error(server, streaming)
-        assert (error.status_code, error.retryable) == (status, True)
 
     @STREAMING
     async def test_a_bad_key_is_not_retryable(self, server: FakeGemini, streaming: bool) -> None:
@@ -108,39 +99,6 @@ class TestStatusErrors:
         async with Agent(config) as agent:
             result = await agent.run("hi")
         assert result.success and len(server.requests) == 3
-
-
-class TestBrokenStreams:
-    async def test_a_stream_cut_mid_way_is_retryable_without_status(
-        self, server: FakeGemini
-    ) -> None:
-        server.reply(Reply(text="several words of a reply"))
-        server.enqueue(TruncatedStream(after_events=3, abort=True))
-        error = await _error(server, True)
-        assert (error.status_code, error.retryable) == (None, True)
-
-    async def test_a_stream_that_ends_before_a_finish_reason_is_retryable(
-        self, server: FakeGemini
-    ) -> None:
-        server.reply(Reply(text="several words of a reply"))
-        server.enqueue(TruncatedStream())  # all but the last event, ended cleanly
-        error = await _error(server, True)
-        assert error.retryable is True and "before a finishReason" in error.message
-
-    async def test_an_error_inside_the_stream_keeps_its_code(self, server: FakeGemini) -> None:
-        server.reply(Reply(text="several words of a reply"))
-        server.enqueue(ErrorMidStream(2, "UNAVAILABLE", "overloaded"))
-        error = await _error(server, True)
-        assert (error.status_code, error.retryable) == (503, True)
-        assert "overloaded" in error.message
-
-    @STREAMING
-    async def test_a_dropped_connection_is_retryable(
-        self, server: FakeGemini, streaming: bool
-    ) -> None:
-        server.enqueue(DropConnection("mid_body"))
-        error = await _error(server, streaming)
-        assert (error.status_code, error.retryable) == (None, True)
 
 
 class _Malformed(Fault):
@@ -185,50 +143,3 @@ class TestMalformed200:
         server.enqueue(_Malformed(response))
         error = await _error(server, True)
         assert error.retryable is True and "malformed" in error.message
-
-
-class TestSecrets:
-    @STREAMING
-    async def test_an_echoed_request_leaves_no_key_and_no_media_reachable(
-        self, server: FakeGemini, streaming: bool
-    ) -> None:
-        key = "AIza" + os.urandom(18).hex()
-        video = base64.b64encode(MEDIA_SAMPLES["video/mp4"] + os.urandom(3000)).decode()
-        conversation = [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": "what happens?"},
-                    {
-                        "type": "video",
-                        "source": {"type": "base64", "media_type": "video/mp4", "data": video},
-                    },
-                ],
-            }
-        ]
-        server.api_key = key
-        server.enqueue(EchoRequestError(400))
-        error = await _error(server, streaming, _request(conversation), api_key=key)
-        assert server.requests[0].headers["x-goog-api-key"] == key
-        assert_holds_no_secret(error, key, video[:40], video[2000:2040], video[-40:-2])
-        assert error.status_code == 400
-
-
-# --------------------------------------------------------------------------- redirects
-
-
-@STREAMING
-async def test_a_redirect_is_refused_and_the_other_host_gets_nothing(
-    server: FakeGemini, streaming: bool
-) -> None:
-    with FakeGemini() as elsewhere:
-        port = elsewhere.port
-        server.enqueue(Redirect(f"{elsewhere.base_url}/x?token=redirect-secret"))
-        error = await _error(
-            server, streaming, options={"headers": {"Helicone-Auth": "Bearer helicone-secret"}}
-        )
-        assert elsewhere.total_connections == 0 and elsewhere.requests == []
-    assert (error.status_code, error.retryable) == (307, False)
-    assert f"HTTP 307) to 127.0.0.1:{port}" in str(error)
-    assert "redirect-secret" not in str(error)
-    assert server.requests[0].headers["helicone-auth"] == "Bearer helicone-secret"

@@ -5,47 +5,21 @@ from __future__ import annotations
 
 import base64
 
-import pytest
 from fake_gemini import API_KEY, FakeGemini
+from gemini_suite import GeminiSuite
 from oma_gemini import SPEC
+from oma_gemini.provider import OWN_OPTIONS
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    MediaTooLargeError,
-    MissingKeyError,
-    UnknownOptionError,
-    image_base64,
-)
+from oma_core import Agent, AgentConfig, MediaTooLargeError, image_base64
+from oma_core.testing import SpecSuite
 
 
-def test_the_spec_needs_a_key_from_either_variable_the_provider_reads() -> None:
-    assert SPEC.requires_api_key is True
-    assert SPEC.key_variables == ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-
-
-def test_the_spec_accepts_the_provider_s_own_options_and_the_body_fields() -> None:
-    from oma_gemini.provider import OWN_OPTIONS
-
-    assert SPEC.provider_options is not None
-    assert set(OWN_OPTIONS) <= set(SPEC.provider_options)
-    assert {"generationConfig", "safetySettings", "toolConfig"} <= set(SPEC.provider_options)
-
-
-def test_a_misspelt_option_raises_when_the_agent_is_built() -> None:
-    with pytest.raises(UnknownOptionError, match="did you mean 'inline_limit'"):
-        Agent(AgentConfig(name="a", provider="gemini", provider_options={"inline_limt": 5}))
-
-
-def test_a_missing_key_raises_when_the_run_starts_before_any_request(
-    server: FakeGemini, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    agent = Agent(AgentConfig(name="a", provider="gemini", base_url=server.base_url))
-    with pytest.raises(MissingKeyError, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
-        agent.run_sync("hi")
-    assert server.requests == []
+class TestGeminiSpec(GeminiSuite, SpecSuite):
+    key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    options_read = OWN_OPTIONS
+    options_exact = False  # and the body fields:
+    body_fields = ("generationConfig", "safetySettings", "toolConfig")
+    misspelt_option = ("inline_limt", 5, "inline_limit")
 
 
 async def test_inline_media_past_the_request_limit_are_refused_before_any_request(

@@ -10,10 +10,12 @@ of leaving them in LiteLLM's global client cache: an ``aiohttp`` session (LiteLL
 handed over as ``shared_session``, and, for the routes LiteLLM serves with its own HTTP
 handler (``anthropic/``, ``groq/`` and most others), that handler as ``client``. The routes
 LiteLLM serves through the OpenAI SDK (``openai/`` and the OpenAI-compatible ones without a
-handler of their own) get instead an ``AsyncOpenAI`` of the provider's own, built as oma-openai
-builds its client: no SDK retries, an httpx client that never follows a redirect and reads
-every reply through the toolkit's bounds, and the key and base URL LiteLLM itself would have
-used (``litellm.get_llm_provider``).
+handler of their own, and the text-completion API ``text-completion-openai/``) get instead an
+``AsyncOpenAI`` of the provider's own, built as oma-openai builds its client: no SDK retries,
+an httpx client that never follows a redirect and reads every reply through the toolkit's
+bounds, and the key and base URL LiteLLM itself would have used (``litellm.get_llm_provider``).
+Azure's routes (``azure/``, ``azure_text/``) get an ``AsyncAzureOpenAI`` built the same way,
+with the key, endpoint and API version LiteLLM's Azure route would have read.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ OPTIONS = frozenset({"timeout", "headers", "api_version", "max_response_bytes", 
 _DEFAULT_TIMEOUT = 120.0
 _CONNECT_TIMEOUT = 10.0
 _SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
+#: LiteLLM's Azure OpenAI routes: served through the SDK's ``AsyncAzureOpenAI``
+_AZURE_ROUTES = frozenset({"azure", "azure_text"})
 
 
 def import_litellm() -> Any:
@@ -96,16 +100,16 @@ class LiteLLMProvider:
         self._limits = ReadLimits.from_options(settings.options, name=self.name)
         self._litellm = import_litellm()
         self._sessions: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any, Any]] = {}
-        self._clients: dict[tuple[int, str, str], tuple[weakref.ref[Any], Any]] = {}
+        self._clients: dict[tuple[Any, ...], tuple[weakref.ref[Any], Any]] = {}
         compatible = set(getattr(self._litellm, "openai_compatible_providers", ()))
         # LiteLLM's dispatch: a compatible route with a ``_complete_<route>`` function of its
         # own (groq, together_ai, ...) goes through its HTTP handler; the rest through the SDK
         main = getattr(self._litellm, "main", None)
         own = {route for route in compatible if hasattr(main, f"_complete_{route}")}
-        #: routes served by LiteLLM's OpenAI chat handler: they take an ``AsyncOpenAI`` client
-        self._sdk_routes = frozenset({"openai", "custom_openai"} | (compatible - own))
-        #: routes on an SDK client LiteLLM builds itself (Azure's, the text-completion API)
-        self._unowned_routes = frozenset({"text-completion-openai", "azure", "azure_text"})
+        #: routes served through the OpenAI SDK: they take an ``AsyncOpenAI`` client
+        self._sdk_routes = frozenset(
+            {"openai", "custom_openai", "text-completion-openai"} | (compatible - own)
+        )
 
     # -- the provider interface
 
@@ -192,11 +196,15 @@ class LiteLLMProvider:
         }
         session, handler = self._session()
         kwargs["shared_session"] = session
-        if route in self._sdk_routes:  # the OpenAI SDK takes no LiteLLM handler
-            client = self._sdk_client(str(kwargs["model"]), route)
+        if route in self._sdk_routes or route in _AZURE_ROUTES:  # the SDK takes no handler
+            client = (
+                self._azure_client()
+                if route in _AZURE_ROUTES
+                else self._sdk_client(str(kwargs["model"]), route)
+            )
             if client is not None:
                 kwargs["client"] = client
-        elif route not in self._unowned_routes:
+        else:
             kwargs["client"] = handler
         if self._settings.api_key:
             kwargs["api_key"] = self._settings.api_key
@@ -268,9 +276,57 @@ class LiteLLMProvider:
         key = key or litellm.api_key
         if not key or not base:
             return None
+
+        def build(openai: Any, http_client: Any) -> Any:
+            return openai.AsyncOpenAI(
+                api_key=str(key), base_url=str(base), max_retries=0, http_client=http_client
+            )
+
+        return self._client(("openai", str(key), str(base)), build)
+
+    def _azure_client(self) -> Any:
+        """This provider's ``AsyncAzureOpenAI`` on the running loop, with the key (or Entra ID
+        token), endpoint and API version LiteLLM's Azure routes would have read; None without
+        a credential or an endpoint (LiteLLM then reports it, or resolves Entra ID itself)."""
+        litellm = self._litellm
+        key = (
+            self._settings.api_key
+            or litellm.api_key
+            or litellm.azure_key
+            or os.environ.get("AZURE_OPENAI_API_KEY")
+            or os.environ.get("AZURE_API_KEY")
+        )
+        token = None if key else os.environ.get("AZURE_AD_TOKEN")
+        base = self._settings.base_url or litellm.api_base or os.environ.get("AZURE_API_BASE")
+        version = (
+            self._settings.options.get("api_version")
+            or litellm.api_version
+            or os.environ.get("AZURE_API_VERSION")
+            or litellm.AZURE_DEFAULT_API_VERSION
+        )
+        if not (key or token) or not base:
+            return None
+
+        def build(openai: Any, http_client: Any) -> Any:
+            return openai.AsyncAzureOpenAI(
+                api_key=key or None,
+                azure_ad_token=token,
+                azure_endpoint=str(base),
+                api_version=str(version),
+                max_retries=0,
+                http_client=http_client,
+            )
+
+        return self._client(("azure", str(key or token), str(base), str(version)), build)
+
+    def _client(self, slot: tuple[str, ...], build: Any) -> Any:
+        """The SDK client ``build(openai, http_client)`` makes for ``slot`` on the running loop,
+        built once per loop over an httpx client that never follows a redirect and reads every
+        reply through the toolkit's bounds (LiteLLM passes the call's timeout to each
+        request)."""
         loop = asyncio.get_running_loop()
-        slot = (id(loop), str(key), str(base))
-        entry = self._clients.get(slot)
+        key = (id(loop), *slot)
+        entry = self._clients.get(key)
         if entry is not None and entry[0]() is loop:
             return entry[1]
         self._clients = {k: v for k, v in self._clients.items() if _alive(v[0])}
@@ -278,15 +334,11 @@ class LiteLLMProvider:
 
         given = self._settings.options.get("timeout")
         idle = float(given) if isinstance(given, int | float) else DEFAULT_IDLE_TIMEOUT
-        # redirects never followed, replies read through the toolkit's bounds; LiteLLM passes
-        # the call's timeout to each request
         http_client = openai.DefaultAsyncHttpxClient(
             follow_redirects=False, event_hooks=guard_hooks(DISPLAY_NAME, self._limits, idle)
         )
-        client = openai.AsyncOpenAI(
-            api_key=str(key), base_url=str(base), max_retries=0, http_client=http_client
-        )
-        self._clients[slot] = (weakref.ref(loop), client)
+        client = build(openai, http_client)
+        self._clients[key] = (weakref.ref(loop), client)
         return client
 
 

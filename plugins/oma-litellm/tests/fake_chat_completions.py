@@ -6,7 +6,11 @@ events (a first chunk with the role and no text, text a few characters per chunk
 deltas with the id and name first and the arguments in pieces, a chunk with the
 ``finish_reason``, a usage chunk when ``stream_options.include_usage`` is set, ``[DONE]``).
 Errors have the documented ``{"error": {"message", "type", "param", "code"}}`` shape; inside
-a stream an error is a data-only event holding that object.
+a stream an error is a data-only event holding that object. Azure OpenAI's shape of the same
+API is served too: ``POST /openai/deployments/{deployment}/chat/completions?api-version=...``
+with the key in an ``api-key`` header; and the text-completion API (``/v1/completions``, or
+Azure's ``.../deployments/{deployment}/completions``) answers a ``prompt`` with the next
+reply's text.
 
 It refuses what the service refuses: unknown top-level fields, a missing model, an empty
 message list, unknown roles, content parts other than ``text`` and ``image_url`` (so no
@@ -133,20 +137,66 @@ class FakeChatCompletions(FakeServer):
     # -- the protocol
 
     def handle(self, request: RecordedRequest) -> Response:
-        if request.method != "POST" or request.path != "/v1/chat/completions":
+        route = self._route(request)
+        if route is None:
             return self.error_response(404, f"Invalid URL ({request.method} {request.path})")
-        if request.headers.get("authorization") != f"Bearer {self.api_key}":
+        api, azure = route
+        if azure and "api-version=" not in request.query:
+            return self.error_response(404, "Resource not found (no api-version)")
+        given = request.headers.get("api-key") if azure else request.headers.get("authorization")
+        if given != (self.api_key if azure else f"Bearer {self.api_key}"):
             return self.error_response(401, "Incorrect API key provided.")
+        if api == "completions":
+            return self._text_completion(request.json)
         try:
             self._check(request.json)
         except _Refused as exc:
             return self.error_response(exc.status, str(exc))
         reply = self._replies.popleft() if self._replies else self.default_reply
         body = request.json
+        if azure:  # the deployment names the model; the SDK still sends it in the body
+            body = {**body, "model": body.get("model") or request.path.split("/")[3]}
         if body.get("stream"):
             usage = (body.get("stream_options") or {}).get("include_usage", False)
             return Response.sse([*self._chunks(reply, body["model"], usage), SSEEvent("[DONE]")])
         return Response.json(self._completion(reply, body["model"]))
+
+    @staticmethod
+    def _route(request: RecordedRequest) -> tuple[str, bool] | None:
+        """``(api, azure)`` for a POST to OpenAI's ``/v1/{api}`` or Azure OpenAI's
+        ``/openai/deployments/{deployment}/{api}`` (``api``: ``chat/completions`` or the
+        text-completion API's ``completions``), or None."""
+        if request.method != "POST":
+            return None
+        parts = request.path.strip("/").split("/")
+        if parts[:1] == ["v1"]:
+            api, azure = "/".join(parts[1:]), False
+        elif parts[:2] == ["openai", "deployments"] and len(parts) > 3:
+            api, azure = "/".join(parts[3:]), True
+        else:
+            return None
+        return (api, azure) if api in ("chat/completions", "completions") else None
+
+    def _text_completion(self, body: Any) -> Response:
+        """The text-completion API's answer to ``body`` (its ``prompt``): the next reply's
+        text, whole or as one streamed chunk per ``chunk_size`` characters."""
+        if not isinstance(body, dict) or not body.get("prompt"):
+            return self.error_response(400, "'prompt' is a required property")
+        reply = self._replies.popleft() if self._replies else self.default_reply
+        head = {"id": "cmpl-fake", "object": "text_completion", "created": 1}
+        head["model"] = body.get("model", "")
+        if not body.get("stream"):
+            choice = {"index": 0, "text": reply.text, "logprobs": None, "finish_reason": "stop"}
+            return Response.json({**head, "choices": [choice], "usage": self._usage(reply)})
+        text, size = reply.text or "", self.chunk_size
+
+        def chunk(piece: str, finish: str | None = None, **extra: Any) -> SSEEvent:
+            choice = {"index": 0, "text": piece, "logprobs": None, "finish_reason": finish}
+            return SSEEvent({**head, "choices": [choice], **extra})
+
+        events = [chunk(text[i : i + size]) for i in range(0, len(text), size)]
+        events.append(chunk("", "stop", usage=self._usage(reply)))
+        return Response.sse([*events, SSEEvent("[DONE]")])
 
     def _finish(self, reply: Reply) -> str:
         return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")

@@ -3,26 +3,17 @@ LiteLLM reads its own variable), the options it accepts, no media limits of its 
 
 from __future__ import annotations
 
-import pytest
 from oma_litellm import SPEC
+from oma_litellm.provider import OPTIONS
 
-from oma_core import Agent, AgentConfig, UnknownOptionError
-
-
-def test_the_spec_needs_no_key_of_its_own() -> None:
-    assert SPEC.requires_api_key is False
-    assert SPEC.key_variables == ()
+from oma_core.testing import SpecSuite
 
 
-def test_the_spec_accepts_exactly_the_options_the_provider_reads() -> None:
-    from oma_litellm.provider import OPTIONS
-
-    assert set(SPEC.provider_options or ()) == OPTIONS
-
-
-def test_a_misspelt_option_raises_when_the_agent_is_built() -> None:
-    with pytest.raises(UnknownOptionError, match="did you mean 'api_version'"):
-        Agent(AgentConfig(name="a", provider="litellm", provider_options={"api_versoin": "1"}))
+class TestLiteLLMSpec(SpecSuite):
+    provider_name = "litellm"
+    requires_api_key = False
+    options_read = OPTIONS
+    misspelt_option = ("api_versoin", "1", "api_version")
 
 
 def test_the_spec_declares_no_media_limits_the_routed_providers_differ_on() -> None:

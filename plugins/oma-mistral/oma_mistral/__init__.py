@@ -45,6 +45,7 @@ from oma_core.toolkit import (
     media_url,
     missing_api_key,
     post_json,
+    request_secrets,
     stream_sse,
     tool_call_events,
     tool_result_text,
@@ -111,7 +112,7 @@ class MistralProvider:
         return {**body, **self._options, **request.options}
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        body, secrets = self.render(request), self._secrets()
+        body, secrets = self.render(request), self._secrets(request)
         reply = await post_json(
             self._client(), self._url, body, provider=DISPLAY_NAME, secrets=secrets
         )
@@ -130,7 +131,7 @@ class MistralProvider:
         )
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        body, secrets = {**self.render(request), "stream": True}, self._secrets()
+        body, secrets = {**self.render(request), "stream": True}, self._secrets(request)
         text, calls, usage, reason, model = [], ToolCallAssembler(DISPLAY_NAME), Usage(), None, None
         events = stream_sse(self._client(), self._url, body, provider=DISPLAY_NAME, secrets=secrets)
         async with aclosing(events):
@@ -162,8 +163,9 @@ class MistralProvider:
             raise missing_api_key(DISPLAY_NAME, "MISTRAL_API_KEY")
         return self._clients.get()
 
-    def _secrets(self) -> tuple[str, ...]:
-        return (self._key,) if self._key else ()
+    def _secrets(self, request: ProviderRequest) -> tuple[str, ...]:
+        """The key and the request's text and media: none may show in an error."""
+        return request_secrets(request, self._key)
 
 
 def _messages(message: LLMMessage, names: dict[str, str]) -> list[dict[str, Any]]:

@@ -9,16 +9,17 @@ import base64
 import pytest
 from fake_openai import API_KEY, FakeChatCompletions
 from oma_openai import OPTIONS, PRESETS, Preset, oma_register_providers
+from oma_openai.convert import CLIENT_OPTIONS
+from openai_suite import OpenAISuite
 
 from oma_core import (
     Agent,
     AgentConfig,
     MediaTooLargeError,
-    MissingKeyError,
     OptionTypeError,
-    UnknownOptionError,
     image_base64,
 )
+from oma_core.testing import SpecSuite
 
 SPECS = {spec.name: spec for spec in oma_register_providers()}
 
@@ -33,16 +34,6 @@ def test_a_hosted_preset_needs_its_key_and_a_local_one_does_not(preset: Preset) 
 def test_the_hosted_presets_are_the_ones_with_a_key_variable() -> None:
     needing = {name for name, spec in SPECS.items() if spec.requires_api_key}
     assert needing == {"openai", "minimax", "deepseek", "groq", "openrouter", "together"}
-
-
-def test_a_missing_key_raises_when_the_run_starts_before_any_request(
-    server: FakeChatCompletions, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    agent = Agent(AgentConfig(name="a", provider="openai", base_url=server.base_url))
-    with pytest.raises(MissingKeyError, match="OPENAI_API_KEY"):
-        agent.run_sync("hi")
-    assert server.requests == []
 
 
 def test_a_local_server_runs_without_a_key(
@@ -88,13 +79,8 @@ def test_every_declared_option_is_accepted_with_its_type_and_refused_with_anothe
         Agent(AgentConfig(name="a", provider="openai", api_key="k", provider_options=bad))
 
 
-def test_an_undeclared_option_is_refused_with_a_did_you_mean() -> None:
-    with pytest.raises(UnknownOptionError, match="did you mean 'temperature'"):
-        options = {"tempreature": 0.3}
-        Agent(AgentConfig(name="a", provider="openai", api_key="k", provider_options=options))
-
-
-def test_every_client_option_the_provider_reads_is_declared() -> None:
-    from oma_openai.convert import CLIENT_OPTIONS
-
-    assert {option.name for option in OPTIONS} >= CLIENT_OPTIONS
+class TestOpenAISpec(OpenAISuite, SpecSuite):
+    key_variables = ("OPENAI_API_KEY",)
+    options_read = CLIENT_OPTIONS  # every client option it reads; the body fields beside
+    options_exact = False
+    misspelt_option = ("tempreature", 0.3, "temperature")

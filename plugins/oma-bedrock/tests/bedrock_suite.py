@@ -1,0 +1,21 @@
+"""How the kit's shared suites (``oma_core.testing.suites``) reach this plugin: the fake
+Converse API, signed with the AWS credentials the conftest sets (no key, no headers option)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fake_bedrock import FakeBedrock
+
+from oma_core.testing import ProviderSuite
+
+
+class BedrockSuite(ProviderSuite):
+    provider_name = "bedrock"
+    api_key = None
+
+    def make_server(self) -> FakeBedrock:
+        return FakeBedrock()
+
+    def script_text(self, server: Any, text: str) -> None:
+        server.reply_text(text)
