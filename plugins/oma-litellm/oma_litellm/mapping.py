@@ -4,6 +4,11 @@ A tool result becomes a ``tool`` message (its text parts joined); a user turn's 
 come before its other blocks, as chat completions require. The model name is split into
 LiteLLM's route (``openai``, ``anthropic``, ...) and the model the route names, so that the
 body handed to LiteLLM is, on the ``openai/`` route, the very body that reaches the wire.
+
+A request's ``output`` is handed over in OpenAI's form, which LiteLLM translates for each route:
+natively as ``response_format`` ``{"type": "json_schema", "json_schema": {"name", "schema",
+"strict"}}``, or as one more function that ``tool_choice`` ``{"type": "function", "function":
+{"name"}}`` forces.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from oma_core.toolkit import (
     Base64Source,
     ImageBlock,
     LLMMessage,
+    OutputRequest,
     PluginError,
     ProviderRequest,
     TextBlock,
@@ -56,7 +62,27 @@ def build_body(request: ProviderRequest) -> dict[str, Any]:
         body["max_tokens"] = request.max_tokens
     if request.stop is not None:
         body["stop"] = list(request.stop)
+    if request.output is not None:
+        body.update(_output_fields(request.output, body.get("tools") or []))
     return body
+
+
+def _output_fields(output: OutputRequest, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The OpenAI-shaped fields that hold a reply to ``output``."""
+    schema = _plain(output.schema)
+    if output.mode == "native":
+        spec: dict[str, Any] = {"name": output.name, "schema": schema, "strict": output.strict}
+        if output.description:
+            spec["description"] = output.description
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    function: dict[str, Any] = {"name": output.name}
+    if output.description:
+        function["description"] = output.description
+    function["parameters"] = schema
+    return {
+        "tools": [*tools, {"type": "function", "function": function}],
+        "tool_choice": {"type": "function", "function": {"name": output.name}},
+    }
 
 
 def _messages(message: LLMMessage) -> list[dict[str, Any]]:
