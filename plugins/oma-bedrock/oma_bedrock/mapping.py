@@ -9,7 +9,7 @@ A request's ``output`` goes where botocore's ``bedrock-runtime`` service model p
 output: natively as ``outputConfig.textFormat`` (``type`` ``json_schema``, the schema as a JSON
 *string* in ``structure.jsonSchema.schema``; the reply's text is the JSON), or as one more
 ``toolSpec`` that ``toolConfig.toolChoice`` ``{"tool": {"name"}}`` forces (its ``strict`` set
-as the output asks).
+as the output asks; ``{"any": {}}`` when the agent has tools of its own).
 """
 
 from __future__ import annotations
@@ -78,7 +78,9 @@ def build_body(request: ProviderRequest, extra_fields: Mapping[str, Any] | None)
     if tools:
         body["toolConfig"] = {"tools": tools}
     if output is not None and output.mode == "tool":
-        body["toolConfig"]["toolChoice"] = {"tool": {"name": output.name}}
+        # the output tool; with tools of the agent's own, any tool (they may be called first)
+        forced = {"tool": {"name": output.name}}
+        body["toolConfig"]["toolChoice"] = {"any": {}} if request.tools else forced
     elif output is not None:
         body["outputConfig"] = {"textFormat": _text_format(output)}
     if extra_fields:

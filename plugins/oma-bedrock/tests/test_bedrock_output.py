@@ -153,11 +153,13 @@ class TestTool:
         (spec,) = [t["toolSpec"] for t in server.requests[0].json["toolConfig"]["tools"]]
         assert spec.get("strict") == (True if strict else None)
 
-    async def test_the_agent_s_own_tools_come_first(
+    async def test_with_tools_of_the_agent_s_own_any_tool_is_forced(
         self, server: FakeBedrock, provider: Any
     ) -> None:
         server.reply_tool_use("tu1", "final_result", VALUE)
         await provider.complete(_request("tool", tools=(LOOKUP,)))
         tools = server.requests[0].json["toolConfig"]["tools"]
         assert [t["toolSpec"]["name"] for t in tools] == ["lookup", "final_result"]
+        # the model may call the agent's tools first
+        assert server.requests[0].json["toolConfig"]["toolChoice"] == {"any": {}}
         assert_botocore_takes(server.requests[0].json, "Converse")

@@ -16,7 +16,8 @@ A request's ``output`` goes where the API documents structured output: natively 
 ``generationConfig.responseMimeType = "application/json"`` with ``responseJsonSchema`` (the
 reply's text is the JSON), or as one more function declaration (its JSON Schema as
 ``parametersJsonSchema``) that ``toolConfig.functionCallingConfig`` forces (mode ``ANY``,
-``allowedFunctionNames`` that function only).
+``allowedFunctionNames`` that function only; with tools of the agent's own, mode ``ANY`` alone,
+so that the model may call those first).
 """
 
 from __future__ import annotations
@@ -122,7 +123,11 @@ def build_body(
         if key != "generationConfig":
             body[key] = value
     if output is not None and output.mode == "tool":
-        forced = {"mode": "ANY", "allowedFunctionNames": [output.name]}
+        # the output function only; with tools of the agent's own, any function (the model
+        # may call those first)
+        forced: dict[str, Any] = {"mode": "ANY"}
+        if not request.tools:
+            forced["allowedFunctionNames"] = [output.name]
         body["toolConfig"] = {**(body.get("toolConfig") or {}), "functionCallingConfig": forced}
     return body
 

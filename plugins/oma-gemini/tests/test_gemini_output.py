@@ -134,7 +134,7 @@ class TestTool:
         calls = [e.block for e in events if isinstance(e, ToolCall)]
         assert [(c.name, c.plain_input()) for c in calls] == [("final_result", VALUE)]
 
-    async def test_the_agent_s_own_tools_are_declared_before_it(
+    async def test_with_tools_of_the_agent_s_own_any_function_is_forced(
         self, server: FakeGemini, provider: Provider
     ) -> None:
         server.reply(Reply(text="", calls=(("c1", "final_result", VALUE),)))
@@ -146,7 +146,8 @@ class TestTool:
             "parameters": {"type": "object"},
         }
         assert body["tools"] == [{"functionDeclarations": [lookup, FINAL_RESULT]}]
-        assert body["toolConfig"] == TOOL_BODY["toolConfig"]
+        # the model may call the agent's tools first; the output ends the run when it comes
+        assert body["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
         assert_google_genai_takes(body)
 
     @pytest.mark.parametrize("given", [{"retrievalConfig": {"languageCode": "en"}}, {}])

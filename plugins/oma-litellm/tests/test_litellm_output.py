@@ -8,10 +8,12 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
+import attrs
 import pytest
 from fake_chat_completions import FakeChatCompletions
 from fake_messages import FakeMessages
 from oma_litellm import CAPABILITIES, create_provider
+from oma_litellm.mapping import build_body, strict_ready
 
 from oma_core import load_messages
 from oma_core.toolkit import (
@@ -116,6 +118,29 @@ class TestNative:
         assert isinstance(events[-1], ResponseComplete)
 
 
+class TestStrict:
+    def test_a_schema_keeping_openai_s_strict_rules_is_sent_strict(self) -> None:
+        assert strict_ready(SCHEMA)
+        assert build_body(_request("native"))["response_format"]["json_schema"]["strict"] is True
+
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            {**SCHEMA, "required": ["name"]},  # an optional property
+            {k: v for k, v in SCHEMA.items() if k != "additionalProperties"},  # an open object
+            {"type": "array", "items": {"type": "object", "properties": {"a": {}}}},
+            {"anyOf": [{"type": "object", "properties": {}, "additionalProperties": True}]},
+        ],
+    )
+    def test_any_other_schema_is_sent_not_strict_rather_than_refused_by_the_route(
+        self, schema: dict[str, Any]
+    ) -> None:
+        assert not strict_ready(schema)
+        output = OutputRequest(schema, "final_result", "native")
+        request = attrs.evolve(_request("native"), output=output)
+        assert build_body(request)["response_format"]["json_schema"]["strict"] is False
+
+
 class TestTool:
     async def test_complete_forces_the_output_function(
         self, server: FakeChatCompletions, provider: Provider
@@ -137,14 +162,14 @@ class TestTool:
         calls = [e.block for e in events if isinstance(e, ToolCall)]
         assert [(c.name, c.plain_input()) for c in calls] == [("final_result", VALUE)]
 
-    async def test_the_agent_s_own_tools_come_first(
+    async def test_with_tools_of_the_agent_s_own_any_tool_is_required(
         self, server: FakeChatCompletions, provider: Provider
     ) -> None:
         server.reply_tool_call("call_1", "final_result", VALUE)
         await provider.complete(_request("tool", tools=(LOOKUP,)))
         body = server.requests[0].json
         assert [t["function"]["name"] for t in body["tools"]] == ["lookup", "final_result"]
-        assert body["tool_choice"] == TOOL_BODY["tool_choice"]
+        assert body["tool_choice"] == "required"  # the model may call the agent's tools first
 
 
 class TestOnTheAnthropicRoute:

@@ -183,9 +183,11 @@ def _output_fields(output: OutputRequest, tools: list[dict[str, Any]]) -> dict[s
             spec["description"] = output.description
         return {"response_format": {"type": "json_schema", "json_schema": spec}}
     function = {"name": output.name, "description": output.description or "", "parameters": schema}
+    # the output function; with tools of the agent's own, any tool (they may be called first)
+    forced = {"type": "function", "function": {"name": output.name}}
     return {
         "tools": [*tools, {"type": "function", "function": function}],
-        "tool_choice": {"type": "function", "function": {"name": output.name}},
+        "tool_choice": "any" if tools else forced,
     }
 
 
