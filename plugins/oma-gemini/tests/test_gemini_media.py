@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from fake_gemini import API_KEY, FakeGemini, file_uri
+from genai_types import assert_google_genai_takes
 from hypothesis import given
 from hypothesis import strategies as st
 from oma_gemini import CAPABILITIES, create_provider
@@ -168,6 +169,7 @@ class TestVideo:
         result = await _run(server, _user(_media("video", _url("video/mp4", url))))
         assert result.success, result.status.error
         assert _parts(server)[1] == {"fileData": {"mimeType": "video/mp4", "fileUri": url}}
+        assert_google_genai_takes(server.requests[0].json)
 
     async def test_a_video_url_goes_under_gemini_s_name_for_its_type(
         self, server: FakeGemini
