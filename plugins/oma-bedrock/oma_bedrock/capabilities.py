@@ -4,7 +4,9 @@ Converse takes media as bytes (or S3 locations, which oma's message model does n
 every media block is declared for base64 sources only: a URL source is refused by the core
 before anything is signed or sent. Images (png, jpeg, gif, webp) in user turns and inside tool
 results; video, natively, in user turns for the formats Converse names; documents a tool
-returns; tool calls, tool results and reasoning.
+returns; tool calls, tool results and reasoning. Structured output natively
+(``outputConfig.textFormat``, which botocore's service model has) or by a forced tool
+(``toolChoice`` ``{"tool": ...}``); each works on the models Bedrock supports it for.
 """
 
 from __future__ import annotations
@@ -87,4 +89,5 @@ CAPABILITIES = Capabilities(
             hint="Converse takes larger media from S3 only",
         ),
     ),
+    output_modes=frozenset({"native", "tool", "prompted"}),
 )

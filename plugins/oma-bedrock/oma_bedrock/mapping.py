@@ -4,10 +4,17 @@ Converse's blobs (image, video and document bytes) travel as base64 strings in i
 oma's base64 sources are already canonical base64, so they are passed through as the very same
 string objects and never decoded. Their decoded size is computed from the length alone, to
 hold a request under the inline limit (Converse takes larger media only from S3).
+
+A request's ``output`` goes where botocore's ``bedrock-runtime`` service model puts structured
+output: natively as ``outputConfig.textFormat`` (``type`` ``json_schema``, the schema as a JSON
+*string* in ``structure.jsonSchema.schema``; the reply's text is the JSON), or as one more
+``toolSpec`` that ``toolConfig.toolChoice`` ``{"tool": {"name"}}`` forces (its ``strict`` set
+as the output asks; ``{"any": {}}`` when the agent has tools of its own).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -18,6 +25,7 @@ from oma_core.toolkit import (
     ImageBlock,
     LLMMessage,
     MediaSource,
+    OutputRequest,
     ProviderRequest,
     ReasoningBlock,
     TextBlock,
@@ -60,16 +68,47 @@ def build_body(request: ProviderRequest, extra_fields: Mapping[str, Any] | None)
             (name, f"the {name} tool used earlier in this conversation", {"type": "object"})
             for name in _tools_used(request.messages)
         ]
-    if specs:
-        body["toolConfig"] = {
-            "tools": [
-                {"toolSpec": {"name": n, "description": d, "inputSchema": {"json": schema}}}
-                for n, d, schema in specs
-            ]
-        }
+    tools: list[dict[str, Any]] = [
+        {"toolSpec": {"name": n, "description": d, "inputSchema": {"json": schema}}}
+        for n, d, schema in specs
+    ]
+    output = request.output
+    if output is not None and output.mode == "tool":
+        tools.append({"toolSpec": _output_spec(output)})
+    if tools:
+        body["toolConfig"] = {"tools": tools}
+    if output is not None and output.mode == "tool":
+        # the output tool; with tools of the agent's own, any tool (they may be called first)
+        forced = {"tool": {"name": output.name}}
+        body["toolConfig"]["toolChoice"] = {"any": {}} if request.tools else forced
+    elif output is not None:
+        body["outputConfig"] = {"textFormat": _text_format(output)}
     if extra_fields:
         body["additionalModelRequestFields"] = _plain(extra_fields)
     return body
+
+
+def _output_spec(output: OutputRequest) -> dict[str, Any]:
+    """The ``toolSpec`` whose forced call carries the output in its ``input``."""
+    spec: dict[str, Any] = {"name": output.name}
+    if output.description:
+        spec["description"] = output.description
+    spec["inputSchema"] = {"json": _plain(output.schema)}
+    if output.strict:
+        spec["strict"] = True
+    return spec
+
+
+def _text_format(output: OutputRequest) -> dict[str, Any]:
+    """``outputConfig.textFormat`` for ``output``: the service model types the schema as a
+    string holding the JSON Schema, not as a JSON object."""
+    schema: dict[str, Any] = {
+        "schema": json.dumps(_plain(output.schema), ensure_ascii=False, separators=(",", ":")),
+        "name": output.name,
+    }
+    if output.description:
+        schema["description"] = output.description
+    return {"type": "json_schema", "structure": {"jsonSchema": schema}}
 
 
 def _tools_used(messages: tuple[LLMMessage, ...]) -> list[str]:

@@ -17,7 +17,9 @@ top-level fields, alternating roles starting with a user turn, each content bloc
 one known member, image / video / document formats from the documented enums with bytes that
 decode (and images whose bytes match their format), tool calls in assistant turns and tool
 results in user turns (and a ``toolConfig`` whenever the conversation holds either), inference
-settings of the documented names.
+settings of the documented names, a ``toolChoice`` that sets one of ``auto`` / ``any`` / ``tool``
+(naming a declared tool), an ``outputConfig.textFormat`` of type ``json_schema`` whose
+``structure.jsonSchema.schema`` is a string holding a JSON object.
 
 Faults come from the kit (``oma_core.testing``) plus three of this wire's own:
 ``CorruptFrame`` (a frame whose message CRC is wrong), ``Malformed`` (a 200 whose body is not
@@ -83,6 +85,7 @@ _TOP_LEVEL = {
     "additionalModelResponseFieldPaths",
     "requestMetadata",
     "performanceConfig",
+    "outputConfig",
 }
 _INFERENCE = {"maxTokens", "temperature", "topP", "stopSequences"}
 _IMAGE_FORMATS = {"png", "jpeg", "gif", "webp"}
@@ -465,6 +468,54 @@ class FakeBedrock(FakeServer):
                     "inputSchema", {}
                 ):
                     raise _Refused("toolConfig.tools[].toolSpec needs a name and inputSchema.json")
+            self._check_tool_choice(tools)
+        self._check_output_config(body.get("outputConfig"))
+
+    def _check_tool_choice(self, tools: dict[str, Any]) -> None:
+        choice = tools.get("toolChoice")
+        if choice is None:
+            return
+        if (
+            not isinstance(choice, dict)
+            or len(choice) != 1
+            or not set(choice)
+            <= {
+                "auto",
+                "any",
+                "tool",
+            }
+        ):
+            raise _Refused("toolConfig.toolChoice must set exactly one of auto, any and tool.")
+        forced = choice.get("tool")
+        if forced is not None:
+            names = {t.get("toolSpec", {}).get("name") for t in tools.get("tools", ())}
+            if not isinstance(forced, dict) or forced.get("name") not in names:
+                raise _Refused("toolConfig.toolChoice.tool.name must name a tool in tools.")
+
+    def _check_output_config(self, config: Any) -> None:
+        if config is None:
+            return
+        if not isinstance(config, dict) or set(config) - {"textFormat", "effort"}:
+            raise _Refused("outputConfig may hold only textFormat and effort.")
+        text_format = config.get("textFormat")
+        if text_format is None:
+            return
+        if text_format.get("type") != "json_schema" or set(text_format) != {"type", "structure"}:
+            raise _Refused("outputConfig.textFormat needs type json_schema and a structure.")
+        structure = text_format["structure"]
+        if not isinstance(structure, dict) or set(structure) != {"jsonSchema"}:
+            raise _Refused("outputConfig.textFormat.structure must set jsonSchema.")
+        schema = structure["jsonSchema"]
+        if set(schema) - {"schema", "name", "description"} or not isinstance(
+            schema.get("schema"), str
+        ):
+            raise _Refused("outputConfig.textFormat.structure.jsonSchema.schema must be a string.")
+        try:
+            parsed = json.loads(schema["schema"])
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise _Refused("The provided JSON schema is not a valid JSON object.")
 
     def _check_block(self, block: Any, role: str, where: str) -> None:
         if not isinstance(block, dict) or len(block) != 1:

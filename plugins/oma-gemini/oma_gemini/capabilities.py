@@ -3,10 +3,14 @@
 Images (PNG, JPEG, WebP, HEIC, HEIF) and videos (the nine container types Gemini lists, and
 their common aliases) in user turns, base64 as ``inlineData`` or a URL as ``fileData``; PDFs,
 plain text and images returned by tools; tool calls and results; reasoning (thought
-summaries and signatures, sent back as Gemini returned them). Gemini fetches no arbitrary
-URL: ``fileData`` takes a File API URI (``https://generativelanguage.googleapis.com/.../files/
-ID``) or, for video, a YouTube link; any other URL is refused before any request, with the
-reason.
+summaries and signatures, sent back as Gemini returned them). Structured output natively
+(``responseJsonSchema``) or by a forced function call.
+
+URLs, as the Gemini API documents them since January 2026 (the file input methods guide):
+``fileData`` takes any public HTTPS URL and signed URLs (S3 presigned, Azure SAS, ...), which
+the service fetches itself, as well as File API URIs and, for video, YouTube links. A plain
+``http://`` URL (other than a YouTube link) is refused before any request, with the reason:
+the service fetches external files over HTTPS only.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Capabilities, MediaLi
 
 __all__ = [
     "CAPABILITIES",
+    "DEFAULT_INLINE_LIMIT",
     "DISPLAY_NAME",
     "FILE_API_HOST",
     "IMAGE_MEDIA_TYPES",
+    "INLINE_HINT",
     "VIDEO_MEDIA_TYPES",
     "WIRE_MEDIA_TYPE",
     "image_url_problem",
@@ -52,27 +58,19 @@ VIDEO_MEDIA_TYPES = frozenset(
     }
 )
 TOOL_FILE_MEDIA_TYPES = frozenset({"application/pdf", "text/plain"})
+#: Decoded bytes of base64 media one request may carry inline (``inline_limit`` option).
+DEFAULT_INLINE_LIMIT = 100 * 1000 * 1000
+#: The way out a refusal past the inline limit offers.
+INLINE_HINT = (
+    "send it by URL instead (a public or signed https URL Gemini fetches), or upload it with "
+    "the Gemini File API and send the file's URI"
+)
 
 _YOUTUBE_HOSTS = frozenset({"youtube.com", "www.youtube.com", "m.youtube.com", "youtu.be"})
-_SEND_BYTES = "send the bytes as base64 instead, or upload the file with the File API"
-
-
-def _file_api_problem(url: str) -> str | None:
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname == FILE_API_HOST and "/files/" in parts.path:
-        return None
-    return (
-        f"Gemini reads only File API URIs (https://{FILE_API_HOST}/v1beta/files/...) "
-        f"and YouTube links, not other URLs; {_SEND_BYTES}"
-    )
-
-
-def image_url_problem(url: str) -> str | None:
-    """None when Gemini can read the image at ``url``, else why not."""
-    problem = _file_api_problem(url)
-    if problem is not None and urlsplit(url).hostname in _YOUTUBE_HOSTS:
-        return f"a YouTube link is a video, not an image; {_SEND_BYTES}"
-    return problem
+_HTTPS_ONLY = (
+    "Gemini fetches external URLs over HTTPS only (public or signed https:// URLs, File API "
+    "URIs, YouTube links); use the https:// form of the URL, or send the bytes as base64"
+)
 
 
 def is_youtube(url: str) -> bool:
@@ -80,9 +78,19 @@ def is_youtube(url: str) -> bool:
     return parts.scheme in ("https", "http") and parts.hostname in _YOUTUBE_HOSTS
 
 
+def image_url_problem(url: str) -> str | None:
+    """None when Gemini can read the image at ``url`` (any https URL), else why not."""
+    if is_youtube(url):
+        return "a YouTube link is a video, not an image; send the image itself"
+    return video_url_problem(url)
+
+
 def video_url_problem(url: str) -> str | None:
-    """None when Gemini can read the video at ``url`` (File API URI or YouTube), else why not."""
-    return None if is_youtube(url) else _file_api_problem(url)
+    """None when Gemini can read the video at ``url`` (any https URL, or a YouTube link),
+    else why not."""
+    if is_youtube(url) or urlsplit(url).scheme == "https":
+        return None
+    return _HTTPS_ONLY
 
 
 _USER = frozenset({"user"})
@@ -104,16 +112,17 @@ CAPABILITIES = Capabilities(
             "file", _IN_TOOL_RESULT, frozenset({"base64"}), media_types=TOOL_FILE_MEDIA_TYPES
         ),
     ),
-    # The API takes at most 20 MB of inline data per request (larger media go through its
-    # File API); provider_options["inline_limit"] sets it, as the provider's own check reads.
+    # The API takes at most 100 MB of inline data per request (since January 2026; 20 MB
+    # before); larger media go by URL. provider_options["inline_limit"] sets it, as the
+    # provider's own check reads.
     limits=(
         MediaLimit(
-            20 * 1000 * 1000,
+            DEFAULT_INLINE_LIMIT,
             scope="request",
             option="inline_limit",
             name="inline limit",
-            hint="upload large media with the Gemini File API and send the file's URI as a URL "
-            "source",
+            hint=INLINE_HINT,
         ),
     ),
+    output_modes=frozenset({"native", "tool", "prompted"}),
 )

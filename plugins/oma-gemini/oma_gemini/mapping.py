@@ -1,8 +1,9 @@
 """oma's messages as a ``generateContent`` body, and Gemini's replies as oma's responses.
 
 The body uses the API's camelCase field names. Base64 media go as ``inlineData`` (video
-too) within a per-request limit of decoded bytes (the API's own request limit is 20 MB); a
-URL goes as ``fileData`` (the capabilities have already refused URLs Gemini cannot read). A
+too) within a per-request limit of decoded bytes (the API's own inline limit is 100 MB); a
+URL goes as ``fileData`` with its media type (the capabilities have already refused URLs
+Gemini cannot read; a YouTube link goes without one, as documented). A
 ``tool_result`` becomes a ``functionResponse``, which Gemini matches by the function's
 *name*: one whose ``tool_use`` is not in the conversation is refused here, before any
 request. Media a tool returned follow its ``functionResponse`` as ``inlineData`` parts.
@@ -10,6 +11,13 @@ request. Media a tool returned follow its ``functionResponse`` as ``inlineData``
 Thought signatures (Gemini's opaque tokens on the parts of a thinking model's turn, which it
 wants back) ride in ``ReasoningBlock``s: a thought summary becomes a block with its text, a
 signature on an ordinary part becomes a block with empty text just before that part's block.
+
+A request's ``output`` goes where the API documents structured output: natively as
+``generationConfig.responseMimeType = "application/json"`` with ``responseJsonSchema`` (the
+reply's text is the JSON), or as one more function declaration (its JSON Schema as
+``parametersJsonSchema``) that ``toolConfig.functionCallingConfig`` forces (mode ``ANY``,
+``allowedFunctionNames`` that function only; with tools of the agent's own, mode ``ANY`` alone,
+so that the model may call those first).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from oma_core.toolkit import (
     FilePart,
     ImageBlock,
     LLMMessage,
+    OutputRequest,
     ProviderError,
     ProviderRequest,
     ProviderResponse,
@@ -39,7 +48,13 @@ from oma_core.toolkit import (
     tool_result_text,
 )
 
-from .capabilities import DISPLAY_NAME, WIRE_MEDIA_TYPE, is_youtube
+from .capabilities import (
+    DEFAULT_INLINE_LIMIT,
+    DISPLAY_NAME,
+    INLINE_HINT,
+    WIRE_MEDIA_TYPE,
+    is_youtube,
+)
 
 __all__ = [
     "BLOCKED_FINISH_REASONS",
@@ -49,9 +64,6 @@ __all__ = [
     "read_candidate",
     "read_usage",
 ]
-
-#: Decoded bytes of base64 media one request may carry inline (``inline_limit`` option).
-DEFAULT_INLINE_LIMIT = 20 * 1000 * 1000
 
 #: Gemini's ``finishReason`` values that end a turn normally, as oma's ``stop_reason``.
 STOP_REASONS = {"STOP": "end_turn", "MAX_TOKENS": "max_tokens"}
@@ -85,13 +97,20 @@ def build_body(
     body: dict[str, Any] = {"contents": contents}
     if request.system_prompt:
         body["systemInstruction"] = {"parts": [{"text": request.system_prompt}]}
-    if request.tools:
-        declarations = [
-            {"name": t.name, "description": t.description, "parameters": dict(t.input_schema)}
-            for t in request.tools
-        ]
+    declarations = [
+        {"name": t.name, "description": t.description, "parameters": dict(t.input_schema)}
+        for t in request.tools
+    ]
+    output = request.output
+    if output is not None and output.mode == "tool":
+        declarations.append(_output_declaration(output))
+    if declarations:
         body["tools"] = [{"functionDeclarations": declarations}]
     config: dict[str, Any] = dict(options.get("generationConfig") or {})
+    if output is not None and output.mode == "native":
+        config.pop("responseSchema", None)  # the API takes one of the two schemas, not both
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = _plain(output.schema)
     if request.temperature is not None:
         config["temperature"] = request.temperature
     if request.max_tokens is not None:
@@ -103,7 +122,32 @@ def build_body(
     for key, value in options.items():
         if key != "generationConfig":
             body[key] = value
+    if output is not None and output.mode == "tool":
+        # the output function only; with tools of the agent's own, any function (the model
+        # may call those first)
+        forced: dict[str, Any] = {"mode": "ANY"}
+        if not request.tools:
+            forced["allowedFunctionNames"] = [output.name]
+        body["toolConfig"] = {**(body.get("toolConfig") or {}), "functionCallingConfig": forced}
     return body
+
+
+def _output_declaration(output: OutputRequest) -> dict[str, Any]:
+    """The function whose forced call carries the output: its arguments are the output."""
+    declaration: dict[str, Any] = {"name": output.name}
+    if output.description:
+        declaration["description"] = output.description
+    declaration["parametersJsonSchema"] = _plain(output.schema)
+    return declaration
+
+
+def _plain(value: Any) -> Any:
+    """Immutable mappings and tuples as plain JSON-shaped dicts and lists."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _contents(messages: Iterable[LLMMessage], inline_limit: int) -> list[dict[str, Any]]:
@@ -194,8 +238,8 @@ class _Inline:
                 DISPLAY_NAME,
                 block_type,
                 f"the request's inline media ({self.used} decoded bytes so far) exceed the "
-                f"inline limit of {self.limit} bytes (provider option inline_limit); upload "
-                "large media with the Gemini File API and send the file's URI as a URL source",
+                f"inline limit of {self.limit} bytes (provider option inline_limit); "
+                f"{INLINE_HINT}",
             )
 
 

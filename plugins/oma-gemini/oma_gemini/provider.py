@@ -39,8 +39,8 @@ from oma_core.toolkit import (
     stream_sse,
 )
 
-from .capabilities import DISPLAY_NAME
-from .mapping import DEFAULT_INLINE_LIMIT, build_body, read_candidate, read_usage, response_of
+from .capabilities import DEFAULT_INLINE_LIMIT, DISPLAY_NAME
+from .mapping import build_body, read_candidate, read_usage, response_of
 
 __all__ = ["DEFAULT_BASE_URL", "GeminiProvider", "api_root"]
 

@@ -10,9 +10,13 @@ The key is read from ``x-goog-api-key`` (or ``?key=``).
 
 It refuses what the service refuses, with Google's error shape ``{"error": {"code",
 "message", "status"}}``: unknown fields, a part with no data or two, an unsupported
-``mimeType``, invalid base64, inline data over the request limit, a ``fileUri`` that is not a
-File API URI or a YouTube link, a ``functionResponse`` turn that does not follow a
-``functionCall`` turn with as many calls, roles other than ``user`` and ``model``. Replies are
+``mimeType``, invalid base64, inline data over the request limit (100 MB since January 2026),
+a ``fileUri`` that is neither https (File API URIs, public and signed URLs) nor a YouTube link,
+an external URL without its ``mimeType``, a ``functionResponse`` turn that does not follow a
+``functionCall`` turn with as many calls, roles other than ``user`` and ``model``, a
+``responseJsonSchema`` without ``responseMimeType: application/json`` (or beside
+``responseSchema``), a ``functionCallingConfig`` of an unknown mode or naming a function that
+is not declared, a declaration with both ``parameters`` and ``parametersJsonSchema``. Replies are
 queued with ``reply(Reply(...))`` (``default_reply`` when none is queued); a reply may finish
 with any ``finishReason`` or be a blocked prompt. The first streamed event carries an empty
 text part (no text), as a thinking model's first chunk can. Faults come from
@@ -36,8 +40,8 @@ from oma_core.testing import FakeServer, RecordedRequest, Response, SSEEvent
 __all__ = ["API_KEY", "FakeGemini", "Reply"]
 
 API_KEY = "test-key"
-#: The API's limit on a request's inline data (bytes of the whole request, in the service).
-INLINE_LIMIT = 20 * 1000 * 1000
+#: The API's limit on a request's inline data (decoded bytes; 100 MB since January 2026).
+INLINE_LIMIT = 100 * 1000 * 1000
 
 _PATH = re.compile(
     r"^(?P<prefix>(?:/[^/]+)*?)/(?P<version>v\d+(?:alpha|beta)?)/models/"
@@ -254,10 +258,18 @@ class FakeGemini(FakeServer):
             for part in system.get("parts") or ():
                 if set(part) != {"text"}:
                     raise _Refused("systemInstruction parts must be text")
+        declared: set[str] = set()
         for tool in body.get("tools") or ():
             for declaration in tool.get("functionDeclarations") or ():
                 if not re.fullmatch(r"[A-Za-z_][\w.:-]{0,63}", declaration.get("name", "")):
                     raise _Refused("function_declarations[].name: invalid")
+                if "parameters" in declaration and "parametersJsonSchema" in declaration:
+                    raise _Refused(
+                        "function_declarations[].parameters and parameters_json_schema are "
+                        "mutually exclusive"
+                    )
+                declared.add(declaration["name"])
+        self._check_output_settings(config, body.get("toolConfig") or {}, declared)
         contents = body.get("contents")
         if not isinstance(contents, list) or not contents:
             raise _Refused("* GenerateContentRequest.contents: contents is not specified")
@@ -285,7 +297,30 @@ class FakeGemini(FakeServer):
                 )
             calls = sum("functionCall" in p for p in parts) if role == "model" else 0
         if inline > INLINE_LIMIT:
-            raise _Refused("Request payload size exceeds the limit: 20971520 bytes.", 400)
+            raise _Refused("Request payload size exceeds the limit: 104857600 bytes.", 400)
+
+    def _check_output_settings(
+        self, config: dict[str, Any], tool_config: dict[str, Any], declared: set[str]
+    ) -> None:
+        if "responseJsonSchema" in config:
+            if "responseSchema" in config:
+                raise _Refused("response_schema and response_json_schema cannot both be set")
+            if config.get("responseMimeType") != "application/json":
+                raise _Refused("response_json_schema requires response_mime_type application/json")
+        unknown = sorted(set(tool_config) - {"functionCallingConfig", "retrievalConfig"})
+        if unknown:
+            raise _Refused(f"Unknown name \"{unknown[0]}\" at 'tool_config'")
+        calling = tool_config.get("functionCallingConfig") or {}
+        mode = calling.get("mode", "AUTO")
+        if mode not in ("MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"):
+            raise _Refused(f"Invalid value at 'tool_config.function_calling_config.mode': {mode}")
+        names = calling.get("allowedFunctionNames")
+        if names is not None:
+            if mode not in ("ANY", "VALIDATED"):
+                raise _Refused("allowed_function_names may be set only when the mode is ANY")
+            missing = sorted(set(names) - declared)
+            if missing:
+                raise _Refused(f"allowed_function_names: no function declared as {missing[0]}")
 
     def _check_part(self, part: dict[str, Any], role: str, where: str) -> int:
         unknown = sorted(set(part) - _PART_FIELDS)
@@ -311,10 +346,13 @@ class FakeGemini(FakeServer):
         if kind == "fileData":
             blob = part["fileData"]
             uri = blob.get("fileUri", "")
-            if not (_FILE_URI.fullmatch(uri) or _YOUTUBE.match(uri)):
+            external = not (_FILE_URI.fullmatch(uri) or _YOUTUBE.match(uri))
+            if external and not uri.startswith("https://"):
                 raise _Refused(
                     f"* {where}.file_data.file_uri: Invalid or unsupported file uri: {uri}"
                 )
+            if external and "mimeType" not in blob:
+                raise _Refused(f"* {where}.file_data.mime_type: required for an external URL")
             if "mimeType" in blob:
                 self._check_mime(blob["mimeType"], where)
         if kind == "functionCall" and (role != "model" or not part["functionCall"].get("name")):

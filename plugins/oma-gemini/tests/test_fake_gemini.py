@@ -63,8 +63,12 @@ def test_takes_snake_case_fields(server: FakeGemini) -> None:
             "Base64 decoding failed",
         ),
         (
-            [{"role": "user", "parts": [{"fileData": {"fileUri": "https://example.com/a.mp4"}}]}],
+            [{"role": "user", "parts": [{"fileData": {"fileUri": "http://example.com/a.mp4"}}]}],
             "unsupported file uri",
+        ),
+        (
+            [{"role": "user", "parts": [{"fileData": {"fileUri": "https://example.com/a.mp4"}}]}],
+            "required for an external URL",
         ),
         (
             [
@@ -81,7 +85,8 @@ def test_takes_snake_case_fields(server: FakeGemini) -> None:
         "two-data-fields",
         "gif",
         "bad-base64",
-        "other-url",
+        "http-url",
+        "external-url-without-mime-type",
         "orphan-function-response",
         "unknown-part-field",
     ],

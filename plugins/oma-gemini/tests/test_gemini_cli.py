@@ -72,13 +72,17 @@ def test_oma_run_refuses_a_video_over_the_inline_limit_sending_nothing(
     server: FakeGemini, tmp_path: Path
 ) -> None:
     big = tmp_path / "big.mp4"
-    big.write_bytes(MEDIA_SAMPLES["video/mp4"] + bytes(20 * 1000 * 1000))
+    # the default limit is 100 MB; -o inline_limit sets a smaller one, as provider_options do
+    big.write_bytes(MEDIA_SAMPLES["video/mp4"] + bytes(200_000))
     result = _oma(
         "run",
         "-p",
         "gemini",
         "--video",
         str(big),
+        "-o",
+        "inline_limit",
+        "100000",
         "--base-url",
         server.base_url,
         "--api-key",
@@ -86,7 +90,7 @@ def test_oma_run_refuses_a_video_over_the_inline_limit_sending_nothing(
         "What happens?",
     )
     assert result.returncode != 0
-    assert "inline limit of 20000000 bytes" in result.stdout + result.stderr
+    assert "inline limit of 100000 bytes" in result.stdout + result.stderr
     assert server.requests == []
 
 

@@ -7,15 +7,33 @@ from typing import Any
 
 import pytest
 from fake_gemini import API_KEY, FakeGemini, file_uri
+from genai_types import assert_google_genai_takes
 from hypothesis import given
 from hypothesis import strategies as st
 from oma_gemini import CAPABILITIES, create_provider
+from oma_gemini.capabilities import DEFAULT_INLINE_LIMIT
 
-from oma_core import Agent, AgentConfig, UnsupportedContentBlockError, load_messages
+from oma_core import (
+    Agent,
+    AgentConfig,
+    InvalidMessageError,
+    UnsupportedContentBlockError,
+    image_url,
+    load_messages,
+    video_url,
+)
 from oma_core.testing.conformance import MEDIA_SAMPLES
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 MP4 = MEDIA_SAMPLES["video/mp4"] + bytes(range(256)) * 4
+#: An S3 presigned URL (without its extension and query) and the query it carries.
+SIGNED_S3 = "https://bucket.s3.eu-west-1.amazonaws.com/media/photo"
+S3_QUERY = (
+    "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAEXAMPLE%2F20260101%2Feu-west-1"
+    "%2Fs3%2Faws4_request&X-Amz-Date=20260101T000000Z&X-Amz-Expires=900"
+    "&X-Amz-SignedHeaders=host&X-Amz-Signature=abc123"
+)
+GIF_URL = "https://example.com/cat.gif"
 
 
 def _b64(data: bytes) -> str:
@@ -100,15 +118,22 @@ class TestVideo:
         assert isinstance(result.status.error, UnsupportedContentBlockError)
         assert server.requests == []
 
-    def test_the_default_limit_is_20_mb_of_decoded_media(self) -> None:
-        limit = 20 * 1000 * 1000
-        provider = create_provider(ProviderSettings())
-        fits = _base64("video/mp4", bytes(limit))
-        request = _request(_user(_media("video", fits)))
-        assert provider.render(request)["contents"][0]["parts"][1]["inlineData"]
-        over = _base64("video/mp4", bytes(limit + 1))
-        with pytest.raises(UnsupportedContentBlockError, match="20000000 bytes"):
-            provider.render(_request(_user(_media("video", over))))
+    def test_the_default_limit_is_100_mb_of_decoded_media(self) -> None:
+        # the API's inline limit since January 2026 (20 MB before); the limit's boundary is
+        # tested with small limits below, without building 100 MB of base64
+        (limit,) = CAPABILITIES.limits
+        assert (limit.max_bytes, limit.scope, limit.measure) == (100_000_000, "request", "decoded")
+        assert DEFAULT_INLINE_LIMIT == 100_000_000
+
+    async def test_past_the_limit_the_error_offers_a_url_and_the_file_api(
+        self, server: FakeGemini
+    ) -> None:
+        big = _media("video", _base64("video/mp4", MP4))
+        result = await _run(server, _user(big), inline_limit=len(MP4) - 1)
+        error = result.status.error
+        assert isinstance(error, UnsupportedContentBlockError)
+        assert "signed https URL" in str(error) and "File API" in str(error)
+        assert server.requests == []
 
     @pytest.mark.parametrize(
         "url",
@@ -133,20 +158,43 @@ class TestVideo:
         "url",
         [
             "https://example.com/clip.mp4",
-            "http://generativelanguage.googleapis.com/v1beta/files/a",
             "https://storage.googleapis.com/bucket/clip.mp4",
-            "https://generativelanguage.googleapis.com/v1beta/models",
+            SIGNED_S3 + ".mp4?" + S3_QUERY,
+            "https://acct.blob.core.windows.net/c/clip.mp4?sv=2024-11-04&sig=abc%3D",
         ],
     )
-    async def test_any_other_video_url_is_refused_saying_why(
+    async def test_public_and_signed_https_urls_are_file_data_with_their_type(
+        self, server: FakeGemini, url: str
+    ) -> None:
+        result = await _run(server, _user(_media("video", _url("video/mp4", url))))
+        assert result.success, result.status.error
+        assert _parts(server)[1] == {"fileData": {"mimeType": "video/mp4", "fileUri": url}}
+        assert_google_genai_takes(server.requests[0].json)
+
+    async def test_a_video_url_goes_under_gemini_s_name_for_its_type(
+        self, server: FakeGemini
+    ) -> None:
+        block = video_url("https://example.com/clip.mov")  # video/quicktime, from the extension
+        result = await _run(server, [{"role": "user", "content": [block]}])
+        assert result.success, result.status.error
+        url = "https://example.com/clip.mov"
+        assert _parts(server)[0] == {"fileData": {"mimeType": "video/mov", "fileUri": url}}
+
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "http://example.com/clip.mp4",
+            "http://generativelanguage.googleapis.com/v1beta/files/a",
+        ],
+    )
+    async def test_an_http_url_is_refused_because_gemini_fetches_https_only(
         self, server: FakeGemini, url: str
     ) -> None:
         result = await _run(server, _user(_media("video", _url("video/mp4", url))))
         error = result.status.error
         assert isinstance(error, UnsupportedContentBlockError) and error.block_type == "video"
         assert error.detail is not None
-        assert "File API URIs" in error.detail and "YouTube" in error.detail
-        assert "base64" in error.detail
+        assert "HTTPS only" in error.detail and "https://" in error.detail
         assert server.requests == []
 
 
@@ -172,10 +220,33 @@ class TestImages:
         assert result.success, result.status.error
         assert _parts(server)[1] == {"fileData": {"mimeType": "image/png", "fileUri": file_uri()}}
 
+    async def test_a_signed_image_url_is_file_data_typed_from_its_path(
+        self, server: FakeGemini
+    ) -> None:
+        # the media type comes from the path's extension; the query string is not looked at
+        url = SIGNED_S3 + ".webp?" + S3_QUERY
+        result = await _run(server, [{"role": "user", "content": [image_url(url)]}])
+        assert result.success, result.status.error
+        assert _parts(server)[0] == {"fileData": {"mimeType": "image/webp", "fileUri": url}}
+
+    def test_a_url_whose_type_cannot_be_told_needs_it_given(self) -> None:
+        with pytest.raises(InvalidMessageError, match="media_type"):
+            image_url("https://example.com/render?id=7")
+        block = image_url("https://example.com/render?id=7", media_type="image/png")
+        assert block.source.media_type == "image/png"
+
+    async def test_an_image_url_of_a_type_gemini_cannot_read_is_refused(
+        self, server: FakeGemini
+    ) -> None:
+        result = await _run(server, [{"role": "user", "content": [image_url(GIF_URL)]}])
+        assert isinstance(result.status.error, UnsupportedContentBlockError)
+        assert "image/gif" in str(result.status.error)
+        assert server.requests == []
+
     @pytest.mark.parametrize(
         ("url", "why"),
         [
-            ("https://example.com/cat.png", "File API URIs"),
+            ("http://example.com/cat.png", "HTTPS only"),
             ("https://www.youtube.com/watch?v=abc", "a YouTube link is a video"),
         ],
     )

@@ -5,6 +5,11 @@ what every one of its routes can take is text, images (base64 or URL; png, jpeg,
 in user turns, tool calls and tool results with text. Video, reasoning and media inside tool
 results are not declared, so the core refuses them before any request, naming the bridge:
 LiteLLM has no portable shape for them, and a block it cannot carry is never dropped.
+
+Structured output goes in OpenAI's form, which LiteLLM translates per route: ``native``
+(``response_format`` ``json_schema``) and ``tool`` (a forced function call) are declared; a route
+whose provider has neither is refused by LiteLLM or the service (the bridge cannot know each
+route's models in advance).
 """
 
 from __future__ import annotations
@@ -24,5 +29,6 @@ CAPABILITIES = Capabilities(
         BlockSupport("image", frozenset({"user"}), media_types=IMAGE_MEDIA_TYPES),
         BlockSupport("tool_use", frozenset({"assistant"})),
         BlockSupport("tool_result", frozenset({"user"})),
-    )
+    ),
+    output_modes=frozenset({"native", "tool", "prompted"}),
 )

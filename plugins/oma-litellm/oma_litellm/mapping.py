@@ -4,6 +4,13 @@ A tool result becomes a ``tool`` message (its text parts joined); a user turn's 
 come before its other blocks, as chat completions require. The model name is split into
 LiteLLM's route (``openai``, ``anthropic``, ...) and the model the route names, so that the
 body handed to LiteLLM is, on the ``openai/`` route, the very body that reaches the wire.
+
+A request's ``output`` is handed over in OpenAI's form, which LiteLLM translates for each route:
+natively as ``response_format`` ``{"type": "json_schema", "json_schema": {"name", "schema",
+"strict"}}`` (``strict`` only for a schema that already keeps OpenAI's strict rules: the
+bridge does not rewrite schemas per route), or as one more function that ``tool_choice``
+``{"type": "function", "function": {"name"}}`` forces (``"required"``, any tool, when the
+agent has tools of its own).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from oma_core.toolkit import (
     Base64Source,
     ImageBlock,
     LLMMessage,
+    OutputRequest,
     PluginError,
     ProviderRequest,
     TextBlock,
@@ -24,7 +32,7 @@ from oma_core.toolkit import (
     chat_tools,
 )
 
-__all__ = ["build_body", "split_model"]
+__all__ = ["build_body", "split_model", "strict_ready"]
 
 
 def split_model(model: str | None) -> tuple[str, str]:
@@ -56,7 +64,52 @@ def build_body(request: ProviderRequest) -> dict[str, Any]:
         body["max_tokens"] = request.max_tokens
     if request.stop is not None:
         body["stop"] = list(request.stop)
+    if request.output is not None:
+        body.update(_output_fields(request.output, body.get("tools") or []))
     return body
+
+
+def _output_fields(output: OutputRequest, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The OpenAI-shaped fields that hold a reply to ``output``."""
+    schema = _plain(output.schema)
+    if output.mode == "native":
+        strict = output.strict and strict_ready(schema)
+        spec: dict[str, Any] = {"name": output.name, "schema": schema, "strict": strict}
+        if output.description:
+            spec["description"] = output.description
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    function: dict[str, Any] = {"name": output.name}
+    if output.description:
+        function["description"] = output.description
+    function["parameters"] = schema
+    # the output function; with tools of the agent's own, any tool (they may be called first)
+    forced = {"type": "function", "function": {"name": output.name}}
+    return {
+        "tools": [*tools, {"type": "function", "function": function}],
+        "tool_choice": "required" if tools else forced,
+    }
+
+
+def strict_ready(schema: Any) -> bool:
+    """Whether ``schema`` already keeps OpenAI's strict rules (every object closed with
+    ``additionalProperties: false`` and all its properties required), so that ``strict: true``
+    cannot make the route refuse it. The bridge sends ``strict`` only then: it does not rewrite
+    schemas per route (oma-openai does, for OpenAI's own wire)."""
+    if isinstance(schema, list):
+        return all(strict_ready(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    properties = schema.get("properties")
+    if schema.get("type") == "object" or isinstance(properties, dict):
+        names = set(properties or {})
+        if (
+            schema.get("additionalProperties") is not False
+            or set(schema.get("required", ())) != names
+        ):
+            return False
+    children = [*(properties or {}).values(), *(schema.get("$defs") or {}).values()]
+    children += [schema[key] for key in ("items", "anyOf", "allOf") if key in schema]
+    return all(strict_ready(child) for child in children)
 
 
 def _messages(message: LLMMessage) -> list[dict[str, Any]]:

@@ -1,8 +1,10 @@
 """oma provider plugin ``mistral``: Mistral's chat completions API, on ``oma_core.toolkit``.
 
 Text, images in user turns (URL or base64, in the plain-string ``image_url`` form), tools and
-streaming; video and reasoning are refused locally. The toolkit imports httpx on first use, so
-loading the plugin does not. See ``docs/providers/mistral.md``.
+streaming; video and reasoning are refused locally. Structured output natively (``response_format``
+``json_schema``) or by a forced tool call (``tool_choice`` naming one more function). The
+toolkit imports httpx on first use, so loading the plugin does not. See
+``docs/providers/mistral.md``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import Any
 
@@ -23,6 +25,7 @@ from oma_core.toolkit import (
     LLMMessage,
     LoopLocalClient,
     MediaLimit,
+    OutputRequest,
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
@@ -65,6 +68,7 @@ CAPABILITIES = Capabilities(
         BlockSupport("tool_result", frozenset({"user"})),
     ),
     limits=(MediaLimit(10_000_000, {"image"}),),  # Mistral's vision docs: 10 MB per image
+    output_modes=frozenset({"native", "tool", "prompted"}),
 )
 #: The chat completions body fields Mistral documents that oma does not fill itself; each is
 #: forwarded as given.
@@ -109,7 +113,10 @@ class MistralProvider:
                 body[key] = list(value) if key == "stop" else value
         if request.tools:
             body["tools"] = chat_tools(request.tools)
-        return {**body, **self._options, **request.options}
+        body = {**body, **self._options, **request.options}
+        if request.output is not None:  # the output asked for wins over a response_format option
+            body.update(_output_fields(request.output, body.get("tools") or []))
+        return body
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body, secrets = self.render(request), self._secrets(request)
@@ -166,6 +173,33 @@ class MistralProvider:
     def _secrets(self, request: ProviderRequest) -> tuple[str, ...]:
         """The key and the request's text and media: none may show in an error."""
         return request_secrets(request, self._key)
+
+
+def _output_fields(output: OutputRequest, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The body fields that hold a reply to ``output``: ``response_format`` ``json_schema``
+    (native), or the tools plus one function that ``tool_choice`` forces (tool)."""
+    schema = _plain(output.schema)
+    if output.mode == "native":
+        spec: dict[str, Any] = {"name": output.name, "schema": schema, "strict": output.strict}
+        if output.description:
+            spec["description"] = output.description
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    function = {"name": output.name, "description": output.description or "", "parameters": schema}
+    # the output function; with tools of the agent's own, any tool (they may be called first)
+    forced = {"type": "function", "function": {"name": output.name}}
+    return {
+        "tools": [*tools, {"type": "function", "function": function}],
+        "tool_choice": "any" if tools else forced,
+    }
+
+
+def _plain(value: Any) -> Any:
+    """Immutable mappings and tuples as plain JSON-shaped dicts and lists."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _messages(message: LLMMessage, names: dict[str, str]) -> list[dict[str, Any]]:

@@ -8,8 +8,12 @@ refuses, with its error shape ``{"object": "error", "message", "type", "param", 
 unknown fields (422), a tool call id that is not nine letters and digits, a ``tool`` message
 answering no pending call, an image in a non-user message, an ``image_url`` that is neither
 an http(s) URL nor a base64 image data URL, a conversation that does not end with a user or
-tool message. Replies are queued with ``reply(Reply(...))``; ``default_reply`` answers when
-the queue is empty. Faults come from ``oma_core.testing.fake_server``.
+tool message, a ``response_format`` of another shape than ``{"type": "text" | "json_object"}``
+or ``{"type": "json_schema", "json_schema": {"name", "schema", "description"?, "strict"?}}``,
+a ``tool_choice`` other than ``auto`` / ``none`` / ``any`` / ``required`` or
+``{"type"?: "function", "function": {"name"}}`` naming a declared tool. Replies are
+queued with ``reply(Reply(...))``; ``default_reply`` answers when the queue is empty. Faults
+come from ``oma_core.testing.fake_server``.
 """
 
 from __future__ import annotations
@@ -141,6 +145,7 @@ class FakeMistral(FakeServer):
         for tool in body.get("tools") or ():
             if tool.get("type") != "function" or not tool.get("function", {}).get("name"):
                 raise _Refused("tools: each tool is {type: function, function: {name, ...}}")
+        self._check_output(body)
         pending: set[str] = set()
         for i, message in enumerate(messages):
             role = message.get("role")
@@ -184,6 +189,42 @@ class FakeMistral(FakeServer):
                 f"Expected last role User or Tool (or Assistant with prefix True) "
                 f"for serving but got {last.get('role')}"
             )
+
+    def _check_output(self, body: dict[str, Any]) -> None:
+        """``response_format`` and ``tool_choice`` as the API reference types them."""
+        response_format = body.get("response_format")
+        if response_format is not None:
+            kind = response_format.get("type") if isinstance(response_format, dict) else None
+            if kind not in ("text", "json_object", "json_schema"):
+                raise _Refused(f"response_format.type: unknown {kind!r}", 422)
+            spec = response_format.get("json_schema")
+            if kind == "json_schema":
+                if not isinstance(spec, dict) or set(spec) - {
+                    "name",
+                    "schema",
+                    "description",
+                    "strict",
+                }:
+                    raise _Refused("response_format.json_schema: {name, schema, ...}", 422)
+                if not isinstance(spec.get("name"), str) or not isinstance(
+                    spec.get("schema"), dict
+                ):
+                    raise _Refused("response_format.json_schema: name and schema required", 422)
+            elif spec is not None:
+                raise _Refused("response_format.json_schema: only with type json_schema", 422)
+        choice = body.get("tool_choice")
+        if choice is None or choice in ("auto", "none", "any", "required"):
+            return
+        named = choice.get("function") if isinstance(choice, dict) else None
+        if (
+            not isinstance(named, dict)
+            or choice.get("type", "function") != "function"
+            or set(choice) - {"type", "function"}
+        ):
+            raise _Refused("tool_choice: a ToolChoiceEnum or {type: function, function}", 422)
+        declared = {t["function"]["name"] for t in body.get("tools") or ()}
+        if named.get("name") not in declared:
+            raise _Refused(f"tool_choice: no tool named {named.get('name')!r}")
 
     def _check_content(self, content: Any, role: str, i: int) -> None:
         if content is None or isinstance(content, str):
