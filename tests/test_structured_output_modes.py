@@ -18,6 +18,7 @@ from oma_core import (
     OutputTypeError,
     OutputValidationError,
     RunSettings,
+    TextBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -172,6 +173,7 @@ async def test_tool_mode_hands_back_the_output_call_as_text_so_history_has_no_op
     result = await bot.prompt("go")
     [turn] = result.messages
     assert [block.type for block in turn.content] == ["text"]
+    assert isinstance(turn.content[0], TextBlock)
     assert json.loads(turn.content[0].text)["name"] == "Ada"
 
 
