@@ -91,6 +91,18 @@ class OutputSpec:
     #: What the system prompt says in prompted mode (made once: every model call sends it).
     instructions: str = attrs.field(init=False, eq=False, repr=False)
 
+    #: Whether some object of the schema has an optional property (only then can a strict
+    #: service's null stand for an absent one: ``validate_wire`` looks for them).
+    has_optional: bool = attrs.field(init=False, eq=False, repr=False)
+    #: The ``OutputRequest`` of each mode, made on first use (every call of a run sends it).
+    _requests: dict[str, OutputRequest] = attrs.field(
+        init=False, eq=False, repr=False, factory=dict
+    )
+
+    @has_optional.default
+    def _has_optional(self) -> bool:
+        return _optional_somewhere(self.schema)
+
     @instructions.default
     def _instructions(self) -> str:
         schema = json.dumps(self.schema, separators=(",", ":"), sort_keys=True)
@@ -121,6 +133,12 @@ class OutputSpec:
     def request(self, mode: Literal["native", "tool"]) -> OutputRequest:
         """The ``ProviderRequest.output`` of a call in ``mode``: the wire schema under a name
         every service takes (the output tool's name in tool mode)."""
+        made = self._requests.get(mode)
+        if made is None:
+            made = self._requests[mode] = self._request(mode)
+        return made
+
+    def _request(self, mode: Literal["native", "tool"]) -> OutputRequest:
         if mode == "tool":
             name = OUTPUT_TOOL_NAME
             description = (
@@ -143,7 +161,9 @@ class OutputSpec:
             if not isinstance(value, Mapping) or _WRAPPER not in value:
                 raise OutputInvalid([f"$ must be an object with the property {_WRAPPER!r}"])
             value = value[_WRAPPER]
-        return self.validate(_without_optional_nulls(self.schema, value))
+        if self.has_optional:
+            value = _without_optional_nulls(self.schema, value)
+        return self.validate(value)
 
     def validate_native(self, text: str) -> Any:
         """The output in a native-mode reply's text (the service's JSON), checked."""
@@ -219,6 +239,17 @@ def choose_mode(declared: frozenset[str], wanted: str | None, provider: str) -> 
         if mode in declared:
             return mode
     return "prompted"
+
+
+def _optional_somewhere(schema: Any) -> bool:
+    if isinstance(schema, list):
+        return any(_optional_somewhere(item) for item in schema)
+    if not isinstance(schema, Mapping):
+        return False
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping) and set(properties) - set(schema.get("required") or ()):
+        return True
+    return any(_optional_somewhere(value) for value in schema.values())
 
 
 def _allows_null(schema: Any) -> bool:

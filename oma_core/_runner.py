@@ -33,7 +33,6 @@ from ._output import (
     OutputMode,
     OutputSpec,
     choose_mode,
-    output_json,
     output_spec,
     partial_json,
     stopped_short,
@@ -433,13 +432,13 @@ class Run:
         self._refuse_short()
         if not outputs:
             return [f"the reply did not call {outputs_name(spec)}: give the answer by calling it"]
-        call = outputs[0]
-        self.output = json.dumps(dict(call.input), ensure_ascii=False)
+        arguments = dict(outputs[0].input)
+        # the output's raw text: the arguments as JSON (unwrapped when the output is wrapped)
+        self.output = json.dumps(spec.wire_partial(arguments), ensure_ascii=False)
         try:
-            self.structured = spec.validate_wire(dict(call.input))
+            self.structured = spec.validate_wire(arguments)
         except OutputInvalid as invalid:
             return invalid.errors
-        self.output = output_json(self.structured)
         message = self.produced[-1]
         kept = tuple(b for b in message.content if not isinstance(b, ToolUseBlock))
         kept = tuple(b for b in kept if not (isinstance(b, TextBlock) and not b.text))

@@ -124,6 +124,24 @@ def _portable(request: ProviderRequest, preset: Preset) -> frozenset[str]:
     return frozenset(fields)
 
 
+#: Strict schemas made, by the ``OutputRequest`` object they were made from (the core hands
+#: the same object to every call of a run): ``id`` -> (the object, preset name, schema).
+_STRICT: dict[int, tuple[OutputRequest, str, dict[str, Any]]] = {}
+_STRICT_MAX = 256
+
+
+def _strict(output: OutputRequest, preset: Preset) -> dict[str, Any]:
+    """``output.schema`` made strict, once per output object and preset (a copy each call:
+    the body is the caller's to change)."""
+    entry = _STRICT.get(id(output))
+    if entry is None or entry[0] is not output or entry[1] != preset.name:
+        if len(_STRICT) >= _STRICT_MAX:
+            _STRICT.clear()
+        made = strict_schema(output.schema, output.name, preset.display_name)
+        entry = _STRICT[id(output)] = (output, preset.name, made)
+    return _plain(entry[2])  # a copy: cheaper than deepcopy, and JSON is all it holds
+
+
 def _add_output(body: dict[str, Any], output: OutputRequest, preset: Preset) -> None:
     """The structured output's wire: ``response_format`` ``json_schema`` in native mode; in
     tool mode one more function tool, and ``tool_choice`` forcing it (``required`` when the
@@ -132,11 +150,7 @@ def _add_output(body: dict[str, Any], output: OutputRequest, preset: Preset) -> 
     strict = output.strict and (
         preset.strict_output if output.mode == "native" else preset.strict_tools
     )
-    schema = (
-        strict_schema(output.schema, output.name, preset.display_name)
-        if strict
-        else _plain(output.schema)
-    )
+    schema = _strict(output, preset) if strict else _plain(output.schema)
     if output.mode == "native":
         spec: dict[str, Any] = {"name": output.name}
         if output.description:
