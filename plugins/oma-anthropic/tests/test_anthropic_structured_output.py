@@ -12,6 +12,9 @@ import attrs
 import pydantic
 import pytest
 from fake_anthropic import FakeAnthropic
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oma_anthropic.output import output_schema
 
 from oma_core import Agent, AgentConfig, OutputTypeError, OutputValidationError
 
@@ -240,3 +243,58 @@ async def test_a_list_output_round_trips_in_each_mode(server: FakeAnthropic, mod
     async with agent_for(server, list[Line], output_mode=mode) as agent:
         result = await agent.run("Lines?")
     assert result.structured == [Line("pen", 2), Line("ink", 1)]
+
+
+# -- the schema rules, for any schema ----------------------------------------------------------
+
+_LEAVES = st.sampled_from(
+    [
+        {"type": "string", "maxLength": 5},
+        {"type": "integer", "minimum": 0},
+        {"enum": ["a", "b"]},
+        {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        {"type": "object", "additionalProperties": {"type": "integer"}},
+    ]
+)
+_NAMES = st.sampled_from(["a", "b", "c"])
+
+
+def _objects(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(
+        st.builds(
+            lambda props: {"type": "object", "properties": props},
+            st.dictionaries(_NAMES, children, min_size=1, max_size=3),
+        ),
+        st.builds(lambda items: {"type": "array", "items": items}, children),
+    )
+
+
+SCHEMAS: st.SearchStrategy[dict[str, Any]] = st.builds(
+    lambda props: {"type": "object", "properties": props},
+    st.dictionaries(_NAMES, st.recursive(_LEAVES, _objects, max_leaves=12), min_size=1),
+)
+_NOT_ENFORCED = ("minimum", "maxLength")
+
+
+def _taken_everywhere(node: Any) -> bool:
+    if isinstance(node, list):
+        return all(_taken_everywhere(n) for n in node)
+    if not isinstance(node, dict):
+        return True
+    if node.get("type") == "object" and node.get("additionalProperties") is not False:
+        return False
+    if any(key in node for key in _NOT_ENFORCED):
+        return False
+    return all(_taken_everywhere(v) for v in node.values())
+
+
+@given(SCHEMAS)
+@settings(max_examples=200, deadline=None)
+def test_any_schema_is_made_what_the_api_takes_or_refused(schema: dict[str, Any]) -> None:
+    try:
+        made = output_schema(schema, "Out")
+    except OutputTypeError as error:
+        assert "open dict" in str(error)
+        assert '"additionalProperties": {' in json.dumps(schema)
+        return
+    assert _taken_everywhere(made)

@@ -15,7 +15,10 @@ from typing import Any
 import attrs
 import pytest
 from fake_openai import API_KEY, FakeChatCompletions, Reply
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oma_openai import PRESETS
+from oma_openai.strict import strict_schema
 
 from oma_core import (
     Agent,
@@ -334,3 +337,70 @@ def test_oma_render_schema_shows_the_body_with_the_strict_schema_in_place(
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert unordered(body["response_format"]["json_schema"]["schema"]) == unordered(PERSON_STRICT)
+
+
+# -- the strict rules, for any schema ----------------------------------------------------------
+
+_LEAVES = st.sampled_from(
+    [
+        {"type": "string"},
+        {"type": "integer", "default": 3},
+        {"enum": ["a", "b"]},
+        {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        {"type": "object", "additionalProperties": {"type": "integer"}},
+    ]
+)
+
+
+def _objects(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    def build(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": [k for k in required if k in properties],
+        }
+
+    names = st.sampled_from(["a", "b", "c", "d"])
+    return st.one_of(
+        st.builds(build, st.dictionaries(names, children, min_size=1, max_size=3), st.lists(names)),
+        st.builds(lambda items: {"type": "array", "items": items}, children),
+    )
+
+
+SCHEMAS: st.SearchStrategy[dict[str, Any]] = st.builds(
+    lambda properties: {"type": "object", "properties": properties},
+    st.dictionaries(
+        st.sampled_from(["a", "b", "c"]),
+        st.recursive(_LEAVES, _objects, max_leaves=12),
+        min_size=1,
+        max_size=3,
+    ),
+)
+
+
+def _strict_everywhere(node: Any) -> bool:
+    if isinstance(node, list):
+        return all(_strict_everywhere(n) for n in node)
+    if not isinstance(node, dict):
+        return True
+    if node.get("type") == "object" or "properties" in node:
+        if node.get("additionalProperties") is not False:
+            return False
+        if set(node.get("required", [])) != set(node.get("properties", {})):
+            return False
+    if "default" in node:
+        return False
+    return all(_strict_everywhere(v) for v in node.values())
+
+
+@given(SCHEMAS)
+@settings(max_examples=200, deadline=None)
+def test_any_schema_is_made_strict_or_refused_with_a_place(schema: dict[str, Any]) -> None:
+    try:
+        made = strict_schema(schema, "Out", "OpenAI Chat Completions")
+    except OutputTypeError as error:
+        assert "strict structured output cannot take $" in str(error)
+        assert '"additionalProperties": {' in json.dumps(schema)  # only an open dict is refused
+        return
+    assert _strict_everywhere(made)
+    assert made is not schema
