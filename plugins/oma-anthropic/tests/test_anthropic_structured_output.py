@@ -191,6 +191,22 @@ async def test_tool_mode_forces_the_output_tool_and_reads_its_input(
     assert server.requests[0].body == wire
 
 
+async def test_tool_mode_streams_the_output_as_one_partial_never_a_tool_use(
+    server: FakeAnthropic,
+) -> None:
+    server.reply(tool_use({"number": "A", "total": 2}), stop_reason="tool_use")
+    kinds = []
+    async with agent_for(server, output_mode="tool") as agent:
+        async for event in agent.stream("Extract."):
+            kinds.append(event.type)
+            if event.type == "partial":
+                assert event.data == {"number": "A", "total": 2}
+            elif event.type == "done":
+                result = event.data
+    assert kinds.count("partial") == 1 and "tool_use" not in kinds
+    assert result.structured == Invoice("A", 2.0)
+
+
 async def test_tool_mode_with_own_tools_lets_the_model_call_any_tool(
     server: FakeAnthropic,
 ) -> None:
