@@ -6,17 +6,20 @@ cannot take is refused locally; a refusal or a ``max_tokens`` stop is never pars
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import attrs
 import pydantic
 import pytest
+from click.testing import CliRunner
 from fake_anthropic import FakeAnthropic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oma_anthropic.output import output_schema
 
 from oma_core import Agent, AgentConfig, OutputTypeError, OutputValidationError
+from oma_core.cli import cli
 
 
 @attrs.frozen
@@ -314,3 +317,22 @@ def test_any_schema_is_made_what_the_api_takes_or_refused(schema: dict[str, Any]
         assert '"additionalProperties": {' in json.dumps(schema)
         return
     assert _taken_everywhere(made)
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+def test_oma_run_schema_prints_the_object_and_render_shows_the_format(
+    server: FakeAnthropic, tmp_path: Path
+) -> None:
+    server.reply_text('{"name": "Ada", "age": 36}')
+    env = {"OMA_HOME": str(tmp_path), "ANTHROPIC_API_KEY": "test-key"}
+    common = ["-p", "anthropic", "--base-url", server.url, "--schema", "name, age int"]
+    done = CliRunner().invoke(cli, ["run", *common, "--no-log", "Ada is 36."], env=env)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output) == {"name": "Ada", "age": 36}
+    shown = CliRunner().invoke(cli, ["render", *common, "Ada is 36."], env=env)
+    assert shown.exit_code == 0, shown.output
+    sent = server.requests[0].json["output_config"]
+    assert json.loads(shown.output)["output_config"] == sent
+    assert sent["format"]["schema"]["additionalProperties"] is False
