@@ -139,7 +139,8 @@ def _strict(output: OutputRequest, preset: Preset) -> dict[str, Any]:
             _STRICT.clear()
         made = strict_schema(output.schema, output.name, preset.display_name)
         entry = _STRICT[id(output)] = (output, preset.name, made)
-    return _plain(entry[2])  # a copy: cheaper than deepcopy, and JSON is all it holds
+    copied: dict[str, Any] = _plain(entry[2])  # a copy: cheaper than deepcopy; JSON only
+    return copied
 
 
 def _add_output(body: dict[str, Any], output: OutputRequest, preset: Preset) -> None:
