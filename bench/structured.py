@@ -4,13 +4,17 @@ Run: ``python bench/structured.py``. The provider answers at once (no I/O) with 
 text to an agent without an output type and to one with ``output_type`` (an attrs class, a
 pydantic model, a JSON Schema dict), so the difference is the structured-output work per run:
 the schema's instructions in the system prompt, finding the JSON in the reply, checking it and
-building the object. Every call is checked (success, and the object it returned). Goals:
+building the object; in native and tool modes, the schema handed to the provider and the
+output read from the reply's text or the output tool's call instead of instructions. It also
+times what the OpenAI plugin adds to a request body for native mode (the schema made strict).
+Every call is checked (success, and the object it returned). Goals:
 <= 100 us added per run (a small object), <= 20 us added per streamed chunk (partial parse).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -18,8 +22,8 @@ from typing import Any
 import attrs
 import pydantic
 
-from oma_core import Agent, AgentConfig, PluginHost
-from oma_core.messages import LLMMessage, TextBlock
+from oma_core import Agent, AgentConfig, Capabilities, PluginHost
+from oma_core.messages import LLMMessage, TextBlock, ToolUseBlock
 from oma_core.providers import (
     ProviderRequest,
     ProviderResponse,
@@ -77,6 +81,31 @@ class InstantProvider:
         yield ResponseComplete(self.response)
 
 
+class NativeProvider(InstantProvider):
+    """``InstantProvider`` declaring native mode: the request carries the schema as
+    ``ProviderRequest.output`` (checked), and the reply's text is the JSON."""
+
+    capabilities = attrs.evolve(Capabilities.everything(), output_modes={"native", "prompted"})
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        assert request.output is not None and request.output.mode == "native"
+        return self.response
+
+
+class ToolProvider(InstantProvider):
+    """``InstantProvider`` declaring tool mode: it answers with the output tool's call."""
+
+    capabilities = attrs.evolve(Capabilities.everything(), output_modes={"tool", "prompted"})
+
+    def __init__(self) -> None:
+        call = ToolUseBlock("c1", "final_result", json.loads(REPLY))
+        self.response = ProviderResponse(LLMMessage("assistant", (call,)), Usage(3, 3))
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        assert request.output is not None and request.output.mode == "tool"
+        return self.response
+
+
 async def best_of(repeats: int, count: int, body: Callable[[], Awaitable[object]]) -> float:
     """The best mean seconds per call over ``repeats`` rounds of ``count`` calls."""
     best = float("inf")
@@ -88,14 +117,47 @@ async def best_of(repeats: int, count: int, body: Callable[[], Awaitable[object]
     return best
 
 
-def agent(output_type: Any) -> Agent[Any]:
-    config = AgentConfig("bench", provider=InstantProvider(), output_type=output_type)
+def agent(output_type: Any, provider: Any = None) -> Agent[Any]:
+    config = AgentConfig("bench", provider=provider or InstantProvider(), output_type=output_type)
     return Agent(config, plugins=PluginHost(load_entrypoints=False))
+
+
+def openai_body_cost() -> tuple[float, float] | None:
+    """Seconds to build one OpenAI Chat Completions body without and with the native output
+    (the strict schema made per call); None when oma-openai is not installed."""
+    try:
+        from oma_openai.convert import request_body
+        from oma_openai.presets import preset
+    except ImportError:
+        return None
+    from oma_core._output import output_spec
+
+    spec = output_spec(Invoice)
+    assert spec is not None
+    plain = ProviderRequest("gpt-test", (LLMMessage("user", (TextBlock("go"),)),))
+    native = attrs.evolve(plain, output=spec.request("native"))
+    openai = preset("openai")
+    timings = []
+    for request in (plain, native):
+        best = float("inf")
+        for _ in range(5):
+            started = time.perf_counter()
+            for _ in range(5000):
+                request_body(request, openai, stream=False)
+            best = min(best, (time.perf_counter() - started) / 5000)
+        timings.append(best)
+    return timings[0], timings[1]
 
 
 async def main() -> None:
     plain = agent(None)
-    cases = {"attrs class": Invoice, "pydantic model": InvoiceModel, "JSON Schema dict": SCHEMA}
+    cases: dict[str, tuple[Any, Any]] = {
+        "attrs class": (Invoice, None),
+        "pydantic model": (InvoiceModel, None),
+        "JSON Schema dict": (SCHEMA, None),
+        "attrs, native mode": (Invoice, NativeProvider()),
+        "attrs, tool mode": (Invoice, ToolProvider()),
+    }
 
     async def plain_run() -> object:
         result = await plain.run("go")
@@ -105,8 +167,8 @@ async def main() -> None:
     await best_of(1, 200, plain_run)  # warm up
     base = await best_of(5, 2000, plain_run)
     print(f"Agent.run without output_type          {base * 1e6:8.1f} us/run")
-    for label, output_type in cases.items():
-        typed = agent(output_type)
+    for label, (output_type, provider) in cases.items():
+        typed = agent(output_type, provider)
         expected = await typed.run("go")
         assert expected.success, expected.status
 
@@ -140,6 +202,16 @@ async def main() -> None:
         f"Agent.stream partial output      added {per_chunk:8.2f} us/chunk "
         f"(goal <= {CHUNK_GOAL_US:.0f} us)  {verdict}"
     )
+
+    costs = openai_body_cost()
+    if costs is not None:
+        plain_body, native_body = costs
+        added = (native_body - plain_body) * 1e6
+        verdict = "ok" if added <= RUN_GOAL_US else "MISSED"
+        print(
+            f"OpenAI body with the strict schema  added {added:8.1f} us/call  "
+            f"(goal <= {RUN_GOAL_US:.0f} us)  {verdict}"
+        )
 
 
 if __name__ == "__main__":

@@ -30,12 +30,15 @@ import attrs
 
 from ._tool_types import check, is_json, schema_for, structure, unstructure
 from .errors import OutputTypeError
+from .providers import OutputRequest
 
 __all__ = [
     "OUTPUT_MODES",
+    "OUTPUT_TOOL_NAME",
     "OutputInvalid",
     "OutputMode",
     "OutputSpec",
+    "choose_mode",
     "extract_json",
     "output_json",
     "output_spec",
@@ -44,6 +47,14 @@ __all__ = [
 
 OutputMode: TypeAlias = Literal["native", "tool", "prompted"]
 OUTPUT_MODES: frozenset[str] = frozenset({"native", "tool", "prompted"})
+#: The order a mode is picked in when the run does not name one: the service's own
+#: enforcement first, then a forced tool call, then instructions.
+_PREFERENCE: tuple[OutputMode, ...] = ("native", "tool", "prompted")
+#: The name of the output tool in tool mode (pydantic-ai's name for it: models know it).
+OUTPUT_TOOL_NAME = "final_result"
+#: The property a non-object output is wrapped in on the wire (services want an object root).
+_WRAPPER = "response"
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 #: JSON Schema keywords a dict schema may use: the ones checked, and annotations.
 _CHECKED = frozenset(
@@ -80,6 +91,18 @@ class OutputSpec:
     #: What the system prompt says in prompted mode (made once: every model call sends it).
     instructions: str = attrs.field(init=False, eq=False, repr=False)
 
+    #: Whether some object of the schema has an optional property (only then can a strict
+    #: service's null stand for an absent one: ``validate_wire`` looks for them).
+    has_optional: bool = attrs.field(init=False, eq=False, repr=False)
+    #: The ``OutputRequest`` of each mode, made on first use (every call of a run sends it).
+    _requests: dict[str, OutputRequest] = attrs.field(
+        init=False, eq=False, repr=False, factory=dict
+    )
+
+    @has_optional.default
+    def _has_optional(self) -> bool:
+        return _optional_somewhere(self.schema)
+
     @instructions.default
     def _instructions(self) -> str:
         schema = json.dumps(self.schema, separators=(",", ":"), sort_keys=True)
@@ -88,6 +111,73 @@ class OutputSpec:
             "nothing else: no prose before or after it (a ```json fenced block is accepted).\n"
             f"JSON Schema: {schema}"
         )
+
+    @property
+    def wrapped(self) -> bool:
+        """The output is not a JSON object: on the wire (native and tool modes) it travels as
+        the ``response`` property of one, since services want an object at the root."""
+        return self.schema.get("type") != "object"
+
+    @property
+    def wire_schema(self) -> dict[str, Any]:
+        """The schema a provider is given in native and tool modes (always an object)."""
+        if not self.wrapped:
+            return self.schema
+        return {
+            "type": "object",
+            "properties": {_WRAPPER: self.schema},
+            "required": [_WRAPPER],
+            "additionalProperties": False,
+        }
+
+    def request(self, mode: Literal["native", "tool"]) -> OutputRequest:
+        """The ``ProviderRequest.output`` of a call in ``mode``: the wire schema under a name
+        every service takes (the output tool's name in tool mode)."""
+        made = self._requests.get(mode)
+        if made is None:
+            made = self._requests[mode] = self._request(mode)
+        return made
+
+    def _request(self, mode: Literal["native", "tool"]) -> OutputRequest:
+        if mode == "tool":
+            name = OUTPUT_TOOL_NAME
+            description = (
+                "Give your final answer by calling this tool: its arguments are the answer."
+            )
+        else:
+            name = _NAME_CHARS.sub("_", self.name)[:64] or "output"
+            description = None
+        described = self.schema.get("description")
+        if isinstance(described, str) and described:
+            description = described if description is None else f"{description} {described}"
+        return OutputRequest(self.wire_schema, name, mode, description)
+
+    def validate_wire(self, value: Any) -> Any:
+        """A value a provider held to ``wire_schema`` produced (native JSON text parsed, or a
+        tool call's arguments), unwrapped and checked. A ``null`` for an optional property
+        whose schema does not take null is read as absent: strict services make every
+        property required and the optional ones nullable."""
+        if self.wrapped:
+            if not isinstance(value, Mapping) or _WRAPPER not in value:
+                raise OutputInvalid([f"$ must be an object with the property {_WRAPPER!r}"])
+            value = value[_WRAPPER]
+        if self.has_optional:
+            value = _without_optional_nulls(self.schema, value)
+        return self.validate(value)
+
+    def validate_native(self, text: str) -> Any:
+        """The output in a native-mode reply's text (the service's JSON), checked."""
+        try:
+            value = extract_json(text)
+        except ValueError as error:
+            raise OutputInvalid([str(error)]) from None
+        return self.validate_wire(value)
+
+    def wire_partial(self, value: Any) -> Any:
+        """A partial wire value as the caller sees it (unwrapped; None until it starts)."""
+        if self.wrapped:
+            return value.get(_WRAPPER) if isinstance(value, Mapping) else None
+        return value
 
     @property
     def is_schema(self) -> bool:
@@ -114,6 +204,16 @@ class OutputSpec:
         except ValueError as error:
             raise OutputInvalid([str(error)]) from None
 
+    def tool_correction(self, errors: list[str]) -> str:
+        """The error result that answers an output tool call whose arguments did not
+        validate (tool mode's corrective turn)."""
+        listed = "\n".join(f"- {error}" for error in errors)
+        return (
+            "These arguments are not valid output for the required JSON Schema:\n"
+            f"{listed}\n"
+            f"Call {OUTPUT_TOOL_NAME} again with corrected arguments."
+        )
+
     def corrective_prompt(self, errors: list[str]) -> str:
         """The user turn that asks the model to fix a reply that failed ``validate_text``."""
         listed = "\n".join(f"- {error}" for error in errors)
@@ -122,6 +222,67 @@ class OutputSpec:
             f"{listed}\n"
             "Reply again with only the corrected JSON value."
         )
+
+
+def choose_mode(declared: frozenset[str], wanted: str | None, provider: str) -> OutputMode:
+    """The output mode of a run: ``wanted`` if the provider declares it (``OutputTypeError``
+    if not), else the first of native, tool, prompted that it declares."""
+    if wanted is not None:
+        if wanted not in declared and wanted != "prompted":
+            raise OutputTypeError(
+                f'in output_mode "{wanted}"',
+                f"{provider} declares output modes {', '.join(sorted(declared))}; choose one "
+                "of them, or leave output_mode unset to take the best",
+            )
+        return typing.cast(OutputMode, wanted)
+    for mode in _PREFERENCE:
+        if mode in declared:
+            return mode
+    return "prompted"
+
+
+def _optional_somewhere(schema: Any) -> bool:
+    if isinstance(schema, list):
+        return any(_optional_somewhere(item) for item in schema)
+    if not isinstance(schema, Mapping):
+        return False
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping) and set(properties) - set(schema.get("required") or ()):
+        return True
+    return any(_optional_somewhere(value) for value in schema.values())
+
+
+def _allows_null(schema: Any) -> bool:
+    if not isinstance(schema, Mapping):
+        return True
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if "enum" in schema and None in schema["enum"]:
+        return True
+    return any(_allows_null(option) for option in schema.get("anyOf") or ())
+
+
+def _without_optional_nulls(schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` without the nulls a strict service put in optional properties that do not
+    take null (so the property's default applies), recursively through objects and lists."""
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping):
+            return value
+        required = set(schema.get("required") or ())
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            sub = properties.get(key)
+            if item is None and key not in required and sub is not None and not _allows_null(sub):
+                continue
+            out[key] = _without_optional_nulls(sub, item) if isinstance(sub, Mapping) else item
+        return out
+    if isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            return [_without_optional_nulls(items, item) for item in value]
+    return value
 
 
 def output_json(value: Any) -> str:

@@ -21,13 +21,22 @@ caller's own code between two stream events is never cancelled by oma's timeouts
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from ._before_run import NamedHook, apply_before_run
-from ._output import OutputInvalid, OutputSpec, output_spec, partial_json, stopped_short
+from ._output import (
+    OutputInvalid,
+    OutputMode,
+    OutputSpec,
+    choose_mode,
+    output_spec,
+    partial_json,
+    stopped_short,
+)
 from ._usage import charged_usage, reported_usage
 from .calls import ModelCall, RunContext, RunHooks, RunInput, ToolInvocation
 from .errors import (
@@ -66,7 +75,7 @@ if TYPE_CHECKING:
     from .retry import RetryPolicy
     from .tools import Tool
 
-__all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput", "with_instructions"]
+__all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput", "with_instructions", "with_output"]
 
 T = TypeVar("T")
 
@@ -184,10 +193,8 @@ class Run:
         self.stop_reason: str | None = None
         #: The validated output (``RunResult.structured``); None without an output type.
         self.structured: Any = None
-        given = settings.output_type
-        self.output_spec: OutputSpec | None = output_spec(
-            context.config.output_type if given is None else given
-        )
+        output_type, self.wanted_mode = settings.output(context.config)
+        self.output_spec: OutputSpec | None = output_spec(output_type)
         timeout = settings.timeout
         self.deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
 
@@ -255,6 +262,13 @@ class Run:
         turns = 0
         spec = self.output_spec
         corrections = 0
+        mode: OutputMode = "prompted"
+        if spec is not None:
+            mode = choose_mode(
+                target.capabilities.output_modes, self.wanted_mode, target.display_name
+            )
+        #: The output tool's name in tool mode (its calls are the output, never run).
+        out_tool = spec.request("tool").name if spec is not None and mode == "tool" else None
         tools, tool_defs = target.tools, target.tool_defs
         while True:
             # Messages are immutable: each is checked once, the input before the first call.
@@ -264,7 +278,7 @@ class Run:
                 tools, tool_defs = await self._within(target.listed_tools())
             request = target.request(tuple(conversation), tool_defs)
             if spec is not None:
-                request = with_instructions(request, spec)
+                request = with_output(request, spec, mode)
             call = ModelCall(
                 request,
                 "model",
@@ -280,10 +294,20 @@ class Run:
             shown: Any = None
             try:
                 async for event in events:
+                    if (
+                        out_tool is not None
+                        and event.type == "tool_use"
+                        and event.data.name == out_tool
+                    ):  # the output tool's call is the output, shown as a partial: not a tool
+                        assert spec is not None
+                        yield StreamEvent("partial", spec.wire_partial(event.data.input))
+                        continue
                     yield event
-                    if spec is not None and event.type == "text":
+                    if spec is not None and event.type == "text" and out_tool is None:
                         arrived += event.data
                         partial = partial_json(arrived)
+                        if mode == "native":
+                            partial = spec.wire_partial(partial)
                         if partial is not None and partial != shown:
                             shown = partial
                             yield StreamEvent("partial", partial)
@@ -295,12 +319,27 @@ class Run:
             calls = [block for block in message.content if isinstance(block, ToolUseBlock)]
             if streaming:
                 for call_block in calls:
-                    if call_block.id not in emitted:
+                    if call_block.id not in emitted and call_block.name != out_tool:
                         yield StreamEvent("tool_use", call_block)
+            if spec is not None and out_tool is not None:
+                outputs = [block for block in calls if block.name == out_tool]
+                if outputs or not calls:
+                    answered = self._check_tool_output(spec, outputs)
+                    if answered is None:
+                        if streaming and outputs and outputs[0].id not in emitted:
+                            yield StreamEvent("partial", spec.wire_partial(outputs[0].input))
+                        return
+                    if corrections >= self.context.config.output_retries:
+                        raise OutputValidationError(answered, self.output)
+                    corrections += 1
+                    correction = _tool_correction(spec, calls, outputs, answered)
+                    self.produced.append(correction)
+                    conversation.append(correction)
+                    continue
             if not calls:
                 if spec is None:
                     return
-                errors = self._check_output(spec)
+                errors = self._check_output(spec, mode)
                 if errors is None:
                     return
                 if corrections >= self.context.config.output_retries:
@@ -370,20 +409,48 @@ class Run:
             if errors is not None:
                 raise OutputValidationError(errors, self.output)
 
-    def _check_output(self, spec: OutputSpec) -> list[str] | None:
+    def _check_output(self, spec: OutputSpec, mode: OutputMode = "prompted") -> list[str] | None:
         """Validate the final reply against the output type: keep the output and return None,
         or return what is wrong with it. A reply cut at ``max_tokens`` or refused is never
         parsed: it ends the run at once (asking again would be cut or refused the same way)."""
+        self._refuse_short()
+        try:
+            if mode == "native":
+                self.structured = spec.validate_native(self.output)
+            else:
+                self.structured = spec.validate_text(self.output)
+        except OutputInvalid as invalid:
+            return invalid.errors
+        return None
+
+    def _check_tool_output(self, spec: OutputSpec, outputs: list[ToolUseBlock]) -> list[str] | None:
+        """Tool mode: validate the first output tool call's arguments. Valid, the output is
+        kept, ``RunResult.output`` becomes its JSON text and the reply's output call becomes
+        that text in the turns the run hands back (so a history never holds a call nobody
+        answered); None is returned. Otherwise: what is wrong (a turn with no output call
+        is wrong too)."""
+        self._refuse_short()
+        if not outputs:
+            return [f"the reply did not call {outputs_name(spec)}: give the answer by calling it"]
+        arguments = dict(outputs[0].input)
+        # the output's raw text: the arguments as JSON (unwrapped when the output is wrapped)
+        self.output = json.dumps(spec.wire_partial(arguments), ensure_ascii=False)
+        try:
+            self.structured = spec.validate_wire(arguments)
+        except OutputInvalid as invalid:
+            return invalid.errors
+        message = self.produced[-1]
+        kept = tuple(b for b in message.content if not isinstance(b, ToolUseBlock))
+        kept = tuple(b for b in kept if not (isinstance(b, TextBlock) and not b.text))
+        self.produced[-1] = LLMMessage("assistant", (*kept, TextBlock(self.output)))
+        return None
+
+    def _refuse_short(self) -> None:
         if stopped_short(self.stop_reason):
             raise OutputValidationError(
                 [f"the reply stopped early ({self.stop_reason}): it is not a whole answer"],
                 self.output,
             )
-        try:
-            self.structured = spec.validate_text(self.output)
-        except OutputInvalid as invalid:
-            return invalid.errors
-        return None
 
     def result(self, error: BaseException | None) -> RunResult:
         """The ``RunResult``; a failure is handed out detached (see ``detached_error``)."""
@@ -531,6 +598,39 @@ def with_instructions(request: ProviderRequest, spec: OutputSpec) -> ProviderReq
     return attrs.evolve(
         request, system_prompt=instructions if not system else f"{system}\n\n{instructions}"
     )
+
+
+def with_output(request: ProviderRequest, spec: OutputSpec, mode: OutputMode) -> ProviderRequest:
+    """``request`` held to ``spec`` in ``mode``: the instructions in the system prompt
+    (prompted), or ``ProviderRequest.output`` for the provider to map (native, tool)."""
+    if mode == "prompted":
+        return with_instructions(request, spec)
+    return attrs.evolve(request, output=spec.request(mode))
+
+
+def outputs_name(spec: OutputSpec) -> str:
+    """The output tool's name in tool mode."""
+    return spec.request("tool").name
+
+
+def _tool_correction(
+    spec: OutputSpec, calls: list[ToolUseBlock], outputs: list[ToolUseBlock], errors: list[str]
+) -> LLMMessage:
+    """Tool mode's corrective turn: each output call answered with an error result carrying
+    the validation errors, any other call of the same turn with a not-run result (the turn
+    was meant to be the answer); a turn with no call at all gets a user text."""
+    if not calls:
+        return user_text(spec.corrective_prompt(errors) + f" Call {outputs_name(spec)}.")
+    correction = spec.tool_correction(errors)
+    results = [
+        ToolResultBlock(
+            block.id,
+            correction if block in outputs else "not run: give the final answer instead",
+            True,
+        )
+        for block in calls
+    ]
+    return LLMMessage("user", tuple(results))
 
 
 def _over_cap(cap: int) -> str:

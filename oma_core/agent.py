@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._pool import Closables
-from ._runner import BackendTarget, ModelTarget, RunInput, with_instructions
+from ._runner import BackendTarget, ModelTarget, RunInput, with_output
 from .calls import RunContext
 from .capabilities import Capabilities
 from .config import AgentConfig, BeforeRunContext
@@ -174,17 +174,24 @@ class Agent(Generic[OutputT]):
         """The provider object, created on first use from the registered factory."""
         return self._model_target().provider
 
-    def build_request(self, input: str | Sequence[Any]) -> ProviderRequest:
-        """The request the first model call of ``run(input)`` would send (hooks not applied)."""
+    def build_request(
+        self, input: str | Sequence[Any], *, settings: RunSettings | None = None
+    ) -> ProviderRequest:
+        """The request the first model call of ``run(input, settings=settings)`` would send
+        (hooks not applied), with its output type in the mode the run would choose: the
+        instructions (prompted) or ``ProviderRequest.output`` (native, tool)."""
         checked = self._validated(input)  # no key needed: nothing is sent
         messages = (user_text(checked),) if isinstance(checked, str) else checked
-        request = self._model_target().request(messages)
-        if self.config.output_type is not None:  # prompted output: its instructions go too
-            from ._output import output_spec
+        target = self._model_target()
+        request = target.request(messages)
+        output_type, wanted = (settings or NO_SETTINGS).output(self.config)
+        if output_type is not None:
+            from ._output import choose_mode, output_spec
 
-            spec = output_spec(self.config.output_type)
+            spec = output_spec(output_type)
             assert spec is not None
-            request = with_instructions(request, spec)
+            mode = choose_mode(target.capabilities.output_modes, wanted, target.display_name)
+            request = with_output(request, spec, mode)
         return request
 
     def limit_warnings(self, input: str | Sequence[Any]) -> list[str]:

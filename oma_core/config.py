@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 import attrs
 
@@ -100,6 +100,11 @@ def _check_output_type(_inst: object, _attribute: attrs.Attribute[Any], value: A
         output_spec(value)
 
 
+def _check_output_mode(_inst: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and value not in ("native", "tool", "prompted"):
+        raise ValueError(f'output_mode must be "native", "tool", "prompted" or None, got {value!r}')
+
+
 def _count(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
@@ -160,6 +165,12 @@ class AgentConfig(Generic[OutputT]):
         default=None, validator=_check_output_type
     )
     output_retries: int = attrs.field(default=1, validator=_count)
+    #: How the provider is held to ``output_type``: "native", "tool" or "prompted"; None (the
+    #: default) takes the best the provider declares (native, then tool, then prompted). Set
+    #: it for a model that lacks its provider's best mode (an older Claude: "tool").
+    output_mode: Literal["native", "tool", "prompted"] | None = attrs.field(
+        default=None, validator=_check_output_mode
+    )
 
     def retry_policy(self, base: RetryPolicy | None = None) -> RetryPolicy:
         """``base`` (the ladder's defaults if None) overridden by this config's settings."""

@@ -103,6 +103,11 @@ def _output_type(_inst: object, _attribute: attrs.Attribute[Any], value: object)
         output_spec(value)
 
 
+def _output_mode(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and value not in ("native", "tool", "prompted"):
+        raise ValueError(f'output_mode must be "native", "tool", "prompted" or None, got {value!r}')
+
+
 def _run_id(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"run_id must be a str, got {type(value).__name__}")
@@ -197,6 +202,17 @@ class RunSettings:
     #: This run's output type, in place of ``AgentConfig.output_type`` (same kinds, checked
     #: when the settings are built); None: the agent's own. Read by the run's loop.
     output_type: Any = attrs.field(default=None, validator=_output_type)
+    #: This run's output mode ("native", "tool", "prompted"), in place of
+    #: ``AgentConfig.output_mode``; None: the config's, else the best the provider declares.
+    output_mode: str | None = attrs.field(default=None, validator=_output_mode)
+
+    def output(self, config: AgentConfig) -> tuple[Any, str | None]:
+        """The run's output type and wanted output mode: these settings' where set, else the
+        config's (the one place this precedence lives; the run's loop and ``oma render``
+        read it)."""
+        output_type = self.output_type if self.output_type is not None else config.output_type
+        mode = self.output_mode if self.output_mode is not None else config.output_mode
+        return output_type, mode
 
     @classmethod
     def resolve(

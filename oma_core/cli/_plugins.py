@@ -106,6 +106,7 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
                 "api_key_env": list(spec.key_variables),
                 "default_base_url": spec.default_base_url,
                 "capabilities": capability_matrix(spec.capabilities),
+                "output_modes": sorted(spec.capabilities.output_modes),
             }
             for name, spec in host.provider_specs().items()
         },

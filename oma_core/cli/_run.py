@@ -322,6 +322,10 @@ def _not_a_file_name(prompt: str | None, messages_file: str | None) -> None:
 @input_options
 @template_options
 @click.option("--full", is_flag=True, help="Print base64 payloads whole.")
+@click.option(
+    "--schema", default=None, metavar="SCHEMA", help="As for `oma run`: show the body with it."
+)
+@click.option("--schema-multi", is_flag=True, help="With --schema: a list of them.")
 @command_guard
 def render(
     prompt: str | None,
@@ -329,24 +333,31 @@ def render(
     agent_options: AgentOptions,
     messages_file: str | None,
     full: bool,
+    schema: str | None,
+    schema_multi: bool,
 ) -> None:
     """Print the JSON body a provider would send for this input (the arguments of `oma run`:
-    PROMPT is text, --messages FILE a conversation); send nothing."""
+    PROMPT is text, --messages FILE a conversation, --schema the output); send nothing."""
     from ..plugins import PluginHost
+    from ..settings import RunSettings
 
     _not_a_file_name(prompt, messages_file)
+    output_type = _output_schema(schema, schema_multi)
     host = PluginHost.default()
     run_input = build_input(prompt, media, messages_file, provider_limits=False)
     agent = make_agent(agent_options, host)
-    body = asyncio.run(_render(agent, run_input, host))
+    settings = RunSettings(output_type=output_type)
+    body = asyncio.run(_render(agent, run_input, host, settings))
     click.echo(json.dumps(body if full else shorten(body), ensure_ascii=False, indent=2))
 
 
-async def _render(agent: Agent, run_input: str | list[Any], host: PluginHost) -> dict[str, Any]:
+async def _render(
+    agent: Agent, run_input: str | list[Any], host: PluginHost, settings: RunSettings
+) -> dict[str, Any]:
     from ..errors import OmaError
 
     try:
-        request = agent.build_request(run_input)
+        request = agent.build_request(run_input, settings=settings)
         provider = agent.provider()
         spec = host.provider_spec(agent.config.provider)
         spec.capabilities.check(request.messages, spec.display_name, sizes=False)

@@ -39,4 +39,6 @@ CAPABILITIES = Capabilities(
         MediaLimit(5 * 1024 * 1024, {"image"}, measure="base64"),
         MediaLimit(32_000_000, {"image", "file"}, scope="request", measure="base64"),
     ),
+    # output_config.format (native), a forced tool (tool, for models without native)
+    output_modes=frozenset({"native", "tool", "prompted"}),
 )

@@ -30,6 +30,7 @@ from oma_core import (
 from oma_core.toolkit import ProviderRequest, ProviderResponse, malformed_response
 
 from .capabilities import DISPLAY_NAME
+from .output import add_output
 
 __all__ = [
     "BODY_OPTIONS",
@@ -115,6 +116,8 @@ def build_body(
         optional["temperature"] = request.temperature
     if request.stop is not None:
         optional["stop_sequences"] = list(request.stop)
+    if request.output is not None:
+        add_output(optional, request.output, body["model"])
     for key in sorted(optional, key=lambda k: (k not in sdk_keys, k)):
         body[key] = optional[key]
     return body

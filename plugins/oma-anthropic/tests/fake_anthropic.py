@@ -267,6 +267,9 @@ def _check_body(body: dict[str, Any]) -> None:
         _check_system(body["system"])
     if "tools" in body:
         _check_tools(body["tools"])
+    _check_tool_choice(body)
+    if "output_config" in body:
+        _check_output_config(body["output_config"])
     messages = body["messages"]
     if not isinstance(messages, list):
         raise _Refused("messages: Input should be a valid list")
@@ -319,6 +322,74 @@ def _check_body(body: dict[str, Any]) -> None:
             if role == "assistant"
             else set()
         )
+
+
+def _check_tool_choice(body: dict[str, Any]) -> None:
+    """A forced choice names a tool the request has; extended thinking refuses one."""
+    choice = body.get("tool_choice")
+    if choice is None:
+        return
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind not in ("auto", "any", "tool", "none"):
+        raise _Refused("tool_choice: Input tag does not match any of the expected tags")
+    if kind == "tool":
+        names = {t.get("name") for t in body.get("tools") or () if isinstance(t, dict)}
+        if choice.get("name") not in names:
+            raise _Refused(f"tool_choice.name: tool {choice.get('name')!r} not found in tools")
+    thinking = body.get("thinking")
+    forced = kind in ("any", "tool")
+    if forced and isinstance(thinking, dict) and thinking.get("type") != "disabled":
+        raise _Refused("Thinking may not be enabled when tool_choice forces tool use.")
+
+
+def _check_output_config(config: Any) -> None:
+    """``output_config.format`` as structured outputs take it: ``json_schema`` with an object
+    schema whose every object sets ``additionalProperties: false``."""
+    if not isinstance(config, dict) or set(config) - {"effort", "format"}:
+        raise _Refused("output_config: Extra inputs are not permitted")
+    form = config.get("format")
+    if form is None:
+        return
+    if (
+        not isinstance(form, dict)
+        or form.get("type") != "json_schema"
+        or set(form)
+        != {
+            "type",
+            "schema",
+        }
+    ):
+        raise _Refused("output_config.format: Input should be a json_schema format")
+    schema = form["schema"]
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise _Refused("output_config.format.schema: Invalid schema: the root must be an object")
+    _check_closed(schema, "output_config.format.schema")
+
+
+_UNSUPPORTED = ("minimum", "maximum", "minLength", "maxLength", "pattern", "default")
+
+
+def _check_closed(node: Any, where: str) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _check_closed(item, where)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "object" and node.get("additionalProperties") is not False:
+        raise _Refused(
+            f"{where}: Invalid schema: For 'object' type, 'additionalProperties' must be "
+            "explicitly set to false"
+        )
+    for key in _UNSUPPORTED:
+        if key in node:
+            raise _Refused(f"{where}: Invalid schema: '{key}' is not supported")
+    for key in ("properties", "$defs"):
+        for sub in (node.get(key) or {}).values():
+            _check_closed(sub, where)
+    for key in ("items", "anyOf", "allOf"):
+        if key in node:
+            _check_closed(node[key], where)
 
 
 def _check_system(system: Any) -> None:

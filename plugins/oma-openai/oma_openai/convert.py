@@ -25,9 +25,10 @@ from oma_core import (
     UnsupportedContentBlockError,
     VideoBlock,
 )
-from oma_core.toolkit import ProviderRequest, malformed_response
+from oma_core.toolkit import OutputRequest, ProviderRequest, malformed_response
 
 from .presets import Preset
+from .strict import strict_schema
 
 __all__ = ["content_blocks", "media_note", "parse_arguments", "request_body", "tool_input"]
 
@@ -95,6 +96,8 @@ def request_body(
         body["stop"] = list(request.stop)
     if request.tools:
         body["tools"] = [_tool(t.name, t.description, t.input_schema) for t in request.tools]
+    if request.output is not None:
+        _add_output(body, request.output, preset)
     portable = _portable(request, preset)
     for extra in (options, request.options):
         for key, value in (extra or {}).items():
@@ -116,7 +119,58 @@ def _portable(request: ProviderRequest, preset: Preset) -> frozenset[str]:
         fields.add("temperature")
     if request.stop is not None:
         fields.add("stop")
+    if request.output is not None:  # the output's wire wins over a response_format option
+        fields.update(("response_format", "tool_choice"))
     return frozenset(fields)
+
+
+#: Strict schemas made, by the ``OutputRequest`` object they were made from (the core hands
+#: the same object to every call of a run): ``id`` -> (the object, preset name, schema).
+_STRICT: dict[int, tuple[OutputRequest, str, dict[str, Any]]] = {}
+_STRICT_MAX = 256
+
+
+def _strict(output: OutputRequest, preset: Preset) -> dict[str, Any]:
+    """``output.schema`` made strict, once per output object and preset (a copy each call:
+    the body is the caller's to change)."""
+    entry = _STRICT.get(id(output))
+    if entry is None or entry[0] is not output or entry[1] != preset.name:
+        if len(_STRICT) >= _STRICT_MAX:
+            _STRICT.clear()
+        made = strict_schema(output.schema, output.name, preset.display_name)
+        entry = _STRICT[id(output)] = (output, preset.name, made)
+    copied: dict[str, Any] = _plain(entry[2])  # a copy: cheaper than deepcopy; JSON only
+    return copied
+
+
+def _add_output(body: dict[str, Any], output: OutputRequest, preset: Preset) -> None:
+    """The structured output's wire: ``response_format`` ``json_schema`` in native mode; in
+    tool mode one more function tool, and ``tool_choice`` forcing it (``required`` when the
+    agent has tools of its own, so the model may still call them first). The schema is made
+    strict (refused locally where it cannot be) wherever ``strict: true`` is sent."""
+    strict = output.strict and (
+        preset.strict_output if output.mode == "native" else preset.strict_tools
+    )
+    schema = _strict(output, preset) if strict else _plain(output.schema)
+    if output.mode == "native":
+        spec: dict[str, Any] = {"name": output.name}
+        if output.description:
+            spec["description"] = output.description
+        spec["schema"] = schema
+        spec["strict"] = strict
+        body["response_format"] = {"type": "json_schema", "json_schema": spec}
+        return
+    function: dict[str, Any] = {"name": output.name}
+    if output.description:
+        function["description"] = output.description
+    function["parameters"] = schema
+    if strict:
+        function["strict"] = True
+    own_tools = bool(body.get("tools"))
+    body["tools"] = [*body.get("tools", []), {"type": "function", "function": function}]
+    body["tool_choice"] = (
+        "required" if own_tools else {"type": "function", "function": {"name": output.name}}
+    )
 
 
 # --------------------------------------------------------------------------- messages

@@ -24,6 +24,13 @@ _IN_TOOL = frozenset({IN_TOOL_RESULT})
 _BASE64 = frozenset({"base64"})
 
 
+#: The output modes of a service whose docs give ``response_format`` ``json_schema`` (native),
+#: and of one that documents only function calling with a forced ``tool_choice`` (tool).
+#: Checked against each service's documentation on 2026-12-02 (docs/providers/openai.md).
+NATIVE = frozenset({"native", "tool", "prompted"})
+TOOL = frozenset({"tool", "prompted"})
+
+
 def _capabilities(
     *,
     images: bool = True,
@@ -31,6 +38,7 @@ def _capabilities(
     files: Mode | None = Mode.FORWARDED,
     reasoning: bool = False,
     limits: tuple[MediaLimit, ...] = (),
+    output_modes: frozenset[str] = NATIVE,
 ) -> Capabilities:
     blocks = [
         BlockSupport("text"),
@@ -48,7 +56,7 @@ def _capabilities(
         blocks.append(BlockSupport("file", _IN_TOOL, _BASE64, pdf_only, files))
     if reasoning:
         blocks.append(BlockSupport("reasoning", _ASSISTANT, mode=Mode.FORWARDED))
-    return Capabilities(tuple(blocks), limits=limits)
+    return Capabilities(tuple(blocks), limits=limits, output_modes=output_modes)
 
 
 #: OpenAI's documented image input limits: 20 MB per image, 50 MB of payload per request.
@@ -65,6 +73,8 @@ class Preset:
     ``token_param`` is the body field ``max_tokens`` maps to; ``reasoning_field`` the assistant
     message field reasoning blocks are forwarded in (None: reasoning blocks are refused);
     ``key_placeholder`` is sent when a keyless local server gets no key (the SDK needs one).
+    ``strict_output``: native mode sends ``strict: true`` (and a strict schema);
+    ``strict_tools``: tool mode's function is strict too (OpenAI's strict function calling).
     """
 
     name: str
@@ -77,6 +87,8 @@ class Preset:
     reasoning_field: str | None = None
     key_placeholder: str | None = None
     description: str = ""
+    strict_output: bool = True
+    strict_tools: bool = False
 
 
 PRESETS: tuple[Preset, ...] = (
@@ -89,13 +101,14 @@ PRESETS: tuple[Preset, ...] = (
         default_model="gpt-4o-mini",
         token_param="max_completion_tokens",
         description="OpenAI Chat Completions API",
+        strict_tools=True,
     ),
     Preset(
         "minimax",
         "MiniMax",
         "https://api.minimax.io/v1",
         "MINIMAX_API_KEY",
-        _capabilities(),
+        _capabilities(output_modes=TOOL),
         default_model="MiniMax-M2",
         description="MiniMax through its OpenAI-compatible API",
     ),
@@ -104,7 +117,7 @@ PRESETS: tuple[Preset, ...] = (
         "DeepSeek",
         "https://api.deepseek.com/v1",
         "DEEPSEEK_API_KEY",
-        _capabilities(images=False, video=False, files=None, reasoning=True),
+        _capabilities(images=False, video=False, files=None, reasoning=True, output_modes=TOOL),
         default_model="deepseek-chat",
         reasoning_field="reasoning_content",
         description="DeepSeek (text and tools; reasoning_content forwarded)",
@@ -117,6 +130,8 @@ PRESETS: tuple[Preset, ...] = (
         _capabilities(video=False, files=None),
         default_model="llama-3.3-70b-versatile",
         description="Groq (text, tools, images on vision models)",
+        # strict: true is constrained decoding on a few models only; best-effort elsewhere
+        strict_output=False,
     ),
     Preset(
         "openrouter",
@@ -132,7 +147,7 @@ PRESETS: tuple[Preset, ...] = (
         "Together AI",
         "https://api.together.xyz/v1",
         "TOGETHER_API_KEY",
-        _capabilities(),
+        _capabilities(output_modes=TOOL),
         description="Together AI",
     ),
     Preset(
@@ -168,7 +183,7 @@ PRESETS: tuple[Preset, ...] = (
         "OpenAI-compatible",
         None,
         None,
-        _capabilities(reasoning=True),
+        _capabilities(reasoning=True, output_modes=TOOL),
         reasoning_field="reasoning_content",
         key_placeholder="EMPTY",
         description="any OpenAI-compatible server (base_url required)",

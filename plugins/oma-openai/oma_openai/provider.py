@@ -232,8 +232,9 @@ class OpenAIChatProvider:
             choice = completion.choices[0]
             message = choice.message
             text = message.content
+            refusal = getattr(message, "refusal", None)
             if text is None:
-                text = getattr(message, "refusal", None) or ""
+                text = refusal or ""
             calls = tuple(
                 ToolUseBlock(
                     call.id, call.function.name, parse_arguments(call.function.arguments, name)
@@ -246,7 +247,8 @@ class OpenAIChatProvider:
             return ProviderResponse(
                 message=LLMMessage("assistant", blocks),
                 usage=_usage(completion),
-                stop_reason=choice.finish_reason,
+                # a refusal is never output: its stop reason says so (finish_reason is "stop")
+                stop_reason="refusal" if refusal else choice.finish_reason,
                 model=completion.model,
             )
         except _SHAPE_ERRORS:
@@ -266,6 +268,7 @@ class _StreamAssembly:
         self._preset = preset
         self._text: list[str] = []
         self._reasoning: list[str] = []
+        self._refusal: list[str] = []
         self._calls: dict[int, dict[str, str]] = {}
         self._done: tuple[ToolUseBlock, ...] | None = None
         self._finish_reason: str | None = None
@@ -296,6 +299,8 @@ class _StreamAssembly:
                 if delta.content:
                     self._text.append(delta.content)
                     events.append(TextDelta(delta.content))
+                if getattr(delta, "refusal", None):
+                    self._refusal.append(delta.refusal)
                 for call in delta.tool_calls or ():
                     self._add_fragment(call)
             if choice.finish_reason and self._done is None:
@@ -334,16 +339,17 @@ class _StreamAssembly:
                 provider=name,
                 retryable=True,
             )
+        refusal = "".join(self._refusal)
         blocks = content_blocks(
             "".join(self._reasoning),
-            "".join(self._text),
+            "".join(self._text) or refusal,
             self._done,
             self._preset.reasoning_field is not None,
         )
         return ProviderResponse(
             message=LLMMessage("assistant", blocks),
             usage=self._usage,
-            stop_reason=self._finish_reason,
+            stop_reason="refusal" if refusal else self._finish_reason,
             model=self._model,
         )
 

@@ -70,6 +70,8 @@ class Reply:
     finish_reason: str | None = None
     prompt_tokens: int = 12
     completion_tokens: int = 7
+    #: A refusal (structured outputs): sent in ``message.refusal`` with ``content`` null.
+    refusal: str | None = None
 
 
 @attrs.frozen
@@ -88,6 +90,32 @@ class MalformedReply(Fault):
             return Response.sse([SSEEvent(data), SSEEvent("[DONE]")])
         body = {"not_json": b"{not json", "empty": b"", "wrong_shape": b'{"object": "list"}'}
         return Response.raw(body[self.kind], content_type="application/json")
+
+
+def _check_strict(node: Any, name: str, where: str) -> None:
+    """OpenAI's strict-mode refusals: an object not closed, or with a property not required."""
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "object" or "properties" in node:
+        if node.get("additionalProperties") is not False:
+            raise _Refused(
+                f"Invalid schema for response_format '{name}': In context=({where}), "
+                "'additionalProperties' is required to be supplied and to be false."
+            )
+        properties = node.get("properties") or {}
+        missing = [k for k in properties if k not in (node.get("required") or [])]
+        if missing:
+            raise _Refused(
+                f"Invalid schema for response_format '{name}': In context=({where}), "
+                f"'required' is required to be supplied and to be an array including every "
+                f"key in properties. Missing '{missing[0]}'."
+            )
+        for key, sub in properties.items():
+            _check_strict(sub, name, f"{where}, 'properties', '{key}'")
+    if isinstance(node.get("items"), dict):
+        _check_strict(node["items"], name, f"{where}, 'items'")
+    for option in node.get("anyOf") or ():
+        _check_strict(option, name, f"{where}, 'anyOf'")
 
 
 class _Refused(Exception):
@@ -204,6 +232,24 @@ class FakeChatCompletions(FakeServer):
         if not isinstance(messages, list) or not messages:
             raise _Refused("Invalid 'messages': empty array.", "messages")
         self._check_messages(messages)
+        self._check_response_format(body.get("response_format"))
+
+    def _check_response_format(self, value: Any) -> None:
+        """``json_schema`` as OpenAI takes it: a name, an object schema and, with
+        ``strict: true``, every object closed (``additionalProperties: false``) with every
+        property required (its strict-mode rules)."""
+        if value is None or value.get("type") != "json_schema":
+            return
+        spec = value.get("json_schema")
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            raise _Refused("Missing required parameter: 'response_format.json_schema.name'.")
+        if not _TOOL_NAME.fullmatch(spec["name"]):
+            raise _Refused("Invalid 'response_format.json_schema.name'.")
+        schema = spec.get("schema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            raise _Refused("Invalid schema for response_format: the root must be an object.")
+        if spec.get("strict"):
+            _check_strict(schema, spec["name"], "root")
 
     def _check_tools(self, tools: Any) -> None:
         if tools is None:
@@ -390,7 +436,11 @@ class FakeChatCompletions(FakeServer):
         return [text[i : i + size] for i in range(0, len(text), size)]
 
     def _message(self, reply: Reply) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": None}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": None if reply.refusal else reply.text,
+            "refusal": reply.refusal,
+        }
         if reply.tool_calls:
             message["tool_calls"] = [
                 {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
@@ -438,7 +488,9 @@ class FakeChatCompletions(FakeServer):
         events = [chunk({"role": "assistant", "content": "", "refusal": None})]
         if reply.reasoning and self.mode == "compatible":
             events += [chunk({"reasoning_content": w}) for w in _WORDS.findall(reply.reasoning)]
-        if reply.text:
+        if reply.refusal:
+            events += [chunk({"refusal": piece}) for piece in self._pieces(reply.refusal)]
+        elif reply.text:
             events += [chunk({"content": piece}) for piece in self._pieces(reply.text)]
         for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
             events.append(
