@@ -67,7 +67,8 @@ _TYPE_NAMES = frozenset({"string", "integer", "number", "boolean", "null", "arra
 
 #: Stop reasons after which a reply is not a whole answer: never parsed as output.
 _CUT_OR_REFUSED = frozenset(
-    {"max_tokens", "length", "refusal", "content_filter", "safety", "recitation"}
+    # "model_length": Mistral's cut-off reply, passed through by oma-mistral
+    {"max_tokens", "length", "model_length", "refusal", "content_filter", "safety", "recitation"}
 )
 
 

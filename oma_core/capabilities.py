@@ -64,7 +64,7 @@ class BlockSupport:
     tool-result part ("image", "file").
     ``sources`` and ``media_types`` restrict media blocks (``None``: any media type of the
     block's family); ``sources=frozenset({"url"})`` declares a URL-only provider.
-    ``url_check``, for a service that reads only some URLs (Gemini: its File API and YouTube),
+    ``url_check``, for a service that reads only some URLs (Gemini: https URLs only),
     takes a URL and returns None when the service can read it, or the reason it cannot, which
     becomes the refusal's detail.
     """

@@ -69,8 +69,9 @@ class OutputRequest:
     - ``"native"``: the service's own structured-output setting (e.g. OpenAI's
       ``response_format`` ``json_schema``); the reply's text is the JSON output.
     - ``"tool"``: one more tool named ``name`` whose input schema is ``schema``, with the
-      service's tool choice forced to it; the reply's call of that tool carries the output
-      in its arguments (the core reads it and never runs it as a tool).
+      service's tool choice forced to it (when the request has tools of its own, forced to
+      "some tool" instead, so the model may call those first); the reply's call of that tool
+      carries the output in its arguments (the core reads it and never runs it as a tool).
 
     ``name`` is safe as a tool or schema name on every service (``[A-Za-z0-9_-]``, at most
     64 characters); ``strict`` asks the service to enforce the schema exactly where it can
