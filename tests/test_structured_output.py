@@ -190,7 +190,9 @@ class _CutProvider:
         return ProviderResponse(message, Usage(5, 5), self.stop_reason)
 
 
-@pytest.mark.parametrize("reason", ["max_tokens", "refusal", "length", "model_length", "content_filter"])
+@pytest.mark.parametrize(
+    "reason", ["max_tokens", "refusal", "length", "model_length", "content_filter"]
+)
 async def test_a_cut_or_refused_reply_is_never_parsed_as_output(reason: str) -> None:
     provider = _CutProvider(reason)
     result = await Agent(AgentConfig("a", provider=provider, output_type=Person)).run("go")
