@@ -1,4 +1,4 @@
-"""oma provider plugin for Amazon Bedrock's Converse API, with native video.
+"""oma provider plugin for Amazon Bedrock's Converse API, with native video, documents and audio.
 
 Registers one provider, ``bedrock``. Loading the plugin imports neither botocore nor httpx:
 the factory imports them when an agent first uses the provider. What it carries, block by
@@ -40,13 +40,17 @@ SPEC = ProviderSpec(
     display_name=DISPLAY_NAME,
     factory=create_provider,
     capabilities=CAPABILITIES,
-    description="Amazon Bedrock's Converse API (botocore signing, httpx transport), native video.",
+    description=(
+        "Amazon Bedrock's Converse API (botocore signing, httpx transport), native video, "
+        "documents and audio."
+    ),
     default_model="amazon.nova-pro-v1:0",
     api_key_env="AWS_BEARER_TOKEN_BEDROCK",  # optional: the AWS credential chain works too
     shared=True,  # one httpx pool per event loop serves concurrent runs
     requires_api_key=False,
     provider_options={
         **{"region": str, "profile": str, "max_inline_bytes": int, "timeout": float},
+        "max_document_bytes": int,
         **{"max_response_bytes": int, "max_event_bytes": int},
         "additional_model_request_fields": dict,
     },

@@ -1,9 +1,16 @@
 """oma's messages and settings as a Converse request body (the JSON the REST wire carries).
 
-Converse's blobs (image, video and document bytes) travel as base64 strings in its JSON wire;
+Converse's blobs (image, video, document and audio bytes) travel as base64 strings in its JSON
+wire;
 oma's base64 sources are already canonical base64, so they are passed through as the very same
 string objects and never decoded. Their decoded size is computed from the length alone, to
 hold a request under the inline limit (Converse takes larger media only from S3).
+
+Every document gets a ``name`` by Converse's rules (letters, digits, single whitespace,
+hyphens, parentheses, square brackets; 1 to 200 characters), derived from its file name, and
+unique within the request (Converse refuses duplicate document names across the whole
+conversation): the first keeps its name, later ones with the same name get ``-2``, ``-3``...
+(in conversation order, so a conversation replayed turn after turn keeps its names).
 
 A request's ``output`` goes where botocore's ``bedrock-runtime`` service model puts structured
 output: natively as ``outputConfig.textFormat`` (``type`` ``json_schema``, the schema as a JSON
@@ -19,6 +26,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from oma_core import AudioBlock, DocumentBlock
 from oma_core.toolkit import (
     Base64Source,
     FilePart,
@@ -35,17 +43,34 @@ from oma_core.toolkit import (
     VideoBlock,
 )
 
-from .capabilities import DISPLAY_NAME, DOCUMENT_FORMATS, IMAGE_FORMATS, VIDEO_FORMATS
+from .capabilities import (
+    AUDIO_FORMATS,
+    DISPLAY_NAME,
+    DOCUMENT_FORMATS,
+    IMAGE_FORMATS,
+    MAX_DOCUMENTS,
+    VIDEO_FORMATS,
+)
 
-__all__ = ["build_body", "check_inline_size", "decoded_size", "document_name"]
+__all__ = [
+    "DocumentNames",
+    "build_body",
+    "check_documents",
+    "check_inline_size",
+    "decoded_size",
+    "document_name",
+]
 
 _NAME_DISALLOWED = re.compile(r"[^A-Za-z0-9\s\-()\[\]]+")
 _SPACES = re.compile(r"\s+")
+#: Converse's longest document name (botocore: ``DocumentBlockNameString``, max 200).
+_NAME_MAX = 200
 
 
 def build_body(request: ProviderRequest, extra_fields: Mapping[str, Any] | None) -> dict[str, Any]:
     """The Converse body for ``request`` (the model goes in the URL, not the body)."""
-    body: dict[str, Any] = {"messages": [_message(m) for m in request.messages]}
+    names = DocumentNames()
+    body: dict[str, Any] = {"messages": [_message(m, names) for m in request.messages]}
     if request.system_prompt:
         body["system"] = [{"text": request.system_prompt}]
     inference: dict[str, Any] = {}
@@ -127,22 +152,27 @@ def _tools_used(messages: tuple[LLMMessage, ...]) -> list[str]:
     return list(names)
 
 
-def _message(message: LLMMessage) -> dict[str, Any]:
-    return {"role": message.role, "content": [_block(b) for b in message.content]}
+def _message(message: LLMMessage, names: DocumentNames) -> dict[str, Any]:
+    return {"role": message.role, "content": [_block(b, names) for b in message.content]}
 
 
-def _block(block: Any) -> dict[str, Any]:
+def _block(block: Any, names: DocumentNames) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"text": block.text}
     if isinstance(block, ImageBlock):
         return {"image": _media(block.source, IMAGE_FORMATS)}
     if isinstance(block, VideoBlock):
         return {"video": _media(block.source, VIDEO_FORMATS)}
+    if isinstance(block, DocumentBlock):
+        document = _media(block.source, DOCUMENT_FORMATS)
+        return {"document": {**document, "name": names.take(block.filename)}}
+    if isinstance(block, AudioBlock):
+        return {"audio": _media(block.source, AUDIO_FORMATS)}
     if isinstance(block, ToolUseBlock):
         use = {"toolUseId": block.id, "name": block.name, "input": _plain(block.input)}
         return {"toolUse": use}
     if isinstance(block, ToolResultBlock):
-        return {"toolResult": _tool_result(block)}
+        return {"toolResult": _tool_result(block, names)}
     if isinstance(block, ReasoningBlock):
         if block.redacted_data is not None:
             return {"reasoningContent": {"redactedContent": block.redacted_data}}
@@ -154,7 +184,7 @@ def _block(block: Any) -> dict[str, Any]:
     raise UnsupportedContentBlockError(DISPLAY_NAME, block.type, "no Converse mapping")
 
 
-def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
+def _tool_result(block: ToolResultBlock, names: DocumentNames) -> dict[str, Any]:
     content: list[dict[str, Any]]
     if isinstance(block.content, str):
         content = [{"text": block.content}]
@@ -167,7 +197,7 @@ def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
                 content.append({"image": _media(part.source, IMAGE_FORMATS)})
             elif isinstance(part, FilePart):
                 document = _media(part.source, DOCUMENT_FORMATS)
-                content.append({"document": {**document, "name": document_name(part.filename)}})
+                content.append({"document": {**document, "name": names.take(part.filename)}})
     result: dict[str, Any] = {"toolUseId": block.tool_use_id, "content": content}
     if block.is_error:
         result["status"] = "error"
@@ -179,12 +209,35 @@ def _media(source: MediaSource, formats: Mapping[str, str]) -> dict[str, Any]:
     return {"format": formats[source.media_type], "source": {"bytes": source.data}}
 
 
-def document_name(filename: str) -> str:
+def document_name(filename: str | None) -> str:
     """A Converse document name from a file name: its stem, with only the characters
-    Converse allows (letters, digits, single spaces, hyphens, parentheses, brackets)."""
+    Converse allows (letters, digits, single spaces, hyphens, parentheses, brackets), at most
+    200 of them; "document" when nothing is left (or there is no file name)."""
+    if not filename:
+        return "document"
     stem = filename.rsplit(".", 1)[0] if "." in filename.lstrip(".") else filename
-    cleaned = _SPACES.sub(" ", _NAME_DISALLOWED.sub("-", stem)).strip()
-    return cleaned or "document"
+    cleaned = _SPACES.sub(" ", _NAME_DISALLOWED.sub("-", stem)).strip(" -")
+    return cleaned[:_NAME_MAX].rstrip(" ") or "document"
+
+
+class DocumentNames:
+    """The document names of one request, each unique: Converse refuses two documents of
+    the same name (compared without case) anywhere in a conversation."""
+
+    def __init__(self) -> None:
+        self._taken: set[str] = set()
+
+    def take(self, filename: str | None) -> str:
+        """The name of the next document, from ``filename``, with ``-2``, ``-3``... when an
+        earlier document of the request has it."""
+        base = document_name(filename)
+        name, number = base, 1
+        while name.casefold() in self._taken:
+            number += 1
+            suffix = f"-{number}"
+            name = base[: _NAME_MAX - len(suffix)].rstrip(" ") + suffix
+        self._taken.add(name.casefold())
+        return name
 
 
 def decoded_size(data: str) -> int:
@@ -196,9 +249,9 @@ def decoded_size(data: str) -> int:
 def _media_blocks(messages: tuple[LLMMessage, ...]) -> Iterator[tuple[str, Base64Source]]:
     for message in messages:
         for block in message.content:
-            if isinstance(block, ImageBlock | VideoBlock) and isinstance(
-                block.source, Base64Source
-            ):
+            if isinstance(
+                block, ImageBlock | VideoBlock | DocumentBlock | AudioBlock
+            ) and isinstance(block.source, Base64Source):
                 yield block.type, block.source
             elif isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
                 for part in block.content:
@@ -221,6 +274,27 @@ def check_inline_size(messages: tuple[LLMMessage, ...], limit: int) -> None:
                 f"the request's inline media come to more than {limit} bytes, the inline "
                 'limit (provider_options["max_inline_bytes"]); Converse takes larger media '
                 "from S3 only",
+            )
+
+
+def check_documents(messages: tuple[LLMMessage, ...]) -> None:
+    """Refuse, before anything is signed or sent, what Converse documents it refuses of
+    documents in a message: more than five, or documents without a text block beside them."""
+    for index, message in enumerate(messages):
+        documents = [b for b in message.content if isinstance(b, DocumentBlock)]
+        if len(documents) > MAX_DOCUMENTS:
+            raise UnsupportedContentBlockError(
+                DISPLAY_NAME,
+                "document",
+                f"messages[{index}] holds {len(documents)} documents; Converse takes at most "
+                f"{MAX_DOCUMENTS} in a message",
+            )
+        if documents and not any(isinstance(b, TextBlock) for b in message.content):
+            raise UnsupportedContentBlockError(
+                DISPLAY_NAME,
+                "document",
+                f"messages[{index}] holds a document but no text block; Converse takes a "
+                "document only beside a text block (add the question as text)",
             )
 
 

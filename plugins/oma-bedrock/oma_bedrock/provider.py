@@ -38,7 +38,7 @@ from oma_core.toolkit import (
 
 from .capabilities import CAPABILITIES, DEFAULT_MAX_INLINE_BYTES, DISPLAY_NAME
 from .errors import ERROR_BODY_LIMIT, http_error, malformed, stream_exception, transport_error
-from .mapping import build_body, check_inline_size
+from .mapping import build_body, check_documents, check_inline_size
 from .replies import MalformedReply, StreamAssembler, response_from_json
 from .signing import AwsIdentity
 
@@ -47,7 +47,8 @@ __all__ = ["DEFAULT_MODEL", "OPTIONS", "BedrockProvider"]
 DEFAULT_MODEL = "amazon.nova-pro-v1:0"
 #: ``provider_options`` this provider reads.
 OPTIONS = frozenset(
-    {"region", "profile", "max_inline_bytes", "additional_model_request_fields", "timeout"}
+    {"region", "profile", "max_inline_bytes", "max_document_bytes", "timeout"}
+    | {"additional_model_request_fields"}
     | set(READ_OPTIONS)
 )
 _CONNECT_TIMEOUT = 10.0
@@ -102,6 +103,7 @@ class BedrockProvider:
 
     def render(self, request: ProviderRequest) -> dict[str, Any]:
         check_inline_size(request.messages, self._max_inline)
+        check_documents(request.messages)
         return build_body(request, self._extra_fields)
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:

@@ -14,12 +14,14 @@ recomputes from the configured credentials (canonical request, string to sign, t
 signing key; service ``bedrock``, the configured region), or, when ``api_key`` is set, a
 Bedrock API key as ``Authorization: Bearer``. The body is checked as the service does: known
 top-level fields, alternating roles starting with a user turn, each content block a union with
-one known member, image / video / document formats from the documented enums with bytes that
-decode (and images whose bytes match their format), tool calls in assistant turns and tool
-results in user turns (and a ``toolConfig`` whenever the conversation holds either), inference
-settings of the documented names, a ``toolChoice`` that sets one of ``auto`` / ``any`` / ``tool``
-(naming a declared tool), an ``outputConfig.textFormat`` of type ``json_schema`` whose
-``structure.jsonSchema.schema`` is a string holding a JSON object.
+one known member, image / video / document / audio formats from the documented enums with
+bytes that decode (and images whose bytes match their format), media in user turns only,
+document names of the allowed characters (at most 200) and unique across the conversation, at
+most five documents in a message and a text block beside them, tool calls in assistant turns
+and tool results in user turns (and a ``toolConfig`` whenever the conversation holds
+either), inference settings of the documented names, a ``toolChoice`` that sets one of
+``auto`` / ``any`` / ``tool`` (naming a declared tool), an ``outputConfig.textFormat`` of
+type ``json_schema`` whose ``structure.jsonSchema.schema`` is a string holding a JSON object.
 
 Faults come from the kit (``oma_core.testing``) plus three of this wire's own:
 ``CorruptFrame`` (a frame whose message CRC is wrong), ``Malformed`` (a 200 whose body is not
@@ -91,13 +93,19 @@ _INFERENCE = {"maxTokens", "temperature", "topP", "stopSequences"}
 _IMAGE_FORMATS = {"png", "jpeg", "gif", "webp"}
 _VIDEO_FORMATS = {"mkv", "mov", "mp4", "webm", "flv", "mpeg", "mpg", "wmv", "three_gp"}
 _DOCUMENT_FORMATS = {"pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"}
+_AUDIO_FORMATS = {
+    *("mp3", "opus", "wav", "aac", "flac", "mp4", "ogg", "mkv", "mka", "x-aac", "m4a"),
+    *("mpeg", "mpga", "pcm", "webm"),
+}
+#: Documented: up to five documents in a message, each beside a text block.
+MAX_DOCUMENTS = 5
 _MAGIC = {
     "png": (b"\x89PNG\r\n\x1a\n",),
     "jpeg": (b"\xff\xd8\xff",),
     "gif": (b"GIF87a", b"GIF89a"),
     "webp": (b"RIFF",),
 }
-DOCUMENT_NAME = re.compile(r"^(?:[A-Za-z0-9\-()\[\]]|\s(?!\s))+$")
+DOCUMENT_NAME = re.compile(r"^(?:[A-Za-z0-9\-()\[\]]|\s(?!\s)){1,200}$")
 _PATH = re.compile(r"^/model/([^/]+)/(converse|converse-stream)$")
 _AUTH = re.compile(
     r"^AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
@@ -442,6 +450,24 @@ class FakeBedrock(FakeServer):
                 raise _Refused(f"messages.{i}.content must be a non-empty list.")
             for j, block in enumerate(content):
                 self._check_block(block, role, f"messages.{i}.content.{j}")
+            documents = [b for b in content if "document" in b]
+            if len(documents) > MAX_DOCUMENTS:
+                raise _Refused(f"messages.{i}: a message can hold at most 5 documents.")
+            if documents and not any("text" in b for b in content):
+                raise _Refused(
+                    f"messages.{i}: a message with a document must also hold a text block."
+                )
+        names = [
+            str(d["name"]).casefold()
+            for message in messages
+            for block in message["content"]
+            for d in _documents_of(block)
+        ]
+        if len(names) != len(set(names)):
+            raise _Refused(
+                "Messages can't contain duplicate document names. Rename the document and "
+                "retry your request."
+            )
         system = body.get("system")
         if system is not None and not (
             isinstance(system, list) and all(isinstance(s, dict) and "text" in s for s in system)
@@ -524,7 +550,7 @@ class FakeBedrock(FakeServer):
         if kind == "text":
             if not isinstance(value, str):
                 raise _Refused(f"{where}.text must be a string.")
-        elif kind in ("image", "video"):
+        elif kind in ("image", "video", "document", "audio"):
             if role != "user":
                 raise _Refused(f"{where}: {kind} blocks are only allowed in user messages.")
             self._check_media(value, kind, where)
@@ -561,9 +587,12 @@ class FakeBedrock(FakeServer):
             raise _Refused(f"{where}: unknown ContentBlock member {kind}.")
 
     def _check_media(self, value: Any, kind: str, where: str) -> None:
-        formats = {"image": _IMAGE_FORMATS, "video": _VIDEO_FORMATS, "document": _DOCUMENT_FORMATS}[
-            kind
-        ]
+        formats = {
+            "image": _IMAGE_FORMATS,
+            "video": _VIDEO_FORMATS,
+            "document": _DOCUMENT_FORMATS,
+            "audio": _AUDIO_FORMATS,
+        }[kind]
         if not isinstance(value, dict) or value.get("format") not in formats:
             raise _Refused(f"{where}.{kind}.format must be one of {sorted(formats)}.")
         if kind == "document" and not DOCUMENT_NAME.match(str(value.get("name", ""))):
@@ -581,3 +610,12 @@ class FakeBedrock(FakeServer):
         magic = _MAGIC.get(value["format"]) if kind == "image" else None
         if magic and not data.startswith(magic):
             raise _Refused(f"{where}: the image bytes are not {value['format']}.")
+
+
+def _documents_of(block: Any) -> Iterator[Mapping[str, Any]]:
+    """The document members of a content block, and of the parts of a tool result."""
+    if "document" in block:
+        yield block["document"]
+    for part in (block.get("toolResult") or {}).get("content", ()):
+        if "document" in part:
+            yield part["document"]

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import pytest
 from botocore.session import get_session
-from botocore.validate import ParamValidator
+from botocore_model import MODEL, assert_botocore_takes
 from fake_bedrock import FakeBedrock
 from oma_bedrock import CAPABILITIES
 
@@ -23,7 +23,6 @@ from oma_core.toolkit import (
     ToolDefinition,
 )
 
-MODEL = "anthropic.claude-fake-v1:0"
 SCHEMA = {
     "type": "object",
     "properties": {
@@ -49,15 +48,6 @@ def _request(
         [{"role": "user", "content": [{"type": "text", "text": "extract the fields"}]}]
     )
     return ProviderRequest(model=MODEL, messages=messages, tools=tools, output=output)
-
-
-def assert_botocore_takes(body: dict[str, Any], operation: str) -> None:
-    """``body`` (plus the model id, which travels in the URL) is valid input of
-    ``operation`` by botocore's service model: known members, types, required fields, enums."""
-    model = get_session().get_service_model("bedrock-runtime")
-    shape: Any = model.operation_model(operation).input_shape
-    report = ParamValidator().validate({"modelId": MODEL, **body}, shape)
-    assert not report.has_errors(), report.generate_report()
 
 
 NATIVE_BODY: dict[str, Any] = {

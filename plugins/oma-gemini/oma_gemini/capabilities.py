@@ -1,10 +1,11 @@
 """What the Gemini API can carry, as oma's ``Capabilities``, and which URLs it can read.
 
-Images (PNG, JPEG, WebP, HEIC, HEIF) and videos (the nine container types Gemini lists, and
-their common aliases) in user turns, base64 as ``inlineData`` or a URL as ``fileData``; PDFs,
-plain text and images returned by tools; tool calls and results; reasoning (thought
-summaries and signatures, sent back as Gemini returned them). Structured output natively
-(``responseJsonSchema``) or by a forced function call.
+Images (PNG, JPEG, WebP, HEIC, HEIF), videos (the nine container types Gemini lists, and
+their common aliases), documents (PDF, read with vision, and the text types Gemini reads as
+plain text) and audio (WAV, MP3, AIFF, AAC, OGG Vorbis, FLAC) in user turns, base64 as
+``inlineData`` or a URL as ``fileData``; PDFs, plain text and images returned by tools; tool
+calls and results; reasoning (thought summaries and signatures, sent back as Gemini returned
+them). Structured output natively (``responseJsonSchema``) or by a forced function call.
 
 URLs, as the Gemini API documents them since January 2026 (the file input methods guide):
 ``fileData`` takes any public HTTPS URL and signed URLs (S3 presigned, Azure SAS, ...), which
@@ -22,13 +23,16 @@ from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Capabilities, MediaLi
 __all__ = [
     "CAPABILITIES",
     "DEFAULT_INLINE_LIMIT",
+    "AUDIO_MEDIA_TYPES",
     "DISPLAY_NAME",
+    "DOCUMENT_MEDIA_TYPES",
     "FILE_API_HOST",
     "IMAGE_MEDIA_TYPES",
     "INLINE_HINT",
     "VIDEO_MEDIA_TYPES",
     "WIRE_MEDIA_TYPE",
     "image_url_problem",
+    "file_url_problem",
     "is_youtube",
     "video_url_problem",
 ]
@@ -42,6 +46,7 @@ WIRE_MEDIA_TYPE = {
     "video/quicktime": "video/mov",
     "video/x-msvideo": "video/avi",
     "video/x-ms-wmv": "video/wmv",
+    "audio/mpeg": "audio/mp3",
 }
 VIDEO_MEDIA_TYPES = frozenset(
     {
@@ -56,6 +61,27 @@ VIDEO_MEDIA_TYPES = frozenset(
         "video/3gpp",
         *WIRE_MEDIA_TYPE,
     }
+)
+#: Documents: PDF (read with vision, page by page) and the text types Gemini's document
+#: guide lists, read as plain text (``text/markdown`` for its ``text/md``).
+DOCUMENT_MEDIA_TYPES = frozenset(
+    {
+        "application/pdf",
+        "text/plain",
+        "text/markdown",
+        "text/csv",
+        "text/html",
+        "text/xml",
+        "text/css",
+        "text/rtf",
+        "text/javascript",
+        "text/x-python",
+    }
+)
+#: Audio: the six formats Gemini's audio guide lists, and ``audio/mpeg`` (the registered
+#: name oma gives MP3), sent as Gemini's ``audio/mp3``.
+AUDIO_MEDIA_TYPES = frozenset(
+    {"audio/wav", "audio/mp3", "audio/mpeg", "audio/aiff", "audio/aac", "audio/ogg", "audio/flac"}
 )
 TOOL_FILE_MEDIA_TYPES = frozenset({"application/pdf", "text/plain"})
 #: Decoded bytes of base64 media one request may carry inline (``inline_limit`` option).
@@ -85,6 +111,14 @@ def image_url_problem(url: str) -> str | None:
     return video_url_problem(url)
 
 
+def file_url_problem(url: str) -> str | None:
+    """None when Gemini can read the document or audio file at ``url`` (any https URL),
+    else why not."""
+    if is_youtube(url):
+        return "a YouTube link is a video; Gemini reads it only as a video block"
+    return video_url_problem(url)
+
+
 def video_url_problem(url: str) -> str | None:
     """None when Gemini can read the video at ``url`` (any https URL, or a YouTube link),
     else why not."""
@@ -102,6 +136,10 @@ CAPABILITIES = Capabilities(
         BlockSupport("text"),
         BlockSupport("image", _USER, media_types=IMAGE_MEDIA_TYPES, url_check=image_url_problem),
         BlockSupport("video", _USER, media_types=VIDEO_MEDIA_TYPES, url_check=video_url_problem),
+        BlockSupport(
+            "document", _USER, media_types=DOCUMENT_MEDIA_TYPES, url_check=file_url_problem
+        ),
+        BlockSupport("audio", _USER, media_types=AUDIO_MEDIA_TYPES, url_check=file_url_problem),
         BlockSupport("tool_use", _ASSISTANT),
         BlockSupport("tool_result", _USER),
         BlockSupport("reasoning", _ASSISTANT),

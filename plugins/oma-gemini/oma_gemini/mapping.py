@@ -1,12 +1,13 @@
 """oma's messages as a ``generateContent`` body, and Gemini's replies as oma's responses.
 
-The body uses the API's camelCase field names. Base64 media go as ``inlineData`` (video
-too) within a per-request limit of decoded bytes (the API's own inline limit is 100 MB); a
-URL goes as ``fileData`` with its media type (the capabilities have already refused URLs
-Gemini cannot read; a YouTube link goes without one, as documented). A
-``tool_result`` becomes a ``functionResponse``, which Gemini matches by the function's
-*name*: one whose ``tool_use`` is not in the conversation is refused here, before any
-request. Media a tool returned follow its ``functionResponse`` as ``inlineData`` parts.
+The body uses the API's camelCase field names. Base64 media go as ``inlineData`` (video,
+documents and audio too; a text document is its UTF-8 bytes) within a per-request limit of
+decoded bytes (the API's own inline limit is 100 MB); a URL goes as ``fileData`` with its
+media type (the capabilities have already refused URLs Gemini cannot read; a YouTube link goes
+without one, as documented). A ``tool_result`` becomes a ``functionResponse``, which Gemini
+matches by the function's *name*: one whose ``tool_use`` is not in the conversation is refused
+here, before any request. Media a tool returned follow its ``functionResponse`` as
+``inlineData`` parts.
 
 Thought signatures (Gemini's opaque tokens on the parts of a thinking model's turn, which it
 wants back) ride in ``ReasoningBlock``s: a thought summary becomes a block with its text, a
@@ -27,6 +28,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from oma_core import AudioBlock, DocumentBlock
 from oma_core.toolkit import (
     Base64Source,
     FilePart,
@@ -180,7 +182,7 @@ def _part(
 ) -> list[dict[str, Any]] | None:
     if isinstance(block, TextBlock):
         return [{"text": block.text}]
-    if isinstance(block, ImageBlock | VideoBlock | FilePart):
+    if isinstance(block, ImageBlock | VideoBlock | DocumentBlock | AudioBlock | FilePart):
         return [_media(block, budget)]
     if isinstance(block, ToolUseBlock):
         names[block.id] = block.name
@@ -213,7 +215,9 @@ def _part(
     raise AssertionError(f"unchecked block {block.type}")  # the capabilities refused it
 
 
-def _media(block: ImageBlock | VideoBlock | FilePart, budget: _Inline) -> dict[str, Any]:
+def _media(
+    block: ImageBlock | VideoBlock | DocumentBlock | AudioBlock | FilePart, budget: _Inline
+) -> dict[str, Any]:
     source = block.source
     mime = WIRE_MEDIA_TYPE.get(source.media_type, source.media_type)
     if isinstance(source, Base64Source):

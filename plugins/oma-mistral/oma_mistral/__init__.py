@@ -1,7 +1,9 @@
 """oma provider plugin ``mistral``: Mistral's chat completions API, on ``oma_core.toolkit``.
 
-Text, images in user turns (URL or base64, in the plain-string ``image_url`` form), tools and
-streaming; video and reasoning are refused locally. Structured output natively (``response_format``
+Text, images in user turns (URL or base64, in the plain-string ``image_url`` form), PDF
+documents by URL (``document_url``), audio as base64 (``input_audio``, for Mistral's audio
+models), tools and streaming; video, reasoning, base64 documents and audio URLs are refused
+locally. Structured output natively (``response_format``
 ``json_schema``) or by a forced tool call (``tool_choice`` naming one more function). The
 toolkit imports httpx on first use, so loading the plugin does not. See
 ``docs/providers/mistral.md``.
@@ -17,8 +19,10 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import Any
 
+from oma_core import AudioBlock, DocumentBlock
 from oma_core.toolkit import (
     CLIENT_OPTIONS,
+    Base64Source,
     BlockSupport,
     Capabilities,
     ImageBlock,
@@ -37,6 +41,7 @@ from oma_core.toolkit import (
     ToolCallAssembler,
     ToolResultBlock,
     ToolUseBlock,
+    UrlSource,
     Usage,
     assistant_response,
     chat_text,
@@ -64,6 +69,14 @@ CAPABILITIES = Capabilities(
     (
         BlockSupport("text"),
         BlockSupport("image", frozenset({"user"}), media_types=_IMAGE_TYPES),
+        # Mistral's document understanding reads a PDF by URL (it OCRs it); the chat wire
+        # documents no base64 form for it
+        BlockSupport(
+            "document", frozenset({"user"}), frozenset({"url"}), frozenset({"application/pdf"})
+        ),
+        # Mistral's audio models (Voxtral) take base64 audio; the wire carries no media type,
+        # the service reads the container itself
+        BlockSupport("audio", frozenset({"user"}), frozenset({"base64"})),
         BlockSupport("tool_use", frozenset({"assistant"})),
         BlockSupport("tool_result", frozenset({"user"})),
     ),
@@ -212,6 +225,11 @@ def _messages(message: LLMMessage, names: dict[str, str]) -> list[dict[str, Any]
             parts.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageBlock):
             parts.append({"type": "image_url", "image_url": media_url(block.source)})
+        elif isinstance(block, DocumentBlock):
+            parts.append(_document_chunk(block))
+        elif isinstance(block, AudioBlock):
+            assert isinstance(block.source, Base64Source)  # the capabilities: base64 only
+            parts.append({"type": "input_audio", "input_audio": block.source.data})
         elif isinstance(block, ToolUseBlock):
             names[block.id] = block.name
             arguments = json.dumps(block.plain_input(), ensure_ascii=False)
@@ -231,12 +249,23 @@ def _messages(message: LLMMessage, names: dict[str, str]) -> list[dict[str, Any]
     return out
 
 
+def _document_chunk(block: DocumentBlock) -> dict[str, Any]:
+    """A ``document_url`` chunk, named after the block's file name when it has one."""
+    assert isinstance(block.source, UrlSource)  # the capabilities: by URL only
+    chunk: dict[str, Any] = {"type": "document_url", "document_url": block.source.url}
+    if block.filename:
+        chunk["document_name"] = block.filename
+    return chunk
+
+
 SPEC = ProviderSpec(
     name="mistral",
     display_name=DISPLAY_NAME,
     factory=MistralProvider,
     capabilities=CAPABILITIES,
-    description="Mistral chat completions over httpx (text, images, tools, streaming).",
+    description=(
+        "Mistral chat completions over httpx (text, images, PDF URLs, audio, tools, streaming)."
+    ),
     default_model="mistral-medium-latest",
     default_base_url="https://api.mistral.ai/v1",
     api_key_env="MISTRAL_API_KEY",

@@ -6,8 +6,10 @@ the last chunk carrying ``finish_reason`` and ``usage``. A streamed reply opens 
 that carries only the role (no text), as the service's do. It refuses what the service
 refuses, with its error shape ``{"object": "error", "message", "type", "param", "code"}``:
 unknown fields (422), a tool call id that is not nine letters and digits, a ``tool`` message
-answering no pending call, an image in a non-user message, an ``image_url`` that is neither
-an http(s) URL nor a base64 image data URL, a conversation that does not end with a user or
+answering no pending call, an image, document or audio chunk in a non-user message, an
+``image_url`` that is neither an http(s) URL nor a base64 image data URL, a ``document_url``
+that is not an http(s) URL (or a ``document_name`` that is not a string), an ``input_audio``
+that is not a base64 string, a conversation that does not end with a user or
 tool message, a ``response_format`` of another shape than ``{"type": "text" | "json_object"}``
 or ``{"type": "json_schema", "json_schema": {"name", "schema", "description"?, "strict"?}}``,
 a ``tool_choice`` other than ``auto`` / ``none`` / ``any`` / ``required`` or
@@ -242,8 +244,29 @@ class FakeMistral(FakeServer):
                 url = chunk.get("image_url")
                 url = url.get("url") if isinstance(url, dict) else url
                 self._check_image_url(url, f"messages[{i}].content[{j}]")
+            elif kind in ("document_url", "input_audio"):
+                if role != "user":
+                    raise _Refused(f"messages[{i}].content[{j}]: {kind} goes in user messages")
+                self._check_file_chunk(chunk, kind, f"messages[{i}].content[{j}]")
             else:
                 raise _Refused(f"messages[{i}].content[{j}].type: unknown chunk {kind!r}", 422)
+
+    def _check_file_chunk(self, chunk: dict[str, Any], kind: str, where: str) -> None:
+        allowed = {"type", "document_url", "document_name"} if kind == "document_url" else None
+        if kind == "document_url":
+            url = chunk.get("document_url")
+            if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+                raise _Refused(f"{where}.document_url: an http(s) URL", 422)
+            if not isinstance(chunk.get("document_name", ""), str):
+                raise _Refused(f"{where}.document_name: a string", 422)
+        else:
+            allowed = {"type", "input_audio"}
+            try:
+                base64.b64decode(chunk.get("input_audio"), validate=True)
+            except (binascii.Error, TypeError, ValueError):
+                raise _Refused(f"{where}.input_audio: a base64 string", 422) from None
+        if set(chunk) - allowed:
+            raise _Refused(f"{where}: extra inputs are not permitted", 422)
 
     def _check_image_url(self, url: Any, where: str) -> None:
         if not isinstance(url, str):
