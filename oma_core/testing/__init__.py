@@ -1,4 +1,6 @@
-"""What plugin authors and tests reuse: a scripted provider and the fake-server kit.
+"""What plugin authors and tests reuse: a scripted provider, the fake-server kit and the
+neutral views the conformance kit compares (``NeutralRequest`` from a plugin's wire reader,
+``ScriptedReply`` for its fake server).
 
 The conformance suite is ``oma_core.testing.conformance`` and the pytest plugin
 ``oma_core.testing.pytest_plugin`` (both import pytest, so they are not re-exported here);
@@ -22,6 +24,7 @@ from .fake_server import (
     TruncatedStream,
 )
 from .leaks import assert_holds_no_secret, reachable_secrets
+from .neutral import NeutralRequest, ScriptedCall, ScriptedReply
 from .scripted import Delayed, ScriptedProvider
 
 __all__ = [
@@ -33,10 +36,13 @@ __all__ = [
     "FakeServer",
     "Fault",
     "HTTPError",
+    "NeutralRequest",
     "RecordedRequest",
     "Response",
     "SSEEvent",
+    "ScriptedCall",
     "ScriptedProvider",
+    "ScriptedReply",
     "SlowStream",
     "TruncatedStream",
     "assert_holds_no_secret",
