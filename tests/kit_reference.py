@@ -33,7 +33,7 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import aclosing
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -361,7 +361,11 @@ class KitchatConformance(ProviderConformance):
 
     provider_name = "kitchat"
     api_key = KEY
-    tool_choices = {"auto": "auto", "required": "required", "lookup": {"tool": "lookup"}}
+    tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "auto": {"tool_choice": "auto"},
+        "required": {"tool_choice": "required"},
+        "lookup": {"tool_choice": {"tool": "lookup"}},
+    }
 
     @pytest.fixture(autouse=True)
     def _registered(self) -> Any:

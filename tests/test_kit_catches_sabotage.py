@@ -62,7 +62,5 @@ def test_every_sabotage_of_the_issue_is_tried() -> None:
 
 
 @pytest.mark.parametrize("sabotage", SABOTAGES)
-def test_the_kit_fails_a_sabotaged_provider(
-    failures: dict[str, set[str]], sabotage: str
-) -> None:
+def test_the_kit_fails_a_sabotaged_provider(failures: dict[str, set[str]], sabotage: str) -> None:
     assert CAUGHT_BY[sabotage] in failures[sabotage], sorted(failures[sabotage])

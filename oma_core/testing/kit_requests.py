@@ -63,9 +63,7 @@ def kit_tools(capabilities: Capabilities) -> dict[str, Tool]:
     def lookup(q: str) -> str:
         return f"the answer to {q}"
 
-    def forecast(
-        city: str, units: str, hours: list[int] | None = None, where: Any = None
-    ) -> str:
+    def forecast(city: str, units: str, hours: list[int] | None = None, where: Any = None) -> str:
         return f"sunny in {city}, in degrees {units}"
 
     def chart(city: str) -> ToolOutput:

@@ -236,7 +236,11 @@ def _turn_differences(
 
 
 def _result_differences(
-    where: str, result: ToolResultBlock, other: ToolResultBlock, ids: dict[str, str], error_flag: bool
+    where: str,
+    result: ToolResultBlock,
+    other: ToolResultBlock,
+    ids: dict[str, str],
+    error_flag: bool,
 ) -> Iterable[str]:
     expected_id = ids.get(result.tool_use_id, result.tool_use_id)
     if other.tool_use_id != expected_id:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from fake_anthropic import FakeAnthropic
@@ -101,10 +101,10 @@ class TestAnthropicConformance(ProviderConformance):
 
     provider_name = "anthropic"
     transport = "httpx"
-    tool_choices = {
-        "auto": {"type": "auto"},
-        "required": {"type": "any"},
-        "lookup": {"type": "tool", "name": "lookup"},
+    tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "auto": {"tool_choice": {"type": "auto"}},
+        "required": {"tool_choice": {"type": "any"}},
+        "lookup": {"tool_choice": {"type": "tool", "name": "lookup"}},
     }
 
     @pytest.fixture(autouse=True, params=TRANSPORTS)
