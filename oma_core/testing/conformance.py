@@ -41,6 +41,18 @@ documentation)::
                 sample.block_type, sample.block_type
             )
 
+Two more hooks check the *mapping* of whole requests and replies (the example above leaves
+them out; without them those checks are left out, with a warning):
+
+- ``read_request(body) -> NeutralRequest``: the wire reader, written from the service's
+  documentation: what the service understands from a JSON body, in the core's terms. The kit
+  sends requests with tools, sampling settings, a system prompt, history and every tool-result
+  shape, and compares what the server received, so read, with what the core asked for
+  (``oma_core.testing.neutral``); it holds the reader itself to ``render``;
+- ``script_reply(server, ScriptedReply)``: a reply with known text, calls (ids optional),
+  usage and stop reason, in the service's shape; the kit checks usage, stop reasons and the
+  ids the provider makes for calls that came without.
+
 Hooks a plugin may override when its wire differs from the defaults:
 
 - ``base_url(server)``: what ``AgentConfig.base_url`` is set to, in the SDK's meaning (the
@@ -56,7 +68,10 @@ Hooks a plugin may override when its wire differs from the defaults:
 - ``unbounded_transport``: the reason a bridge cannot hold its library's client to the
   toolkit's bounds (the redirect and size checks are then left out, not collected);
 - ``server_sent_events``: whether the provider streams server-sent events (True by default;
-  a binary event stream, as Bedrock's, sets False and leaves out the SSE-only hostile replies).
+  a binary event stream, as Bedrock's, sets False and leaves out the SSE-only hostile replies);
+- ``tool_choices``, ``tool_error_flag``, ``render_is_the_wire``, ``tool_call_ids``,
+  ``stop_reasons``: what the wire can say (see each attribute, and
+  ``docs/testing-plugins.md``).
 
 What the fake server must do for the suite (``docs/testing-plugins.md`` states it in full):
 answer queued replies (``script_text`` / ``script_tool_call``) and, with none queued, a default
@@ -1030,7 +1045,7 @@ class ProviderConformance:
             assert getattr(whole, name) != getattr(short, name), f"the reader ignores {name}"
 
     async def test_tool_choice_reaches_the_service(self, server: FakeServer) -> None:
-        declared_options = self.spec().provider_options or {}
+        declared_options: Mapping[str, Any] = self.spec().provider_options or {}
         if not self.tool_choices:
             assert "tool_choice" not in declared_options, (
                 "the provider declares a tool_choice option: set tool_choices on the kit"

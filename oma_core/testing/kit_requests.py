@@ -194,7 +194,7 @@ def kit_requests(capabilities: Capabilities) -> tuple[KitRequest, KitRequest]:
 def streamed_calls(with_ids: bool) -> tuple[tuple[str | None, str, Mapping[str, Any]], ...]:
     """Three calls in one streamed reply: a string result, an error and text-and-media parts
     (id, name, arguments)."""
-    calls = (
+    calls: tuple[tuple[str, str, Mapping[str, Any]], ...] = (
         ("call_kit_s1", "lookup", {"q": "weather in Paris"}),
         ("call_kit_s2", "broken", {}),
         ("call_kit_s3", "chart", {"city": "Paris"}),

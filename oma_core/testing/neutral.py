@@ -222,9 +222,9 @@ def _turn_differences(
             f"{len(results_got)}"
         )
     media_pool = [b for b in got if _is_media(b)]
-    for result, other in zip(results_want, results_got, strict=False):
-        yield from _result_differences(where, result, other, ids, error_flag)
-        media_pool.extend(_result_media(other))
+    for result, answer in zip(results_want, results_got, strict=False):
+        yield from _result_differences(where, result, answer, ids, error_flag)
+        media_pool.extend(_result_media(answer))
     wanted_media = [b for b in want if _is_media(b)]
     for result in results_want:
         wanted_media.extend(_result_media(result))
