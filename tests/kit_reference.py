@@ -223,7 +223,8 @@ def _response(text: str, calls: Any, reply: Mapping[str, Any]) -> ProviderRespon
     if _sabotage("usage-swapped"):
         counts = counts[::-1]
     stop = reply.get("stop")
-    return assistant_response(text, calls, Usage(*counts), STOP_REASONS.get(stop, stop))
+    reason = STOP_REASONS.get(stop, stop) if isinstance(stop, str) else None
+    return assistant_response(text, calls, Usage(*counts), reason)
 
 
 CAPABILITIES = Capabilities(
@@ -380,6 +381,7 @@ class KitchatConformance(ProviderConformance):
     @pytest.fixture
     def server(self) -> Iterator[FakeKitchat]:
         with FakeKitchat() as server:
+            assert isinstance(server, FakeKitchat)
             yield server
             assert server.handler_errors == []
 

@@ -10,7 +10,7 @@ documentation)::
     pytest_plugins = ["oma_core.testing.pytest_plugin"]   # the fake_server_factory fixture
 
     # tests/test_conformance.py
-    from typing import Any
+    from typing import Any, ClassVar
 
     import pytest
     from fake_anthropic import FakeAnthropic
@@ -41,18 +41,6 @@ documentation)::
                 sample.block_type, sample.block_type
             )
 
-Two more hooks check the *mapping* of whole requests and replies (the example above leaves
-them out; without them those checks are left out, with a warning):
-
-- ``read_request(body) -> NeutralRequest``: the wire reader, written from the service's
-  documentation: what the service understands from a JSON body, in the core's terms. The kit
-  sends requests with tools, sampling settings, a system prompt, history and every tool-result
-  shape, and compares what the server received, so read, with what the core asked for
-  (``oma_core.testing.neutral``); it holds the reader itself to ``render``;
-- ``script_reply(server, ScriptedReply)``: a reply with known text, calls (ids optional),
-  usage and stop reason, in the service's shape; the kit checks usage, stop reasons and the
-  ids the provider makes for calls that came without.
-
 Hooks a plugin may override when its wire differs from the defaults:
 
 - ``base_url(server)``: what ``AgentConfig.base_url`` is set to, in the SDK's meaning (the
@@ -72,6 +60,18 @@ Hooks a plugin may override when its wire differs from the defaults:
 - ``tool_choices``, ``tool_error_flag``, ``render_is_the_wire``, ``tool_call_ids``,
   ``stop_reasons``: what the wire can say (see each attribute, and
   ``docs/testing-plugins.md``).
+
+Two more hooks check the *mapping* of whole requests and replies (the example above leaves
+them out; without them those checks are left out, with a warning):
+
+- ``read_request(body) -> NeutralRequest``: the wire reader, written from the service's
+  documentation: what the service understands from a JSON body, in the core's terms. The kit
+  sends requests with tools, sampling settings, a system prompt, history and every tool-result
+  shape, and compares what the server received, so read, with what the core asked for
+  (``oma_core.testing.neutral``); it holds the reader itself to ``render``;
+- ``script_reply(server, ScriptedReply)``: a reply with known text, calls (ids optional),
+  usage and stop reason, in the service's shape; the kit checks usage, stop reasons and the
+  ids the provider makes for calls that came without.
 
 What the fake server must do for the suite (``docs/testing-plugins.md`` states it in full):
 answer queued replies (``script_text`` / ``script_tool_call``) and, with none queued, a default
@@ -110,7 +110,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import pytest
@@ -362,7 +362,7 @@ class ProviderConformance:
     #: ``"none"``, ``"required"`` or a tool's name), e.g. ``{"required": {"tool_choice":
     #: "required"}}``: the kit sends each and the reader must see its meaning. Required when
     #: the provider declares a ``tool_choice`` option.
-    tool_choices: Mapping[str, Mapping[str, Any]] = {}
+    tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     #: Whether the service gives tool calls ids: ``"always"``; ``"sometimes"`` (the kit also
     #: scripts calls without ids and checks that the provider makes unique, non-empty ones);
     #: ``"never"`` (that check only: the check that a scripted id comes back is left out).
