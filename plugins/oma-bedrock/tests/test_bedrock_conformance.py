@@ -165,7 +165,7 @@ class TestBedrockConformanceSigV4(ProviderConformance):
 class TestBedrockConformanceApiKey(TestBedrockConformanceSigV4):
     """A Bedrock API key (``AgentConfig.api_key``) sent as a bearer token."""
 
-    api_key = "bedrock-api-key-for-tests"
+    api_key = "bedrock-api-key-for-tests"  # type: ignore[assignment]  # the base says None
 
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeBedrock:

@@ -168,7 +168,7 @@ class _ChatCompletionsConformance(ProviderConformance):
     def server(self) -> Iterator[FakeChatCompletions]:
         with FakeChatCompletions(mode=self.mode) as srv:  # type: ignore[arg-type]
             yield srv  # type: ignore[misc]
-            assert srv.handler_errors == []  # type: ignore[attr-defined]
+            assert srv.handler_errors == []
 
     def base_url(self, server: FakeServer) -> str:
         assert isinstance(server, FakeChatCompletions)
