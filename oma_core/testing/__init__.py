@@ -1,4 +1,6 @@
-"""What plugin authors and tests reuse: a scripted provider and the fake-server kit.
+"""What plugin authors and tests reuse: a scripted provider, the fake-server kit and the
+neutral views the conformance kit compares (``NeutralRequest`` from a plugin's wire reader,
+``ScriptedReply`` for its fake server).
 
 The conformance suite is ``oma_core.testing.conformance`` and the pytest plugin
 ``oma_core.testing.pytest_plugin`` (both import pytest, so they are not re-exported here);
@@ -17,6 +19,7 @@ from .fake_server import (
     FakeServer,
     Fault,
     HTTPError,
+    JSONLine,
     RecordedRequest,
     Response,
     SlowStream,
@@ -24,6 +27,7 @@ from .fake_server import (
     TruncatedStream,
 )
 from .leaks import assert_holds_no_secret, reachable_secrets
+from .neutral import NeutralRequest, ScriptedCall, ScriptedReply
 from .scripted import Delayed, ScriptedProvider
 
 if TYPE_CHECKING:  # the shared suites import pytest: loaded on first use (``__getattr__``)
@@ -50,12 +54,16 @@ __all__ = [
     "Fault",
     "FaultSuite",
     "HTTPError",
+    "JSONLine",
+    "NeutralRequest",
     "ProviderSuite",
     "RecordedRequest",
     "Response",
     "SSEEvent",
-    "ScrubbingSuite",
+    "ScriptedCall",
     "ScriptedProvider",
+    "ScriptedReply",
+    "ScrubbingSuite",
     "SecretsSuite",
     "SlowStream",
     "SpecSuite",

@@ -10,7 +10,7 @@ documentation)::
     pytest_plugins = ["oma_core.testing.pytest_plugin"]   # the fake_server_factory fixture
 
     # tests/test_conformance.py
-    from typing import Any
+    from typing import Any, ClassVar
 
     import pytest
     from fake_anthropic import FakeAnthropic
@@ -56,7 +56,22 @@ Hooks a plugin may override when its wire differs from the defaults:
 - ``unbounded_transport``: the reason a bridge cannot hold its library's client to the
   toolkit's bounds (the redirect and size checks are then left out, not collected);
 - ``server_sent_events``: whether the provider streams server-sent events (True by default;
-  a binary event stream, as Bedrock's, sets False and leaves out the SSE-only hostile replies).
+  a binary event stream, as Bedrock's, sets False and leaves out the SSE-only hostile replies);
+- ``tool_choices``, ``tool_error_flag``, ``render_is_the_wire``, ``tool_call_ids``,
+  ``stop_reasons``: what the wire can say (see each attribute, and
+  ``docs/testing-plugins.md``).
+
+Two more hooks check the *mapping* of whole requests and replies (the example above leaves
+them out; without them those checks are left out, with a warning):
+
+- ``read_request(body) -> NeutralRequest``: the wire reader, written from the service's
+  documentation: what the service understands from a JSON body, in the core's terms. The kit
+  sends requests with tools, sampling settings, a system prompt, history and every tool-result
+  shape, and compares what the server received, so read, with what the core asked for
+  (``oma_core.testing.neutral``); it holds the reader itself to ``render``;
+- ``script_reply(server, ScriptedReply)``: a reply with known text, calls (ids optional),
+  usage and stop reason, in the service's shape; the kit checks usage, stop reasons and the
+  ids the provider makes for calls that came without.
 
 What the fake server must do for the suite (``docs/testing-plugins.md`` states it in full):
 answer queued replies (``script_text`` / ``script_tool_call``) and, with none queued, a default
@@ -93,8 +108,9 @@ import json
 import os
 import time
 import traceback
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import pytest
@@ -111,6 +127,7 @@ from ..providers import (
     ResponseComplete,
     TextDelta,
     ToolCall,
+    Usage,
 )
 from ..settings import RunSettings
 from ..validation import load_messages
@@ -132,6 +149,8 @@ from .fake_server import (
     gzip_bomb,
     keep_alive_after,
 )
+from .kit_requests import KitRequest, kit_requests, kit_tools, streamed_calls
+from .neutral import NeutralRequest, ScriptedCall, ScriptedReply, differences
 
 __all__ = ["MEDIA_SAMPLES", "ProviderConformance", "Sample", "declared", "samples"]
 
@@ -339,8 +358,37 @@ class ProviderConformance:
     forwarded_refusal_status: int | None = None
     #: The error type ``server.error_event`` takes for a transient failure inside a stream.
     transient_stream_error: str = "overloaded_error"
+    #: The ``provider_options`` that choose how tools are used, by what they mean (``"auto"``,
+    #: ``"none"``, ``"required"`` or a tool's name), e.g. ``{"required": {"tool_choice":
+    #: "required"}}``: the kit sends each and the reader must see its meaning. Required when
+    #: the provider declares a ``tool_choice`` option.
+    tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    #: Whether the service gives tool calls ids: ``"always"``; ``"sometimes"`` (the kit also
+    #: scripts calls without ids and checks that the provider makes unique, non-empty ones);
+    #: ``"never"`` (that check only: the check that a scripted id comes back is left out).
+    tool_call_ids: str = "always"
+    #: Whether the wire has an error flag on tool results. False: an error result must
+    #: still reach the service as an error, in its text (e.g. ``"Error: ..."``).
+    tool_error_flag: bool = True
+    #: The stop reasons the service's wire tells apart, in oma's vocabulary: the kit scripts
+    #: each and the provider must report it (a service without a "tool use" reason drops it).
+    stop_reasons: tuple[str, ...] = ("end_turn", "max_tokens", "tool_use")
 
     # -- what a plugin supplies ------------------------------------------------------------
+
+    def read_request(self, body: Mapping[str, Any]) -> NeutralRequest:
+        """The wire reader: what the service understands from the JSON ``body``, in the core's
+        terms, written from the service's documentation (never from the plugin's code).
+
+        Without it the kit's request-mapping checks are left out (with a warning).
+        """
+        raise NotImplementedError
+
+    def script_reply(self, server: Any, reply: ScriptedReply) -> None:
+        """Make the server's next reply ``reply`` (text, calls, usage, stop reason) in the
+        service's shape. Without it the kit's reply-mapping checks are left out (with a
+        warning)."""
+        raise NotImplementedError
 
     def script_text(self, server: Any, text: str) -> None:
         """Make the server's next reply an assistant text."""
@@ -371,6 +419,9 @@ class ProviderConformance:
         mode = capabilities.mode(sample.block_type, sample.where, sample.source)
         return self.forwarded_refusal_status if mode is Mode.FORWARDED else None
 
+    #: Whether ``render`` gives the wire's body (False for a bridge whose library translates
+    #: it, e.g. LiteLLM's ``anthropic/`` route): the reader is then checked on the wire only.
+    render_is_the_wire = True
     #: Whether the provider streams server-sent events (the SSE-only hostile replies run).
     server_sent_events = True
     #: Why the provider's transport cannot refuse redirects and bound replies (a bridge whose
@@ -396,6 +447,21 @@ class ProviderConformance:
         "test_a_stream_that_goes_silent_fails_naming_the_idle_timeout",
     )
 
+    #: Checks that need the wire reader (``read_request``).
+    _READER_CHECKS = (
+        "test_requests_reach_the_service_as_sent",
+        "test_the_reader_reads_every_field_of_the_rendered_body",
+        "test_tool_choice_reaches_the_service",
+        "test_results_of_streamed_calls_reach_the_service",
+    )
+    #: Checks that need scripted replies (``script_reply``).
+    _REPLY_CHECKS = (
+        "test_results_of_streamed_calls_reach_the_service",
+        "test_usage_is_mapped_as_the_service_counts_it",
+        "test_stop_reasons_are_mapped",
+        "test_tool_calls_without_ids_get_unique_ids",
+    )
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Leave out (not skip: a skipped check looks like a pass nobody ran) the checks
         that cannot apply to this provider, as its flags say."""
@@ -405,6 +471,22 @@ class ProviderConformance:
             left_out.update(cls._SSE_CHECKS)
         if cls.unbounded_transport:
             left_out.update(cls._BOUNDS_CHECKS)
+        if cls.tool_call_ids == "always":
+            left_out.add("test_tool_calls_without_ids_get_unique_ids")
+        elif cls.tool_call_ids == "never":
+            left_out.add("test_streaming_and_complete_give_the_same_tool_call")
+        for hook, checks in (("read_request", cls._READER_CHECKS),
+                             ("script_reply", cls._REPLY_CHECKS)):  # fmt: skip
+            if getattr(cls, hook) is getattr(ProviderConformance, hook) and cls.__name__.startswith(
+                "Test"
+            ):
+                warnings.warn(
+                    f"{cls.__name__} supplies no {hook}: the kit's checks {sorted(checks)} are "
+                    "left out (see docs/testing-plugins.md)",
+                    stacklevel=2,
+                )
+            if getattr(cls, hook) is getattr(ProviderConformance, hook):
+                left_out.update(checks)
         for name in left_out:
             setattr(cls, name, None)
 
@@ -903,6 +985,188 @@ class ProviderConformance:
             assert secret[3:19] not in text
             for i in range(0, len(payload) - 32, 16):
                 assert payload[i : i + 32] not in text, "a base64 payload leaked"
+
+    # -- request mapping (needs read_request) ---------------------------------------------
+
+    def _sent(
+        self, agent: Agent, kit: KitRequest, tool_choice: str | None = None
+    ) -> NeutralRequest:
+        """What the core asked for: the neutral view of the request ``agent`` builds."""
+        request = agent.build_request(list(kit.conversation))
+        return NeutralRequest.of(request, tool_choice=tool_choice)
+
+    def _assert_seen(self, seen: NeutralRequest, sent: NeutralRequest, what: str) -> None:
+        found = differences(seen, sent, error_flag=self.tool_error_flag)
+        assert not found, f"{what}: the service does not see what was sent:\n  " + "\n  ".join(
+            found
+        )
+
+    @pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+    @pytest.mark.parametrize("variant", [0, 1], ids=["whole-conversation", "one-question"])
+    async def test_requests_reach_the_service_as_sent(
+        self, server: FakeServer, streaming: bool, variant: int
+    ) -> None:
+        kit = kit_requests(self.spec().capabilities)[variant]
+        async with self.agent(server, **kit.config) as agent:
+            sent = self._sent(agent, kit)
+            result = await _outcome(agent, list(kit.conversation), streaming)
+        assert result.success, result.status.error
+        assert len(server.requests) == 1
+        # the kit's own request, as meant (so a core that drops a field fails here, not later)
+        assert (sent.temperature, sent.max_tokens, sent.stop) == (
+            kit.config["temperature"],
+            kit.config["max_tokens"],
+            tuple(kit.config["stop"]),
+        )
+        assert sent.system_prompt == kit.config["system_prompt"]
+        assert [t.name for t in sent.tools] == [t.name for t in kit.config["tools"]]
+        self._assert_seen(self.read_request(server.requests[0].json), sent, kit.name)
+
+    async def test_the_reader_reads_every_field_of_the_rendered_body(
+        self, server: FakeServer
+    ) -> None:
+        """The reader itself, against ``render`` (the body ``complete`` sends): it must see
+        each variant as sent, and the two variants apart in every field, so a reader that
+        ignores a field (or hard-codes it) fails."""
+        views = []
+        for kit in kit_requests(self.spec().capabilities):
+            async with self.agent(server, **kit.config) as agent:
+                request = agent.build_request(list(kit.conversation))
+                if self.render_is_the_wire:
+                    body = agent.provider().render(request)
+                else:  # a bridge's render is its library's input: read the wire instead
+                    assert (await agent.run(list(kit.conversation))).success
+                    body = server.requests[-1].json
+                seen = self.read_request(body)
+            self._assert_seen(seen, NeutralRequest.of(request), f"the body of {kit.name}")
+            views.append(seen)
+        whole, short = views
+        for name in ("system_prompt", "temperature", "max_tokens", "stop", "tools", "messages"):
+            assert getattr(whole, name) != getattr(short, name), f"the reader ignores {name}"
+
+    async def test_tool_choice_reaches_the_service(self, server: FakeServer) -> None:
+        declared_options: Mapping[str, Any] = self.spec().provider_options or {}
+        if not self.tool_choices:
+            assert "tool_choice" not in declared_options, (
+                "the provider declares a tool_choice option: set tool_choices on the kit"
+            )
+            return
+        kit = kit_requests(self.spec().capabilities)[1]
+        for meaning, options in self.tool_choices.items():
+            server.reset()
+            config = {**kit.config, "provider_options": dict(options)}
+            async with self.agent(server, **config) as agent:
+                sent = self._sent(agent, kit, tool_choice=meaning)
+                request = agent.build_request(list(kit.conversation))
+                rendered = self.read_request(agent.provider().render(request))
+                result = await agent.run(list(kit.conversation))
+            assert result.success, (meaning, result.status.error)
+            self._assert_seen(self.read_request(server.requests[0].json), sent, meaning)
+            assert rendered.tool_choice == meaning, "the reader ignores tool_choice"
+
+    async def test_results_of_streamed_calls_reach_the_service(self, server: FakeServer) -> None:
+        """Three calls streamed in one reply (a string result, an error, text-and-media
+        parts) run, and their results reach the service answering the streamed ids."""
+        capabilities = self.spec().capabilities
+        tools = kit_tools(capabilities)
+        calls = tuple(
+            ScriptedCall(name, args, call_id)
+            for call_id, name, args in streamed_calls(self.tool_call_ids == "always")
+        )
+        self.script_reply(server, ScriptedReply(tool_calls=calls, stop_reason="tool_use"))
+        self.script_reply(server, ScriptedReply(text="It is sunny."))
+        question = "What is the weather like in Paris?"
+        async with self.agent(server, tools=list(tools.values())) as agent:
+            first = agent.build_request(question)
+            async with agent.stream(question) as events:
+                result = [e async for e in events][-1].data
+        assert result.success, result.status.error
+        assert len(server.requests) == 2
+        made_calls, results = result.messages[0], result.messages[1]
+        assert [b.name for b in made_calls.content if b.type == "tool_use"] == [
+            "lookup",
+            "broken",
+            "chart",
+        ]
+        shapes = [(isinstance(b.content, str), b.is_error) for b in results.content]
+        assert shapes == [(True, False), (True, True), (False, False)], shapes
+        sent = attrs.evolve(
+            NeutralRequest.of(first), messages=(*first.messages, made_calls, results)
+        )
+        self._assert_seen(self.read_request(server.requests[1].json), sent, "the second call")
+
+    # -- reply mapping (needs script_reply) -----------------------------------------------
+
+    @pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+    async def test_usage_is_mapped_as_the_service_counts_it(
+        self, server: FakeServer, streaming: bool
+    ) -> None:
+        self.script_reply(server, ScriptedReply(text="counted", usage=Usage(1234, 56)))
+        async with self.agent(server) as agent:
+            result = await _outcome(agent, "hi", streaming)
+        assert result.success, result.status.error
+        assert (result.usage.input_tokens, result.usage.output_tokens) == (1234, 56), (
+            f"usage {result.usage} for 1234 tokens in and 56 out (swapped or lost?)"
+        )
+
+    async def test_stop_reasons_are_mapped(self, server: FakeServer) -> None:
+        for reason in self.stop_reasons:
+            for streaming in (False, True):
+                calls = (ScriptedCall("lookup", {"q": "x"}, "call_kit_stop"),)
+                reply = ScriptedReply(
+                    text="" if reason == "tool_use" else "stopped",
+                    tool_calls=calls if reason == "tool_use" else (),
+                    stop_reason=reason,
+                )
+                self.script_reply(server, reply)
+                provider = self.provider(server)
+                try:
+                    if streaming:
+                        _, response = await _drain(provider, self.request())
+                    else:
+                        response = await provider.complete(self.request())
+                finally:
+                    await provider.aclose()
+                assert response.stop_reason == reason, (reason, streaming, response.stop_reason)
+
+    async def test_tool_calls_without_ids_get_unique_ids(self, server: FakeServer) -> None:
+        calls = (ScriptedCall("lookup", {"q": "x"}), ScriptedCall("lookup", {"q": "x"}))
+        for streaming in (False, True):
+            self.script_reply(server, ScriptedReply(tool_calls=calls, stop_reason="tool_use"))
+            provider = self.provider(server)
+            try:
+                if streaming:
+                    events, response = await _drain(provider, self.request())
+                    assert [e.block for e in events if isinstance(e, ToolCall)] == [
+                        b for b in response.message.content if b.type == "tool_use"
+                    ]
+                else:
+                    response = await provider.complete(self.request())
+            finally:
+                await provider.aclose()
+            made = [b for b in response.message.content if b.type == "tool_use"]
+            assert [(b.name, _plain(b.input)) for b in made] == [("lookup", {"q": "x"})] * 2
+            ids = [b.id for b in made]
+            assert all(ids) and len(set(ids)) == 2, f"ids {ids} (streaming: {streaming})"
+
+    # -- the service's own words -----------------------------------------------------------
+
+    @pytest.mark.parametrize("after", [1, -3], ids=["before-output", "after-output"])
+    async def test_an_error_event_keeps_the_service_message(
+        self, server: FakeServer, after: int
+    ) -> None:
+        words = "quota for project conformance-kit exhausted"
+        key = self.api_key or ""
+        message = f"{words} (key {key})" if len(key) >= 8 else words
+        self.script_text(server, "several words of a streamed answer")
+        server.enqueue(ErrorMidStream(after, self.transient_stream_error, message=message))
+        async with self.agent(server) as agent, agent.stream("hi") as events:
+            result = [e async for e in events][-1].data
+        error = result.status.error
+        assert isinstance(error, ProviderError), repr(error)
+        assert words in error.message, f"the service's message is lost: {error.message!r}"
+        if len(key) >= 8:
+            assert key not in error.message and key not in str(error)
 
 
 async def _outcome(agent: Agent, run_input: Any, streaming: bool) -> RunResult:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from fake_anthropic import FakeAnthropic
 from oma_anthropic.provider import TRANSPORTS
 
-from oma_core import AgentConfig
-from oma_core.testing import FakeServer, RecordedRequest
+from oma_core import AgentConfig, image_url
+from oma_core.testing import FakeServer, NeutralRequest, RecordedRequest, ScriptedReply
 from oma_core.testing.conformance import ProviderConformance, Sample
 from oma_core.toolkit import ProviderSettings
 
@@ -37,12 +37,75 @@ def expected_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
     return dict(block)  # text and tool_use have the same shape on both sides
 
 
+def _read_block(block: Mapping[str, Any]) -> Any:
+    """A Messages API content block as the core's block (from the API reference)."""
+    kind = block["type"]
+    if kind == "text":
+        return {"type": "text", "text": block["text"]}
+    if kind == "image":
+        source = block["source"]
+        if source["type"] == "url":  # the wire names no media type: the URL's extension does
+            return image_url(source["url"])
+        return {"type": "image", "source": dict(source)}
+    if kind == "tool_use":
+        return {
+            "type": "tool_use",
+            "id": block["id"],
+            "name": block["name"],
+            "input": block["input"],
+        }
+    if kind == "tool_result":
+        content = block.get("content", "")
+        if not isinstance(content, str):
+            content = [_read_block(p) for p in content]
+        result = {"type": "tool_result", "tool_use_id": block["tool_use_id"], "content": content}
+        return {**result, "is_error": bool(block.get("is_error", False))}
+    if kind == "thinking":
+        return {"type": "reasoning", "text": block["thinking"], "signature": block["signature"]}
+    raise AssertionError(f"the reader does not know {kind!r} blocks")
+
+
+def _read_tool_choice(choice: Any) -> str | None:
+    if choice is None:
+        return None
+    return {"auto": "auto", "any": "required", "none": "none"}.get(choice["type"]) or choice["name"]
+
+
+def read_messages_body(body: Mapping[str, Any]) -> NeutralRequest:
+    """What the Messages API understands from ``body`` (``POST /v1/messages`` reference)."""
+    system = body.get("system")
+    if isinstance(system, list):  # text blocks
+        system = "".join(b["text"] for b in system)
+    return NeutralRequest(
+        messages=[
+            {
+                "role": m["role"],
+                "content": [{"type": "text", "text": m["content"]}]
+                if isinstance(m["content"], str)
+                else [_read_block(b) for b in m["content"]],
+            }
+            for m in body["messages"]
+        ],
+        system_prompt=system,
+        tools=body.get("tools") or (),
+        tool_choice=_read_tool_choice(body.get("tool_choice")),
+        temperature=body.get("temperature"),
+        max_tokens=body.get("max_tokens"),
+        stop=body.get("stop_sequences"),
+    )
+
+
 class TestAnthropicConformance(ProviderConformance):
     """The suite, once per transport: every agent, ``run_agent`` call and provider it builds
     gets ``provider_options={"transport": ...}``."""
 
     provider_name = "anthropic"
     transport = "httpx"
+    tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "auto": {"tool_choice": {"type": "auto"}},
+        "required": {"tool_choice": {"type": "any"}},
+        "lookup": {"tool_choice": {"type": "tool", "name": "lookup"}},
+    }
 
     @pytest.fixture(autouse=True, params=TRANSPORTS)
     def _each_transport(self, request: pytest.FixtureRequest) -> None:
@@ -62,6 +125,30 @@ class TestAnthropicConformance(ProviderConformance):
         self, server: FakeAnthropic, call_id: str, name: str, arguments: Mapping[str, Any]
     ) -> None:
         server.reply_tool_use(call_id, name, arguments)
+
+    def script_reply(self, server: FakeAnthropic, reply: ScriptedReply) -> None:
+        blocks: list[Mapping[str, Any]] = (
+            [{"type": "text", "text": reply.text}] if reply.text else []
+        )
+        for call in reply.tool_calls:
+            assert call.id is not None  # the service gives every call an id
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": dict(call.arguments),
+                }
+            )
+        server.reply(
+            *blocks,
+            stop_reason=reply.stop_reason,  # the API's vocabulary is oma's
+            input_tokens=reply.usage.input_tokens,
+            output_tokens=reply.usage.output_tokens,
+        )
+
+    def read_request(self, body: Mapping[str, Any]) -> NeutralRequest:
+        return read_messages_body(body)
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
         message, index, part = sample.locator

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fake_bedrock import FakeBedrock
 
-from oma_core.testing import RecordedRequest
+from oma_core.testing import NeutralRequest, RecordedRequest, ScriptedReply
 from oma_core.testing.conformance import ProviderConformance, Sample
 
 _IMAGE = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
@@ -64,6 +64,63 @@ def assert_block_on_wire(sample: Sample, request: RecordedRequest) -> None:
     assert request.json["messages"][message]["role"] == sample.conversation[message]["role"]
 
 
+_FORMATS = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
+
+
+def _read_block(block: Mapping[str, Any]) -> Any:
+    """A Converse ``ContentBlock`` as the core's block (from the Converse API reference)."""
+    if "text" in block:
+        return {"type": "text", "text": block["text"]}
+    if "image" in block:
+        image = block["image"]
+        source = {"type": "base64", "media_type": _FORMATS[image["format"]],
+                  "data": image["source"]["bytes"]}  # fmt: skip
+        return {"type": "image", "source": source}
+    if "toolUse" in block:
+        use = block["toolUse"]
+        return {"type": "tool_use", "id": use["toolUseId"], "name": use["name"],
+                "input": use["input"]}  # fmt: skip
+    if "toolResult" in block:
+        result = block["toolResult"]
+        parts = [_read_block(p) for p in result["content"]]
+        content: Any = parts
+        if all(p["type"] == "text" for p in parts):
+            content = "".join(p["text"] for p in parts)
+        return {
+            "type": "tool_result",
+            "tool_use_id": result["toolUseId"],
+            "content": content,
+            "is_error": result.get("status") == "error",
+        }
+    if "reasoningContent" in block:
+        return {"type": "reasoning", "text": block["reasoningContent"]["reasoningText"]["text"]}
+    raise AssertionError(f"the reader does not know the block {sorted(block)}")
+
+
+def read_converse_body(body: Mapping[str, Any]) -> NeutralRequest:
+    """What Converse understands from ``body`` (the model is in the URL)."""
+    inference = body.get("inferenceConfig") or {}
+    tools = (body.get("toolConfig") or {}).get("tools") or ()
+    return NeutralRequest(
+        messages=[
+            {"role": m["role"], "content": [_read_block(b) for b in m["content"]]}
+            for m in body["messages"]
+        ],
+        system_prompt="".join(b["text"] for b in body["system"]) if "system" in body else None,
+        tools=[
+            {
+                "name": t["toolSpec"]["name"],
+                "description": t["toolSpec"]["description"],
+                "input_schema": t["toolSpec"]["inputSchema"]["json"],
+            }
+            for t in tools
+        ],
+        temperature=inference.get("temperature"),
+        max_tokens=inference.get("maxTokens"),
+        stop=inference.get("stopSequences"),
+    )
+
+
 class TestBedrockConformanceSigV4(ProviderConformance):
     """Credentials from the environment (conftest), each request signed and checked."""
 
@@ -84,6 +141,22 @@ class TestBedrockConformanceSigV4(ProviderConformance):
     ) -> None:
         server.reply_tool_use(call_id, name, arguments)
 
+    def script_reply(self, server: FakeBedrock, reply: ScriptedReply) -> None:
+        blocks: list[Mapping[str, Any]] = [{"text": reply.text}] if reply.text else []
+        for call in reply.tool_calls:
+            assert call.id is not None  # the service gives every call an id
+            use = {"toolUseId": call.id, "name": call.name, "input": dict(call.arguments)}
+            blocks.append({"toolUse": use})
+        server.reply(
+            *blocks,
+            stop_reason=reply.stop_reason,  # Converse's vocabulary is oma's
+            input_tokens=reply.usage.input_tokens,
+            output_tokens=reply.usage.output_tokens,
+        )
+
+    def read_request(self, body: Mapping[str, Any]) -> NeutralRequest:
+        return read_converse_body(body)
+
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
         assert request.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=")
         assert_block_on_wire(sample, request)
@@ -92,7 +165,7 @@ class TestBedrockConformanceSigV4(ProviderConformance):
 class TestBedrockConformanceApiKey(TestBedrockConformanceSigV4):
     """A Bedrock API key (``AgentConfig.api_key``) sent as a bearer token."""
 
-    api_key = "bedrock-api-key-for-tests"
+    api_key = "bedrock-api-key-for-tests"  # type: ignore[assignment]  # the base says None
 
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeBedrock:

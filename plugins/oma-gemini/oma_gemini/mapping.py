@@ -341,6 +341,21 @@ def merge_text(blocks: Iterable[Any]) -> tuple[Any, ...]:
 def response_of(
     blocks: list[Any], reason: str | None, usage: Usage, model: str | None
 ) -> ProviderResponse:
-    content = merge_text(blocks)
+    content = _unique_call_ids(merge_text(blocks))
     calls = any(isinstance(b, ToolUseBlock) for b in content)
     return ProviderResponse(LLMMessage("assistant", content), usage, finish(reason, calls), model)
+
+
+def _unique_call_ids(blocks: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The turn with every tool-call id unique: two identical calls Gemini sent without ids
+    get the same derived id, so a repeat gets its position appended (stable in a stream and a
+    complete alike, which see the same calls in the same order)."""
+    seen: set[str] = set()
+    unique = []
+    for index, block in enumerate(blocks):
+        if isinstance(block, ToolUseBlock) and block.id in seen:
+            block = ToolUseBlock(f"{block.id}_{index}", block.name, block.input)
+        if isinstance(block, ToolUseBlock):
+            seen.add(block.id)
+        unique.append(block)
+    return tuple(unique)

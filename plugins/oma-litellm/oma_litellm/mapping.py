@@ -162,8 +162,10 @@ def _part(block: Any) -> dict[str, Any]:
 
 
 def _result_text(block: ToolResultBlock) -> str:
+    """A tool message has text only and no error flag: an error result says so in its text,
+    as the OpenAI plugin's does (else the model reads a failure as the tool's answer)."""
     if isinstance(block.content, str):
-        return block.content
+        return f"Error: {block.content}" if block.is_error else block.content
     return "".join(p.text for p in block.content if isinstance(p, TextBlock))
 
 

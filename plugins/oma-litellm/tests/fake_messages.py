@@ -78,6 +78,9 @@ class FakeMessages(FakeServer):
         block = {"type": "tool_use", "id": tool_id, "name": name, "input": dict(tool_input)}
         self._replies.append(MessagesReply((block,), stop_reason="tool_use"))
 
+    def reply(self, reply: MessagesReply) -> None:
+        self._replies.append(reply)
+
     def error_response(self, status: int, message: str, error_type: str | None = None) -> Response:
         kind = error_type or _ERROR_TYPES.get(status, "api_error")
         body = {"type": "error", "error": {"type": kind, "message": message}}

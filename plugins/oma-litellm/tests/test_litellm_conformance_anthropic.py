@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from fake_messages import FakeMessages
+from fake_messages import FakeMessages, MessagesReply
 
-from oma_core.testing import FakeServer, RecordedRequest
+from oma_core import image_url
+from oma_core.testing import FakeServer, NeutralRequest, RecordedRequest, ScriptedReply
 from oma_core.testing.conformance import ProviderConformance, Sample
 
 
@@ -62,10 +63,71 @@ def _found(sample: Sample, blocks: list[Mapping[str, Any]]) -> bool:
     return False
 
 
+def _read_block(block: Mapping[str, Any]) -> Any:
+    """A Messages API content block as the core's block (from the API reference)."""
+    kind = block["type"]
+    if kind == "text":
+        return {"type": "text", "text": block["text"]}
+    if kind == "image":
+        source = block["source"]
+        if source["type"] == "url":  # the wire names no media type: the URL's extension does
+            return image_url(source["url"])
+        media = {k: source[k] for k in ("type", "media_type", "data")}
+        return {"type": "image", "source": media}
+    if kind == "tool_use":
+        return {
+            "type": "tool_use",
+            "id": block["id"],
+            "name": block["name"],
+            "input": block["input"],
+        }
+    if kind == "tool_result":
+        content = block.get("content", "")
+        if not isinstance(content, str):
+            parts = [_read_block(p) for p in content]
+            content = parts
+            if all(p["type"] == "text" for p in parts):
+                content = "".join(p["text"] for p in parts)
+        result = {"type": "tool_result", "tool_use_id": block["tool_use_id"], "content": content}
+        return {**result, "is_error": bool(block.get("is_error", False))}
+    raise AssertionError(f"the reader does not know {kind!r} blocks")
+
+
+def read_messages_body(body: Mapping[str, Any]) -> NeutralRequest:
+    """What the Messages API understands from ``body`` (``POST /v1/messages`` reference)."""
+    system = body.get("system")
+    if isinstance(system, list):  # text blocks
+        system = "".join(b["text"] for b in system)
+    choice = body.get("tool_choice")
+    if choice is not None:
+        choice = {"auto": "auto", "any": "required", "none": "none"}.get(choice["type"]) or (
+            choice["name"]
+        )
+    return NeutralRequest(
+        messages=[
+            {
+                "role": m["role"],
+                "content": [{"type": "text", "text": m["content"]}]
+                if isinstance(m["content"], str)
+                else [_read_block(b) for b in m["content"]],
+            }
+            for m in body["messages"]
+        ],
+        system_prompt=system,
+        tools=body.get("tools") or (),
+        tool_choice=choice,
+        temperature=body.get("temperature"),
+        max_tokens=body.get("max_tokens"),
+        stop=body.get("stop_sequences"),
+    )
+
+
 class TestLiteLLMConformanceAnthropicRoute(ProviderConformance):
     provider_name = "litellm"
     model = "anthropic/claude-fake"
     api_key = "test-key"
+    tool_error_flag = False  # LiteLLM translates a Chat Completions tool message: text only
+    render_is_the_wire = False  # render is the body handed to LiteLLM, which translates it
 
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeMessages:
@@ -78,6 +140,32 @@ class TestLiteLLMConformanceAnthropicRoute(ProviderConformance):
         self, server: FakeMessages, call_id: str, name: str, arguments: Mapping[str, Any]
     ) -> None:
         server.reply_tool_use(call_id, name, arguments)
+
+    def script_reply(self, server: FakeMessages, reply: ScriptedReply) -> None:
+        blocks: list[Mapping[str, Any]] = (
+            [{"type": "text", "text": reply.text}] if reply.text else []
+        )
+        for call in reply.tool_calls:
+            assert call.id is not None  # the service gives every call an id
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": dict(call.arguments),
+                }
+            )
+        server.reply(
+            MessagesReply(
+                tuple(blocks),
+                stop_reason=reply.stop_reason,  # the API's vocabulary is oma's
+                input_tokens=reply.usage.input_tokens,
+                output_tokens=reply.usage.output_tokens,
+            )
+        )
+
+    def read_request(self, body: Mapping[str, Any]) -> NeutralRequest:
+        return read_messages_body(body)
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
         assert request.json["model"] == "claude-fake"

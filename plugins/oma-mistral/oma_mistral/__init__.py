@@ -147,8 +147,9 @@ class MistralProvider:
         if text is None:  # raised here, not in the except: nothing chained to the reply
             raise malformed_response(DISPLAY_NAME, "the reply has no readable choice")
         return assistant_response(
-            text, calls.finish(), chat_usage(reply), choice.get("finish_reason"), reply.get("model")
-        )
+            text, calls.finish(), chat_usage(reply), _stop(choice.get("finish_reason")),
+            reply.get("model"),
+        )  # fmt: skip
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         body, secrets = {**self.render(request), "stream": True}, self._secrets(request)
@@ -170,7 +171,7 @@ class MistralProvider:
                     reason = choice.get("finish_reason") or reason
         if reason is None:  # cut short: the same request may well succeed when sent again
             raise malformed_response(DISPLAY_NAME, "the stream ended before a finish_reason")
-        response = assistant_response("".join(text), calls.finish(), usage, reason, model)
+        response = assistant_response("".join(text), calls.finish(), usage, _stop(reason), model)
         for call_event in tool_call_events(response):
             yield call_event
         yield ResponseComplete(response)
@@ -278,3 +279,12 @@ SPEC = ProviderSpec(
 @hookimpl
 def oma_register_providers() -> list[ProviderSpec]:
     return [SPEC]
+
+
+#: Mistral's ``finish_reason`` -> oma's stop reason (others are kept as they are).
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "model_length": "max_tokens",
+                "tool_calls": "tool_use"}  # fmt: skip
+
+
+def _stop(reason: Any) -> str | None:
+    return None if reason is None else STOP_REASONS.get(str(reason), str(reason))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from fake_mistral import FakeMistral, Reply, tool_reply
 from oma_mistral import wire_id
 
-from oma_core.testing import FakeServer, RecordedRequest
+from oma_core import image_url
+from oma_core.testing import FakeServer, NeutralRequest, RecordedRequest, ScriptedReply
 from oma_core.testing.conformance import ProviderConformance, Sample
 
 
@@ -48,9 +50,92 @@ def _wire_items(body: dict[str, Any]) -> list[Any]:
     return items
 
 
+def _read_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(p["text"] for p in content)
+
+
+def _read_part(part: dict[str, Any]) -> Any:
+    if part["type"] == "text":
+        return {"type": "text", "text": part["text"]}
+    if part["type"] == "image_url":
+        url = part["image_url"]
+        url = url["url"] if isinstance(url, dict) else url
+        if url.startswith("data:"):
+            media_type, _, data = url[5:].partition(";base64,")
+            source = {"type": "base64", "media_type": media_type, "data": data}
+            return {"type": "image", "source": source}
+        return image_url(url)
+    raise AssertionError(f"the reader does not know {part['type']!r} parts")
+
+
+def read_mistral_body(body: dict[str, Any]) -> NeutralRequest:
+    """What Mistral's chat completions endpoint understands from ``body`` (its API
+    reference): a ``tool`` message answers a call (the user's side), its text only."""
+    system, messages = None, []
+    for message in body["messages"]:
+        role, content = message["role"], message.get("content")
+        if role == "system":
+            system = _read_text(content)
+        elif role == "tool":
+            result = {"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                      "content": _read_text(content)}  # fmt: skip
+            messages.append({"role": "user", "content": [result]})
+        else:
+            blocks = []
+            if isinstance(content, str):
+                blocks = [{"type": "text", "text": content}] if content else []
+            elif content:
+                blocks = [_read_part(p) for p in content]
+            for call in message.get("tool_calls") or ():
+                function = call["function"]
+                arguments = function["arguments"]
+                if isinstance(arguments, str):
+                    arguments = json.loads(arguments)
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call["id"],
+                        "name": function["name"],
+                        "input": arguments,
+                    }
+                )
+            messages.append({"role": role, "content": blocks or [{"type": "text", "text": ""}]})
+    choice = body.get("tool_choice")
+    if choice == "any":
+        choice = "required"
+    return NeutralRequest(
+        messages=messages,
+        system_prompt=system,
+        tools=[
+            {
+                "name": t["function"]["name"],
+                "description": t["function"].get("description", ""),
+                "input_schema": t["function"].get("parameters", {}),
+            }
+            for t in body.get("tools") or ()
+        ],
+        tool_choice=choice["function"]["name"] if isinstance(choice, dict) else choice,
+        temperature=body.get("temperature"),
+        max_tokens=body.get("max_tokens"),
+        stop=body.get("stop"),
+    )
+
+
+_FINISH = {"end_turn": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
+
+
 class TestMistralConformance(ProviderConformance):
     provider_name = "mistral"
     transient_stream_error = "service_unavailable"
+    tool_error_flag = False  # a tool message has no error flag: "Error: ..." says it
+    tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "auto": {"tool_choice": "auto"},
+        "none": {"tool_choice": "none"},
+        "required": {"tool_choice": "any"},
+        "lookup": {"tool_choice": {"type": "function", "function": {"name": "lookup"}}},
+    }
 
     def base_url(self, server: FakeServer) -> str:
         assert isinstance(server, FakeMistral)
@@ -61,6 +146,21 @@ class TestMistralConformance(ProviderConformance):
 
     def script_tool_call(self, server: Any, call_id: str, name: str, arguments: Any) -> None:
         server.reply(tool_reply(call_id, name, arguments))
+
+    def script_reply(self, server: Any, reply: ScriptedReply) -> None:
+        calls = tuple((c.id, c.name, json.dumps(dict(c.arguments))) for c in reply.tool_calls)
+        server.reply(
+            Reply(
+                text=reply.text,
+                tool_calls=calls,  # type: ignore[arg-type]  # the service gives every call an id
+                finish_reason=_FINISH[reply.stop_reason],
+                prompt_tokens=reply.usage.input_tokens,
+                completion_tokens=reply.usage.output_tokens,
+            )
+        )
+
+    def read_request(self, body: dict[str, Any]) -> NeutralRequest:  # type: ignore[override]
+        return read_mistral_body(body)
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
         assert expected_on_wire(sample) in _wire_items(request.json), sample.id

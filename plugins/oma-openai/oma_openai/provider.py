@@ -47,6 +47,13 @@ __all__ = ["OpenAIChatProvider"]
 
 #: What a broken reply looks like when read through attributes.
 _SHAPE_ERRORS = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+#: Chat Completions' ``finish_reason`` -> oma's stop reason (others are kept as they are).
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
+                "function_call": "tool_use"}  # fmt: skip
+
+
+def _stop_reason(finish_reason: str | None) -> str | None:
+    return None if finish_reason is None else STOP_REASONS.get(finish_reason, finish_reason)
 
 
 class OpenAIChatProvider:
@@ -248,7 +255,7 @@ class OpenAIChatProvider:
                 message=LLMMessage("assistant", blocks),
                 usage=_usage(completion),
                 # a refusal is never output: its stop reason says so (finish_reason is "stop")
-                stop_reason="refusal" if refusal else choice.finish_reason,
+                stop_reason="refusal" if refusal else _stop_reason(choice.finish_reason),
                 model=completion.model,
             )
         except _SHAPE_ERRORS:
@@ -349,7 +356,7 @@ class _StreamAssembly:
         return ProviderResponse(
             message=LLMMessage("assistant", blocks),
             usage=self._usage,
-            stop_reason="refusal" if refusal else self._finish_reason,
+            stop_reason="refusal" if refusal else _stop_reason(self._finish_reason),
             model=self._model,
         )
 

@@ -9,14 +9,15 @@ back as a non-retryable 400 ``ProviderError``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
 
 import pytest
 from fake_openai import FakeChatCompletions, Reply
 from oma_openai.provider import TRANSPORTS
 
-from oma_core import AgentConfig
+from oma_core import AgentConfig, image_url, video_url
+from oma_core.testing import NeutralRequest, ScriptedReply
 from oma_core.testing.conformance import ProviderConformance, Sample, declared, samples
 from oma_core.testing.fake_server import FakeServer, RecordedRequest
 from oma_core.toolkit import Mode, ProviderSettings
@@ -63,12 +64,94 @@ def expected_on_wire(sample: Sample) -> Any:
     raise AssertionError(f"no expectation for {sample.id}")
 
 
+def _read_source(url: str, kind: str) -> Any:
+    """An ``image_url`` / ``video_url`` URL: a ``data:`` URL is inline base64."""
+    if url.startswith("data:"):
+        media_type, _, data = url[5:].partition(";base64,")
+        return {"type": kind, "source": {"type": "base64", "media_type": media_type, "data": data}}
+    return image_url(url) if kind == "image" else video_url(url)
+
+
+def _read_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(p["text"] for p in content)
+
+
+def _read_part(part: dict[str, Any]) -> Any:
+    kind = part["type"]
+    if kind == "text":
+        return {"type": "text", "text": part["text"]}
+    if kind in ("image_url", "video_url"):
+        return _read_source(part[kind]["url"], kind.removesuffix("_url"))
+    raise AssertionError(f"the reader does not know {kind!r} parts")
+
+
+def read_chat_body(body: dict[str, Any]) -> NeutralRequest:
+    """What a Chat Completions service understands from ``body`` (OpenAI's API reference):
+    a ``tool`` message answers a call (the user's side of the turn), its text only."""
+    system, messages = None, []
+    for message in body["messages"]:
+        role, content = message["role"], message.get("content")
+        if role in ("system", "developer"):
+            system = _read_text(content)
+            continue
+        if role == "tool":
+            result = {"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                      "content": _read_text(content)}  # fmt: skip
+            messages.append({"role": "user", "content": [result]})
+            continue
+        blocks = []
+        if isinstance(content, str):
+            blocks = [{"type": "text", "text": content}] if content else []
+        elif content:
+            blocks = [_read_part(p) for p in content]
+        for call in message.get("tool_calls") or ():
+            function = call["function"]
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call["id"],
+                    "name": function["name"],
+                    "input": json.loads(function["arguments"]),
+                }
+            )
+        messages.append({"role": role, "content": blocks or [{"type": "text", "text": ""}]})
+    choice = body.get("tool_choice")
+    return NeutralRequest(
+        messages=messages,
+        system_prompt=system,
+        tools=[
+            {
+                "name": t["function"]["name"],
+                "description": t["function"].get("description", ""),
+                "input_schema": t["function"].get("parameters", {}),
+            }
+            for t in body.get("tools") or ()
+        ],
+        tool_choice=choice["function"]["name"] if isinstance(choice, dict) else choice,
+        temperature=body.get("temperature"),
+        max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
+        stop=body.get("stop"),
+    )
+
+
+_FINISH = {"end_turn": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
+
+
 class _ChatCompletionsConformance(ProviderConformance):
     """The suite, once per transport: every agent, ``run_agent`` call and provider it builds
     gets ``provider_options={"transport": ...}``."""
 
     mode = "strict"
     transport = "httpx"
+    tool_error_flag = False  # a tool message has no error flag: "Error: ..." says it
+    tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "auto": {"tool_choice": "auto"},
+        "none": {"tool_choice": "none"},
+        "required": {"tool_choice": "required"},
+        "lookup": {"tool_choice": {"type": "function", "function": {"name": "lookup"}}},
+    }
 
     @pytest.fixture(autouse=True, params=TRANSPORTS)
     def _each_transport(self, request: pytest.FixtureRequest) -> None:
@@ -85,7 +168,7 @@ class _ChatCompletionsConformance(ProviderConformance):
     def server(self) -> Iterator[FakeChatCompletions]:
         with FakeChatCompletions(mode=self.mode) as srv:  # type: ignore[arg-type]
             yield srv  # type: ignore[misc]
-            assert srv.handler_errors == []  # type: ignore[attr-defined]
+            assert srv.handler_errors == []
 
     def base_url(self, server: FakeServer) -> str:
         assert isinstance(server, FakeChatCompletions)
@@ -96,6 +179,21 @@ class _ChatCompletionsConformance(ProviderConformance):
 
     def script_tool_call(self, server: Any, call_id: str, name: str, arguments: Any) -> None:
         server.reply(Reply(text=None, tool_calls=((call_id, name, json.dumps(arguments)),)))
+
+    def script_reply(self, server: Any, reply: ScriptedReply) -> None:
+        calls = tuple((c.id, c.name, json.dumps(dict(c.arguments))) for c in reply.tool_calls)
+        server.reply(
+            Reply(
+                text=reply.text or None,
+                tool_calls=calls,  # type: ignore[arg-type]  # the service gives every call an id
+                finish_reason=_FINISH[reply.stop_reason],
+                prompt_tokens=reply.usage.input_tokens,
+                completion_tokens=reply.usage.output_tokens,
+            )
+        )
+
+    def read_request(self, body: dict[str, Any]) -> NeutralRequest:  # type: ignore[override]
+        return read_chat_body(body)
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
         expected = expected_on_wire(sample)

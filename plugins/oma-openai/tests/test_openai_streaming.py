@@ -31,7 +31,7 @@ async def test_stream_asks_for_usage_and_yields_text_token_by_token(
     final = events[-1]
     assert isinstance(final, ResponseComplete)
     assert final.response.usage == Usage(5, 3)
-    assert final.response.stop_reason == "stop"
+    assert final.response.stop_reason == "end_turn"
     assert final.response.message.content[0].text == "one two three"  # type: ignore[union-attr]
 
 
@@ -55,7 +55,7 @@ async def test_tool_call_fragments_become_one_tool_call_event_each(
     ]
     final = events[-1]
     assert isinstance(final, ResponseComplete)
-    assert final.response.stop_reason == "tool_calls"
+    assert final.response.stop_reason == "tool_use"
     assert [b.type for b in final.response.message.content] == ["tool_use", "tool_use"]
 
 

@@ -1,0 +1,292 @@
+"""The kit's neutral views of the wire: a request as the service sees it (what a plugin's
+wire reader returns) and a reply the kit asks the fake server for.
+
+The conformance kit cannot read every wire, so a plugin's kit supplies one small *wire
+reader*, ``read_request(body) -> NeutralRequest``, written from the service's documentation:
+given a JSON body as the service receives it, what does the service understand? The kit then
+compares that view with what the core asked for (``NeutralRequest.of(request)``) through
+``differences``, which allows exactly the freedoms a wire legitimately takes and nothing else:
+
+- turns may be split (a Chat Completions ``tool`` message per result, then a ``user``
+  message): consecutive messages of one role are compared as one turn;
+- tool-call ids may be rewritten (Mistral's nine characters), consistently: a result must
+  answer the id its call got on the wire;
+- a tool result's media parts may travel beside the result in the same turn (services whose
+  tool results hold text only), and a turn may carry extra text (a note introducing them);
+- with ``error_flag=False`` (a wire without an error flag on tool results) an error result
+  may be plain text that says more than the tool's words (``"Error: ..."``).
+
+Everything else must arrive as sent: the system prompt, each text in order, each image,
+each tool call's name and input, each tool result's text, the tool definitions (name,
+description and schema, nested parts included), ``tool_choice``, ``temperature``,
+``max_tokens`` and ``stop``. Reasoning blocks and ``output`` are not compared (yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..messages import (
+    LLMMessage,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from ..providers import OutputRequest, ProviderRequest, ToolDefinition, Usage
+from ..validation import load_messages
+
+__all__ = ["NeutralRequest", "ScriptedCall", "ScriptedReply", "differences"]
+
+
+def _messages(value: Iterable[Any]) -> tuple[LLMMessage, ...]:
+    """Messages as objects or section-2 dicts, mixed (validated like any input)."""
+    return load_messages(list(value), allow_empty=True)
+
+
+def _tools(value: Iterable[Any]) -> tuple[ToolDefinition, ...]:
+    tools = []
+    for item in value:
+        if isinstance(item, Mapping):
+            item = ToolDefinition(
+                item["name"], item.get("description") or "", item.get("input_schema") or {}
+            )
+        tools.append(item)
+    return tuple(tools)
+
+
+def _stop(value: Sequence[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@attrs.frozen
+class NeutralRequest:
+    """What a service receives, in the core's terms.
+
+    ``messages`` takes ``LLMMessage`` objects or section-2 dicts (``{"role": "user",
+    "content": [...]}``); ``tools`` takes ``ToolDefinition`` objects or dicts with ``name``,
+    ``description`` and ``input_schema``. ``tool_choice`` is ``"auto"``, ``"none"``,
+    ``"required"`` (some tool must be called) or the name of the one tool that must be; None
+    when the body says nothing. ``stop`` takes a string or a list.
+    """
+
+    messages: tuple[LLMMessage, ...] = attrs.field(default=(), converter=_messages)
+    system_prompt: str | None = None
+    tools: tuple[ToolDefinition, ...] = attrs.field(default=(), converter=_tools)
+    tool_choice: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] | None = attrs.field(default=None, converter=_stop)
+    output: OutputRequest | None = None
+
+    @classmethod
+    def of(cls, request: ProviderRequest, *, tool_choice: str | None = None) -> NeutralRequest:
+        """The neutral view of what the core asked for (``tool_choice`` is a provider option,
+        so the caller names it)."""
+        return cls(
+            messages=request.messages,
+            system_prompt=request.system_prompt,
+            tools=request.tools,
+            tool_choice=tool_choice,
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            stop=request.stop,
+            output=request.output,
+        )
+
+
+_SCALARS = ("system_prompt", "tool_choice", "temperature", "max_tokens", "stop")
+
+
+def differences(
+    seen: NeutralRequest, sent: NeutralRequest, *, error_flag: bool = True
+) -> list[str]:
+    """How ``seen`` (the reader's view of the wire) falls short of ``sent``, one line each;
+    empty when the service sees everything that was sent (see the module docstring)."""
+    found: list[str] = []
+    for name in _SCALARS:
+        want, got = getattr(sent, name), getattr(seen, name)
+        if want is not None and got != want:
+            found.append(f"{name}: sent {want!r}, the service sees {got!r}")
+    found.extend(_tool_differences(seen.tools, sent.tools))
+    found.extend(_message_differences(seen.messages, sent.messages, error_flag))
+    return found
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _tool_differences(
+    seen: Sequence[ToolDefinition], sent: Sequence[ToolDefinition]
+) -> Iterable[str]:
+    seen_by_name = {t.name: t for t in seen}
+    if [t.name for t in seen] != [t.name for t in sent]:
+        yield f"tools: sent {[t.name for t in sent]}, the service sees {[t.name for t in seen]}"
+    for tool in sent:
+        other = seen_by_name.get(tool.name)
+        if other is None:
+            continue
+        if other.description != tool.description:
+            yield f"tools[{tool.name}].description: sent {tool.description!r}, " + (
+                f"the service sees {other.description!r}"
+            )
+        if _plain(other.input_schema) != _plain(tool.input_schema):
+            yield f"tools[{tool.name}].input_schema: sent {_plain(tool.input_schema)}, " + (
+                f"the service sees {_plain(other.input_schema)}"
+            )
+
+
+def _turns(messages: Sequence[LLMMessage]) -> list[tuple[str, list[Any]]]:
+    """Consecutive messages of one role as one turn (role, blocks)."""
+    turns: list[tuple[str, list[Any]]] = []
+    for message in messages:
+        if turns and turns[-1][0] == message.role:
+            turns[-1][1].extend(message.content)
+        else:
+            turns.append((message.role, list(message.content)))
+    return turns
+
+
+def _is_media(block: Any) -> bool:
+    return not isinstance(block, TextBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock)
+
+
+def _result_texts(block: ToolResultBlock) -> str:
+    if isinstance(block.content, str):
+        return block.content
+    return "".join(p.text for p in block.content if isinstance(p, TextBlock))
+
+
+def _result_media(block: ToolResultBlock) -> list[Any]:
+    if isinstance(block.content, str):
+        return []
+    return [p for p in block.content if not isinstance(p, TextBlock)]
+
+
+def _message_differences(
+    seen: Sequence[LLMMessage], sent: Sequence[LLMMessage], error_flag: bool
+) -> Iterable[str]:
+    seen_turns, sent_turns = _turns(seen), _turns(sent)
+    roles_seen = [role for role, _ in seen_turns]
+    roles_sent = [role for role, _ in sent_turns]
+    if roles_seen != roles_sent:
+        yield f"turns: sent the roles {roles_sent}, the service sees {roles_seen}"
+        return
+    ids: dict[str, str] = {}
+    for index, ((role, got), (_, want)) in enumerate(zip(seen_turns, sent_turns, strict=True)):
+        where = f"turn {index} ({role})"
+        yield from _turn_differences(where, got, want, ids, error_flag)
+
+
+def _turn_differences(
+    where: str, got: list[Any], want: list[Any], ids: dict[str, str], error_flag: bool
+) -> Iterable[str]:
+    texts = [b.text for b in got if isinstance(b, TextBlock)]
+    position = 0
+    for block in want:
+        if not isinstance(block, TextBlock):
+            continue
+        try:
+            position = texts.index(block.text, position) + 1
+        except ValueError:
+            yield f"{where}: the text {block.text[:60]!r} is missing (or out of order)"
+    calls_got = [b for b in got if isinstance(b, ToolUseBlock)]
+    calls_want = [b for b in want if isinstance(b, ToolUseBlock)]
+    if len(calls_got) != len(calls_want):
+        yield f"{where}: sent {len(calls_want)} tool calls, the service sees {len(calls_got)}"
+    for call, other in zip(calls_want, calls_got, strict=False):
+        if (other.name, _plain(other.input)) != (call.name, _plain(call.input)):
+            yield f"{where}: the call {call.name}({_plain(call.input)}) arrives as " + (
+                f"{other.name}({_plain(other.input)})"
+            )
+        if not other.id:
+            yield f"{where}: the call {call.id!r} arrives without an id"
+        elif ids.setdefault(call.id, other.id) != other.id or (
+            list(ids.values()).count(other.id) > 1
+        ):
+            yield f"{where}: the call {call.id!r} arrives with the id {other.id!r}, used twice"
+    results_got = [b for b in got if isinstance(b, ToolResultBlock)]
+    results_want = [b for b in want if isinstance(b, ToolResultBlock)]
+    if len(results_got) != len(results_want):
+        yield f"{where}: sent {len(results_want)} tool results, the service sees " + (
+            f"{len(results_got)}"
+        )
+    media_pool = [b for b in got if _is_media(b)]
+    for result, answer in zip(results_want, results_got, strict=False):
+        yield from _result_differences(where, result, answer, ids, error_flag)
+        media_pool.extend(_result_media(answer))
+    wanted_media = [b for b in want if _is_media(b)]
+    for result in results_want:
+        wanted_media.extend(_result_media(result))
+    for block in wanted_media:
+        if block in media_pool:
+            media_pool.remove(block)
+        else:
+            yield f"{where}: the {block.type} ({_describe(block)}) is missing"
+
+
+def _result_differences(
+    where: str,
+    result: ToolResultBlock,
+    other: ToolResultBlock,
+    ids: dict[str, str],
+    error_flag: bool,
+) -> Iterable[str]:
+    expected_id = ids.get(result.tool_use_id, result.tool_use_id)
+    if other.tool_use_id != expected_id:
+        yield f"{where}: the result for {result.tool_use_id!r} answers {other.tool_use_id!r}" + (
+            f" on the wire (its call is {expected_id!r})"
+        )
+    text, got = _result_texts(result), _result_texts(other)
+    if result.is_error and not error_flag and not other.is_error:
+        if text not in got or got == text:
+            yield f"{where}: the error result {text!r} arrives as {got!r}, not marked as an error"
+        return
+    if other.is_error != result.is_error:
+        yield f"{where}: the result for {result.tool_use_id!r} has is_error={other.is_error}, " + (
+            f"sent {result.is_error}"
+        )
+    if got != text:
+        yield f"{where}: the result for {result.tool_use_id!r} reads {got!r}, sent {text!r}"
+
+
+def _describe(block: Any) -> str:
+    source = getattr(block, "source", None)
+    if source is None:
+        return "?"
+    return f"{source.type} {source.media_type}"
+
+
+@attrs.frozen
+class ScriptedCall:
+    """One tool call of a scripted reply; ``id`` None: the service gives the call no id."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    id: str | None = None
+
+
+@attrs.frozen
+class ScriptedReply:
+    """A reply the kit asks the fake server for, in the core's terms.
+
+    The plugin's ``script_reply`` writes it in the service's shape: ``text`` (may be empty),
+    ``tool_calls`` in order, ``usage`` as the service counts it (input, output), and
+    ``stop_reason`` in oma's vocabulary (``"end_turn"``, ``"max_tokens"``, ``"tool_use"``)
+    turned into the service's own value.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ScriptedCall, ...] = ()
+    usage: Usage = Usage(3, 2)
+    stop_reason: str = "end_turn"

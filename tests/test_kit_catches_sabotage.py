@@ -1,0 +1,66 @@
+"""The conformance kit can fail: each of the six mistakes of issue 22, switched on in the
+reference Kitchat provider (``tests/kit_reference.py``), makes the kit's checks fail.
+
+One subprocess runs the kit's checks once per sabotage (``tests/kit_sabotaged.py``: the same
+kit class with ``OMA_KIT_SABOTAGE`` set per test); each test below reads which checks failed
+for its sabotage. The kit passing the unsabotaged provider is ``tests/test_kit_reference.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from kit_reference import SABOTAGES
+
+HERE = Path(__file__).resolve().parent
+
+#: Which of the kit's checks must fail for each sabotage.
+CAUGHT_BY = {
+    "stream-status-as-malformed": "test_http_errors_map_to_provider_error",
+    "404-retryable": "test_http_errors_map_to_provider_error",
+    "tool-results-dropped": "test_requests_reach_the_service_as_sent",
+    "sampling-ignored": "test_requests_reach_the_service_as_sent",
+    "usage-swapped": "test_usage_is_mapped_as_the_service_counts_it",
+    "error-events-ignored": "test_an_error_event_keeps_the_service_message",
+}
+#: The kit's mapping and error checks; the rest of the kit (faults, bounds, concurrency)
+#: takes minutes per run and is proven on the unsabotaged provider.
+CHECKS = (
+    "http_errors_map or requests_reach or reader_reads or results_of_streamed or usage "
+    "or stop_reasons or tool_choice or error_event"
+)
+
+
+@pytest.fixture(scope="module")
+def failures() -> dict[str, set[str]]:
+    """Per sabotage, the names of the kit's checks that failed."""
+    env = {k: v for k, v in os.environ.items() if k != "OMA_KIT_SABOTAGE"}
+    command = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+        "-p", "no:xdist", "-rf", "--tb=no", "-k", CHECKS, str(HERE / "kit_sabotaged.py"),
+    ]  # fmt: skip
+    out = subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=HERE, timeout=600, check=False
+    )
+    found: dict[str, set[str]] = defaultdict(set)
+    for check, params in re.findall(r"^FAILED \S+::(test_\w+)\[([^\]]*)\]", out.stdout, re.M):
+        sabotage = next((s for s in SABOTAGES if s in params), None)
+        assert sabotage is not None, params
+        found[sabotage].add(check)
+    assert re.search(r"\d+ passed", out.stdout), out.stdout[-3000:] + out.stderr[-2000:]
+    return found
+
+
+def test_every_sabotage_of_the_issue_is_tried() -> None:
+    assert set(CAUGHT_BY) == set(SABOTAGES) and len(SABOTAGES) == 6
+
+
+@pytest.mark.parametrize("sabotage", SABOTAGES)
+def test_the_kit_fails_a_sabotaged_provider(failures: dict[str, set[str]], sabotage: str) -> None:
+    assert CAUGHT_BY[sabotage] in failures[sabotage], sorted(failures[sabotage])
