@@ -75,8 +75,8 @@ them out; without them those checks are left out, with a warning):
 
 What the fake server must do for the suite (``docs/testing-plugins.md`` states it in full):
 answer queued replies (``script_text`` / ``script_tool_call``) and, with none queued, a default
-text reply, with usage above zero; stream a text reply in at least four events, the first
-carrying no text, with a recognisable end; give the provider's error shapes in
+text reply, with usage above zero; stream a text reply in at least four events, with a
+recognisable end; give the provider's error shapes in
 ``error_response`` / ``error_event`` (``transient_stream_error`` must be retryable); refuse
 what the service refuses; serve requests concurrently over keep-alive connections; and raise
 nothing from ``handle`` (``handler_errors``).
@@ -815,11 +815,11 @@ class ProviderConformance:
         self, server: FakeServer, name: str, requests: int, success: bool
     ) -> None:
         faults: dict[str, Fault] = {
-            "error-event-before-any-output": ErrorMidStream(1, self.transient_stream_error),
+            "error-event-before-any-output": ErrorMidStream(0, self.transient_stream_error),
             "error-event-after-output": ErrorMidStream(-3, self.transient_stream_error),
-            "truncated-before-any-output": TruncatedStream(after_events=1),
+            "truncated-before-any-output": TruncatedStream(after_events=0),
             "truncated-after-output": TruncatedStream(after_events=-3),
-            "aborted-before-any-output": TruncatedStream(after_events=1, abort=True),
+            "aborted-before-any-output": TruncatedStream(after_events=0, abort=True),
         }
         text = "several words of a streamed answer"
         for _ in range(requests):
