@@ -535,3 +535,53 @@ def test_the_provider_wide_key_is_never_sent_to_a_custom_host(two_hosts: tuple[A
         f"store one for that host with: oma keys set openai --base-url {origin}"
     )
     assert error.startswith("error: OpenAI Chat Completions needs an API key and has none")
+
+
+# -- render: the body a run sends, streaming or not
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(64))
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+@pytest.mark.parametrize("stream", [True, False])
+def test_render_prints_the_body_the_run_sends_byte_for_byte(
+    stream: bool, openai_server: Any, tmp_path: Path
+) -> None:
+    picture = tmp_path / "cat.png"
+    picture.write_bytes(PNG)
+    args = [
+        "-m", "openai:gpt-4o", "--base-url", openai_server.base_url, "-s", "be brief",
+        "-o", "seed", "7", "-o", "temperature", "0.2", "-o", "max_tokens", "50",
+        "what is it?", "-a", str(picture), *([] if stream else ["--no-stream"]),
+    ]  # fmt: skip
+    rendered = oma("render", "--full", *args)
+    assert rendered.exit_code == 0, rendered.output
+    assert rendered.stderr == ""
+    assert openai_server.requests == []  # render sends nothing to the service
+    ran = oma("run", *args)
+    assert ran.exit_code == 0, ran.output
+    (sent,) = openai_server.requests
+    printed = json.dumps(json.loads(sent.body), ensure_ascii=False, indent=2) + "\n"
+    assert rendered.stdout == printed
+    body = json.loads(rendered.stdout)
+    if stream:
+        assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    else:
+        assert "stream" not in body and "stream_options" not in body
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_render_of_a_streaming_run_sends_the_key_nowhere(
+    openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oma_core.cli._capture import PLACEHOLDER_KEY
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-never-sent")
+    monkeypatch.setenv("HTTP_PROXY", openai_server.url)  # a proxy would see the request
+    monkeypatch.setenv("ALL_PROXY", openai_server.url)
+    rendered = oma("render", "-m", "openai:gpt-4o", "hi")
+    assert rendered.exit_code == 0, rendered.output
+    assert json.loads(rendered.stdout)["stream"] is True
+    assert openai_server.requests == []
+    assert "sk-real-never-sent" not in rendered.output and PLACEHOLDER_KEY not in rendered.output

@@ -17,6 +17,7 @@ from ._exits import (
     explained,
     fail,
     missing_model,
+    note,
     progress_reporter,
     usage,
     usage_text,
@@ -36,6 +37,7 @@ from ._templates import template_options
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..plugins import PluginHost
+    from ..providers import ProviderRequest
     from ..results import RunResult
     from ..settings import RunSettings
 
@@ -322,6 +324,7 @@ def _not_a_file_name(prompt: str | None, messages_file: str | None) -> None:
 @input_options
 @template_options
 @click.option("--full", is_flag=True, help="Print base64 payloads whole.")
+@click.option("--no-stream", is_flag=True, help="The body of `oma run --no-stream` (Agent.run).")
 @command_guard
 def render(
     prompt: str | None,
@@ -329,20 +332,43 @@ def render(
     agent_options: AgentOptions,
     messages_file: str | None,
     full: bool,
+    no_stream: bool,
 ) -> None:
     """Print the JSON body a provider would send for this input (the arguments of `oma run`:
-    PROMPT is text, --messages FILE a conversation); send nothing."""
+    PROMPT is text, --messages FILE a conversation); send nothing. The body is the one `oma
+    run` sends: a streaming one, unless --no-stream."""
     from ..plugins import PluginHost
 
     _not_a_file_name(prompt, messages_file)
     host = PluginHost.default()
     run_input = build_input(prompt, media, messages_file, provider_limits=False)
     agent = make_agent(agent_options, host)
-    body = asyncio.run(_render(agent, run_input, host))
+    body = asyncio.run(_render(agent, run_input, host, stream=not no_stream))
     click.echo(json.dumps(body if full else shorten(body), ensure_ascii=False, indent=2))
 
 
-async def _render(agent: Agent, run_input: str | list[Any], host: PluginHost) -> dict[str, Any]:
+async def _streaming_body(
+    agent: Agent, request: ProviderRequest, host: PluginHost, body: dict[str, Any]
+) -> dict[str, Any]:
+    """The body a streaming run sends (``_capture``), where the provider streams; else
+    ``body`` (``render()``'s), with a note when a provider that talks HTTP sent nothing (one
+    that does not, such as echo, has no other body to show)."""
+    from ._capture import streamed_body
+
+    if not callable(getattr(agent.provider(), "stream", None)):
+        return body
+    streamed = await streamed_body(agent, request, host)
+    if streamed is not None:
+        return streamed
+    spec = host.provider_spec(agent.config.provider)
+    if agent.config.base_url or spec.default_base_url:  # it talks HTTP, yet sent nothing
+        note("the provider's streaming body could not be captured: this is --no-stream's")
+    return body
+
+
+async def _render(
+    agent: Agent, run_input: str | list[Any], host: PluginHost, *, stream: bool = False
+) -> dict[str, Any]:
     from ..errors import OmaError
 
     try:
@@ -362,6 +388,8 @@ async def _render(agent: Agent, run_input: str | list[Any], host: PluginHost) ->
             if no_model is not None:
                 usage(no_model)
             raise
+        if stream:
+            body = await _streaming_body(agent, request, host, body)
         return body
     finally:
         await agent.aclose()
