@@ -25,6 +25,7 @@ from ._exits import (
 from ._inputs import (
     MediaOptions,
     build_input,
+    check_json_file,
     continue_options,
     conversation_of,
     input_options,
@@ -290,7 +291,17 @@ def validate(file: str | None, messages_file: str | None, max_bytes: str) -> Non
     from ..validation import load_messages
 
     path = _conversation_file(file, messages_file)
-    data = conversation_of(read_json(path, _size(max_bytes)))
+    limit = _size(max_bytes)
+    if path != "-" and check_json_file(path, limit):
+        from ._validate import described_messages
+
+        described = described_messages(path)  # a valid file, read streaming
+        if described is not None:
+            for index, line in enumerate(described):
+                click.echo(f"messages[{index}] {line}")
+            click.echo(f"valid: {len(described)} message{'s' if len(described) != 1 else ''}")
+            return
+    data = conversation_of(read_json(path, limit))  # its error, said the whole-file way
     try:
         messages = load_messages(data)
     except OmaError as exc:
