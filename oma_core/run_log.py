@@ -17,6 +17,13 @@ registered on the ``PluginHost`` a run uses::
         metadata={"conversation_id": "c1"}))   # optional: without it, the run's own id
 
 The ``oma`` command does this for every run (``oma logs off`` stops it).
+
+Search (``runs(search=...)``) is full-text through SQLite's FTS5 where the SQLite has it: a
+``runs_fts`` table indexes each run's text only (its system prompt, the text blocks of the
+conversation sent, the answer's text; never media, digests or settings), written in the same
+transaction as the row and removed with it by ``remove``/``prune``. A SQLite without FTS5
+searches with ``LIKE`` instead, and a log written there is indexed by the next write from a
+SQLite that has it.
 """
 
 from __future__ import annotations
@@ -45,6 +52,12 @@ _T = TypeVar("_T")
 
 #: How a media block of a stored row names its payload (a digest's ``sha256`` field).
 _SHA256_FIELD = re.compile(r'"sha256"\s*:\s*"([0-9a-f]{64})"')
+
+#: The full-text index of the runs' text (``rowid`` = ``runs.id``): word-start matches,
+#: case and diacritics folded.
+_FTS_SCHEMA = (
+    "CREATE VIRTUAL TABLE runs_fts USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')"
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -173,6 +186,8 @@ class RunLog:
         #: retrying with back-off, before it gives up (and the run warns that it was not logged).
         self.timeout = timeout
         self._ready = False
+        #: Whether this log's database has a usable full-text index (known once it is set up).
+        self._fts = False
         self._queue: deque[tuple[Callable[[], list[str]], Future[list[str]]]] = deque()
         self._writing = False
         self._writer_lock = threading.Lock()
@@ -206,6 +221,7 @@ class RunLog:
                         if statement.strip():
                             db.execute(statement)
                     _add_missing_columns(db)
+                    self._fts = _full_text_index(db)
                 self._ready = True
             yield db
 
@@ -247,6 +263,7 @@ class RunLog:
             f"ON CONFLICT(run_id) DO UPDATE SET {updates}"
         )
         payloads = list(media) if self.media is not None else []
+        text = _searchable(values)
 
         def attempt(deadline: float) -> list[str]:
             problems: list[str] = []
@@ -259,6 +276,12 @@ class RunLog:
                             reason = f"{type(exc).__name__}: {exc}"
                             problems.append(f"a media file was not kept in {self.media} ({reason})")
                 db.execute(sql, [values[name] for name in names])
+                if self._fts:
+                    (rowid,) = db.execute(
+                        "SELECT id FROM runs WHERE run_id = ?", [values["run_id"]]
+                    ).fetchone()
+                    db.execute("DELETE FROM runs_fts WHERE rowid = ?", [rowid])
+                    db.execute("INSERT INTO runs_fts (rowid, text) VALUES (?, ?)", [rowid, text])
             return problems
 
         return self._retrying(attempt, deadline or time.monotonic() + self.timeout)
@@ -342,6 +365,11 @@ class RunLog:
 
         def attempt(deadline: float) -> tuple[int, int]:
             with self._connect(create=True, deadline=deadline) as db, _transaction(db):
+                if self._fts:
+                    db.execute(
+                        f"DELETE FROM runs_fts WHERE rowid IN (SELECT id FROM runs WHERE {where})",
+                        args,
+                    )
                 runs = db.execute(f"DELETE FROM runs WHERE {where}", args).rowcount
                 removed = 0
                 if self.media is not None:
@@ -364,17 +392,16 @@ class RunLog:
         model: str | None = None,
         since: datetime | None = None,
     ) -> list[LoggedRun]:
-        """The last ``limit`` runs (None: all), oldest first; ``search`` matches the prompt,
-        system prompt or answer text; ``conversation_id`` keeps one conversation; ``model``
-        the runs of one model (``MODEL`` or ``PROVIDER:MODEL``); ``since`` those logged at or
-        after that moment."""
+        """The last ``limit`` runs (None: all), oldest first; ``search`` keeps the runs whose
+        prompt, system prompt or answer holds every word of it (full-text: a word matches the
+        start of a word, in any case; without FTS5, anywhere); ``conversation_id`` keeps one
+        conversation; ``model`` the runs of one model (``MODEL`` or ``PROVIDER:MODEL``);
+        ``since`` those logged at or after that moment."""
         if not self.path.exists():
             return []
         where: list[str] = []
         args: list[Any] = []
-        if search:
-            where.append("(messages LIKE ? OR output LIKE ? OR system LIKE ?)")
-            args.extend([f"%{search}%"] * 3)
+        words = search.split() if search else []
         if conversation_id:
             where.append("conversation_id = ?")
             args.append(conversation_id)
@@ -384,25 +411,134 @@ class RunLog:
         if since is not None:
             where.append("datetime_utc >= ?")
             args.append(since.astimezone(UTC).isoformat(timespec="seconds"))
-        sql = "SELECT {columns} FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(limit)
         with self._connect(create=False) as db:
             present = _present_columns(db)
             if not present:  # an empty file: no table yet
                 return []
+            if words:
+                found, found_args = _search(db, words)
+                where.append(found)
+                args.extend(found_args)
             columns = ", ".join(name if name in present else "NULL" for name in _COLUMNS)
-            rows = db.execute(sql.format(columns=columns), args).fetchall()
+            sql = f"SELECT {columns} FROM runs"
+            if where:
+                sql += " WHERE " + " AND ".join(where)
+            sql += " ORDER BY id DESC"
+            if limit is not None:
+                sql += " LIMIT ?"
+                args.append(limit)
+            rows = db.execute(sql, args).fetchall()
         return [_logged(row) for row in reversed(rows)]
 
     def last(self, conversation_id: str | None = None) -> LoggedRun | None:
         """The latest run (of ``conversation_id``, if given), or None."""
         found = self.runs(1, conversation_id=conversation_id)
         return found[0] if found else None
+
+
+def _has_fts5() -> bool:
+    """Whether this process's SQLite has the FTS5 module (asked once)."""
+    global _FTS5
+    if _FTS5 is None:
+        with closing(sqlite3.connect(":memory:")) as db:
+            try:
+                db.execute("CREATE VIRTUAL TABLE probe USING fts5(text)")
+            except sqlite3.OperationalError:
+                _FTS5 = False
+            else:
+                _FTS5 = True
+    return _FTS5
+
+
+_FTS5: bool | None = None
+
+
+def _has_index(db: sqlite3.Connection) -> bool:
+    found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs_fts'")
+    return found.fetchone() is not None
+
+
+def _full_text_index(db: sqlite3.Connection) -> bool:
+    """Make the full-text index (in the schema's transaction) when this SQLite can, and
+    rebuild it when it does not cover the rows (a log written without FTS5, or before it):
+    whether the index is there to use."""
+    if not _has_fts5():
+        return False
+    if not _has_index(db):
+        db.execute(_FTS_SCHEMA)
+    rows = db.execute("SELECT count(*), coalesce(max(id), 0) FROM runs").fetchone()
+    indexed = db.execute("SELECT count(*), coalesce(max(rowid), 0) FROM runs_fts").fetchone()
+    if tuple(rows) != tuple(indexed):
+        db.execute("DELETE FROM runs_fts")
+        for rowid, system, messages, output in db.execute(
+            "SELECT id, system, messages, output FROM runs"
+        ).fetchall():
+            text = _searchable({"system": system, "messages": messages, "output": output})
+            db.execute("INSERT INTO runs_fts (rowid, text) VALUES (?, ?)", [rowid, text])
+    return True
+
+
+def _searchable(row: Mapping[str, Any]) -> str:
+    """What the full-text index holds of a row: its system prompt, the text blocks of the
+    messages sent and the answer's text, one per line. Media (kept as digests), URLs,
+    settings and everything else of the row are not indexed."""
+    parts: list[str] = []
+    if isinstance(row.get("system"), str):
+        parts.append(row["system"])
+    messages = row.get("messages")
+    if isinstance(messages, str):
+        try:
+            messages = json.loads(messages)
+        except ValueError:
+            messages = None
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    parts.append(text)
+    if isinstance(row.get("output"), str):
+        parts.append(row["output"])
+    return "\n".join(parts)
+
+
+def _search(db: sqlite3.Connection, words: Sequence[str]) -> tuple[str, list[Any]]:
+    """The condition (and its arguments) keeping the runs that hold every one of ``words``:
+    through the full-text index when the database has one this SQLite can read, else with
+    ``LIKE`` over the stored text (``%`` and ``_`` taken literally). A word with no letter or
+    digit is no word to the index: it is left out of a full-text query, and a query of such
+    words only is searched with ``LIKE``."""
+    indexed = [word for word in words if any(c.isalnum() for c in word)]
+    if indexed and _has_fts5() and _has_index(db):
+        query = " ".join('"' + word.replace('"', '""') + '"*' for word in indexed)
+        return "id IN (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ?)", [query]
+    conditions: list[str] = []
+    args: list[Any] = []
+    for word in words:
+        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", word) + "%"
+        conditions.append(_LIKE)
+        args.extend([pattern] * 3)
+    return " AND ".join(conditions), args
+
+
+#: One word of a search without FTS5: in the system prompt, a text block of the messages sent
+#: (read with SQLite's JSON functions, so no JSON key or media digest matches), or the answer.
+_LIKE = """(
+    system LIKE ? ESCAPE '\\'
+    OR EXISTS (
+        SELECT 1
+        FROM json_each(CASE WHEN json_valid(runs.messages) THEN runs.messages ELSE '[]' END)
+            AS message,
+            json_each(CASE WHEN message.type = 'object' THEN message.value ELSE '{}' END,
+                '$.content') AS block
+        WHERE CASE WHEN block.type = 'object' THEN json_extract(block.value, '$.type') END
+                = 'text'
+            AND CASE WHEN block.type = 'object' THEN json_extract(block.value, '$.text') END
+                LIKE ? ESCAPE '\\'
+    )
+    OR output LIKE ? ESCAPE '\\'
+)"""
 
 
 def _busy(error: sqlite3.OperationalError) -> bool:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from _builders import oma
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from oma_core.cli import CAPABILITY_COLUMNS
 from oma_core.plugins import PluginHost
@@ -286,6 +288,108 @@ def test_validate_max_bytes_is_settable_and_bounds_stdin_too(tmp_path: Path) -> 
     wrong = oma("validate", "--max-bytes", "lots", str(path))
     assert wrong.exit_code == 2
     assert wrong.stderr.startswith("error: --max-bytes lots: not a positive size")
+
+
+def big_conversation(path: Path, turns: int, image_bytes: int) -> Path:
+    """A valid conversation of ``turns`` messages, every other one with an image, written
+    message by message."""
+    data = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(image_bytes)).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    with path.open("w") as file:
+        file.write('{"model": "x", "messages": [')
+        for index in range(turns):
+            content: list[Any] = [{"type": "text", "text": f"turn {index}"}]
+            if index % 2 == 0:
+                content.append(image)
+            role = "user" if index % 2 == 0 else "assistant"
+            file.write(("," if index else "") + json.dumps({"role": role, "content": content}))
+        file.write("]}")
+    return path
+
+
+def test_validate_reads_a_large_valid_file_in_memory_bounded_by_its_largest_message(
+    tmp_path: Path,
+) -> None:
+    import tracemalloc
+
+    path = big_conversation(tmp_path / "big.json", turns=400, image_bytes=60_000)
+    assert path.stat().st_size > 15_000_000
+    oma("validate", write_json(tmp_path / "small.json", CONVERSATION))  # lazy imports
+    tracemalloc.start()
+    try:
+        result = oma("validate", str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == 'messages[0] user: text "turn 0"; image image/png base64 60008 bytes'
+    assert lines[-1] == "valid: 400 messages"
+    assert peak < 4 * 1024 * 1024  # the file is 16 MB; a message is 80 KB
+
+
+def whole_file_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("oma_core.cli._validate.described_messages", lambda path: None)
+
+
+MESSAGE = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "assistant", "system", "tool", "robot"]),
+        "content": st.one_of(
+            st.lists(
+                st.one_of(
+                    st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=8)}),
+                    st.fixed_dictionaries({"type": st.just("image"), "source": st.just({})}),
+                    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+                ),
+                max_size=3,
+            ),
+            st.text(max_size=4),
+        ),
+    }
+)
+DOCUMENT = st.one_of(
+    st.lists(MESSAGE, max_size=4),
+    st.fixed_dictionaries({"messages": st.lists(MESSAGE, max_size=4)}),
+    st.dictionaries(st.sampled_from(["messages", "x"]), st.integers(), max_size=2),
+    st.integers(),
+)
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    document=DOCUMENT,
+    cut=st.integers(min_value=0, max_value=3),
+    extra=st.sampled_from(["", " ", "x", "\ufeff", "NaN", "]"]),
+)
+def test_validate_streaming_says_what_the_whole_file_way_says(
+    document: Any, cut: int, extra: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = json.dumps(document)
+    text = (text[: len(text) - cut] if cut else text) + extra
+    if extra == "\ufeff":
+        text = extra + text
+    path = tmp_path / "c.json"
+    path.write_text(text, encoding="utf-8")
+    streamed = oma("validate", str(path))
+    with monkeypatch.context() as context:
+        whole_file_only(context)
+        whole = oma("validate", str(path))
+    assert (streamed.exit_code, streamed.stdout, streamed.stderr) == (
+        whole.exit_code,
+        whole.stdout,
+        whole.stderr,
+    )
+
+
+def test_validate_of_a_file_that_is_not_utf8_says_so_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_bytes(b'[{"role": "user", "content": [{"type": "text", "text": "caf\xe9"}]}]')
+    result = oma("validate", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {path} is not UTF-8 text")
 
 
 # -- oma plugins --------------------------------------------------------------------------------

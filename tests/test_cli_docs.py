@@ -2,8 +2,10 @@
 
 Each ``$ ...`` line runs in bash (pipes and redirections work) from the repository root,
 with only the built-in providers, 80 columns and a fresh ``$OMA_HOME`` per block; the lines
-after it, up to the next ``$``, are its stdout and stderr. In the expected text a line
-``...`` stands for any lines and ``...`` inside a line for any characters (times, ids, paths).
+after it, up to the next ``$``, are its stdout and stderr. The daily session's block (after
+``<!-- daily-session -->``) needs oma-openai and a server: tests/test_cli_daily.py runs it.
+In the expected text a line ``...`` stands for any lines and ``...`` inside a line for any
+characters (times, ids, paths).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def blocks() -> list[list[Example]]:
     text = PAGE.read_text(encoding="utf-8")
     found: list[list[Example]] = []
     for match in FENCE.finditer(text):
+        if text[: match.start()].rstrip().endswith("<!-- daily-session -->"):
+            continue  # run against a fake server by tests/test_cli_daily.py
         start = text.count("\n", 0, match.start()) + 2
         examples: list[Example] = []
         for offset, line in enumerate(match.group(1).splitlines()):

@@ -119,6 +119,42 @@ def test_remove_forgets_a_key_and_an_unknown_name_is_a_usage_error(_home: Path) 
     assert result.stderr == "error: no key is stored for openai\n"
 
 
+def test_a_key_for_a_base_url_is_stored_under_the_provider_and_its_normalised_origin(
+    _home: Path,
+) -> None:
+    set_one = oma("keys", "set", "openai", "--base-url", "HTTP://Local.Test:80/v1/", input="sk-a\n")
+    assert set_one.exit_code == 0, set_one.output
+    assert set_one.stderr.startswith("stored the key for openai http://local.test in ")
+    oma("keys", "set", "openai", "--base-url", "https://[::1]:8443/v1", input="sk-b\n")
+    oma("keys", "set", "openai", input=f"{SECRET}\n")
+    assert json.loads((_home / "keys.json").read_text()) == {
+        "openai": SECRET,
+        "openai@http://local.test": "sk-a",
+        "openai@https://[::1]:8443": "sk-b",
+    }
+    listed = oma("keys", "list")
+    assert listed.stdout == "openai\nopenai http://local.test\nopenai https://[::1]:8443\n"
+    got = oma("keys", "get", "openai", "--base-url", "http://local.test/other")
+    assert got.stdout == "sk-a\n"
+    assert oma("keys", "remove", "openai", "--base-url", "http://local.test").exit_code == 0
+    assert oma("keys", "list").stdout == "openai\nopenai https://[::1]:8443\n"
+    missing = oma("keys", "get", "openai", "--base-url", "http://local.test")
+    assert missing.exit_code == 2
+    assert missing.stderr == "error: no key is stored for openai http://local.test\n"
+
+
+@pytest.mark.parametrize("url", ["local.test:8080/v1", "ftp://local.test", "http://", "http://h:x"])
+def test_a_base_url_without_a_scheme_and_host_is_refused_and_nothing_stored(
+    url: str, _home: Path
+) -> None:
+    result = oma("keys", "set", "openai", "--base-url", url, input=f"{SECRET}\n")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: --base-url {url!r} is not an http:// or https:// URL with a host\n"
+    )
+    assert not (_home / "keys.json").exists()
+
+
 def test_an_empty_key_is_refused(_home: Path) -> None:
     result = oma("keys", "set", "openai", input="\n")
     assert result.exit_code == 2

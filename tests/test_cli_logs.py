@@ -133,6 +133,135 @@ def test_logs_shows_the_last_n_and_searches() -> None:
     assert [r["output"] for r in found] == ['user: text "gamma"']
 
 
+# -- -q: full-text search (FTS5), and LIKE where SQLite has no FTS5
+
+
+@pytest.fixture(params=["fts5", "like"])
+def search_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each search test twice: with SQLite's FTS5, and as on a SQLite without it."""
+    import oma_core.run_log
+
+    if request.param == "like":
+        monkeypatch.setattr(oma_core.run_log, "_FTS5", False)
+    else:
+        assert oma_core.run_log._has_fts5(), "this SQLite has no FTS5"
+    return str(request.param)
+
+
+def found(*query: str) -> list[str]:
+    result = oma("logs", "-n", "0", "--json", "-q", *query)
+    assert result.exit_code == 0, result.output
+    return [r["messages"][-1]["content"][0]["text"] for r in json.loads(result.stdout)]
+
+
+def indexed_rows(tmp_path: Path) -> list[tuple[int, str]]:
+    with sqlite3.connect(tmp_path / "home" / "logs.db") as db:
+        return [(rowid, text) for rowid, text in db.execute("SELECT rowid, text FROM runs_fts")]
+
+
+def test_q_keeps_runs_holding_every_word_of_prompt_system_or_answer(search_mode: str) -> None:
+    oma("run", *scripted("Noted."), "the quick brown fox", "-s", "be terse")
+    oma("run", *scripted("Woof."), "lazy dogs")
+    oma("run", *scripted("Paris is the capital."), "gamma question")
+    assert found("quick fox") == ["the quick brown fox"]
+    assert found("BROWN") == ["the quick brown fox"]  # any case
+    assert found("terse") == ["the quick brown fox"]  # the system prompt
+    assert found("capital") == ["gamma question"]  # the answer
+    assert found("gam") == ["gamma question"]  # the start of a word
+    assert found("quick dogs") == []  # every word
+    assert found("lazy") == ["lazy dogs"]
+
+
+@pytest.mark.parametrize("query", ['"', "AND", "*", "NEAR(", "a OR b", "col:x", "-", "100%", "_"])
+def test_q_takes_the_text_literally_never_as_query_syntax(query: str, search_mode: str) -> None:
+    oma("run", *scripted("ok"), "plain words")
+    assert found(query) == []
+
+
+def test_q_indexes_no_media_and_no_digest(png: str, tmp_path: Path) -> None:
+    oma("run", *scripted("ok"), "look closely", "-a", png)
+    digest = hashlib.sha256(PNG).hexdigest()
+    assert found("look") == ["look closely"]
+    for query in ("png", "image", digest[:12], digest, "media_type", "sha256"):
+        assert found(query) == [], query
+    ((_, text),) = indexed_rows(tmp_path)
+    assert text == "look closely\nok"
+
+
+def test_the_index_follows_rm_and_prune(search_mode: str, tmp_path: Path) -> None:
+    cid = json.loads(oma("run", "--json", *scripted("a1"), "apple one").stdout)["conversation_id"]
+    oma("run", *scripted("b1"), "banana one")
+    oma("run", *scripted("c1"), "cherry one")
+    assert oma("logs", "rm", cid).exit_code == 0
+    assert found("one") == ["banana one", "cherry one"]
+    assert oma("logs", "prune", "--keep", "1").exit_code == 0
+    assert found("one") == ["cherry one"]
+    if search_mode == "fts5":
+        with sqlite3.connect(tmp_path / "home" / "logs.db") as db:
+            ids = [row[0] for row in db.execute("SELECT id FROM runs")]
+        assert [rowid for rowid, _ in indexed_rows(tmp_path)] == ids
+
+
+def test_a_log_written_without_fts5_is_indexed_by_the_next_write_with_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import oma_core.run_log
+
+    with monkeypatch.context() as without:
+        without.setattr(oma_core.run_log, "_FTS5", False)
+        oma("run", *scripted("x"), "written without")
+        oma("run", *scripted("y"), "the index")
+        assert found("without") == ["written without"]  # by LIKE
+    with sqlite3.connect(tmp_path / "home" / "logs.db") as db:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master")]
+    assert "runs_fts" not in tables
+    oma("run", *scripted("z"), "then with it")
+    assert found("without") == ["written without"]
+    assert [text for _, text in indexed_rows(tmp_path)] == [
+        "written without\nx",
+        "the index\ny",
+        "then with it\nz",
+    ]
+
+
+def test_each_run_is_indexed_once_a_continued_one_with_the_history_it_sent(
+    tmp_path: Path,
+) -> None:
+    oma("run", *scripted("first"), "hello there")
+    cid = logged()[0]["conversation_id"]
+    oma("run", "--cid", cid, *scripted("second"), "and again")
+    assert found("hello") == ["hello there", "and again"]  # the history sent holds it too
+    assert found("again") == ["and again"]
+    assert [text for _, text in indexed_rows(tmp_path)] == [
+        "hello there\nfirst",
+        "hello there\nfirst\nand again\nsecond",
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(query=st.text(max_size=20), fts5=st.booleans())
+def test_any_query_text_searches_without_error(query: str, fts5: bool) -> None:
+    import tempfile
+
+    import oma_core.run_log
+
+    previous = oma_core.run_log._FTS5
+    with tempfile.TemporaryDirectory() as directory:
+        log = RunLog(Path(directory) / "logs.db")
+        try:
+            oma_core.run_log._FTS5 = None if fts5 else False
+            row = {"run_id": "r1", "conversation_id": "c1", "datetime_utc": "2026-01-01"}
+            text = [{"role": "user", "content": [{"type": "text", "text": "plain words"}]}]
+            log.write({**row, "provider": "echo", "messages": text, "output": "an answer"})
+            found = log.runs(None, search=query)
+        finally:
+            oma_core.run_log._FTS5 = previous
+    words = query.split()
+    assert len(found) <= 1
+    if words and all(word.lower() in ("plain", "words", "an", "answer") for word in words):
+        assert len(found) == 1
+
+
 def test_logs_refuses_a_negative_count() -> None:
     oma("run", "one")
     result = oma("logs", "-n", "-1")

@@ -238,6 +238,84 @@ def test_a_keys_file_others_can_read_warns_and_its_key_is_used(tmp_path: Path) -
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
 
 
+class HostedPlugin:
+    """A provider with a key variable and a default host (``https://api.hosted.test/v1``)."""
+
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        def factory(settings: ProviderSettings) -> Recorder:
+            SEEN.append(("settings", settings))
+            return Recorder()
+
+        spec = ProviderSpec(
+            "hosted",
+            "Hosted",
+            factory,
+            Capabilities.everything(),
+            default_base_url="https://api.hosted.test/v1",
+            api_key_env="HOSTED_TEST_KEY",
+        )
+        return [spec]
+
+
+def store(*args: str, key: str) -> None:
+    done = CliRunner().invoke(cli, ["keys", "set", *args], input=f"{key}\n")
+    assert done.exit_code == 0, done.output
+
+
+@pytest.mark.parametrize(
+    "base_url", [None, "https://api.hosted.test/v1", "HTTPS://API.Hosted.test:443/other/"]
+)
+def test_the_provider_key_reaches_the_provider_default_host(
+    base_url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HOSTED_TEST_KEY", raising=False)
+    PluginHost.default().register(HostedPlugin(), name="hosted-plugin")
+    store("hosted", key="sk-provider-wide")
+    given = [] if base_url is None else ["--base-url", base_url]
+    result = oma("run", "-p", "hosted", *given, "hi")
+    assert result.exit_code == 0, result.output
+    assert settings().api_key == "sk-provider-wide"
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://api.hosted.test/v1", "https://api.hosted.test:8443/v1", "https://x.test"]
+)
+def test_the_provider_key_never_reaches_another_host_and_a_note_says_why(
+    base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HOSTED_TEST_KEY", raising=False)
+    PluginHost.default().register(HostedPlugin(), name="hosted-plugin")
+    store("hosted", key="sk-provider-wide")
+    result = oma("run", "-p", "hosted", "--base-url", base_url, "hi")
+    assert result.exit_code == 0, result.output
+    assert settings().api_key is None
+    assert "sk-provider-wide" not in result.output
+    assert result.stderr.startswith("note: the key stored for hosted is sent only to its default")
+    assert "oma keys set hosted --base-url " in result.stderr
+
+
+def test_a_key_stored_for_the_host_beats_the_environment_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    PluginHost.default().register(HostedPlugin(), name="hosted-plugin")
+    store("hosted", "--base-url", "http://127.0.0.1:9/v1", key="sk-for-the-host")
+    monkeypatch.setenv("HOSTED_TEST_KEY", "sk-from-env")
+    assert oma("run", "-p", "hosted", "--base-url", "http://127.0.0.1:9/v2", "hi").exit_code == 0
+    assert settings().api_key == "sk-for-the-host"
+
+
+def test_a_keyless_provider_takes_a_key_stored_for_its_host() -> None:
+    store("echo", "--base-url", "http://127.0.0.1:9", key="sk-for-echo-host")
+    assert oma("run", "-p", "recorder", "--base-url", "http://127.0.0.1:9", "hi").exit_code == 0
+    assert settings().api_key is None  # another provider's host key is not this one's
+    SEEN.clear()
+    store("recorder", "--base-url", "http://127.0.0.1:9", key="sk-for-recorder-host")
+    assert oma("run", "-p", "recorder", "--base-url", "http://127.0.0.1:9/v1", "hi").exit_code == 0
+    assert settings().api_key == "sk-for-recorder-host"
+
+
 def test_render_never_shows_a_stored_key() -> None:
     CliRunner().invoke(cli, ["keys", "set", "echo"], input="sk-stored-123\n")
     result = oma("render", "hi")
@@ -400,3 +478,110 @@ def test_extra_body_fields_reach_the_wire_as_body_fields(openai_server: Any) -> 
     (sent,) = openai_server.requests
     assert sent.json["top_k"] == 5 and sent.json["min_p"] == 0.1
     assert "extra_body" not in sent.json
+
+
+# -- a key per host, against two real loopback servers
+
+
+@pytest.fixture
+def two_hosts(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
+    """The oma-openai plugin and two fake Chat Completions services on 127.0.0.1, each
+    taking only its own key; ``$OPENAI_API_KEY`` unset."""
+    oma_openai = pytest.importorskip("oma_openai")
+    monkeypatch.syspath_prepend(str(Path(oma_openai.__file__).parents[1] / "tests"))
+    from fake_openai import FakeChatCompletions
+
+    PluginHost.default().register(oma_openai, name="openai")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with (
+        FakeChatCompletions(api_key="sk-for-one") as one,
+        FakeChatCompletions(api_key="sk-for-two") as two,
+    ):
+        yield one, two
+
+
+def keys_sent(server: Any) -> list[str]:
+    return [request.headers.get("authorization", "") for request in server.requests]
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_each_host_receives_only_the_key_stored_for_it(two_hosts: tuple[Any, Any]) -> None:
+    one, two = two_hosts
+    store("openai", key="sk-provider-wide")
+    store("openai", "--base-url", one.base_url, key="sk-for-one")
+    store("openai", "--base-url", two.base_url, key="sk-for-two")
+    for server in (one, two, one):
+        result = oma("run", "-m", "openai:gpt-4o", "--base-url", server.base_url, "hi")
+        assert result.exit_code == 0, result.output
+    assert keys_sent(one) == ["Bearer sk-for-one"] * 2
+    assert keys_sent(two) == ["Bearer sk-for-two"]
+    continued = oma("run", "-c", "more")  # the logged host, and its key
+    assert continued.exit_code == 0, continued.output
+    assert keys_sent(one) == ["Bearer sk-for-one"] * 3
+    assert len(two.requests) == 1
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_the_provider_wide_key_is_never_sent_to_a_custom_host(two_hosts: tuple[Any, Any]) -> None:
+    one, two = two_hosts
+    store("openai", key="sk-for-one")  # even the very key that host would take
+    result = oma("run", "-m", "openai:gpt-4o", "--base-url", one.base_url, "hi")
+    assert result.exit_code == 2
+    assert one.requests == [] and two.requests == []
+    note, error = result.stderr.splitlines()
+    origin = one.base_url.removesuffix("/v1")
+    assert note == (
+        f"note: the key stored for openai is sent only to its default host, not to {origin}; "
+        f"store one for that host with: oma keys set openai --base-url {origin}"
+    )
+    assert error.startswith("error: OpenAI Chat Completions needs an API key and has none")
+
+
+# -- render: the body a run sends, streaming or not
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(64))
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+@pytest.mark.parametrize("stream", [True, False])
+def test_render_prints_the_body_the_run_sends_byte_for_byte(
+    stream: bool, openai_server: Any, tmp_path: Path
+) -> None:
+    picture = tmp_path / "cat.png"
+    picture.write_bytes(PNG)
+    args = [
+        "-m", "openai:gpt-4o", "--base-url", openai_server.base_url, "-s", "be brief",
+        "-o", "seed", "7", "-o", "temperature", "0.2", "-o", "max_tokens", "50",
+        "what is it?", "-a", str(picture), *([] if stream else ["--no-stream"]),
+    ]  # fmt: skip
+    rendered = oma("render", "--full", *args)
+    assert rendered.exit_code == 0, rendered.output
+    assert rendered.stderr == ""
+    assert openai_server.requests == []  # render sends nothing to the service
+    ran = oma("run", *args)
+    assert ran.exit_code == 0, ran.output
+    (sent,) = openai_server.requests
+    printed = json.dumps(json.loads(sent.body), ensure_ascii=False, indent=2) + "\n"
+    assert rendered.stdout == printed
+    body = json.loads(rendered.stdout)
+    if stream:
+        assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    else:
+        assert "stream" not in body and "stream_options" not in body
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_render_of_a_streaming_run_sends_the_key_nowhere(
+    openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oma_core.cli._capture import PLACEHOLDER_KEY
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-never-sent")
+    monkeypatch.setenv("HTTP_PROXY", openai_server.url)  # a proxy would see the request
+    monkeypatch.setenv("ALL_PROXY", openai_server.url)
+    rendered = oma("render", "-m", "openai:gpt-4o", "hi")
+    assert rendered.exit_code == 0, rendered.output
+    assert json.loads(rendered.stdout)["stream"] is True
+    assert openai_server.requests == []
+    assert "sk-real-never-sent" not in rendered.output and PLACEHOLDER_KEY not in rendered.output

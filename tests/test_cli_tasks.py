@@ -822,11 +822,12 @@ def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 @pytest.fixture
-def keyed(tmp_path: Path) -> dict[str, str]:
+def keyed(openai_server: Any, tmp_path: Path) -> dict[str, str]:
     """The environment of a command with the openai plugin and its own ``$OMA_HOME``, where
-    ``oma keys set openai`` stored ``STORED``."""
+    ``oma keys set openai --base-url`` stored ``STORED`` for the fake's host."""
     env = {"OMA_HOME": str(tmp_path / "home"), "OMA_LOAD_PLUGINS": "openai"}
-    stored = oma("keys", "set", "openai", input=f"{STORED}\n", **env)
+    base = ["--base-url", openai_server.base_url]
+    stored = oma("keys", "set", "openai", *base, input=f"{STORED}\n", **env)
     assert stored.returncode == 0, stored.stderr
     return env
 
@@ -877,7 +878,7 @@ def test_a_team_and_its_coordinator_use_the_stored_key(
 
 
 @pytest.mark.combination  # needs oma-openai: run by `nox -s all`
-def test_the_environment_variable_beats_the_stored_key(
+def test_the_key_stored_for_the_agents_host_beats_the_environment_variable(
     openai_server: Any, keyed: dict[str, str], tmp_path: Path
 ) -> None:
     plan = write(
@@ -885,8 +886,24 @@ def test_the_environment_variable_beats_the_stored_key(
         {"agents": [openai_agent("writer", openai_server)], "tasks": [task("draft", "writer")]},
     )
     result = oma("tasks", plan, OPENAI_API_KEY="sk-from-env", **keyed)
-    assert result.returncode == 1  # the fake takes STORED only: the environment's key was sent
-    assert keys_sent(openai_server) == {"Bearer sk-from-env"}
+    assert result.returncode == 0, result.stderr
+    assert keys_sent(openai_server) == {f"Bearer {STORED}"}
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_the_provider_wide_key_never_reaches_an_agents_custom_host(
+    openai_server: Any, tmp_path: Path
+) -> None:
+    env = {"OMA_HOME": str(tmp_path / "home"), "OMA_LOAD_PLUGINS": "openai"}
+    assert oma("keys", "set", "openai", input=f"{STORED}\n", **env).returncode == 0
+    plan = write(
+        tmp_path / "plan.json",
+        {"agents": [openai_agent("writer", openai_server)], "tasks": [task("draft", "writer")]},
+    )
+    result = oma("tasks", plan, **env)
+    assert result.returncode == 2
+    assert "agent 'writer': OpenAI Chat Completions needs an API key" in result.stderr
+    assert openai_server.requests == []
 
 
 @pytest.mark.combination  # needs oma-openai: run by `nox -s all`

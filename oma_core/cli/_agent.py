@@ -14,9 +14,10 @@ hint for a person, kept out of scripts' and pipes' stderr. ``-p echo`` chooses i
 - ``-o temperature|max_tokens|stop VALUE`` set the portable ``AgentConfig`` fields; any other
   name goes to ``provider_options`` (the provider says which it accepts); a VALUE is JSON
   when it parses as JSON, else the string;
-- the key: ``--api-key``, else the provider's environment variable (read by the plugin),
-  else the key stored with ``oma keys set PROVIDER`` (``_keys.KeyResolver``; the keys file
-  is opened only for a provider that takes a key).
+- the key: ``--api-key``, else the key stored for the provider and the base URL's host,
+  else the provider's environment variable (read by the plugin), else the key stored with
+  ``oma keys set PROVIDER`` when the run talks to the provider's own host
+  (``_keys.KeyResolver``; a note says so when that key was held back from another host).
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def _stderr_is_a_terminal() -> bool:
         return False
 
 
+def _key_in_environment(provider: str, host: PluginHost) -> bool:
+    spec = host.provider_specs().get(provider)
+    return spec is not None and any(os.environ.get(name) for name in spec.key_variables)
+
+
 def parse_value(text: str) -> Any:
     """``-o`` values: JSON when they parse (``0.2``, ``500``, ``["a"]``, ``true``), else text."""
     try:
@@ -141,7 +147,11 @@ def make_agent(
     portable, provider_options = split_options(options.options)
     api_key = options.api_key
     if backend is None:
-        api_key = KeyResolver(host).key(provider, api_key)
+        resolver = KeyResolver(host)
+        api_key = resolver.key(provider, api_key, options.base_url)
+        withheld = None if api_key is not None else resolver.withheld(provider, options.base_url)
+        if withheld is not None and not _key_in_environment(provider, host):
+            note(withheld)
     try:
         config = AgentConfig(
             name="oma",

@@ -45,9 +45,6 @@ def read_json(path: str, max_bytes: int | None = None) -> Any:
     one ``error:`` line. A regular file's size is checked before it is read; anything else (a
     pipe, stdin) is read no further than one byte past ``max_bytes`` (None:
     ``DEFAULT_MAX_JSON_BYTES``; a command that passes it has a ``--max-bytes`` option)."""
-    import os
-    import stat
-
     hint = "" if max_bytes is None else " (--max-bytes SIZE sets it)"
     limit = DEFAULT_MAX_JSON_BYTES if max_bytes is None else max_bytes
 
@@ -56,6 +53,24 @@ def read_json(path: str, max_bytes: int | None = None) -> Any:
 
         Stdin().take()
         return _parse_json(_bounded(sys.stdin.buffer, limit, "stdin", hint), "stdin")
+    check_json_file(path, max_bytes)
+    try:
+        with open(path, "rb") as file:
+            raw = _bounded(file, limit, path, hint)
+    except OSError as exc:
+        usage(f"cannot read {path}: {exc.strerror or exc}")
+    return _parse_json(raw, path)
+
+
+def check_json_file(path: str, max_bytes: int | None = None) -> bool:
+    """Refuse (one ``error:`` line, exit 2) a JSON file ``read_json`` would refuse before
+    reading it: missing, unreadable, a directory, a regular file over the limit. True for a
+    regular file (one that can be read twice), False for anything else (a FIFO, a device)."""
+    import os
+    import stat
+
+    hint = "" if max_bytes is None else " (--max-bytes SIZE sets it)"
+    limit = DEFAULT_MAX_JSON_BYTES if max_bytes is None else max_bytes
     try:
         mode = os.stat(path)
     except FileNotFoundError:
@@ -66,12 +81,7 @@ def read_json(path: str, max_bytes: int | None = None) -> Any:
         usage(f"{path} is a directory, not a JSON file")
     if stat.S_ISREG(mode.st_mode) and mode.st_size > limit:
         usage(f"{path} is {mode.st_size} bytes, past the limit of {limit} bytes{hint}")
-    try:
-        with open(path, "rb") as file:
-            raw = _bounded(file, limit, path, hint)
-    except OSError as exc:
-        usage(f"cannot read {path}: {exc.strerror or exc}")
-    return _parse_json(raw, path)
+    return stat.S_ISREG(mode.st_mode)
 
 
 def _bounded(stream: BinaryIO, max_bytes: int, name: str, hint: str) -> bytes:

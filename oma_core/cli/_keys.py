@@ -1,11 +1,20 @@
 """``oma keys``: API keys stored for the ``oma`` command, and which key a run uses.
 
 Keys live in ``keys.json`` in the user's config directory (``oma keys path``), a JSON object
-of name -> key at mode 0600, kept by ``_keystore.KeyStore`` (one writer at a time, atomic
-writes, a hostile file or directory refused). A run's key is, first to last: ``--api-key``,
-the provider's environment variable (``ProviderSpec.api_key_env``), the stored key of the
-provider's name; ``KeyResolver`` is that rule, for every command that builds agents. A key is
-never printed (but by ``oma keys get``), logged or put in an error.
+of entry -> key at mode 0600, kept by ``_keystore.KeyStore`` (one writer at a time, atomic
+writes, a hostile file or directory refused). An entry is a provider's name (``openai``: its
+key for the provider's own host) or a provider's name and a normalised origin
+(``openai@http://127.0.0.1:8080``: stored with ``oma keys set openai --base-url URL``, its
+key for that host only).
+
+A run's key (``KeyResolver``, the one rule for every command that builds agents), first to
+last: ``--api-key``; the key stored for the provider and the origin the run talks to; the
+provider's environment variable (``ProviderSpec.api_key_env``, read by the plugin); the
+provider's own stored key, only when the run talks to the provider's default host (no base
+URL, or one of the origin of ``ProviderSpec.default_base_url``). A provider-wide key is
+never sent to another host: a custom base URL (``--base-url``, or one ``-c`` reuses) gets a
+key stored for its origin, or none. A key is never printed (but by ``oma keys get``), logged
+or put in an error.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ._exits import command_guard, stdin_is_piped, usage
-from ._keystore import KeyStore
+from ._keystore import KeysFileError, KeyStore
 from ._paths import keys_path
 
 if TYPE_CHECKING:
@@ -27,12 +36,10 @@ if TYPE_CHECKING:
 
 class KeyResolver:
     """Which key each agent of one command runs with: the one rule for ``oma run``, ``oma
-    tasks`` and ``oma team``.
+    tasks`` and ``oma team`` (the module docstring says it).
 
-    First to last: the key given (``--api-key``, or ``api_key`` in an agents file); None when
-    one of the provider's environment variables is set (the plugin reads it); the key stored
-    under the provider's name. The keys file is read at most once, and only for a provider
-    that takes a key (an echo run never opens it); a file others can read gives a warning
+    The keys file is read at most once, and only for a provider that takes a key or a run
+    given a base URL (an echo run never opens it); a file others can read gives a warning
     with the fix, and its key is used; a file others can write is refused.
     """
 
@@ -41,20 +48,110 @@ class KeyResolver:
         self._store = store or KeyStore.default()
         self._keys: dict[str, str] | None = None
 
-    def key(self, provider: str | None, given: str | None = None) -> str | None:
+    def key(
+        self, provider: str | None, given: str | None = None, base_url: str | None = None
+    ) -> str | None:
+        """The key to run ``provider`` against ``base_url`` (None: its default host) with;
+        None leaves it to the plugin (its environment variable, or no key)."""
         if given is not None:
             return given
         spec = self._host.provider_specs().get(provider) if provider else None
-        if spec is None or not (spec.requires_api_key or spec.key_variables):
+        if spec is None:
             return None
-        if any(os.environ.get(variable) for variable in spec.key_variables):
+        takes_key = spec.requires_api_key or bool(spec.key_variables)
+        if not takes_key and base_url is None:
             return None
-        return self._stored().get(spec.name)
+        where = origin(base_url or spec.default_base_url)
+        if where is not None:
+            stored = self._stored(strict=takes_key).get(host_entry(spec.name, where))
+            if stored is not None:
+                return stored
+        if not takes_key or any(os.environ.get(variable) for variable in spec.key_variables):
+            return None
+        if self.default_host(spec.name, base_url):
+            return self._stored().get(spec.name)
+        return None
 
-    def _stored(self) -> dict[str, str]:
+    def withheld(self, provider: str, base_url: str | None) -> str | None:
+        """Why a run of ``provider`` against a custom ``base_url`` got no stored key although
+        the provider has one (a note for the user), or None."""
+        if base_url is None or self.default_host(provider, base_url):
+            return None
+        if provider not in self._stored(strict=False):
+            return None
+        where = origin(base_url) or base_url
+        return (
+            f"the key stored for {provider} is sent only to its default host, not to {where}; "
+            f"store one for that host with: oma keys set {provider} --base-url {where}"
+        )
+
+    def default_host(self, provider: str, base_url: str | None) -> bool:
+        """Whether a run of ``provider`` against ``base_url`` talks to the provider's own
+        host (no base URL, or one of the origin of its ``default_base_url``)."""
+        if base_url is None:
+            return True
+        spec = self._host.provider_specs().get(provider)
+        default = origin(spec.default_base_url) if spec is not None else None
+        return default is not None and origin(base_url) == default
+
+    def _stored(self, strict: bool = True) -> dict[str, str]:
+        """The stored keys; a store that cannot be trusted is an error when ``strict`` (the
+        run needs a key) and no keys otherwise (a keyless run is never blocked by it)."""
         if self._keys is None:
-            self._keys = read_keys(self._store)
+            try:
+                self._keys = read_keys(self._store)
+            except KeysFileError:
+                if strict:
+                    raise
+                return {}
         return self._keys
+
+
+#: The port a scheme uses when a URL names none (dropped from an origin).
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin(url: str | None) -> str | None:
+    """``url``'s normalised origin, ``scheme://host[:port]`` (lower case, the scheme's
+    default port dropped, no user info, path or query), or None when it has none: the unit a
+    stored key is bound to, as a browser binds credentials."""
+    from urllib.parse import urlsplit
+
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme, host = parts.scheme.lower(), parts.hostname
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    shown_port = "" if port is None or port == _DEFAULT_PORTS[scheme] else f":{port}"
+    return f"{scheme}://{host}{shown_port}"
+
+
+def host_entry(provider: str, where: str) -> str:
+    """The keys file's entry for ``provider``'s key at origin ``where``."""
+    return f"{provider}@{where}"
+
+
+def _entry(name: str, base_url: str | None) -> str:
+    """The entry ``oma keys set/get/remove NAME [--base-url URL]`` means."""
+    if base_url is None:
+        return name
+    where = origin(base_url)
+    if where is None:
+        usage(f"--base-url {base_url!r} is not an http:// or https:// URL with a host")
+    return host_entry(name, where)
+
+
+def _shown(entry: str) -> str:
+    """An entry as ``oma keys`` names it: ``openai``, or ``openai`` and its host."""
+    name, at, where = entry.partition("@")
+    return f"{name} {where}" if at else name
 
 
 def read_keys(store: KeyStore) -> dict[str, str]:
@@ -103,13 +200,25 @@ def keys() -> None:
     """Store API keys for providers (names only are ever shown)."""
 
 
+_BASE_URL = click.option(
+    "--base-url",
+    metavar="URL",
+    help="The key for this host only (its origin: scheme, host and port).",
+)
+
+
 @keys.command("set")
 @click.argument("name")
+@_BASE_URL
 @click.option("--force", is_flag=True, help="Store it even when no installed provider has NAME.")
 @command_guard
-def keys_set(name: str, force: bool) -> None:
-    """Store the key for NAME (a provider name, e.g. openai): typed hidden, or piped."""
+def keys_set(name: str, base_url: str | None, force: bool) -> None:
+    """Store the key for NAME (a provider name, e.g. openai): typed hidden, or piped.
+
+    Without --base-url the key is sent only to the provider's own host; with it, only to
+    that URL's host."""
     _check_name(name, force)
+    entry = _entry(name, base_url)
     if stdin_is_piped():
         value = sys.stdin.readline().strip()
     else:
@@ -120,27 +229,30 @@ def keys_set(name: str, force: bool) -> None:
     if not value:
         usage("no key given")
     store = KeyStore.default()
-    store.set(name, value)
-    click.echo(f"stored the key for {name} in {store.path}", err=True)
+    store.set(entry, value)
+    click.echo(f"stored the key for {_shown(entry)} in {store.path}", err=True)
 
 
 @keys.command("get")
 @click.argument("name")
+@_BASE_URL
 @command_guard
-def keys_get(name: str) -> None:
+def keys_get(name: str, base_url: str | None) -> None:
     """Print the stored key for NAME on stdout (for scripts: KEY=$(oma keys get openai))."""
+    entry = _entry(name, base_url)
     stored = read_keys(KeyStore.default())
-    if name not in stored:
-        usage(f"no key is stored for {name}")
-    click.echo(stored[name])
+    if entry not in stored:
+        usage(f"no key is stored for {_shown(entry)}")
+    click.echo(stored[entry])
 
 
 @keys.command("list")
 @command_guard
 def keys_list() -> None:
-    """Print the names of the stored keys, one per line."""
-    for name in sorted(read_keys(KeyStore.default())):
-        click.echo(name)
+    """Print the stored keys' names, one per line: a provider's name (its own host), or a
+    provider's name and the host its key is for."""
+    for entry in sorted(read_keys(KeyStore.default())):
+        click.echo(_shown(entry))
 
 
 @keys.command("path")
@@ -151,9 +263,11 @@ def keys_path_command() -> None:
 
 @keys.command("remove")
 @click.argument("name")
+@_BASE_URL
 @command_guard
-def keys_remove(name: str) -> None:
-    """Forget the stored key for NAME."""
-    if not KeyStore.default().remove(name):
-        usage(f"no key is stored for {name}")
-    click.echo(f"removed the key for {name}", err=True)
+def keys_remove(name: str, base_url: str | None) -> None:
+    """Forget the stored key for NAME (for one host with --base-url)."""
+    entry = _entry(name, base_url)
+    if not KeyStore.default().remove(entry):
+        usage(f"no key is stored for {_shown(entry)}")
+    click.echo(f"removed the key for {_shown(entry)}", err=True)

@@ -208,8 +208,9 @@ def stem(path: str) -> str:
 
 def with_keys(team: Team, coordinator: AgentConfig | None) -> tuple[Team, AgentConfig | None]:
     """The team and coordinator with each agent's key, found as ``oma run`` finds one
-    (``KeyResolver``: the agents file's ``api_key``, the provider's environment variable, the
-    key stored with ``oma keys set``). A keys file that cannot be trusted ends it here."""
+    (``KeyResolver``: the agents file's ``api_key``, the key stored for the agent's
+    ``base_url``, the provider's environment variable, the provider's stored key for its own
+    host only). A keys file that cannot be trusted ends it here."""
     from ..errors import UsageError
     from ..plugins import PluginHost
     from ._keys import KeyResolver
@@ -221,7 +222,8 @@ def with_keys(team: Team, coordinator: AgentConfig | None) -> tuple[Team, AgentC
         provider = _provider_of(config, host)
         if provider is None:
             return config
-        return attrs.evolve(config, api_key=resolver.key(provider, config.api_key))
+        key = resolver.key(provider, config.api_key, config.base_url)
+        return attrs.evolve(config, api_key=key)
 
     try:
         agents = [keyed(config) for config in team.agents]

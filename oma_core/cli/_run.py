@@ -17,6 +17,7 @@ from ._exits import (
     explained,
     fail,
     missing_model,
+    note,
     progress_reporter,
     usage,
     usage_text,
@@ -24,6 +25,7 @@ from ._exits import (
 from ._inputs import (
     MediaOptions,
     build_input,
+    check_json_file,
     continue_options,
     conversation_of,
     input_options,
@@ -36,6 +38,7 @@ from ._templates import template_options
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..plugins import PluginHost
+    from ..providers import ProviderRequest
     from ..results import RunResult
     from ..settings import RunSettings
 
@@ -288,7 +291,17 @@ def validate(file: str | None, messages_file: str | None, max_bytes: str) -> Non
     from ..validation import load_messages
 
     path = _conversation_file(file, messages_file)
-    data = conversation_of(read_json(path, _size(max_bytes)))
+    limit = _size(max_bytes)
+    if path != "-" and check_json_file(path, limit):
+        from ._validate import described_messages
+
+        described = described_messages(path)  # a valid file, read streaming
+        if described is not None:
+            for index, line in enumerate(described):
+                click.echo(f"messages[{index}] {line}")
+            click.echo(f"valid: {len(described)} message{'s' if len(described) != 1 else ''}")
+            return
+    data = conversation_of(read_json(path, limit))  # its error, said the whole-file way
     try:
         messages = load_messages(data)
     except OmaError as exc:
@@ -326,6 +339,7 @@ def _not_a_file_name(prompt: str | None, messages_file: str | None) -> None:
     "--schema", default=None, metavar="SCHEMA", help="As for `oma run`: show the body with it."
 )
 @click.option("--schema-multi", is_flag=True, help="With --schema: a list of them.")
+@click.option("--no-stream", is_flag=True, help="The body of `oma run --no-stream` (Agent.run).")
 @command_guard
 def render(
     prompt: str | None,
@@ -335,9 +349,11 @@ def render(
     full: bool,
     schema: str | None,
     schema_multi: bool,
+    no_stream: bool,
 ) -> None:
     """Print the JSON body a provider would send for this input (the arguments of `oma run`:
-    PROMPT is text, --messages FILE a conversation, --schema the output); send nothing."""
+    PROMPT is text, --messages FILE a conversation, --schema the output); send nothing. The
+    body is the one `oma run` sends: a streaming one, unless --no-stream."""
     from ..plugins import PluginHost
     from ..settings import RunSettings
 
@@ -347,12 +363,36 @@ def render(
     run_input = build_input(prompt, media, messages_file, provider_limits=False)
     agent = make_agent(agent_options, host)
     settings = RunSettings(output_type=output_type)
-    body = asyncio.run(_render(agent, run_input, host, settings))
+    body = asyncio.run(_render(agent, run_input, host, settings, stream=not no_stream))
     click.echo(json.dumps(body if full else shorten(body), ensure_ascii=False, indent=2))
 
 
+async def _streaming_body(
+    agent: Agent, request: ProviderRequest, host: PluginHost, body: dict[str, Any]
+) -> dict[str, Any]:
+    """The body a streaming run sends (``_capture``), where the provider streams; else
+    ``body`` (``render()``'s), with a note when a provider that talks HTTP sent nothing (one
+    that does not, such as echo, has no other body to show)."""
+    from ._capture import streamed_body
+
+    if not callable(getattr(agent.provider(), "stream", None)):
+        return body
+    streamed = await streamed_body(agent, request, host)
+    if streamed is not None:
+        return streamed
+    spec = host.provider_spec(agent.config.provider)
+    if agent.config.base_url or spec.default_base_url:  # it talks HTTP, yet sent nothing
+        note("the provider's streaming body could not be captured: this is --no-stream's")
+    return body
+
+
 async def _render(
-    agent: Agent, run_input: str | list[Any], host: PluginHost, settings: RunSettings
+    agent: Agent,
+    run_input: str | list[Any],
+    host: PluginHost,
+    settings: RunSettings,
+    *,
+    stream: bool = False,
 ) -> dict[str, Any]:
     from ..errors import OmaError
 
@@ -373,6 +413,8 @@ async def _render(
             if no_model is not None:
                 usage(no_model)
             raise
+        if stream:
+            body = await _streaming_body(agent, request, host, body)
         return body
     finally:
         await agent.aclose()

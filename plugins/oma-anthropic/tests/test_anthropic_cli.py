@@ -64,7 +64,7 @@ def test_oma_render_full_is_the_body_received_byte_for_byte(
     args = ["-p", "anthropic", "-m", "claude-test", "--system", "Be brief ✓", "--image"]
     args += [str(picture), "--base-url", server.url, "--api-key", "test-key", "describé \u2603"]
     runner = CliRunner()
-    rendered = runner.invoke(cli, ["render", "--full", *args])
+    rendered = runner.invoke(cli, ["render", "--full", "--no-stream", *args])
     assert rendered.exit_code == 0, rendered.output
     assert server.requests == []  # render sends nothing
     ran = runner.invoke(cli, ["run", "--no-stream", *args])

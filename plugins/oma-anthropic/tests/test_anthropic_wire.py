@@ -170,7 +170,7 @@ def test_loading_the_plugin_imports_no_sdk() -> None:
 def test_oma_render_prints_the_body_that_reaches_the_wire(server: FakeAnthropic) -> None:
     from oma_core import Agent, AgentConfig
 
-    argv = ["render", "--provider", "anthropic", "--model", "claude-test", "--system", "s", "hi"]
+    argv = ["render", "--no-stream", "-p", "anthropic", "-m", "claude-test", "--system", "s", "hi"]
     code = f"from oma_core.cli import main; main({argv!r})"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr

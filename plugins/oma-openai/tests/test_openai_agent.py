@@ -138,7 +138,8 @@ def test_cli_render_full_equals_the_body_sent(tmp_path: Path) -> None:
     ]
     with FakeChatCompletions() as server:
         runner = CliRunner()
-        rendered = runner.invoke(cli, ["render", "--full", "--base-url", server.base_url, *args])  # type: ignore[attr-defined]
+        render = ["render", "--full", "--no-stream", "--base-url", server.base_url]
+        rendered = runner.invoke(cli, [*render, *args])  # type: ignore[attr-defined]
         assert rendered.exit_code == 0, rendered.output
         ran = runner.invoke(cli, ["run", "--no-stream", "--base-url", server.base_url, *args])  # type: ignore[attr-defined]
         assert ran.exit_code == 0, ran.output

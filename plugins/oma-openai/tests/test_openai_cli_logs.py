@@ -74,9 +74,12 @@ def default_host() -> Iterator[tuple[FakeChatCompletions, dict[str, str]]]:
 
 
 @pytest.fixture
-def stored_key(home: Path) -> None:
-    done = oma(home, "keys", "set", "openai", input=f"{API_KEY}\n".encode())
-    assert done.returncode == 0, done.stderr
+def stored_key(home: Path, server: FakeChatCompletions) -> None:
+    """``API_KEY`` stored for the provider's own host and for the fake's (a provider-wide
+    key is never sent to another host)."""
+    for where in ([], ["--base-url", server.base_url]):
+        done = oma(home, "keys", "set", "openai", *where, input=f"{API_KEY}\n".encode())
+        assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.usefixtures("stored_key")
@@ -214,6 +217,7 @@ def test_a_connection_error_names_the_host_never_the_key(home: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
+    oma(home, "keys", "set", "openai", "--base-url", url, input=f"{API_KEY}\n".encode())
     done = oma(home, "run", "-m", "openai:gpt-4o", "--base-url", url, "hi")
     assert done.returncode == 1
     last = done.stderr.splitlines()[-1]
