@@ -7,6 +7,8 @@ imports the SDK; replies are read by attribute, so the SDK's models and plain ob
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import json
 from collections.abc import Iterable, Mapping
@@ -15,6 +17,7 @@ from typing import Any
 from oma_core import (
     Base64Source,
     ContentBlock,
+    DocumentBlock,
     FilePart,
     ImageBlock,
     LLMMessage,
@@ -132,6 +135,8 @@ def _block(block: ContentBlock) -> dict[str, Any]:
         return {"type": "text", "text": block.text}
     if isinstance(block, ImageBlock):
         return {"type": "image", "source": _source(block.source)}
+    if isinstance(block, DocumentBlock):
+        return _document(block)
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": plain(block.input)}
     if isinstance(block, ToolResultBlock):
@@ -153,7 +158,8 @@ def _block(block: ContentBlock) -> dict[str, Any]:
                 DISPLAY_NAME, "reasoning", "a thinking block needs its signature"
             )
         return {"type": "thinking", "thinking": block.text, "signature": block.signature}
-    # The core's capability check refuses everything else (video) before render is called.
+    # The core's capability check refuses everything else (video, audio) before render is
+    # called.
     raise UnsupportedContentBlockError(DISPLAY_NAME, block.type, "not supported")
 
 
@@ -163,6 +169,39 @@ def _part(part: TextBlock | ImageBlock | FilePart) -> dict[str, Any]:
     if isinstance(part, ImageBlock):
         return {"type": "image", "source": _source(part.source)}
     return {"type": "document", "source": _source(part.source), "title": part.filename}
+
+
+def _document(block: DocumentBlock) -> dict[str, Any]:
+    """A ``document`` block: a PDF as a base64 or URL source, text as the API's plain-text
+    source holding the decoded text (``text/plain``, the one text type the API documents, for
+    every ``text/*`` type: markdown, CSV... are plain text to it). ``title`` is the filename;
+    citations are left off (not sent)."""
+    source = block.source
+    if isinstance(source, Base64Source) and source.media_type.startswith("text/"):
+        wire: dict[str, Any] = {
+            "type": "text",
+            "media_type": "text/plain",
+            "data": _utf8_text(source.data),
+        }
+    else:
+        wire = _source(source)
+    document: dict[str, Any] = {"type": "document", "source": wire}
+    if block.filename is not None:
+        document["title"] = block.filename
+    return document
+
+
+def _utf8_text(data: str) -> str:
+    """The text a text document's base64 holds; one that is not UTF-8 is refused before any
+    request (the API takes the text itself, so the bytes must be text)."""
+    text: str | None = None
+    with contextlib.suppress(binascii.Error, UnicodeDecodeError):  # raised below, unchained
+        text = base64.b64decode(data, validate=True).decode("utf-8")
+    if text is None:
+        raise UnsupportedContentBlockError(
+            DISPLAY_NAME, "document", "a text document must hold UTF-8 text"
+        )
+    return text
 
 
 def _source(source: MediaSource) -> dict[str, Any]:

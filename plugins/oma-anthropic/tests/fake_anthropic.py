@@ -13,10 +13,12 @@ Faults come from the kit (``oma_core.testing``): ``HTTPError(429, retry_after=1)
 
 The checks are the documented rules, not whatever the plugin sends: required ``model``,
 ``max_tokens`` and non-empty ``messages``; roles; images (JPEG, PNG, GIF, WebP whose bytes match
-the declared type) in user turns and tool results only; ``tool_use`` in assistant turns and
-``tool_result`` in user turns, each result answering a ``tool_use`` of the previous assistant
-turn and coming before any other block of its turn; thinking blocks with a signature; no
-unknown block types (so no ``video``); no unknown top-level fields.
+the declared type) in user turns and tool results only; documents (a base64 PDF that starts
+``%PDF-``, an http(s) URL, or a ``text/plain`` text source holding a string) likewise;
+``tool_use`` in assistant turns and ``tool_result`` in user turns, each result answering a
+``tool_use`` of the previous assistant turn and coming before any other block of its turn;
+thinking blocks with a signature; no unknown block types (so no ``video`` or ``audio``); no
+unknown top-level fields.
 """
 
 from __future__ import annotations
@@ -443,6 +445,9 @@ def _check_block(block: Any, role: str, where: str) -> str:
         if role != "user":
             raise _Refused(f"{where}: document content blocks are only allowed in user messages")
         _fields(block, where, {"source"}, {"title", "context", "citations", "cache_control"})
+        for name in ("title", "context"):
+            if not isinstance(block.get(name, ""), str | None):
+                raise _Refused(f"{where}.{name}: Input should be a valid string")
         _check_document_source(block["source"], f"{where}.source")
     elif kind == "tool_use":
         if role != "assistant":
@@ -531,9 +536,15 @@ def _check_document_source(source: Any, where: str) -> None:
     kind = source.get("type")
     if kind == "url":
         _fields(source, where, {"url"}, set())
+        if not re.match(r"^https?://", str(source["url"])):
+            raise _Refused(f"{where}.url: Only HTTP(S) URLs are supported")
         return
     if kind == "text":
         _fields(source, where, {"media_type", "data"}, set())
+        if source["media_type"] != "text/plain":
+            raise _Refused(f"{where}.media_type: Input should be 'text/plain'")
+        if not isinstance(source["data"], str):
+            raise _Refused(f"{where}.data: Input should be a valid string")
         return
     if kind != "base64":
         raise _Refused(f"{where}.type: Input tag '{kind}' does not match 'base64', 'text', 'url'")

@@ -94,3 +94,53 @@ def test_oma_render_refuses_video_before_anything(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2  # refused before any request: a usage error
     assert 'Anthropic Messages cannot represent the "video" content block' in result.output
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_oma_run_attach_report_pdf_reaches_the_service_as_a_base64_document(
+    server: FakeAnthropic, streaming: bool
+) -> None:
+    report = EXAMPLES / "report.pdf"
+    args = ["-p", "anthropic", "-m", "claude-test", "--base-url", server.url]
+    args += ["--api-key", "test-key", "-a", str(report), "Summarise the report."]
+    rendered = CliRunner().invoke(cli, ["render", "--full", *args])
+    assert rendered.exit_code == 0, rendered.output
+    ran = CliRunner().invoke(cli, ["run", *([] if streaming else ["--no-stream"]), *args])
+    assert ran.exit_code == 0, ran.output
+    [request] = server.requests
+    body = json.loads(rendered.output)
+    assert body["messages"][0]["content"][1] == {
+        "type": "document",
+        "source": {
+            "type": "base64",
+            "media_type": "application/pdf",
+            "data": base64.b64encode(report.read_bytes()).decode(),
+        },
+        "title": "report.pdf",
+    }
+    if streaming:
+        assert request.json == {**body, "stream": True}
+    else:  # byte for byte what render showed
+        assert request.body == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_oma_run_attach_memo_md_reaches_the_service_as_plain_text(server: FakeAnthropic) -> None:
+    memo = EXAMPLES / "memo.md"
+    args = ["run", "-p", "anthropic", "--base-url", server.url, "--api-key", "test-key"]
+    result = CliRunner().invoke(cli, [*args, "-a", str(memo), "What ships on Friday?"])
+    assert result.exit_code == 0, result.output
+    assert server.requests[0].json["messages"][0]["content"][1] == {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": memo.read_text("utf-8")},
+        "title": "memo.md",
+    }
+
+
+def test_oma_render_refuses_audio_before_anything() -> None:
+    voice = EXAMPLES / "voice.wav"
+    result = CliRunner().invoke(cli, ["render", "-p", "anthropic", "-a", str(voice), "x"])
+    assert result.exit_code == 2
+    assert 'Anthropic Messages cannot represent the "audio" content block' in result.output

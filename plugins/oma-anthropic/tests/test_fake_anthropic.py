@@ -112,6 +112,60 @@ def test_invalid_base64_is_refused(server: FakeAnthropic) -> None:
     assert_refused(post(server, body(user(bad))), "invalid base64")
 
 
+def document(source: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"type": "document", "source": source, **fields}
+
+
+PDF = {
+    "type": "base64",
+    "media_type": "application/pdf",
+    "data": base64.b64encode(b"%PDF-1.4\n%%EOF\n").decode(),
+}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        PDF,
+        {"type": "url", "url": "https://example.com/report.pdf"},
+        {"type": "text", "media_type": "text/plain", "data": "Ship on Friday."},
+    ],
+    ids=["base64-pdf", "url", "text"],
+)
+def test_the_documented_document_sources_are_accepted(
+    server: FakeAnthropic, source: dict[str, Any]
+) -> None:
+    reply = post(server, body(user(document(source, title="report"), TEXT)))
+    assert reply.status_code == 200, reply.text
+
+
+@pytest.mark.parametrize(
+    ("source", "fragment"),
+    [
+        ({"type": "text", "media_type": "text/markdown", "data": "# x"}, "'text/plain'"),
+        ({"type": "text", "media_type": "text/plain", "data": 3}, "valid string"),
+        ({**PDF, "media_type": "text/plain"}, "'application/pdf'"),
+        ({**PDF, "data": base64.b64encode(b"not a pdf").decode()}, "PDF specified was not valid"),
+        ({"type": "url", "url": "ftp://example.com/r.pdf"}, "Only HTTP(S) URLs"),
+    ],
+    ids=["text-markdown", "text-not-a-string", "base64-not-pdf-type", "not-pdf-bytes", "ftp"],
+)
+def test_a_malformed_document_source_is_refused(
+    server: FakeAnthropic, source: dict[str, Any], fragment: str
+) -> None:
+    assert_refused(post(server, body(user(document(source)))), fragment)
+
+
+def test_a_document_in_an_assistant_turn_is_refused(server: FakeAnthropic) -> None:
+    reply = post(server, body(user(TEXT), assistant(document(PDF)), user(TEXT)))
+    assert_refused(reply, "only allowed in user messages")
+
+
+def test_an_audio_block_is_refused(server: FakeAnthropic) -> None:
+    audio = {"type": "audio", "source": {"type": "url", "url": "https://e.com/a.wav"}}
+    assert_refused(post(server, body(user(audio))), "Input tag 'audio'")
+
+
 def test_tool_result_without_a_matching_tool_use_is_refused(server: FakeAnthropic) -> None:
     reply = post(server, body(user(TEXT), assistant(TEXT), user(RESULT)))
     assert_refused(reply, "must have a corresponding `tool_use` block")

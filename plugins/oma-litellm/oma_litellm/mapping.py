@@ -15,10 +15,14 @@ agent has tools of its own).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
+from oma_core import AudioBlock, DocumentBlock
 from oma_core.toolkit import (
     Base64Source,
     ImageBlock,
@@ -29,8 +33,11 @@ from oma_core.toolkit import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    UnsupportedContentBlockError,
     chat_tools,
 )
+
+from .capabilities import AUDIO_FORMATS, DISPLAY_NAME
 
 __all__ = ["build_body", "split_model", "strict_ready"]
 
@@ -146,9 +153,17 @@ def _messages(message: LLMMessage) -> list[dict[str, Any]]:
     return [*results, {"role": "user", "content": parts}]
 
 
+#: The ``filename`` a PDF without one is sent with (OpenAI's ``file`` part requires one).
+DEFAULT_PDF_NAME = "document.pdf"
+
+
 def _part(block: Any) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
+    if isinstance(block, DocumentBlock):
+        return _document_part(block)
+    if isinstance(block, AudioBlock):
+        return _audio_part(block)
     assert isinstance(block, ImageBlock)  # the core checked the capabilities
     source = block.source
     if isinstance(source, Base64Source):
@@ -159,6 +174,40 @@ def _part(block: Any) -> dict[str, Any]:
     if block.detail is not None:
         image["detail"] = block.detail
     return {"type": "image_url", "image_url": image}
+
+
+def _document_part(block: DocumentBlock) -> dict[str, Any]:
+    """A PDF as OpenAI's ``file`` part (a data URL; ``filename`` required); a text document
+    as a text part framed with its name and type, as oma-openai sends it."""
+    source = block.source
+    assert isinstance(source, Base64Source)  # the core checked the capabilities
+    if source.media_type.startswith("text/"):
+        named = f" id={json.dumps(block.filename, ensure_ascii=False)}" if block.filename else ""
+        kind = json.dumps(source.media_type)
+        text = _utf8_text(source.data)
+        framed = f"-----BEGIN FILE{named} type={kind}-----\n{text}\n-----END FILE{named}-----"
+        return {"type": "text", "text": framed}
+    data_url = f"data:{source.media_type};base64,{source.data}"
+    filename = block.filename or DEFAULT_PDF_NAME
+    return {"type": "file", "file": {"filename": filename, "file_data": data_url}}
+
+
+def _utf8_text(data: str) -> str:
+    text: str | None = None
+    with contextlib.suppress(binascii.Error, UnicodeDecodeError):  # raised below, unchained
+        text = base64.b64decode(data, validate=True).decode("utf-8")
+    if text is None:
+        raise UnsupportedContentBlockError(
+            DISPLAY_NAME, "document", "a text document must hold UTF-8 text"
+        )
+    return text
+
+
+def _audio_part(block: AudioBlock) -> dict[str, Any]:
+    source = block.source
+    assert isinstance(source, Base64Source)  # the core checked the capabilities
+    audio = {"data": source.data, "format": AUDIO_FORMATS[source.media_type]}
+    return {"type": "input_audio", "input_audio": audio}
 
 
 def _result_text(block: ToolResultBlock) -> str:

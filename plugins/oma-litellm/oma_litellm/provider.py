@@ -26,6 +26,7 @@ import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from oma_core import AudioBlock, DocumentBlock
 from oma_core.toolkit import (
     DEFAULT_IDLE_TIMEOUT,
     LLMMessage,
@@ -42,11 +43,12 @@ from oma_core.toolkit import (
     ToolCall,
     ToolCallAssembler,
     ToolUseBlock,
+    UnsupportedContentBlockError,
     Usage,
     guard_hooks,
 )
 
-from .capabilities import CAPABILITIES, DISPLAY_NAME
+from .capabilities import CAPABILITIES, DISPLAY_NAME, PDF_TYPES
 from .errors import malformed, map_error
 from .mapping import build_body, split_model
 
@@ -184,7 +186,30 @@ class LiteLLMProvider:
 
     # -- helpers
 
+    def _model_takes(self, request: ProviderRequest) -> None:
+        """Refuse, before any request, a PDF or audio block for a model LiteLLM's model map
+        does not say takes it (``supports_pdf_input``, ``supports_audio_input``: False for a
+        model the map does not know; ``litellm.register_model`` adds one)."""
+        needs = {
+            ("document", "PDF input", "supports_pdf_input")
+            if isinstance(block, DocumentBlock)
+            else ("audio", "audio input", "supports_audio_input")
+            for message in request.messages
+            for block in message.content
+            if isinstance(block, AudioBlock)
+            or (isinstance(block, DocumentBlock) and block.source.media_type in PDF_TYPES)
+        }
+        for block_type, what, helper in sorted(needs):
+            if not getattr(self._litellm, helper)(model=request.model):
+                raise UnsupportedContentBlockError(
+                    DISPLAY_NAME,
+                    block_type,
+                    f"LiteLLM's model map does not list {request.model} as taking {what} "
+                    f"({helper}); register the model with litellm.register_model if it does",
+                )
+
     def _kwargs(self, request: ProviderRequest) -> dict[str, Any]:
+        self._model_takes(request)
         route, _ = split_model(request.model)
         options = self._settings.options
         kwargs: dict[str, Any] = {

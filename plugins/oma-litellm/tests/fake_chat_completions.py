@@ -13,8 +13,9 @@ Azure's ``.../deployments/{deployment}/completions``) answers a ``prompt`` with 
 reply's text.
 
 It refuses what the service refuses: unknown top-level fields, a missing model, an empty
-message list, unknown roles, content parts other than ``text`` and ``image_url`` (so no
-video), image URLs that are neither ``http(s)`` nor a base64 ``data:`` URL of an image type,
+message list, unknown roles, content parts other than ``text``, ``image_url``, ``file`` (a
+base64 PDF data URL with its ``filename``) and ``input_audio`` (raw base64, ``wav`` or ``mp3``)
+(so no video), image URLs that are neither ``http(s)`` nor a base64 ``data:`` URL of an image type,
 and a ``tool`` message that answers no ``tool_calls`` id of an earlier assistant turn.
 """
 
@@ -297,9 +298,16 @@ class FakeChatCompletions(FakeServer):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
             return
+        if kind == "file" and role == "user":
+            self._check_file(part.get("file"), where)
+            return
+        if kind == "input_audio" and role == "user":
+            self._check_audio(part.get("input_audio"), where)
+            return
         if kind != "image_url" or role != "user":
             raise _Refused(
-                f"Invalid value: '{kind}'. Supported values are: 'text' and 'image_url' ({where})."
+                f"Invalid value: '{kind}'. Supported values are: 'text', 'image_url', "
+                f"'input_audio' and 'file' ({where})."
             )
         url = str(part.get("image_url", {}).get("url", ""))
         if url.startswith(("http://", "https://")):
@@ -311,3 +319,28 @@ class FakeChatCompletions(FakeServer):
             base64.b64decode(match.group(2), validate=True)
         except binascii.Error:
             raise _Refused(f"Invalid base64 image data ({where}).") from None
+
+    def _check_file(self, file: Any, where: str) -> None:
+        """OpenAI's file input: a PDF as a base64 data URL, with its filename."""
+        if not isinstance(file, dict) or not isinstance(file.get("filename"), str):
+            raise _Refused(f"Missing required parameter: 'file.filename' ({where}).")
+        data = str(file.get("file_data", ""))
+        if not data.startswith("data:application/pdf;base64,") or not _is_base64(
+            data.partition(",")[2]
+        ):
+            raise _Refused(f"Invalid file data: only base64 PDF data URLs ({where}).")
+
+    def _check_audio(self, audio: Any, where: str) -> None:
+        """OpenAI's audio input: raw base64 and a format, "wav" or "mp3"."""
+        if not isinstance(audio, dict) or audio.get("format") not in ("wav", "mp3"):
+            raise _Refused(f"Invalid 'input_audio.format': expected 'wav' or 'mp3' ({where}).")
+        if not _is_base64(str(audio.get("data", ""))):
+            raise _Refused(f"Invalid 'input_audio.data': expected base64 ({where}).")
+
+
+def _is_base64(data: str) -> bool:
+    try:
+        base64.b64decode(data, validate=True)
+    except binascii.Error:
+        return False
+    return bool(data)

@@ -7,12 +7,17 @@ through attributes, so the SDK's response models and plain namespaces both work.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from oma_core import (
+    AudioBlock,
     Base64Source,
+    DocumentBlock,
     FilePart,
     ImageBlock,
     LLMMessage,
@@ -27,7 +32,7 @@ from oma_core import (
 )
 from oma_core.toolkit import OutputRequest, ProviderRequest, malformed_response
 
-from .presets import Preset
+from .presets import AUDIO_FORMATS, Preset
 from .strict import strict_schema
 
 __all__ = ["content_blocks", "media_note", "parse_arguments", "request_body", "tool_input"]
@@ -200,6 +205,10 @@ def _user(message: LLMMessage, preset: Preset) -> list[dict[str, Any]]:
             parts.append(_image_part(block))
         elif isinstance(block, VideoBlock):
             parts.append({"type": "video_url", "video_url": {"url": _url(block.source)}})
+        elif isinstance(block, DocumentBlock):
+            parts.append(_document_part(block, preset))
+        elif isinstance(block, AudioBlock):
+            parts.append(_audio_part(block, preset))
         elif isinstance(block, ToolResultBlock):
             tool_messages.append(_tool_message(block))
             media = (
@@ -286,6 +295,54 @@ def _image_part(block: ImageBlock) -> dict[str, Any]:
     if block.detail is not None:
         image["detail"] = block.detail
     return {"type": "image_url", "image_url": image}
+
+
+#: The ``filename`` a PDF without one is sent with (the ``file`` part requires one).
+DEFAULT_PDF_NAME = "document.pdf"
+
+
+def _document_part(block: DocumentBlock, preset: Preset) -> dict[str, Any]:
+    """A PDF as a ``file`` part (a data URL, or the URL itself where the preset declares PDF
+    URLs); a text document as a text part that names the file and its type."""
+    source = block.source
+    if isinstance(source, Base64Source) and source.media_type.startswith("text/"):
+        return {"type": "text", "text": _text_document(block, _utf8_text(source.data, preset))}
+    filename = block.filename or DEFAULT_PDF_NAME
+    return {"type": "file", "file": {"filename": filename, "file_data": _url(source)}}
+
+
+def _text_document(block: DocumentBlock, text: str) -> str:
+    """``text`` framed the way pydantic-ai inlines text files for Chat Completions, so the
+    model sees where it starts and ends, what it is called and its type::
+
+        -----BEGIN FILE id="memo.md" type="text/markdown"-----
+        ...
+        -----END FILE id="memo.md"-----
+
+    (without a filename: ``-----BEGIN FILE type="text/plain"-----`` ... ``-----END FILE-----``).
+    """
+    named = f" id={json.dumps(block.filename, ensure_ascii=False)}" if block.filename else ""
+    media_type = json.dumps(block.source.media_type)
+    return f"-----BEGIN FILE{named} type={media_type}-----\n{text}\n-----END FILE{named}-----"
+
+
+def _utf8_text(data: str, preset: Preset) -> str:
+    text: str | None = None
+    with contextlib.suppress(binascii.Error, UnicodeDecodeError):  # raised below, unchained
+        text = base64.b64decode(data, validate=True).decode("utf-8")
+    if text is None:
+        raise _refused(preset, "document", "a text document must hold UTF-8 text")
+    return text
+
+
+def _audio_part(block: AudioBlock, preset: Preset) -> dict[str, Any]:
+    """An ``input_audio`` part: raw base64 and its format (the capability check lets only
+    base64 wav and mp3 through)."""
+    source = block.source
+    audio_format = AUDIO_FORMATS.get(source.media_type)
+    if not isinstance(source, Base64Source) or audio_format is None:
+        raise _refused(preset, "audio", "input_audio takes base64 wav or mp3 only")
+    return {"type": "input_audio", "input_audio": {"data": source.data, "format": audio_format}}
 
 
 def _url(source: MediaSource) -> str:

@@ -3,7 +3,9 @@
 Each preset is registered as a provider of its own (``-p minimax``), with its default base URL,
 the environment variable its key is read from, its display name (used in error messages) and
 what it carries. Capabilities differ only where the service is known to differ; everything
-else is the OpenAI set, with video forwarded for the service to accept or refuse.
+else is the OpenAI set, with video and PDFs forwarded for the service to accept or refuse.
+Audio is declared only where the service documents ``input_audio`` (OpenAI, OpenRouter, vLLM)
+and on the generic preset.
 """
 
 from __future__ import annotations
@@ -13,10 +15,34 @@ import attrs
 from oma_core import Capabilities
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit, Mode
 
-__all__ = ["PRESETS", "Preset", "preset"]
+__all__ = [
+    "AUDIO_FORMATS",
+    "PDF_TYPES",
+    "PRESETS",
+    "TEXT_DOCUMENT_TYPES",
+    "Preset",
+    "preset",
+]
 
 #: Image types OpenAI's Chat Completions documents for image_url parts.
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+#: Documents a ``file`` part carries (OpenAI's file inputs on Chat Completions: PDF).
+PDF_TYPES = frozenset({"application/pdf"})
+#: Text documents, sent as a text part that names the file (every preset takes text): the
+#: text types oma names files by (``oma_core.media.DOCUMENT_EXTENSIONS``).
+TEXT_DOCUMENT_TYPES = frozenset(
+    {
+        "text/plain",
+        "text/markdown",
+        "text/csv",
+        "text/tab-separated-values",
+        "text/html",
+        "text/xml",
+    }
+)
+#: Audio an ``input_audio`` part carries: its ``format`` is "wav" or "mp3".
+AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
+AUDIO_TYPES = frozenset(AUDIO_FORMATS)
 
 _USER = frozenset({"user"})
 _ASSISTANT = frozenset({"assistant"})
@@ -36,6 +62,9 @@ def _capabilities(
     images: bool = True,
     video: bool = True,
     files: Mode | None = Mode.FORWARDED,
+    pdfs: Mode | None = Mode.FORWARDED,
+    pdf_urls: bool = False,
+    audio: Mode | None = None,
     reasoning: bool = False,
     limits: tuple[MediaLimit, ...] = (),
     output_modes: frozenset[str] = NATIVE,
@@ -51,9 +80,17 @@ def _capabilities(
         blocks.append(BlockSupport("image", _IN_TOOL, media_types=IMAGE_TYPES))
     if video:
         blocks.append(BlockSupport("video", _USER, mode=Mode.FORWARDED))
+    # A text document is a text part: every preset carries it.
+    blocks.append(BlockSupport("document", _USER, _BASE64, TEXT_DOCUMENT_TYPES))
     if files is not None:
-        pdf_only = frozenset({"application/pdf"}) if files is Mode.NATIVE else None
+        pdf_only = PDF_TYPES if files is Mode.NATIVE else None
         blocks.append(BlockSupport("file", _IN_TOOL, _BASE64, pdf_only, files))
+    if pdfs is not None:
+        # A PDF in a user turn: the same ``file`` part as a PDF a tool returned.
+        pdf_sources = frozenset({"base64", "url"}) if pdf_urls else _BASE64
+        blocks.append(BlockSupport("document", _USER, pdf_sources, PDF_TYPES, pdfs))
+    if audio is not None:
+        blocks.append(BlockSupport("audio", _USER, _BASE64, AUDIO_TYPES, audio))
     if reasoning:
         blocks.append(BlockSupport("reasoning", _ASSISTANT, mode=Mode.FORWARDED))
     return Capabilities(tuple(blocks), limits=limits, output_modes=output_modes)
@@ -97,7 +134,9 @@ PRESETS: tuple[Preset, ...] = (
         "OpenAI Chat Completions",
         "https://api.openai.com/v1",
         "OPENAI_API_KEY",
-        _capabilities(files=Mode.NATIVE, limits=_OPENAI_LIMITS),
+        _capabilities(
+            files=Mode.NATIVE, pdfs=Mode.NATIVE, audio=Mode.NATIVE, limits=_OPENAI_LIMITS
+        ),
         default_model="gpt-4o-mini",
         token_param="max_completion_tokens",
         description="OpenAI Chat Completions API",
@@ -117,7 +156,14 @@ PRESETS: tuple[Preset, ...] = (
         "DeepSeek",
         "https://api.deepseek.com/v1",
         "DEEPSEEK_API_KEY",
-        _capabilities(images=False, video=False, files=None, reasoning=True, output_modes=TOOL),
+        _capabilities(
+            images=False,
+            video=False,
+            files=None,
+            pdfs=None,
+            reasoning=True,
+            output_modes=TOOL,
+        ),
         default_model="deepseek-chat",
         reasoning_field="reasoning_content",
         description="DeepSeek (text and tools; reasoning_content forwarded)",
@@ -127,7 +173,7 @@ PRESETS: tuple[Preset, ...] = (
         "Groq",
         "https://api.groq.com/openai/v1",
         "GROQ_API_KEY",
-        _capabilities(video=False, files=None),
+        _capabilities(video=False, files=None, pdfs=None),
         default_model="llama-3.3-70b-versatile",
         description="Groq (text, tools, images on vision models)",
         # strict: true is constrained decoding on a few models only; best-effort elsewhere
@@ -138,7 +184,8 @@ PRESETS: tuple[Preset, ...] = (
         "OpenRouter",
         "https://openrouter.ai/api/v1",
         "OPENROUTER_API_KEY",
-        _capabilities(),
+        # documented: PDFs by base64 or URL for any model, wav/mp3 audio for audio models
+        _capabilities(pdfs=Mode.NATIVE, pdf_urls=True, audio=Mode.NATIVE),
         default_model="openai/gpt-4o-mini",
         description="OpenRouter, a router to many models",
     ),
@@ -164,7 +211,7 @@ PRESETS: tuple[Preset, ...] = (
         "vLLM",
         "http://localhost:8000/v1",
         None,
-        _capabilities(reasoning=True),
+        _capabilities(reasoning=True, audio=Mode.FORWARDED),
         reasoning_field="reasoning_content",
         key_placeholder="EMPTY",
         description="a vLLM OpenAI-compatible server",
@@ -183,7 +230,7 @@ PRESETS: tuple[Preset, ...] = (
         "OpenAI-compatible",
         None,
         None,
-        _capabilities(reasoning=True, output_modes=TOOL),
+        _capabilities(reasoning=True, audio=Mode.FORWARDED, output_modes=TOOL),
         reasoning_field="reasoning_content",
         key_placeholder="EMPTY",
         description="any OpenAI-compatible server (base_url required)",

@@ -5,12 +5,14 @@ It speaks ``POST /v1/chat/completions`` with ``Authorization: Bearer``: JSON rep
 ``choices`` is empty, when ``stream_options.include_usage`` is set). It checks what it receives
 the way the real service does and answers what it refuses with a 400 and ``{"error": {...}}``:
 a tool message that answers no pending tool call, tool calls left unanswered, an image part in an
-assistant message, unknown part types, missing ``model``/``messages``, invalid data URLs,
-``stream_options`` without ``stream``.
+assistant message, unknown part types, missing ``model``/``messages``, invalid data URLs, a
+``file`` part's ``file_data`` without its ``filename``, an ``input_audio`` part that is not raw
+base64 with a ``wav`` or ``mp3`` format, ``stream_options`` without ``stream``.
 
 ``mode="strict"`` behaves like OpenAI (``video_url`` parts and unknown fields are refused);
 ``mode="compatible"`` like MiniMax and other compatible servers (``video_url`` accepted, unknown
-fields ignored, ``reasoning_content`` accepted on assistant messages and sent in replies).
+fields ignored, ``reasoning_content`` accepted on assistant messages and sent in replies; a
+``file`` part's ``file_data`` may be an https URL, as OpenRouter takes it).
 Replies are scripted with ``server.reply(Reply(...))`` (``default_reply`` when none is queued);
 streamed text is cut into words, or into ``chunk_size`` characters. Faults come from the base
 (``oma_core.testing.fake_server``), plus ``MalformedReply``: a 200 that cannot be read.
@@ -378,6 +380,8 @@ class FakeChatCompletions(FakeServer):
                 self._check_image(part.get("image_url"), at)
             elif kind == "file":
                 self._check_file(part.get("file"), at)
+            elif kind == "input_audio":
+                self._check_audio(part.get("input_audio"), at)
             elif kind == "video_url" and self.mode == "compatible":
                 self._check_video(part.get("video_url"), at)
             elif kind not in _USER_PARTS:
@@ -420,12 +424,29 @@ class FakeChatCompletions(FakeServer):
         if not isinstance(file, dict) or not ("file_data" in file or "file_id" in file):
             raise _Refused(f"Invalid '{at}.file': file_data or file_id is required.", at)
         data = file.get("file_data")
-        if data is not None:
-            match = _DATA_URL.fullmatch(data) if isinstance(data, str) else None
-            if match is None or not _is_base64(match.group(2)):
-                raise _Refused("Invalid file data.", f"{at}.file.file_data")
-            if self.mode == "strict" and match.group(1) != "application/pdf":
-                raise _Refused("Invalid file type: only PDF files are supported.", at)
+        if data is None:
+            return
+        if not isinstance(file.get("filename"), str) or not file["filename"]:
+            raise _Refused(f"Missing required parameter: '{at}.file.filename'.", at)
+        if self.mode == "compatible" and isinstance(data, str) and data.startswith("https://"):
+            return  # OpenRouter fetches a PDF by URL; OpenAI's file_data is base64 only
+        match = _DATA_URL.fullmatch(data) if isinstance(data, str) else None
+        if match is None or not _is_base64(match.group(2)):
+            raise _Refused("Invalid file data.", f"{at}.file.file_data")
+        if self.mode == "strict" and match.group(1) != "application/pdf":
+            raise _Refused("Invalid file type: only PDF files are supported.", at)
+
+    def _check_audio(self, audio: Any, at: str) -> None:
+        if not isinstance(audio, dict) or not isinstance(audio.get("data"), str):
+            raise _Refused(f"Missing required parameter: '{at}.input_audio.data'.", at)
+        if audio.get("format") not in ("wav", "mp3"):
+            raise _Refused(
+                f"Invalid value for '{at}.input_audio.format': expected 'wav' or 'mp3'.", at
+            )
+        if set(audio) - {"data", "format"}:
+            raise _Refused(f"Unrecognized parameter in '{at}.input_audio'.", at)
+        if not _is_base64(audio["data"]):  # raw base64, not a data URL
+            raise _Refused("Invalid audio data: expected base64.", f"{at}.input_audio.data")
 
     # -- replies
 

@@ -146,6 +146,44 @@ def test_a_file_that_is_not_a_pdf_is_refused_by_openai(server: FakeChatCompletio
     assert_refused(post(server, body(user([text_file]))), "only PDF files")
 
 
+def test_a_file_part_with_file_data_needs_a_filename(server: FakeChatCompletions) -> None:
+    nameless = {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{PDF_B64}"}}
+    assert_refused(post(server, body(user([nameless]))), "file.filename")
+
+
+def test_a_pdf_url_in_file_data_is_taken_by_openrouter_only() -> None:
+    pdf = {"type": "file", "file": {"filename": "r.pdf", "file_data": "https://e.com/r.pdf"}}
+    with FakeChatCompletions(mode="strict") as strict:
+        assert_refused(post(strict, body(user([pdf]))), "Invalid file data")  # type: ignore[arg-type]
+    with FakeChatCompletions(mode="compatible") as compatible:
+        assert post(compatible, body(user([pdf]))).status_code == 200  # type: ignore[arg-type]
+
+
+WAV_B64 = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
+
+
+def test_an_input_audio_part_of_raw_base64_wav_is_taken(server: FakeChatCompletions) -> None:
+    audio = {"type": "input_audio", "input_audio": {"data": WAV_B64, "format": "wav"}}
+    assert post(server, body(user([TEXT, audio]))).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("input_audio", "fragment"),
+    [
+        ({"data": WAV_B64, "format": "ogg"}, "expected 'wav' or 'mp3'"),
+        ({"data": f"data:audio/wav;base64,{WAV_B64}", "format": "wav"}, "expected base64"),
+        ({"format": "wav"}, "input_audio.data"),
+        ({"data": WAV_B64, "format": "wav", "url": "https://e.com/a.wav"}, "Unrecognized"),
+    ],
+    ids=["ogg", "data-url", "no-data", "extra-field"],
+)
+def test_a_malformed_input_audio_part_is_refused(
+    server: FakeChatCompletions, input_audio: dict[str, Any], fragment: str
+) -> None:
+    audio = {"type": "input_audio", "input_audio": input_audio}
+    assert_refused(post(server, body(user([audio]))), fragment)
+
+
 def test_reasoning_content_is_refused_by_openai(server: FakeChatCompletions) -> None:
     assistant = {"role": "assistant", "content": "ok", "reasoning_content": "hmm"}
     reply = post(server, body(user("hi"), assistant, user("and?")))

@@ -97,3 +97,24 @@ def test_docs_extra_columns_equal_the_declared_capabilities() -> None:
         caps = by_name[row["preset"]].capabilities
         assert row["reasoning (history)"] == word(caps.mode("reasoning", "assistant"))
         assert row["tool-result file"] == word(caps.mode("file", "tool_result", "base64"))
+
+
+def test_docs_documents_and_audio_table_equals_the_declared_capabilities() -> None:
+    by_name = {p.name: p for p in PRESETS}
+    cells = {
+        "PDF base64": ("document", "base64", "application/pdf"),
+        "PDF url": ("document", "url", "application/pdf"),
+        "text document": ("document", "base64", "text/markdown"),
+        "audio base64": ("audio", "base64", "audio/wav"),
+    }
+    rows = _table("provider")
+    assert [row["provider"] for row in rows] == [p.name for p in PRESETS]
+    for row in rows:
+        caps = by_name[row["provider"]].capabilities
+        for label, (block, source, media_type) in cells.items():
+            modes = [
+                s.mode.value
+                for s in caps.find(block, "user")
+                if source in s.sources and (s.media_types is None or media_type in s.media_types)
+            ]
+            assert row[label] == (modes[0] if modes else "refused"), (row["provider"], label)
