@@ -433,6 +433,8 @@ def test_plugins_json_shows_an_installed_plugin_and_its_refusals(
         "video_url": "refused",
         "tool_use": "refused",
         "tool_result_media": "refused",
+        "document": "refused",
+        "audio": "refused",
     }
     (plugin,) = [p for p in data["plugins"] if p["name"] == "testplugin"]
     assert plugin["distribution"] == "oma-testplugin"
@@ -589,7 +591,7 @@ def test_plugins_fits_the_matrix_into_narrow_columns(monkeypatch: pytest.MonkeyP
     result = oma("plugins")
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.stdout.splitlines()) <= 72
-    assert re.search(r"^ *shout +native +no +no +no +no +no +no *$", result.stdout, re.M)
+    assert re.search(r"^ *shout +yes +no +no +no +no +no +no +no +no *$", result.stdout, re.M)
     assert "no: refused before any request" in result.stdout
     assert "oma_register_providers" in result.stdout  # hook names are never cut
 

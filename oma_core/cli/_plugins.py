@@ -26,6 +26,8 @@ CAPABILITY_COLUMNS: dict[str, tuple[str, str, str, str | None]] = {
     "video_url": ("video url", "video", "user", "url"),
     "tool_use": ("tool use", "tool_use", "assistant", None),
     "tool_result_media": ("tool-result media", "image", "tool_result", None),
+    "document": ("document", "document", "user", None),
+    "audio": ("audio", "audio", "user", None),
 }
 
 
@@ -33,11 +35,17 @@ def capability_matrix(capabilities: Capabilities) -> dict[str, str]:
     """Each column of ``CAPABILITY_COLUMNS``: "native", "forwarded" or "refused".
 
     "tool use" needs both ``tool_use`` in assistant turns and ``tool_result`` in user turns;
-    the weaker of the two modes is shown.
+    the weaker of the two modes is shown. "document" and "audio" show the best mode over the
+    sources and media types declared (which ones is on each provider's page).
     """
     matrix: dict[str, str] = {}
     for key, (_label, block_type, role, source) in CAPABILITY_COLUMNS.items():
         modes = [capabilities.mode(block_type, role, source)]
+        if key in ("document", "audio"):  # the best mode over its sources and media types
+            found = {support.mode.value for support in capabilities.find(block_type, role)}
+            best = next((m for m in ("native", "forwarded") if m in found), None)
+            matrix[key] = best or "refused"
+            continue
         if key == "tool_use":
             modes.append(capabilities.mode("tool_result", "user"))
         if any(mode is None for mode in modes):
@@ -147,7 +155,7 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
 
 
 #: Cell labels of the capability matrix when the full words do not fit the terminal.
-_SHORT_MODES = {"native": "native", "forwarded": "fwd", "refused": "no"}
+_SHORT_MODES = {"native": "yes", "forwarded": "fwd", "refused": "no"}
 _MODE_STYLES = {"native": "green", "forwarded": "yellow", "refused": "red"}
 
 
@@ -303,6 +311,7 @@ def _capability_table(report: dict[str, Any], names: Mapping[str, str]) -> Table
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         show_edge=False,
+        padding=(0, 1) if names is _MODE_NAMES else (0, 0),  # short cells: columns closer
     )
     matrix.add_column("provider", no_wrap=True)
     for label, *_ in CAPABILITY_COLUMNS.values():

@@ -38,6 +38,8 @@ CLI_COLUMNS: dict[str, tuple[str, str, str | None]] = {
     "video_url": ("video", "user", "url"),
     "tool_use": ("tool_use", "assistant", None),
     "tool_result_media": ("image", "tool_result", None),
+    "document": ("document", "user", None),
+    "audio": ("audio", "user", None),
 }
 _MEDIA = ("image", "video", "document", "audio", "file")
 
@@ -123,6 +125,9 @@ class CapabilityTableConformance:
         block, where, source = CLI_COLUMNS[column]
         if source is None and block == "image":  # any source in a tool result
             expected = rows.get((block, where, "base64"), "refused")
+        elif source is None and block in _MEDIA:  # the best mode over its sources
+            found = {rows.get((block, where, kind), "refused") for kind in ("base64", "url")}
+            expected = next((m for m in ("native", "forwarded") if m in found), "refused")
         elif self.every_column_documented:
             expected = rows[(block, where, source)]
         else:
