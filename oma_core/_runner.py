@@ -80,6 +80,7 @@ __all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput", "with_instructions
 T = TypeVar("T")
 
 _NO_USAGE = Usage()
+_OK = RunStatus("ok", None)
 
 
 @attrs.frozen
@@ -193,8 +194,11 @@ class Run:
         self.stop_reason: str | None = None
         #: The validated output (``RunResult.structured``); None without an output type.
         self.structured: Any = None
-        output_type, self.wanted_mode = settings.output(context.config)
-        self.output_spec: OutputSpec | None = output_spec(output_type)
+        self.wanted_mode: str | None = None
+        self.output_spec: OutputSpec | None = None
+        if settings.output_type is not None or context.config.output_type is not None:
+            output_type, self.wanted_mode = settings.output(context.config)
+            self.output_spec = output_spec(output_type)
         timeout = settings.timeout
         self.deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
 
@@ -455,14 +459,7 @@ class Run:
     def result(self, error: BaseException | None) -> RunResult:
         """The ``RunResult``; a failure is handed out detached (see ``detached_error``)."""
         if error is None:
-            return RunResult(
-                True,
-                self.output,
-                self.produced,
-                self.usage,
-                RunStatus("ok", None),
-                structured=self.structured,
-            )
+            return RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
         code: Any = getattr(error, "status", "error")
         if code not in ("timeout", "budget_exhausted"):
             code = "error"
@@ -485,7 +482,10 @@ class Run:
         streaming = self.streaming
         retries = 0
         while True:
-            deadline, scope, seconds = self._call_limit()
+            if self.deadline is None and self.context.settings.call_timeout is None:
+                deadline, scope, seconds = None, "run", 0.0  # no limit: most runs
+            else:
+                deadline, scope, seconds = self._call_limit()
             arrived = 0
             handed_on = False
             response: ProviderResponse | None = None
@@ -502,8 +502,26 @@ class Run:
                             break
                         kind = type(event)
                         if kind is ResponseComplete:
+                            # Kept the moment it arrives (a budget stop after it must not
+                            # lose it).
                             response = event.response
-                            self._record(response)
+                            message = response.message
+                            usage = response.usage
+                            if not (  # ints >= 0: reported_usage would hand it back as is
+                                type(usage) is Usage
+                                and type(usage.input_tokens) is int
+                                and type(usage.output_tokens) is int
+                                and usage.input_tokens >= 0 <= usage.output_tokens
+                            ):
+                                usage = reported_usage(usage)
+                            self.usage = usage if self.usage is _NO_USAGE else self.usage + usage
+                            self.produced.append(message)
+                            content = message.content
+                            if len(content) == 1 and type(content[0]) is TextBlock:
+                                self.output = content[0].text  # text_of's common case
+                            else:
+                                self.output = text_of(message)
+                            self.stop_reason = response.stop_reason
                             if streaming and not handed_on:  # it arrived whole: replay it
                                 for whole in _whole_turn_events(response.message):
                                     yield whole
@@ -548,14 +566,6 @@ class Run:
                     retryable=False,
                 )
             return
-
-    def _record(self, response: ProviderResponse) -> None:
-        """Keep an answer the moment it arrives (a budget stop after it must not lose it)."""
-        message = response.message
-        self.usage = self.usage + reported_usage(response.usage)
-        self.produced.append(message)
-        self.output = text_of(message)
-        self.stop_reason = response.stop_reason
 
     def _call_limit(self) -> tuple[float | None, str, float]:
         """This attempt's deadline, which limit it is, and that limit in seconds."""

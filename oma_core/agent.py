@@ -238,7 +238,7 @@ class Agent(Generic[OutputT]):
             target: Any = self._run_target()
         except Exception as error:
             target = error
-        host = self._host()
+        hooks = self._host().hooks.for_run(settings, target)
         return RunContext(
             settings.run_id or new_run_id(),
             self.config,
@@ -247,7 +247,7 @@ class Agent(Generic[OutputT]):
             stream=streaming,
             session=session,
             target=target,
-            hooks=host.hooks,
+            hooks=hooks,
         )
 
     async def _run(
