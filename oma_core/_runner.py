@@ -526,8 +526,12 @@ class Run:
                                 for whole in _whole_turn_events(response.message):
                                     yield whole
                             continue
-                        if kind is TextDelta:
+                        if kind is TextDelta:  # the one event of most chunks: inline
                             arrived += len(event.text)
+                            if streaming:
+                                handed_on = True
+                                yield StreamEvent("text", event.text)
+                            continue
                         if streaming:
                             streamed = _stream_event(event, emitted)
                             if streamed is not None:
