@@ -249,9 +249,7 @@ class Run:
         own = self.context.config.before_run
         if not calls and own is None:
             return []
-        hooks: list[NamedHook] = [
-            (f"oma_before_run of plugin {call.plugin!r}", call) for call in calls
-        ]
+        hooks: list[NamedHook] = [(call.label, call) for call in calls]
         if own is not None:
             hooks.append(("AgentConfig.before_run", own))
         return hooks
@@ -320,7 +318,12 @@ class Run:
                 raise
             message = self.produced[-1]
             conversation.append(message)
-            calls = [block for block in message.content if isinstance(block, ToolUseBlock)]
+            content = message.content
+            calls = (
+                []  # a text reply, the common last turn
+                if len(content) == 1 and type(content[0]) is TextBlock
+                else [block for block in content if isinstance(block, ToolUseBlock)]
+            )
             if streaming:
                 for call_block in calls:
                     if call_block.id not in emitted and call_block.name != out_tool:

@@ -196,6 +196,13 @@ class HookCall:
     hook: str
     caller: pluggy.HookCaller = attrs.field(repr=False)
     spec_argnames: tuple[str, ...] = attrs.field(repr=False)
+    #: What errors call this implementation: "oma_before_run of plugin 'x'".
+    label: str = attrs.field(
+        init=False,
+        repr=False,
+        eq=False,
+        default=attrs.Factory(lambda call: f"{call.hook} of plugin {call.plugin!r}", True),
+    )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = dict(zip(self.spec_argnames, args, strict=False)) | kwargs
