@@ -411,6 +411,8 @@ class _Registry:
 
     key: tuple[tuple[str, int], ...]
     count: int = attrs.field(init=False)
+    #: The plugin manager's ``generation`` this was checked against (-1: none).
+    generation: int = attrs.field(init=False, default=-1)
     providers: dict[str, ProviderSpec] = attrs.Factory(dict)
     provider_owner: dict[str, str] = attrs.Factory(dict)
     backends: dict[str, BackendSpec] = attrs.Factory(dict)
@@ -861,13 +863,19 @@ class PluginHost:
         register/unregister drop the cache, and a plugin registered on ``pm`` directly, past
         the host, changes the count."""
         registry = self._registry
-        count = len(self.pm.list_name_plugin())
-        if registry is not None and registry.count == count:
-            return registry
+        pm = self.pm
+        if registry is not None:
+            if isinstance(pm, _Manager):  # it counts its changes: nothing to list
+                if registry.generation == pm.generation:
+                    return registry
+            elif registry.count == len(pm.list_name_plugin()):
+                return registry
         with self._lock:
-            key = tuple((name, id(plugin)) for name, plugin in self.pm.list_name_plugin())
+            generation = pm.generation if isinstance(pm, _Manager) else -1
+            key = tuple((name, id(plugin)) for name, plugin in pm.list_name_plugin())
             if self._registry is None or self._registry.key != key:
                 self._registry = self._collect(key)
+            self._registry.generation = generation
             return self._registry
 
     def _collect(self, key: tuple[tuple[str, int], ...]) -> _Registry:
