@@ -250,11 +250,12 @@ class Run:
         hooks = self._before_run_hooks()
         if not hooks:
             return messages, False
-        return await self._within(apply_before_run(messages, hooks, self.context.config))
+        applied = apply_before_run(messages, hooks, self.context.config)
+        return await (applied if self.deadline is None else self._within(applied))
 
     def _before_run_hooks(self) -> list[NamedHook]:
         """Package ``oma_before_run`` hooks in pluggy's order, then the config's own."""
-        calls = self._hooks.before_run()
+        calls = self._hooks.before_run_calls
         own = self.context.config.before_run
         if not calls and own is None:
             return []
@@ -289,7 +290,15 @@ class Run:
                 checked = len(conversation)
                 if target.toolsets:  # listed before every call: a server's list may change
                     tools, tool_defs = await self._within(target.listed_tools())
-                request = target.request(tuple(conversation), tool_defs)
+                request = ProviderRequest(  # ``ModelTarget.request``, inline: once per call
+                    target.model,
+                    tuple(conversation),
+                    target.system_prompt,
+                    tool_defs,
+                    max_tokens=target.max_tokens,
+                    temperature=target.temperature,
+                    stop=target.stop,
+                )
                 if spec is not None:
                     request = with_output(request, spec, mode)
                 call = ModelCall(
@@ -377,7 +386,9 @@ class Run:
                     else:
                         self.tool_calls += 1
                         invocation = ToolInvocation(call_block, tools)
-                        result = await self._within(self._hooks.tool_call(invocation, self.context))
+                        result = await self._within(
+                            self._hooks.tool_call(call=invocation, run=self.context)
+                        )
                     if streaming:
                         yield StreamEvent("tool_result", result)
                     results.append(result)
@@ -386,7 +397,10 @@ class Run:
                 conversation.append(tool_turn)
         except Exception as exc:
             error = exc
-        ended = self.result(error)
+        if error is None:  # ``result``'s success, inline: most runs end here
+            ended = RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
+        else:
+            ended = self.result(error)
         if self.streaming and ended.status.error is not None:
             yield StreamEvent("error", ended.status.error)
         yield StreamEvent("done", ended)
@@ -510,7 +524,7 @@ class Run:
             handed_on = False
             response: ProviderResponse | None = None
             try:
-                events: Any = self._hooks.model_call(call, self.context)
+                events: Any = self._hooks.model_call(call=call, run=self.context)
                 try:
                     while True:
                         try:

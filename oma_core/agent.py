@@ -256,7 +256,7 @@ class Agent(Generic[OutputT]):
         """A run drained: its ``RunResult`` (a non-streaming run yields only ``done``)."""
         context = self._context(checked, settings, False, session)
         assert context.hooks is not None
-        events = context.hooks.run(context)
+        events = context.hooks.run(run=context)
         result: Any = None
         try:
             async for event in events:
@@ -273,7 +273,7 @@ class Agent(Generic[OutputT]):
         ``RunResult``."""
         context = self._context(checked, settings, True, False)
         assert context.hooks is not None
-        return context.hooks.run(context)
+        return context.hooks.run(run=context)
 
     # -- input -------------------------------------------------------------------------------
 

@@ -291,6 +291,11 @@ class Hooks:
         """The ``oma_before_run`` implementations, in pluggy's call order (a chain)."""
         return self._host.hook_calls("oma_before_run")
 
+    @property
+    def before_run_calls(self) -> list[HookCall]:
+        """``before_run()``, as ``RunHooks`` reads it."""
+        return self.before_run()
+
     def progress(self) -> list[HookCall]:
         """The ``oma_progress`` implementations, in pluggy's call order (observers)."""
         return self._host.hook_calls("oma_progress")
@@ -356,7 +361,8 @@ class _Manager(pluggy.PluginManager):
 @attrs.frozen
 class _RunHooks:
     """One run's hooks (``RunHooks``): each wrap hook's call without its idle built-in
-    wrappers, and the ``oma_before_run`` chain."""
+    wrappers (called with keywords: a pluggy hook caller, or the built-in function), and
+    the ``oma_before_run`` chain."""
 
     run: Callable[[RunContext], RunEvents]
     model_call: Callable[[ModelCall, RunContext], CallEvents]
@@ -382,27 +388,13 @@ def _wrap_call(pm: pluggy.PluginManager, hook: str, idle: set[str], direct: bool
         # The built-in module's own function: pluggy's call of that one implementation
         # (``firstresult``) is this call, without binding its arguments by name each time.
         return getattr(left[0][1], hook)
-    return _through(hook, pm.subset_hook_caller(hook, removed))
+    # pluggy's caller itself (the run calls it with keywords, as pluggy wants them).
+    return pm.subset_hook_caller(hook, removed)
 
 
 def _builtin(name: str, plugin: object, names: set[str]) -> bool:
     """``plugin`` is one of the built-in plugins ``names`` (the module itself, registered)."""
     return name in names and plugin is sys.modules.get(name)
-
-
-def _through(hook: str, caller: pluggy.HookCaller) -> Any:
-    if hook == "oma_run":
-
-        def run(run: RunContext) -> RunEvents:
-            events: RunEvents = caller(run=run)
-            return events
-
-        return run
-
-    def call(call: Any, run: RunContext) -> Any:
-        return caller(call=call, run=run)
-
-    return call
 
 
 @attrs.define
