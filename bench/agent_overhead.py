@@ -3,7 +3,9 @@
 Run: ``python bench/agent_overhead.py``. The provider answers at once (no I/O), so the
 difference between ``Agent.run`` and the provider's own ``complete()`` is the agent's
 overhead: validation of the string input, hooks lookup, capabilities check, the request,
-retry bookkeeping and the result. Goals: <= 100 us per small text run, <= 10 us per chunk.
+retry bookkeeping and the result. Goals: <= 100 us per small text run, <= 1 us per chunk
+(issue 21: the core's cost per streamed chunk before the redesign was 0.81 us). Timings on a
+shared machine are noisy: each figure is the best of 5 rounds.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from oma_core.providers import (
 )
 
 RUN_GOAL_US = 100.0
-CHUNK_GOAL_US = 10.0
+CHUNK_GOAL_US = 1.0
 CHUNKS = 1000
 
 
@@ -71,7 +73,9 @@ async def main() -> None:
         return await provider.complete(request)
 
     async def agent_run() -> object:
-        return await agent.run("hi")
+        result = await agent.run("hi")
+        assert result.success, result.status
+        return result
 
     conversation = [
         {"role": "user", "content": [{"type": "text", "text": "Keep answers short."}]},
@@ -80,17 +84,24 @@ async def main() -> None:
     ]
 
     async def agent_run_messages() -> object:
-        return await agent.run(conversation)
+        result = await agent.run(conversation)
+        assert result.success, result.status
+        return result
 
     async def direct_stream() -> object:
-        async for _ in provider.stream(request):
-            pass
+        chunks = 0
+        async for event in provider.stream(request):
+            chunks += type(event) is TextDelta
+        assert chunks == CHUNKS
         return None
 
     async def agent_stream() -> object:
-        async for _ in agent.stream("hi"):
-            pass
-        return None
+        last = None
+        async for event in agent.stream("hi"):
+            last = event
+        assert last is not None and last.type == "done" and last.data.success, last
+        assert last.data.output == "x" * CHUNKS, "the streamed run lost chunks"
+        return last.data
 
     await best_of(1, 200, agent_run)  # warm up (plugin host, imports)
     direct = await best_of(5, 2000, direct_call)
@@ -111,7 +122,7 @@ async def main() -> None:
     print(f"provider.stream() direct      {direct_s / CHUNKS * 1e6:8.2f} us/chunk")
     print(f"Agent.stream(str)             {stream / CHUNKS * 1e6:8.2f} us/chunk")
     print(
-        f"  added per chunk             {chunk_added:8.2f} us   (goal <= {CHUNK_GOAL_US:.0f} us)"
+        f"  added per chunk             {chunk_added:8.2f} us   (goal <= {CHUNK_GOAL_US:.1f} us)"
         f"  {'ok' if chunk_added <= CHUNK_GOAL_US else 'MISSED'}"
     )
 

@@ -50,14 +50,20 @@ def _figures(path: list[str]) -> tuple[int, int, int]:
 
 
 async def _trace(run: Callable[[], Awaitable[Any]]) -> list[str]:
-    await run()  # warm-up
+    _succeeded(await run())  # warm-up
     tracer = _Tracer()
     sys.setprofile(tracer)
     try:
-        await run()
+        result = await run()
     finally:
         sys.setprofile(None)
+    _succeeded(result)
     return tracer.path
+
+
+def _succeeded(result: Any) -> None:
+    """A run's result (or a team's): a failed run is no path to count."""
+    assert result.success, f"the traced run failed: {result!r}"
 
 
 async def main(verbose: bool) -> int:

@@ -80,6 +80,7 @@ __all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput", "with_instructions
 T = TypeVar("T")
 
 _NO_USAGE = Usage()
+_OK = RunStatus("ok", None)
 
 
 @attrs.frozen
@@ -193,39 +194,41 @@ class Run:
         self.stop_reason: str | None = None
         #: The validated output (``RunResult.structured``); None without an output type.
         self.structured: Any = None
-        output_type, self.wanted_mode = settings.output(context.config)
-        self.output_spec: OutputSpec | None = output_spec(output_type)
+        self.wanted_mode: str | None = None
+        self.output_spec: OutputSpec | None = None
+        if settings.output_type is not None or context.config.output_type is not None:
+            output_type, self.wanted_mode = settings.output(context.config)
+            self.output_spec = output_spec(output_type)
         timeout = settings.timeout
         self.deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
 
-    async def events(self) -> AsyncGenerator[StreamEvent, None]:
+    def events(self) -> AsyncGenerator[StreamEvent, None]:
         """The run as events: the ``before_run`` hooks, the model loop or the backend's turn,
         then ``done`` with the ``RunResult`` (after an ``error`` event when streaming and
-        failed)."""
-        context = self.context
+        failed). A model run is one generator, loop and all: each streamed chunk passes
+        through as few frames as can be."""
+        target = self.context.target
+        if isinstance(target, BackendTarget | Exception):
+            return self._other_run(target)
+        return self._model_run(target)
+
+    async def _other_run(
+        self, target: BackendTarget | Exception
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """An external agent's turn, or a run whose target could not be resolved (that error
+        is the run's first failure)."""
         error: Exception | None = None
         try:
-            target = context.target
-            if isinstance(target, Exception):  # resolving it failed: the run's first failure
+            if isinstance(target, Exception):
                 raise target
-            input = context.input
-            messages = (user_text(input),) if isinstance(input, str) else input
-            replaced = False
-            hooks = self._before_run_hooks()
-            if hooks:
-                messages, replaced = await self._within(
-                    apply_before_run(messages, hooks, context.config)
+            messages, replaced = await self._input()
+            if replaced:
+                raise HookError(
+                    "before_run changed messages, but the external agent backend "
+                    f'"{target.kind}" takes one string prompt: changed messages cannot be '
+                    "forwarded without loss; change ctx.prompt instead"
                 )
-            if isinstance(target, BackendTarget):
-                if replaced:
-                    raise HookError(
-                        "before_run changed messages, but the external agent backend "
-                        f'"{target.kind}" takes one string prompt: changed messages cannot be '
-                        "forwarded without loss; change ctx.prompt instead"
-                    )
-                turn = self.backend_turn(target, prompt_of(messages))
-            else:
-                turn = self.model_loop(target, messages)
+            turn = self.backend_turn(target, prompt_of(messages))
             try:
                 async for event in turn:
                     yield event
@@ -239,133 +242,168 @@ class Run:
             yield StreamEvent("error", result.status.error)
         yield StreamEvent("done", result)
 
+    async def _input(self) -> tuple[tuple[LLMMessage, ...], bool]:
+        """The run's messages after the ``before_run`` hooks, and whether a hook replaced
+        them (not just the prompt)."""
+        input = self.context.input
+        messages = (user_text(input),) if isinstance(input, str) else input
+        hooks = self._before_run_hooks()
+        if not hooks:
+            return messages, False
+        applied = apply_before_run(messages, hooks, self.context.config)
+        return await (applied if self.deadline is None else self._within(applied))
+
     def _before_run_hooks(self) -> list[NamedHook]:
         """Package ``oma_before_run`` hooks in pluggy's order, then the config's own."""
-        calls = self._hooks.before_run()
+        calls = self._hooks.before_run_calls
         own = self.context.config.before_run
         if not calls and own is None:
             return []
-        hooks: list[NamedHook] = [
-            (f"oma_before_run of plugin {call.plugin!r}", call) for call in calls
-        ]
+        hooks: list[NamedHook] = [(call.label, call) for call in calls]
         if own is not None:
             hooks.append(("AgentConfig.before_run", own))
         return hooks
 
-    async def model_loop(
-        self, target: ModelTarget, messages: tuple[LLMMessage, ...]
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """Model calls and tool rounds until a turn without tool calls (or ``max_turns``)."""
-        streaming = self.streaming
-        conversation = list(messages)
-        checked = 0
-        turns = 0
-        spec = self.output_spec
-        corrections = 0
-        mode: OutputMode = "prompted"
-        if spec is not None:
-            mode = choose_mode(
-                target.capabilities.output_modes, self.wanted_mode, target.display_name
-            )
-        #: The output tool's name in tool mode (its calls are the output, never run).
-        out_tool = spec.request("tool").name if spec is not None and mode == "tool" else None
-        tools, tool_defs = target.tools, target.tool_defs
-        while True:
-            # Messages are immutable: each is checked once, the input before the first call.
-            target.capabilities.check(conversation, target.display_name, start=checked)
-            checked = len(conversation)
-            if target.toolsets:  # listed before every call: a server's list may change
-                tools, tool_defs = await self._within(target.listed_tools())
-            request = target.request(tuple(conversation), tool_defs)
+    async def _model_run(self, target: ModelTarget) -> AsyncGenerator[StreamEvent, None]:
+        """A model run: the ``before_run`` hooks, then model calls and tool rounds until a
+        turn without tool calls (or ``max_turns``), then ``done``."""
+        error: Exception | None = None
+        try:
+            messages, _ = await self._input()
+            streaming = self.streaming
+            conversation = list(messages)
+            checked = 0
+            turns = 0
+            spec = self.output_spec
+            corrections = 0
+            mode: OutputMode = "prompted"
             if spec is not None:
-                request = with_output(request, spec, mode)
-            call = ModelCall(
-                request,
-                "model",
-                target.provider_name,
-                target.display_name,
-                target.provider,
-                stream=streaming,
-            )
-            turns += 1
-            emitted: set[str] = set()
-            events = self._call(call, emitted)
-            arrived = ""  # this call's text so far, for partial output
-            shown: Any = None
-            try:
-                async for event in events:
-                    if (
-                        out_tool is not None
-                        and event.type == "tool_use"
-                        and event.data.name == out_tool
-                    ):  # the output tool's call is the output, shown as a partial: not a tool
-                        assert spec is not None
-                        yield StreamEvent("partial", spec.wire_partial(event.data.input))
+                mode = choose_mode(
+                    target.capabilities.output_modes, self.wanted_mode, target.display_name
+                )
+            #: The output tool's name in tool mode (its calls are the output, never run).
+            out_tool = spec.request("tool").name if spec is not None and mode == "tool" else None
+            tools, tool_defs = target.tools, target.tool_defs
+            while True:
+                # Messages are immutable: each is checked once, the input before the first call.
+                target.capabilities.check(conversation, target.display_name, start=checked)
+                checked = len(conversation)
+                if target.toolsets:  # listed before every call: a server's list may change
+                    tools, tool_defs = await self._within(target.listed_tools())
+                request = ProviderRequest(  # ``ModelTarget.request``, inline: once per call
+                    target.model,
+                    tuple(conversation),
+                    target.system_prompt,
+                    tool_defs,
+                    max_tokens=target.max_tokens,
+                    temperature=target.temperature,
+                    stop=target.stop,
+                )
+                if spec is not None:
+                    request = with_output(request, spec, mode)
+                call = ModelCall(
+                    request,
+                    "model",
+                    target.provider_name,
+                    target.display_name,
+                    target.provider,
+                    stream=streaming,
+                )
+                turns += 1
+                emitted: set[str] = set()
+                events = self._call(call, emitted)
+                arrived = ""  # this call's text so far, for partial output
+                shown: Any = None
+                try:
+                    async for event in events:
+                        if (
+                            out_tool is not None
+                            and event.type == "tool_use"
+                            and event.data.name == out_tool
+                        ):  # the output tool's call is the output, shown as a partial: not a tool
+                            assert spec is not None
+                            yield StreamEvent("partial", spec.wire_partial(event.data.input))
+                            continue
+                        yield event
+                        if spec is not None and event.type == "text" and out_tool is None:
+                            arrived += event.data
+                            partial = partial_json(arrived)
+                            if mode == "native":
+                                partial = spec.wire_partial(partial)
+                            if partial is not None and partial != shown:
+                                shown = partial
+                                yield StreamEvent("partial", partial)
+                except BaseException:  # failed, or closed from above: close the call too
+                    await events.aclose()
+                    raise
+                message = self.produced[-1]
+                conversation.append(message)
+                content = message.content
+                calls = (
+                    []  # a text reply, the common last turn
+                    if len(content) == 1 and type(content[0]) is TextBlock
+                    else [block for block in content if isinstance(block, ToolUseBlock)]
+                )
+                if streaming:
+                    for call_block in calls:
+                        if call_block.id not in emitted and call_block.name != out_tool:
+                            yield StreamEvent("tool_use", call_block)
+                if spec is not None and out_tool is not None:
+                    outputs = [block for block in calls if block.name == out_tool]
+                    if outputs or not calls:
+                        answered = self._check_tool_output(spec, outputs)
+                        if answered is None:
+                            if streaming and outputs and outputs[0].id not in emitted:
+                                yield StreamEvent("partial", spec.wire_partial(outputs[0].input))
+                            break  # answered: the run ends well
+                        if corrections >= self.context.config.output_retries:
+                            raise OutputValidationError(answered, self.output)
+                        corrections += 1
+                        correction = _tool_correction(spec, calls, outputs, answered)
+                        self.produced.append(correction)
+                        conversation.append(correction)
                         continue
-                    yield event
-                    if spec is not None and event.type == "text" and out_tool is None:
-                        arrived += event.data
-                        partial = partial_json(arrived)
-                        if mode == "native":
-                            partial = spec.wire_partial(partial)
-                        if partial is not None and partial != shown:
-                            shown = partial
-                            yield StreamEvent("partial", partial)
-            except BaseException:  # failed, or closed from above: close the call too
-                await events.aclose()
-                raise
-            message = self.produced[-1]
-            conversation.append(message)
-            calls = [block for block in message.content if isinstance(block, ToolUseBlock)]
-            if streaming:
-                for call_block in calls:
-                    if call_block.id not in emitted and call_block.name != out_tool:
-                        yield StreamEvent("tool_use", call_block)
-            if spec is not None and out_tool is not None:
-                outputs = [block for block in calls if block.name == out_tool]
-                if outputs or not calls:
-                    answered = self._check_tool_output(spec, outputs)
-                    if answered is None:
-                        if streaming and outputs and outputs[0].id not in emitted:
-                            yield StreamEvent("partial", spec.wire_partial(outputs[0].input))
-                        return
+                if not calls:
+                    if spec is None:
+                        break  # answered: the run ends well
+                    errors = self._check_output(spec, mode)
+                    if errors is None:
+                        break  # answered: the run ends well
                     if corrections >= self.context.config.output_retries:
-                        raise OutputValidationError(answered, self.output)
+                        raise OutputValidationError(errors, self.output)
                     corrections += 1
-                    correction = _tool_correction(spec, calls, outputs, answered)
+                    correction = user_text(spec.corrective_prompt(errors))
                     self.produced.append(correction)
                     conversation.append(correction)
                     continue
-            if not calls:
-                if spec is None:
-                    return
-                errors = self._check_output(spec, mode)
-                if errors is None:
-                    return
-                if corrections >= self.context.config.output_retries:
-                    raise OutputValidationError(errors, self.output)
-                corrections += 1
-                correction = user_text(spec.corrective_prompt(errors))
-                self.produced.append(correction)
-                conversation.append(correction)
-                continue
-            if turns >= target.max_turns:
-                raise MaxTurnsExceededError(target.max_turns)
-            results: list[ToolResultBlock] = []
-            for call_block in calls:
-                cap = self.context.settings.max_tool_calls
-                if cap is not None and self.tool_calls >= cap:
-                    result = ToolResultBlock(call_block.id, _over_cap(cap), True)
-                else:
-                    self.tool_calls += 1
-                    invocation = ToolInvocation(call_block, tools)
-                    result = await self._within(self._hooks.tool_call(invocation, self.context))
-                if streaming:
-                    yield StreamEvent("tool_result", result)
-                results.append(result)
-            tool_turn = LLMMessage("user", tuple(results))
-            self.produced.append(tool_turn)
-            conversation.append(tool_turn)
+                if turns >= target.max_turns:
+                    raise MaxTurnsExceededError(target.max_turns)
+                results: list[ToolResultBlock] = []
+                for call_block in calls:
+                    cap = self.context.settings.max_tool_calls
+                    if cap is not None and self.tool_calls >= cap:
+                        result = ToolResultBlock(call_block.id, _over_cap(cap), True)
+                    else:
+                        self.tool_calls += 1
+                        invocation = ToolInvocation(call_block, tools)
+                        result = await self._within(
+                            self._hooks.tool_call(call=invocation, run=self.context)
+                        )
+                    if streaming:
+                        yield StreamEvent("tool_result", result)
+                    results.append(result)
+                tool_turn = LLMMessage("user", tuple(results))
+                self.produced.append(tool_turn)
+                conversation.append(tool_turn)
+        except Exception as exc:
+            error = exc
+        if error is None:  # ``result``'s success, inline: most runs end here
+            ended = RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
+        else:
+            ended = self.result(error)
+        if self.streaming and ended.status.error is not None:
+            yield StreamEvent("error", ended.status.error)
+        yield StreamEvent("done", ended)
 
     async def backend_turn(
         self, target: BackendTarget, prompt: str
@@ -455,14 +493,7 @@ class Run:
     def result(self, error: BaseException | None) -> RunResult:
         """The ``RunResult``; a failure is handed out detached (see ``detached_error``)."""
         if error is None:
-            return RunResult(
-                True,
-                self.output,
-                self.produced,
-                self.usage,
-                RunStatus("ok", None),
-                structured=self.structured,
-            )
+            return RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
         code: Any = getattr(error, "status", "error")
         if code not in ("timeout", "budget_exhausted"):
             code = "error"
@@ -485,12 +516,15 @@ class Run:
         streaming = self.streaming
         retries = 0
         while True:
-            deadline, scope, seconds = self._call_limit()
+            if self.deadline is None and self.context.settings.call_timeout is None:
+                deadline, scope, seconds = None, "run", 0.0  # no limit: most runs
+            else:
+                deadline, scope, seconds = self._call_limit()
             arrived = 0
             handed_on = False
             response: ProviderResponse | None = None
             try:
-                events: Any = self._hooks.model_call(call, self.context)
+                events: Any = self._hooks.model_call(call=call, run=self.context)
                 try:
                     while True:
                         try:
@@ -502,14 +536,36 @@ class Run:
                             break
                         kind = type(event)
                         if kind is ResponseComplete:
+                            # Kept the moment it arrives (a budget stop after it must not
+                            # lose it).
                             response = event.response
-                            self._record(response)
+                            message = response.message
+                            usage = response.usage
+                            if not (  # ints >= 0: reported_usage would hand it back as is
+                                type(usage) is Usage
+                                and type(usage.input_tokens) is int
+                                and type(usage.output_tokens) is int
+                                and usage.input_tokens >= 0 <= usage.output_tokens
+                            ):
+                                usage = reported_usage(usage)
+                            self.usage = usage if self.usage is _NO_USAGE else self.usage + usage
+                            self.produced.append(message)
+                            content = message.content
+                            if len(content) == 1 and type(content[0]) is TextBlock:
+                                self.output = content[0].text  # text_of's common case
+                            else:
+                                self.output = text_of(message)
+                            self.stop_reason = response.stop_reason
                             if streaming and not handed_on:  # it arrived whole: replay it
                                 for whole in _whole_turn_events(response.message):
                                     yield whole
                             continue
-                        if kind is TextDelta:
+                        if kind is TextDelta:  # the one event of most chunks: inline
                             arrived += len(event.text)
+                            if streaming:
+                                handed_on = True
+                                yield StreamEvent("text", event.text)
+                            continue
                         if streaming:
                             streamed = _stream_event(event, emitted)
                             if streamed is not None:
@@ -548,14 +604,6 @@ class Run:
                     retryable=False,
                 )
             return
-
-    def _record(self, response: ProviderResponse) -> None:
-        """Keep an answer the moment it arrives (a budget stop after it must not lose it)."""
-        message = response.message
-        self.usage = self.usage + reported_usage(response.usage)
-        self.produced.append(message)
-        self.output = text_of(message)
-        self.stop_reason = response.stop_reason
 
     def _call_limit(self) -> tuple[float | None, str, float]:
         """This attempt's deadline, which limit it is, and that limit in seconds."""

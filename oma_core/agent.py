@@ -17,12 +17,12 @@ the ``before_run`` hooks, the model loop (or the backend's turn), the result.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._pool import Closables
 from ._runner import BackendTarget, ModelTarget, RunInput, with_output
-from .calls import RunContext
+from .calls import RunContext, RunEvents
 from .capabilities import Capabilities
 from .config import AgentConfig, BeforeRunContext
 from .errors import InvalidMessageError, ToolError
@@ -131,7 +131,7 @@ class Agent(Generic[OutputT]):
     ) -> AgentStream:
         """Like ``run``, as events; ``async with agent.stream(x) as events`` closes it for sure."""
         checked = self.check_input(input)
-        return AgentStream(self._events(checked, settings or NO_SETTINGS))
+        return AgentStream(start=lambda: self._events(checked, settings or NO_SETTINGS))
 
     def prompt(
         self, input: str | Sequence[Any], *, settings: RunSettings | None = None
@@ -238,7 +238,7 @@ class Agent(Generic[OutputT]):
             target: Any = self._run_target()
         except Exception as error:
             target = error
-        host = self._host()
+        hooks = self._host().hooks.for_run(settings, target)
         return RunContext(
             settings.run_id or new_run_id(),
             self.config,
@@ -247,7 +247,7 @@ class Agent(Generic[OutputT]):
             stream=streaming,
             session=session,
             target=target,
-            hooks=host.hooks,
+            hooks=hooks,
         )
 
     async def _run(
@@ -256,7 +256,7 @@ class Agent(Generic[OutputT]):
         """A run drained: its ``RunResult`` (a non-streaming run yields only ``done``)."""
         context = self._context(checked, settings, False, session)
         assert context.hooks is not None
-        events = context.hooks.run(context)
+        events = context.hooks.run(run=context)
         result: Any = None
         try:
             async for event in events:
@@ -267,19 +267,13 @@ class Agent(Generic[OutputT]):
         assert isinstance(result, RunResult)
         return result
 
-    async def _events(
-        self, checked: RunInput, settings: RunSettings
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """A streamed run's events; the last is always ``done`` with the ``RunResult``."""
+    def _events(self, checked: RunInput, settings: RunSettings) -> RunEvents:
+        """A streamed run's events, the run started now (``AgentStream`` asks for them with
+        the first event, and closes them); the last is always ``done`` with the
+        ``RunResult``."""
         context = self._context(checked, settings, True, False)
         assert context.hooks is not None
-        events = context.hooks.run(context)
-        try:
-            async for event in events:
-                yield event
-        except BaseException:  # failed, or closed from above: close the run too
-            await events.aclose()
-            raise
+        return context.hooks.run(run=context)
 
     # -- input -------------------------------------------------------------------------------
 

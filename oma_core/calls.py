@@ -48,7 +48,8 @@ CallEvents: TypeAlias = "AsyncGenerator[CallEvent, None]"
 
 
 class RunHooks(Protocol):
-    """The hooks a run calls (``PluginHost.hooks`` is one), typed."""
+    """The hooks a run calls (``PluginHost.hooks`` is one), typed; called with keywords
+    (``hooks.run(run=run)``), as pluggy's hook callers are."""
 
     def run(self, run: RunContext) -> RunEvents: ...
 
@@ -56,7 +57,10 @@ class RunHooks(Protocol):
 
     def tool_call(self, call: ToolInvocation, run: RunContext) -> Awaitable[ToolResultBlock]: ...
 
-    def before_run(self) -> Sequence[Any]: ...
+    @property
+    def before_run_calls(self) -> Sequence[Any]:
+        """The ``oma_before_run`` implementations, in pluggy's call order (a chain)."""
+        ...
 
 
 @attrs.define(eq=False)

@@ -30,6 +30,7 @@ import difflib
 import importlib
 import inspect
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Iterable, Mapping
@@ -47,11 +48,12 @@ from .executors import EXECUTOR_FEATURES, Executor, ExecutorSpec
 from .tools import Toolset, ToolsetSpec, is_toolset
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
+    from collections.abc import Awaitable, Callable
 
-    from .calls import CallEvents, ModelCall, RunContext, RunEvents, ToolInvocation
+    from .calls import CallEvents, ModelCall, RunContext, RunEvents, RunHooks, ToolInvocation
     from .messages import ToolResultBlock
     from .providers import Provider, ProviderSettings
+    from .settings import RunSettings
 
 __all__ = [
     "AmbiguousNameError",
@@ -194,6 +196,13 @@ class HookCall:
     hook: str
     caller: pluggy.HookCaller = attrs.field(repr=False)
     spec_argnames: tuple[str, ...] = attrs.field(repr=False)
+    #: What errors call this implementation: "oma_before_run of plugin 'x'".
+    label: str = attrs.field(
+        init=False,
+        repr=False,
+        eq=False,
+        default=attrs.Factory(lambda call: f"{call.hook} of plugin {call.plugin!r}", True),
+    )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = dict(zip(self.spec_argnames, args, strict=False)) | kwargs
@@ -214,7 +223,7 @@ class Hooks:
     the others.
     """
 
-    __slots__ = ("_host", "_model_call", "_run", "_tool_call")
+    __slots__ = ("_generation", "_host", "_model_call", "_plans", "_run", "_tool_call")
 
     def __init__(self, host: PluginHost) -> None:
         relay = host.pm.hook
@@ -222,6 +231,46 @@ class Hooks:
         self._run = relay.oma_run
         self._model_call = relay.oma_model_call
         self._tool_call = relay.oma_tool_call
+        self._plans: dict[tuple[bool, ...], _RunHooks] = {}
+        self._generation = -1
+
+    def for_run(self, settings: RunSettings, target: object) -> RunHooks:
+        """The hooks of one run with these settings and this target: the same calls as
+        ``run``/``model_call``/``tool_call``/``before_run``, without the built-in wrappers
+        that do nothing for such a run (see ``_IDLE``).
+
+        Leaving out a wrapper that would hand back what it got changes nothing but the cost;
+        when no wrapper is left at all, the built-in implementation is called directly
+        (pluggy's call of one implementation is that call). One plan per combination of idle
+        wrappers, made on first use and kept until a plugin is registered or unregistered.
+        """
+        pm = self._host.pm
+        generation = pm.generation if isinstance(pm, _Manager) else -2
+        if generation != self._generation or generation == -2:
+            self._plans = {}
+            self._generation = generation
+        key = (
+            settings.progress is None,
+            settings.evaluator is None,
+            settings.tracer is None,
+            not settings.budgets,
+            not getattr(target, "close_after_run", False),
+        )
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan(key)
+        return plan
+
+    def _plan(self, key: tuple[bool, ...]) -> _RunHooks:
+        idle = {name for name, is_idle in zip(_IDLE, key, strict=True) if is_idle}
+        pm = self._host.pm
+        direct = isinstance(pm, _Manager) and not pm.monitored
+        return _RunHooks(
+            _wrap_call(pm, "oma_run", idle, direct),
+            _wrap_call(pm, "oma_model_call", idle, direct),
+            _wrap_call(pm, "oma_tool_call", idle, direct),
+            tuple(self._host.hook_calls("oma_before_run")),
+        )
 
     def run(self, run: RunContext) -> RunEvents:
         """``oma_run``: the run's events, through every run wrapper."""
@@ -242,6 +291,11 @@ class Hooks:
         """The ``oma_before_run`` implementations, in pluggy's call order (a chain)."""
         return self._host.hook_calls("oma_before_run")
 
+    @property
+    def before_run_calls(self) -> list[HookCall]:
+        """``before_run()``, as ``RunHooks`` reads it."""
+        return self.before_run()
+
     def progress(self) -> list[HookCall]:
         """The ``oma_progress`` implementations, in pluggy's call order (observers)."""
         return self._host.hook_calls("oma_progress")
@@ -251,12 +305,106 @@ class Hooks:
         return self._host.hook_calls("oma_evaluation_result")
 
 
+#: The built-in wrappers that do nothing for some runs, in the order of ``Hooks.for_run``'s
+#: key, each idle when its part of the key is true: progress without ``settings.progress``,
+#: evaluation without ``settings.evaluator``, the spans without ``settings.tracer``, the
+#: budgets without ``settings.budgets``, closing when the run's target is kept after it. Each
+#: such wrapper returns what it got (``tests/test_hook_plans.py`` holds them to it).
+_IDLE = (
+    "oma_core.default_plugins.progress",
+    "oma_core.default_plugins.evaluation",
+    "oma_core.tracing",
+    "oma_core.default_plugins.budgets",
+    "oma_core.default_plugins.closing",
+)
+
+#: The built-in implementations the wrap hooks end in (``trylast``).
+_INNERMOST = {
+    "oma_run": "oma_core.default_plugins.run",
+    "oma_model_call": "oma_core.default_plugins.transport",
+    "oma_tool_call": "oma_core.default_plugins.transport",
+}
+
+
+class _Manager(pluggy.PluginManager):
+    """pluggy's plugin manager, counting the changes to what its hooks call (``generation``)
+    so that ``Hooks.for_run`` knows when its plans are stale, and noting call monitoring
+    (``monitored``: every call then goes through pluggy, to be seen)."""
+
+    generation = 0
+    monitored = False
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        self.generation += 1
+        return super().register(plugin, name)
+
+    def unregister(self, plugin: Any | None = None, name: str | None = None) -> Any | None:
+        self.generation += 1
+        return super().unregister(plugin, name)
+
+    def add_hookspecs(self, module_or_class: Any) -> None:
+        self.generation += 1
+        super().add_hookspecs(module_or_class)
+
+    def add_hookcall_monitoring(self, before: Any, after: Any) -> Callable[[], None]:
+        self.generation += 1
+        self.monitored = True
+        undo = super().add_hookcall_monitoring(before, after)
+
+        def undo_and_count() -> None:
+            self.generation += 1
+            undo()
+
+        return undo_and_count
+
+
+@attrs.frozen
+class _RunHooks:
+    """One run's hooks (``RunHooks``): each wrap hook's call without its idle built-in
+    wrappers (called with keywords: a pluggy hook caller, or the built-in function), and
+    the ``oma_before_run`` chain."""
+
+    run: Callable[[RunContext], RunEvents]
+    model_call: Callable[[ModelCall, RunContext], CallEvents]
+    tool_call: Callable[[ToolInvocation, RunContext], Awaitable[ToolResultBlock]]
+    before_run_calls: tuple[HookCall, ...]
+
+    def before_run(self) -> tuple[HookCall, ...]:
+        return self.before_run_calls
+
+
+def _wrap_call(pm: pluggy.PluginManager, hook: str, idle: set[str], direct: bool) -> Any:
+    """``hook``'s call without the ``idle`` built-in wrappers: the built-in implementation
+    itself when nothing else is left (and ``direct``), else pluggy's hook caller for what is
+    left (a subset caller, which keeps pluggy's order)."""
+    implementers = [
+        (name, plugin)
+        for name, plugin in pm.list_name_plugin()
+        if plugin is not None and any(c.name == hook for c in pm.get_hookcallers(plugin) or ())
+    ]
+    removed = [plugin for name, plugin in implementers if _builtin(name, plugin, idle)]
+    left = [(name, plugin) for name, plugin in implementers if plugin not in removed]
+    if direct and len(left) == 1 and _builtin(*left[0], {_INNERMOST[hook]}):
+        # The built-in module's own function: pluggy's call of that one implementation
+        # (``firstresult``) is this call, without binding its arguments by name each time.
+        return getattr(left[0][1], hook)
+    # pluggy's caller itself (the run calls it with keywords, as pluggy wants them).
+    return pm.subset_hook_caller(hook, removed)
+
+
+def _builtin(name: str, plugin: object, names: set[str]) -> bool:
+    """``plugin`` is one of the built-in plugins ``names`` (the module itself, registered)."""
+    return name in names and plugin is sys.modules.get(name)
+
+
 @attrs.define
 class _Registry:
     """What the registration hooks returned, merged; rebuilt when the set of plugins changes."""
 
     key: tuple[tuple[str, int], ...]
     count: int = attrs.field(init=False)
+    #: The plugin manager's ``generation`` this was checked against (-1: none).
+    generation: int = attrs.field(init=False, default=-1)
     providers: dict[str, ProviderSpec] = attrs.Factory(dict)
     provider_owner: dict[str, str] = attrs.Factory(dict)
     backends: dict[str, BackendSpec] = attrs.Factory(dict)
@@ -340,7 +488,7 @@ class PluginHost:
         self._prefer = _preferences(prefer)
         # The clashes already reported, so each is one warning per host.
         self._warned: set[NameClash] = set()
-        self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        self.pm: pluggy.PluginManager = _Manager(ENTRY_POINT_GROUP)
         self.pm.add_hookspecs(hookspecs)
         #: The hooks, typed (``host.hooks.run(run)``, ``host.hooks.progress()``, ...).
         self.hooks = Hooks(self)
@@ -707,13 +855,19 @@ class PluginHost:
         register/unregister drop the cache, and a plugin registered on ``pm`` directly, past
         the host, changes the count."""
         registry = self._registry
-        count = len(self.pm.list_name_plugin())
-        if registry is not None and registry.count == count:
-            return registry
+        pm = self.pm
+        if registry is not None:
+            if isinstance(pm, _Manager):  # it counts its changes: nothing to list
+                if registry.generation == pm.generation:
+                    return registry
+            elif registry.count == len(pm.list_name_plugin()):
+                return registry
         with self._lock:
-            key = tuple((name, id(plugin)) for name, plugin in self.pm.list_name_plugin())
+            generation = pm.generation if isinstance(pm, _Manager) else -1
+            key = tuple((name, id(plugin)) for name, plugin in pm.list_name_plugin())
             if self._registry is None or self._registry.key != key:
                 self._registry = self._collect(key)
+            self._registry.generation = generation
             return self._registry
 
     def _collect(self, key: tuple[tuple[str, int], ...]) -> _Registry:

@@ -7,7 +7,7 @@ manager in one, so ``async with agent.stream(x) as events`` closes the provider 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
 
 import attrs
@@ -96,10 +96,18 @@ class AgentStream:
     and returns once the run has stopped.
     """
 
-    __slots__ = ("_closing", "_gen", "_reader", "_stopped")
+    __slots__ = ("_closing", "_gen", "_reader", "_start", "_stopped")
 
-    def __init__(self, gen: AsyncGenerator[StreamEvent, None]) -> None:
-        self._gen = gen
+    def __init__(
+        self,
+        gen: AsyncIterator[StreamEvent] | None = None,
+        *,
+        start: Callable[[], AsyncIterator[StreamEvent]] | None = None,
+    ) -> None:
+        # ``start`` makes the events when the first one is requested (a run starts then),
+        # without a generator of its own between them and the caller.
+        self._gen: Any = gen
+        self._start = start
         self._reader: asyncio.Task[Any] | None = None
         self._closing = False
         self._stopped: asyncio.Event | None = None
@@ -110,10 +118,15 @@ class AgentStream:
     async def __anext__(self) -> StreamEvent:
         if self._closing:
             raise StopAsyncIteration
+        gen = self._gen
+        if gen is None:
+            assert self._start is not None, "AgentStream needs gen or start"
+            gen = self._gen = self._start()
         task = asyncio.current_task()
         self._reader = task
         try:
-            return await self._gen.__anext__()
+            event: StreamEvent = await gen.__anext__()
+            return event
         except asyncio.CancelledError:
             # Cancelled by ``aclose`` from another task (and by nobody else): the run stopped.
             if self._closing and task is not None and task.uncancel() == 0:
@@ -132,7 +145,8 @@ class AgentStream:
             stopped = self._stopped = asyncio.Event()
             reader.cancel()
             await stopped.wait()
-        await self._gen.aclose()
+        if self._gen is not None:
+            await self._gen.aclose()
 
     async def __aenter__(self) -> AgentStream:
         return self

@@ -186,8 +186,8 @@ class RunSettings:
     task: str | None = None
     metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_metadata)
     retry: RetryPolicy | None = None
-    timeout: float | None = attrs.field(default=None, validator=_seconds)
-    call_timeout: float | None = attrs.field(default=None, validator=_seconds)
+    timeout: float | None = None
+    call_timeout: float | None = None
     budgets: tuple[Budget, ...] = attrs.field(default=(), converter=_budgets)
     estimate_cost: CostEstimator | None = attrs.field(default=None, eq=False)
     progress: ProgressEmitter | None = attrs.field(default=None, eq=False, repr=False)
@@ -198,13 +198,27 @@ class RunSettings:
     evaluator: Any | None = attrs.field(default=None, eq=False, repr=False)
     #: At most this many tool calls in the run; past it, a call is answered with an error
     #: result (the tool does not run) so the model finishes without tools. None: no cap.
-    max_tool_calls: int | None = attrs.field(default=None, validator=_optional_count)
+    max_tool_calls: int | None = None
     #: This run's output type, in place of ``AgentConfig.output_type`` (same kinds, checked
     #: when the settings are built); None: the agent's own. Read by the run's loop.
-    output_type: Any = attrs.field(default=None, validator=_output_type)
+    output_type: Any = None
     #: This run's output mode ("native", "tool", "prompted"), in place of
     #: ``AgentConfig.output_mode``; None: the config's, else the best the provider declares.
-    output_mode: str | None = attrs.field(default=None, validator=_output_mode)
+    output_mode: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        # The fields' checks, in their order, each only for a value given (one call rather
+        # than one per field: settings are built per run, and most leave these unset).
+        if self.timeout is not None:
+            check_seconds("timeout", self.timeout)
+        if self.call_timeout is not None:
+            check_seconds("call_timeout", self.call_timeout)
+        if self.max_tool_calls is not None:
+            _optional_count(self, _FIELD_MAX_TOOL_CALLS, self.max_tool_calls)
+        if self.output_type is not None:
+            _output_type(self, _FIELD_OUTPUT_TYPE, self.output_type)
+        if self.output_mode is not None:
+            _output_mode(self, _FIELD_OUTPUT_MODE, self.output_mode)
 
     def output(self, config: AgentConfig) -> tuple[Any, str | None]:
         """The run's output type and wanted output mode: these settings' where set, else the
@@ -265,6 +279,10 @@ class RunSettings:
             trace_content=given.trace_content or defaults.trace_content,
         )
 
+
+_FIELD_MAX_TOOL_CALLS = attrs.fields(RunSettings).max_tool_calls
+_FIELD_OUTPUT_TYPE = attrs.fields(RunSettings).output_type
+_FIELD_OUTPUT_MODE = attrs.fields(RunSettings).output_mode
 
 #: Nothing given: the settings a plain ``Agent.run`` runs with.
 NO_SETTINGS = RunSettings()

@@ -29,8 +29,12 @@ __all__ = ["oma_model_call", "oma_tool_call"]
 def oma_model_call(call: ModelCall, run: RunContext) -> CallEvents:
     if call.kind == "backend":
         return _backend_events(call)
-    events: CallEvents = _provider_events(call)
-    return events
+    provider = call.target
+    if getattr(provider, "complete", None) is not None and not (
+        call.stream and hasattr(provider, "stream")
+    ):
+        return _Whole(call)  # type: ignore[return-value]
+    return _streamed(call)
 
 
 @hookimpl(trylast=True)
@@ -38,15 +42,6 @@ def oma_tool_call(call: ToolInvocation, run: RunContext) -> Awaitable[ToolResult
     from ..tools import call_tool
 
     return call_tool(call.tools, call.block)
-
-
-def _provider_events(call: ModelCall) -> Any:
-    provider = call.target
-    if getattr(provider, "complete", None) is not None and not (
-        call.stream and hasattr(provider, "stream")
-    ):
-        return _Whole(call)
-    return _streamed(call)
 
 
 class _Whole:
