@@ -355,6 +355,27 @@ def test_media_are_kept_by_hash_in_a_private_store_beside_the_log(png: str, tmp_
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
 
 
+@pytest.mark.parametrize(
+    ("example", "kind"),
+    [("report.pdf", "document"), ("memo.md", "document"), ("voice.wav", "audio")],
+)
+def test_documents_and_audio_are_kept_and_resent_on_c(
+    example: str, kind: str, tmp_path: Path
+) -> None:
+    path = Path(__file__).resolve().parents[1] / "examples" / example
+    first = oma("run", "what is in it?", "-a", str(path))
+    assert first.exit_code == 0, first.output
+    assert f"; {kind} " in first.stdout
+    (kept,) = media_dir(tmp_path).iterdir()
+    assert kept.read_bytes() == path.read_bytes()
+    again = oma("run", "-c", "and then?")
+    assert again.exit_code == 0, again.output
+    assert again.stderr == ""  # nothing left out
+    # echo describes the whole conversation: the first turn comes back with its media
+    assert again.stdout.startswith(f'user: text "what is in it?"; {kind} ')
+    assert again.stdout.endswith('user: text "and then?"\n')
+
+
 def test_a_loose_media_store_is_tightened_to_0700(png: str, tmp_path: Path) -> None:
     media_dir(tmp_path).mkdir(parents=True, mode=0o755)
     media_dir(tmp_path).chmod(0o755)
