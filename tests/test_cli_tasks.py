@@ -939,7 +939,9 @@ def test_every_agent_that_cannot_run_is_refused_before_any_task_one_line_each(
         ["error", " agent 'lost'"],
         ["error", " agent 'typo'"],
     ]
-    assert "needs an API key and has none" in lines[0] and "oma keys set openai" in lines[0]
+    assert "needs an API key and has none" in lines[0]
+    host = openai_server.base_url.removesuffix("/v1")  # a key is stored per host
+    assert f"`oma keys set openai --base-url {host}`" in lines[0]
     assert "'nope'" in lines[1] and "respones" in lines[2]
     assert openai_server.requests == []
 

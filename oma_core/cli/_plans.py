@@ -268,7 +268,7 @@ async def check_agents(configs: Sequence[AgentConfig]) -> None:
             agent.check_input("a task")  # a missing key is refused here, as when a run starts
             agent.provider()
         except OmaError as error:
-            problems.append(f"agent {config.name!r}: {_problem(error)}")
+            problems.append(f"agent {config.name!r}: {_problem(error, config.base_url)}")
         finally:
             await agent.aclose()
     if problems:
@@ -277,17 +277,22 @@ async def check_agents(configs: Sequence[AgentConfig]) -> None:
         refuse(problems[-1])
 
 
-def _problem(error: OmaError) -> str:
-    """An agent's error in the words of a plan or agents file (its ``api_key`` field)."""
+def _problem(error: OmaError, base_url: str | None = None) -> str:
+    """An agent's error in the words of a plan or agents file (its ``api_key`` field); a
+    missing key's way out names the agent's host when it has its own (a key stored for the
+    provider is sent only to the provider's default host)."""
     from ..errors import MissingKeyError
+    from ._keys import origin
 
     if isinstance(error, MissingKeyError):
         shown = error.display_name or error.provider
         where = " or ".join(error.variables)
         env = f"set {where} in the environment, " if where else ""
+        at = origin(base_url)  # never the URL itself: it may hold a password or a token
+        host = f" --base-url {at}" if at else ""
         return (
             f"{shown} needs an API key and has none: {env}store one with "
-            f"`oma keys set {error.provider}`, or give the agent an api_key"
+            f"`oma keys set {error.provider}{host}`, or give the agent an api_key"
         )
     return _one_line(error)
 
