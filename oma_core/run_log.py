@@ -401,7 +401,8 @@ class RunLog:
             return []
         where: list[str] = []
         args: list[Any] = []
-        words = search.split() if search else []
+        # SQLite ends a query string at NUL ("unterminated string"): NULs are no search text
+        words = [w for w in (search or "").replace("\x00", " ").split() if w]
         if conversation_id:
             where.append("conversation_id = ?")
             args.append(conversation_id)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from _builders import oma
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from oma_core import Agent, AgentConfig, PluginHost, RunLog, RunSettings
@@ -240,6 +240,8 @@ def test_each_run_is_indexed_once_a_continued_one_with_the_history_it_sent(
 
 @settings(max_examples=60, deadline=None)
 @given(query=st.text(max_size=20), fts5=st.booleans())
+@example(query="0\x00", fts5=True)  # SQLite ends a query string at NUL
+@example(query="plain\x00words", fts5=False)
 def test_any_query_text_searches_without_error(query: str, fts5: bool) -> None:
     import tempfile
 
