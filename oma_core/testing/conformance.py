@@ -166,8 +166,15 @@ MEDIA_SAMPLES: Mapping[str, bytes] = {
     b"\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00",
     "image/bmp": b"BM\x1e\x00\x00\x00\x00\x00\x00\x00\x1a\x00\x00\x00",
     "video/mp4": b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom",
-    "application/pdf": b"%PDF-1.4\n%oma conformance sample\n%%EOF\n",
-    "text/plain": b"a plain text file\n",
+    "application/pdf": b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n"
+    b"trailer\n<< /Root 1 0 R >>\n%%EOF\n",
+    "text/plain": "a plain text file: caf\u00e9, na\u00efve\n".encode(),
+    "text/markdown": "# Conformance\n\nA *Markdown* file \u2014 with UTF-8.\n".encode(),
+    # A RIFF/WAVE header (PCM, mono, 8 kHz, 16 bit) with two silent samples.
+    "audio/wav": b"RIFF\x28\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00"
+    b"\x40\x1f\x00\x00\x80\x3e\x00\x00\x02\x00\x10\x00data\x04\x00\x00\x00\x00\x00\x00\x00",
+    # An ID3v2.4 tag (empty) followed by one MPEG-1 Layer III frame header.
+    "audio/mpeg": b"ID3\x04\x00\x00\x00\x00\x00\x00\xff\xfb\x90\x64\x00\x00\x00\x00",
 }
 _EXTENSIONS = {
     "image/png": "png",
@@ -178,6 +185,9 @@ _EXTENSIONS = {
     "video/mp4": "mp4",
     "application/pdf": "pdf",
     "text/plain": "txt",
+    "text/markdown": "md",
+    "audio/wav": "wav",
+    "audio/mpeg": "mp3",
 }
 
 
@@ -274,6 +284,7 @@ def samples() -> Iterator[Sample]:
                     (_user(_text("show me")), _assistant(block), _user(_text("thanks"))),
                     (1, 0, None),
                 )
+    yield from _document_and_audio_samples()
     yield Sample("tool_use", "assistant", None, None, _tool_round(), (1, 0, None))
     yield Sample("tool_result", "user", None, None, _tool_round(), (2, 0, None))
     reasoning = {"type": "reasoning", "text": "conformance thinking", "signature": "sig-conf"}
@@ -311,6 +322,37 @@ def samples() -> Iterator[Sample]:
                 _tool_round(_text("the file:"), file),
                 (2, 0, 1),
             )
+
+
+def _document_and_audio_samples() -> Iterator[Sample]:
+    """Documents (PDF, plain text, Markdown) and audio clips (wav, mp3) in user and assistant
+    turns, per source kind; the base64 PDF carries a ``filename``."""
+    blocks: list[tuple[str, str, str, dict[str, Any]]] = []
+    for media_type in ("application/pdf", "text/plain", "text/markdown"):
+        for kind in ("base64", "url"):
+            document: dict[str, Any] = {
+                "type": "document",
+                "source": _source(kind, media_type, f"document-{kind}"),
+            }
+            if kind == "base64" and media_type == "application/pdf":
+                document["filename"] = "report.pdf"
+            blocks.append(("document", kind, media_type, document))
+    for media_type in ("audio/wav", "audio/mpeg"):
+        for kind in ("base64", "url"):
+            audio = {"type": "audio", "source": _source(kind, media_type, f"audio-{kind}")}
+            blocks.append(("audio", kind, media_type, audio))
+    for family, kind, media_type, block in blocks:
+        yield Sample(
+            family, "user", kind, media_type, (_user(_text("what is this?"), block),), (0, 1, None)
+        )
+        yield Sample(
+            family,
+            "assistant",
+            kind,
+            media_type,
+            (_user(_text("show me")), _assistant(block), _user(_text("thanks"))),
+            (1, 0, None),
+        )
 
 
 def declared(capabilities: Capabilities, sample: Sample) -> bool:
@@ -418,6 +460,13 @@ class ProviderConformance:
         capabilities = self.spec().capabilities
         mode = capabilities.mode(sample.block_type, sample.where, sample.source)
         return self.forwarded_refusal_status if mode is Mode.FORWARDED else None
+
+    def refused_for_the_model(self, sample: Sample) -> bool:
+        """Whether the provider refuses the *declared* ``sample`` before any request for the
+        suite's ``model`` (a bridge whose blocks depend on the model, e.g. LiteLLM's model map
+        for PDFs and audio). The kit then checks that refusal instead of the wire. False by
+        default."""
+        return False
 
     #: Whether ``render`` gives the wire's body (False for a bridge whose library translates
     #: it, e.g. LiteLLM's ``anthropic/`` route): the reader is then checked on the wire only.
@@ -561,6 +610,12 @@ class ProviderConformance:
             server.reset()
             async with self.agent(server) as agent:
                 result = await _outcome(agent, list(sample.conversation), streaming)
+            if self.refused_for_the_model(sample):
+                error = result.status.error
+                assert isinstance(error, UnsupportedContentBlockError), (sample.id, error)
+                assert error.block_type == sample.block_type, sample.id
+                assert server.requests == [], f"{sample.id} reached the wire"
+                continue
             assert len(server.requests) == 1, sample.id
             self.assert_on_wire(sample, server.requests[0])
             _assert_outcome(result, self.expected_refusal(sample), sample.id)

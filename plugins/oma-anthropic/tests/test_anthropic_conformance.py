@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -27,6 +28,8 @@ def expected_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
         if kind == "image":
             return {"type": "image", "source": wire_source}
         return {"type": "document", "source": wire_source, "title": block["filename"]}
+    if kind == "document":
+        return _document_on_wire(block)
     if kind == "reasoning":
         return {"type": "thinking", "thinking": block["text"], "signature": block["signature"]}
     if kind == "tool_result":
@@ -35,6 +38,23 @@ def expected_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
             content = [expected_on_wire(p) for p in content]
         return {"type": "tool_result", "tool_use_id": block["tool_use_id"], "content": content}
     return dict(block)  # text and tool_use have the same shape on both sides
+
+
+def _document_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A document block: a PDF as a base64 or url source, text of any ``text/*`` type as a
+    ``text`` source (``text/plain``) holding the decoded text; the filename is the title."""
+    source = block["source"]
+    if source["type"] == "url":
+        wire_source = {"type": "url", "url": source["url"]}
+    elif source["media_type"].startswith("text/"):
+        text = base64.b64decode(source["data"]).decode("utf-8")
+        wire_source = {"type": "text", "media_type": "text/plain", "data": text}
+    else:
+        wire_source = {k: source[k] for k in ("type", "media_type", "data")}
+    wire: dict[str, Any] = {"type": "document", "source": wire_source}
+    if block.get("filename"):
+        wire["title"] = block["filename"]
+    return wire
 
 
 def _read_block(block: Mapping[str, Any]) -> Any:

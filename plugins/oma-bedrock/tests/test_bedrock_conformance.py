@@ -13,7 +13,8 @@ from oma_core.testing import NeutralRequest, RecordedRequest, ScriptedReply
 from oma_core.testing.conformance import ProviderConformance, Sample
 
 _IMAGE = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
-_FILE = {"application/pdf": "pdf", "text/plain": "txt"}
+_FILE = {"application/pdf": "pdf", "text/plain": "txt", "text/markdown": "md"}
+_AUDIO = {"audio/wav": "wav", "audio/mpeg": "mp3"}
 
 
 def expected_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,6 +37,22 @@ def expected_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
                 "source": {"bytes": source["data"]},
                 "name": "report",
             }
+        }
+    if kind == "document":
+        # the name is the filename's stem, "document" without one
+        source = block["source"]
+        name = block["filename"].rpartition(".")[0] if block.get("filename") else "document"
+        return {
+            "document": {
+                "format": _FILE[source["media_type"]],
+                "source": {"bytes": source["data"]},
+                "name": name,
+            }
+        }
+    if kind == "audio":
+        source = block["source"]
+        return {
+            "audio": {"format": _AUDIO[source["media_type"]], "source": {"bytes": source["data"]}}
         }
     if kind == "tool_use":
         return {

@@ -18,11 +18,13 @@ def expected_on_wire(sample: Sample) -> Any:
     kind = sample.block_type
     if kind == "text":
         return {"text": block["text"]}
-    if kind in ("image", "video", "file"):
+    if kind in ("image", "video", "file", "document", "audio"):
+        # no place for a document's filename; MP3 goes under Gemini's name, audio/mp3
         source = block["source"]
+        mime = "audio/mp3" if source["media_type"] == "audio/mpeg" else source["media_type"]
         if source["type"] == "base64":
-            return {"inlineData": {"mimeType": source["media_type"], "data": source["data"]}}
-        return {"fileData": {"mimeType": source["media_type"], "fileUri": source["url"]}}
+            return {"inlineData": {"mimeType": mime, "data": source["data"]}}
+        return {"fileData": {"mimeType": mime, "fileUri": source["url"]}}
     if kind == "tool_use":
         return {"functionCall": {"id": block["id"], "name": block["name"], "args": block["input"]}}
     if kind == "tool_result":

@@ -185,6 +185,13 @@ class FakeMessages(FakeServer):
                         _IMAGE_TYPES
                     ):
                         raise _Refused(f"{where}: bad image")
+                elif kind == "document":
+                    source = block.get("source", {})
+                    pdf = source.get("type") == "base64" and source.get("media_type") == (
+                        "application/pdf"
+                    )
+                    if role != "user" or not (pdf or source.get("type") in ("url", "text")):
+                        raise _Refused(f"{where}: bad document")
                 elif kind == "tool_use":
                     if role != "assistant":
                         raise _Refused(f"{where}: tool_use is only allowed in assistant turns")

@@ -3,8 +3,9 @@ against the fake Chat Completions API (``api_base`` pointed at it)."""
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -39,12 +40,37 @@ def expected_on_wire(sample: Sample) -> Any:
         return {"role": sample.where, "content": block["text"]}
     if sample.block_type == "image":
         return {"type": "image_url", "image_url": {"url": _url(block["source"])}}
+    if sample.block_type == "document":
+        return _document_on_wire(block)
+    if sample.block_type == "audio":
+        source = block["source"]
+        audio_format = {"audio/wav": "wav", "audio/mpeg": "mp3"}[source["media_type"]]
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": source["data"], "format": audio_format},
+        }
     if sample.block_type == "tool_use":
         function = {"name": block["name"], "arguments": json.dumps(block["input"])}
         return {"id": block["id"], "type": "function", "function": function}
     if sample.block_type == "tool_result":
         return {"role": "tool", "tool_call_id": block["tool_use_id"], "content": block["content"]}
     raise AssertionError(f"no expectation for {sample.id}")
+
+
+def _document_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A PDF is a ``file`` part (named ``document.pdf`` without a filename); a base64 text
+    document is a text part framed with its name and type (as the OpenAI plugin sends it)."""
+    source = block["source"]
+    if source["type"] == "base64" and source["media_type"].startswith("text/"):
+        text = base64.b64decode(source["data"]).decode("utf-8")
+        named = f' id="{block["filename"]}"' if block.get("filename") else ""
+        media_type = source["media_type"]
+        framed = (
+            f'-----BEGIN FILE{named} type="{media_type}"-----\n{text}\n-----END FILE{named}-----'
+        )
+        return {"type": "text", "text": framed}
+    file = {"filename": block.get("filename") or "document.pdf", "file_data": _url(source)}
+    return {"type": "file", "file": file}
 
 
 def _read_text(content: Any) -> str:
@@ -124,6 +150,18 @@ class TestLiteLLMConformanceOpenAIRoute(ProviderConformance):
     transient_stream_error = "server_error"
     tool_error_flag = False  # a tool message has no error flag: "Error: ..." says it
 
+    @pytest.fixture(autouse=True)
+    def _model_map(self) -> Iterator[None]:
+        """The fake model in LiteLLM's model map, taking what the real one takes (the plugin
+        refuses a PDF or audio block for a model the map does not say takes it)."""
+        import litellm
+
+        entries = {"openai/gpt-fake": {"supports_pdf_input": True, "supports_audio_input": True}}
+        litellm.register_model(entries)
+        yield
+        for name in entries:
+            litellm.model_cost.pop(name, None)
+
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeChatCompletions:
         return fake_server_factory(FakeChatCompletions)  # type: ignore[no-any-return]
@@ -157,4 +195,4 @@ class TestLiteLLMConformanceOpenAIRoute(ProviderConformance):
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
         assert request.json["model"] == "gpt-fake"
-        assert expected_on_wire(sample) in _wire_items(request.json), sample.id
+        assert expected_on_wire(sample) in _wire_items(request.json), (sample.id, request.json)

@@ -3,7 +3,8 @@ Messages API: a second real wire, reached through LiteLLM's own translation."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import base64
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -23,6 +24,17 @@ def _wire_blocks(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         else:
             blocks.extend({**b, "role": message["role"]} for b in content)
     return blocks
+
+
+def _document_found(block: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
+    """A PDF arrives as a base64 ``document``; a text document as a text block holding its
+    text (the OpenAI form's framed text part, which LiteLLM passes on as text)."""
+    source = block["source"]
+    if source["media_type"] == "application/pdf":
+        wanted = {"type": "base64", "media_type": "application/pdf", "data": source["data"]}
+        return sent.get("type") == "document" and sent.get("source") == wanted
+    text = base64.b64decode(source["data"]).decode("utf-8")
+    return sent.get("type") == "text" and text in sent["text"]
 
 
 def _found(sample: Sample, blocks: list[Mapping[str, Any]]) -> bool:
@@ -46,6 +58,8 @@ def _found(sample: Sample, blocks: list[Mapping[str, Any]]) -> bool:
                 wanted = {"type": "url", "url": source["url"]}
             if sent["source"] == wanted:
                 return True
+        if sample.block_type == "document" and _document_found(block, sent):
+            return True
         if (
             sample.block_type == "tool_use"
             and kind == "tool_use"
@@ -128,6 +142,22 @@ class TestLiteLLMConformanceAnthropicRoute(ProviderConformance):
     api_key = "test-key"
     tool_error_flag = False  # LiteLLM translates a Chat Completions tool message: text only
     render_is_the_wire = False  # render is the body handed to LiteLLM, which translates it
+
+    @pytest.fixture(autouse=True)
+    def _model_map(self) -> Iterator[None]:
+        """The fake model in LiteLLM's model map, taking what the real one takes (the plugin
+        refuses a PDF or audio block for a model the map does not say takes it)."""
+        import litellm
+
+        entries = {"anthropic/claude-fake": {"supports_pdf_input": True}}
+        litellm.register_model(entries)
+        yield
+        for name in entries:
+            litellm.model_cost.pop(name, None)
+
+    def refused_for_the_model(self, sample: Sample) -> bool:
+        """Claude takes no audio: LiteLLM's model map says so, and the plugin refuses it."""
+        return sample.block_type == "audio"
 
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeMessages:

@@ -27,6 +27,13 @@ def expected_on_wire(sample: Sample) -> Any:
             else source["url"]
         )
         return {"type": "image_url", "image_url": url}
+    if sample.block_type == "document":  # a PDF by URL; the filename names it where given
+        chunk = {"type": "document_url", "document_url": block["source"]["url"]}
+        if block.get("filename"):
+            chunk["document_name"] = block["filename"]
+        return chunk
+    if sample.block_type == "audio":  # the base64 itself, whatever the format
+        return {"type": "input_audio", "input_audio": block["source"]["data"]}
     if sample.block_type == "tool_use":
         function = {"name": block["name"], "arguments": json.dumps(block["input"])}
         return {"id": wire_id(block["id"]), "type": "function", "function": function}

@@ -8,6 +8,7 @@ back as a non-retryable 400 ``ProviderError``.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
@@ -53,6 +54,15 @@ def expected_on_wire(sample: Sample) -> Any:
     if kind == "file":
         file = {"filename": block["filename"], "file_data": _url(block["source"])}
         return {"type": "file", "file": file}
+    if kind == "document":
+        return _document_on_wire(block)
+    if kind == "audio":
+        source = block["source"]
+        audio_format = {"audio/wav": "wav", "audio/mpeg": "mp3"}[source["media_type"]]
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": source["data"], "format": audio_format},
+        }
     if kind == "tool_use":
         arguments = json.dumps(block["input"], ensure_ascii=False)
         function = {"name": block["name"], "arguments": arguments}
@@ -62,6 +72,22 @@ def expected_on_wire(sample: Sample) -> Any:
     if kind == "reasoning":
         return {"role": "assistant", "content": "done", "reasoning_content": block["text"]}
     raise AssertionError(f"no expectation for {sample.id}")
+
+
+def _document_on_wire(block: dict[str, Any]) -> dict[str, Any]:
+    """A PDF is a ``file`` part (named ``document.pdf`` without a filename); a base64 text
+    document is a text part framed with its name and type (as pydantic-ai inlines files)."""
+    source = block["source"]
+    if source["type"] == "base64" and source["media_type"].startswith("text/"):
+        text = base64.b64decode(source["data"]).decode("utf-8")
+        named = f' id="{block["filename"]}"' if block.get("filename") else ""
+        media_type = source["media_type"]
+        framed = (
+            f'-----BEGIN FILE{named} type="{media_type}"-----\n{text}\n-----END FILE{named}-----'
+        )
+        return {"type": "text", "text": framed}
+    file = {"filename": block.get("filename") or "document.pdf", "file_data": _url(source)}
+    return {"type": "file", "file": file}
 
 
 def _read_source(url: str, kind: str) -> Any:
