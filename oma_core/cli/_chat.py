@@ -53,7 +53,7 @@ MAX_LINE_CHARACTERS = 64 * 1024 * 1024
 
 _HELP = (
     "Type !quit, exit or Ctrl-D to leave; !multi to type several lines, then !end; "
-    "!attach FILE to attach an image or video to the next turn"
+    "!attach FILE to attach a picture, video, document or audio clip to the next turn"
 )
 
 

@@ -212,7 +212,10 @@ def input_options(function: F) -> F:
             "--attach",
             multiple=True,
             metavar="PATH|URL|-",
-            help="Attach an image or video (a file, or - for stdin, typed by its content).",
+            help=(
+                "Attach an image, video, document or audio clip (a file, or - for stdin, "
+                "typed by its content)."
+            ),
         ),
         click.option(
             "--attach-type",
