@@ -300,6 +300,7 @@ def docs(session: nox.Session) -> None:
         "mkdocs-material>=9.5",
         "mkdocstrings-python>=1.10",
         "selenium>=4.20",
+        "pytest",  # the layout check imports what the reference names; the kit's suites need it
         "ruff",
         "-e",
         ".",
