@@ -11,6 +11,8 @@ transports; transport faults are the toolkit's ``error_from_exception``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -32,6 +34,9 @@ __all__ = ["DirectClient"]
 
 #: SDK client options that become headers here.
 _HEADER_OPTIONS = {"organization": "OpenAI-Organization", "project": "OpenAI-Project"}
+
+#: Seconds to wait for the body's end after ``[DONE]`` before closing the connection.
+_DRAIN_GRACE = 2.0
 
 Secrets = Callable[[], tuple[str, ...]]
 
@@ -97,8 +102,13 @@ class DirectClient:
             async for event in events:
                 data = event.data
                 if data == "[DONE]":
-                    # the reply is whole: stop reading (a server may keep the connection open
-                    # after it); closing the events below releases the connection
+                    # The reply is whole. Read on to the body's end, as the SDK does, so the
+                    # connection goes back to the pool; a server that keeps it open after
+                    # [DONE] gets a short grace, then the connection is closed below.
+                    with contextlib.suppress(TimeoutError, ProviderError):
+                        async with asyncio.timeout(_DRAIN_GRACE):
+                            async for _ in events:
+                                pass
                     break
                 chunk = _decode(data)
                 if not isinstance(chunk, dict):
