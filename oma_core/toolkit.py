@@ -203,6 +203,7 @@ _EXPORTS: dict[str, str] = {
     "pool_size": "_http",
     "POOL_OPTION": "_http",
     "ToolCallAssembler": "_tool_calls",
+    "SchemaLimits": "_schema_limits",
     # child processes (POSIX), for backend plugins
     "ALLOWED_ENV": "processes",
     "CommandOptions": "processes",
@@ -286,6 +287,7 @@ __all__ = [
     "RunTimeoutError",
     "SSEMessage",
     "SSEParser",
+    "SchemaLimits",
     "StatusError",
     "StderrTail",
     "TaskRun",
@@ -441,6 +443,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         tool_call_events,
         tool_result_text,
     )
+    from ._schema_limits import SchemaLimits
     from ._sse import (
         DEFAULT_MAX_EVENT_BYTES,
         SSEMessage,

@@ -15,7 +15,15 @@ with tool use has it. Extended thinking does not allow a forced tool choice, so 
 The schema is made what structured outputs take: every object closed
 (``additionalProperties: false``, which the API requires), keywords it does not support moved
 into the description (as the SDK's own ``transform_schema`` does), and what it cannot take
-refused with ``OutputTypeError``: an open dict, a recursive ``$ref``. Pure functions, no SDK.
+refused with ``OutputTypeError``: an open dict, a recursive ``$ref``.
+
+Native mode is also held to the "schema complexity limits" Anthropic documents for every
+request with ``output_config.format`` or a ``strict: true`` tool (the structured outputs page
+as published 2026-09-20): at most 20 strict tools, and across the output schema and every
+strict tool's schema together at most 24 optional properties and 16 properties with a union
+type (``anyOf``, or a list of types). Past one, the request is refused locally (``LIMITS``,
+counted by the toolkit's ``SchemaLimits``) with the way out: fewer optional or nullable fields,
+or tool mode, whose output tool is not strict and so not held to them. Pure functions, no SDK.
 """
 
 from __future__ import annotations
@@ -24,11 +32,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from oma_core import OutputTypeError
-from oma_core.toolkit import OutputRequest
+from oma_core.toolkit import OutputRequest, SchemaLimits
 
 from .capabilities import DISPLAY_NAME
 
-__all__ = ["add_output", "output_schema"]
+__all__ = ["LIMITS", "MAX_STRICT_TOOLS", "add_output", "output_schema"]
+
+#: Anthropic's documented limits, over all the strict schemas of one request together.
+LIMITS = SchemaLimits(max_optional=24, max_unions=16)
+#: Anthropic's documented limit on the tools with ``strict: true`` in one request.
+MAX_STRICT_TOOLS = 20
 
 #: Model name prefixes of Claude models without native structured outputs.
 _WITHOUT_NATIVE = (
@@ -150,6 +163,37 @@ def _refuse_recursion(defs: Mapping[str, Any], name: str) -> None:
                 todo.extend(edges[current])
 
 
+def _check_limits(schema: Mapping[str, Any], optional: Mapping[str, Any], name: str) -> None:
+    """Refuse native output past Anthropic's documented schema limits, counting the output
+    schema with the strict tools the options gave (the limits hold for them all together)."""
+    tools = optional.get("tools")
+    strict = [
+        t
+        for t in (tools if isinstance(tools, list) else [])
+        if isinstance(t, Mapping) and t.get("strict") is True
+    ]
+    if len(strict) > MAX_STRICT_TOOLS:
+        raise _refuse(
+            name,
+            f"native output with {len(strict)} strict tools (`strict: true`) in the request; "
+            f"the limit is {MAX_STRICT_TOOLS}",
+        )
+    schemas = [("$", schema)]
+    for tool in strict:
+        if isinstance(tool.get("input_schema"), Mapping):
+            schemas.append((f"tools.{tool.get('name')}", tool["input_schema"]))
+
+    def refuse(place: str, reason: str) -> OutputTypeError:
+        return _refuse(
+            name,
+            f"{place}: {reason} (counting every strict schema of the request); make fewer "
+            'fields optional or nullable, or set output_mode="tool", whose output tool is not '
+            "held to these limits",
+        )
+
+    LIMITS.check(schemas, refuse)
+
+
 def add_output(optional: dict[str, Any], output: OutputRequest, model: str) -> None:
     """Put ``output`` on the wire: into ``optional`` (the body's keys after ``model``); it
     wins over a ``tool_choice`` or ``output_config.format`` the options gave."""
@@ -162,6 +206,7 @@ def add_output(optional: dict[str, Any], output: OutputRequest, model: str) -> N
                 'Sonnet 4.5, Opus 4.5, Haiku 4.5 and later have); set output_mode="tool" '
                 "(AgentConfig or RunSettings) for a forced tool call instead",
             )
+        _check_limits(schema, optional, output.name)
         config = dict(optional.get("output_config") or {})
         config["format"] = {"type": "json_schema", "schema": schema}
         optional["output_config"] = config

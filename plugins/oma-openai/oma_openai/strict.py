@@ -3,12 +3,17 @@
 OpenAI's strict mode (``response_format`` ``json_schema`` with ``strict: true``, and strict
 function tools) takes a subset of JSON Schema: every object sets ``additionalProperties: false``
 and lists every property in ``required`` (an optional property is emulated by letting it be
-``null``); the root is an object; at most 10 levels of object nesting, 5,000 properties and
-1,000 enum values in all. ``strict_schema`` applies those rules to an output schema, or refuses
-it locally with ``OutputTypeError`` where it cannot hold (an open dict: keys not known in
-advance have no strict form), so a request the service would refuse is never sent. The core
+``null``); the root is an object. ``strict_schema`` applies those rules to an output schema, or
+refuses it locally with ``OutputTypeError`` where it cannot hold (an open dict: keys not known
+in advance have no strict form), so a request the service would refuse is never sent. The core
 reads a ``null`` in an optional property as absent, so the output type's default applies.
-Pure functions, no SDK.
+
+The strict schema is then held to OpenAI's documented size limits (the "Supported schemas"
+section of the Structured Outputs guide): at most 10 levels of object nesting and 5,000
+object properties; at most 1,000 enum values, and 120,000 characters of property names,
+definition names, enum and const values, in all; one string enum of more than 250 values holds
+at most 15,000 characters. They are counted by the toolkit's ``SchemaLimits``. Pure
+functions, no SDK.
 """
 
 from __future__ import annotations
@@ -17,13 +22,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from oma_core import OutputTypeError
+from oma_core.toolkit import SchemaLimits
 
-__all__ = ["MAX_DEPTH", "MAX_ENUM_VALUES", "MAX_PROPERTIES", "strict_schema"]
+__all__ = ["LIMITS", "MAX_DEPTH", "MAX_ENUM_VALUES", "MAX_PROPERTIES", "strict_schema"]
 
 #: OpenAI's documented limits on a strict schema.
 MAX_DEPTH = 10
 MAX_PROPERTIES = 5_000
 MAX_ENUM_VALUES = 1_000
+LIMITS = SchemaLimits(
+    max_depth=MAX_DEPTH,
+    max_properties=MAX_PROPERTIES,
+    max_enum_values=MAX_ENUM_VALUES,
+    max_chars=120_000,
+    large_enum_values=250,
+    max_large_enum_chars=15_000,
+)
 #: Keywords strict mode does not take and that constrain nothing oma checks: dropped.
 _DROPPED = frozenset({"default", "examples", "$schema", "$comment"})
 
@@ -32,39 +46,30 @@ class _Walk:
     def __init__(self, name: str, service: str) -> None:
         self.name = name
         self.service = service
-        self.properties = 0
-        self.enum_values = 0
 
     def refuse(self, path: str, reason: str) -> OutputTypeError:
         return OutputTypeError(
             self.name, f"{self.service} strict structured output cannot take {path}: {reason}"
         )
 
-    def node(self, schema: Any, path: str, depth: int) -> dict[str, Any]:
+    def node(self, schema: Any, path: str) -> dict[str, Any]:
         if not isinstance(schema, Mapping):
             raise self.refuse(path, "a schema must be an object")
         out = {k: v for k, v in schema.items() if k not in _DROPPED}
-        enum = out.get("enum")
-        if isinstance(enum, list):
-            self.enum_values += len(enum)
-            if self.enum_values > MAX_ENUM_VALUES:
-                raise self.refuse(path, f"more than {MAX_ENUM_VALUES} enum values in all")
         kind = out.get("type")
         if kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in out:
-            out = self.object(out, path, depth + 1)
+            out = self.object(out, path)
         if isinstance(out.get("items"), Mapping):
-            out["items"] = self.node(out["items"], f"{path}[]", depth)
+            out["items"] = self.node(out["items"], f"{path}[]")
         if isinstance(out.get("anyOf"), list):
-            out["anyOf"] = [self.node(option, path, depth) for option in out["anyOf"]]
+            out["anyOf"] = [self.node(option, path) for option in out["anyOf"]]
         if isinstance(out.get("$defs"), Mapping):
             out["$defs"] = {
-                key: self.node(sub, f"$defs.{key}", 0) for key, sub in out["$defs"].items()
+                key: self.node(sub, f"$defs.{key}") for key, sub in out["$defs"].items()
             }
         return out
 
-    def object(self, node: dict[str, Any], path: str, depth: int) -> dict[str, Any]:
-        if depth > MAX_DEPTH:
-            raise self.refuse(path, f"objects nest more than {MAX_DEPTH} levels deep")
+    def object(self, node: dict[str, Any], path: str) -> dict[str, Any]:
         properties = node.get("properties") or {}
         extra = node.get("additionalProperties")
         if extra not in (None, False) or (extra is None and not properties):
@@ -73,13 +78,10 @@ class _Walk:
                 "an open dict (keys not known in advance) has no strict form; give it fixed "
                 "properties, or use a list of key/value objects",
             )
-        self.properties += len(properties)
-        if self.properties > MAX_PROPERTIES:
-            raise self.refuse(path, f"more than {MAX_PROPERTIES} properties in all")
         required = set(node.get("required") or ())
         strict: dict[str, Any] = {}
         for key, sub in properties.items():
-            made = self.node(sub, f"{path}.{key}", depth)
+            made = self.node(sub, f"{path}.{key}")
             strict[key] = made if key in required else _nullable(made)
         node["properties"] = strict
         node["required"] = list(strict)
@@ -114,4 +116,5 @@ def strict_schema(schema: Mapping[str, Any], name: str, service: str) -> dict[st
     walk = _Walk(name, service)
     if schema.get("type") != "object":
         raise walk.refuse("$", "the root must be an object")
-    return walk.node(schema, "$", 0)
+    LIMITS.check([("$", schema)], walk.refuse)  # making it strict changes none of the counts
+    return walk.node(schema, "$")
