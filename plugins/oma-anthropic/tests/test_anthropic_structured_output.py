@@ -1,7 +1,9 @@
 """Structured output through the Anthropic plugin: native mode sends ``output_config.format``
 (``json_schema``, every object closed), byte for byte what ``render`` shows on all three
 transports; tool mode forces the output tool (the way for models without native); what the API
-cannot take is refused locally; a refusal or a ``max_tokens`` stop is never parsed."""
+cannot take is refused locally (an open dict, a schema past the documented complexity limits,
+at the limit sent and one past it refused); a refusal or a ``max_tokens`` stop is never
+parsed."""
 
 from __future__ import annotations
 
@@ -262,6 +264,104 @@ async def test_a_list_output_round_trips_in_each_mode(server: FakeAnthropic, mod
     async with agent_for(server, list[Line], output_mode=mode) as agent:
         result = await agent.run("Lines?")
     assert result.structured == [Line("pen", 2), Line("ink", 1)]
+
+
+# -- the documented schema complexity limits ---------------------------------------------------
+
+
+def optional_fields(count: int, required: int = 1) -> dict[str, Any]:
+    """An object schema with ``count`` optional properties (and ``required`` required ones)."""
+    fields = {f"o{i:02d}": {"type": "string"} for i in range(count)}
+    fields |= {f"r{i}": {"type": "string"} for i in range(required)}
+    return {"type": "object", "properties": fields, "required": [f"r{i}" for i in range(required)]}
+
+
+def nullable_fields(count: int) -> dict[str, Any]:
+    """An object schema with ``count`` required properties of a union type."""
+    fields = {f"u{i:02d}": {"anyOf": [{"type": "string"}, {"type": "null"}]} for i in range(count)}
+    return {"type": "object", "properties": fields, "required": list(fields)}
+
+
+def strict_tools(count: int, optional: int = 0) -> list[dict[str, Any]]:
+    schema = optional_fields(optional, required=1) | {"additionalProperties": False}
+    return [
+        {"name": f"t{i}", "description": "A tool.", "strict": True, "input_schema": schema}
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("schema", "reply"),
+    [
+        (optional_fields(24), '{"r0": "a"}'),
+        (nullable_fields(16), json.dumps(dict.fromkeys([f"u{i:02d}" for i in range(16)]))),
+    ],
+    ids=["24 optional", "16 unions"],
+)
+async def test_native_output_at_a_documented_limit_is_sent(
+    server: FakeAnthropic, schema: dict[str, Any], reply: str
+) -> None:
+    server.reply_text(reply)
+    async with agent_for(server, schema) as agent:
+        result = await agent.run("Fill.")
+    assert result.status.error is None
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("schema", "said"),
+    [
+        (optional_fields(25), "$.o24: 25 optional properties"),
+        (nullable_fields(17), "$.u16: 17 properties with a union type"),
+    ],
+    ids=["25 optional", "17 unions"],
+)
+async def test_native_output_one_past_a_documented_limit_is_refused_locally(
+    server: FakeAnthropic, schema: dict[str, Any], said: str
+) -> None:
+    async with agent_for(server, schema) as agent:
+        result = await agent.run("Fill.")
+    error = result.status.error
+    assert isinstance(error, OutputTypeError)
+    assert said in error.reason and "the limit is" in error.reason
+    assert 'output_mode="tool"' in error.reason  # the way out
+    assert server.requests == []
+
+
+async def test_strict_tools_of_the_options_count_with_the_output_schema(
+    server: FakeAnthropic,
+) -> None:
+    options = {"extra_body": {"tools": strict_tools(2, optional=10)}}
+    async with agent_for(server, optional_fields(5), provider_options=options) as agent:
+        result = await agent.run("Fill.")
+    error = result.status.error
+    assert isinstance(error, OutputTypeError)
+    assert "tools.t1.o09: 25 optional properties" in error.reason  # 5 + 10 + 10
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(("count", "sent"), [(20, 1), (21, 0)])
+async def test_native_output_takes_at_most_twenty_strict_tools(
+    server: FakeAnthropic, count: int, sent: int
+) -> None:
+    server.reply_text('{"number": "A", "total": 1}')
+    options = {"extra_body": {"tools": strict_tools(count)}}
+    async with agent_for(server, provider_options=options) as agent:
+        result = await agent.run("Extract.")
+    assert len(server.requests) == sent
+    if not sent:
+        assert isinstance(result.status.error, OutputTypeError)
+        assert "21 strict tools" in str(result.status.error)
+
+
+async def test_tool_mode_is_not_held_to_the_limits_of_strict_schemas(
+    server: FakeAnthropic,
+) -> None:
+    server.reply(tool_use({"r0": "a"}), stop_reason="tool_use")
+    async with agent_for(server, optional_fields(25), output_mode="tool") as agent:
+        result = await agent.run("Fill.")
+    assert result.structured == {"r0": "a"}
+    assert "strict" not in server.requests[0].json["tools"][0]
 
 
 # -- the schema rules, for any schema ----------------------------------------------------------

@@ -19,6 +19,12 @@ reply's text is the JSON), or as one more function declaration (its JSON Schema 
 ``parametersJsonSchema``) that ``toolConfig.functionCallingConfig`` forces (mode ``ANY``,
 ``allowedFunctionNames`` that function only; with tools of the agent's own, mode ``ANY`` alone,
 so that the model may call those first).
+
+Gemini documents no number for how large an output schema may be (its structured-output guide
+says only that the API "may reject very large or deeply nested schemas"), so none is checked
+here. The one number it gives is on ``Tool.functionDeclarations``: at most
+``MAX_FUNCTION_DECLARATIONS`` (512, in ``google-genai``'s types); tool mode's output function is
+one more, so a request past it is refused locally with ``OutputTypeError``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from oma_core import AudioBlock, DocumentBlock
+from oma_core import AudioBlock, DocumentBlock, OutputTypeError
 from oma_core.toolkit import (
     Base64Source,
     FilePart,
@@ -61,6 +67,7 @@ from .capabilities import (
 __all__ = [
     "BLOCKED_FINISH_REASONS",
     "DEFAULT_INLINE_LIMIT",
+    "MAX_FUNCTION_DECLARATIONS",
     "STOP_REASONS",
     "build_body",
     "read_candidate",
@@ -87,6 +94,9 @@ BLOCKED_FINISH_REASONS = frozenset(
         "IMAGE_OTHER",
     }
 )
+#: The most function declarations one request takes (``Tool.function_declarations`` in
+#: ``google-genai``: "Maximum 512 function declarations can be provided").
+MAX_FUNCTION_DECLARATIONS = 512
 #: Finish reasons where the model produced a broken call: retrying may well succeed.
 _RETRY_FINISH_REASONS = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
 
@@ -105,6 +115,13 @@ def build_body(
     ]
     output = request.output
     if output is not None and output.mode == "tool":
+        if len(declarations) >= MAX_FUNCTION_DECLARATIONS:
+            raise OutputTypeError(
+                output.name,
+                f"{DISPLAY_NAME} tool output with {len(declarations)} tools of the agent's own: "
+                f"the output function would make {len(declarations) + 1} function declarations, "
+                f'and the limit is {MAX_FUNCTION_DECLARATIONS}; set output_mode="native"',
+            )
         declarations.append(_output_declaration(output))
     if declarations:
         body["tools"] = [{"functionDeclarations": declarations}]
