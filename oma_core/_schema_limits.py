@@ -23,6 +23,7 @@ The services name what they count and no more, so each count is its plainest rea
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -30,9 +31,9 @@ import attrs
 
 __all__ = ["SchemaLimits"]
 
-_UNIONS = ("anyOf", "oneOf")
-_COMBINED = ("anyOf", "oneOf", "allOf")
-_DEFS = ("$defs", "definitions")
+#: A place in a schema, built only when a refusal names it: the root's path, or the place
+#: holding it and the step down (``.key``, ``[]``, ``[0]``).
+_Place = str | tuple["_Place", str]
 
 
 @attrs.frozen(kw_only=True)
@@ -63,18 +64,25 @@ class SchemaLimits:
         count = _Count(self)
         for root, schema in schemas:
             count.node(schema, root, root, 0)
-        if count.problems:
-            place, reason = count.problems[0]
-            raise refuse(place, count.reason(reason))
+        for what, place in count.passed.items():  # the first limit passed, if any
+            raise refuse(_text(place), count.reason(what))
+
+
+def _text(place: _Place) -> str:
+    steps: list[str] = []
+    while isinstance(place, tuple):
+        place, step = place
+        steps.append(step)
+    return place + "".join(reversed(steps))
 
 
 class _Count:
-    """The running totals of one request's schemas, and where each first went past its
-    limit (in the order they did)."""
+    """The running totals of one request's schemas, and where each first went past its limit
+    (``passed``, in the order they did)."""
 
     def __init__(self, limits: SchemaLimits) -> None:
         self.limits = limits
-        self._limits = {
+        given = {
             "depth": limits.max_depth,
             "properties": limits.max_properties,
             "optional": limits.max_optional,
@@ -83,93 +91,81 @@ class _Count:
             "chars": limits.max_chars,
             "large_enum": limits.max_large_enum_chars,
         }
-        self.totals = {"properties": 0, "optional": 0, "unions": 0, "enum": 0, "chars": 0}
-        self.problems: list[tuple[str, str]] = []
-        self._seen: set[str] = set()
-        self._large_enum: tuple[int, int] = (0, 0)
+        self.limit = {what: math.inf if n is None else n for what, n in given.items()}
+        self.total = dict.fromkeys(given, 0)
+        self.passed: dict[str, _Place] = {}
+        self._large_enum = (0, 0)  # the values and characters of the first enum past its limit
 
-    def _past(self, what: str, place: str) -> None:
-        if what not in self._seen:
-            self._seen.add(what)
-            self.problems.append((place, what))
+    def add(self, what: str, amount: int, place: _Place) -> None:
+        total = self.total[what] = self.total[what] + amount
+        if total > self.limit[what] and what not in self.passed:
+            self.passed[what] = place
 
-    def add(self, what: str, amount: int, place: str) -> None:
-        self.totals[what] += amount
-        limit = self._limits[what]
-        if limit is not None and self.totals[what] > limit:
-            self._past(what, place)
-
-    def node(self, schema: Any, path: str, root: str, depth: int) -> None:
+    def node(self, schema: Any, place: _Place, root: str, depth: int) -> None:
         if not isinstance(schema, Mapping):
             return
         kind = schema.get("type")
-        if any(isinstance(schema.get(k), list) and len(schema[k]) > 1 for k in _UNIONS) or (
-            isinstance(kind, list) and len(set(map(str, kind))) > 1
-        ):
-            self.add("unions", 1, path)
-        self._values(schema, path)
-        properties = schema.get("properties")
         if (
             kind == "object"
+            or "properties" in schema
             or (isinstance(kind, list) and "object" in kind)
-            or properties is not None
         ):
             depth += 1
-            limit = self.limits.max_depth
-            if limit is not None and depth > limit:
-                self._past("depth", path)
+            if depth > self.limit["depth"]:
+                self.passed.setdefault("depth", place)
                 return  # refused already: deeper levels would only cost time (and stack)
-        if isinstance(properties, Mapping):
-            required = schema.get("required")
-            listed = set(required) if isinstance(required, list) else set()
-            for key, sub in properties.items():
-                place = f"{path}.{key}"
-                self.add("properties", 1, place)
-                self.add("chars", len(str(key)), place)
-                if key not in listed:
-                    self.add("optional", 1, place)
-                self.node(sub, place, root, depth)
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            self.node(items, f"{path}[]", root, depth)
-        for key in ("items", "prefixItems"):
-            if isinstance(schema.get(key), list):
-                for i, sub in enumerate(schema[key]):
-                    self.node(sub, f"{path}[{i}]", root, depth)
-        for key in _COMBINED:
-            if isinstance(schema.get(key), list):
-                for option in schema[key]:
-                    self.node(option, path, root, depth)
-        for key in _DEFS:
-            defs = schema.get(key)
-            if isinstance(defs, Mapping):
-                for name, sub in defs.items():
-                    place = f"{key}.{name}" if root == "$" else f"{root}.{key}.{name}"
-                    self.add("chars", len(str(name)), place)
-                    self.node(sub, place, root, 0)
+        if isinstance(kind, list) and len(set(map(str, kind))) > 1:
+            self.add("unions", 1, place)
+        for key, value in schema.items():  # one pass: most schemas hold two or three keys
+            if key == "properties" and isinstance(value, Mapping):
+                self._properties(value, schema.get("required"), place, root, depth)
+            elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
+                if key != "allOf" and len(value) > 1:
+                    self.add("unions", 1, place)
+                for option in value:
+                    self.node(option, place, root, depth)
+            elif key == "items" and isinstance(value, Mapping):
+                self.node(value, (place, "[]"), root, depth)
+            elif key in ("items", "prefixItems") and isinstance(value, list):
+                for i, sub in enumerate(value):
+                    self.node(sub, (place, f"[{i}]"), root, depth)
+            elif key in ("$defs", "definitions") and isinstance(value, Mapping):
+                for name, sub in value.items():
+                    at: _Place = f"{key}.{name}" if root == "$" else (root, f".{key}.{name}")
+                    self.add("chars", len(str(name)), at)
+                    self.node(sub, at, root, 0)
+            elif key == "enum" and isinstance(value, list):
+                self._enum(value, place)
+            elif key == "const" and isinstance(value, str):
+                self.add("chars", len(value), place)
 
-    def _values(self, schema: Mapping[str, Any], path: str) -> None:
-        """Count an ``enum``'s values and the characters of its strings and a ``const``'s."""
-        const = schema.get("const")
-        if isinstance(const, str):
-            self.add("chars", len(const), path)
-        enum = schema.get("enum")
-        if not isinstance(enum, list):
-            return
-        self.add("enum", len(enum), path)
-        strings = [v for v in enum if isinstance(v, str)]
+    def _properties(
+        self, properties: Mapping[str, Any], required: Any, place: _Place, root: str, depth: int
+    ) -> None:
+        listed = set(required) if isinstance(required, list) else ()
+        for key, sub in properties.items():
+            at = (place, f".{key}")
+            self.add("properties", 1, at)
+            self.add("chars", len(str(key)), at)
+            if key not in listed:
+                self.add("optional", 1, at)
+            self.node(sub, at, root, depth)
+
+    def _enum(self, values: list[Any], place: _Place) -> None:
+        """Count an ``enum``'s values and the characters of its strings."""
+        self.add("enum", len(values), place)
+        strings = [v for v in values if isinstance(v, str)]
         chars = sum(map(len, strings))
-        self.add("chars", chars, path)
+        self.add("chars", chars, place)
         over = self.limits.large_enum_values
-        limit = self.limits.max_large_enum_chars
-        if over is not None and limit is not None and len(strings) > over and chars > limit:
-            if "large_enum" not in self._seen:
-                self._large_enum = (len(strings), chars)
-            self._past("large_enum", path)
+        first = "large_enum" not in self.passed
+        if first and over is not None and len(strings) > over and chars > self.limit["large_enum"]:
+            self._large_enum = (len(strings), chars)
+            self.passed["large_enum"] = place
 
     def reason(self, what: str) -> str:
         """Why the first place past a limit is refused: the count, and the limit."""
-        limit = self._limits[what]
+        limit = self.limit[what]
         if what == "depth":
             return f"objects nest more than {limit} levels deep; the limit is {limit} levels"
         if what == "large_enum":
@@ -185,4 +181,4 @@ class _Count:
             "enum": "enum values",
             "chars": "characters of property names, definition names and enum and const values",
         }[what]
-        return f"{self.totals[what]} {described} in all; the limit is {limit}, passed here"
+        return f"{self.total[what]} {described} in all; the limit is {limit}, passed here"
