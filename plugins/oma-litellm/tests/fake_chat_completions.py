@@ -9,9 +9,9 @@ Errors have the documented ``{"error": {"message", "type", "param", "code"}}`` s
 a stream an error is a data-only event holding that object. Azure OpenAI's shape of the same
 API is served too: ``POST /openai/deployments/{deployment}/chat/completions?api-version=...``
 with the key in an ``api-key`` header (or, for a server given an ``azure_token``, a Microsoft
-Entra ID token as ``Authorization: Bearer <token>`` instead); and the text-completion API (``/v1/completions``, or
-Azure's ``.../deployments/{deployment}/completions``) answers a ``prompt`` with the next
-reply's text.
+Entra ID token as ``Authorization: Bearer <token>`` instead); and the text-completion API
+(``/v1/completions``, or Azure's ``.../deployments/{deployment}/completions``) answers a
+``prompt`` with the next reply's text.
 
 It refuses what the service refuses: unknown top-level fields, a missing model, an empty
 message list, unknown roles, content parts other than ``text``, ``image_url``, ``file`` (a
