@@ -1,11 +1,13 @@
 """Azure OpenAI with Microsoft Entra ID credentials (no API key) runs on the plugin's own
-guarded client too: the token LiteLLM's own resolution gives (a token provider in LiteLLM's
-``azure_ad_token_provider`` parameter, or ``AZURE_AD_TOKEN`` as an ``oidc/`` reference that
-LiteLLM exchanges at the Entra ID token endpoint) reaches the fake Azure server as a bearer
-token, a redirect is refused before anything reaches its target, a compression bomb stops at
-``max_response_bytes``, and the token shows in no error and no log line. What cannot be had
-(no credential, no endpoint, a token service that refuses or fails) is refused before
-anything is sent to Azure."""
+guarded client too. On each of LiteLLM's Entra ID paths, a token provider in LiteLLM's
+``azure_ad_token_provider`` parameter, ``AZURE_AD_TOKEN`` as an ``oidc/`` reference that
+LiteLLM exchanges at the Entra ID token endpoint, and a tenant, client id and secret that
+azure-identity's ``ClientSecretCredential`` signs in with (against the fake Entra ID, through
+a loopback proxy that serves ``login.microsoftonline.com``): the token reaches the fake Azure
+server as a bearer token, a redirect is refused before anything reaches its target, a
+compression bomb stops at ``max_response_bytes``, and the token shows in no error and no log
+line. What cannot be had (no credential, no endpoint, a token service that refuses or fails)
+is refused before anything is sent to Azure."""
 
 from __future__ import annotations
 
@@ -13,11 +15,13 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
 from fake_chat_completions import FakeChatCompletions
+from fake_entra import EntraProxy, FakeEntra
 
 from oma_core import MissingKeyError, PluginError, ProviderError, load_messages
 from oma_core.testing.fake_server import (
@@ -57,38 +61,6 @@ AZURE_VARIABLES = (
 )
 
 
-class FakeEntra(FakeServer):
-    """Microsoft Entra ID's token endpoint, as the OIDC exchange uses it: ``POST
-    /{tenant}/oauth2/v2.0/token`` with a form-encoded ``client_credentials`` grant whose
-    ``client_assertion`` is the workload's OIDC token; answers an access token, or the
-    documented ``{"error", "error_description"}`` body with an ``AADSTS`` code."""
-
-    def __init__(self, *, tenant: str, client_id: str, assertion: str, access_token: str) -> None:
-        super().__init__()
-        self.tenant, self.client_id = tenant, client_id
-        self.assertion, self.access_token = assertion, access_token
-
-    def error_response(self, status: int, message: str, error_type: str | None = None) -> Response:
-        body = {"error": error_type or "invalid_client", "error_description": message}
-        return Response.json(body, status=status)
-
-    def handle(self, request: RecordedRequest) -> Response:
-        if request.method != "POST" or request.path != f"/{self.tenant}/oauth2/v2.0/token":
-            return self.error_response(404, "AADSTS90002: Tenant not found.", "invalid_request")
-        form = parse_qs(request.body.decode())
-        expected = {
-            "grant_type": ["client_credentials"],
-            "client_id": [self.client_id],
-            "client_assertion": [self.assertion],
-            "client_assertion_type": ["urn:ietf:params:oauth:client-assertion-type:jwt-bearer"],
-            "scope": ["https://cognitiveservices.azure.com/.default"],
-        }
-        if form != expected:
-            return self.error_response(401, "AADSTS700016: Application not found.")
-        token = {"token_type": "Bearer", "expires_in": 3599, "access_token": self.access_token}
-        return Response.json(token)
-
-
 @pytest.fixture(autouse=True)
 def _no_azure_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in AZURE_VARIABLES:
@@ -112,7 +84,7 @@ def oidc(
     fake_server_factory: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, token: str
 ) -> FakeEntra:
     """An ``oidc/env/`` reference in ``AZURE_AD_TOKEN``, with the tenant, client id and
-    authority host (the fake Entra ID endpoint) LiteLLM's exchange reads."""
+    authority host (the fake Entra ID, over plain HTTP) LiteLLM's own exchange reads."""
     assertion = f"workload-oidc-{uuid.uuid4().hex}"
     entra: FakeEntra = fake_server_factory(
         FakeEntra, tenant="tenant-1", client_id="client-1", assertion=assertion, access_token=token
@@ -125,13 +97,41 @@ def oidc(
     return entra
 
 
-@pytest.fixture(params=["token_provider", "oidc"])
+@pytest.fixture
+def client_secret(
+    fake_server_factory: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    token: str,
+) -> Iterator[FakeEntra]:
+    """A tenant, client id and secret in the environment, as azure-identity reads them; its
+    sign-in reaches the fake Entra ID through ``EntraProxy`` (a fresh client id per test:
+    LiteLLM keeps one credential per tenant, client and secret)."""
+    client_id, secret = f"client-{uuid.uuid4().hex}", f"client-secret-{uuid.uuid4().hex}"
+    entra: FakeEntra = fake_server_factory(
+        FakeEntra, tenant="tenant-3", client_id=client_id, secret=secret, access_token=token
+    )
+    with EntraProxy(entra, tmp_path) as proxy:
+        for name, value in {
+            "AZURE_TENANT_ID": "tenant-3",
+            "AZURE_CLIENT_ID": client_id,
+            "AZURE_CLIENT_SECRET": secret,
+            "REQUESTS_CA_BUNDLE": proxy.ca_file,
+            **dict.fromkeys(("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"), proxy.url),
+            **dict.fromkeys(("NO_PROXY", "no_proxy"), "127.0.0.1,localhost"),
+        }.items():
+            monkeypatch.setenv(name, value)
+        yield entra
+        assert set(proxy.hosts) <= {"login.microsoftonline.com:443"}, proxy.hosts
+
+
+@pytest.fixture(params=["token_provider", "oidc", "client_secret"])
 def credential(request: pytest.FixtureRequest, token: str) -> dict[str, Any]:
-    """The two Entra ID paths, as the provider_options each needs: LiteLLM's
-    ``azure_ad_token_provider`` parameter, or ``AZURE_AD_TOKEN=oidc/...`` exchanged at the
-    fake Entra ID endpoint."""
-    if request.param == "oidc":
-        request.getfixturevalue("oidc")
+    """LiteLLM's Entra ID paths, as the provider_options each needs: its
+    ``azure_ad_token_provider`` parameter; ``AZURE_AD_TOKEN=oidc/...`` exchanged at the fake
+    Entra ID; a client secret that azure-identity signs in with at the fake Entra ID."""
+    if request.param != "token_provider":
+        request.getfixturevalue(request.param)
         return {}
     return {"azure_ad_token_provider": lambda: token}
 
