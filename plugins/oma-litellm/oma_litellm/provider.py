@@ -84,6 +84,9 @@ _CONNECT_TIMEOUT = 10.0
 _SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_PASSWORD")
 #: LiteLLM's Azure OpenAI routes: served through the SDK's ``AsyncAzureOpenAI``
 _AZURE_ROUTES = frozenset({"azure", "azure_text"})
+#: The ``api_version`` values that select Azure's v1 API (OpenAI's own shape under
+#: ``/openai/v1/``), for which LiteLLM builds an ``AsyncOpenAI`` instead
+_AZURE_V1_VERSIONS = frozenset({"v1", "latest", "preview"})
 #: Where an Azure route finds a key: the variables LiteLLM's Azure route and the SDK read
 _AZURE_KEY_VARIABLES = ("AZURE_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_AD_TOKEN")
 #: How many of the last Entra ID tokens handed out are kept to scrub from errors
@@ -244,7 +247,7 @@ class LiteLLMProvider:
         kwargs["shared_session"] = session
         if route in self._sdk_routes or route in _AZURE_ROUTES:  # the SDK takes no handler
             client = (
-                self._azure_client()
+                self._azure_client(route)
                 if route in _AZURE_ROUTES
                 else self._sdk_client(str(kwargs["model"]), route)
             )
@@ -330,10 +333,12 @@ class LiteLLMProvider:
 
         return self._client(("openai", str(key), str(base)), build)
 
-    def _azure_client(self) -> Any:
+    def _azure_client(self, route: str) -> Any:
         """This provider's ``AsyncAzureOpenAI`` on the running loop, with the key, endpoint and
         API version LiteLLM's Azure routes would have read; without a key, Microsoft Entra ID
-        through ``_entra_provider``. Every Azure call gets one: a call with neither a
+        through ``_entra_provider``. For Azure's v1 API (``api_version`` ``v1``, ``latest`` or
+        ``preview``) on ``azure/``, an ``AsyncOpenAI`` on ``<endpoint>/openai/v1/``, as
+        LiteLLM builds it. Every Azure call gets one: a call with neither a
         credential nor an endpoint is refused here (``MissingKeyError``, ``PluginError``), as
         LiteLLM would otherwise build a client of its own, unguarded."""
         litellm = self._litellm
@@ -361,7 +366,19 @@ class LiteLLMProvider:
             or litellm.AZURE_DEFAULT_API_VERSION
         )
 
+        v1 = route == "azure" and str(version) in _AZURE_V1_VERSIONS
+
         def build(openai: Any, http_client: Any) -> Any:
+            if v1:  # as LiteLLM does: the key, or the token provider, as OpenAI's bearer key
+                endpoint = str(base or os.environ["AZURE_OPENAI_ENDPOINT"]).rstrip("/")
+                if not endpoint.endswith("/openai/v1"):
+                    endpoint += "/openai/v1"
+                return openai.AsyncOpenAI(
+                    api_key=key or provider or os.environ.get("AZURE_OPENAI_AD_TOKEN"),
+                    base_url=endpoint + "/",
+                    max_retries=0,
+                    http_client=http_client,
+                )
             try:  # the SDK reads AZURE_OPENAI_AD_TOKEN and AZURE_OPENAI_ENDPOINT itself
                 return openai.AsyncAzureOpenAI(
                     api_key=key or None,
@@ -377,7 +394,7 @@ class LiteLLMProvider:
                 ) from None
 
         credential = str(key) if key else "entra-id"
-        return self._client(("azure", credential, str(base), str(version)), build)
+        return self._client(("azure", credential, str(base), str(version), str(v1)), build)
 
     def _entra_provider(self) -> Callable[[], Awaitable[str]] | None:
         """The Entra ID token provider for this provider's Azure clients, or None when no

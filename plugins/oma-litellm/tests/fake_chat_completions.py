@@ -9,7 +9,9 @@ Errors have the documented ``{"error": {"message", "type", "param", "code"}}`` s
 a stream an error is a data-only event holding that object. Azure OpenAI's shape of the same
 API is served too: ``POST /openai/deployments/{deployment}/chat/completions?api-version=...``
 with the key in an ``api-key`` header (or, for a server given an ``azure_token``, a Microsoft
-Entra ID token as ``Authorization: Bearer <token>`` instead); and the text-completion API
+Entra ID token as ``Authorization: Bearer <token>`` instead), and Azure's v1 API,
+``/openai/v1/...``, in OpenAI's shape with the key (or token) as a bearer; and the
+text-completion API
 (``/v1/completions``, or Azure's ``.../deployments/{deployment}/completions``) answers a
 ``prompt`` with the next reply's text.
 
@@ -148,7 +150,8 @@ class FakeChatCompletions(FakeServer):
         api, azure = route
         if azure and "api-version=" not in request.query:
             return self.error_response(404, "Resource not found (no api-version)")
-        if azure and self.azure_token is not None:  # Entra ID: a bearer token, no key
+        v1 = request.path.startswith("/openai/v1/")  # Azure's v1 API: OpenAI's shape
+        if (azure or v1) and self.azure_token is not None:  # Entra ID: a bearer, no key
             given = request.headers.get("authorization")
             if given != f"Bearer {self.azure_token}" or "api-key" in request.headers:
                 return self.error_response(401, "Invalid Entra ID token.")
@@ -173,7 +176,8 @@ class FakeChatCompletions(FakeServer):
 
     @staticmethod
     def _route(request: RecordedRequest) -> tuple[str, bool] | None:
-        """``(api, azure)`` for a POST to OpenAI's ``/v1/{api}`` or Azure OpenAI's
+        """``(api, azure)`` for a POST to OpenAI's ``/v1/{api}`` (or Azure OpenAI's v1 API,
+        ``/openai/v1/{api}``, the same shape) or Azure OpenAI's
         ``/openai/deployments/{deployment}/{api}`` (``api``: ``chat/completions`` or the
         text-completion API's ``completions``), or None."""
         if request.method != "POST":
@@ -181,6 +185,8 @@ class FakeChatCompletions(FakeServer):
         parts = request.path.strip("/").split("/")
         if parts[:1] == ["v1"]:
             api, azure = "/".join(parts[1:]), False
+        elif parts[:2] == ["openai", "v1"]:
+            api, azure = "/".join(parts[2:]), False
         elif parts[:2] == ["openai", "deployments"] and len(parts) > 3:
             api, azure = "/".join(parts[3:]), True
         else:

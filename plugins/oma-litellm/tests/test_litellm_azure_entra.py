@@ -401,3 +401,39 @@ async def test_the_sdk_s_own_endpoint_variable_is_read_through_the_plugin_s_clie
     error = await _failure(LiteLLMProvider(settings), False)
     assert error.status_code == 307  # refused: the plugin's guarded client
     assert azure.requests[0].headers["authorization"] == f"Bearer {token}"
+
+
+# -- Azure's v1 API (api_version "v1"/"latest"/"preview"): OpenAI's shape under /openai/v1/,
+# which LiteLLM serves with an AsyncOpenAI; the plugin builds that client too
+
+
+@pytest.mark.parametrize("version", ["v1", "latest"])
+@STREAMING
+async def test_azure_s_v1_api_is_called_in_openai_s_shape_with_the_key_as_bearer(
+    azure: FakeChatCompletions, version: str, streaming: bool
+) -> None:
+    from oma_litellm.provider import LiteLLMProvider
+
+    azure.azure_token = None  # a key this time
+    settings = ProviderSettings(
+        base_url=azure.url, api_key="test-key", options={"api_version": version}
+    )
+    assert await _text(LiteLLMProvider(settings), "azure", streaming)
+    [sent] = azure.requests
+    assert sent.path == "/openai/v1/chat/completions" and sent.json["model"] == "gpt-fake"
+    assert sent.headers["authorization"] == "Bearer test-key" and "api-key" not in sent.headers
+
+
+@STREAMING
+async def test_azure_s_v1_api_takes_the_entra_id_token_and_refuses_a_redirect(
+    azure: FakeChatCompletions, credential: dict[str, Any], token: str, streaming: bool
+) -> None:
+    options = {**credential, "api_version": "v1"}
+    assert await _text(_provider(azure, **options), "azure", streaming)
+    assert azure.requests[0].path == "/openai/v1/chat/completions"
+    assert azure.requests[0].headers["authorization"] == f"Bearer {token}"
+    with FakeChatCompletions(azure_token=token) as elsewhere:
+        azure.enqueue(Redirect(f"{elsewhere.url}/openai/v1/chat/completions"))
+        error = await _failure(_provider(azure, **options), streaming)
+        assert elsewhere.total_connections == 0
+    assert (error.status_code, error.retryable) == (307, False)
