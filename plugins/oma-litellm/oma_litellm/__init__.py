@@ -8,6 +8,7 @@ use. What it carries is in ``capabilities`` and in ``docs/providers/litellm.md``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from oma_core.toolkit import ProviderSpec, hookimpl
@@ -40,6 +41,7 @@ SPEC = ProviderSpec(
     provider_options={
         **{"timeout": float, "headers": dict, "api_version": str},
         **{"max_response_bytes": int, "max_event_bytes": int},
+        "azure_ad_token_provider": Callable,
     },
 )
 

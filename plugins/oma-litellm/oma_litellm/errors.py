@@ -10,6 +10,7 @@ the error is never chained to LiteLLM's, which holds the request.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -24,7 +25,10 @@ from oma_core.toolkit import (
 
 from .capabilities import DISPLAY_NAME
 
-__all__ = ["malformed", "map_error", "scrub_all"]
+__all__ = ["malformed", "map_error", "scrub_all", "token_error"]
+
+#: Microsoft Entra ID's error codes (``AADSTS700016``): no secret, and what to look up
+_AADSTS = re.compile(r"\bAADSTS\d{2,8}\b")
 
 
 def scrub_all(text: str, secrets: Iterable[str | None]) -> str:
@@ -75,6 +79,41 @@ def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderErro
     return ProviderError(f"{DISPLAY_NAME} failed ({name})", provider=DISPLAY_NAME, retryable=False)
 
 
+def token_error(exc: BaseException | None, secrets: Iterable[str | None]) -> ProviderError:
+    """A Microsoft Entra ID token that could not be had (``exc``, or None when the
+    credential gave no token), before anything was sent to Azure: retryable when the token
+    service could not be reached or answered 408, 429 or 5xx, not when it refused the
+    credential or none is usable (azure-identity missing, a bad value)."""
+    text = f"{DISPLAY_NAME} could not get a Microsoft Entra ID token for Azure OpenAI"
+    if exc is None:
+        return ProviderError(f"{text}: the credential gave none", provider=DISPLAY_NAME,
+                             retryable=False)  # fmt: skip
+    chain = list(_chain(exc))
+    if any(isinstance(e, ImportError) for e in chain):
+        return ProviderError(
+            f"{text}: Entra ID credentials need the azure-identity package "
+            "(pip install azure-identity)",
+            provider=DISPLAY_NAME,
+            retryable=False,
+        )
+    status = next((s for e in chain if (s := _status(e)) is not None), None)
+    transport = any(
+        _is_transport_error(e)
+        or _is_transport_timeout(e)
+        or _named(e, ("ServiceRequestError", "ServiceResponseError"), ("azure.core",))
+        for e in chain
+    )
+    retryable = transport or status in (408, 429) or (status is not None and status >= 500)
+    message = scrub_all(str(exc), secrets)  # cut short by the toolkit's scrub
+    detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    # Entra ID's error code says what to fix; the scrub may have taken it as a token value
+    codes = dict.fromkeys(_AADSTS.findall(str(exc)))
+    code = f"Entra ID error {', '.join(codes)}: " if codes else ""
+    return ProviderError(
+        f"{text} ({code}{detail})", status_code=status, provider=DISPLAY_NAME, retryable=retryable
+    )
+
+
 def malformed(detail: str) -> ProviderError:
     """A reply without the expected shape: retryable, since a second try may be whole."""
     return malformed_response(DISPLAY_NAME, detail)
@@ -90,6 +129,17 @@ def _headers(exc: BaseException) -> Mapping[str, str]:
     if extra is not None:
         headers.update({str(k): str(v) for k, v in extra.items()})
     return headers
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status ``exc`` carries, itself or on its ``response`` (httpx's errors)."""
+    for status in (
+        getattr(exc, "status_code", None),
+        getattr(getattr(exc, "response", None), "status_code", None),
+    ):
+        if isinstance(status, int) and not isinstance(status, bool):
+            return status
+    return None
 
 
 def _wire_status(chain: list[BaseException]) -> int | None:
@@ -138,10 +188,13 @@ def _is_transport_timeout(exc: BaseException) -> bool:
     return _named(exc, ("TimeoutException", "ServerTimeoutError"))
 
 
-def _named(exc: BaseException, names: tuple[str, ...]) -> bool:
+def _named(
+    exc: BaseException,
+    names: tuple[str, ...],
+    modules: tuple[str, ...] = ("httpx", "httpcore", "aiohttp"),
+) -> bool:
     # httpx / httpcore / aiohttp failures LiteLLM lets through while a body is read; told
     # apart by name so that this plugin imports none of them
     return any(
-        cls.__name__ in names and cls.__module__.startswith(("httpx", "httpcore", "aiohttp"))
-        for cls in type(exc).__mro__
+        cls.__name__ in names and cls.__module__.startswith(modules) for cls in type(exc).__mro__
     )

@@ -14,19 +14,27 @@ handler of their own, and the text-completion API ``text-completion-openai/``) g
 ``AsyncOpenAI`` of the provider's own, built as oma-openai builds its client: no SDK retries,
 an httpx client that never follows a redirect and reads every reply through the toolkit's
 bounds, and the key and base URL LiteLLM itself would have used (``litellm.get_llm_provider``).
-Azure's routes (``azure/``, ``azure_text/``) get an ``AsyncAzureOpenAI`` built the same way,
-with the key, endpoint and API version LiteLLM's Azure route would have read.
+Azure's routes (``azure/``, ``azure_text/``) always get an ``AsyncAzureOpenAI`` built the same
+way, with the key, endpoint and API version LiteLLM's Azure route would have read, or, without
+a key, a token provider that resolves Microsoft Entra ID credentials with LiteLLM's own
+``get_azure_ad_token`` (a configured ``azure_ad_token_provider``, ``AZURE_AD_TOKEN`` and its
+``oidc/`` exchange, tenant and client id with a secret, username and password,
+``litellm.enable_azure_ad_token_refresh``): so no Azure request leaves on a client of
+LiteLLM's. An Azure call the plugin cannot build a client for (no credential, no endpoint) is
+refused before anything is sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from oma_core import AudioBlock, DocumentBlock
+from oma_core import AudioBlock, DocumentBlock, MissingKeyError
 from oma_core.toolkit import (
     DEFAULT_IDLE_TIMEOUT,
     LLMMessage,
@@ -49,7 +57,7 @@ from oma_core.toolkit import (
 )
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME, PDF_TYPES
-from .errors import malformed, map_error
+from .errors import malformed, map_error, token_error
 from .mapping import build_body, split_model
 
 __all__ = ["FINISH_REASONS", "OPTIONS", "LiteLLMProvider", "import_litellm"]
@@ -63,14 +71,26 @@ FINISH_REASONS: Mapping[str, str] = {
     "content_filter": "content_filter",
 }
 #: ``provider_options`` this provider reads.
-OPTIONS = frozenset({"timeout", "headers", "api_version", "max_response_bytes", "max_event_bytes"})
+OPTIONS = frozenset(
+    {
+        *("timeout", "headers", "api_version", "max_response_bytes", "max_event_bytes"),
+        "azure_ad_token_provider",
+    }
+)
 #: The reply must start within this (LiteLLM's one timeout); silence once it has started is
 #: bounded by the toolkit's idle timeout (60 s) on LiteLLM's own HTTP handler
 _DEFAULT_TIMEOUT = 120.0
 _CONNECT_TIMEOUT = 10.0
-_SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
+_SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_PASSWORD")
 #: LiteLLM's Azure OpenAI routes: served through the SDK's ``AsyncAzureOpenAI``
 _AZURE_ROUTES = frozenset({"azure", "azure_text"})
+#: The ``api_version`` values that select Azure's v1 API (OpenAI's own shape under
+#: ``/openai/v1/``), for which LiteLLM builds an ``AsyncOpenAI`` instead
+_AZURE_V1_VERSIONS = frozenset({"v1", "latest", "preview"})
+#: Where an Azure route finds a key: the variables LiteLLM's Azure route and the SDK read
+_AZURE_KEY_VARIABLES = ("AZURE_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_AD_TOKEN")
+#: How many of the last Entra ID tokens handed out are kept to scrub from errors
+_TOKENS_KEPT = 8
 
 
 def import_litellm() -> Any:
@@ -103,6 +123,10 @@ class LiteLLMProvider:
         self._litellm = import_litellm()
         self._sessions: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any, Any]] = {}
         self._clients: dict[tuple[Any, ...], tuple[weakref.ref[Any], Any]] = {}
+        #: the Entra ID token provider of this provider's Azure clients, built on first use
+        self._entra: Callable[[], Awaitable[str]] | None = None
+        #: the last Entra ID tokens it handed out: scrubbed from every error like a key
+        self._tokens: deque[str] = deque(maxlen=_TOKENS_KEPT)
         compatible = set(getattr(self._litellm, "openai_compatible_providers", ()))
         # LiteLLM's dispatch: a compatible route with a ``_complete_<route>`` function of its
         # own (groq, together_ai, ...) goes through its HTTP handler; the rest through the SDK
@@ -223,7 +247,7 @@ class LiteLLMProvider:
         kwargs["shared_session"] = session
         if route in self._sdk_routes or route in _AZURE_ROUTES:  # the SDK takes no handler
             client = (
-                self._azure_client()
+                self._azure_client(route)
                 if route in _AZURE_ROUTES
                 else self._sdk_client(str(kwargs["model"]), route)
             )
@@ -249,7 +273,7 @@ class LiteLLMProvider:
             for name, value in os.environ.items()
             if name.endswith(_SECRET_SUFFIXES) and len(value) >= 8
         )
-        return (self._settings.api_key, *from_env)
+        return (self._settings.api_key, *from_env, *self._tokens)
 
     def _session(self) -> tuple[Any, Any]:
         """This provider's aiohttp session on the running loop, and LiteLLM's HTTP handler
@@ -309,10 +333,14 @@ class LiteLLMProvider:
 
         return self._client(("openai", str(key), str(base)), build)
 
-    def _azure_client(self) -> Any:
-        """This provider's ``AsyncAzureOpenAI`` on the running loop, with the key (or Entra ID
-        token), endpoint and API version LiteLLM's Azure routes would have read; None without
-        a credential or an endpoint (LiteLLM then reports it, or resolves Entra ID itself)."""
+    def _azure_client(self, route: str) -> Any:
+        """This provider's ``AsyncAzureOpenAI`` on the running loop, with the key, endpoint and
+        API version LiteLLM's Azure routes would have read; without a key, Microsoft Entra ID
+        through ``_entra_provider``. For Azure's v1 API (``api_version`` ``v1``, ``latest`` or
+        ``preview``) on ``azure/``, an ``AsyncOpenAI`` on ``<endpoint>/openai/v1/``, as
+        LiteLLM builds it. Every Azure call gets one: a call with neither a
+        credential nor an endpoint is refused here (``MissingKeyError``, ``PluginError``), as
+        LiteLLM would otherwise build a client of its own, unguarded."""
         litellm = self._litellm
         key = (
             self._settings.api_key
@@ -321,28 +349,109 @@ class LiteLLMProvider:
             or os.environ.get("AZURE_OPENAI_API_KEY")
             or os.environ.get("AZURE_API_KEY")
         )
-        token = None if key else os.environ.get("AZURE_AD_TOKEN")
+        provider = None if key else self._entra_provider()
+        if not key and provider is None and not os.environ.get("AZURE_OPENAI_AD_TOKEN"):
+            raise MissingKeyError(self.name, _AZURE_KEY_VARIABLES, display_name=DISPLAY_NAME)
         base = self._settings.base_url or litellm.api_base or os.environ.get("AZURE_API_BASE")
+        if not base and not os.environ.get("AZURE_OPENAI_ENDPOINT"):
+            raise PluginError(
+                f"{DISPLAY_NAME}: an Azure OpenAI route needs the resource's endpoint: pass "
+                "AgentConfig.base_url or set AZURE_API_BASE",
+                name=self.name,
+            )
         version = (
             self._settings.options.get("api_version")
             or litellm.api_version
             or os.environ.get("AZURE_API_VERSION")
             or litellm.AZURE_DEFAULT_API_VERSION
         )
-        if not (key or token) or not base:
-            return None
+
+        v1 = route == "azure" and str(version) in _AZURE_V1_VERSIONS
 
         def build(openai: Any, http_client: Any) -> Any:
-            return openai.AsyncAzureOpenAI(
-                api_key=key or None,
-                azure_ad_token=token,
-                azure_endpoint=str(base),
-                api_version=str(version),
-                max_retries=0,
-                http_client=http_client,
-            )
+            if v1:  # as LiteLLM does: the key, or the token provider, as OpenAI's bearer key
+                endpoint = str(base or os.environ["AZURE_OPENAI_ENDPOINT"]).rstrip("/")
+                if not endpoint.endswith("/openai/v1"):
+                    endpoint += "/openai/v1"
+                return openai.AsyncOpenAI(
+                    api_key=key or provider or os.environ.get("AZURE_OPENAI_AD_TOKEN"),
+                    base_url=endpoint + "/",
+                    max_retries=0,
+                    http_client=http_client,
+                )
+            try:  # the SDK reads AZURE_OPENAI_AD_TOKEN and AZURE_OPENAI_ENDPOINT itself
+                return openai.AsyncAzureOpenAI(
+                    api_key=key or None,
+                    azure_ad_token_provider=provider,
+                    azure_endpoint=str(base) if base else None,
+                    api_version=str(version),
+                    max_retries=0,
+                    http_client=http_client,
+                )
+            except (openai.OpenAIError, ValueError) as exc:  # no secret in the SDK's messages
+                raise PluginError(
+                    f"{DISPLAY_NAME}: cannot build the Azure OpenAI client: {exc}", name=self.name
+                ) from None
 
-        return self._client(("azure", str(key or token), str(base), str(version)), build)
+        credential = str(key) if key else "entra-id"
+        return self._client(("azure", credential, str(base), str(version), str(v1)), build)
+
+    def _entra_provider(self) -> Callable[[], Awaitable[str]] | None:
+        """The Entra ID token provider for this provider's Azure clients, or None when no
+        Entra ID credential is configured. Each call resolves a token as LiteLLM's Azure
+        routes do: ``provider_options["azure_ad_token_provider"]`` when given, else
+        LiteLLM's ``get_azure_ad_token`` (``AZURE_AD_TOKEN``, exchanged first when it is an
+        ``oidc/`` reference; ``AZURE_TENANT_ID`` + ``AZURE_CLIENT_ID`` +
+        ``AZURE_CLIENT_SECRET``; ``AZURE_USERNAME`` + ``AZURE_PASSWORD`` + ``AZURE_CLIENT_ID``;
+        ``litellm.enable_azure_ad_token_refresh``), in a worker thread, since azure-identity
+        and the OIDC exchange block. A failure is a ``ProviderError`` before anything is sent
+        to Azure."""
+        if self._entra is not None:
+            return self._entra
+        given = self._settings.options.get("azure_ad_token_provider")
+        if given is not None and not callable(given):
+            raise PluginError(
+                f'provider_options["azure_ad_token_provider"] must be a callable returning a '
+                f"token, not {type(given).__name__}",
+                name=self.name,
+            )
+        env = os.environ
+        if not (
+            given is not None
+            or env.get("AZURE_AD_TOKEN")
+            or all(env.get(f"AZURE_{n}") for n in ("TENANT_ID", "CLIENT_ID", "CLIENT_SECRET"))
+            or all(env.get(f"AZURE_{n}") for n in ("USERNAME", "PASSWORD", "CLIENT_ID"))
+            or getattr(self._litellm, "enable_azure_ad_token_refresh", False)
+        ):
+            return None
+        tokens, secrets = self._tokens, self._secrets
+
+        def resolve() -> Any:
+            if given is not None:
+                return given()
+            from litellm.llms.azure.common_utils import get_azure_ad_token
+            from litellm.types.router import GenericLiteLLMParams
+
+            return get_azure_ad_token(GenericLiteLLMParams())
+
+        async def token() -> str:
+            error: Exception | None = None
+            try:
+                found = await asyncio.to_thread(resolve)
+                if inspect.isawaitable(found):
+                    found = await found
+            except Exception as exc:
+                error = exc
+            if error is not None:
+                raise token_error(error, secrets()) from None
+            if not isinstance(found, str) or not found:
+                raise token_error(None, ())
+            if found not in tokens:
+                tokens.append(found)
+            return found
+
+        self._entra = token
+        return token
 
     def _client(self, slot: tuple[str, ...], build: Any) -> Any:
         """The SDK client ``build(openai, http_client)`` makes for ``slot`` on the running loop,

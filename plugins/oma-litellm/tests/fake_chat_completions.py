@@ -8,9 +8,12 @@ deltas with the id and name first and the arguments in pieces, a chunk with the
 Errors have the documented ``{"error": {"message", "type", "param", "code"}}`` shape; inside
 a stream an error is a data-only event holding that object. Azure OpenAI's shape of the same
 API is served too: ``POST /openai/deployments/{deployment}/chat/completions?api-version=...``
-with the key in an ``api-key`` header; and the text-completion API (``/v1/completions``, or
-Azure's ``.../deployments/{deployment}/completions``) answers a ``prompt`` with the next
-reply's text.
+with the key in an ``api-key`` header (or, for a server given an ``azure_token``, a Microsoft
+Entra ID token as ``Authorization: Bearer <token>`` instead), and Azure's v1 API,
+``/openai/v1/...``, in OpenAI's shape with the key (or token) as a bearer; and the
+text-completion API
+(``/v1/completions``, or Azure's ``.../deployments/{deployment}/completions``) answers a
+``prompt`` with the next reply's text.
 
 It refuses what the service refuses: unknown top-level fields, a missing model, an empty
 message list, unknown roles, content parts other than ``text``, ``image_url``, ``file`` (a
@@ -98,9 +101,12 @@ class Reply:
 class FakeChatCompletions(FakeServer):
     """The Chat Completions API for one key; ``chunk_size`` characters per streamed delta."""
 
-    def __init__(self, *, api_key: str = "test-key", chunk_size: int = 4) -> None:
+    def __init__(
+        self, *, api_key: str = "test-key", chunk_size: int = 4, azure_token: str | None = None
+    ) -> None:
         super().__init__()
         self.api_key = api_key
+        self.azure_token = azure_token
         self.chunk_size = chunk_size
         self.default_reply = Reply(text="Hello from the fake Chat Completions API.")
         self._replies: deque[Reply] = deque()
@@ -144,9 +150,15 @@ class FakeChatCompletions(FakeServer):
         api, azure = route
         if azure and "api-version=" not in request.query:
             return self.error_response(404, "Resource not found (no api-version)")
-        given = request.headers.get("api-key") if azure else request.headers.get("authorization")
-        if given != (self.api_key if azure else f"Bearer {self.api_key}"):
-            return self.error_response(401, "Incorrect API key provided.")
+        v1 = request.path.startswith("/openai/v1/")  # Azure's v1 API: OpenAI's shape
+        if (azure or v1) and self.azure_token is not None:  # Entra ID: a bearer, no key
+            given = request.headers.get("authorization")
+            if given != f"Bearer {self.azure_token}" or "api-key" in request.headers:
+                return self.error_response(401, "Invalid Entra ID token.")
+        else:
+            given = request.headers.get("api-key" if azure else "authorization")
+            if given != (self.api_key if azure else f"Bearer {self.api_key}"):
+                return self.error_response(401, "Incorrect API key provided.")
         if api == "completions":
             return self._text_completion(request.json)
         try:
@@ -164,7 +176,8 @@ class FakeChatCompletions(FakeServer):
 
     @staticmethod
     def _route(request: RecordedRequest) -> tuple[str, bool] | None:
-        """``(api, azure)`` for a POST to OpenAI's ``/v1/{api}`` or Azure OpenAI's
+        """``(api, azure)`` for a POST to OpenAI's ``/v1/{api}`` (or Azure OpenAI's v1 API,
+        ``/openai/v1/{api}``, the same shape) or Azure OpenAI's
         ``/openai/deployments/{deployment}/{api}`` (``api``: ``chat/completions`` or the
         text-completion API's ``completions``), or None."""
         if request.method != "POST":
@@ -172,6 +185,8 @@ class FakeChatCompletions(FakeServer):
         parts = request.path.strip("/").split("/")
         if parts[:1] == ["v1"]:
             api, azure = "/".join(parts[1:]), False
+        elif parts[:2] == ["openai", "v1"]:
+            api, azure = "/".join(parts[2:]), False
         elif parts[:2] == ["openai", "deployments"] and len(parts) > 3:
             api, azure = "/".join(parts[3:]), True
         else:
