@@ -37,6 +37,28 @@ from typing import Any, ClassVar
 
 import pytest
 
+from oma_core import (
+    Base64Source,
+    Capabilities,
+    ImageBlock,
+    ProviderError,
+    ProviderSpec,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    hookimpl,
+)
+from oma_core.http import (
+    LoopLocalClient,
+    ToolCallAssembler,
+    assistant_response,
+    event_json,
+    malformed_response,
+    post_json,
+    stream_sse,
+    tool_call_events,
+)
 from oma_core.testing import (
     FakeServer,
     NeutralRequest,
@@ -47,30 +69,12 @@ from oma_core.testing import (
 )
 from oma_core.testing.conformance import ProviderConformance, Sample
 from oma_core.toolkit import (
-    Base64Source,
     BlockSupport,
-    Capabilities,
-    ImageBlock,
-    LoopLocalClient,
-    ProviderError,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
-    ProviderSpec,
     ResponseComplete,
-    TextBlock,
     TextDelta,
-    ToolCallAssembler,
-    ToolResultBlock,
-    ToolUseBlock,
-    Usage,
-    assistant_response,
-    event_json,
-    hookimpl,
-    malformed_response,
-    post_json,
-    stream_sse,
-    tool_call_events,
 )
 
 NAME = "Kitchat"

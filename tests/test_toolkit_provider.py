@@ -11,24 +11,16 @@ from typing import Any
 
 import pytest
 
-from oma_core import ProviderError
+from oma_core import Capabilities, ProviderError, ProviderSpec, TextBlock, ToolUseBlock, Usage
+from oma_core.http import HttpProvider, assistant_response, provider_settings, stream_end
 from oma_core.testing import FakeServer, HTTPError, RecordedRequest, Response
 from oma_core.toolkit import (
-    Capabilities,
-    HttpProvider,
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
-    ProviderSpec,
     ResponseComplete,
-    TextBlock,
     ToolCall,
-    ToolUseBlock,
-    Usage,
-    assistant_response,
-    provider_settings,
-    stream_end,
 )
 
 KEY = "sk-" + "k3y" * 16
