@@ -2,9 +2,10 @@
 can fail.
 
 "Kitchat" is a made-up service with a simple JSON wire (documented below, as a service's
-docs would). The provider is written as a plugin author would, with ``oma_core.toolkit``;
-``tests/test_kit_reference.py`` runs the kit on it, and ``tests/test_kit_catches_sabotage.py``
-runs it again with one mistake switched on (``OMA_KIT_SABOTAGE``) and expects the kit to fail.
+docs would). The provider is written as a plugin author would, with ``oma_core.toolkit`` and
+``oma_core.http``; ``tests/test_kit_reference.py`` runs the kit on it, and
+``tests/test_kit_catches_sabotage.py`` runs it again with one mistake switched on
+(``OMA_KIT_SABOTAGE``) and expects the kit to fail.
 
 The wire: ``POST /v1/chat`` with ``authorization: Bearer KEY`` and a JSON body
 
