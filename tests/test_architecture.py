@@ -208,15 +208,17 @@ def test_orchestration_uses_nothing_private_of_the_agent(module: str) -> None:
 PLUGINS = Path(__file__).parent.parent / "plugins"
 
 
-#: The public modules: DESIGN.md's layout, ``teams`` (the task graph a team run follows:
-#: ``Team``, ``TaskSpec``, ``Plan``, ``PromptBuilder``) and the three audience modules of a
-#: plugin author (``toolkit``: interfaces; ``http`` and ``processes``: helpers). Every other
-#: module's name starts with an underscore, so a module's name says whether it is API.
+#: The public modules: DESIGN.md's layout, two modules applications import beyond it (``teams``:
+#: the task graph a team run follows, ``Plan``, ``PromptBuilder``; ``redaction``:
+#: ``redact_json`` for an observer shipping events) and the three audience modules of a plugin
+#: author (``toolkit``: interfaces; ``http`` and ``processes``: helpers). Every other module's
+#: name starts with an underscore, so a module's name says whether it is API.
 PUBLIC_MODULES = frozenset(
     {
         *("messages", "media", "validation", "serialization", "errors", "hookspecs"),
         *("plugins", "capabilities", "providers", "backends", "agent", "orchestrator"),
-        *("tools", "progress", "evaluation", "budgets", "retry", "tracing", "teams"),
+        *("tools", "progress", "evaluation", "budgets", "retry", "tracing"),
+        *("teams", "redaction"),
         *("default_plugins", "testing", "cli"),
         *("toolkit", "http", "processes"),
     }
