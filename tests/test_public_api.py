@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import re
+from pathlib import Path
 
 import pluggy
 import pytest
@@ -196,3 +198,45 @@ def test_media_limit_is_the_capabilities_class_in_the_toolkit() -> None:
 
     assert "MediaLimit" in toolkit.__all__
     assert toolkit.MediaLimit is capabilities.MediaLimit
+
+
+# -- the docs name what exists ----------------------------------------------------------------
+
+ROOT = Path(__file__).parent.parent
+_DOTTED = re.compile(r"`(oma_core(?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
+#: a placeholder the docs use for "any private module"
+_PLACEHOLDERS = frozenset({"oma_core._name"})
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def test_every_oma_core_name_the_docs_point_to_resolves() -> None:
+    """A name that moved (``oma_core.ModelCall`` is ``oma_core.toolkit.ModelCall``) is not
+    left behind in a page: ``oma_core.X`` in backticks, in the docs and the READMEs, loads."""
+    pages = [*(ROOT / "docs").rglob("*.md"), ROOT / "README.md"]
+    pages += sorted((ROOT / "plugins").glob("*/README.md"))
+    broken = sorted(
+        f"{page.relative_to(ROOT)}: {dotted}"
+        for page in pages
+        for dotted in set(_DOTTED.findall(page.read_text(encoding="utf-8")))
+        if dotted not in _PLACEHOLDERS and not _resolves(dotted)
+    )
+    assert not broken, broken
+
+
+def test_the_docs_name_check_finds_a_name_that_moved() -> None:
+    assert _resolves("oma_core.toolkit.ModelCall")
+    assert not _resolves("oma_core.ModelCall")
