@@ -9,7 +9,11 @@
 - every hook is called through pluggy: no module reads pluggy's implementations
   (``get_hookimpls``) or calls one by hand (``impl.function(...)``);
 - the message model imports nothing of oma beyond itself and ``errors``;
-- the orchestrator and the team runner use nothing private of the agent.
+- the orchestrator and the team runner use nothing private of the agent;
+- a module's name says whether it is API: the public ones are listed, every other starts with
+  an underscore; plugins import public modules only;
+- the public face is narrow: ``oma_core`` exports at most 60 names, and no name is in two of
+  ``oma_core``, ``oma_core.toolkit``, ``oma_core.http`` and ``oma_core.processes``.
 """
 
 from __future__ import annotations
