@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .config import AgentConfig, BeforeRunContext
+from ._config import AgentConfig, BeforeRunContext
 from .errors import HookError
 from .messages import LLMMessage, TextBlock, prompt_of
 from .validation import load_messages

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
-    from .settings import RunSettings
+    from ._settings import RunSettings
 
 __all__ = ["EvalCase", "EvalResult", "Score"]
 

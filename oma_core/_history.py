@@ -28,7 +28,7 @@ def trim_history(
     if not messages:
         return ()
     if estimate is None:
-        from .tokens import estimate_tokens
+        from ._tokens import estimate_tokens
 
         estimate = estimate_tokens
     cuts = [i for i, message in enumerate(messages) if _is_cut(message)]

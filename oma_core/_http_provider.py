@@ -17,8 +17,8 @@ from ._bounded import ReadLimits
 from ._http import CLIENT_OPTIONS, LoopLocalClient, post_json
 from ._ndjson import stream_ndjson
 from ._replies import missing_api_key
+from ._resolution import provider_settings
 from ._sse import stream_sse
-from .resolution import provider_settings
 
 if TYPE_CHECKING:
     import httpx

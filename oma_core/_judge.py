@@ -26,8 +26,8 @@ from ._payloads import build_payload
 from .errors import UsageError
 
 if TYPE_CHECKING:
+    from ._config import AgentConfig
     from .agent import Agent
-    from .config import AgentConfig
     from .plugins import PluginHost
 
 __all__ = ["JUDGE_PROMPT", "Judge", "PayloadWithheldError", "Verdict", "judge"]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 
 from ._before_run import NamedHook, apply_before_run
+from ._calls import ModelCall, RunContext, RunHooks, RunInput, ToolInvocation
 from ._output import (
     OutputInvalid,
     OutputMode,
@@ -37,8 +38,8 @@ from ._output import (
     partial_json,
     stopped_short,
 )
+from ._results import RunResult, RunStatus, StreamEvent
 from ._usage import charged_usage, reported_usage
-from .calls import ModelCall, RunContext, RunHooks, RunInput, ToolInvocation
 from .errors import (
     HookError,
     MaxTurnsExceededError,
@@ -66,7 +67,6 @@ from .providers import (
     Usage,
 )
 from .redaction import detached_error, redact_error
-from .results import RunResult, RunStatus, StreamEvent
 from .tools import list_toolsets
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ __all__ = ["charged_usage", "estimate_request_tokens", "reported_usage"]
 def estimate_request_tokens(request: ProviderRequest) -> int:
     """A rough input-token count of ``request``: ``estimate_tokens`` of its messages plus
     characters / 4 of its system prompt; at least 1."""
-    from .tokens import estimate_tokens
+    from ._tokens import estimate_tokens
 
     system = request.system_prompt or ""
     return max(1, estimate_tokens(request.messages) + math.ceil(len(system) / 4))

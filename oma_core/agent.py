@@ -20,17 +20,17 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ._calls import RunContext, RunEvents
+from ._config import AgentConfig, BeforeRunContext
 from ._pool import Closables
+from ._resolution import KNOWN_DISTRIBUTIONS, check_api_key, check_provider_options, suggest
+from ._results import AgentStream, OutputT, RunResult, RunStatus, StreamEvent
 from ._runner import BackendTarget, ModelTarget, RunInput, with_output
-from .calls import RunContext, RunEvents
+from ._settings import NO_SETTINGS, RunSettings, new_run_id
 from .capabilities import Capabilities
-from .config import AgentConfig, BeforeRunContext
 from .errors import InvalidMessageError, ToolError
 from .messages import LLMMessage, user_text
 from .providers import ProviderRequest, ProviderSettings
-from .resolution import KNOWN_DISTRIBUTIONS, check_api_key, check_provider_options, suggest
-from .results import AgentStream, OutputT, RunResult, RunStatus, StreamEvent
-from .settings import NO_SETTINGS, RunSettings, new_run_id
 from .tools import Tool, ToolsetEntry, as_tool
 from .validation import load_messages, load_user_content
 

@@ -48,10 +48,10 @@ from .errors import BudgetExceededError
 from .redaction import DEFAULT_LIMIT, redact_json, redact_text
 
 if TYPE_CHECKING:
+    from ._settings import RunSettings
     from ._spend_windows import Spending
     from .budgets import Budget, CostEstimator
     from .messages import LLMMessage
-    from .settings import RunSettings
 
 __all__ = [
     "JUDGE_PROMPT",
@@ -563,7 +563,7 @@ class Evaluator:
         """What a scorer's own model runs go with: the case's ledger, the price, the tracer
         and ``metadata={"evaluated_run": run_id}``; never an evaluator (a judge's run is
         not evaluated in turn)."""
-        from .settings import RunSettings
+        from ._settings import RunSettings
 
         if self._tracer is None and (self._tracer_provider is not None or self._tracing()):
             from .tracing import get_tracer

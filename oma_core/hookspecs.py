@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from ._calls import CallEvents, ModelCall, RunContext, RunEvents, ToolInvocation
+    from ._config import BeforeRunContext
     from ._eval_types import EvalResult
-    from .calls import CallEvents, ModelCall, RunContext, RunEvents, ToolInvocation
+    from ._executors import ExecutorSpec
     from .capabilities import BackendSpec, ProviderSpec
-    from .config import BeforeRunContext
-    from .executors import ExecutorSpec
     from .messages import ToolResultBlock
     from .progress import ProgressEvent
     from .tools import ToolsetSpec
@@ -168,7 +168,7 @@ def oma_before_run(ctx: BeforeRunContext) -> BeforeRunContext | Mapping[str, Any
     A hook that raises, or returns something that is not a valid rewrite, fails the run (a
     failed ``RunResult``, or an ``error`` event from ``stream``); it never raises from ``run``.
 
-    :param ctx: an ``oma_core.BeforeRunContext`` with ``messages`` (a tuple of immutable
+    :param ctx: an ``oma_core.agent.BeforeRunContext`` with ``messages`` (a tuple of immutable
         messages), ``prompt`` (the text blocks of the latest user message joined with no
         separator; empty for an image-only turn) and ``agent`` (the agent's config).
     :returns: ``None`` (unchanged), a ``ctx`` changed with ``attrs.evolve``, or a mapping with

@@ -33,22 +33,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._delivery import ProgressDispatcher
+from ._executors import PLAIN_DEFAULTS, ExecutionContext, Executor, RunDefaults, TaskRun, TaskRunner
 from ._pool import Closables, ProviderPool
-from .agent import Agent, AgentConfig, RunResult
-from .budgets import Budget, CostEstimator
-from .evaluation import Evaluator, OnlineEvaluationConfig
-from .executors import (
-    PLAIN_DEFAULTS,
-    ExecutionContext,
-    Executor,
-    RunDefaults,
-    TaskRun,
-    TaskRunner,
-)
-from .progress import ProgressEvent, ProgressObserver, ProgressStats
-from .redaction import detached_error
-from .retry import DEFAULT_POLICY, RetryPolicy
-from .settings import (
+from ._settings import (
     NO_OVERRIDES,
     NO_SETTINGS,
     RunOverrides,
@@ -56,6 +43,12 @@ from .settings import (
     check_seconds,
     new_run_id,
 )
+from .agent import Agent, AgentConfig, RunResult
+from .budgets import Budget, CostEstimator
+from .evaluation import Evaluator, OnlineEvaluationConfig
+from .progress import ProgressEvent, ProgressObserver, ProgressStats
+from .redaction import detached_error
+from .retry import DEFAULT_POLICY, RetryPolicy
 from .tracing import get_tracer
 
 if TYPE_CHECKING:

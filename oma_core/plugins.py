@@ -41,19 +41,19 @@ import attrs
 import pluggy
 
 from . import __version__, hookspecs
+from ._executors import EXECUTOR_FEATURES, Executor, ExecutorSpec
 from ._hints import not_registered
 from .capabilities import BackendSpec, ProviderSpec
 from .errors import PluginError
-from .executors import EXECUTOR_FEATURES, Executor, ExecutorSpec
 from .tools import Toolset, ToolsetSpec, is_toolset
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from .calls import CallEvents, ModelCall, RunContext, RunEvents, RunHooks, ToolInvocation
+    from ._calls import CallEvents, ModelCall, RunContext, RunEvents, RunHooks, ToolInvocation
+    from ._settings import RunSettings
     from .messages import ToolResultBlock
     from .providers import Provider, ProviderSettings
-    from .settings import RunSettings
 
 __all__ = [
     "AmbiguousNameError",

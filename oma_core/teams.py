@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
+from ._executors import TaskRun
 from .errors import OmaError, PlanError
-from .executors import TaskRun
 from .providers import Usage
 
 if TYPE_CHECKING:
+    from ._config import AgentConfig
+    from ._executors import TaskRunner
+    from ._results import RunResult
     from .agent import Agent
-    from .config import AgentConfig
-    from .executors import TaskRunner
-    from .results import RunResult
 
 __all__ = [
     "COORDINATOR_PROMPT",

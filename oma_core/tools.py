@@ -304,7 +304,7 @@ async def list_toolsets(local: Sequence[str], toolsets: Sequence[Any]) -> dict[s
         for found in await toolset.list_tools():
             if not isinstance(found, Tool):
                 raise ToolError(
-                    f"toolset {label!r} listed {type(found).__name__}, not an oma_core.Tool"
+                    f"toolset {label!r} listed {type(found).__name__}, not an oma_core.tools.Tool"
                 )
             if found.name in owner:
                 raise ToolError(

@@ -28,9 +28,9 @@ from .providers import ResponseComplete
 from .redaction import cut, redact_text
 
 if TYPE_CHECKING:
-    from .calls import CallEvent, ModelCall, RunContext, RunEvents, ToolInvocation
+    from ._calls import CallEvent, ModelCall, RunContext, RunEvents, ToolInvocation
+    from ._results import RunResult, StreamEvent
     from .messages import LLMMessage, ToolResultBlock
-    from .results import RunResult, StreamEvent
 
 __all__ = ["RunSpan", "get_tracer"]
 

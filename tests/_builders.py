@@ -36,7 +36,6 @@ from oma_core import (
     OnlineEvaluationConfig,
     OpenMultiAgent,
     PluginHost,
-    RetryPolicy,
     RunSettings,
     StreamEvent,
     dump_messages,
@@ -55,6 +54,7 @@ from oma_core.providers import (
     ToolCall,
     Usage,
 )
+from oma_core.retry import RetryPolicy
 from oma_core.testing import ScriptedProvider
 from oma_core.toolkit import CallEvent, ModelCall, RunContext, ToolInvocation
 

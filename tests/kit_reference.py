@@ -2,9 +2,10 @@
 can fail.
 
 "Kitchat" is a made-up service with a simple JSON wire (documented below, as a service's
-docs would). The provider is written as a plugin author would, with ``oma_core.toolkit``;
-``tests/test_kit_reference.py`` runs the kit on it, and ``tests/test_kit_catches_sabotage.py``
-runs it again with one mistake switched on (``OMA_KIT_SABOTAGE``) and expects the kit to fail.
+docs would). The provider is written as a plugin author would, with ``oma_core.toolkit`` and
+``oma_core.http``; ``tests/test_kit_reference.py`` runs the kit on it, and
+``tests/test_kit_catches_sabotage.py`` runs it again with one mistake switched on
+(``OMA_KIT_SABOTAGE``) and expects the kit to fail.
 
 The wire: ``POST /v1/chat`` with ``authorization: Bearer KEY`` and a JSON body
 
@@ -37,6 +38,28 @@ from typing import Any, ClassVar
 
 import pytest
 
+from oma_core import (
+    Base64Source,
+    Capabilities,
+    ImageBlock,
+    ProviderError,
+    ProviderSpec,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    hookimpl,
+)
+from oma_core.http import (
+    LoopLocalClient,
+    ToolCallAssembler,
+    assistant_response,
+    event_json,
+    malformed_response,
+    post_json,
+    stream_sse,
+    tool_call_events,
+)
 from oma_core.testing import (
     FakeServer,
     NeutralRequest,
@@ -47,30 +70,12 @@ from oma_core.testing import (
 )
 from oma_core.testing.conformance import ProviderConformance, Sample
 from oma_core.toolkit import (
-    Base64Source,
     BlockSupport,
-    Capabilities,
-    ImageBlock,
-    LoopLocalClient,
-    ProviderError,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
-    ProviderSpec,
     ResponseComplete,
-    TextBlock,
     TextDelta,
-    ToolCallAssembler,
-    ToolResultBlock,
-    ToolUseBlock,
-    Usage,
-    assistant_response,
-    event_json,
-    hookimpl,
-    malformed_response,
-    post_json,
-    stream_sse,
-    tool_call_events,
 )
 
 NAME = "Kitchat"

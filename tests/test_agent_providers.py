@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from _builders import make, text_msg
 
-from oma_core import Agent, AgentConfig, NotRegisteredError, PluginHost
+from oma_core import Agent, AgentConfig, PluginHost
 from oma_core.capabilities import Capabilities, ProviderSpec
+from oma_core.errors import NotRegisteredError
 from oma_core.messages import LLMMessage, TextBlock
 from oma_core.providers import (
     ProviderRequest,

@@ -9,7 +9,11 @@
 - every hook is called through pluggy: no module reads pluggy's implementations
   (``get_hookimpls``) or calls one by hand (``impl.function(...)``);
 - the message model imports nothing of oma beyond itself and ``errors``;
-- the orchestrator and the team runner use nothing private of the agent.
+- the orchestrator and the team runner use nothing private of the agent;
+- a module's name says whether it is API: the public ones are listed, every other starts with
+  an underscore; plugins import public modules only;
+- the public face is narrow: ``oma_core`` exports at most 60 names, and no name is in two of
+  ``oma_core``, ``oma_core.toolkit``, ``oma_core.http`` and ``oma_core.processes``.
 """
 
 from __future__ import annotations
@@ -109,7 +113,7 @@ def test_oma_core_has_no_import_cycle() -> None:
 KNOWN_DEFERRED_CYCLES = frozenset(
     {
         frozenset({"oma_core.messages", "oma_core._parse"}),
-        frozenset({"oma_core.run_log", "oma_core.default_plugins.logs"}),
+        frozenset({"oma_core._run_log", "oma_core.default_plugins.logs"}),
     }
 )
 
@@ -208,17 +212,42 @@ def test_orchestration_uses_nothing_private_of_the_agent(module: str) -> None:
 PLUGINS = Path(__file__).parent.parent / "plugins"
 
 
+#: The public modules: DESIGN.md's layout, two modules applications import beyond it (``teams``:
+#: the task graph a team run follows, ``Plan``, ``PromptBuilder``; ``redaction``:
+#: ``redact_json`` for an observer shipping events) and the three audience modules of a plugin
+#: author (``toolkit``: interfaces; ``http`` and ``processes``: helpers). Every other module's
+#: name starts with an underscore, so a module's name says whether it is API.
+PUBLIC_MODULES = frozenset(
+    {
+        *("messages", "media", "validation", "serialization", "errors", "hookspecs"),
+        *("plugins", "capabilities", "providers", "backends", "agent", "orchestrator"),
+        *("tools", "progress", "evaluation", "budgets", "retry", "tracing"),
+        *("teams", "redaction"),
+        *("default_plugins", "testing", "cli"),
+        *("toolkit", "http", "processes"),
+    }
+)
+
+
+def test_every_module_without_an_underscore_is_a_public_module() -> None:
+    top = {name.split(".")[1] for name in MODULES if name.count(".") >= 1}
+    assert {name for name in top if not name.startswith("_")} == PUBLIC_MODULES
+
+
+def _is_public(module: str) -> bool:
+    return not any(part.startswith("_") for part in module.split("."))
+
+
 @pytest.mark.parametrize(
     "path",
     sorted(PLUGINS.glob("oma-*/oma_*/**/*.py")) + sorted(PLUGINS.glob("oma-*/tests/*.py")),
     ids=lambda p: str(p.relative_to(PLUGINS)),
 )
-def test_plugins_import_only_the_application_and_plugin_author_surfaces(path: Path) -> None:
-    """A plugin package imports ``oma_core`` and ``oma_core.toolkit``; its tests may also use
-    the testing kit and drive the CLI."""
-    allowed = {"oma_core", "oma_core.toolkit"}
-    if "tests" in path.parts:
-        allowed |= {"oma_core.cli"}
+def test_plugins_import_only_public_modules(path: Path) -> None:
+    """A plugin package imports public modules of ``oma_core`` only (``oma_core``, the
+    toolkit, ``http``, ``processes``, ``errors``...), never a private ``oma_core._name``, nor
+    the testing kit or the CLI; its tests may also use the testing kit and drive the CLI."""
+    in_tests = "tests" in path.parts
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         modules = (
             [node.module]
@@ -229,10 +258,45 @@ def test_plugins_import_only_the_application_and_plugin_author_surfaces(path: Pa
         )
         for module in modules:
             if module and (module == "oma_core" or module.startswith("oma_core.")):
-                ok = module in allowed or (
-                    "tests" in path.parts and module.startswith("oma_core.testing")
-                )
+                kit = module.startswith(("oma_core.testing", "oma_core.cli"))
+                ok = _is_public(module) and (in_tests or not kit)
+                ok = ok or (in_tests and module == "oma_core.cli")
                 assert ok, f"{path.name} imports {module}"
+
+
+# -- the public face: narrow, and each name in one place -------------------------------------
+
+#: What an application imports (``oma_core``) and the plugin author's three audience modules.
+SURFACES = ("oma_core", "oma_core.toolkit", "oma_core.http", "oma_core.processes")
+
+
+def test_oma_core_exports_at_most_60_names() -> None:
+    import oma_core
+
+    assert len(oma_core.__all__) <= 60, len(oma_core.__all__)
+
+
+@pytest.mark.parametrize("pair", [(a, b) for a in SURFACES for b in SURFACES if a < b])
+def test_no_name_is_in_two_surfaces(pair: tuple[str, str]) -> None:
+    first, second = (set(importlib.import_module(m).__all__) for m in pair)
+    assert not first & second, sorted(first & second)
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_every_name_of_a_surface_loads(surface: str) -> None:
+    module = importlib.import_module(surface)
+    assert len(module.__all__) == len(set(module.__all__)), "a name is listed twice"
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+
+
+def test_oma_core_resolves_no_name_beyond_its_all() -> None:
+    """No silent alias: a name that moved raises ``AttributeError`` at its old place."""
+    import oma_core
+
+    for moved in ("ModelCall", "Provider", "PluginError", "FilePart", "RunRetryPolicy"):
+        with pytest.raises(AttributeError):
+            getattr(oma_core, moved)
 
 
 # -- names the hook specifications point to --------------------------------------------------
@@ -240,8 +304,16 @@ def test_plugins_import_only_the_application_and_plugin_author_surfaces(path: Pa
 #: ``Name``, ``Name.attribute`` and ``Name.method(...)`` in double backticks, Name capitalised.
 _HOOKSPEC_NAME = re.compile(r"``([A-Z][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
 #: Where a bare name in the hook specifications is looked up: what an application imports,
-#: what a plugin imports, the plugin host, then Python's own (``CancelledError``).
-_SURFACES = ("oma_core", "oma_core.toolkit", "oma_core.plugins", "builtins", "asyncio")
+#: a plugin's interfaces, the error tree, the plugin host, then Python's own
+#: (``CancelledError``).
+_SURFACES = (
+    "oma_core",
+    "oma_core.toolkit",
+    "oma_core.errors",
+    "oma_core.plugins",
+    "builtins",
+    "asyncio",
+)
 _CONSTANTS = frozenset({"None", "True", "False"})
 
 

@@ -23,7 +23,6 @@ from oma_core import (
     Agent,
     AgentConfig,
     BackendSpec,
-    BeforeRunContext,
     InvalidMessageError,
     OnlineEvaluationConfig,
     OpenMultiAgent,
@@ -35,6 +34,7 @@ from oma_core import (
     image_url,
     load_messages,
 )
+from oma_core.agent import BeforeRunContext
 from oma_core.backends import BackendRequest, BackendResult, BackendToolCall, BackendToolResult
 from oma_core.errors import BackendError, HookError
 from oma_core.messages import ToolResultBlock, ToolUseBlock

@@ -24,15 +24,9 @@ from _builders import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    BeforeRunContext,
-    PluginHost,
-    dump_messages,
-    load_messages,
-)
+from oma_core import Agent, AgentConfig, PluginHost, dump_messages, load_messages
 from oma_core._before_run import prompt_of, replace_prompt
+from oma_core.agent import BeforeRunContext
 from oma_core.messages import ImageBlock, LLMMessage, TextBlock
 from oma_core.testing import ScriptedProvider
 

@@ -18,15 +18,8 @@ from _builders import (
     vision_agent,
 )
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    BeforeRunContext,
-    PluginHost,
-    RunResult,
-    TextBlock,
-    hookimpl,
-)
+from oma_core import Agent, AgentConfig, PluginHost, RunResult, TextBlock, hookimpl
+from oma_core.agent import BeforeRunContext
 from oma_core.errors import HookError, InvalidMessageError
 from oma_core.testing import ScriptedProvider
 

@@ -18,7 +18,6 @@ from oma_core import (
     Budget,
     BudgetExceededError,
     Capabilities,
-    CostContext,
     LLMMessage,
     ProviderError,
     RunSettings,
@@ -26,6 +25,7 @@ from oma_core import (
     Usage,
 )
 from oma_core._usage import charged_usage
+from oma_core.budgets import CostContext
 from oma_core.toolkit import ProviderRequest, ProviderResponse, ResponseComplete, TextDelta
 
 REQUEST = ProviderRequest("m", (LLMMessage("user", (TextBlock("x" * 40),)),), max_tokens=1000)

@@ -29,7 +29,6 @@ from _builders import (
 from oma_core import (
     Agent,
     AgentConfig,
-    BeforeRunContext,
     EvalCase,
     InvalidMessageError,
     OnlineEvaluationConfig,
@@ -38,6 +37,7 @@ from oma_core import (
     ProgressEvent,
     load_messages,
 )
+from oma_core.agent import BeforeRunContext
 from oma_core.testing import ScriptedProvider
 
 

@@ -214,8 +214,8 @@ class SmallLimitPlugin:
 
     @hookimpl
     def oma_register_providers(self) -> list[ProviderSpec]:
-        from oma_core import MediaLimit
         from oma_core.testing import ScriptedProvider
+        from oma_core.toolkit import MediaLimit
 
         capabilities = attrs.evolve(
             Capabilities.everything(),

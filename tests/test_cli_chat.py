@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from oma_core.run_log import RunLog
+from oma_core import RunLog
 
 ROOT = Path(__file__).resolve().parent.parent
 PNG = ROOT / "examples" / "cat.png"

@@ -254,7 +254,7 @@ class NeedsBaseUrl:
     """A provider that refuses to start without a base URL, advising Python's way."""
 
     def __init__(self, base_url: str | None) -> None:
-        from oma_core import UsageError
+        from oma_core.errors import UsageError
 
         if base_url is None:
             raise UsageError(

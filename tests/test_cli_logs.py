@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from oma_core import Agent, AgentConfig, PluginHost, RunLog, RunSettings
-from oma_core.run_log import MalformedRunError
+from oma_core._run_log import MalformedRunError
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(200))
 PNG_B64 = base64.b64encode(PNG).decode("ascii")
@@ -139,12 +139,12 @@ def test_logs_shows_the_last_n_and_searches() -> None:
 @pytest.fixture(params=["fts5", "like"])
 def search_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Each search test twice: with SQLite's FTS5, and as on a SQLite without it."""
-    import oma_core.run_log
+    import oma_core._run_log
 
     if request.param == "like":
-        monkeypatch.setattr(oma_core.run_log, "_FTS5", False)
+        monkeypatch.setattr(oma_core._run_log, "_FTS5", False)
     else:
-        assert oma_core.run_log._has_fts5(), "this SQLite has no FTS5"
+        assert oma_core._run_log._has_fts5(), "this SQLite has no FTS5"
     return str(request.param)
 
 
@@ -205,10 +205,10 @@ def test_the_index_follows_rm_and_prune(search_mode: str, tmp_path: Path) -> Non
 def test_a_log_written_without_fts5_is_indexed_by_the_next_write_with_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import oma_core.run_log
+    import oma_core._run_log
 
     with monkeypatch.context() as without:
-        without.setattr(oma_core.run_log, "_FTS5", False)
+        without.setattr(oma_core._run_log, "_FTS5", False)
         oma("run", *scripted("x"), "written without")
         oma("run", *scripted("y"), "the index")
         assert found("without") == ["written without"]  # by LIKE
@@ -245,19 +245,19 @@ def test_each_run_is_indexed_once_a_continued_one_with_the_history_it_sent(
 def test_any_query_text_searches_without_error(query: str, fts5: bool) -> None:
     import tempfile
 
-    import oma_core.run_log
+    import oma_core._run_log
 
-    previous = oma_core.run_log._FTS5
+    previous = oma_core._run_log._FTS5
     with tempfile.TemporaryDirectory() as directory:
         log = RunLog(Path(directory) / "logs.db")
         try:
-            oma_core.run_log._FTS5 = None if fts5 else False
+            oma_core._run_log._FTS5 = None if fts5 else False
             row = {"run_id": "r1", "conversation_id": "c1", "datetime_utc": "2026-01-01"}
             text = [{"role": "user", "content": [{"type": "text", "text": "plain words"}]}]
             log.write({**row, "provider": "echo", "messages": text, "output": "an answer"})
             found = log.runs(None, search=query)
         finally:
-            oma_core.run_log._FTS5 = previous
+            oma_core._run_log._FTS5 = previous
     words = query.split()
     assert len(found) <= 1
     if words and all(word.lower() in ("plain", "words", "an", "answer") for word in words):
@@ -665,7 +665,7 @@ db.execute("COMMIT")
 #: Writes 100 rows through ``RunLog.write``, as concurrent ``oma`` processes do.
 WRITER = """
 import sys
-from oma_core.run_log import RunLog
+from oma_core import RunLog
 log = RunLog(sys.argv[1])
 for i in range(100):
     log.write({"run_id": f"{sys.argv[2]}-{i}", "conversation_id": sys.argv[2],

@@ -329,7 +329,7 @@ class PickyPlugin:
 
     @hookimpl
     def oma_register_providers(self) -> list[ProviderSpec]:
-        from oma_core import PluginError, UsageError
+        from oma_core.errors import PluginError, UsageError
 
         def factory(settings: ProviderSettings) -> Recorder:
             if "bogus" in settings.options:
@@ -364,7 +364,7 @@ class LimitedPlugin:
 
     @hookimpl
     def oma_register_providers(self) -> list[ProviderSpec]:
-        from oma_core import MediaLimit
+        from oma_core.toolkit import MediaLimit
 
         class Renders(Recorder):
             def render(self, request: ProviderRequest) -> dict[str, Any]:

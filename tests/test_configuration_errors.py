@@ -11,26 +11,21 @@ from typing import Any
 
 import pytest
 
-from oma_core import (
-    Agent,
-    AgentConfig,
+from oma_core import Agent, AgentConfig, OpenMultiAgent, PluginHost, hookimpl, resolve_model
+from oma_core._resolution import KNOWN_BACKENDS, KNOWN_DISTRIBUTIONS
+from oma_core.capabilities import Capabilities, ProviderSpec
+from oma_core.errors import (
     MissingKeyError,
     MissingProviderError,
     NotRegisteredError,
-    OpenMultiAgent,
     PluginError,
-    PluginHost,
     UnknownOptionError,
     UsageError,
-    hookimpl,
-    resolve_model,
 )
-from oma_core.capabilities import Capabilities, ProviderSpec
+from oma_core.http import LoopLocalClient, check_api_key, post_json
 from oma_core.messages import LLMMessage, TextBlock
 from oma_core.providers import ProviderRequest, ProviderResponse, ProviderSettings, Usage
-from oma_core.resolution import KNOWN_BACKENDS, KNOWN_DISTRIBUTIONS, check_api_key
 from oma_core.testing import FakeServer, HTTPError, RecordedRequest, Response
-from oma_core.toolkit import LoopLocalClient, post_json
 
 SECRET = "sk-config-test-key-0123456789"
 

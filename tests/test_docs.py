@@ -169,10 +169,6 @@ def test_public_names_are_listed_once_and_all_resolve() -> None:
     import oma_core
 
     assert oma_core.__all__ == sorted({*oma_core._EXPORTS, "hookimpl", "__version__"})
-    import oma_core.toolkit
-
-    for name in oma_core._TOOLKIT_ALIASES:  # older plugin code still finds them
-        assert getattr(oma_core, name) is getattr(oma_core.toolkit, name)
     for name in oma_core.__all__:
         assert getattr(oma_core, name) is not None
 

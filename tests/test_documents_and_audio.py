@@ -26,7 +26,6 @@ from oma_core import (
     DocumentBlock,
     InvalidMessageError,
     LLMMessage,
-    MediaTypeMismatchError,
     UnsupportedContentBlockError,
     UrlSource,
     audio_base64,
@@ -34,21 +33,22 @@ from oma_core import (
     audio_url,
     document_base64,
     document_file,
-    document_text,
     document_url,
     dump_messages,
     estimate_tokens,
     load_messages,
-    media_file,
 )
 from oma_core.capabilities import BlockSupport, Capabilities, MediaLimit
 from oma_core.errors import MediaTooLargeError
 from oma_core.media import (
     DOCUMENT_TYPES,
+    MediaTypeMismatchError,
     MediaTypeWarning,
     audio_bytes,
     document_bytes,
+    document_text,
     media_bytes,
+    media_file,
 )
 from oma_core.testing import ScriptedProvider
 

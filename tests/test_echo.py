@@ -27,7 +27,14 @@ from oma_core.capabilities import Capabilities
 from oma_core.default_plugins.echo import EchoProvider, describe_message
 from oma_core.messages import FilePart
 from oma_core.plugins import PluginHost
-from oma_core.toolkit import Provider, ProviderRequest, ResponseComplete, TextDelta, ToolDefinition
+from oma_core.toolkit import (
+    Provider,
+    ProviderRequest,
+    ProviderSettings,
+    ResponseComplete,
+    TextDelta,
+    ToolDefinition,
+)
 
 PNG_1234 = base64.b64encode(bytes(1234)).decode()
 
@@ -158,7 +165,7 @@ async def test_echo_is_a_provider_that_closes() -> None:
 def test_echo_is_registered_and_carries_every_block() -> None:
     spec = PluginHost(load_entrypoints=False).provider_spec("echo")
     assert spec.capabilities == Capabilities.everything()
-    assert isinstance(spec.factory(__import__("oma_core").ProviderSettings()), EchoProvider)
+    assert isinstance(spec.factory(ProviderSettings()), EchoProvider)
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -260,8 +260,8 @@ def test_every_error_names_the_run_status_it_ends_a_run_with(error: Any) -> None
 
 
 def test_the_families_are_exported() -> None:
-    assert oma_core.UsageError is errors.UsageError
-    assert oma_core.RunError is errors.RunError
+    assert oma_core.errors.UsageError is errors.UsageError
+    assert oma_core.errors.RunError is errors.RunError
 
 
 def test_a_call_timeout_may_be_retried_and_a_run_timeout_may_not() -> None:

@@ -14,14 +14,13 @@ from oma_core import (
     AgentConfig,
     OnlineEvaluationConfig,
     OpenMultiAgent,
-    PluginError,
     PluginHost,
     RunResult,
     TaskSpec,
     Team,
-    WorkerLostError,
     hookimpl,
 )
+from oma_core.errors import PluginError, WorkerLostError
 from oma_core.testing.executors import ExecutorConformance
 from oma_core.toolkit import ExecutionContext, ExecutorSpec, TaskRun, TaskRunner
 

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oma_core import PluginError, hookimpl
+from oma_core import hookimpl
+from oma_core.errors import PluginError
 from oma_core.plugins import PluginHost
 
 

@@ -23,38 +23,26 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oma_core import PluginError, ProviderError, ToolUseBlock
-from oma_core.testing import (
-    DropConnection,
-    EchoRequestError,
-    FakeServer,
-    HTTPError,
-    RecordedRequest,
-    Response,
-    SlowStream,
-    SSEEvent,
-    TruncatedStream,
-    assert_holds_no_secret,
+from oma_core import (
+    Base64Source,
+    ProviderError,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UrlSource,
+    Usage,
 )
-from oma_core.testing.fake_server import RawBody, Redirect, endless, gzip_bomb
-from oma_core.toolkit import (
+from oma_core.errors import PluginError
+from oma_core.http import (
     CLIENT_OPTIONS,
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_RESPONSE_BYTES,
     AioHttpClient,
-    Base64Source,
     BodyReader,
     HttpTimeouts,
     LoopLocalClient,
     ReadLimits,
-    ResponseComplete,
-    TextBlock,
-    ToolCall,
     ToolCallAssembler,
-    ToolDefinition,
-    ToolResultBlock,
-    UrlSource,
-    Usage,
     aio_post_json,
     aio_stream_sse,
     assistant_response,
@@ -78,6 +66,20 @@ from oma_core.toolkit import (
     tool_call_events,
     tool_result_text,
 )
+from oma_core.testing import (
+    DropConnection,
+    EchoRequestError,
+    FakeServer,
+    HTTPError,
+    RecordedRequest,
+    Response,
+    SlowStream,
+    SSEEvent,
+    TruncatedStream,
+    assert_holds_no_secret,
+)
+from oma_core.testing.fake_server import RawBody, Redirect, endless, gzip_bomb
+from oma_core.toolkit import ResponseComplete, ToolCall, ToolDefinition
 
 KEY = "sk-" + "k3y" * 16
 PAYLOAD = base64.b64encode(os.urandom(3000)).decode()

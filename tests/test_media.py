@@ -339,23 +339,20 @@ from pathlib import Path  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from oma_core import (  # noqa: E402
-    MediaTypeMismatchError,
-    image_bytes,
-    image_file,
-    media_bytes,
-    media_file,
-    video_bytes,
-    video_file,
-)
+from oma_core import image_file, video_file  # noqa: E402
 from oma_core.media import (  # noqa: E402
     IMAGE_EXTENSIONS,
     VIDEO_EXTENSIONS,
     MediaFileTooLargeError,
+    MediaTypeMismatchError,
     MediaTypeWarning,
     checked_media_type,
+    image_bytes,
+    media_bytes,
+    media_file,
     read_limited,
     sniff_media_type,
+    video_bytes,
 )
 
 #: The start of a real file of each type (what the signature library reads), and its type.

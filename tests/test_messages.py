@@ -26,7 +26,6 @@ from _builders import (
 
 from oma_core import (
     Base64Source,
-    FilePart,
     ImageBlock,
     InvalidMessageError,
     LLMMessage,
@@ -39,6 +38,7 @@ from oma_core import (
     dump_messages,
     load_messages,
 )
+from oma_core.messages import FilePart
 
 PNG_URL = UrlSource("image/png", "https://example.com/a.png")
 

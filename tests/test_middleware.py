@@ -18,20 +18,20 @@ from _builders import Recorder, make, start
 from oma_core import (
     Agent,
     AgentConfig,
+    BackendSpec,
     Budget,
     OpenMultiAgent,
-    PluginError,
     PluginHost,
     ProviderError,
     RunSettings,
     hookimpl,
     tool,
 )
+from oma_core.errors import PluginError
 from oma_core.testing import ScriptedProvider
 from oma_core.toolkit import (
     BackendRequest,
     BackendResult,
-    BackendSpec,
     CallEvent,
     ModelCall,
     RunContext,

@@ -12,6 +12,16 @@ import httpx
 import pytest
 
 from oma_core import ProviderError
+from oma_core.http import (
+    AioHttpClient,
+    HttpTimeouts,
+    LineSplitter,
+    ReadLimits,
+    aio_stream_ndjson,
+    http_client,
+    line_json,
+    stream_ndjson,
+)
 from oma_core.testing import (
     DropConnection,
     ErrorMidStream,
@@ -24,16 +34,6 @@ from oma_core.testing import (
     assert_holds_no_secret,
 )
 from oma_core.testing.fake_server import JSONLine, RawBody, StreamItem, endless
-from oma_core.toolkit import (
-    AioHttpClient,
-    HttpTimeouts,
-    LineSplitter,
-    ReadLimits,
-    aio_stream_ndjson,
-    http_client,
-    line_json,
-    stream_ndjson,
-)
 
 KEY = "sk-" + "k3y" * 16
 

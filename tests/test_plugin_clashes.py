@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from oma_core import Agent, AgentConfig, PluginError
+from oma_core import Agent, AgentConfig
+from oma_core.errors import PluginError
 from oma_core.plugins import AmbiguousNameError, NameClash, PluginClashWarning, PluginHost
 
 PLUGINS = Path(__file__).parent / "plugins"

@@ -15,15 +15,8 @@ from typing import Any
 import pytest
 from _builders import TinyBackendPlugin, builtin_host
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    BackendSpec,
-    Capabilities,
-    PluginError,
-    ProviderSpec,
-    hookimpl,
-)
+from oma_core import Agent, AgentConfig, BackendSpec, Capabilities, ProviderSpec, hookimpl
+from oma_core.errors import PluginError
 from oma_core.plugins import PluginHost
 from oma_core.testing import ScriptedProvider
 

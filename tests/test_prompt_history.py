@@ -29,7 +29,6 @@ from _builders import (
 from oma_core import (
     Agent,
     AgentConfig,
-    BeforeRunContext,
     InvalidMessageError,
     LLMMessage,
     OpenMultiAgent,
@@ -38,6 +37,7 @@ from oma_core import (
     dump_messages,
     image_url,
 )
+from oma_core.agent import BeforeRunContext
 from oma_core.messages import TextBlock
 from oma_core.testing import ScriptedProvider
 

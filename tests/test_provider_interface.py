@@ -9,15 +9,8 @@ from typing import Any
 
 import pytest
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    Capabilities,
-    PluginError,
-    PluginHost,
-    ProviderSpec,
-    hookimpl,
-)
+from oma_core import Agent, AgentConfig, Capabilities, PluginHost, ProviderSpec, hookimpl
+from oma_core.errors import PluginError
 
 
 def _host_with(spec: Any) -> PluginHost:

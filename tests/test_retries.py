@@ -141,7 +141,7 @@ async def test_a_server_retry_after_is_honoured() -> None:
 
 
 def test_retry_after_ms_wins_over_retry_after() -> None:
-    from oma_core.toolkit import parse_retry_after
+    from oma_core.http import parse_retry_after
 
     assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
     assert parse_retry_after({"Retry-After": "3"}) == 3.0

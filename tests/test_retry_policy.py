@@ -16,8 +16,8 @@ from oma_core.errors import (
     RunTimeoutError,
     UnsupportedContentBlockError,
 )
+from oma_core.http import parse_retry_after
 from oma_core.retry import RetryPolicy
-from oma_core.toolkit import parse_retry_after
 
 
 class FakeSleep:

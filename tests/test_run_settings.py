@@ -15,11 +15,11 @@ from oma_core import (
     Budget,
     OpenMultiAgent,
     PluginHost,
-    RetryPolicy,
     RunSettings,
     hookimpl,
     tool,
 )
+from oma_core.retry import RetryPolicy
 from oma_core.testing import ScriptedProvider
 from oma_core.toolkit import ModelCall, RunContext
 

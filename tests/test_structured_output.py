@@ -15,15 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    OutputTypeError,
-    OutputValidationError,
-    RunSettings,
-)
+from oma_core import Agent, AgentConfig, OutputValidationError, RunSettings
 from oma_core._output import extract_json, output_spec, partial_json
 from oma_core.capabilities import Capabilities
+from oma_core.errors import OutputTypeError
 from oma_core.messages import LLMMessage, TextBlock
 from oma_core.providers import ProviderRequest, ProviderResponse, Usage
 from oma_core.testing import ScriptedProvider

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from oma_core._output import choose_mode
-from oma_core.resolution import KNOWN_DISTRIBUTIONS
+from oma_core._resolution import KNOWN_DISTRIBUTIONS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "structured-output.md"
 BUILT_IN = {"echo", "scripted"}

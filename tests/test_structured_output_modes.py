@@ -15,7 +15,6 @@ from oma_core import (
     Agent,
     AgentConfig,
     LLMMessage,
-    OutputTypeError,
     OutputValidationError,
     RunSettings,
     TextBlock,
@@ -24,6 +23,7 @@ from oma_core import (
 )
 from oma_core._output import OUTPUT_TOOL_NAME, choose_mode, output_spec
 from oma_core.capabilities import Capabilities
+from oma_core.errors import OutputTypeError
 from oma_core.testing import ScriptedProvider
 
 

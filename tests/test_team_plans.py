@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from oma_core import AgentConfig, PlanError, TaskSpec, Team
+from oma_core import AgentConfig, TaskSpec, Team
+from oma_core.errors import PlanError
 from oma_core.teams import check_plan, parse_plan
 
 TEAM = Team("t", [AgentConfig(name="writer"), AgentConfig(name="critic")])

@@ -21,7 +21,6 @@ from oma_core import (
     InvalidMessageError,
     LLMMessage,
     OpenMultiAgent,
-    PlanError,
     ProgressEvent,
     ProviderError,
     RunResult,
@@ -39,6 +38,7 @@ from oma_core.errors import (
     BackendError,
     HookError,
     MaxTurnsExceededError,
+    PlanError,
     RunTimeoutError,
 )
 from oma_core.plugins import PluginHost

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 import attrs
 import pytest
 
-from oma_core import AgentConfig, OpenMultiAgent, PlanError, TaskSpec, Team
+from oma_core import AgentConfig, OpenMultiAgent, TaskSpec, Team
+from oma_core.errors import PlanError
 from oma_core.plugins import PluginHost
 from oma_core.providers import ProviderRequest
 from oma_core.teams import Plan, PlannedTask, TaskResult

@@ -159,7 +159,7 @@ async def test_an_unreadable_plan_fails_the_team_run() -> None:
     team = Team("t", [AgentConfig(name="w", provider=ScriptedProvider(["x"]))])
     try:
         result = await OpenMultiAgent().run_team(team, "goal", coordinator=coordinator)
-    except oma_core.PlanError:
+    except oma_core.errors.PlanError:
         return
     assert not result.success
 

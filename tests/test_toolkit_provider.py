@@ -11,24 +11,16 @@ from typing import Any
 
 import pytest
 
-from oma_core import ProviderError
+from oma_core import Capabilities, ProviderError, ProviderSpec, TextBlock, ToolUseBlock, Usage
+from oma_core.http import HttpProvider, assistant_response, provider_settings, stream_end
 from oma_core.testing import FakeServer, HTTPError, RecordedRequest, Response
 from oma_core.toolkit import (
-    Capabilities,
-    HttpProvider,
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
-    ProviderSpec,
     ResponseComplete,
-    TextBlock,
     ToolCall,
-    ToolUseBlock,
-    Usage,
-    assistant_response,
-    provider_settings,
-    stream_end,
 )
 
 KEY = "sk-" + "k3y" * 16
@@ -200,15 +192,23 @@ class TestHttpProvider:
 
 # -- coroutines say so ---------------------------------------------------------------------------
 
-#: The toolkit's own helper modules (the interfaces, Provider and Backend, are protocols).
+#: The helper modules behind ``oma_core.http`` and ``oma_core.processes`` (the toolkit's
+#: interfaces, Provider and Backend, are protocols).
 _HELPERS = ("_bounded", "_http", "_http_provider", "_ndjson", "_replies", "_sse", "processes")
 
 
 def _async_helpers() -> Iterator[tuple[str, Any]]:
-    import oma_core.toolkit as toolkit
+    import oma_core.http
+    import oma_core.processes
 
-    for name in toolkit.__all__:
-        value = getattr(toolkit, name)
+    for surface in (oma_core.http, oma_core.processes):
+        yield from _async_members(surface)
+    yield "next_chunk", importlib.import_module("oma_core._bounded").next_chunk
+
+
+def _async_members(surface: Any) -> Iterator[tuple[str, Any]]:
+    for name in surface.__all__:
+        value = getattr(surface, name)
         module = getattr(value, "__module__", None) or ""
         if module.removeprefix("oma_core.") not in _HELPERS:
             continue
@@ -218,7 +218,6 @@ def _async_helpers() -> Iterator[tuple[str, Any]]:
         for qualified, member in members:
             if inspect.iscoroutinefunction(member) or inspect.isasyncgenfunction(member):
                 yield qualified, member
-    yield "next_chunk", importlib.import_module("oma_core._bounded").next_chunk
 
 
 @pytest.mark.parametrize(("name", "function"), list(_async_helpers()))

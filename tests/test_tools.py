@@ -9,10 +9,10 @@ import attrs
 import pytest
 from _builders import Color
 
-from oma_core import Tool, tool
+from oma_core import tool
 from oma_core.errors import ToolError
 from oma_core.messages import TextBlock
-from oma_core.tools import ToolOutput, tool_result_content
+from oma_core.tools import Tool, ToolOutput, tool_result_content
 
 
 @attrs.frozen

@@ -13,15 +13,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from oma_core import (
-    AgentConfig,
-    InvalidMessageError,
-    OpenMultiAgent,
-    ProviderError,
-    RetryPolicy,
-    tool,
-)
+from oma_core import AgentConfig, InvalidMessageError, OpenMultiAgent, ProviderError, tool
 from oma_core.plugins import PluginHost
+from oma_core.retry import RetryPolicy
 from oma_core.testing import ScriptedProvider
 
 

@@ -7,11 +7,8 @@ from typing import Any
 import pytest
 from _builders import assistant, nested, refused, refused_saying, text, tool_call, tool_use, user
 
-from oma_core import (
-    InvalidMessageError,
-    ValidationLimits,
-    load_messages,
-)
+from oma_core import InvalidMessageError, load_messages
+from oma_core.validation import ValidationLimits
 
 
 def _nested(depth: int) -> dict[str, Any]:

@@ -56,8 +56,8 @@ def provider_and_model(
 ) -> tuple[str, str | None]:
     """The provider and model to run (``oma_core.resolve_model`` on the options, with
     ``$OMA_PROVIDER`` and ``$OMA_MODEL`` as their defaults): see the module docstring."""
+    from .._resolution import resolve_model
     from ..errors import MissingProviderError
-    from ..resolution import resolve_model
 
     from_env = model is None and bool(os.environ.get("OMA_MODEL"))
     model = model or os.environ.get("OMA_MODEL") or None

@@ -99,9 +99,9 @@ def limits_for(target: AgentOptions | None) -> Limits:
     ``DEFAULT_MAX_BYTES`` bounds the read meanwhile."""
     import os
 
+    from .._resolution import resolve_model
     from ..errors import OmaError
     from ..plugins import PluginHost
-    from ..resolution import resolve_model
     from ._agent import split_options
 
     if target is None:

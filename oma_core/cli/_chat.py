@@ -39,10 +39,10 @@ from ._inputs import MediaOptions, continue_options, conversation_of, input_opti
 from ._templates import template_options
 
 if TYPE_CHECKING:
+    from .._results import RunResult
+    from .._settings import RunSettings
     from ..agent import Agent
     from ..messages import ContentBlock
-    from ..results import RunResult
-    from ..settings import RunSettings
     from ._attach import Limits
 
 #: The words that end the chat, as ``llm chat`` has them, and ``!quit``.
@@ -202,8 +202,8 @@ class _Chat:
     def send(self, message: dict[str, Any]) -> None:
         """Send one turn; on success it and the answer join the history. Ctrl-C while it
         runs cancels it (``asyncio.Runner`` turns the first Ctrl-C into a cancellation)."""
+        from .._settings import RunSettings
         from ..errors import OmaError
-        from ..settings import RunSettings
 
         run_input = [*self.history, message]
         settings = RunSettings(
@@ -256,7 +256,7 @@ def _start(
 ) -> tuple[str, list[Any], AgentOptions]:
     """The conversation the chat starts from: a logged one (``-c``, ``--cid``), a file's, or
     none; its id (a new one unless continued) and the options, logged ones filled in."""
-    from ..settings import new_run_id
+    from .._settings import new_run_id
     from ._logs import continued_history
 
     if messages_file == "-":

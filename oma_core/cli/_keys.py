@@ -173,8 +173,8 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 def _check_name(name: str, force: bool) -> None:
     """Refuse a name no provider could have, and one no installed provider has (unless
     ``force``): a typo would otherwise store a key no run ever reads."""
+    from .._resolution import suggest
     from ..plugins import PluginHost
-    from ..resolution import suggest
 
     if not _NAME.fullmatch(name):
         usage(

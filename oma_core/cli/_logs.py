@@ -1,4 +1,4 @@
-"""``oma logs``: the SQLite log of every ``oma run`` (``oma_core.run_log``), and ``-c``.
+"""``oma logs``: the SQLite log of every ``oma run`` (``oma_core._run_log``), and ``-c``.
 
 Logging is on unless ``oma logs off`` (a ``logs-off`` file beside the database). ``oma run
 -c`` continues the last conversation (``--cid ID`` a chosen one): its logged messages and
@@ -26,7 +26,7 @@ from ._exits import command_guard, fail, note, usage
 from ._paths import logs_off_path, logs_path
 
 if TYPE_CHECKING:
-    from ..run_log import LoggedRun, RunLog
+    from .._run_log import LoggedRun, RunLog
     from ._agent import AgentOptions
 
 
@@ -36,7 +36,7 @@ def logging_on() -> bool:
 
 def run_log(keep_media: bool = True) -> RunLog:
     """The command's log: ``logs.db``, with its media store ``media/`` beside it."""
-    from ..run_log import RunLog
+    from .._run_log import RunLog
 
     path = logs_path()
     return RunLog(path, media_dir=path.parent / "media" if keep_media else None)

@@ -60,7 +60,7 @@ def models(words: tuple[str, ...], show_options: bool, as_json: bool) -> None:
 
 
 def _check_provider(provider: str, specs: Mapping[str, ProviderSpec]) -> None:
-    from ..resolution import suggest
+    from .._resolution import suggest
 
     if provider not in specs:
         close = suggest(provider, sorted(specs))

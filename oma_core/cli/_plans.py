@@ -26,7 +26,7 @@ from ._inputs import read_json
 from ._live import printable
 
 if TYPE_CHECKING:
-    from ..config import AgentConfig
+    from .._config import AgentConfig
     from ..plugins import PluginHost
     from ..teams import TaskSpec, Team
 
@@ -97,7 +97,7 @@ def _known(data: Mapping[str, Any], fields: Sequence[str], where: str) -> None:
 
 
 def agent_config(data: Any, where: str) -> AgentConfig:
-    from ..config import AgentConfig
+    from .._config import AgentConfig
 
     fields = dict(_object(data, where))
     _known(fields, AGENT_FIELDS, where)

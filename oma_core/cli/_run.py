@@ -36,11 +36,11 @@ from ._mcp import mcp_options, with_mcp
 from ._templates import template_options
 
 if TYPE_CHECKING:
+    from .._results import RunResult
+    from .._settings import RunSettings
     from ..agent import Agent
     from ..plugins import PluginHost
     from ..providers import ProviderRequest
-    from ..results import RunResult
-    from ..settings import RunSettings
 
 
 def _result_json(result: RunResult, conversation_id: str | None) -> dict[str, Any]:
@@ -156,8 +156,8 @@ def run(
 
     Piped text on stdin is appended to PROMPT. Every run is logged (see `oma logs`).
     """
+    from .._settings import RunSettings, new_run_id
     from ..plugins import PluginHost
-    from ..settings import RunSettings, new_run_id
     from ._logs import continued_history, log_plugin
 
     backend: dict[str, Any] | None = None
@@ -354,8 +354,8 @@ def render(
     """Print the JSON body a provider would send for this input (the arguments of `oma run`:
     PROMPT is text, --messages FILE a conversation, --schema the output); send nothing. The
     body is the one `oma run` sends: a streaming one, unless --no-stream."""
+    from .._settings import RunSettings
     from ..plugins import PluginHost
-    from ..settings import RunSettings
 
     _not_a_file_name(prompt, messages_file)
     output_type = _output_schema(schema, schema_multi)

@@ -24,7 +24,7 @@ from ..messages import text_of
 from ..providers import ResponseComplete, TextDelta
 
 if TYPE_CHECKING:
-    from ..calls import CallEvent, ModelCall, RunContext
+    from .._calls import CallEvent, ModelCall, RunContext
     from ..providers import ProviderRequest, Usage
 
 __all__ = ["oma_model_call"]

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from ..hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from ..calls import RunContext, RunEvents
-    from ..results import StreamEvent
+    from .._calls import RunContext, RunEvents
+    from .._results import StreamEvent
 
 __all__ = ["oma_run"]
 

@@ -145,7 +145,7 @@ class EchoProvider:
         self.closed = False
 
     def _response(self, request: ProviderRequest) -> ProviderResponse:
-        from ..tokens import estimate_tokens
+        from .._tokens import estimate_tokens
 
         text = describe_request(request)
         system = math.ceil(len(request.system_prompt or "") / 4)

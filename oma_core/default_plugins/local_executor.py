@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+from .._executors import EXECUTOR_FEATURES, ExecutionContext, ExecutorSpec, TaskRunner
 from ..errors import PluginError
-from ..executors import EXECUTOR_FEATURES, ExecutionContext, ExecutorSpec, TaskRunner
 from ..hookspecs import hookimpl
 
 __all__ = ["LocalExecutor", "oma_register_executors"]

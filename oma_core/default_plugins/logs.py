@@ -1,5 +1,5 @@
 """The run log as call middleware: each model call of a run updates the run's row in a
-``RunLog`` (``oma_core.run_log``).
+``RunLog`` (``oma_core._run_log``).
 
 Not a default plugin: it is registered only by whoever wants a log (``RunLog.plugin()``; the
 ``oma`` command registers one unless ``oma logs off``). It is ``tryfirst``, outside the
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from .. import hookimpl
 
 if TYPE_CHECKING:
-    from ..calls import CallEvent, ModelCall, RunContext
-    from ..run_log import RunLog
+    from .._calls import CallEvent, ModelCall, RunContext
+    from .._run_log import RunLog
 
 __all__ = ["RunLogger"]
 

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from ..hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from ..calls import RunContext, RunEvents, ToolInvocation
+    from .._calls import RunContext, RunEvents, ToolInvocation
+    from .._results import StreamEvent
     from ..messages import ToolResultBlock
-    from ..results import StreamEvent
 
 __all__ = ["oma_run", "oma_tool_call"]
 

@@ -15,8 +15,8 @@ from .._runner import Run
 from ..hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from ..calls import RunContext
-    from ..results import StreamEvent
+    from .._calls import RunContext
+    from .._results import StreamEvent
 
 __all__ = ["oma_run"]
 

@@ -19,7 +19,7 @@ from ..messages import LLMMessage, TextBlock
 from ..providers import ProviderResponse, ResponseComplete, TextDelta
 
 if TYPE_CHECKING:
-    from ..calls import CallEvent, CallEvents, ModelCall, RunContext, ToolInvocation
+    from .._calls import CallEvent, CallEvents, ModelCall, RunContext, ToolInvocation
     from ..messages import ToolResultBlock
 
 __all__ = ["oma_model_call", "oma_tool_call"]

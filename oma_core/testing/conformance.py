@@ -115,6 +115,7 @@ from typing import Any, ClassVar
 import attrs
 import pytest
 
+from .._settings import RunSettings
 from ..agent import Agent, AgentConfig, RunResult
 from ..capabilities import IN_TOOL_RESULT, Capabilities, Mode, ProviderSpec
 from ..errors import InvalidMessageError, ProviderError, UnsupportedContentBlockError
@@ -129,7 +130,6 @@ from ..providers import (
     ToolCall,
     Usage,
 )
-from ..settings import RunSettings
 from ..validation import load_messages
 from .fake_server import (
     Delay,

@@ -41,9 +41,9 @@ from typing import Any, ClassVar
 import attrs
 import pytest
 
+from .._config import AgentConfig
 from ..budgets import Budget
 from ..capabilities import Capabilities
-from ..config import AgentConfig
 from ..errors import ProviderError
 from ..messages import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock
 from ..orchestrator import OpenMultiAgent

@@ -137,7 +137,7 @@ class ScriptedProvider:
         return self._respond(request, response)
 
     def _respond(self, request: ProviderRequest, message: LLMMessage) -> ProviderResponse:
-        from ..tokens import estimate_tokens
+        from .._tokens import estimate_tokens
 
         system = math.ceil(len(request.system_prompt or "") / 4)
         output = estimate_tokens([message])

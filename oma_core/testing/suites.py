@@ -624,7 +624,7 @@ class ScrubbingSuite:
         from hypothesis import given, settings
         from hypothesis import strategies as st
 
-        from ..toolkit import request_secrets, scrub
+        from ..http import request_secrets, scrub
 
         # secrets made of brackets or dots could be spelled by the markers scrubbing inserts
         prompts = st.text(
@@ -657,7 +657,7 @@ class ScrubbingSuite:
         from hypothesis import given, settings
         from hypothesis import strategies as st
 
-        from ..toolkit import scrub
+        from ..http import scrub
 
         @settings(max_examples=100, deadline=None)
         @given(text=st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40))

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from oma_core import hookimpl
-from oma_core.toolkit import ALLOWED_ENV, BackendSpec
+from oma_core import BackendSpec, hookimpl
+from oma_core.processes import ALLOWED_ENV
 
 from ._permissions import PermissionOption, PermissionRequest
 

@@ -12,8 +12,8 @@ from acp import PROTOCOL_VERSION, Client
 from acp.client.connection import ClientSideConnection
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
-from oma_core.toolkit import (
-    BackendError,
+from oma_core.errors import BackendError
+from oma_core.processes import (
     StderrTail,
     child_environment,
     close_pipes,

@@ -17,16 +17,10 @@ import attrs
 from acp import RequestError, text_block
 from pydantic import ValidationError
 
-from oma_core.toolkit import (
-    BackendError,
-    BackendEvent,
-    BackendRequest,
-    BackendResult,
-    RunTimeoutError,
-    Usage,
-    redact,
-    strip_terminal_controls,
-)
+from oma_core import Usage
+from oma_core.errors import BackendError, RunTimeoutError
+from oma_core.processes import redact, strip_terminal_controls
+from oma_core.toolkit import BackendEvent, BackendRequest, BackendResult
 
 from ._agent_process import AgentProcess
 from ._client import PolicyFailed, Turn

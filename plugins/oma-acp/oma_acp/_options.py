@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 
-from oma_core.toolkit import BackendError, CommandOptions, number_option
+from oma_core.errors import BackendError
+from oma_core.processes import CommandOptions, number_option
 
 if TYPE_CHECKING:
     from ._permissions import PermissionRequest

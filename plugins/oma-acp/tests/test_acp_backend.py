@@ -15,18 +15,16 @@ import pytest
 from acp_agent import MALFORMED
 from oma_acp import AcpBackend, PermissionRequest, oma_register_backends
 
+from oma_core import BackendSpec, Usage
+from oma_core.errors import BackendError, RunTimeoutError
 from oma_core.testing import assert_holds_no_secret
 from oma_core.toolkit import (
-    BackendError,
     BackendRequest,
     BackendResult,
-    BackendSpec,
     BackendToolCall,
     BackendToolResult,
     ReasoningDelta,
-    RunTimeoutError,
     TextDelta,
-    Usage,
 )
 
 #: Terminal control left in text: ESC, BEL, CR or any other C0/C1 control but tab and newline.

@@ -15,7 +15,6 @@ from oma_acp import PermissionRequest
 from oma_core import (
     Agent,
     AgentConfig,
-    BackendError,
     InvalidMessageError,
     OpenMultiAgent,
     ToolResultBlock,
@@ -23,6 +22,7 @@ from oma_core import (
     Usage,
     image_url,
 )
+from oma_core.errors import BackendError
 from oma_core.testing import assert_holds_no_secret
 
 AGENT = str(Path(__file__).with_name("acp_agent.py"))

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 import anthropic
 
 from oma_core import ProviderError
-from oma_core.toolkit import (
+from oma_core.http import (
     error_fields,
     innermost_cause,
     is_transport_error,

@@ -16,12 +16,9 @@ from typing import Any
 
 from oma_core import (
     Base64Source,
-    ContentBlock,
     DocumentBlock,
-    FilePart,
     ImageBlock,
     LLMMessage,
-    MediaSource,
     ProviderError,
     ReasoningBlock,
     TextBlock,
@@ -30,7 +27,9 @@ from oma_core import (
     UnsupportedContentBlockError,
     Usage,
 )
-from oma_core.toolkit import ProviderRequest, ProviderResponse, malformed_response
+from oma_core.http import malformed_response
+from oma_core.messages import ContentBlock, FilePart, MediaSource
+from oma_core.toolkit import ProviderRequest, ProviderResponse
 
 from .capabilities import DISPLAY_NAME
 from .output import add_output

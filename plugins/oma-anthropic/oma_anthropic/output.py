@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from oma_core import OutputTypeError
+from oma_core.errors import OutputTypeError
 from oma_core.toolkit import OutputRequest, SchemaLimits
 
 from .capabilities import DISPLAY_NAME

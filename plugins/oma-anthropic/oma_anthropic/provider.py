@@ -17,21 +17,24 @@ from typing import Any
 
 import anthropic
 
-from oma_core import PluginError, ProviderError
-from oma_core.toolkit import (
+from oma_core import ProviderError
+from oma_core.errors import PluginError
+from oma_core.http import (
     DEFAULT_FIRST_BYTE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     READ_OPTIONS,
-    ProviderEvent,
-    ProviderRequest,
-    ProviderResponse,
-    ProviderSettings,
     ReadLimits,
-    ResponseComplete,
     guard_hooks,
     malformed_response,
     pool_size,
     request_secrets,
+)
+from oma_core.toolkit import (
+    ProviderEvent,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    ResponseComplete,
 )
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME

@@ -12,15 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from oma_core import ContentBlock, ProviderError, ReasoningBlock, TextBlock, ToolUseBlock, Usage
-from oma_core.toolkit import (
-    ProviderEvent,
-    ProviderResponse,
-    ReasoningDelta,
-    TextDelta,
-    ToolCall,
-    malformed_response,
-)
+from oma_core import ProviderError, ReasoningBlock, TextBlock, ToolUseBlock, Usage
+from oma_core.http import malformed_response
+from oma_core.messages import ContentBlock
+from oma_core.toolkit import ProviderEvent, ProviderResponse, ReasoningDelta, TextDelta, ToolCall
 
 from .capabilities import DISPLAY_NAME
 from .mapping import message_from_blocks, parse_tool_input

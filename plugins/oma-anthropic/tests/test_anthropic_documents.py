@@ -16,16 +16,16 @@ from oma_core import (
     Agent,
     AgentConfig,
     LLMMessage,
-    MediaTooLargeError,
     TextBlock,
     UnsupportedContentBlockError,
     audio_file,
     document_base64,
     document_file,
-    document_text,
     document_url,
     image_base64,
 )
+from oma_core.errors import MediaTooLargeError
+from oma_core.media import document_text
 from oma_core.testing.conformance import MEDIA_SAMPLES
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 

@@ -9,7 +9,8 @@ from anthropic_suite import AnthropicSuite
 from fake_anthropic import FakeAnthropic
 from oma_anthropic.provider import _KNOWN_OPTIONS
 
-from oma_core import Agent, AgentConfig, MediaTooLargeError, image_base64
+from oma_core import Agent, AgentConfig, image_base64
+from oma_core.errors import MediaTooLargeError
 from oma_core.testing import SpecSuite
 
 

@@ -20,8 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oma_anthropic.output import output_schema
 
-from oma_core import Agent, AgentConfig, OutputTypeError, OutputValidationError
+from oma_core import Agent, AgentConfig, OutputValidationError
 from oma_core.cli import cli
+from oma_core.errors import OutputTypeError
 
 
 @attrs.frozen

@@ -12,7 +12,8 @@ import anthropic
 import pytest
 from fake_anthropic import FakeAnthropic
 
-from oma_core import Agent, AgentConfig, PluginError, ProviderError, load_messages
+from oma_core import Agent, AgentConfig, ProviderError, load_messages
+from oma_core.errors import PluginError
 from oma_core.testing import Delay, SlowStream
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 

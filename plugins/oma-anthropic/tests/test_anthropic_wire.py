@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from fake_anthropic import FakeAnthropic
 
-from oma_core import PluginError, ProviderError, load_messages
+from oma_core import ProviderError, load_messages
+from oma_core.errors import PluginError
 from oma_core.testing.conformance import MEDIA_SAMPLES
 from oma_core.toolkit import ProviderRequest, ProviderSettings, ToolDefinition
 

@@ -77,7 +77,8 @@ def bare(server: FakeBedrock, client: Any) -> Any:
 
 
 def shape_a(provider: Any) -> Any:
-    from oma_core import ProviderRequest, load_messages
+    from oma_core import load_messages
+    from oma_core.toolkit import ProviderRequest
 
     request = ProviderRequest(
         model=MODEL,
@@ -111,7 +112,8 @@ def shape_b(client: Any, pool: concurrent.futures.ThreadPoolExecutor) -> Any:
 async def cancel_a(server: FakeBedrock) -> tuple[bool, float]:
     from oma_bedrock import create_provider
 
-    from oma_core import ProviderRequest, ProviderSettings, load_messages
+    from oma_core import load_messages
+    from oma_core.toolkit import ProviderRequest, ProviderSettings
 
     provider = create_provider(ProviderSettings(base_url=server.url))
     request = ProviderRequest(
@@ -190,7 +192,7 @@ async def main(calls: int) -> None:
     import httpx
     from oma_bedrock import create_provider
 
-    from oma_core import ProviderSettings
+    from oma_core.toolkit import ProviderSettings
 
     environment()
     with FakeBedrock(api_key=API_KEY) as server:

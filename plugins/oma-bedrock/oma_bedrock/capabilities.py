@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Capabilities, MediaLimit
+from oma_core import Capabilities
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
 __all__ = [
     "AUDIO_FORMATS",

@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from oma_core.toolkit import (
-    ProviderError,
+from oma_core import ProviderError
+from oma_core.http import (
     error_fields,
     error_from_exception,
     malformed_response,

@@ -26,15 +26,12 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from oma_core import AudioBlock, DocumentBlock
-from oma_core.toolkit import (
+from oma_core import (
+    AudioBlock,
     Base64Source,
-    FilePart,
+    DocumentBlock,
     ImageBlock,
     LLMMessage,
-    MediaSource,
-    OutputRequest,
-    ProviderRequest,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -42,6 +39,8 @@ from oma_core.toolkit import (
     UnsupportedContentBlockError,
     VideoBlock,
 )
+from oma_core.messages import FilePart, MediaSource
+from oma_core.toolkit import OutputRequest, ProviderRequest
 
 from .capabilities import (
     AUDIO_FORMATS,

@@ -18,22 +18,24 @@ from typing import Any, cast
 import httpx
 from botocore.eventstream import EventStreamBuffer, ParserError
 
-from oma_core.toolkit import (
+from oma_core import ProviderError
+from oma_core.errors import PluginError
+from oma_core.http import (
     DEFAULT_FIRST_BYTE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     READ_OPTIONS,
     HttpTimeouts,
     LoopLocalClient,
-    PluginError,
-    ProviderError,
+    ReadLimits,
+    encode_json,
+    too_large,
+)
+from oma_core.toolkit import (
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
-    ReadLimits,
     ResponseComplete,
-    encode_json,
-    too_large,
 )
 
 from .capabilities import CAPABILITIES, DEFAULT_MAX_INLINE_BYTES, DISPLAY_NAME

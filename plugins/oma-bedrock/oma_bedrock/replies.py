@@ -11,18 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from oma_core.toolkit import (
-    LLMMessage,
-    ProviderEvent,
-    ProviderResponse,
-    ReasoningBlock,
-    ReasoningDelta,
-    TextBlock,
-    TextDelta,
-    ToolCall,
-    ToolUseBlock,
-    Usage,
-)
+from oma_core import LLMMessage, ReasoningBlock, TextBlock, ToolUseBlock, Usage
+from oma_core.toolkit import ProviderEvent, ProviderResponse, ReasoningDelta, TextDelta, ToolCall
 
 __all__ = ["STOP_REASONS", "MalformedReply", "StreamAssembler", "response_from_json"]
 

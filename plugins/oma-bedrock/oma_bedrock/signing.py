@@ -17,7 +17,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from oma_core.toolkit import ProviderError
+from oma_core import ProviderError
 
 from .capabilities import DISPLAY_NAME
 

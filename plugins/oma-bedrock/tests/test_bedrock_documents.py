@@ -20,7 +20,6 @@ from oma_core import (
     Agent,
     AgentConfig,
     LLMMessage,
-    MediaTooLargeError,
     TextBlock,
     UnsupportedContentBlockError,
     audio_base64,
@@ -28,9 +27,10 @@ from oma_core import (
     audio_url,
     document_base64,
     document_file,
-    document_text,
     document_url,
 )
+from oma_core.errors import MediaTooLargeError
+from oma_core.media import document_text
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

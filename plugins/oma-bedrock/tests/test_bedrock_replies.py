@@ -8,15 +8,13 @@ from typing import Any
 import pytest
 from fake_bedrock import FakeBedrock
 
-from oma_core import load_messages
+from oma_core import ReasoningBlock, TextBlock, load_messages
 from oma_core.toolkit import (
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
-    ReasoningBlock,
     ReasoningDelta,
     ResponseComplete,
-    TextBlock,
 )
 
 REQUEST = ProviderRequest(

@@ -302,7 +302,7 @@ async def test_the_limit_counts_every_medium_of_the_request(server: FakeBedrock)
 def test_an_unknown_provider_option_is_refused() -> None:
     from oma_bedrock import create_provider
 
-    from oma_core import PluginError
+    from oma_core.errors import PluginError
     from oma_core.toolkit import ProviderSettings
 
     with pytest.raises(PluginError, match="unknown provider_options for bedrock: colour"):

@@ -9,7 +9,8 @@ from bedrock_suite import BedrockSuite
 from fake_bedrock import FakeBedrock
 from oma_bedrock.provider import OPTIONS
 
-from oma_core import Agent, AgentConfig, MediaTooLargeError, image_base64
+from oma_core import Agent, AgentConfig, image_base64
+from oma_core.errors import MediaTooLargeError
 from oma_core.testing import SpecSuite
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from oma_core.toolkit import ProviderSpec, hookimpl
+from oma_core import ProviderSpec, hookimpl
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
 

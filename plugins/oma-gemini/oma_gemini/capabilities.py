@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, Capabilities, MediaLimit
+from oma_core import Capabilities
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
 __all__ = [
     "CAPABILITIES",

@@ -34,16 +34,13 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from oma_core import AudioBlock, DocumentBlock, OutputTypeError
-from oma_core.toolkit import (
+from oma_core import (
+    AudioBlock,
     Base64Source,
-    FilePart,
+    DocumentBlock,
     ImageBlock,
     LLMMessage,
-    OutputRequest,
     ProviderError,
-    ProviderRequest,
-    ProviderResponse,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -51,10 +48,11 @@ from oma_core.toolkit import (
     UnsupportedContentBlockError,
     Usage,
     VideoBlock,
-    malformed_response,
-    scrub,
-    tool_result_text,
 )
+from oma_core.errors import OutputTypeError
+from oma_core.http import malformed_response, scrub, tool_result_text
+from oma_core.messages import FilePart
+from oma_core.toolkit import OutputRequest, ProviderRequest, ProviderResponse
 
 from .capabilities import (
     DEFAULT_INLINE_LIMIT,

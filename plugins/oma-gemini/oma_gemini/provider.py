@@ -15,28 +15,27 @@ from contextlib import aclosing
 from typing import Any
 from urllib.parse import urlsplit
 
-from oma_core.toolkit import (
+from oma_core import ReasoningBlock, TextBlock, ToolUseBlock, Usage
+from oma_core.errors import PluginError
+from oma_core.http import (
     CLIENT_OPTIONS,
     LoopLocalClient,
-    PluginError,
-    ProviderEvent,
-    ProviderRequest,
-    ProviderResponse,
-    ProviderSettings,
-    ReasoningBlock,
-    ReasoningDelta,
-    ResponseComplete,
-    TextBlock,
-    TextDelta,
-    ToolCall,
-    ToolUseBlock,
-    Usage,
     event_json,
     malformed_response,
     missing_api_key,
     post_json,
     request_secrets,
     stream_sse,
+)
+from oma_core.toolkit import (
+    ProviderEvent,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    ReasoningDelta,
+    ResponseComplete,
+    TextDelta,
+    ToolCall,
 )
 
 from .capabilities import DEFAULT_INLINE_LIMIT, DISPLAY_NAME

@@ -11,7 +11,8 @@ import pytest
 from fake_gemini import FakeGemini, Reply
 from oma_gemini.mapping import MAX_FUNCTION_DECLARATIONS
 
-from oma_core import OutputTypeError, load_messages
+from oma_core import load_messages
+from oma_core.errors import OutputTypeError
 from oma_core.toolkit import OutputRequest, Provider, ProviderRequest, ToolDefinition
 
 SCHEMA = {

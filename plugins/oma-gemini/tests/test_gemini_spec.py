@@ -10,7 +10,8 @@ from gemini_suite import GeminiSuite
 from oma_gemini import SPEC
 from oma_gemini.provider import OWN_OPTIONS
 
-from oma_core import Agent, AgentConfig, MediaTooLargeError, image_base64
+from oma_core import Agent, AgentConfig, image_base64
+from oma_core.errors import MediaTooLargeError
 from oma_core.testing import SpecSuite
 
 

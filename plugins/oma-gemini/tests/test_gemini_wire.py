@@ -11,7 +11,8 @@ from fake_gemini import API_KEY, FakeGemini, Reply
 from oma_gemini import create_provider
 from oma_gemini.provider import api_root
 
-from oma_core import Agent, AgentConfig, PluginError, ProviderError, load_messages
+from oma_core import Agent, AgentConfig, ProviderError, load_messages
+from oma_core.errors import PluginError
 from oma_core.toolkit import ProviderRequest, ProviderSettings, ToolDefinition
 
 

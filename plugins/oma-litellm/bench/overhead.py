@@ -54,7 +54,8 @@ async def per_call(rounds: int) -> tuple[float, float]:
     import httpx
     from oma_litellm import create_provider
 
-    from oma_core import ProviderRequest, ProviderSettings, load_messages
+    from oma_core import load_messages
+    from oma_core.toolkit import ProviderRequest, ProviderSettings
 
     with FakeChatCompletions() as server:
         provider = create_provider(ProviderSettings(base_url=server.base_url, api_key="test-key"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from oma_core.toolkit import ProviderSpec, hookimpl
+from oma_core import ProviderSpec, hookimpl
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
 

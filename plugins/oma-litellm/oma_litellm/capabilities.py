@@ -18,7 +18,8 @@ route's models in advance).
 
 from __future__ import annotations
 
-from oma_core.toolkit import BlockSupport, Capabilities
+from oma_core import Capabilities
+from oma_core.toolkit import BlockSupport
 
 __all__ = [
     "AUDIO_FORMATS",

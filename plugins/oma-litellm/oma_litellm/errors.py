@@ -14,14 +14,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from oma_core.toolkit import (
-    ProviderError,
-    invalid_utf8,
-    malformed_response,
-    parse_retry_after,
-    scrub,
-    timeout_error,
-)
+from oma_core import ProviderError
+from oma_core.http import invalid_utf8, malformed_response, parse_retry_after, scrub, timeout_error
 
 from .capabilities import DISPLAY_NAME
 

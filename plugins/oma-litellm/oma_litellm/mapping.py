@@ -22,20 +22,20 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from oma_core import AudioBlock, DocumentBlock
-from oma_core.toolkit import (
+from oma_core import (
+    AudioBlock,
     Base64Source,
+    DocumentBlock,
     ImageBlock,
     LLMMessage,
-    OutputRequest,
-    PluginError,
-    ProviderRequest,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
     UnsupportedContentBlockError,
-    chat_tools,
 )
+from oma_core.errors import PluginError
+from oma_core.http import chat_tools
+from oma_core.toolkit import OutputRequest, ProviderRequest
 
 from .capabilities import AUDIO_FORMATS, DISPLAY_NAME
 

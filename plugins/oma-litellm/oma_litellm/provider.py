@@ -34,26 +34,26 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from oma_core import AudioBlock, DocumentBlock, MissingKeyError
-from oma_core.toolkit import (
-    DEFAULT_IDLE_TIMEOUT,
+from oma_core import (
+    AudioBlock,
+    DocumentBlock,
     LLMMessage,
-    PluginError,
     ProviderError,
+    TextBlock,
+    ToolUseBlock,
+    UnsupportedContentBlockError,
+    Usage,
+)
+from oma_core.errors import MissingKeyError, PluginError
+from oma_core.http import DEFAULT_IDLE_TIMEOUT, ReadLimits, ToolCallAssembler, guard_hooks
+from oma_core.toolkit import (
     ProviderEvent,
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
-    ReadLimits,
     ResponseComplete,
-    TextBlock,
     TextDelta,
     ToolCall,
-    ToolCallAssembler,
-    ToolUseBlock,
-    UnsupportedContentBlockError,
-    Usage,
-    guard_hooks,
 )
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME, PDF_TYPES

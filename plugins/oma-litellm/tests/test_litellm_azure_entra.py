@@ -23,7 +23,8 @@ import pytest
 from fake_chat_completions import FakeChatCompletions
 from fake_entra import EntraProxy, FakeEntra
 
-from oma_core import MissingKeyError, PluginError, ProviderError, load_messages
+from oma_core import ProviderError, load_messages
+from oma_core.errors import MissingKeyError, PluginError
 from oma_core.testing.fake_server import (
     EchoRequestError,
     FakeServer,

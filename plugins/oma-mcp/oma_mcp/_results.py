@@ -26,8 +26,9 @@ from typing import Any
 
 import mcp_types as types
 
-from oma_core import FilePart, InvalidMessageError, TextBlock, image_base64
-from oma_core.toolkit import Base64Source, ToolOutput
+from oma_core import Base64Source, InvalidMessageError, TextBlock, image_base64
+from oma_core.messages import FilePart
+from oma_core.toolkit import ToolOutput
 
 __all__ = ["tool_output"]
 

@@ -30,14 +30,11 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from oma_core import Tool, ToolError, tool
-from oma_core.toolkit import (
-    BackendError,
-    ToolOutput,
-    child_environment,
-    configured_values,
-    redact,
-)
+from oma_core import tool
+from oma_core.errors import BackendError, ToolError
+from oma_core.processes import child_environment, configured_values, redact
+from oma_core.toolkit import ToolOutput
+from oma_core.tools import Tool
 
 from ._results import tool_output
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from oma_mcp import MCPServerError, MCPToolset
 
-from oma_core import Agent, AgentConfig, ImageBlock, PluginHost, TextBlock, ToolError, hookimpl
+from oma_core import Agent, AgentConfig, ImageBlock, PluginHost, TextBlock, hookimpl
+from oma_core.errors import ToolError
 from oma_core.testing import ScriptedProvider
 
 Toys = Callable[..., MCPToolset]

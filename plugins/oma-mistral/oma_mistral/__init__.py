@@ -19,36 +19,30 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import Any
 
-from oma_core import AudioBlock, DocumentBlock
-from oma_core.toolkit import (
-    CLIENT_OPTIONS,
+from oma_core import (
+    AudioBlock,
     Base64Source,
-    BlockSupport,
     Capabilities,
+    DocumentBlock,
     ImageBlock,
     LLMMessage,
-    LoopLocalClient,
-    MediaLimit,
-    OutputRequest,
-    ProviderEvent,
-    ProviderRequest,
-    ProviderResponse,
-    ProviderSettings,
     ProviderSpec,
-    ResponseComplete,
     TextBlock,
-    TextDelta,
-    ToolCallAssembler,
     ToolResultBlock,
     ToolUseBlock,
     UrlSource,
     Usage,
+    hookimpl,
+)
+from oma_core.http import (
+    CLIENT_OPTIONS,
+    LoopLocalClient,
+    ToolCallAssembler,
     assistant_response,
     chat_text,
     chat_tools,
     chat_usage,
     event_json,
-    hookimpl,
     malformed_response,
     media_url,
     missing_api_key,
@@ -57,6 +51,17 @@ from oma_core.toolkit import (
     stream_sse,
     tool_call_events,
     tool_result_text,
+)
+from oma_core.toolkit import (
+    BlockSupport,
+    MediaLimit,
+    OutputRequest,
+    ProviderEvent,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    ResponseComplete,
+    TextDelta,
 )
 
 __version__ = "0.1.0"  # the distribution's version (hatch reads it here)

@@ -22,9 +22,9 @@ from oma_core import (
     audio_file,
     audio_url,
     document_file,
-    document_text,
     document_url,
 )
+from oma_core.media import document_text
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

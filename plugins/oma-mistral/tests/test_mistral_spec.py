@@ -8,9 +8,10 @@ import base64
 from fake_mistral import API_KEY, FakeMistral
 from mistral_suite import MistralSuite
 
-from oma_core import Agent, AgentConfig, MediaTooLargeError, image_base64
+from oma_core import Agent, AgentConfig, image_base64
+from oma_core.errors import MediaTooLargeError
+from oma_core.http import CLIENT_OPTIONS
 from oma_core.testing import SpecSuite
-from oma_core.toolkit import CLIENT_OPTIONS
 
 
 class TestMistralSpec(MistralSuite, SpecSuite):

@@ -13,13 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from oma_mistral import MistralProvider, wire_id
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    MissingKeyError,
-    UnsupportedContentBlockError,
-    load_messages,
-)
+from oma_core import Agent, AgentConfig, UnsupportedContentBlockError, load_messages
+from oma_core.errors import MissingKeyError
 from oma_core.testing.conformance import MEDIA_SAMPLES
 from oma_core.toolkit import ProviderRequest, ProviderSettings, ToolDefinition
 

@@ -9,9 +9,9 @@ from typing import Any
 from fake_mistral import API_KEY, FakeMistral
 from oma_mistral import MistralProvider
 
-from oma_core import Agent, AgentConfig, UnsupportedContentBlockError
+from oma_core import Agent, AgentConfig, Capabilities, UnsupportedContentBlockError
 from oma_core.testing.conformance import MEDIA_SAMPLES
-from oma_core.toolkit import BlockSupport, Capabilities, ProviderSettings
+from oma_core.toolkit import BlockSupport, ProviderSettings
 
 URL_ONLY = Capabilities(
     (

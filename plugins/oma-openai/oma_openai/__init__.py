@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from oma_core import PluginError, ProviderSpec, hookimpl
+from oma_core import ProviderSpec, hookimpl
+from oma_core.errors import PluginError
 from oma_core.toolkit import OptionSpec, ProviderSettings
 
 from .presets import PRESETS, Preset, preset

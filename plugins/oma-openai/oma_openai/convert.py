@@ -18,10 +18,8 @@ from oma_core import (
     AudioBlock,
     Base64Source,
     DocumentBlock,
-    FilePart,
     ImageBlock,
     LLMMessage,
-    MediaSource,
     ProviderError,
     ReasoningBlock,
     TextBlock,
@@ -30,7 +28,9 @@ from oma_core import (
     UnsupportedContentBlockError,
     VideoBlock,
 )
-from oma_core.toolkit import OutputRequest, ProviderRequest, malformed_response
+from oma_core.http import malformed_response
+from oma_core.messages import FilePart, MediaSource
+from oma_core.toolkit import OutputRequest, ProviderRequest
 
 from .presets import AUDIO_FORMATS, Preset
 from .strict import strict_schema

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from oma_core import ProviderError
-from oma_core.toolkit import (
+from oma_core.http import (
     AioHttpClient,
     JsonView,
     ReadLimits,

@@ -18,24 +18,27 @@ from typing import Any
 
 import openai
 
-from oma_core import LLMMessage, PluginError, ProviderError, ToolUseBlock, Usage
-from oma_core.toolkit import (
+from oma_core import LLMMessage, ProviderError, ToolUseBlock, Usage
+from oma_core.errors import PluginError
+from oma_core.http import (
     DEFAULT_FIRST_BYTE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     READ_OPTIONS,
-    ProviderEvent,
-    ProviderRequest,
-    ProviderResponse,
-    ProviderSettings,
     ReadLimits,
-    ReasoningDelta,
-    ResponseComplete,
-    TextDelta,
-    ToolCall,
     guard_hooks,
     malformed_response,
     pool_size,
     request_secrets,
+)
+from oma_core.toolkit import (
+    ProviderEvent,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    ReasoningDelta,
+    ResponseComplete,
+    TextDelta,
+    ToolCall,
 )
 
 from .convert import CLIENT_OPTIONS, content_blocks, parse_arguments, request_body

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from oma_core import OutputTypeError
+from oma_core.errors import OutputTypeError
 from oma_core.toolkit import SchemaLimits
 
 __all__ = ["LIMITS", "MAX_DEPTH", "MAX_ENUM_VALUES", "MAX_PROPERTIES", "strict_schema"]

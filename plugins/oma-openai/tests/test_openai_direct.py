@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from openai_builders import API_KEY, provider_for, request
 
-from oma_core import Agent, AgentConfig, PluginError, ProviderError
-from oma_core.toolkit import SSEParser
+from oma_core import Agent, AgentConfig, ProviderError
+from oma_core.errors import PluginError
+from oma_core.http import SSEParser
 
 
 class TestDirectTransport:

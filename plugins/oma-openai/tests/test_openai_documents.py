@@ -24,9 +24,9 @@ from oma_core import (
     audio_url,
     document_base64,
     document_file,
-    document_text,
     document_url,
 )
+from oma_core.media import document_text
 from oma_core.toolkit import ProviderRequest
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -14,7 +14,8 @@ from oma_openai.provider import OpenAIChatProvider
 from openai_builders import provider_for, request
 from openai_suite import OpenAISuite
 
-from oma_core import PluginError, ProviderError
+from oma_core import ProviderError
+from oma_core.errors import PluginError
 from oma_core.testing import FaultSuite
 from oma_core.testing.fake_server import ErrorMidStream, HTTPError, SlowStream, TruncatedStream
 from oma_core.toolkit import ProviderSettings, ResponseComplete

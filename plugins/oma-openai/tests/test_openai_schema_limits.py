@@ -11,7 +11,8 @@ import pytest
 from fake_openai import API_KEY, FakeChatCompletions, Reply
 from oma_openai.strict import strict_schema
 
-from oma_core import Agent, AgentConfig, OutputTypeError
+from oma_core import Agent, AgentConfig
+from oma_core.errors import OutputTypeError
 
 SERVICE = "OpenAI Chat Completions"
 

@@ -12,13 +12,8 @@ from oma_openai import OPTIONS, PRESETS, Preset, oma_register_providers
 from oma_openai.convert import CLIENT_OPTIONS
 from openai_suite import OpenAISuite
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    MediaTooLargeError,
-    OptionTypeError,
-    image_base64,
-)
+from oma_core import Agent, AgentConfig, image_base64
+from oma_core.errors import MediaTooLargeError, OptionTypeError
 from oma_core.testing import SpecSuite
 
 SPECS = {spec.name: spec for spec in oma_register_providers()}

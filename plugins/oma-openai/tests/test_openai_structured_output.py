@@ -20,12 +20,8 @@ from hypothesis import strategies as st
 from oma_openai import PRESETS
 from oma_openai.strict import strict_schema
 
-from oma_core import (
-    Agent,
-    AgentConfig,
-    OutputTypeError,
-    OutputValidationError,
-)
+from oma_core import Agent, AgentConfig, OutputValidationError
+from oma_core.errors import OutputTypeError
 
 
 @attrs.frozen

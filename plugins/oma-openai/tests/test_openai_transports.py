@@ -12,7 +12,8 @@ import pytest
 from fake_openai import FakeChatCompletions, Reply
 from openai_builders import provider_for, request
 
-from oma_core import Agent, AgentConfig, PluginError
+from oma_core import Agent, AgentConfig
+from oma_core.errors import PluginError
 
 
 async def test_aiohttp_transport_uses_the_sdks_aiohttp_client(server: FakeChatCompletions) -> None:

@@ -6,8 +6,8 @@ runs the command once per turn, sends the prompt on stdin and streams stdout bac
 
 from __future__ import annotations
 
-from oma_core import hookimpl
-from oma_core.toolkit import ALLOWED_ENV, BackendSpec
+from oma_core import BackendSpec, hookimpl
+from oma_core.processes import ALLOWED_ENV
 
 from ._backend import ProcessBackend, compose_prompt
 

@@ -15,14 +15,9 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from oma_core.toolkit import (
-    BackendError,
-    BackendEvent,
-    BackendRequest,
-    BackendResult,
-    RunTimeoutError,
+from oma_core.errors import BackendError, RunTimeoutError
+from oma_core.processes import (
     StderrTail,
-    TextDelta,
     child_environment,
     close_pipes,
     configured_values,
@@ -31,6 +26,7 @@ from oma_core.toolkit import (
     stop_process_group,
     wait_exit,
 )
+from oma_core.toolkit import BackendEvent, BackendRequest, BackendResult, TextDelta
 
 from ._options import ProcessOptions
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import attrs
 
-from oma_core.toolkit import BackendError, CommandOptions, number_option
+from oma_core.errors import BackendError
+from oma_core.processes import CommandOptions, number_option
 
 __all__ = ["ProcessOptions"]
 

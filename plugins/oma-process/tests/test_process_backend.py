@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from oma_process import ProcessBackend, oma_register_backends
 
-from oma_core import BackendError, BackendSpec, RunTimeoutError
+from oma_core import BackendSpec
+from oma_core.errors import BackendError, RunTimeoutError
 from oma_core.testing import assert_holds_no_secret
 from oma_core.toolkit import BackendRequest, BackendResult, TextDelta
 

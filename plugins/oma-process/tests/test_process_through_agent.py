@@ -14,13 +14,13 @@ import pytest
 from oma_core import (
     Agent,
     AgentConfig,
-    BackendError,
     InvalidMessageError,
     OpenMultiAgent,
     TaskSpec,
     Team,
     image_url,
 )
+from oma_core.errors import BackendError
 from oma_core.testing import assert_holds_no_secret
 
 FAKE_CLI = str(Path(__file__).with_name("fake_cli.py"))

@@ -13,7 +13,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oma_core.toolkit import StderrTail, strip_terminal_controls
+from oma_core.processes import StderrTail, strip_terminal_controls
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _PLAIN = st.text(st.characters(exclude_categories=("Cc",)) | st.sampled_from("\n\t"))

@@ -7,7 +7,8 @@ imported when a team run first opens the executor's session.
 
 from __future__ import annotations
 
-from oma_core import ExecutorSpec, hookimpl
+from oma_core import hookimpl
+from oma_core.toolkit import ExecutorSpec
 
 from ._executor import RayExecutor, RayExecutorStats
 

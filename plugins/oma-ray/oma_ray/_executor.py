@@ -23,7 +23,8 @@ from typing import Any
 
 import attrs
 
-from oma_core import AgentConfig, PluginError, RunResult, RunStatus, Usage, WorkerLostError
+from oma_core import AgentConfig, RunResult, RunStatus, Usage
+from oma_core.errors import PluginError, WorkerLostError
 from oma_core.toolkit import ExecutionContext, TaskRun, TaskRunner
 
 __all__ = ["RayExecutor", "RayExecutorStats"]

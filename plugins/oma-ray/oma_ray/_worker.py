@@ -34,10 +34,11 @@ from oma_core import (
     PluginHost,
     ProgressEvent,
     RunResult,
+    RunSettings,
     Usage,
     hookimpl,
 )
-from oma_core.toolkit import ModelCall, ResponseComplete, RunContext, RunDefaults, RunSettings
+from oma_core.toolkit import ModelCall, ResponseComplete, RunContext, RunDefaults
 
 from ._budget import RemoteBudget
 

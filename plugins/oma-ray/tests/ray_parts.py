@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 import attrs
 
-from oma_core import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock, Usage, tool
-from oma_core.toolkit import Capabilities, ProviderRequest, ProviderResponse
+from oma_core import Capabilities, LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock, Usage, tool
+from oma_core.toolkit import ProviderRequest, ProviderResponse
 
 CALL = Usage(4, 1)
 

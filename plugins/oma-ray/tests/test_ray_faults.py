@@ -19,19 +19,18 @@ from ray_parts import CALL, ToolLoop, attach, hold, noop
 from oma_core import (
     AgentConfig,
     Budget,
-    ExecutorSpec,
     OpenMultiAgent,
-    PluginError,
     PluginHost,
     ProgressEvent,
     TaskSpec,
     Team,
     Usage,
-    WorkerLostError,
     hookimpl,
     image_base64,
 )
+from oma_core.errors import PluginError, WorkerLostError
 from oma_core.testing import assert_holds_no_secret
+from oma_core.toolkit import ExecutorSpec
 
 
 def _observed(options: Mapping[str, Any]) -> tuple[OpenMultiAgent, list[RayExecutor]]:
@@ -143,7 +142,8 @@ async def test_a_config_with_an_api_key_is_refused_before_it_reaches_the_cluster
 def test_ray_is_imported_only_when_a_task_runs_on_it() -> None:
     code = """
 import asyncio, sys
-from oma_core import AgentConfig, OpenMultiAgent, PlanError, PluginHost, TaskSpec, Team
+from oma_core import AgentConfig, OpenMultiAgent, PluginHost, TaskSpec, Team
+from oma_core.errors import PlanError
 
 oma = OpenMultiAgent(plugins=PluginHost(), executor="ray")
 assert "ray" not in sys.modules, "loading plugins or building the executor imported ray"

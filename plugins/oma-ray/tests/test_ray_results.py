@@ -7,16 +7,8 @@ from typing import Any
 
 from ray_parts import Raising, ToolLoop, noop, refuse
 
-from oma_core import (
-    AgentConfig,
-    HookError,
-    MaxTurnsExceededError,
-    OpenMultiAgent,
-    PluginHost,
-    ProviderError,
-    TaskSpec,
-    Team,
-)
+from oma_core import AgentConfig, OpenMultiAgent, PluginHost, ProviderError, TaskSpec, Team
+from oma_core.errors import HookError, MaxTurnsExceededError
 
 
 def _public(error: BaseException | None) -> Any:

@@ -11,14 +11,8 @@ from collections.abc import AsyncGenerator, Generator
 from contextlib import aclosing
 from typing import Any
 
-from oma_core.toolkit import (
-    CallEvent,
-    ModelCall,
-    ResponseComplete,
-    RunContext,
-    Usage,
-    hookimpl,
-)
+from oma_core import Usage, hookimpl
+from oma_core.toolkit import CallEvent, ModelCall, ResponseComplete, RunContext
 
 #: request key -> the reply it got; ``HITS`` counts the calls answered from here.
 CACHE: dict[str, Any] = {}

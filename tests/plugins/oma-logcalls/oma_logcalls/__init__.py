@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, Awaitable, Generator
 from contextlib import aclosing
 from typing import Any
 
+from oma_core import ToolResultBlock, hookimpl
 from oma_core.toolkit import (
     CallEvent,
     ModelCall,
@@ -18,8 +19,6 @@ from oma_core.toolkit import (
     RunContext,
     TextDelta,
     ToolInvocation,
-    ToolResultBlock,
-    hookimpl,
 )
 
 #: One dict per call: what a log plugin would write to a file or a database.

@@ -4,15 +4,9 @@ oma's plugin template (``python -m oma_core.testing.template``)."""
 
 from __future__ import annotations
 
-from oma_core.toolkit import (
-    CLIENT_OPTIONS,
-    BlockSupport,
-    Capabilities,
-    Provider,
-    ProviderSettings,
-    ProviderSpec,
-    hookimpl,
-)
+from oma_core import Capabilities, ProviderSpec, hookimpl
+from oma_core.http import CLIENT_OPTIONS
+from oma_core.toolkit import BlockSupport, Provider, ProviderSettings
 
 __version__ = "0.1.0"
 

@@ -6,26 +6,25 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
-from oma_core.toolkit import (
+from oma_core import (
     Base64Source,
-    HttpProvider,
     ImageBlock,
     LLMMessage,
-    ProviderEvent,
-    ProviderRequest,
-    ProviderResponse,
     TextBlock,
-    TextDelta,
-    ToolCallAssembler,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+)
+from oma_core.http import (
+    HttpProvider,
+    ToolCallAssembler,
     assistant_response,
     chat_tools,
     malformed_response,
     stream_end,
     tool_result_text,
 )
+from oma_core.toolkit import ProviderEvent, ProviderRequest, ProviderResponse, TextDelta
 
 PATH = "/api/chat"
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}

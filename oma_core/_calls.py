@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 import attrs
 
 if TYPE_CHECKING:
+    from ._config import AgentConfig
+    from ._results import StreamEvent
+    from ._settings import RunSettings
     from .backends import BackendRequest, BackendToolCall, BackendToolResult
     from .budgets import Budget
-    from .config import AgentConfig
     from .messages import LLMMessage, ToolResultBlock, ToolUseBlock
     from .providers import ProviderEvent, ProviderRequest
-    from .results import StreamEvent
-    from .settings import RunSettings
     from .tools import Tool
 
 __all__ = [

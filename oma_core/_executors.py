@@ -26,10 +26,10 @@ import attrs
 from .retry import DEFAULT_POLICY
 
 if TYPE_CHECKING:
+    from ._config import AgentConfig
+    from ._results import RunResult
     from .budgets import Budget, CostEstimator
-    from .config import AgentConfig
     from .progress import ProgressEvent
-    from .results import RunResult
     from .retry import RetryPolicy
 
 __all__ = [

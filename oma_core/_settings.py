@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .executors import PLAIN_DEFAULTS
+from ._executors import PLAIN_DEFAULTS
 
 if TYPE_CHECKING:
+    from ._config import AgentConfig
+    from ._executors import RunDefaults
     from .budgets import Budget, CostEstimator
-    from .config import AgentConfig
-    from .executors import RunDefaults
     from .retry import RetryPolicy
 
 __all__ = ["ProgressEmitter", "RunOverrides", "RunSettings", "check_seconds", "new_run_id"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal
 
 import attrs
 
-from .results import OutputT
+from ._results import OutputT
 from .retry import DEFAULT_POLICY
 
 if TYPE_CHECKING:
