@@ -17,11 +17,12 @@ every transport).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -717,36 +718,129 @@ async def aio_post_json(
     ``ProviderError``. A redirect is refused; the body is decoded through a ``BodyReader``
     held to ``limits``."""
     secrets = tuple(secrets)
-    data = body if isinstance(body, bytes) else encode_json(body)
+    opened = aio_post(
+        session, url, body, provider=provider, secrets=secrets, headers=headers, params=params,
+        status_error=status_error, idle=idle,
+    )  # fmt: skip
     error: ProviderError | None = None
-    try:
-        async with session.post(
-            url, data=data, headers=_json_headers(headers), params=params, allow_redirects=False
-        ) as response:
-            status = response.status
-            reply_headers = response.headers
-            if 300 <= status < 400:
-                raise redirect_refused(provider, status, reply_headers.get("location"))
+    async with opened as response:
+        status = response.status
+        try:
             payload = await aio_read_body(
-                response,
-                provider=provider,
-                limits=limits or ReadLimits(),
-                truncate=status >= 400,
-                idle=idle,
+                response, provider=provider, limits=limits or ReadLimits(), idle=idle
             )
-    except Exception as exc:
-        error = error_from_exception(exc, provider=provider, secrets=secrets)
+        except Exception as exc:
+            error = error_from_exception(exc, provider=provider, secrets=secrets)
     if error is not None:
         raise error
-    if status >= 400:
-        if status_error is not None:
-            raise status_error(status, reply_headers, payload)
-        raise _status_error(status, reply_headers, payload, provider=provider, secrets=secrets)
     try:
         return json.loads(payload)
     except ValueError:
         error = malformed_response(provider, f"HTTP {status} body is not JSON")
     raise error
+
+
+@contextlib.asynccontextmanager
+async def aio_post(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: Mapping[str, Any] | bytes,
+    *,
+    provider: str,
+    secrets: tuple[str, ...],
+    headers: Mapping[str, str] | None,
+    params: Mapping[str, str] | None,
+    status_error: StatusError | None,
+    idle: float | None,
+) -> AsyncIterator[aiohttp.ClientResponse]:
+    """An async context: POST ``body`` as JSON over aiohttp and hold a successful reply open
+    (its body unread); closed on leaving. Anything else is raised as a ``ProviderError``
+    once the reply is closed: a transport fault, a redirect (refused, not followed), an
+    error status (its body read, bounded, and given to ``status_error`` if given). Shared by
+    ``aio_post_json`` and the streamed readers (``oma_core._framed``)."""
+    data = body if isinstance(body, bytes) else encode_json(body)
+    error: ProviderError | None = None
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            response = await stack.enter_async_context(
+                session.post(
+                    url,
+                    data=data,
+                    headers=_json_headers(headers),
+                    params=params,
+                    allow_redirects=False,
+                )
+            )
+        except Exception as exc:
+            error = error_from_exception(exc, provider=provider, secrets=secrets)
+        if error is None and 300 <= response.status < 400:
+            error = redirect_refused(provider, response.status, response.headers.get("location"))
+        if error is None and response.status >= 400:
+            error = await _aio_status_error(
+                response, provider=provider, secrets=secrets, status_error=status_error, idle=idle
+            )
+        if error is None:
+            yield response
+    if error is not None:  # raised here, once the reply is closed and outside any handler
+        raise error
+
+
+async def _aio_status_error(
+    response: aiohttp.ClientResponse,
+    *,
+    provider: str,
+    secrets: tuple[str, ...],
+    status_error: StatusError | None,
+    idle: float | None,
+) -> ProviderError:
+    """The error for an aiohttp error reply, its body read (bounded): ``status_error``'s if
+    given, else the shape ``error_from_response`` gives."""
+    payload = await aio_read_body(
+        response, provider=provider, limits=ReadLimits(), truncate=True, idle=idle
+    )
+    if status_error is not None:
+        return status_error(response.status, response.headers, payload)
+    return _status_error(
+        response.status, response.headers, payload, provider=provider, secrets=secrets
+    )
+
+
+@contextlib.asynccontextmanager
+async def stream_post(
+    client: httpx.AsyncClient,
+    url: str,
+    body: Mapping[str, Any],
+    *,
+    provider: str,
+    secrets: tuple[str, ...],
+    headers: Mapping[str, str] | None,
+    params: Mapping[str, str] | None,
+) -> AsyncIterator[httpx.Response]:
+    """An async context: ``aio_post`` over httpx (``client.stream``): POST ``body`` as JSON
+    and hold a successful reply open, its body unread; a transport fault or an error status
+    (its body read, bounded: ``error_from_streamed_response``) is raised as a
+    ``ProviderError`` once the reply is closed. The client's ``guard_hooks`` refuse a
+    redirect."""
+    error: ProviderError | None = None
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            response = await stack.enter_async_context(
+                client.stream(
+                    "POST",
+                    url,
+                    content=encode_json(body),
+                    headers=_json_headers(headers),
+                    params=params,
+                )
+            )
+        except Exception as exc:
+            error = error_from_exception(exc, provider=provider, secrets=secrets)
+        if error is None and response.status_code >= 400:
+            error = await error_from_streamed_response(response, provider=provider, secrets=secrets)
+        if error is None:
+            yield response
+    if error is not None:  # raised here, once the reply is closed and outside any handler
+        raise error
 
 
 async def aio_read_body(
