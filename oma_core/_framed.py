@@ -2,8 +2,8 @@
 
 A streamed reply is read the same way whatever its framing: the POST is opened
 (``aio_post`` / ``stream_post``: a redirect refused, an error status read bounded and raised),
-the body is read chunk by chunk (over aiohttp: decoded through a ``BodyReader`` and held to
-the idle timeout), the chunks are cut into frames, and any fault on the way becomes a
+the body is read chunk by chunk (over aiohttp by ``aio_body``: decoded through a
+``BodyReader`` and held to the idle timeout), the chunks are cut into frames, and any fault on the way becomes a
 ``ProviderError`` raised once the reply is closed. Only the framing differs: a ``Framer``
 (``SSEParser`` for events, ``LineSplitter``'s JSON lines for NDJSON) over aiohttp, a reader of
 the ``httpx.Response`` over httpx.
@@ -11,12 +11,14 @@ the ``httpx.Response`` over httpx.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ._bounded import DEFAULT_IDLE_TIMEOUT, BodyReader, ReadLimits, next_chunk
+from ._bounded import DEFAULT_IDLE_TIMEOUT, BodyReader, ReadLimits
 from ._http import (
     StatusError,
+    aio_body,
     aio_post,
     error_from_exception,
     malformed_response,
@@ -90,19 +92,12 @@ async def aio_framed(
                 content_type=content_type,
             )
             frames = framer(limits.max_event_bytes)
-            chunks = response.content.iter_any().__aiter__()
+            pieces = aio_body(response, reader, provider=provider, idle=idle)
             try:
-                while True:
-                    try:
-                        raw = await next_chunk(chunks, idle, provider)
-                    except StopAsyncIteration:
-                        break
-                    for piece in reader.feed(raw):
+                async with contextlib.aclosing(pieces):
+                    async for piece in pieces:
                         for frame in frames.feed(piece):
                             yield frame
-                for piece in reader.end():
-                    for frame in frames.feed(piece):
-                        yield frame
                 for frame in frames.close():
                     yield frame
             except Exception as exc:

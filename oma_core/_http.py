@@ -22,7 +22,7 @@ import json
 import re
 import sys
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -863,19 +863,34 @@ async def aio_read_body(
         content_type="" if truncate else response.headers.get("content-type", ""),
     )
     pieces: list[bytes] = []
-    chunks = response.content.iter_any().__aiter__()
+    body = aio_body(response, reader, provider=provider, idle=idle)
     try:
-        while True:
-            try:
-                raw = await next_chunk(chunks, idle, provider)
-            except StopAsyncIteration:
-                break
-            pieces.extend(reader.feed(raw))
-        pieces.extend(reader.end())
-    except ProviderError:
-        if not truncate:
-            raise
+        async with contextlib.aclosing(body):
+            async for piece in body:
+                pieces.append(piece)
     except Exception:
         if not truncate:
             raise
     return b"".join(pieces)
+
+
+async def aio_body(
+    response: aiohttp.ClientResponse,
+    reader: BodyReader,
+    *,
+    provider: str,
+    idle: float | None,
+) -> AsyncGenerator[bytes, None]:
+    """An async generator: an aiohttp reply's body, decoded and counted by ``reader``, piece by
+    piece; a reply silent for ``idle`` seconds fails with ``idle_timeout``. The one chunk
+    loop of ``aio_read_body`` and the streamed readers (``oma_core._framed``)."""
+    chunks = response.content.iter_any().__aiter__()
+    while True:
+        try:
+            raw = await next_chunk(chunks, idle, provider)
+        except StopAsyncIteration:
+            break
+        for piece in reader.feed(raw):
+            yield piece
+    for piece in reader.end():
+        yield piece
