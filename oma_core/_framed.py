@@ -1,12 +1,12 @@
 """A streamed POST read frame by frame: the loop ``_sse`` and ``_ndjson`` share.
 
-A streamed reply is read the same way whatever its framing: the POST is opened
-(``aio_post`` / ``stream_post``: a redirect refused, an error status read bounded and raised),
-the body is read chunk by chunk (over aiohttp by ``aio_body``: decoded through a
-``BodyReader`` and held to the idle timeout), the chunks are cut into frames, and any fault on the way becomes a
-``ProviderError`` raised once the reply is closed. Only the framing differs: a ``Framer``
-(``SSEParser`` for events, ``LineSplitter``'s JSON lines for NDJSON) over aiohttp, a reader of
-the ``httpx.Response`` over httpx.
+A streamed reply is read the same way whatever its framing: the POST is opened (a redirect
+refused; an error status read, bounded, and raised), the body is read chunk by chunk (over
+aiohttp by ``aio_body``: decoded through a ``BodyReader`` and held to the idle timeout) and cut
+into frames, and any fault on the way becomes a ``ProviderError`` raised once the reply is
+closed. Only the framing differs: a ``Framer`` over aiohttp (``SSEParser`` for events,
+``LineSplitter``'s JSON lines for NDJSON), a reader of the ``httpx.Response`` over httpx
+(``sse_events``, ``ndjson_lines``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ from ._http import (
     StatusError,
     aio_body,
     aio_post,
+    encode_json,
     error_from_exception,
+    error_from_streamed_response,
+    json_headers,
     malformed_response,
-    stream_post,
 )
 from .errors import ProviderError
 
@@ -118,24 +120,33 @@ async def httpx_framed(
     headers: Mapping[str, str] | None,
     params: Mapping[str, str] | None,
 ) -> AsyncGenerator[T, None]:
-    """An async generator: POST ``body`` over httpx (``stream_post``, sending ``accept``'s
-    headers too) and yield what ``read`` makes of the reply (``sse_events``,
-    ``ndjson_lines``); ``read``'s generator is closed with the reply, and every fault while
-    reading is raised as a ``ProviderError`` once the reply is closed."""
+    """An async generator: ``aio_framed`` over httpx: POST ``body`` (``client.stream``, with
+    ``accept``'s headers) and yield what ``read`` makes of the reply (``sse_events``,
+    ``ndjson_lines``; closed with the reply). A transport fault, an error status (its body
+    read, bounded) and every fault while reading are raised as a ``ProviderError`` once the
+    reply is closed; the client's ``guard_hooks`` refuse a redirect."""
     secrets = tuple(secrets)
-    opened = stream_post(
-        client, url, body, provider=provider, secrets=secrets,
-        headers={**(headers or {}), **accept}, params=params,
-    )  # fmt: skip
+    request_headers = json_headers({**(headers or {}), **accept})
     error: ProviderError | None = None
-    async with opened as response:
-        frames = read(response)
+    async with contextlib.AsyncExitStack() as stack:
         try:
-            async for frame in frames:
-                yield frame
+            response = await stack.enter_async_context(
+                client.stream(
+                    "POST", url, content=encode_json(body), headers=request_headers, params=params
+                )
+            )
         except Exception as exc:
             error = error_from_exception(exc, provider=provider, secrets=secrets)
-        finally:
-            await frames.aclose()
+        if error is None and response.status_code >= 400:
+            error = await error_from_streamed_response(response, provider=provider, secrets=secrets)
+        if error is None:
+            frames = read(response)
+            try:
+                async for frame in frames:
+                    yield frame
+            except Exception as exc:
+                error = error_from_exception(exc, provider=provider, secrets=secrets)
+            finally:
+                await frames.aclose()
     if error is not None:
         raise error

@@ -568,7 +568,7 @@ async def post_json(
     error: ProviderError | None = None
     try:
         response = await client.post(
-            url, content=encode_json(body), headers=_json_headers(headers), params=params
+            url, content=encode_json(body), headers=json_headers(headers), params=params
         )
     except Exception as exc:
         error = error_from_exception(exc, provider=provider, secrets=secrets)
@@ -589,7 +589,8 @@ def encode_json(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _json_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+def json_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """The headers of a JSON POST: ``content-type``, then ``headers`` (which may replace it)."""
     return {"content-type": "application/json", **(headers or {})}
 
 
@@ -766,7 +767,7 @@ async def aio_post(
                 session.post(
                     url,
                     data=data,
-                    headers=_json_headers(headers),
+                    headers=json_headers(headers),
                     params=params,
                     allow_redirects=False,
                 )
@@ -776,67 +777,16 @@ async def aio_post(
         if error is None and 300 <= response.status < 400:
             error = redirect_refused(provider, response.status, response.headers.get("location"))
         if error is None and response.status >= 400:
-            error = await _aio_status_error(
-                response, provider=provider, secrets=secrets, status_error=status_error, idle=idle
+            payload = await aio_read_body(
+                response, provider=provider, limits=ReadLimits(), truncate=True, idle=idle
             )
-        if error is None:
-            yield response
-    if error is not None:  # raised here, once the reply is closed and outside any handler
-        raise error
-
-
-async def _aio_status_error(
-    response: aiohttp.ClientResponse,
-    *,
-    provider: str,
-    secrets: tuple[str, ...],
-    status_error: StatusError | None,
-    idle: float | None,
-) -> ProviderError:
-    """The error for an aiohttp error reply, its body read (bounded): ``status_error``'s if
-    given, else the shape ``error_from_response`` gives."""
-    payload = await aio_read_body(
-        response, provider=provider, limits=ReadLimits(), truncate=True, idle=idle
-    )
-    if status_error is not None:
-        return status_error(response.status, response.headers, payload)
-    return _status_error(
-        response.status, response.headers, payload, provider=provider, secrets=secrets
-    )
-
-
-@contextlib.asynccontextmanager
-async def stream_post(
-    client: httpx.AsyncClient,
-    url: str,
-    body: Mapping[str, Any],
-    *,
-    provider: str,
-    secrets: tuple[str, ...],
-    headers: Mapping[str, str] | None,
-    params: Mapping[str, str] | None,
-) -> AsyncIterator[httpx.Response]:
-    """An async context: ``aio_post`` over httpx (``client.stream``): POST ``body`` as JSON
-    and hold a successful reply open, its body unread; a transport fault or an error status
-    (its body read, bounded: ``error_from_streamed_response``) is raised as a
-    ``ProviderError`` once the reply is closed. The client's ``guard_hooks`` refuse a
-    redirect."""
-    error: ProviderError | None = None
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            response = await stack.enter_async_context(
-                client.stream(
-                    "POST",
-                    url,
-                    content=encode_json(body),
-                    headers=_json_headers(headers),
-                    params=params,
+            error = (
+                status_error(response.status, response.headers, payload)
+                if status_error is not None
+                else _status_error(
+                    response.status, response.headers, payload, provider=provider, secrets=secrets
                 )
             )
-        except Exception as exc:
-            error = error_from_exception(exc, provider=provider, secrets=secrets)
-        if error is None and response.status_code >= 400:
-            error = await error_from_streamed_response(response, provider=provider, secrets=secrets)
         if error is None:
             yield response
     if error is not None:  # raised here, once the reply is closed and outside any handler
