@@ -18,13 +18,13 @@ import codecs
 import contextlib
 import functools
 import json
-import re
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._bounded import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_EVENT_BYTES,
+    EventBytes,
     ReadLimits,
     invalid_utf8,
     too_large,
@@ -51,9 +51,6 @@ __all__ = [
 #: What a request for an event stream sends besides its JSON headers.
 _ACCEPT = {"accept": "text/event-stream", "cache-control": "no-store"}
 
-# An event ends at a blank line: two line ends in a row, in any of SSE's three spellings.
-_BOUNDARY = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
-
 
 class _BoundedBody:
     """What ``EventSource`` reads: the response's headers and its text, counted in bytes since
@@ -72,8 +69,7 @@ class _BoundedBody:
         self.headers = response.headers
         self._chunks: AsyncGenerator[bytes, None] | None = None
         self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
-        self._pending = 0  # bytes since the last event boundary
-        self._tail = b""  # the last bytes of the previous chunk (a boundary may straddle two)
+        self._events = EventBytes()
         self._ended = False
 
     def aiter_text(self) -> _BoundedBody:
@@ -101,7 +97,8 @@ class _BoundedBody:
                 if rest:
                     return rest
                 break
-            self._count(chunk)
+            if self._events.add(chunk) > self._limit:
+                raise too_large(self._provider, "server-sent event", self._limit, "max_event_bytes")
             try:
                 text = self._decoder.decode(chunk)
             except UnicodeDecodeError:
@@ -111,19 +108,6 @@ class _BoundedBody:
             if text:
                 return text
         raise StopAsyncIteration
-
-    def _count(self, chunk: bytes) -> None:
-        window = self._tail + chunk
-        last = None
-        for match in _BOUNDARY.finditer(window):
-            last = match
-        if last is not None and last.end() > len(self._tail):
-            self._pending = len(window) - last.end()
-        else:
-            self._pending += len(chunk)
-        if self._pending > self._limit:
-            raise too_large(self._provider, "server-sent event", self._limit, "max_event_bytes")
-        self._tail = window[-3:]
 
     async def aclose(self) -> None:
         if self._chunks is not None:
