@@ -188,7 +188,7 @@ class BodyReader:
         self._utf8 = codecs.getincrementaldecoder("utf-8")("strict") if self._framing else None
         self.size = 0  # decoded bytes so far
         self._pending = 0  # decoded bytes since the last event boundary
-        self._tail = b""  # the last bytes before this piece (a boundary may straddle two)
+        self._events = EventBytes()
 
     def feed(self, raw: bytes) -> Iterator[bytes]:
         """The decoded pieces of ``raw`` (lazily: a bomb is stopped before it inflates)."""
@@ -237,15 +237,7 @@ class BodyReader:
         if not _decodes(self._utf8, piece):
             raise invalid_utf8(self._provider)  # outside the handler: nothing chained
         if self._framing == "sse":
-            window = self._tail + piece
-            last = None
-            for match in _BOUNDARY.finditer(window):
-                last = match
-            if last is not None and last.end() > len(self._tail):
-                self._pending = len(window) - last.end()
-            else:
-                self._pending += len(piece)
-            self._tail = window[-3:]
+            self._pending = self._events.add(piece)
         else:
             cut = piece.rfind(b"\n")
             self._pending = len(piece) - cut - 1 if cut >= 0 else self._pending + len(piece)
@@ -253,6 +245,29 @@ class BodyReader:
             what = "server-sent event" if self._framing == "sse" else "stream line"
             raise too_large(self._provider, what, limits.max_event_bytes, "max_event_bytes")
         return piece
+
+
+class EventBytes:
+    """How many bytes of an event stream have come since its last event boundary (a blank
+    line, which may straddle two pieces): what ``max_event_bytes`` holds, counted without
+    parsing the events (``BodyReader``, and ``sse_events`` over httpx-sse)."""
+
+    def __init__(self) -> None:
+        self.pending = 0
+        self._tail = b""  # the last bytes before this piece (a boundary may straddle two)
+
+    def add(self, piece: bytes) -> int:
+        """Count ``piece``; the bytes since the last boundary."""
+        window = self._tail + piece
+        last = None
+        for match in _BOUNDARY.finditer(window):
+            last = match
+        if last is not None and last.end() > len(self._tail):
+            self.pending = len(window) - last.end()
+        else:
+            self.pending += len(piece)
+        self._tail = window[-3:]
+        return self.pending
 
 
 def _decodes(decoder: codecs.IncrementalDecoder, piece: bytes, final: bool = False) -> bool:

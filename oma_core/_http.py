@@ -17,11 +17,12 @@ every transport).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -567,7 +568,7 @@ async def post_json(
     error: ProviderError | None = None
     try:
         response = await client.post(
-            url, content=encode_json(body), headers=_json_headers(headers), params=params
+            url, content=encode_json(body), headers=json_headers(headers), params=params
         )
     except Exception as exc:
         error = error_from_exception(exc, provider=provider, secrets=secrets)
@@ -588,7 +589,8 @@ def encode_json(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _json_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+def json_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """The headers of a JSON POST: ``content-type``, then ``headers`` (which may replace it)."""
     return {"content-type": "application/json", **(headers or {})}
 
 
@@ -717,36 +719,78 @@ async def aio_post_json(
     ``ProviderError``. A redirect is refused; the body is decoded through a ``BodyReader``
     held to ``limits``."""
     secrets = tuple(secrets)
-    data = body if isinstance(body, bytes) else encode_json(body)
+    opened = aio_post(
+        session, url, body, provider=provider, secrets=secrets, headers=headers, params=params,
+        status_error=status_error, idle=idle,
+    )  # fmt: skip
     error: ProviderError | None = None
-    try:
-        async with session.post(
-            url, data=data, headers=_json_headers(headers), params=params, allow_redirects=False
-        ) as response:
-            status = response.status
-            reply_headers = response.headers
-            if 300 <= status < 400:
-                raise redirect_refused(provider, status, reply_headers.get("location"))
+    async with opened as response:
+        status = response.status
+        try:
             payload = await aio_read_body(
-                response,
-                provider=provider,
-                limits=limits or ReadLimits(),
-                truncate=status >= 400,
-                idle=idle,
+                response, provider=provider, limits=limits or ReadLimits(), idle=idle
             )
-    except Exception as exc:
-        error = error_from_exception(exc, provider=provider, secrets=secrets)
+        except Exception as exc:
+            error = error_from_exception(exc, provider=provider, secrets=secrets)
     if error is not None:
         raise error
-    if status >= 400:
-        if status_error is not None:
-            raise status_error(status, reply_headers, payload)
-        raise _status_error(status, reply_headers, payload, provider=provider, secrets=secrets)
     try:
         return json.loads(payload)
     except ValueError:
         error = malformed_response(provider, f"HTTP {status} body is not JSON")
     raise error
+
+
+@contextlib.asynccontextmanager
+async def aio_post(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: Mapping[str, Any] | bytes,
+    *,
+    provider: str,
+    secrets: tuple[str, ...],
+    headers: Mapping[str, str] | None,
+    params: Mapping[str, str] | None,
+    status_error: StatusError | None,
+    idle: float | None,
+) -> AsyncIterator[aiohttp.ClientResponse]:
+    """An async context: POST ``body`` as JSON over aiohttp and hold a successful reply open
+    (its body unread); closed on leaving. Anything else is raised as a ``ProviderError``
+    once the reply is closed: a transport fault, a redirect (refused, not followed), an
+    error status (its body read, bounded, and given to ``status_error`` if given). Shared by
+    ``aio_post_json`` and the streamed readers (``oma_core._framed``)."""
+    data = body if isinstance(body, bytes) else encode_json(body)
+    error: ProviderError | None = None
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            response = await stack.enter_async_context(
+                session.post(
+                    url,
+                    data=data,
+                    headers=json_headers(headers),
+                    params=params,
+                    allow_redirects=False,
+                )
+            )
+        except Exception as exc:
+            error = error_from_exception(exc, provider=provider, secrets=secrets)
+        if error is None and 300 <= response.status < 400:
+            error = redirect_refused(provider, response.status, response.headers.get("location"))
+        if error is None and response.status >= 400:
+            payload = await aio_read_body(
+                response, provider=provider, limits=ReadLimits(), truncate=True, idle=idle
+            )
+            error = (
+                status_error(response.status, response.headers, payload)
+                if status_error is not None
+                else _status_error(
+                    response.status, response.headers, payload, provider=provider, secrets=secrets
+                )
+            )
+        if error is None:
+            yield response
+    if error is not None:  # raised here, once the reply is closed and outside any handler
+        raise error
 
 
 async def aio_read_body(
@@ -769,19 +813,34 @@ async def aio_read_body(
         content_type="" if truncate else response.headers.get("content-type", ""),
     )
     pieces: list[bytes] = []
-    chunks = response.content.iter_any().__aiter__()
+    body = aio_body(response, reader, provider=provider, idle=idle)
     try:
-        while True:
-            try:
-                raw = await next_chunk(chunks, idle, provider)
-            except StopAsyncIteration:
-                break
-            pieces.extend(reader.feed(raw))
-        pieces.extend(reader.end())
-    except ProviderError:
-        if not truncate:
-            raise
+        async with contextlib.aclosing(body):
+            async for piece in body:
+                pieces.append(piece)
     except Exception:
         if not truncate:
             raise
     return b"".join(pieces)
+
+
+async def aio_body(
+    response: aiohttp.ClientResponse,
+    reader: BodyReader,
+    *,
+    provider: str,
+    idle: float | None,
+) -> AsyncGenerator[bytes, None]:
+    """An async generator: an aiohttp reply's body, decoded and counted by ``reader``, piece by
+    piece; a reply silent for ``idle`` seconds fails with ``idle_timeout``. The one chunk
+    loop of ``aio_read_body`` and the streamed readers (``oma_core._framed``)."""
+    chunks = response.content.iter_any().__aiter__()
+    while True:
+        try:
+            raw = await next_chunk(chunks, idle, provider)
+        except StopAsyncIteration:
+            break
+        for piece in reader.feed(raw):
+            yield piece
+    for piece in reader.end():
+        yield piece

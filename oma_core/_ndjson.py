@@ -15,38 +15,28 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._bounded import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_EVENT_BYTES,
-    BodyReader,
     ReadLimits,
     invalid_utf8,
-    next_chunk,
-    redirect_refused,
     too_large,
 )
-from ._http import (
-    StatusError,
-    _json_headers,
-    _status_error,
-    aio_read_body,
-    encode_json,
-    error_from_event,
-    error_from_exception,
-    error_from_streamed_response,
-    malformed_response,
-)
+from ._framed import aio_framed, httpx_framed
+from ._http import StatusError, error_from_event, malformed_response
 from ._sse import is_error_object
-from .errors import ProviderError
 
 if TYPE_CHECKING:
     import aiohttp
     import httpx
 
 __all__ = ["LineSplitter", "aio_stream_ndjson", "line_json", "ndjson_lines", "stream_ndjson"]
+
+#: What a request for NDJSON sends besides its JSON headers.
+_ACCEPT = {"accept": "application/x-ndjson"}
 
 
 class LineSplitter:
@@ -78,6 +68,27 @@ class LineSplitter:
         rest = b"".join(self._rest)
         self._rest, self._size = [], 0
         return [rest.removesuffix(b"\r")] if rest.strip() else []
+
+
+class _JsonLines:
+    """``LineSplitter``'s lines as JSON objects (``line_json``; blank lines skipped): the
+    framing of both NDJSON readers. Lazy, so the lines before a bad one are yielded first."""
+
+    def __init__(self, provider: str, limit: int, secrets: Iterable[str]) -> None:
+        self._splitter = LineSplitter(provider, limit)
+        self._provider = provider
+        self._secrets = secrets
+
+    def feed(self, chunk: bytes) -> Iterator[dict[str, Any]]:
+        return self._json(self._splitter.feed(chunk))
+
+    def close(self) -> Iterator[dict[str, Any]]:
+        return self._json(self._splitter.close())
+
+    def _json(self, lines: list[bytes]) -> Iterator[dict[str, Any]]:
+        for line in lines:
+            if line.strip():
+                yield line_json(line, provider=self._provider, secrets=self._secrets)
 
 
 def line_json(line: bytes | str, *, provider: str, secrets: Iterable[str] = ()) -> dict[str, Any]:
@@ -113,15 +124,14 @@ async def ndjson_lines(
     blank lines are skipped. Any content type is read (services label NDJSON in several
     ways); the framing decides. Transport faults propagate as httpx raised them;
     ``stream_ndjson`` maps them."""
-    splitter = LineSplitter(provider, max_event_bytes)
+    lines = _JsonLines(provider, max_event_bytes, secrets)
     chunks = response.aiter_bytes()
     try:
         async for chunk in chunks:
-            for line in splitter.feed(chunk):
-                if line.strip():
-                    yield line_json(line, provider=provider, secrets=secrets)
-        for line in splitter.close():
-            yield line_json(line, provider=provider, secrets=secrets)
+            for line in lines.feed(chunk):
+                yield line
+        for line in lines.close():
+            yield line
     finally:
         await chunks.aclose()  # type: ignore[attr-defined]
 
@@ -149,33 +159,16 @@ async def stream_ndjson(
     retryable), a redirect (refused). Whether the stream ended where it should is the
     caller's to judge (``stream_end``).
     """
-    secrets = tuple(secrets)
-    request_headers = {**_json_headers(headers), "accept": "application/x-ndjson"}
-    error: ProviderError | None = None
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            response = await stack.enter_async_context(
-                client.stream(
-                    "POST", url, content=encode_json(body), headers=request_headers, params=params
-                )
-            )
-        except Exception as exc:
-            error = error_from_exception(exc, provider=provider, secrets=secrets)
-        if error is None and response.status_code >= 400:
-            error = await error_from_streamed_response(response, provider=provider, secrets=secrets)
-        if error is None:
-            lines = ndjson_lines(
-                response, provider=provider, secrets=secrets, max_event_bytes=max_event_bytes
-            )
-            try:
-                async for line in lines:
-                    yield line
-            except Exception as exc:
-                error = error_from_exception(exc, provider=provider, secrets=secrets)
-            finally:
-                await lines.aclose()
-    if error is not None:
-        raise error
+    stream = httpx_framed(
+        client, url, body,
+        lambda response: ndjson_lines(
+            response, provider=provider, secrets=secrets, max_event_bytes=max_event_bytes
+        ),
+        accept=_ACCEPT, provider=provider, secrets=secrets, headers=headers, params=params,
+    )  # fmt: skip
+    async with contextlib.aclosing(stream) as lines:
+        async for line in lines:
+            yield line
 
 
 async def aio_stream_ndjson(
@@ -202,59 +195,13 @@ async def aio_stream_ndjson(
     stream silent for ``idle`` seconds fails with ``idle_timeout``.
     """
     secrets = tuple(secrets)
-    limits = limits or ReadLimits()
-    if max_event_bytes is not None:
-        limits = ReadLimits(limits.max_response_bytes, max_event_bytes)
-    request_headers = {**_json_headers(headers), "accept": "application/x-ndjson"}
-    data = body if isinstance(body, bytes) else encode_json(body)
-    error: ProviderError | None = None
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            response = await stack.enter_async_context(
-                session.post(
-                    url, data=data, headers=request_headers, params=params, allow_redirects=False
-                )
-            )
-        except Exception as exc:
-            error = error_from_exception(exc, provider=provider, secrets=secrets)
-        if error is None and 300 <= response.status < 400:
-            error = redirect_refused(provider, response.status, response.headers.get("location"))
-        if error is None and response.status >= 400:
-            payload = await aio_read_body(
-                response, provider=provider, limits=limits, truncate=True, idle=idle
-            )
-            if status_error is not None:
-                error = status_error(response.status, response.headers, payload)
-            else:
-                error = _status_error(
-                    response.status, response.headers, payload, provider=provider, secrets=secrets
-                )
-        if error is None:
-            reader = BodyReader(
-                provider=provider,
-                limits=limits,
-                content_encoding=response.headers.get("content-encoding", ""),
-                content_type="application/x-ndjson",  # whatever the label: lines, UTF-8
-            )
-            splitter = LineSplitter(provider, limits.max_event_bytes)
-            chunks = response.content.iter_any().__aiter__()
-            try:
-                while True:
-                    try:
-                        raw = await next_chunk(chunks, idle, provider)
-                    except StopAsyncIteration:
-                        break
-                    for piece in reader.feed(raw):
-                        for line in splitter.feed(piece):
-                            if line.strip():
-                                yield line_json(line, provider=provider, secrets=secrets)
-                for piece in reader.end():
-                    for line in splitter.feed(piece):
-                        if line.strip():
-                            yield line_json(line, provider=provider, secrets=secrets)
-                for line in splitter.close():
-                    yield line_json(line, provider=provider, secrets=secrets)
-            except Exception as exc:
-                error = error_from_exception(exc, provider=provider, secrets=secrets)
-    if error is not None:
-        raise error
+    stream = aio_framed(
+        session, url, body, lambda limit: _JsonLines(provider, limit, secrets),
+        content_type="application/x-ndjson",  # whatever the label: lines, UTF-8
+        accept=_ACCEPT, unlabelled=None, provider=provider, secrets=secrets, headers=headers,
+        params=params, max_event_bytes=max_event_bytes, status_error=status_error,
+        limits=limits, idle=idle,
+    )  # fmt: skip
+    async with contextlib.aclosing(stream) as lines:
+        async for line in lines:
+            yield line

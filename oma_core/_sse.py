@@ -16,32 +16,21 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import json
-import re
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._bounded import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_EVENT_BYTES,
-    BodyReader,
+    EventBytes,
     ReadLimits,
     invalid_utf8,
-    next_chunk,
-    redirect_refused,
     too_large,
 )
-from ._http import (
-    StatusError,
-    _json_headers,
-    _status_error,
-    aio_read_body,
-    encode_json,
-    error_from_event,
-    error_from_exception,
-    error_from_streamed_response,
-    malformed_response,
-)
+from ._framed import aio_framed, httpx_framed
+from ._http import StatusError, error_from_event, malformed_response
 from .errors import ProviderError
 
 if TYPE_CHECKING:
@@ -59,8 +48,8 @@ __all__ = [
     "stream_sse",
 ]
 
-# An event ends at a blank line: two line ends in a row, in any of SSE's three spellings.
-_BOUNDARY = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
+#: What a request for an event stream sends besides its JSON headers.
+_ACCEPT = {"accept": "text/event-stream", "cache-control": "no-store"}
 
 
 class _BoundedBody:
@@ -80,8 +69,7 @@ class _BoundedBody:
         self.headers = response.headers
         self._chunks: AsyncGenerator[bytes, None] | None = None
         self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
-        self._pending = 0  # bytes since the last event boundary
-        self._tail = b""  # the last bytes of the previous chunk (a boundary may straddle two)
+        self._events = EventBytes()
         self._ended = False
 
     def aiter_text(self) -> _BoundedBody:
@@ -109,7 +97,8 @@ class _BoundedBody:
                 if rest:
                     return rest
                 break
-            self._count(chunk)
+            if self._events.add(chunk) > self._limit:
+                raise too_large(self._provider, "server-sent event", self._limit, "max_event_bytes")
             try:
                 text = self._decoder.decode(chunk)
             except UnicodeDecodeError:
@@ -119,19 +108,6 @@ class _BoundedBody:
             if text:
                 return text
         raise StopAsyncIteration
-
-    def _count(self, chunk: bytes) -> None:
-        window = self._tail + chunk
-        last = None
-        for match in _BOUNDARY.finditer(window):
-            last = match
-        if last is not None and last.end() > len(self._tail):
-            self._pending = len(window) - last.end()
-        else:
-            self._pending += len(chunk)
-        if self._pending > self._limit:
-            raise too_large(self._provider, "server-sent event", self._limit, "max_event_bytes")
-        self._tail = window[-3:]
 
     async def aclose(self) -> None:
         if self._chunks is not None:
@@ -192,35 +168,14 @@ async def stream_sse(
     provider's final event must raise a retryable ``malformed_response`` (see
     ``docs/writing-a-provider.md``).
     """
-    secrets = tuple(secrets)
-    request_headers = {
-        **_json_headers(headers),
-        "accept": "text/event-stream",
-        "cache-control": "no-store",
-    }
-    error: ProviderError | None = None
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            response = await stack.enter_async_context(
-                client.stream(
-                    "POST", url, content=encode_json(body), headers=request_headers, params=params
-                )
-            )
-        except Exception as exc:
-            error = error_from_exception(exc, provider=provider, secrets=secrets)
-        if error is None and response.status_code >= 400:
-            error = await error_from_streamed_response(response, provider=provider, secrets=secrets)
-        if error is None:
-            events = sse_events(response, provider=provider, max_event_bytes=max_event_bytes)
-            try:
-                async for event in events:
-                    yield event
-            except Exception as exc:
-                error = error_from_exception(exc, provider=provider, secrets=secrets)
-            finally:
-                await events.aclose()
-    if error is not None:
-        raise error
+    stream = httpx_framed(
+        client, url, body,
+        lambda response: sse_events(response, provider=provider, max_event_bytes=max_event_bytes),
+        accept=_ACCEPT, provider=provider, secrets=secrets, headers=headers, params=params,
+    )  # fmt: skip
+    async with contextlib.aclosing(stream) as events:
+        async for event in events:
+            yield event
 
 
 def event_json(
@@ -364,64 +319,13 @@ async def aio_stream_sse(
     (``max_event_bytes``, if given, replaces theirs); a stream silent for ``idle`` seconds
     fails with ``idle_timeout``.
     """
-    secrets = tuple(secrets)
-    limits = limits or ReadLimits()
-    if max_event_bytes is not None:
-        limits = ReadLimits(limits.max_response_bytes, max_event_bytes)
-    request_headers = {
-        **_json_headers(headers),
-        "accept": "text/event-stream",
-        "cache-control": "no-store",
-    }
-    data = body if isinstance(body, bytes) else encode_json(body)
-    error: ProviderError | None = None
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            response = await stack.enter_async_context(
-                session.post(
-                    url, data=data, headers=request_headers, params=params, allow_redirects=False
-                )
-            )
-        except Exception as exc:
-            error = error_from_exception(exc, provider=provider, secrets=secrets)
-        if error is None and 300 <= response.status < 400:
-            error = redirect_refused(provider, response.status, response.headers.get("location"))
-        if error is None and response.status >= 400:
-            payload = await aio_read_body(
-                response, provider=provider, limits=limits, truncate=True, idle=idle
-            )
-            if status_error is not None:
-                error = status_error(response.status, response.headers, payload)
-            else:
-                error = _status_error(
-                    response.status, response.headers, payload, provider=provider, secrets=secrets
-                )
-        if error is None and not response.headers.get("content-type", "").startswith(
-            "text/event-stream"
-        ):
-            error = malformed_response(provider, "the reply is not an event stream")
-        if error is None:
-            reader = BodyReader(
-                provider=provider,
-                limits=limits,
-                content_encoding=response.headers.get("content-encoding", ""),
-                content_type="text/event-stream",
-            )
-            parser = SSEParser(provider, limits.max_event_bytes)
-            chunks = response.content.iter_any().__aiter__()
-            try:
-                while True:
-                    try:
-                        raw = await next_chunk(chunks, idle, provider)
-                    except StopAsyncIteration:
-                        break
-                    for chunk in reader.feed(raw):
-                        for event in parser.feed(chunk):
-                            yield event
-                for chunk in reader.end():
-                    for event in parser.feed(chunk):
-                        yield event
-            except Exception as exc:
-                error = error_from_exception(exc, provider=provider, secrets=secrets)
-    if error is not None:
-        raise error
+    stream = aio_framed(
+        session, url, body, functools.partial(SSEParser, provider),
+        content_type="text/event-stream", accept=_ACCEPT,
+        unlabelled="the reply is not an event stream", provider=provider, secrets=secrets,
+        headers=headers, params=params, max_event_bytes=max_event_bytes,
+        status_error=status_error, limits=limits, idle=idle,
+    )  # fmt: skip
+    async with contextlib.aclosing(stream) as events:
+        async for event in events:
+            yield event

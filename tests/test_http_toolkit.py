@@ -423,16 +423,25 @@ class TestStreamSse:
         with pytest.raises(ProviderError, match="exceeds the limit of 1000 bytes"):
             [e async for e in sse_events(_streamed(chunks), provider="S", max_event_bytes=1000)]
 
+    @pytest.mark.parametrize("call", ["stream_sse", "aio_stream_sse"])
     async def test_closing_the_stream_early_closes_its_connection(
-        self, server: FakeService, client: httpx.AsyncClient
+        self, server: FakeService, client: httpx.AsyncClient, call: str
     ) -> None:
         server.events = [SSEEvent({"n": i}) for i in range(50)]
         server.enqueue(SlowStream(event_delay=0.05))
-        events = stream_sse(client, "/events", {}, provider="S")
-        first = await anext(events)
-        assert first.json() == {"n": 0}
-        await events.aclose()
-        assert await server.async_wait_idle(timeout=2)
+        aio = AioHttpClient()
+        events = (
+            stream_sse(client, "/events", {}, provider="S")
+            if call == "stream_sse"
+            else aio_stream_sse(aio.get(), server.url + "/events", {}, provider="S")
+        )
+        try:
+            first = await anext(events)
+            assert first.json() == {"n": 0}
+            await events.aclose()
+            assert await server.async_wait_idle(timeout=2)
+        finally:
+            await aio.aclose()
 
     async def test_sse_events_reads_an_already_open_response(
         self, server: FakeService, client: httpx.AsyncClient

@@ -237,6 +237,16 @@ class TestAioStreamNdjson:
         assert caught.value.message == "Svc stream failed: the model runner crashed"
         assert caught.value.__context__ is None
 
+    async def test_closing_the_stream_early_closes_its_connection(
+        self, server: FakeLines, aio: AioHttpClient
+    ) -> None:
+        server.lines = [JSONLine({"n": i}) for i in range(50)]
+        server.enqueue(SlowStream(event_delay=0.05))
+        lines = aio_stream_ndjson(aio.get(), server.url + "/api/chat", {}, provider="Svc")
+        assert await anext(lines) == {"n": 0}
+        await lines.aclose()
+        assert await server.async_wait_idle(timeout=2)
+
     async def test_an_endless_line_stops_at_the_line_limit(
         self, server: FakeLines, aio: AioHttpClient
     ) -> None:
