@@ -151,6 +151,7 @@ from .fake_server import (
 )
 from .kit_requests import KitRequest, kit_requests, kit_tools, streamed_calls
 from .neutral import NeutralRequest, ScriptedCall, ScriptedReply, differences
+from .output_checks import OutputConformance
 
 __all__ = ["MEDIA_SAMPLES", "ProviderConformance", "Sample", "declared", "samples"]
 
@@ -387,8 +388,10 @@ _INVALID_INPUTS: tuple[Any, ...] = (
 )  # fmt: skip
 
 
-class ProviderConformance:
-    """Inherit in a ``Test...`` class; see the module docstring. Not collected by itself."""
+class ProviderConformance(OutputConformance):
+    """Inherit in a ``Test...`` class; see the module docstring. Not collected by itself.
+
+    The structured-output checks come from ``OutputConformance`` (``output_modes``)."""
 
     #: The registered provider name (an entry point of the ``oma`` group).
     provider_name: str = ""
@@ -524,8 +527,14 @@ class ProviderConformance:
             left_out.add("test_tool_calls_without_ids_get_unique_ids")
         elif cls.tool_call_ids == "never":
             left_out.add("test_streaming_and_complete_give_the_same_tool_call")
-        for hook, checks in (("read_request", cls._READER_CHECKS),
-                             ("script_reply", cls._REPLY_CHECKS)):  # fmt: skip
+        for mode, mode_checks in cls._MODE_CHECKS.items():
+            if mode not in cls.output_modes:
+                left_out.update(mode_checks)
+        needs = (
+            ("read_request", cls._READER_CHECKS + cls._OUTPUT_READER_CHECKS),
+            ("script_reply", cls._REPLY_CHECKS + cls._OUTPUT_REPLY_CHECKS),
+        )
+        for hook, checks in needs:
             if getattr(cls, hook) is getattr(ProviderConformance, hook) and cls.__name__.startswith(
                 "Test"
             ):

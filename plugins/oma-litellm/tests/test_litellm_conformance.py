@@ -94,7 +94,9 @@ def _read_part(part: Mapping[str, Any]) -> Any:
 
 def read_chat_body(body: Mapping[str, Any]) -> NeutralRequest:
     """What a Chat Completions service understands from ``body`` (OpenAI's API reference):
-    a ``tool`` message answers a call (the user's side of the turn), its text only."""
+    a ``tool`` message answers a call (the user's side of the turn), its text only; the
+    output schema is ``response_format``'s, of type ``json_schema``."""
+    response_format = body.get("response_format") or {}
     system, messages = None, []
     for message in body["messages"]:
         role, content = message["role"], message.get("content")
@@ -137,6 +139,9 @@ def read_chat_body(body: Mapping[str, Any]) -> NeutralRequest:
         temperature=body.get("temperature"),
         max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
         stop=body.get("stop"),
+        output_schema=response_format["json_schema"].get("schema")
+        if response_format.get("type") == "json_schema"
+        else None,
     )
 
 
@@ -148,6 +153,7 @@ class TestLiteLLMConformanceOpenAIRoute(ProviderConformance):
     model = "openai/gpt-fake"
     api_key = "test-key"
     transient_stream_error = "server_error"
+    output_modes = frozenset({"native", "tool", "prompted"})
     tool_error_flag = False  # a tool message has no error flag: "Error: ..." says it
 
     @pytest.fixture(autouse=True)

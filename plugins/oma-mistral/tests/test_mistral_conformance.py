@@ -79,7 +79,9 @@ def _read_part(part: dict[str, Any]) -> Any:
 
 def read_mistral_body(body: dict[str, Any]) -> NeutralRequest:
     """What Mistral's chat completions endpoint understands from ``body`` (its API
-    reference): a ``tool`` message answers a call (the user's side), its text only."""
+    reference): a ``tool`` message answers a call (the user's side), its text only; the
+    output schema is ``response_format``'s, of type ``json_schema``."""
+    response_format = body.get("response_format") or {}
     system, messages = None, []
     for message in body["messages"]:
         role, content = message["role"], message.get("content")
@@ -127,6 +129,9 @@ def read_mistral_body(body: dict[str, Any]) -> NeutralRequest:
         temperature=body.get("temperature"),
         max_tokens=body.get("max_tokens"),
         stop=body.get("stop"),
+        output_schema=response_format["json_schema"].get("schema")
+        if response_format.get("type") == "json_schema"
+        else None,
     )
 
 
@@ -135,6 +140,7 @@ _FINISH = {"end_turn": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 
 class TestMistralConformance(ProviderConformance):
     provider_name = "mistral"
+    output_modes = frozenset({"native", "tool", "prompted"})
     transient_stream_error = "service_unavailable"
     tool_error_flag = False  # a tool message has no error flag: "Error: ..." says it
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {

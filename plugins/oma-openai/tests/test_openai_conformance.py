@@ -113,9 +113,19 @@ def _read_part(part: dict[str, Any]) -> Any:
     raise AssertionError(f"the reader does not know {kind!r} parts")
 
 
+def read_response_format(body: Mapping[str, Any]) -> Any:
+    """The schema of a ``response_format`` of type ``json_schema`` (``json_schema.schema``),
+    None for any other (``text``, ``json_object``: no schema the service holds a reply to)."""
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") != "json_schema":
+        return None
+    return response_format["json_schema"].get("schema")
+
+
 def read_chat_body(body: dict[str, Any]) -> NeutralRequest:
     """What a Chat Completions service understands from ``body`` (OpenAI's API reference):
-    a ``tool`` message answers a call (the user's side of the turn), its text only."""
+    a ``tool`` message answers a call (the user's side of the turn), its text only; the
+    output schema is ``response_format``'s."""
     system, messages = None, []
     for message in body["messages"]:
         role, content = message["role"], message.get("content")
@@ -159,6 +169,7 @@ def read_chat_body(body: dict[str, Any]) -> NeutralRequest:
         temperature=body.get("temperature"),
         max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
         stop=body.get("stop"),
+        output_schema=read_response_format(body),
     )
 
 
@@ -234,6 +245,7 @@ class TestOpenAIConformance(_ChatCompletionsConformance):
 
     provider_name = "openai"
     model = "gpt-test"
+    output_modes = frozenset({"native", "tool", "prompted"})
     forwarded_refusal_status = 400
 
     def test_the_suite_sends_both_forwarded_and_native_blocks(self) -> None:
@@ -252,6 +264,7 @@ class TestMiniMaxConformance(_ChatCompletionsConformance):
 
     provider_name = "minimax"
     mode = "compatible"
+    output_modes = frozenset({"tool", "prompted"})
 
 
 class TestDeepSeekConformance(_ChatCompletionsConformance):
@@ -259,3 +272,4 @@ class TestDeepSeekConformance(_ChatCompletionsConformance):
 
     provider_name = "deepseek"
     mode = "compatible"
+    output_modes = frozenset({"tool", "prompted"})
