@@ -13,7 +13,8 @@ always run. Per mode:
 - the round trip, through ``Agent(AgentConfig(..., output_type=KitInvoice))`` and scripted
   replies (``script_reply``): a nested object, an enum and a list come back as the typed
   ``result.structured``; a reply that fails validation gets exactly one corrective turn (one
-  more request) and then succeeds; with ``output_retries`` spent, ``OutputValidationError``.
+  more request, the errors in it) and then succeeds, the usage of both attempts counted; with
+  ``output_retries`` spent, ``OutputValidationError``.
 """
 
 from __future__ import annotations
@@ -174,6 +175,8 @@ class OutputConformance:
         assert result.structured == TYPED_INVOICE
         assert len(server.requests) == 2, "one corrective turn, one more request"
         assert b"$.kind" in server.requests[1].body, "the corrective turn names what was wrong"
+        each = ScriptedReply().usage  # the usage every scripted reply reports
+        assert result.usage == each + each, f"usage {result.usage}: both attempts count"
 
     async def _spent(self, server: FakeServer, mode: str) -> None:
         config = {**self._output_config(mode), "output_retries": 1}
