@@ -11,11 +11,12 @@ from oma_mistral import wire_id
 
 from oma_core import image_url
 from oma_core.testing import FakeServer, NeutralRequest, RecordedRequest, ScriptedReply
+from oma_core.testing.chat_completions import chat_wire_items
 from oma_core.testing.conformance import ProviderConformance, Sample
 
 
 def expected_on_wire(sample: Sample) -> Any:
-    """The Mistral form of the sample's block, as found by ``_wire_items``."""
+    """The Mistral form of the sample's block, as found by ``chat_wire_items``."""
     block = dict(sample.block)
     if sample.block_type == "text":
         return {"role": sample.where, "content": block["text"]}
@@ -45,16 +46,6 @@ def expected_on_wire(sample: Sample) -> Any:
             "content": block["content"],
         }
     raise AssertionError(f"no expectation for {sample.id}")
-
-
-def _wire_items(body: dict[str, Any]) -> list[Any]:
-    items: list[Any] = []
-    for message in body["messages"]:
-        items.append(message)
-        if isinstance(message.get("content"), list):
-            items.extend(message["content"])
-        items.extend(message.get("tool_calls") or ())
-    return items
 
 
 def _read_text(content: Any) -> str:
@@ -176,4 +167,4 @@ class TestMistralConformance(ProviderConformance):
         return read_mistral_body(body)
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
-        assert expected_on_wire(sample) in _wire_items(request.json), sample.id
+        assert expected_on_wire(sample) in chat_wire_items(request.json), sample.id
