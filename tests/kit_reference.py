@@ -13,12 +13,14 @@ The wire: ``POST /v1/chat`` with ``authorization: Bearer KEY`` and a JSON body
      "messages": [{"role": "user" | "assistant", "parts": [part, ...]}],
      "tools": [{"name", "description", "schema"}]?,
      "tool_choice": "auto" | "none" | "required" | {"tool": name}?,
+     "format": {"name": str, "schema": {...}}?,
      "options": {"temperature": number?, "max_tokens": int?, "stop": [str]?}?}
     part: {"text": str} | {"image": {"mime": str, "b64": str}}
         | {"call": {"id": str, "name": str, "args": {...}}}
         | {"result": {"id": str, "content": str | [part], "error": bool?}}
 
-Sampling settings outside ``options`` are ignored by the service. The reply is
+Sampling settings outside ``options`` are ignored by the service; ``format`` holds the reply's
+text to the JSON schema ``schema`` (structured output). The reply is
 ``{"text", "calls": [{"id"?, "name", "args"}], "stop": "end" | "length" | "tool",
 "usage": {"in", "out"}}``; streamed, server-sent events ``start`` (no text), ``delta``
 (``{"text"}``), ``call`` (``{"index", "id", "name", "args"}``, the args a JSON string in
@@ -89,6 +91,9 @@ SABOTAGES = (
     "sampling-ignored",
     "usage-swapped",
     "error-events-ignored",
+    "native-schema-dropped",
+    "output-tool-not-forced",
+    "reader-ignores-format",  # the wire reader's mistake, not the provider's
 )
 
 
@@ -147,6 +152,7 @@ class KitchatProvider:
             ]
         if "tool_choice" in self._options:
             body["tool_choice"] = self._options["tool_choice"]
+        _render_output(request, body)
         options: dict[str, Any] = {}
         if request.temperature is not None:
             options["temperature"] = request.temperature
@@ -214,6 +220,23 @@ class KitchatProvider:
         await self._clients.aclose()
 
 
+def _render_output(request: ProviderRequest, body: dict[str, Any]) -> None:
+    """Structured output: the schema as ``format`` (native), or one more tool with the choice
+    forced to it, to "some tool" beside the request's own (tool mode)."""
+    output = request.output
+    if output is None:
+        return
+    if output.mode == "native":
+        if not _sabotage("native-schema-dropped"):
+            body["format"] = {"name": output.name, "schema": dict(output.schema)}
+        return
+    tool = {"name": output.name, "description": output.description or "",
+            "schema": dict(output.schema)}  # fmt: skip
+    body["tools"] = [*body.get("tools", ()), tool]
+    if not _sabotage("output-tool-not-forced"):
+        body["tool_choice"] = "required" if request.tools else {"tool": output.name}
+
+
 def _sabotaged(error: ProviderError, *, streaming: bool = False) -> ProviderError:
     if streaming and error.status_code and _sabotage("stream-status-as-malformed"):
         return malformed_response(NAME, "the reply could not be read")
@@ -243,7 +266,8 @@ CAPABILITIES = Capabilities(
         ),
         BlockSupport("tool_use", roles=frozenset({"assistant"})),
         BlockSupport("tool_result", roles=frozenset({"user"})),
-    )
+    ),
+    output_modes=frozenset({"native", "tool", "prompted"}),
 )
 SPEC = ProviderSpec(
     name="kitchat",
@@ -356,6 +380,9 @@ def read_request(body: Mapping[str, Any]) -> NeutralRequest:
         temperature=options.get("temperature"),
         max_tokens=options.get("max_tokens"),
         stop=options.get("stop"),
+        output_schema=None
+        if _sabotage("reader-ignores-format")
+        else (body.get("format") or {}).get("schema"),
     )
 
 
@@ -368,6 +395,7 @@ class KitchatConformance(ProviderConformance):
     provider_name = "kitchat"
     api_key = KEY
     tool_call_ids = "sometimes"  # a call's id is optional on the wire
+    output_modes = frozenset({"native", "tool", "prompted"})
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "auto": {"tool_choice": "auto"},
         "required": {"tool_choice": "required"},

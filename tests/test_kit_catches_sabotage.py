@@ -1,5 +1,7 @@
-"""The conformance kit can fail: each of the six mistakes of issue 22, switched on in the
-reference Kitchat provider (``tests/kit_reference.py``), makes the kit's checks fail.
+"""The conformance kit can fail: each of the six mistakes of issue 22, the two of structured
+output of issue 23 (a declared native mode that drops the schema; an output tool sent without
+forcing the choice) and a wire reader blind to the output schema, switched on in the reference
+Kitchat provider (``tests/kit_reference.py``), makes the kit's checks fail.
 
 One subprocess runs the kit's checks once per sabotage (``tests/kit_sabotaged.py``: the same
 kit class with ``OMA_KIT_SABOTAGE`` set per test); each test below reads which checks failed
@@ -28,12 +30,17 @@ CAUGHT_BY = {
     "sampling-ignored": "test_requests_reach_the_service_as_sent",
     "usage-swapped": "test_usage_is_mapped_as_the_service_counts_it",
     "error-events-ignored": "test_an_error_event_keeps_the_service_message",
+    "native-schema-dropped": "test_native_output_schema_reaches_the_service",
+    "output-tool-not-forced": "test_tool_output_is_a_forced_tool",
+    # the reader is held to render: a reader blind to the schema cannot pass a correct provider
+    "reader-ignores-format": "test_native_output_schema_reaches_the_service",
 }
 #: The kit's mapping and error checks; the rest of the kit (faults, bounds, concurrency)
 #: takes minutes per run and is proven on the unsabotaged provider.
 CHECKS = (
     "http_errors_map or requests_reach or reader_reads or results_of_streamed or usage "
-    "or stop_reasons or tool_choice or error_event"
+    "or stop_reasons or tool_choice or error_event or output_schema_reaches "
+    "or output_is_a_forced_tool or output_is_instructions"
 )
 
 
@@ -58,7 +65,7 @@ def failures() -> dict[str, set[str]]:
 
 
 def test_every_sabotage_of_the_issue_is_tried() -> None:
-    assert set(CAUGHT_BY) == set(SABOTAGES) and len(SABOTAGES) == 6
+    assert set(CAUGHT_BY) == set(SABOTAGES) and len(SABOTAGES) == 9
 
 
 @pytest.mark.parametrize("sabotage", SABOTAGES)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 from oma_core.testing import FaultSuite, SpecSuite
 
@@ -55,3 +56,28 @@ def test_importing_the_kit_imports_no_pytest_until_a_suite_is_used() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_the_output_checks_of_an_undeclared_mode_are_left_out() -> None:
+    from oma_core.testing.conformance import ProviderConformance
+
+    class WithHooks(ProviderConformance):  # a reader and scripted replies: nothing else missing
+        def read_request(self, body: Any) -> Any:
+            raise AssertionError("not run")
+
+        def script_reply(self, server: Any, reply: Any) -> None:
+            raise AssertionError("not run")
+
+    class PromptedOnly(WithHooks):
+        pass
+
+    class ToolToo(WithHooks):
+        output_modes = frozenset({"tool", "prompted"})
+
+    for kit in (PromptedOnly, ToolToo):
+        assert callable(kit.test_prompted_output_gets_one_corrective_turn)
+        assert kit.test_native_output_comes_back_typed is None
+        assert kit.test_native_output_schema_reaches_the_service is None
+    assert PromptedOnly.test_tool_output_is_a_forced_tool is None
+    assert callable(ToolToo.test_tool_output_is_a_forced_tool)
+    assert callable(ToolToo.test_tool_output_fails_when_its_retries_are_spent)

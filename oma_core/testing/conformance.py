@@ -151,6 +151,7 @@ from .fake_server import (
 )
 from .kit_requests import KitRequest, kit_requests, kit_tools, streamed_calls
 from .neutral import NeutralRequest, ScriptedCall, ScriptedReply, differences
+from .output_checks import OutputConformance
 
 __all__ = ["MEDIA_SAMPLES", "ProviderConformance", "Sample", "declared", "samples"]
 
@@ -387,8 +388,10 @@ _INVALID_INPUTS: tuple[Any, ...] = (
 )  # fmt: skip
 
 
-class ProviderConformance:
-    """Inherit in a ``Test...`` class; see the module docstring. Not collected by itself."""
+class ProviderConformance(OutputConformance):
+    """Inherit in a ``Test...`` class; see the module docstring. Not collected by itself.
+
+    The structured-output checks come from ``OutputConformance`` (``output_modes``)."""
 
     #: The registered provider name (an entry point of the ``oma`` group).
     provider_name: str = ""
@@ -524,13 +527,20 @@ class ProviderConformance:
             left_out.add("test_tool_calls_without_ids_get_unique_ids")
         elif cls.tool_call_ids == "never":
             left_out.add("test_streaming_and_complete_give_the_same_tool_call")
-        for hook, checks in (("read_request", cls._READER_CHECKS),
-                             ("script_reply", cls._REPLY_CHECKS)):  # fmt: skip
+        for mode, mode_checks in cls._MODE_CHECKS.items():
+            if mode not in cls.output_modes:
+                left_out.update(mode_checks)
+        needs = (
+            ("read_request", cls._READER_CHECKS + cls._OUTPUT_READER_CHECKS),
+            ("script_reply", cls._REPLY_CHECKS + cls._OUTPUT_REPLY_CHECKS),
+        )
+        for hook, checks in needs:
             if getattr(cls, hook) is getattr(ProviderConformance, hook) and cls.__name__.startswith(
                 "Test"
             ):
                 warnings.warn(
-                    f"{cls.__name__} supplies no {hook}: the kit's checks {sorted(checks)} are "
+                    f"{cls.__name__} supplies no {hook}: the kit's checks "
+                    f"{sorted(set(checks) - left_out)} are "
                     "left out (see docs/testing-plugins.md)",
                     stacklevel=2,
                 )
@@ -538,6 +548,26 @@ class ProviderConformance:
                 left_out.update(checks)
         for name in left_out:
             setattr(cls, name, None)
+        # A check a base class left out comes back where this class's flags allow it (a
+        # base without native output under a preset that has it).
+        for name in cls._managed_checks() - left_out:
+            if getattr(cls, name) is None:
+                setattr(cls, name, getattr(ProviderConformance, name))
+
+    @classmethod
+    def _managed_checks(cls) -> set[str]:
+        """Every check ``__init_subclass__`` may leave out."""
+        managed = {*cls._SSE_CHECKS, *cls._BOUNDS_CHECKS, *cls._READER_CHECKS}
+        managed.update(cls._REPLY_CHECKS, cls._OUTPUT_READER_CHECKS, cls._OUTPUT_REPLY_CHECKS)
+        for checks in cls._MODE_CHECKS.values():
+            managed.update(checks)
+        managed.update(
+            (
+                "test_tool_calls_without_ids_get_unique_ids",
+                "test_streaming_and_complete_give_the_same_tool_call",
+            )
+        )
+        return managed
 
     def encode_body(self, body: Mapping[str, Any]) -> bytes:
         """The bytes the SDK sends for the JSON ``body`` (compact UTF-8, key order kept)."""

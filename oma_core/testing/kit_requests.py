@@ -5,11 +5,15 @@ fails the other), each built only from blocks the provider declares: a system pr
 definitions with nested schemas, enums and arrays, ``temperature`` / ``max_tokens`` /
 ``stop``, and a multi-turn history holding every tool-result shape the block model allows
 (a string, parts with text and media, ``is_error``, several results in one message).
+
+For structured output, ``KitInvoice``: an output type with a nested object, an enum and a list
+of objects, with the JSON of a valid reply and of one that breaks the enum.
 """
 
 from __future__ import annotations
 
 import base64
+import enum
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +24,16 @@ from ..errors import UnsupportedContentBlockError
 from ..tools import Tool, ToolOutput, tool
 from ..validation import load_messages
 
-__all__ = ["KitRequest", "kit_requests", "kit_tools", "streamed_calls"]
+__all__ = [
+    "INVALID_INVOICE",
+    "INVOICE",
+    "KitInvoice",
+    "KitRequest",
+    "TYPED_INVOICE",
+    "kit_requests",
+    "kit_tools",
+    "streamed_calls",
+]
 
 PNG = base64.b64encode(
     bytes.fromhex(
@@ -200,3 +213,58 @@ def streamed_calls(with_ids: bool) -> tuple[tuple[str | None, str, Mapping[str, 
         ("call_kit_s3", "chart", {"city": "Paris"}),
     )
     return tuple((call_id if with_ids else None, name, args) for call_id, name, args in calls)
+
+
+# -- structured output ------------------------------------------------------------------------
+
+
+class KitKind(enum.Enum):
+    """An enum in the output (its schema's ``enum``)."""
+
+    INVOICE = "invoice"
+    RECEIPT = "receipt"
+
+
+@attrs.frozen
+class KitParty:
+    """A nested object in the output."""
+
+    name: str
+    country: str
+
+
+@attrs.frozen
+class KitLine:
+    """An object inside a list in the output."""
+
+    item: str
+    cents: int
+
+
+@attrs.frozen
+class KitInvoice:
+    """The kit's output type: a nested object, an enum and a list, every property required
+    and every object closed (a schema strict services take as it is)."""
+
+    number: str
+    kind: KitKind
+    vendor: KitParty
+    lines: list[KitLine]
+
+
+#: A valid output, as the reply's JSON.
+INVOICE: Mapping[str, Any] = {
+    "number": "INV-42",
+    "kind": "receipt",
+    "vendor": {"name": "ACME", "country": "FR"},
+    "lines": [{"item": "bolt", "cents": 12}, {"item": "nut", "cents": 3}],
+}
+#: ``INVOICE`` with a kind outside its enum: fails validation at ``$.kind``.
+INVALID_INVOICE: Mapping[str, Any] = {**INVOICE, "kind": "memo"}
+#: ``INVOICE`` as the typed value the run must return.
+TYPED_INVOICE = KitInvoice(
+    "INV-42",
+    KitKind.RECEIPT,
+    KitParty("ACME", "FR"),
+    [KitLine("bolt", 12), KitLine("nut", 3)],
+)

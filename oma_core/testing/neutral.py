@@ -19,7 +19,13 @@ compares that view with what the core asked for (``NeutralRequest.of(request)``)
 Everything else must arrive as sent: the system prompt, each text in order, each image,
 each tool call's name and input, each tool result's text, the tool definitions (name,
 description and schema, nested parts included), ``tool_choice``, ``temperature``,
-``max_tokens`` and ``stop``. Reasoning blocks and ``output`` are not compared (yet).
+``max_tokens``, ``stop`` and the output schema. Reasoning blocks are not compared (yet).
+
+Structured output is compared as the service sees it, not as the core names it: in native
+mode the schema the service holds the reply's text to (``output_schema``); in tool mode one
+more tool (the output tool, after the request's own) with the tool choice forced to it, or to
+"some tool" when the request has tools of its own; in prompted mode only the instructions in
+the system prompt. ``NeutralRequest.of`` makes that view of a ``ProviderRequest``.
 """
 
 from __future__ import annotations
@@ -72,7 +78,10 @@ class NeutralRequest:
     "content": [...]}``); ``tools`` takes ``ToolDefinition`` objects or dicts with ``name``,
     ``description`` and ``input_schema``. ``tool_choice`` is ``"auto"``, ``"none"``,
     ``"required"`` (some tool must be called) or the name of the one tool that must be; None
-    when the body says nothing. ``stop`` takes a string or a list.
+    when the body says nothing. ``stop`` takes a string or a list. ``output_schema`` is the
+    JSON schema the service holds the reply's text to (its native structured output, e.g.
+    OpenAI's ``response_format`` ``json_schema``), None when the body sets none; a forced
+    output tool is read as any tool, into ``tools`` and ``tool_choice``.
     """
 
     messages: tuple[LLMMessage, ...] = attrs.field(default=(), converter=_messages)
@@ -82,22 +91,36 @@ class NeutralRequest:
     temperature: float | None = None
     max_tokens: int | None = None
     stop: tuple[str, ...] | None = attrs.field(default=None, converter=_stop)
-    output: OutputRequest | None = None
+    output_schema: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, request: ProviderRequest, *, tool_choice: str | None = None) -> NeutralRequest:
         """The neutral view of what the core asked for (``tool_choice`` is a provider option,
-        so the caller names it)."""
+        so the caller names it; an output in tool mode forces its own)."""
+        tools, schema = request.tools, None
+        if request.output is not None and request.output.mode == "native":
+            schema = request.output.schema
+        elif request.output is not None:
+            tools, tool_choice = _with_output_tool(request.tools, request.output)
         return cls(
             messages=request.messages,
             system_prompt=request.system_prompt,
-            tools=request.tools,
+            tools=tools,
             tool_choice=tool_choice,
             temperature=request.temperature,
             max_tokens=request.max_tokens,
             stop=request.stop,
-            output=request.output,
+            output_schema=schema,
         )
+
+
+def _with_output_tool(
+    tools: tuple[ToolDefinition, ...], output: OutputRequest
+) -> tuple[tuple[ToolDefinition, ...], str]:
+    """Tool mode as the service sees it: the output tool after the request's own, the choice
+    forced to it, or to "some tool" beside tools of the request's own (``OutputRequest``)."""
+    tool = ToolDefinition(output.name, output.description or "", output.schema)
+    return (*tools, tool), "required" if tools else output.name
 
 
 _SCALARS = ("system_prompt", "tool_choice", "temperature", "max_tokens", "stop")
@@ -113,6 +136,13 @@ def differences(
         want, got = getattr(sent, name), getattr(seen, name)
         if want is not None and got != want:
             found.append(f"{name}: sent {want!r}, the service sees {got!r}")
+    want, got = sent.output_schema, seen.output_schema
+    if (want is None) != (got is None) or _plain(want) != _plain(got):
+        found.append(
+            f"output_schema: sent {_plain(want)}, the service sees {_plain(got)}"
+            if want is not None
+            else f"output_schema: sent none, the service sees {_plain(got)}"
+        )
     found.extend(_tool_differences(seen.tools, sent.tools))
     found.extend(_message_differences(seen.messages, sent.messages, error_flag))
     return found

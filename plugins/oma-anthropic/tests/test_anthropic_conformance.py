@@ -92,7 +92,9 @@ def _read_tool_choice(choice: Any) -> str | None:
 
 
 def read_messages_body(body: Mapping[str, Any]) -> NeutralRequest:
-    """What the Messages API understands from ``body`` (``POST /v1/messages`` reference)."""
+    """What the Messages API understands from ``body`` (``POST /v1/messages`` reference):
+    structured output is ``output_config.format``, a ``json_schema`` with its ``schema``."""
+    output_format = (body.get("output_config") or {}).get("format") or {}
     system = body.get("system")
     if isinstance(system, list):  # text blocks
         system = "".join(b["text"] for b in system)
@@ -112,6 +114,9 @@ def read_messages_body(body: Mapping[str, Any]) -> NeutralRequest:
         temperature=body.get("temperature"),
         max_tokens=body.get("max_tokens"),
         stop=body.get("stop_sequences"),
+        output_schema=output_format.get("schema")
+        if output_format.get("type") == "json_schema"
+        else None,
     )
 
 
@@ -121,6 +126,7 @@ class TestAnthropicConformance(ProviderConformance):
 
     provider_name = "anthropic"
     transport = "httpx"
+    output_modes = frozenset({"native", "tool", "prompted"})
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "auto": {"tool_choice": {"type": "auto"}},
         "required": {"tool_choice": {"type": "any"}},

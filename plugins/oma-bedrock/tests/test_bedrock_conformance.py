@@ -3,6 +3,7 @@ once signed with SigV4 from the AWS credential chain, once with a Bedrock API ke
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -114,10 +115,29 @@ def _read_block(block: Mapping[str, Any]) -> Any:
     raise AssertionError(f"the reader does not know the block {sorted(block)}")
 
 
+def _read_tool_choice(choice: Mapping[str, Any] | None) -> str | None:
+    """A Converse ``toolChoice``: ``{"auto": {}}``, ``{"any": {}}`` or ``{"tool": {"name"}}``."""
+    if not choice:
+        return None
+    if "tool" in choice:
+        return str(choice["tool"]["name"])
+    return {"auto": "auto", "any": "required"}[next(iter(choice))]
+
+
+def _read_output_schema(body: Mapping[str, Any]) -> Any:
+    """``outputConfig.textFormat``: a ``json_schema`` whose structure holds the schema as a
+    JSON string (``jsonSchema.schema``)."""
+    text_format = (body.get("outputConfig") or {}).get("textFormat") or {}
+    if text_format.get("type") != "json_schema":
+        return None
+    return json.loads(text_format["structure"]["jsonSchema"]["schema"])
+
+
 def read_converse_body(body: Mapping[str, Any]) -> NeutralRequest:
     """What Converse understands from ``body`` (the model is in the URL)."""
     inference = body.get("inferenceConfig") or {}
-    tools = (body.get("toolConfig") or {}).get("tools") or ()
+    tool_config = body.get("toolConfig") or {}
+    tools = tool_config.get("tools") or ()
     return NeutralRequest(
         messages=[
             {"role": m["role"], "content": [_read_block(b) for b in m["content"]]}
@@ -135,6 +155,8 @@ def read_converse_body(body: Mapping[str, Any]) -> NeutralRequest:
         temperature=inference.get("temperature"),
         max_tokens=inference.get("maxTokens"),
         stop=inference.get("stopSequences"),
+        tool_choice=_read_tool_choice(tool_config.get("toolChoice")),
+        output_schema=_read_output_schema(body),
     )
 
 
@@ -144,6 +166,7 @@ class TestBedrockConformanceSigV4(ProviderConformance):
     provider_name = "bedrock"
     api_key = None  # type: ignore[assignment]  # no API key: SigV4 from the AWS chain
     transient_stream_error = "throttlingException"
+    output_modes = frozenset({"native", "tool", "prompted"})
     server_sent_events = False  # an AWS binary event stream
 
     @pytest.fixture

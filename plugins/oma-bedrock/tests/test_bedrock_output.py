@@ -1,6 +1,9 @@
-"""Structured output on the Converse wire: the schema natively as ``outputConfig.textFormat``,
-or one more tool that ``toolChoice`` forces; each body checked against botocore's own
-``bedrock-runtime`` service model (``Converse`` and ``ConverseStream`` input shapes)."""
+"""Structured output on the Converse wire, what only Bedrock has: native mode because
+botocore's service model has ``outputConfig.textFormat``; each mode's body exactly as the API
+reference gives it (the schema as a JSON string) and as botocore's ``Converse`` and
+``ConverseStream`` input shapes take it; ``strict`` on the output tool only when asked. That
+the schema reaches the service in each declared mode, complete and streamed, and comes back
+typed (with one corrective turn) is the conformance kit's (``test_bedrock_conformance.py``)."""
 
 from __future__ import annotations
 
@@ -10,18 +13,10 @@ from typing import Any, Literal
 import pytest
 from botocore.session import get_session
 from botocore_model import MODEL, assert_botocore_takes
-from fake_bedrock import FakeBedrock
 from oma_bedrock import CAPABILITIES
 
 from oma_core import load_messages
-from oma_core.toolkit import (
-    OutputRequest,
-    ProviderRequest,
-    ResponseComplete,
-    TextDelta,
-    ToolCall,
-    ToolDefinition,
-)
+from oma_core.toolkit import OutputRequest, ProviderRequest, ToolDefinition
 
 SCHEMA = {
     "type": "object",
@@ -33,7 +28,6 @@ SCHEMA = {
     "required": ["name", "kind", "lines"],
     "additionalProperties": False,
 }
-VALUE = {"name": "ACME", "kind": "invoice", "lines": ["bolt"]}
 MESSAGES = [{"role": "user", "content": [{"text": "extract the fields"}]}]
 LOOKUP = ToolDefinition("lookup", "Look a word up.", {"type": "object"})
 
@@ -88,68 +82,42 @@ def test_bedrock_declares_native_tool_and_prompted_output() -> None:
     assert CAPABILITIES.output_modes == {"native", "tool", "prompted"}
 
 
-class TestNative:
-    async def test_converse_sends_the_schema_as_output_config(
-        self, server: FakeBedrock, provider: Any
-    ) -> None:
-        server.reply_text(json.dumps(VALUE))
-        request = _request("native")
-        response = await provider.complete(request)
-        body = server.requests[0].json
-        assert body == NATIVE_BODY == provider.render(request)
-        assert_botocore_takes(body, "Converse")
-        assert json.loads(response.message.content[0].text) == VALUE
-
-    async def test_converse_stream_sends_the_same_body(
-        self, server: FakeBedrock, provider: Any
-    ) -> None:
-        server.reply_text(json.dumps(VALUE))
-        events = [e async for e in provider.stream(_request("native"))]
-        assert server.requests[0].path.endswith("/converse-stream")
-        assert server.requests[0].json == NATIVE_BODY
-        assert_botocore_takes(server.requests[0].json, "ConverseStream")
-        assert json.loads("".join(e.text for e in events if isinstance(e, TextDelta))) == VALUE
-        assert isinstance(events[-1], ResponseComplete)
+LOOKUP_ON_WIRE = {
+    "toolSpec": {
+        "name": "lookup",
+        "description": "Look a word up.",
+        "inputSchema": {"json": {"type": "object"}},
+    }
+}
 
 
-class TestTool:
-    async def test_converse_forces_the_output_tool(
-        self, server: FakeBedrock, provider: Any
-    ) -> None:
-        server.reply_tool_use("tu1", "final_result", VALUE)
-        request = _request("tool")
-        response = await provider.complete(request)
-        body = server.requests[0].json
-        assert body == TOOL_BODY == provider.render(request)
-        assert_botocore_takes(body, "Converse")
-        (call,) = response.message.content
-        assert (call.name, call.plain_input()) == ("final_result", VALUE)
-        assert response.stop_reason == "tool_use"
+@pytest.mark.parametrize(
+    ("request_", "body"),
+    [
+        pytest.param(_request("native"), NATIVE_BODY, id="native"),
+        pytest.param(_request("tool"), TOOL_BODY, id="tool"),
+        pytest.param(
+            _request("tool", tools=(LOOKUP,)),
+            {
+                "messages": MESSAGES,
+                # the model may call the agent's tools first
+                "toolConfig": {"tools": [LOOKUP_ON_WIRE, FINAL_RESULT], "toolChoice": {"any": {}}},
+            },
+            id="tool-beside-the-agent-s-tools",
+        ),
+    ],
+)
+@pytest.mark.parametrize("operation", ["Converse", "ConverseStream"])
+async def test_each_mode_s_body_is_the_documented_one_and_botocore_takes_it(
+    provider: Any, request_: ProviderRequest, body: dict[str, Any], operation: str
+) -> None:
+    rendered = provider.render(request_)
+    assert rendered == body
+    assert_botocore_takes(rendered, operation)
 
-    async def test_converse_stream_forces_it_too(self, server: FakeBedrock, provider: Any) -> None:
-        server.reply_tool_use("tu1", "final_result", VALUE)
-        events = [e async for e in provider.stream(_request("tool"))]
-        assert server.requests[0].json == TOOL_BODY
-        assert_botocore_takes(server.requests[0].json, "ConverseStream")
-        calls = [e.block for e in events if isinstance(e, ToolCall)]
-        assert [(c.name, c.plain_input()) for c in calls] == [("final_result", VALUE)]
 
-    @pytest.mark.parametrize("strict", [True, False])
-    async def test_strict_is_sent_only_when_asked(
-        self, server: FakeBedrock, provider: Any, strict: bool
-    ) -> None:
-        server.reply_tool_use("tu1", "final_result", VALUE)
-        await provider.complete(_request("tool", strict=strict))
-        (spec,) = [t["toolSpec"] for t in server.requests[0].json["toolConfig"]["tools"]]
-        assert spec.get("strict") == (True if strict else None)
-
-    async def test_with_tools_of_the_agent_s_own_any_tool_is_forced(
-        self, server: FakeBedrock, provider: Any
-    ) -> None:
-        server.reply_tool_use("tu1", "final_result", VALUE)
-        await provider.complete(_request("tool", tools=(LOOKUP,)))
-        tools = server.requests[0].json["toolConfig"]["tools"]
-        assert [t["toolSpec"]["name"] for t in tools] == ["lookup", "final_result"]
-        # the model may call the agent's tools first
-        assert server.requests[0].json["toolConfig"]["toolChoice"] == {"any": {}}
-        assert_botocore_takes(server.requests[0].json, "Converse")
+@pytest.mark.parametrize("strict", [True, False])
+async def test_strict_is_sent_only_when_asked(provider: Any, strict: bool) -> None:
+    tools = provider.render(_request("tool", strict=strict))["toolConfig"]["tools"]
+    (spec,) = [t["toolSpec"] for t in tools]
+    assert spec.get("strict") == (True if strict else None)

@@ -76,7 +76,9 @@ def _read_part(part: dict[str, Any]) -> Any:
 
 
 def read_gemini_body(body: dict[str, Any]) -> NeutralRequest:
-    """What ``generateContent`` understands from ``body`` (Gemini's API reference)."""
+    """What ``generateContent`` understands from ``body`` (Gemini's API reference): the
+    output schema is ``generationConfig.responseJsonSchema`` (with a JSON
+    ``responseMimeType``: the schema binds only JSON replies)."""
     system = body.get("systemInstruction")
     declarations = [d for t in body.get("tools") or () for d in t.get("functionDeclarations", ())]
     calling = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
@@ -106,6 +108,9 @@ def read_gemini_body(body: dict[str, Any]) -> NeutralRequest:
         temperature=config.get("temperature"),
         max_tokens=config.get("maxOutputTokens"),
         stop=config.get("stopSequences"),
+        output_schema=config.get("responseJsonSchema")
+        if config.get("responseMimeType") == "application/json"
+        else None,
     )
 
 
@@ -114,6 +119,7 @@ _FINISH = {"end_turn": "STOP", "max_tokens": "MAX_TOKENS", "tool_use": "STOP"}
 
 class TestGeminiConformance(ProviderConformance):
     provider_name = "gemini"
+    output_modes = frozenset({"native", "tool", "prompted"})
     transient_stream_error = "UNAVAILABLE"
     tool_call_ids = "sometimes"  # functionCall.id is optional
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {

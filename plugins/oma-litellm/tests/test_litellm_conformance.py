@@ -3,7 +3,6 @@ against the fake Chat Completions API (``api_base`` pointed at it)."""
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -13,24 +12,8 @@ from fake_chat_completions import FakeChatCompletions, Reply
 
 from oma_core import image_url
 from oma_core.testing import FakeServer, NeutralRequest, RecordedRequest, ScriptedReply
+from oma_core.testing.chat_completions import chat_media_part, chat_wire_items
 from oma_core.testing.conformance import ProviderConformance, Sample
-
-
-def _url(source: Mapping[str, Any]) -> str:
-    if source["type"] == "base64":
-        return f"data:{source['media_type']};base64,{source['data']}"
-    return str(source["url"])
-
-
-def _wire_items(body: Mapping[str, Any]) -> list[Any]:
-    """Every message, content part and tool call of a request body, flattened."""
-    items: list[Any] = []
-    for message in body["messages"]:
-        items.append(message)
-        if isinstance(message.get("content"), list):
-            items.extend(message["content"])
-        items.extend(message.get("tool_calls") or ())
-    return items
 
 
 def expected_on_wire(sample: Sample) -> Any:
@@ -38,39 +21,14 @@ def expected_on_wire(sample: Sample) -> Any:
     block = sample.block
     if sample.block_type == "text":
         return {"role": sample.where, "content": block["text"]}
-    if sample.block_type == "image":
-        return {"type": "image_url", "image_url": {"url": _url(block["source"])}}
-    if sample.block_type == "document":
-        return _document_on_wire(block)
-    if sample.block_type == "audio":
-        source = block["source"]
-        audio_format = {"audio/wav": "wav", "audio/mpeg": "mp3"}[source["media_type"]]
-        return {
-            "type": "input_audio",
-            "input_audio": {"data": source["data"], "format": audio_format},
-        }
+    if sample.block_type in ("image", "document", "audio"):
+        return chat_media_part(block)
     if sample.block_type == "tool_use":
         function = {"name": block["name"], "arguments": json.dumps(block["input"])}
         return {"id": block["id"], "type": "function", "function": function}
     if sample.block_type == "tool_result":
         return {"role": "tool", "tool_call_id": block["tool_use_id"], "content": block["content"]}
     raise AssertionError(f"no expectation for {sample.id}")
-
-
-def _document_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
-    """A PDF is a ``file`` part (named ``document.pdf`` without a filename); a base64 text
-    document is a text part framed with its name and type (as the OpenAI plugin sends it)."""
-    source = block["source"]
-    if source["type"] == "base64" and source["media_type"].startswith("text/"):
-        text = base64.b64decode(source["data"]).decode("utf-8")
-        named = f' id="{block["filename"]}"' if block.get("filename") else ""
-        media_type = source["media_type"]
-        framed = (
-            f'-----BEGIN FILE{named} type="{media_type}"-----\n{text}\n-----END FILE{named}-----'
-        )
-        return {"type": "text", "text": framed}
-    file = {"filename": block.get("filename") or "document.pdf", "file_data": _url(source)}
-    return {"type": "file", "file": file}
 
 
 def _read_text(content: Any) -> str:
@@ -94,7 +52,9 @@ def _read_part(part: Mapping[str, Any]) -> Any:
 
 def read_chat_body(body: Mapping[str, Any]) -> NeutralRequest:
     """What a Chat Completions service understands from ``body`` (OpenAI's API reference):
-    a ``tool`` message answers a call (the user's side of the turn), its text only."""
+    a ``tool`` message answers a call (the user's side of the turn), its text only; the
+    output schema is ``response_format``'s, of type ``json_schema``."""
+    response_format = body.get("response_format") or {}
     system, messages = None, []
     for message in body["messages"]:
         role, content = message["role"], message.get("content")
@@ -137,6 +97,9 @@ def read_chat_body(body: Mapping[str, Any]) -> NeutralRequest:
         temperature=body.get("temperature"),
         max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
         stop=body.get("stop"),
+        output_schema=response_format["json_schema"].get("schema")
+        if response_format.get("type") == "json_schema"
+        else None,
     )
 
 
@@ -148,6 +111,7 @@ class TestLiteLLMConformanceOpenAIRoute(ProviderConformance):
     model = "openai/gpt-fake"
     api_key = "test-key"
     transient_stream_error = "server_error"
+    output_modes = frozenset({"native", "tool", "prompted"})
     tool_error_flag = False  # a tool message has no error flag: "Error: ..." says it
 
     @pytest.fixture(autouse=True)
@@ -195,4 +159,4 @@ class TestLiteLLMConformanceOpenAIRoute(ProviderConformance):
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
         assert request.json["model"] == "gpt-fake"
-        assert expected_on_wire(sample) in _wire_items(request.json), (sample.id, request.json)
+        assert expected_on_wire(sample) in chat_wire_items(request.json), (sample.id, request.json)

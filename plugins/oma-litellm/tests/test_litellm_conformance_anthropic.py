@@ -108,7 +108,9 @@ def _read_block(block: Mapping[str, Any]) -> Any:
 
 
 def read_messages_body(body: Mapping[str, Any]) -> NeutralRequest:
-    """What the Messages API understands from ``body`` (``POST /v1/messages`` reference)."""
+    """What the Messages API understands from ``body`` (``POST /v1/messages`` reference):
+    structured output is ``output_config.format``, a ``json_schema`` with its ``schema``."""
+    output_format = (body.get("output_config") or {}).get("format") or {}
     system = body.get("system")
     if isinstance(system, list):  # text blocks
         system = "".join(b["text"] for b in system)
@@ -133,6 +135,9 @@ def read_messages_body(body: Mapping[str, Any]) -> NeutralRequest:
         temperature=body.get("temperature"),
         max_tokens=body.get("max_tokens"),
         stop=body.get("stop_sequences"),
+        output_schema=output_format.get("schema")
+        if output_format.get("type") == "json_schema"
+        else None,
     )
 
 
@@ -142,6 +147,10 @@ class TestLiteLLMConformanceAnthropicRoute(ProviderConformance):
     api_key = "test-key"
     tool_error_flag = False  # LiteLLM translates a Chat Completions tool message: text only
     render_is_the_wire = False  # render is the body handed to LiteLLM, which translates it
+    output_modes = frozenset({"native", "tool", "prompted"})
+    # LiteLLM turns response_format into a forced tool of its own on this route, and hands
+    # the tool's arguments back as the reply's text
+    native_output_tool = "json_tool_call"
 
     @pytest.fixture(autouse=True)
     def _model_map(self) -> Iterator[None]:

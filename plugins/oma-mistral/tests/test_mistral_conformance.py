@@ -11,11 +11,12 @@ from oma_mistral import wire_id
 
 from oma_core import image_url
 from oma_core.testing import FakeServer, NeutralRequest, RecordedRequest, ScriptedReply
+from oma_core.testing.chat_completions import chat_wire_items
 from oma_core.testing.conformance import ProviderConformance, Sample
 
 
 def expected_on_wire(sample: Sample) -> Any:
-    """The Mistral form of the sample's block, as found by ``_wire_items``."""
+    """The Mistral form of the sample's block, as found by ``chat_wire_items``."""
     block = dict(sample.block)
     if sample.block_type == "text":
         return {"role": sample.where, "content": block["text"]}
@@ -47,16 +48,6 @@ def expected_on_wire(sample: Sample) -> Any:
     raise AssertionError(f"no expectation for {sample.id}")
 
 
-def _wire_items(body: dict[str, Any]) -> list[Any]:
-    items: list[Any] = []
-    for message in body["messages"]:
-        items.append(message)
-        if isinstance(message.get("content"), list):
-            items.extend(message["content"])
-        items.extend(message.get("tool_calls") or ())
-    return items
-
-
 def _read_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -79,7 +70,9 @@ def _read_part(part: dict[str, Any]) -> Any:
 
 def read_mistral_body(body: dict[str, Any]) -> NeutralRequest:
     """What Mistral's chat completions endpoint understands from ``body`` (its API
-    reference): a ``tool`` message answers a call (the user's side), its text only."""
+    reference): a ``tool`` message answers a call (the user's side), its text only; the
+    output schema is ``response_format``'s, of type ``json_schema``."""
+    response_format = body.get("response_format") or {}
     system, messages = None, []
     for message in body["messages"]:
         role, content = message["role"], message.get("content")
@@ -127,6 +120,9 @@ def read_mistral_body(body: dict[str, Any]) -> NeutralRequest:
         temperature=body.get("temperature"),
         max_tokens=body.get("max_tokens"),
         stop=body.get("stop"),
+        output_schema=response_format["json_schema"].get("schema")
+        if response_format.get("type") == "json_schema"
+        else None,
     )
 
 
@@ -135,6 +131,7 @@ _FINISH = {"end_turn": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 
 class TestMistralConformance(ProviderConformance):
     provider_name = "mistral"
+    output_modes = frozenset({"native", "tool", "prompted"})
     transient_stream_error = "service_unavailable"
     tool_error_flag = False  # a tool message has no error flag: "Error: ..." says it
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
@@ -170,4 +167,4 @@ class TestMistralConformance(ProviderConformance):
         return read_mistral_body(body)
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
-        assert expected_on_wire(sample) in _wire_items(request.json), sample.id
+        assert expected_on_wire(sample) in chat_wire_items(request.json), sample.id

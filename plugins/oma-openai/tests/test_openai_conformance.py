@@ -8,7 +8,6 @@ back as a non-retryable 400 ``ProviderError``.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
@@ -19,50 +18,23 @@ from oma_openai.provider import TRANSPORTS
 
 from oma_core import AgentConfig, image_url, video_url
 from oma_core.testing import NeutralRequest, ScriptedReply
+from oma_core.testing.chat_completions import chat_media_part, chat_wire_items, data_url
 from oma_core.testing.conformance import ProviderConformance, Sample, declared, samples
 from oma_core.testing.fake_server import FakeServer, RecordedRequest
 from oma_core.toolkit import Mode, ProviderSettings
 
 
-def _url(source: dict[str, Any]) -> str:
-    if source["type"] == "base64":
-        return f"data:{source['media_type']};base64,{source['data']}"
-    return str(source["url"])
-
-
-def _wire_items(body: dict[str, Any]) -> list[Any]:
-    """Every message, content part and tool call of a request body, flattened."""
-    items: list[Any] = []
-    for message in body["messages"]:
-        items.append(message)
-        if isinstance(message.get("content"), list):
-            items.extend(message["content"])
-        items.extend(message.get("tool_calls") or ())
-    return items
-
-
 def expected_on_wire(sample: Sample) -> Any:
-    """The Chat Completions form of the sample's block, as it must appear in ``_wire_items``."""
+    """The Chat Completions form of the sample's block, as it must appear in
+    ``chat_wire_items`` (media parts as the kit's ``chat_media_part`` gives them)."""
     block = dict(sample.block)
     kind = sample.block_type
     if kind == "text":
         return {"role": sample.where, "content": block["text"]}
-    if kind == "image":
-        return {"type": "image_url", "image_url": {"url": _url(block["source"])}}
-    if kind == "video":
-        return {"type": "video_url", "video_url": {"url": _url(block["source"])}}
-    if kind == "file":
-        file = {"filename": block["filename"], "file_data": _url(block["source"])}
-        return {"type": "file", "file": file}
-    if kind == "document":
-        return _document_on_wire(block)
-    if kind == "audio":
-        source = block["source"]
-        audio_format = {"audio/wav": "wav", "audio/mpeg": "mp3"}[source["media_type"]]
-        return {
-            "type": "input_audio",
-            "input_audio": {"data": source["data"], "format": audio_format},
-        }
+    if kind in ("image", "file", "document", "audio"):
+        return chat_media_part(block)
+    if kind == "video":  # OpenAI documents no video: the form compatible servers take
+        return {"type": "video_url", "video_url": {"url": data_url(block["source"])}}
     if kind == "tool_use":
         arguments = json.dumps(block["input"], ensure_ascii=False)
         function = {"name": block["name"], "arguments": arguments}
@@ -72,22 +44,6 @@ def expected_on_wire(sample: Sample) -> Any:
     if kind == "reasoning":
         return {"role": "assistant", "content": "done", "reasoning_content": block["text"]}
     raise AssertionError(f"no expectation for {sample.id}")
-
-
-def _document_on_wire(block: dict[str, Any]) -> dict[str, Any]:
-    """A PDF is a ``file`` part (named ``document.pdf`` without a filename); a base64 text
-    document is a text part framed with its name and type (as pydantic-ai inlines files)."""
-    source = block["source"]
-    if source["type"] == "base64" and source["media_type"].startswith("text/"):
-        text = base64.b64decode(source["data"]).decode("utf-8")
-        named = f' id="{block["filename"]}"' if block.get("filename") else ""
-        media_type = source["media_type"]
-        framed = (
-            f'-----BEGIN FILE{named} type="{media_type}"-----\n{text}\n-----END FILE{named}-----'
-        )
-        return {"type": "text", "text": framed}
-    file = {"filename": block.get("filename") or "document.pdf", "file_data": _url(source)}
-    return {"type": "file", "file": file}
 
 
 def _read_source(url: str, kind: str) -> Any:
@@ -113,9 +69,19 @@ def _read_part(part: dict[str, Any]) -> Any:
     raise AssertionError(f"the reader does not know {kind!r} parts")
 
 
+def read_response_format(body: Mapping[str, Any]) -> Any:
+    """The schema of a ``response_format`` of type ``json_schema`` (``json_schema.schema``),
+    None for any other (``text``, ``json_object``: no schema the service holds a reply to)."""
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") != "json_schema":
+        return None
+    return response_format["json_schema"].get("schema")
+
+
 def read_chat_body(body: dict[str, Any]) -> NeutralRequest:
     """What a Chat Completions service understands from ``body`` (OpenAI's API reference):
-    a ``tool`` message answers a call (the user's side of the turn), its text only."""
+    a ``tool`` message answers a call (the user's side of the turn), its text only; the
+    output schema is ``response_format``'s."""
     system, messages = None, []
     for message in body["messages"]:
         role, content = message["role"], message.get("content")
@@ -159,6 +125,7 @@ def read_chat_body(body: dict[str, Any]) -> NeutralRequest:
         temperature=body.get("temperature"),
         max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
         stop=body.get("stop"),
+        output_schema=read_response_format(body),
     )
 
 
@@ -223,10 +190,10 @@ class _ChatCompletionsConformance(ProviderConformance):
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
         expected = expected_on_wire(sample)
-        assert expected in _wire_items(request.json), sample.id
+        assert expected in chat_wire_items(request.json), sample.id
         if sample.where == "tool_result":
             note = {"type": "text", "text": "Media returned by tool call call_conf_1:"}
-            assert note in _wire_items(request.json), sample.id
+            assert note in chat_wire_items(request.json), sample.id
 
 
 class TestOpenAIConformance(_ChatCompletionsConformance):
@@ -234,6 +201,7 @@ class TestOpenAIConformance(_ChatCompletionsConformance):
 
     provider_name = "openai"
     model = "gpt-test"
+    output_modes = frozenset({"native", "tool", "prompted"})
     forwarded_refusal_status = 400
 
     def test_the_suite_sends_both_forwarded_and_native_blocks(self) -> None:
@@ -252,6 +220,7 @@ class TestMiniMaxConformance(_ChatCompletionsConformance):
 
     provider_name = "minimax"
     mode = "compatible"
+    output_modes = frozenset({"tool", "prompted"})
 
 
 class TestDeepSeekConformance(_ChatCompletionsConformance):
@@ -259,3 +228,4 @@ class TestDeepSeekConformance(_ChatCompletionsConformance):
 
     provider_name = "deepseek"
     mode = "compatible"
+    output_modes = frozenset({"tool", "prompted"})
