@@ -1,26 +1,25 @@
-"""Every check the project runs: a bare `nox` runs them all.
+"""Every check the project runs: a bare `nox` runs them all, each test once.
 
 - `tests`: the core alone (plus the small plugin distributions its tests install), every core
   test but those marked `combination`;
 - `plugin-NAME`: one plugin with the core and nothing else, running that plugin's tests but
-  those marked `combination`;
+  those marked `combination` and its conformance kit (run in `build`);
 - `all`: the core and every plugin installed together, running only what needs them together:
   the tests marked `combination` (installed providers' tables, cross-plugin contracts,
   entry-point discovery and `oma plugins` over every plugin), in `tests/` and in every plugin's
   suite: a plugin test that needs another plugin is marked, since its plugin's session
   installs no other;
-- `every-test-ran`: every test of every suite (as collected with everything installed) passed
-  in at least one of the sessions above; none is skipped, deselected or missing everywhere;
-- `lint` (ruff), `types` (mypy --strict), `docs` (mkdocs --strict).
 - `build`: the eleven distributions as a user installs them: sdists, wheels built from them,
   `twine check`, the wheels alone installed into a fresh venv, `oma --version`, `oma plugins`,
   `oma run` and each plugin's conformance kit (six providers' and Ray's executor kit) run
-  there against the installed packages, each bounded by `KIT_TIMEOUT`.
+  there against the installed packages, each bounded by `KIT_TIMEOUT` — the only place the
+  kits run;
+- `every-test-ran`: every test of every suite (as collected with everything installed) passed
+  in at least one of the sessions above; none is skipped, deselected or missing everywhere;
+- `lint` (ruff), `types` (mypy --strict), `docs` (mkdocs --strict).
 
 The suites run on every core (pytest-xdist), but Ray's: its one cluster per run is shared by
-its tests. A fresh `nox` uses about 18 minutes of CPU (measured: `tests` 3.4, `plugin-openai`
-3.2, `plugin-anthropic` 2.8, `plugin-litellm` 1.8, `plugin-acp` 1.5, `all` 1.1, `types` 1, the
-other plugins under 1 each): about 15 minutes on an idle 2-core machine (README.md).
+its tests. README.md gives the time a fresh `nox` takes, session by session.
 
 uv creates the environments when it is installed (`pip install nox uv`), virtualenv otherwise.
 """
@@ -49,6 +48,7 @@ TEST_DISTRIBUTIONS = sorted(
 PYTEST = ["pytest", "-q", "-p", "no:cacheprovider"]
 PARALLEL = ["-n", "auto"]  # pytest-xdist: one worker per core
 SERIAL = {"oma-ray"}  # one Ray cluster for the whole run, started once
+KITS = "test_*conformance*.py"  # each plugin's conformance kit, in its tests/ folder
 KIT_TIMEOUT = 900  # seconds one plugin's conformance kit may take in `build` (Ray: ~1 min)
 # What each test session ran (pytest-reportlog), read by `every-test-ran`.
 REPORTS = ROOT / ".nox" / "test-reports"
@@ -82,7 +82,9 @@ def _plugin_session(plugin: str) -> None:
     def run(session: nox.Session) -> None:
         _install_core(session, f"plugins/{plugin}[test]")
         suite = f"plugins/{plugin}/tests"
-        _pytest(session, "-m", "not combination", suite, parallel=plugin not in SERIAL)
+        # the conformance kits run once, in `build`, against the installed wheels
+        kits = f"--ignore-glob=*/{KITS}"
+        _pytest(session, "-m", "not combination", kits, suite, parallel=plugin not in SERIAL)
 
     run.__doc__ = f"{plugin} alone with the core."
 
@@ -108,8 +110,8 @@ def all_together(session: nox.Session) -> None:
 def _passed(session_name: str) -> set[str]:
     """The ids of the tests that passed in one session's log, relative to the repository."""
     prefix = ""
-    if session_name.startswith("plugin-"):  # a plugin's suite runs from the plugin's folder
-        prefix = f"plugins/oma-{session_name.removeprefix('plugin-')}/"
+    if session_name.startswith(("plugin-", "build-")):  # from the plugin's folder
+        prefix = f"plugins/oma-{session_name.partition('-')[2]}/"
     passed: set[str] = set()
     lines = (REPORTS / f"{session_name}.jsonl").read_text(encoding="utf-8").splitlines()
     for line in lines:
@@ -119,25 +121,6 @@ def _passed(session_name: str) -> set[str]:
         if report["outcome"] == "passed":
             passed.add(prefix + report["nodeid"])
     return passed
-
-
-@nox.session(name="every-test-ran", python=False)
-def every_test_ran(session: nox.Session) -> None:
-    """Every test of every suite passed in some session of this run; none was skipped,
-    deselected or lost everywhere. Reads the logs of `tests`, `plugin-*` and `all`."""
-    sessions = ["tests", *(f"plugin-{p.removeprefix('oma-')}" for p in PLUGINS), "all"]
-    missing = [name for name in sessions if not (REPORTS / f"{name}.jsonl").exists()]
-    if missing or not EVERY_TEST.exists():
-        session.error(f"no test log of {', '.join(missing) or 'all'}: run those sessions first")
-    passed = set().union(*(_passed(name) for name in sessions))
-    every = EVERY_TEST.read_text(encoding="utf-8").splitlines()
-    if not every:
-        session.error(f"{EVERY_TEST} lists no test: the collection in `all` failed")
-    lost = [test for test in every if test not in passed]
-    if lost:
-        shown = "\n  ".join(lost[:50])
-        session.error(f"{len(lost)} tests passed in no session (skipped or not run):\n  {shown}")
-    session.log(f"each of the {len(every)} tests passed in at least one session")
 
 
 def _dist_name(source: Path) -> str:
@@ -205,7 +188,16 @@ def build(session: nox.Session) -> None:
     python, oma = str(venv / "bin" / "python"), str(venv / "bin" / "oma")
     names = {_package(s): _dist_name(s) for s in sources}
     requirements = [f"{names[pkg]}[test] @ {wheel.as_uri()}" for pkg, wheel in wheels.items()]
-    session.run("uv", "pip", "install", "--quiet", "--python", python, *requirements)
+    session.run(
+        "uv",
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        python,
+        *requirements,
+        "pytest-reportlog~=1.0",
+    )
 
     # Run from an empty folder with a private OMA_HOME: no source package on sys.path, no
     # user's keys, config or defaults.
@@ -252,15 +244,46 @@ def build(session: nox.Session) -> None:
         "PATH": os.pathsep.join([str(venv / "bin"), session.env.get("PATH") or os.environ["PATH"]]),
         "RAY_TMPDIR": ray_tmp,
     }
-    kits = sorted(str(p) for p in (ROOT / "plugins").glob("*/tests/test_*conformance*.py"))
+    # Each kit's outcomes are logged (as `build-NAME`) for `every-test-ran`: this is the only
+    # session that runs them.
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    kits = sorted(str(p) for p in (ROOT / "plugins").glob(f"*/tests/{KITS}"))
     try:
         for plugin in sorted({Path(kit).parent.parent for kit in kits}):
             mine = [kit for kit in kits if Path(kit).parent.parent == plugin]
             workers = [] if plugin.name in SERIAL else PARALLEL
-            pytest = [str(venv / "bin" / "pytest"), *PYTEST[1:], *workers, *mine]
-            session.run(*_bounded(pytest, KIT_TIMEOUT), env=activated, external=True)
+            log = REPORTS / f"build-{plugin.name.removeprefix('oma-')}.jsonl"
+            log.unlink(missing_ok=True)
+            pytest = [str(venv / "bin" / "pytest"), *PYTEST[1:], *workers, f"--report-log={log}"]
+            session.run(*_bounded([*pytest, *mine], KIT_TIMEOUT), env=activated, external=True)
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+@nox.session(name="every-test-ran", python=False)
+def every_test_ran(session: nox.Session) -> None:
+    """Every test of every suite passed in some session of this run; none was skipped,
+    deselected or lost everywhere. Reads the logs of `tests`, `plugin-*`, `all` and the kits
+    run in `build`."""
+    kits = {p.parent.parent.name for p in (ROOT / "plugins").glob(f"*/tests/{KITS}")}
+    sessions = [
+        "tests",
+        *(f"plugin-{p.removeprefix('oma-')}" for p in PLUGINS),
+        "all",
+        *(f"build-{p.removeprefix('oma-')}" for p in sorted(kits)),
+    ]
+    missing = [name for name in sessions if not (REPORTS / f"{name}.jsonl").exists()]
+    if missing or not EVERY_TEST.exists():
+        session.error(f"no test log of {', '.join(missing) or 'all'}: run those sessions first")
+    passed = set().union(*(_passed(name) for name in sessions))
+    every = EVERY_TEST.read_text(encoding="utf-8").splitlines()
+    if not every:
+        session.error(f"{EVERY_TEST} lists no test: the collection in `all` failed")
+    lost = [test for test in every if test not in passed]
+    if lost:
+        shown = "\n  ".join(lost[:50])
+        session.error(f"{len(lost)} tests passed in no session (skipped or not run):\n  {shown}")
+    session.log(f"each of the {len(every)} tests passed in at least one session")
 
 
 def _bounded(command: list[str], seconds: int) -> list[str]:
