@@ -205,7 +205,11 @@ class HookCall:
     )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        bound = dict(zip(self.spec_argnames, args, strict=False)) | kwargs
+        names = self.spec_argnames
+        if kwargs or len(args) != 1 or not names:
+            bound = dict(zip(names, args, strict=False)) | kwargs
+        else:  # one argument, as the core calls every such hook: no merging of dicts
+            bound = {names[0]: args[0]}
         # pluggy returns the implementations' results that are not None, as a list.
         results = self.caller(**bound)
         return results[0] if results else None
