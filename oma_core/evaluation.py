@@ -322,6 +322,8 @@ class Evaluator:
         self._tracer_provider = tracer_provider
         self._trace_content = trace_content
         self._tracer: Any | None = None
+        # (host, its plugin generation) and the result hooks they had.
+        self._hooks_kept: tuple[tuple[Any, Any], list[Any]] | None = None
         if config.store_payloads == "none" and any(map(_sends_payloads, config.scorers)):
             _log.warning(
                 'online evaluation: store_payloads="none" withholds every case from the judges '
@@ -473,16 +475,18 @@ class Evaluator:
         config = self.config
         policy = config.store_payloads
         payload = build_payload(input, policy, config.payload_limit)
-        case = EvalCase(
-            input=payload,
-            output=output,
-            run_id=run_id,
-            metadata=copy.deepcopy(metadata) if metadata else {},
-            status=status,
-            agent=agent,
-            store_payloads=policy,
-        )
+        copied = copy.deepcopy(metadata) if metadata else {}
+        case: EvalCase | None = None
         if callable(config.sample):
+            case = EvalCase(
+                input=payload,
+                output=output,
+                run_id=run_id,
+                metadata=copied,
+                status=status,
+                agent=agent,
+                store_payloads=policy,
+            )
             try:
                 chosen = bool(config.sample(case))
             except (Exception, asyncio.CancelledError) as error:
@@ -498,9 +502,21 @@ class Evaluator:
             if admitted is None:  # a window has no room for a case: dropped, not held back
                 self._dropped_budget += 1
                 return
-        ledger = admitted[0] if admitted is not None else None
-        case = attrs.evolve(case, settings=self._case_settings(run_id, ledger))
         try:
+            settings = self._case_settings(run_id, admitted[0] if admitted is not None else None)
+            if case is None:  # built once, with its settings: the common case
+                case = EvalCase(
+                    input=payload,
+                    output=output,
+                    run_id=run_id,
+                    metadata=copied,
+                    status=status,
+                    agent=agent,
+                    store_payloads=policy,
+                    settings=settings,
+                )
+            else:
+                case = attrs.evolve(case, settings=settings)
             scores, errors, stopped = await self._score(case)
         finally:
             if admitted is not None:
@@ -513,7 +529,7 @@ class Evaluator:
         else:
             stored = redact_json(metadata) if metadata else {}
             scores = {
-                name: Score(s.value, redact_text(s.reason) if s.reason else s.reason)
+                name: Score(s.value, redact_text(s.reason)) if s.reason else s
                 for name, s in scores.items()
             }
         result = EvalResult(
@@ -599,13 +615,26 @@ class Evaluator:
         sinks: list[Callable[[EvalResult], Any]] = []
         if self.config.on_result is not None:
             sinks.append(self.config.on_result)
-        try:  # the plugins' result hooks, after the config's own
-            sinks.extend(self._host().hook_calls("oma_evaluation_result"))
-        except Exception as error:
-            _log.warning("could not list evaluation hooks: %s", type(error).__name__)
+        sinks.extend(self._result_hooks())  # the plugins' result hooks, after the config's own
         for sink in sinks:
             settled = await contained(sink, result, self.config.scorer_timeout)
             if not settled.ok:
                 self._failed += 1
                 kind = type(settled.error or TimeoutError()).__name__
                 _log.warning("evaluation result sink raised %s", kind)
+
+    def _result_hooks(self) -> list[Any]:
+        """The ``oma_evaluation_result`` hooks, kept until a plugin is registered or
+        unregistered (the host's plugin manager counts those changes: ``generation``)."""
+        try:
+            host = self._host()
+            generation = getattr(host.pm, "generation", None)
+            kept = self._hooks_kept
+            if kept is not None and generation is not None and kept[0] == (host, generation):
+                return kept[1]
+            hooks: list[Any] = list(host.hook_calls("oma_evaluation_result"))
+        except Exception as error:
+            _log.warning("could not list evaluation hooks: %s", type(error).__name__)
+            return []
+        self._hooks_kept = ((host, generation), hooks)
+        return hooks
