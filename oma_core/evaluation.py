@@ -22,7 +22,7 @@ counted (``stats().dropped_budget``), never held back until the window reopens. 
 ``_spend_windows`` for the windows.
 
 Evaluation observes only: it runs in asyncio tasks after the run returned, through a bounded
-``asyncio.Queue`` (cases beyond ``max_queue`` are dropped and counted) that ``max_concurrency``
+queue (cases beyond ``max_queue`` are dropped and counted) that ``max_concurrency``
 worker tasks take cases from. A scorer or result sink that raises or times out is counted in
 ``stats().failed`` and skipped.
 """
@@ -30,6 +30,8 @@ worker tasks take cases from. A scorer or result sink that raises or times out i
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import copy
 import logging
 import math
@@ -227,15 +229,92 @@ _Job: TypeAlias = tuple[
 ]
 
 
+class _Jobs:
+    """The cases waiting to be scored: a bounded FIFO that worker tasks wait on and ``flush``
+    joins — ``asyncio.Queue``'s behaviour in the operations the evaluator uses (``put_nowait``
+    raising ``asyncio.QueueFull``, ``get``, ``get_nowait``, ``task_done``, ``join``), inline:
+    a case is queued on the run's own path, where each call counts."""
+
+    __slots__ = ("_getters", "_items", "_joiners", "_maxsize", "_unfinished")
+
+    def __init__(self, maxsize: int) -> None:
+        self._items: collections.deque[_Job] = collections.deque()
+        self._maxsize = maxsize
+        self._getters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._unfinished = 0
+        self._joiners: list[asyncio.Future[None]] = []
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def put_nowait(self, job: _Job) -> None:
+        items = self._items
+        if len(items) >= self._maxsize:
+            raise asyncio.QueueFull
+        items.append(job)
+        self._unfinished += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the first worker still waiting for a case."""
+        getters = self._getters
+        while getters:
+            getter = getters.popleft()
+            if not getter.done():
+                getter.set_result(None)
+                return
+
+    def get_nowait(self) -> _Job:
+        if not self._items:
+            raise asyncio.QueueEmpty
+        return self._items.popleft()
+
+    async def get(self) -> _Job:
+        items = self._items
+        while not items:
+            getter = asyncio.get_running_loop().create_future()
+            self._getters.append(getter)
+            try:
+                await getter
+            except BaseException:
+                getter.cancel()  # in case it is not done yet
+                with contextlib.suppress(ValueError):
+                    self._getters.remove(getter)
+                if items and not getter.cancelled():  # woken, then cancelled: wake another
+                    self._wake()
+                raise
+        return items.popleft()
+
+    def task_done(self) -> None:
+        if self._unfinished <= 0:
+            raise ValueError("task_done() called too many times")
+        self._unfinished -= 1
+        if not self._unfinished:
+            joiners, self._joiners = self._joiners, []
+            for joiner in joiners:
+                if not joiner.done():
+                    joiner.set_result(None)
+
+    async def join(self) -> None:
+        """Wait until every case queued so far is done (``task_done``)."""
+        if self._unfinished:
+            joiner = asyncio.get_running_loop().create_future()
+            self._joiners.append(joiner)
+            await joiner
+
+
 class _Workers:
-    """The standard shape: a bounded ``asyncio.Queue`` and worker tasks on one event loop.
+    """The standard shape: a bounded queue (``_Jobs``) and worker tasks on one event loop.
 
     ``loop`` is None until the first worker starts (cases may be queued before any loop runs).
     ``busy`` counts the cases being scored; ``idle`` the workers waiting for a case.
     """
 
     def __init__(self, maxsize: int) -> None:
-        self.queue: asyncio.Queue[_Job] = asyncio.Queue(maxsize)
+        self.queue = _Jobs(maxsize)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tasks: set[asyncio.Task[None]] = set()
         self.idle: set[asyncio.Task[None]] = set()
