@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._delivery import ProgressDispatcher
+from ._delivery import ProgressDispatcher, RunEmitter
 from ._pool import Closables, ProviderPool
 from .agent import Agent, AgentConfig, RunResult
 from .budgets import Budget, CostEstimator
@@ -337,8 +337,8 @@ class OpenMultiAgent:
             run_id = settings.run_id
             if run_id is None:  # resolve left the settings as given: the run needs an id now
                 run_id = new_run_id()
-            progress = (
-                self._progress.emitter(observers, config.name, settings.task, run_id)
+            progress = (  # ``self._progress.emitter(...)``, one call fewer on the run's path
+                RunEmitter(self._progress, observers, config.name, settings.task, run_id)
                 if observers
                 else None
             )
