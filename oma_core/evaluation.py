@@ -22,7 +22,7 @@ counted (``stats().dropped_budget``), never held back until the window reopens. 
 ``_spend_windows`` for the windows.
 
 Evaluation observes only: it runs in asyncio tasks after the run returned, through a bounded
-``asyncio.Queue`` (cases beyond ``max_queue`` are dropped and counted) that ``max_concurrency``
+queue (cases beyond ``max_queue`` are dropped and counted) that ``max_concurrency``
 worker tasks take cases from. A scorer or result sink that raises or times out is counted in
 ``stats().failed`` and skipped.
 """
@@ -30,6 +30,8 @@ worker tasks take cases from. A scorer or result sink that raises or times out i
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import copy
 import logging
 import math
@@ -227,15 +229,92 @@ _Job: TypeAlias = tuple[
 ]
 
 
+class _Jobs:
+    """The cases waiting to be scored: a bounded FIFO that worker tasks wait on and ``flush``
+    joins — ``asyncio.Queue``'s behaviour in the operations the evaluator uses (``put_nowait``
+    raising ``asyncio.QueueFull``, ``get``, ``get_nowait``, ``task_done``, ``join``), inline:
+    a case is queued on the run's own path, where each call counts."""
+
+    __slots__ = ("_getters", "_items", "_joiners", "_maxsize", "_unfinished")
+
+    def __init__(self, maxsize: int) -> None:
+        self._items: collections.deque[_Job] = collections.deque()
+        self._maxsize = maxsize
+        self._getters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._unfinished = 0
+        self._joiners: list[asyncio.Future[None]] = []
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def put_nowait(self, job: _Job) -> None:
+        items = self._items
+        if len(items) >= self._maxsize:
+            raise asyncio.QueueFull
+        items.append(job)
+        self._unfinished += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the first worker still waiting for a case."""
+        getters = self._getters
+        while getters:
+            getter = getters.popleft()
+            if not getter.done():
+                getter.set_result(None)
+                return
+
+    def get_nowait(self) -> _Job:
+        if not self._items:
+            raise asyncio.QueueEmpty
+        return self._items.popleft()
+
+    async def get(self) -> _Job:
+        items = self._items
+        while not items:
+            getter = asyncio.get_running_loop().create_future()
+            self._getters.append(getter)
+            try:
+                await getter
+            except BaseException:
+                getter.cancel()  # in case it is not done yet
+                with contextlib.suppress(ValueError):
+                    self._getters.remove(getter)
+                if items and not getter.cancelled():  # woken, then cancelled: wake another
+                    self._wake()
+                raise
+        return items.popleft()
+
+    def task_done(self) -> None:
+        if self._unfinished <= 0:
+            raise ValueError("task_done() called too many times")
+        self._unfinished -= 1
+        if not self._unfinished:
+            joiners, self._joiners = self._joiners, []
+            for joiner in joiners:
+                if not joiner.done():
+                    joiner.set_result(None)
+
+    async def join(self) -> None:
+        """Wait until every case queued so far is done (``task_done``)."""
+        if self._unfinished:
+            joiner = asyncio.get_running_loop().create_future()
+            self._joiners.append(joiner)
+            await joiner
+
+
 class _Workers:
-    """The standard shape: a bounded ``asyncio.Queue`` and worker tasks on one event loop.
+    """The standard shape: a bounded queue (``_Jobs``) and worker tasks on one event loop.
 
     ``loop`` is None until the first worker starts (cases may be queued before any loop runs).
     ``busy`` counts the cases being scored; ``idle`` the workers waiting for a case.
     """
 
     def __init__(self, maxsize: int) -> None:
-        self.queue: asyncio.Queue[_Job] = asyncio.Queue(maxsize)
+        self.queue = _Jobs(maxsize)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tasks: set[asyncio.Task[None]] = set()
         self.idle: set[asyncio.Task[None]] = set()
@@ -322,6 +401,8 @@ class Evaluator:
         self._tracer_provider = tracer_provider
         self._trace_content = trace_content
         self._tracer: Any | None = None
+        # (host, its plugin generation) and the result hooks they had.
+        self._hooks_kept: tuple[tuple[Any, Any], list[Any]] | None = None
         if config.store_payloads == "none" and any(map(_sends_payloads, config.scorers)):
             _log.warning(
                 'online evaluation: store_payloads="none" withholds every case from the judges '
@@ -473,16 +554,18 @@ class Evaluator:
         config = self.config
         policy = config.store_payloads
         payload = build_payload(input, policy, config.payload_limit)
-        case = EvalCase(
-            input=payload,
-            output=output,
-            run_id=run_id,
-            metadata=copy.deepcopy(metadata) if metadata else {},
-            status=status,
-            agent=agent,
-            store_payloads=policy,
-        )
+        copied = copy.deepcopy(metadata) if metadata else {}
+        case: EvalCase | None = None
         if callable(config.sample):
+            case = EvalCase(
+                input=payload,
+                output=output,
+                run_id=run_id,
+                metadata=copied,
+                status=status,
+                agent=agent,
+                store_payloads=policy,
+            )
             try:
                 chosen = bool(config.sample(case))
             except (Exception, asyncio.CancelledError) as error:
@@ -498,9 +581,21 @@ class Evaluator:
             if admitted is None:  # a window has no room for a case: dropped, not held back
                 self._dropped_budget += 1
                 return
-        ledger = admitted[0] if admitted is not None else None
-        case = attrs.evolve(case, settings=self._case_settings(run_id, ledger))
         try:
+            settings = self._case_settings(run_id, admitted[0] if admitted is not None else None)
+            if case is None:  # built once, with its settings: the common case
+                case = EvalCase(
+                    input=payload,
+                    output=output,
+                    run_id=run_id,
+                    metadata=copied,
+                    status=status,
+                    agent=agent,
+                    store_payloads=policy,
+                    settings=settings,
+                )
+            else:
+                case = attrs.evolve(case, settings=settings)
             scores, errors, stopped = await self._score(case)
         finally:
             if admitted is not None:
@@ -513,7 +608,7 @@ class Evaluator:
         else:
             stored = redact_json(metadata) if metadata else {}
             scores = {
-                name: Score(s.value, redact_text(s.reason) if s.reason else s.reason)
+                name: Score(s.value, redact_text(s.reason)) if s.reason else s
                 for name, s in scores.items()
             }
         result = EvalResult(
@@ -599,13 +694,26 @@ class Evaluator:
         sinks: list[Callable[[EvalResult], Any]] = []
         if self.config.on_result is not None:
             sinks.append(self.config.on_result)
-        try:  # the plugins' result hooks, after the config's own
-            sinks.extend(self._host().hook_calls("oma_evaluation_result"))
-        except Exception as error:
-            _log.warning("could not list evaluation hooks: %s", type(error).__name__)
+        sinks.extend(self._result_hooks())  # the plugins' result hooks, after the config's own
         for sink in sinks:
             settled = await contained(sink, result, self.config.scorer_timeout)
             if not settled.ok:
                 self._failed += 1
                 kind = type(settled.error or TimeoutError()).__name__
                 _log.warning("evaluation result sink raised %s", kind)
+
+    def _result_hooks(self) -> list[Any]:
+        """The ``oma_evaluation_result`` hooks, kept until a plugin is registered or
+        unregistered (the host's plugin manager counts those changes: ``generation``)."""
+        try:
+            host = self._host()
+            generation = getattr(host.pm, "generation", None)
+            kept = self._hooks_kept
+            if kept is not None and generation is not None and kept[0] == (host, generation):
+                return kept[1]
+            hooks: list[Any] = list(host.hook_calls("oma_evaluation_result"))
+        except Exception as error:
+            _log.warning("could not list evaluation hooks: %s", type(error).__name__)
+            return []
+        self._hooks_kept = ((host, generation), hooks)
+        return hooks

@@ -22,7 +22,6 @@ import math
 from collections.abc import (
     AsyncIterator,
     Awaitable,
-    Callable,
     Coroutine,
     Iterable,
     Mapping,
@@ -32,8 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._delivery import ProgressDispatcher
-from ._executors import PLAIN_DEFAULTS, ExecutionContext, Executor, RunDefaults, TaskRun, TaskRunner
+from ._delivery import ProgressDispatcher, RunEmitter
+from ._executors import (
+    PLAIN_DEFAULTS,
+    ExecutionContext,
+    Executor,
+    RunDefaults,
+    TaskRun,
+    TaskRunner,
+)
 from ._pool import Closables, ProviderPool
 from ._settings import (
     NO_OVERRIDES,
@@ -45,6 +51,7 @@ from ._settings import (
 )
 from .agent import Agent, AgentConfig, RunResult
 from .budgets import Budget, CostEstimator
+from .default_plugins.local_executor import LocalExecutor
 from .evaluation import Evaluator, OnlineEvaluationConfig
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
 from .redaction import detached_error
@@ -53,7 +60,7 @@ from .tracing import get_tracer
 
 if TYPE_CHECKING:
     from .plugins import PluginHost
-    from .teams import TaskSpec, Team, TeamRunResult
+    from .teams import Emit, RunAgent, TaskSpec, Team, TeamRunResult
 
 __all__ = ["OpenMultiAgent"]
 
@@ -154,6 +161,8 @@ class OpenMultiAgent:
         self._toolsets = Closables()  # the toolsets its runs used (MCP servers): shared
         self._tracer_provider = tracer_provider
         self._tracer_cache: Any | None = None
+        # (host, its plugin generation, on_progress) and the observers they made.
+        self._observers_kept: tuple[tuple[Any, Any, Any], list[ProgressObserver]] | None = None
         self._progress = ProgressDispatcher(observer_timeout)
         self._evaluating = evaluation is not None
         self.evaluation = Evaluator(
@@ -238,11 +247,10 @@ class OpenMultiAgent:
         chosen = self._executor(executor) if executor is not None else None
         if (executor or self.executor) != "local":
             tasks = teams.check_plan(team, tasks)  # a bad plan opens no cluster session
-        async with (
-            self._team_providers(budget) as run_agent,
-            self._executor_session(chosen, run_agent, budget) as run_task,
-        ):
-            return await teams.run_tasks(team, tasks, run_task=run_task, emit=self._emit_team)
+        async with self._team_session(chosen, budget) as (run_agent, run_task):
+            return await teams.run_tasks(
+                team, tasks, run_agent=run_agent, run_task=run_task, emit=self._team_emit()
+            )
 
     async def run_team(
         self,
@@ -262,17 +270,14 @@ class OpenMultiAgent:
         from . import teams
 
         chosen = self._executor(executor) if executor is not None else None
-        async with (
-            self._team_providers(budget) as run_agent,
-            self._executor_session(chosen, run_agent, budget) as run_task,
-        ):
+        async with self._team_session(chosen, budget) as (run_agent, run_task):
             return await teams.run_team(
                 team,
                 goal,
                 coordinator=coordinator,
                 plan_only=plan_only,
                 run_agent=run_agent,
-                emit=self._emit_team,
+                emit=self._team_emit(),
                 run_task=run_task,
             )
 
@@ -318,9 +323,13 @@ class OpenMultiAgent:
         call: RunOverrides,
         pool: ProviderPool | None,
         agents: dict[int, tuple[AgentConfig, Agent]],
+        task: str | None = None,
     ) -> Coroutine[Any, Any, RunResult]:
         """The run's settings, resolved once, and where its progress, spans and sample go;
-        then ``Agent.run`` of an agent made for this one run (it checks the input, now)."""
+        then ``Agent.run`` of an agent made for this one run (it checks the input, now).
+        ``task``: the team task the run is (its title, in the settings and the metadata)."""
+        if task is not None:
+            given = RunSettings(task=task, metadata={"task": task})
         settings = RunSettings.resolve(self._defaults, config, given, call)
         observers = self._observers()
         tracer = self._tracer()
@@ -328,8 +337,8 @@ class OpenMultiAgent:
             run_id = settings.run_id
             if run_id is None:  # resolve left the settings as given: the run needs an id now
                 run_id = new_run_id()
-            progress = (
-                self._progress.emitter(observers, config.name, settings.task, run_id)
+            progress = (  # ``self._progress.emitter(...)``, one call fewer on the run's path
+                RunEmitter(self._progress, observers, config.name, settings.task, run_id)
                 if observers
                 else None
             )
@@ -378,13 +387,28 @@ class OpenMultiAgent:
         return self._plugins
 
     def _observers(self) -> list[ProgressObserver]:
-        """``on_progress`` then the ``oma_progress`` hooks (the host keeps that list)."""
+        """``on_progress`` then the ``oma_progress`` hooks (the host keeps that list).
+
+        Asked for every run, so the answer is kept until a plugin is registered or
+        unregistered: the host's plugin manager counts those changes (``generation``)."""
+        host = self._host()
+        generation = getattr(host.pm, "generation", None)
+        on_progress = self.on_progress
+        kept = self._observers_kept
+        if (
+            kept is not None
+            and generation is not None
+            and kept[0] == (host, generation, on_progress)
+        ):
+            return kept[1]
         try:
-            hooks: list[ProgressObserver] = list(self._host().hook_calls("oma_progress"))
+            hooks: list[ProgressObserver] = list(host.hook_calls("oma_progress"))
         except Exception as error:  # a broken plugin host must not break runs
             _log.warning("could not list oma_progress hooks: %s", type(error).__name__)
             hooks = []
-        return [self.on_progress, *hooks] if self.on_progress is not None else hooks
+        observers = [on_progress, *hooks] if on_progress is not None else hooks
+        self._observers_kept = ((host, generation, on_progress), observers)
+        return observers
 
     def _tracer(self) -> Any | None:
         # Once a real tracer exists it is kept: OpenTelemetry's global provider is set once.
@@ -423,23 +447,30 @@ class OpenMultiAgent:
         return executor
 
     @contextlib.asynccontextmanager
-    async def _executor_session(
-        self,
-        executor: Executor | None,
-        run_agent: Callable[[AgentConfig, str, str | None], Awaitable[RunResult]],
-        budget: Budget | None,
-    ) -> AsyncIterator[TaskRunner]:
-        """Open the team run's executor (``executor``, else the default one) around it."""
-
-        def run_local(run: TaskRun) -> Awaitable[RunResult]:
-            return run_agent(run.config, run.prompt, run.task)
-
-        context = ExecutionContext(
-            run_local=run_local, emit=self._emit_event, defaults=self._defaults, budget=budget
-        )
+    async def _team_session(
+        self, executor: Executor | None, budget: Budget | None
+    ) -> AsyncIterator[tuple[RunAgent, TaskRunner | None]]:
+        """One team run: its ``run_agent`` (tasks and coordinator share providers), and the
+        runner of its tasks on the executor (``executor``, else the default one) — None for
+        the built-in local executor, whose session only hands back that ``run_agent``."""
+        run_agent, pools = self._team_run_agent(budget)
         chosen = executor or self._executor(self.executor)
-        async with chosen.session(context) as run_task:
-            yield run_task
+        try:
+            if type(chosen) is LocalExecutor:
+                yield run_agent, None
+                return
+
+            def run_local(run: TaskRun) -> Awaitable[RunResult]:
+                return run_agent(run.config, run.prompt, run.task)
+
+            context = ExecutionContext(
+                run_local=run_local, emit=self._emit_event, defaults=self._defaults, budget=budget
+            )
+            async with chosen.session(context) as run_task:
+                yield run_agent, run_task
+        finally:
+            if pools:
+                await pools[0].aclose()
 
     async def _emit_event(self, event: ProgressEvent) -> None:
         """Deliver an event that happened elsewhere (an executor's worker) to our observers."""
@@ -451,29 +482,33 @@ class OpenMultiAgent:
         if pending:
             await self._progress.drain(pending)
 
-    @contextlib.asynccontextmanager
-    async def _team_providers(
-        self, budget: Budget | None = None
-    ) -> AsyncIterator[Callable[..., Awaitable[RunResult]]]:
-        """A ``run_agent`` for one team run whose tasks and coordinator share providers.
+    def _team_run_agent(self, budget: Budget | None) -> tuple[RunAgent, list[ProviderPool]]:
+        """A ``run_agent`` for one team run whose tasks and coordinator share providers, and
+        the pool it made (an empty list until a run needs one; the caller closes it).
 
-        An agent is one provider for the whole team run (a scripted queue plays in order
-        across its tasks; an SDK client keeps its connections); all are closed at the end.
+        A provider named in a config is one provider for the whole team run (a scripted
+        queue plays in order across its tasks; an SDK client keeps its connections), made
+        on first use. A config holding a provider object, or naming a backend, uses no pool:
+        its runs take the ``OpenMultiAgent``'s own agents, as ``run_agent`` does.
         """
-        pool = ProviderPool(every_provider=True)
+        pools: list[ProviderPool] = []
         agents: dict[int, tuple[AgentConfig, Agent]] = {}
         shared = NO_OVERRIDES if budget is None else RunOverrides(budget=budget)  # checked
 
         def run_agent(config: AgentConfig, prompt: str, task: str | None) -> Awaitable[RunResult]:
-            if task is None:
-                return self._run(config, prompt, NO_SETTINGS, shared, pool, agents)
-            settings = RunSettings(task=task, metadata={"task": task})
-            return self._run(config, prompt, settings, shared, pool, agents)
+            if config.backend is not None or not isinstance(config.provider, str):
+                return self._run(
+                    config, prompt, NO_SETTINGS, shared, self._providers, self._agents, task
+                )
+            if not pools:
+                pools.append(ProviderPool(every_provider=True))
+            return self._run(config, prompt, NO_SETTINGS, shared, pools[0], agents, task)
 
-        try:
-            yield run_agent
-        finally:
-            await pool.aclose()
+        return run_agent, pools
+
+    def _team_emit(self) -> Emit | None:
+        """Where a team run reports its task events: None when nobody listens as it starts."""
+        return self._emit_team if self._observers() else None
 
     async def _emit_team(
         self, kind: str, agent: str | None, task: str | None, data: dict[str, Any]

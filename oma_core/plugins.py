@@ -205,7 +205,11 @@ class HookCall:
     )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        bound = dict(zip(self.spec_argnames, args, strict=False)) | kwargs
+        names = self.spec_argnames
+        if kwargs or len(args) != 1 or not names:
+            bound = dict(zip(names, args, strict=False)) | kwargs
+        else:  # one argument, as the core calls every such hook: no merging of dicts
+            bound = {names[0]: args[0]}
         # pluggy returns the implementations' results that are not None, as a list.
         results = self.caller(**bound)
         return results[0] if results else None
@@ -376,7 +380,12 @@ class _RunHooks:
 def _wrap_call(pm: pluggy.PluginManager, hook: str, idle: set[str], direct: bool) -> Any:
     """``hook``'s call without the ``idle`` built-in wrappers: the built-in implementation
     itself when nothing else is left (and ``direct``), else pluggy's hook caller for what is
-    left (a subset caller, which keeps pluggy's order)."""
+    left.
+
+    That caller is a plain one of a plugin manager holding only what is left, registered in
+    the order ``pm`` registered them (so pluggy orders them as ``pm`` does): pluggy's subset
+    caller filters the implementations on every call. Under call monitoring (not
+    ``direct``) it is ``pm``'s subset caller, whose calls the monitor sees."""
     implementers = [
         (name, plugin)
         for name, plugin in pm.list_name_plugin()
@@ -388,8 +397,14 @@ def _wrap_call(pm: pluggy.PluginManager, hook: str, idle: set[str], direct: bool
         # The built-in module's own function: pluggy's call of that one implementation
         # (``firstresult``) is this call, without binding its arguments by name each time.
         return getattr(left[0][1], hook)
-    # pluggy's caller itself (the run calls it with keywords, as pluggy wants them).
-    return pm.subset_hook_caller(hook, removed)
+    if not direct or not removed:  # nothing left out: pm's own caller (subset_hook_caller's)
+        # pluggy's caller itself (the run calls it with keywords, as pluggy wants them).
+        return pm.subset_hook_caller(hook, removed)
+    own = pluggy.PluginManager(pm.project_name)
+    own.add_hookspecs(hookspecs)
+    for name, plugin in left:
+        own.register(plugin, name)
+    return getattr(own.hook, hook)
 
 
 def _builtin(name: str, plugin: object, names: set[str]) -> bool:

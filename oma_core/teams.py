@@ -341,41 +341,37 @@ async def run_tasks(
     tasks: Iterable[TaskSpec],
     *,
     run_agent: RunAgent | None = None,
-    emit: Emit,
+    emit: Emit | None,
     run_task: TaskRunner | None = None,
 ) -> TeamRunResult:
     """Run ``tasks`` on ``team``'s agents, respecting dependencies and ``max_concurrency``.
 
     Each attempt of a task is ``run_task(TaskRun(...))`` (an executor's runner), or
-    ``run_agent(config, prompt, title)``. A task whose dependency failed or was skipped is
-    skipped. Cancelling the caller cancels every running task and propagates
-    ``CancelledError``.
+    ``run_agent(config, prompt, title)``. ``emit`` reports the task events (None: nobody
+    listens). A task whose dependency failed or was skipped is skipped. Cancelling the
+    caller cancels every running task and propagates ``CancelledError``.
     """
-    runner = _task_runner(run_agent, run_task)
-    return await _run_graph(team, _Graph.of(team, tasks), run_task=runner, emit=emit)
-
-
-def _task_runner(run_agent: RunAgent | None, run_task: TaskRunner | None) -> TaskRunner:
-    if run_task is not None:
-        return run_task
-    if run_agent is None:
+    if run_task is None and run_agent is None:
         raise TypeError("run_tasks needs run_task or run_agent")
-    agent = run_agent
-
-    def run(attempt: TaskRun) -> Awaitable[RunResult]:
-        return agent(attempt.config, attempt.prompt, attempt.task)
-
-    return run
+    graph = _Graph.of(team, tasks)
+    return await _run_graph(team, graph, run_task=run_task, run_agent=run_agent, emit=emit)
 
 
 async def _run_graph(
-    team: Team, graph: _Graph, *, run_task: TaskRunner, emit: Emit
+    team: Team,
+    graph: _Graph,
+    *,
+    run_task: TaskRunner | None,
+    run_agent: RunAgent | None,
+    emit: Emit | None,
 ) -> TeamRunResult:
     """The scheduler: O(tasks + dependencies) bookkeeping, whatever the plan's shape.
 
     Ready tasks wait in a heap by plan position (so they start in plan order, as many as
     ``max_concurrency`` allows); a finished task only touches its own dependents, and wakes
-    the loop through a done callback rather than a scan of what is running.
+    the loop through a done callback rather than a scan of what is running. A task that is
+    the only one able to run (nothing running, nothing else ready: the others wait for it)
+    runs in the scheduler's own task rather than a new one; nothing could run beside it.
     """
     plan, dependents, waiting = graph.plan, graph.dependents, graph.waiting
     agents = team.agents
@@ -405,19 +401,46 @@ async def _run_graph(
             record.attempts = attempt
             if attempt > 1:
                 assert record.result is not None
-                data = {"attempt": attempt, "error": record.result.status.error}
-                await emit("task_retry", config.name, task.title, data)
-            result = record.result = await run_task(TaskRun(config, prompt, task.title, attempt))
-            record.usage = record.usage + result.usage
+                if emit is not None:
+                    data = {"attempt": attempt, "error": record.result.status.error}
+                    await emit("task_retry", config.name, task.title, data)
+            if run_task is None:
+                assert run_agent is not None
+                result = await run_agent(config, prompt, task.title)
+            else:
+                result = await run_task(TaskRun(config, prompt, task.title, attempt))
+            record.result = result
+            # The first attempt's usage is the sum so far (it starts at zero).
+            usage = result.usage
+            record.usage = usage if attempt == 1 and type(usage) is Usage else record.usage + usage
             if result.success:
                 record.status = "completed"
-                await emit("task_complete", config.name, task.title, {"output": record.output})
+                if emit is not None:
+                    await emit("task_complete", config.name, task.title, {"output": record.output})
                 return
             if not _retryable(result):
                 break
         record.status = "failed"
         record.error = record.result.status.error if record.result is not None else None
-        await emit("task_failed", config.name, task.title, {"error": record.error})
+        if emit is not None:
+            await emit("task_failed", config.name, task.title, {"error": record.error})
+
+    async def settle(index: int, error: BaseException | None) -> None:
+        """A task ended: ``error`` is what escaped it (a bug: runs never raise for run
+        failures); skip what waits for a task that did not complete, else free them."""
+        record = records[index]
+        if error is not None:
+            record.status = "failed"
+            record.error = error
+            if emit is not None:
+                await emit("task_failed", record.assignee, record.title, {"error": error})
+        if record.status != "completed":
+            await skip_after(index)
+            return
+        for dependent in dependents[index]:
+            waiting[dependent] -= 1
+            if not waiting[dependent] and records[dependent].status == "pending":
+                heapq.heappush(ready, dependent)
 
     async def skip_after(index: int) -> None:
         # Everything downstream of a failure, each task once, reported in plan order.
@@ -431,7 +454,8 @@ async def _run_graph(
                     stack.append(dependent)
         for dependent in sorted(skipped):
             record = records[dependent]
-            await emit("task_skipped", record.assignee, record.title, {})
+            if emit is not None:
+                await emit("task_skipped", record.assignee, record.title, {})
 
     try:
         while True:
@@ -439,7 +463,16 @@ async def _run_graph(
                 index = heapq.heappop(ready)
                 record = records[index]
                 record.status = "running"
-                await emit("task_start", record.assignee, record.title, {})
+                if emit is not None:
+                    await emit("task_start", record.assignee, record.title, {})
+                if not running and not ready:  # the only task that can run now: run it here
+                    escaped: BaseException | None = None
+                    try:
+                        await attempt_all(plan[index], record)
+                    except Exception as error:  # a bug; CancelledError propagates
+                        escaped = error
+                    await settle(index, escaped)
+                    continue
                 started = loop.create_task(attempt_all(plan[index], record))
                 started.add_done_callback(on_done)
                 running[started] = index
@@ -454,30 +487,25 @@ async def _run_graph(
             done, finished[:] = finished[:], []
             for future in done:
                 index = running.pop(future)
-                record = records[index]
-                error = future.exception()  # a CancelledError from inside propagates
-                if error is not None:  # run_agent never raises for run failures; bugs do
-                    record.status = "failed"
-                    record.error = error
-                    await emit("task_failed", record.assignee, record.title, {"error": error})
-                if record.status != "completed":
-                    await skip_after(index)
-                    continue
-                for dependent in dependents[index]:
-                    waiting[dependent] -= 1
-                    if not waiting[dependent] and records[dependent].status == "pending":
-                        heapq.heappush(ready, dependent)
+                await settle(index, future.exception())  # a CancelledError from inside propagates
     finally:
         for pending in running:
             pending.cancel()
         if running:
             await asyncio.gather(*running, return_exceptions=True)
 
-    usage = Usage(
-        sum(record.usage.input_tokens for record in records),
-        sum(record.usage.output_tokens for record in records),
-    )
-    success = all(record.status == "completed" for record in records)
+    if len(records) == 1:
+        usage = records[0].usage
+    else:
+        usage = Usage(
+            sum(record.usage.input_tokens for record in records),
+            sum(record.usage.output_tokens for record in records),
+        )
+    success = True
+    for record in records:
+        if record.status != "completed":
+            success = False
+            break
     return TeamRunResult(success=success, tasks=by_title, plan=plan, usage=usage)
 
 
@@ -633,7 +661,7 @@ async def run_team(
     coordinator: AgentConfig | None,
     plan_only: bool,
     run_agent: RunAgent,
-    emit: Emit,
+    emit: Emit | None,
     run_task: TaskRunner | None = None,
 ) -> TeamRunResult:
     """Plan with the coordinator, run the plan, then ask the coordinator for the answer.
@@ -652,7 +680,8 @@ async def run_team(
     try:
         graph = _Graph.of(team, _planned_tasks(planned))
     except PlanError as error:
-        await emit("error", coordinator.name, None, {"error": error})
+        if emit is not None:
+            await emit("error", coordinator.name, None, {"error": error})
         return TeamRunResult(False, {}, usage=usage, error=error)
     except _PlanningFailed as failed:
         return TeamRunResult(False, {}, usage=usage, error=failed.error)
@@ -660,8 +689,7 @@ async def run_team(
     if plan_only:
         pending = {t.title: TaskResult(t.title, assignee=t.assignee) for t in plan}
         return TeamRunResult(True, pending, plan=plan, usage=usage)
-    runner = _task_runner(run_agent, run_task)
-    outcome = await _run_graph(team, graph, run_task=runner, emit=emit)
+    outcome = await _run_graph(team, graph, run_task=run_task, run_agent=run_agent, emit=emit)
     final = await run_agent(coordinator, _final_prompt(goal, outcome), None)
     return TeamRunResult(
         success=outcome.success and final.success,
