@@ -21,7 +21,7 @@ def test_loading_the_plugin_imports_neither_botocore_nor_httpx() -> None:
 
 def test_building_the_provider_imports_no_boto3() -> None:
     code = (
-        "import sys; from oma_bedrock import create_provider; from oma_core import "
+        "import sys; from oma_bedrock import create_provider; from oma_core.toolkit import "
         "ProviderSettings; create_provider(ProviderSettings()); print('boto3' in sys.modules,"
         " 'botocore.eventstream' in sys.modules)"
     )
