@@ -16,6 +16,7 @@ from oma_core.testing.fake_server import JSONLine, StreamItem
 
 ROLES = {"system", "user", "assistant", "tool"}
 USAGE = {"prompt_eval_count": 12, "eval_count": 5}
+_END = {"done": True, "done_reason": "stop", **USAGE}
 
 
 class FakeNdjsonExample(FakeServer):
@@ -23,12 +24,21 @@ class FakeNdjsonExample(FakeServer):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._replies: deque[tuple[str, list[dict[str, Any]]]] = deque()
+        self._replies: deque[tuple[str, list[dict[str, Any]], dict[str, Any]]] = deque()
         self._lock = threading.Lock()
 
-    def reply(self, text: str = "", calls: list[dict[str, Any]] | None = None) -> None:
+    def reply(
+        self,
+        text: str = "",
+        calls: list[dict[str, Any]] | None = None,
+        *,
+        done_reason: str = "stop",
+        usage: Mapping[str, int] = USAGE,
+    ) -> None:
+        """Queue a reply; ``usage`` holds ``prompt_eval_count`` and ``eval_count``."""
+        end = {"done": True, "done_reason": done_reason, **usage}
         with self._lock:
-            self._replies.append((text, list(calls or ())))
+            self._replies.append((text, list(calls or ()), end))
 
     def handle(self, request: RecordedRequest) -> Response:
         if request.method != "POST" or request.path != "/api/chat":
@@ -39,12 +49,13 @@ class FakeNdjsonExample(FakeServer):
         if refusal:
             return self.error_response(400, refusal)
         with self._lock:
-            text, calls = self._replies.popleft() if self._replies else ("Hello from NDJSON.", [])
+            text, calls, end = (
+                self._replies.popleft() if self._replies else ("Hello from NDJSON.", [], _END)
+            )
         model = request.json["model"]
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if calls:
             message["tool_calls"] = calls
-        end = {"done": True, "done_reason": "stop", **USAGE}
         if not request.json.get("stream", True):  # Ollama streams unless told not to
             return Response.json({"model": model, "message": message, **end})
         lines = [_line(model, "")]  # the first line carries no text

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 from fake_ndjson_example import FakeNdjsonExample
 
-from oma_core.testing import RecordedRequest
-from oma_core.testing.conformance import ProviderConformance, Sample
+from oma_core.media import sniff_media_type
+from oma_core.testing import NeutralRequest, RecordedRequest
+from oma_core.testing.conformance import ProviderConformance, Sample, ScriptedReply
 
 # The fixture, imported: the core's tests collect this folder, and a conftest below the root
 # may not load a plugin (a plugin of its own, generated from the template, has a conftest).
@@ -21,6 +23,7 @@ class TestNdjsonExampleConformance(ProviderConformance):
     # The service's stream errors are {"error": "text"}, with no type: error_event ignores
     # the type the kit passes, and the provider treats every such line as transient.
     transient_stream_error = "error"
+    tool_error_flag = False  # an error result is a tool message starting "Error: "
 
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeNdjsonExample:  # noqa: F811
@@ -35,6 +38,55 @@ class TestNdjsonExampleConformance(ProviderConformance):
         server.reply(
             "", [{"id": call_id, "function": {"name": name, "arguments": dict(arguments)}}]
         )
+
+    def read_request(self, body: Mapping[str, Any]) -> NeutralRequest:
+        """What Ollama's ``/api/chat`` reads (its API documentation): ``images`` are base64
+        files it recognises by their bytes; a ``tool`` message answers the earliest
+        unanswered call of its ``tool_name``; sampling settings are in ``options``."""
+        system, messages, open_calls = None, [], []
+        for message in body["messages"]:
+            role, text = message["role"], message["content"]
+            if role == "system":
+                system = text
+                continue
+            if role == "tool":
+                call = next(c for c in open_calls if c["name"] == message["tool_name"])
+                open_calls.remove(call)
+                result = {"type": "tool_result", "tool_use_id": call["id"], "content": text}
+                messages.append({"role": "user", "content": [result]})
+                continue
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+            for data in message.get("images") or ():
+                kind = sniff_media_type(base64.b64decode(data))
+                source = {"type": "base64", "media_type": kind, "data": data}
+                blocks.append({"type": "image", "source": source})
+            for call in message.get("tool_calls") or ():
+                function = call["function"]
+                use = {"type": "tool_use", "id": call["id"], "name": function["name"],
+                       "input": function["arguments"]}  # fmt: skip
+                blocks.append(use)
+                open_calls.append(use)
+            messages.append({"role": role, "content": blocks or [{"type": "text", "text": ""}]})
+        options = body.get("options") or {}
+        functions = [tool["function"] for tool in body.get("tools") or ()]
+        tools = [{"name": f["name"], "description": f["description"],
+                  "input_schema": f["parameters"]} for f in functions]  # fmt: skip
+        return NeutralRequest(
+            messages=messages, system_prompt=system, tools=tools,
+            temperature=options.get("temperature"), max_tokens=options.get("num_predict"),
+            stop=options.get("stop"),
+        )  # fmt: skip
+
+    def script_reply(self, server: FakeNdjsonExample, reply: ScriptedReply) -> None:
+        calls = [  # Ollama gives calls no ids: the kit's reply may leave them out too
+            {"function": {"name": c.name, "arguments": dict(c.arguments)}}
+            | ({"id": c.id} if c.id else {})
+            for c in reply.tool_calls
+        ]
+        usage = {"prompt_eval_count": reply.usage.input_tokens}
+        usage["eval_count"] = reply.usage.output_tokens
+        reason = "length" if reply.stop_reason == "max_tokens" else "stop"
+        server.reply(reply.text, calls, done_reason=reason, usage=usage)
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
         message, _, _ = sample.locator  # one wire message per message of these samples

@@ -1,5 +1,5 @@
-"""The example's mapping where the kit does not look: sampling settings, the system prompt,
-tools, tool results, usage, stop reasons and the service's error text."""
+"""The example's mapping where the kit does not look: the plugin's own options merged with
+the portable settings, the service's error text mid-stream, and a kept-open NDJSON stream."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from fake_ndjson_example import FakeNdjsonExample
 
 from oma_core import LLMMessage, ProviderError, load_messages
-from oma_core.testing.conformance import ProviderConformance
 from oma_core.testing.fake_server import ErrorMidStream, RawBody, keep_alive_after
 from oma_core.testing.pytest_plugin import fake_server_factory  # noqa: F401 - see conformance
 from oma_core.toolkit import Provider, ProviderRequest, ProviderSettings, ToolDefinition
@@ -48,50 +47,6 @@ def test_sampling_settings_and_options_go_where_the_service_reads_them(provider:
     assert body["options"] == {"num_ctx": 4096, "temperature": 0.2, "num_predict": 64,
                                "stop": ["END"]}  # fmt: skip
     assert body["keep_alive"] == "5m"
-
-
-def test_the_system_prompt_and_tools_lead_the_body(provider: Provider) -> None:
-    body = provider.render(_request(_user("hi"), system_prompt="be brief", tools=(TOOL,)))
-    assert body["messages"][0] == {"role": "system", "content": "be brief"}
-    function = {"name": "lookup", "description": "Look a word up.", "parameters": {}}
-    function["parameters"] = dict(TOOL.input_schema)
-    assert body["tools"] == [{"type": "function", "function": function}]
-
-
-def test_each_tool_result_is_a_tool_message_naming_its_tool(provider: Provider) -> None:
-    conversation = load_messages([
-        {"role": "user", "content": [{"type": "text", "text": "look both up"}]},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "a", "name": "lookup", "input": {"q": "x"}},
-            {"type": "tool_use", "id": "b", "name": "define", "input": {}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "a", "content": "found"},
-            {"type": "tool_result", "tool_use_id": "b", "is_error": True,
-             "content": "no such word"}]},
-    ])  # fmt: skip
-    sent = provider.render(_request(*conversation))["messages"]
-    assert sent[2:] == [
-        {"role": "tool", "content": "found", "tool_name": "lookup"},
-        {"role": "tool", "content": "Error: no such word", "tool_name": "define"},
-    ]
-
-
-@pytest.mark.parametrize("streaming", [False, True])
-async def test_usage_is_read_the_right_way_round(
-    server: FakeNdjsonExample, streaming: bool
-) -> None:
-    kit = ProviderConformance()
-    kit.provider_name = "ndjson-example"
-    provider = kit.provider(server)
-    try:
-        if streaming:
-            response = [e async for e in provider.stream(_request(_user("hi")))][-1].response
-        else:
-            response = await provider.complete(_request(_user("hi")))
-    finally:
-        await provider.aclose()
-    assert (response.usage.input_tokens, response.usage.output_tokens) == (12, 5)
-    assert response.stop_reason == "end_turn"
 
 
 async def test_the_services_error_text_survives_a_stream(
