@@ -85,6 +85,7 @@ _EXPORTS: dict[str, str] = {
     "TextDelta": "providers",
     "ReasoningDelta": "providers",
     "ToolCall": "providers",
+    "ToolCallDelta": "providers",
     "ResponseComplete": "providers",
     "ToolDefinition": "providers",
     "Usage": "providers",
@@ -294,6 +295,7 @@ __all__ = [
     "TextDelta",
     "ToolCall",
     "ToolCallAssembler",
+    "ToolCallDelta",
     "ToolDefinition",
     "ToolInvocation",
     "ToolOutput",
@@ -531,6 +533,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ResponseComplete,
         TextDelta,
         ToolCall,
+        ToolCallDelta,
         ToolDefinition,
         Usage,
     )
