@@ -20,6 +20,7 @@ from oma_core.toolkit import (
     TextBlock,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
     ToolUseBlock,
     Usage,
 )
@@ -124,7 +125,9 @@ def _string(value: Any, where: str) -> str:
 
 class StreamAssembler:
     """Feeds on ``converse-stream`` events (type and parsed payload), yields oma's events,
-    and assembles the turn ``finish`` returns."""
+    and assembles the turn ``finish`` returns. A tool call's input arrives as pieces of JSON
+    (``contentBlockDelta.delta.toolUse.input``), each passed on as a ``ToolCallDelta``; the
+    call itself is one ``ToolCall`` when its block stops."""
 
     def __init__(self, model: str | None) -> None:
         self._model = model
@@ -175,8 +178,9 @@ class StreamAssembler:
             if tool is None or tool["kind"] != "tool":
                 raise MalformedReply(f"a toolUse delta for block {index}, which is no tool call")
             tool_use = _mapping(delta["toolUse"], "delta.toolUse")
-            tool["input"].append(_string(tool_use.get("input"), "delta.toolUse.input"))
-            return None
+            piece = _string(tool_use.get("input"), "delta.toolUse.input")
+            tool["input"].append(piece)
+            return ToolCallDelta(index, piece, tool["name"], tool["id"]) if piece else None
         if "reasoningContent" in delta:
             reasoning = _mapping(delta["reasoningContent"], "delta.reasoningContent")
             block = self._blocks.setdefault(
