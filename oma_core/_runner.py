@@ -589,7 +589,7 @@ class Run:
                                 yield StreamEvent("text", event.text)
                             continue
                         if kind is ToolCallDelta:
-                            if deltas and streaming:
+                            if deltas:  # asked for by a streamed run in tool mode only
                                 handed_on = True  # it may show as a partial: never retried
                                 yield event
                             continue
