@@ -30,7 +30,7 @@ import attrs
 
 from ._tool_types import check, is_json, schema_for, structure, unstructure
 from .errors import OutputTypeError
-from .providers import OutputRequest
+from .providers import OutputRequest, ToolCallDelta
 
 __all__ = [
     "OUTPUT_MODES",
@@ -38,6 +38,7 @@ __all__ = [
     "OutputInvalid",
     "OutputMode",
     "OutputSpec",
+    "StreamedOutputCall",
     "choose_mode",
     "extract_json",
     "output_json",
@@ -481,3 +482,36 @@ def partial_json(text: str) -> Any:
         return jiter.from_json(body.encode(), partial_mode="trailing-strings")
     except ValueError:
         return None
+
+
+class StreamedOutputCall:
+    """Tool mode, streaming: the output tool call's arguments as their pieces arrive
+    (``ToolCallDelta`` events), read leniently as the output so far.
+
+    Only the first call of the output tool is followed (the one the run reads); pieces of
+    other calls are ignored. A call is known by the name on its first piece (the contract of
+    ``ToolCallDelta``). Nothing here can fail a run: pieces that do not parse show nothing,
+    and the output is read, strictly, from the whole ``ToolCall`` alone.
+    """
+
+    __slots__ = ("_index", "_name", "_spec", "_text")
+
+    def __init__(self, spec: OutputSpec, name: str) -> None:
+        self._spec = spec
+        self._name = name
+        self._index: int | None = None
+        self._text = ""
+
+    def feed(self, delta: ToolCallDelta) -> Any:
+        """The output so far (unwrapped) with ``delta`` added; None while it shows nothing."""
+        if self._index is None:
+            if delta.name != self._name:
+                return None
+            self._index = delta.index
+        elif delta.index != self._index:
+            return None
+        piece = delta.arguments
+        if not piece or type(piece) is not str:  # a provider's bug shows nothing, fails nothing
+            return None
+        self._text += piece
+        return self._spec.wire_partial(partial_json(self._text))

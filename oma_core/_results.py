@@ -77,9 +77,10 @@ class StreamEvent:
     ``text``/``reasoning``: a str delta; ``tool_use``: a ``ToolUseBlock``; ``tool_result``: a
     ``ToolResultBlock``; ``partial`` (runs with an output type): the JSON value of the reply so
     far (dicts, lists and scalars, an unfinished string as far as it got), each new one after a
-    text event that changed it, checked leniently (only that it parses); ``error``: the
-    exception that failed the run; ``done`` (always last, exactly once): the ``RunResult``,
-    whose ``structured`` is the strictly validated output.
+    text event (in tool mode, a piece of the output tool's arguments) that changed it, checked
+    leniently (only that it parses); ``error``: the exception that failed the run; ``done``
+    (always last, exactly once): the ``RunResult``, whose ``structured`` is the strictly
+    validated output.
     """
 
     type: EventType

@@ -33,6 +33,7 @@ from ._output import (
     OutputInvalid,
     OutputMode,
     OutputSpec,
+    StreamedOutputCall,
     choose_mode,
     output_spec,
     partial_json,
@@ -63,6 +64,7 @@ from .providers import (
     ResponseComplete,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
     ToolDefinition,
     Usage,
 )
@@ -311,18 +313,33 @@ class Run:
                 )
                 turns += 1
                 emitted: set[str] = set()
-                events = self._call(call, emitted)
+                # tool mode, streaming: the output call's argument pieces come up too
+                pieces = None
+                if out_tool is not None and streaming:
+                    assert spec is not None
+                    pieces = StreamedOutputCall(spec, out_tool)
+                events = self._call(call, emitted, deltas=pieces is not None)
                 arrived = ""  # this call's text so far, for partial output
                 shown: Any = None
                 try:
                     async for event in events:
+                        if isinstance(event, ToolCallDelta):  # tool mode, streaming: a piece
+                            assert pieces is not None
+                            partial = pieces.feed(event)
+                            if partial is not None and partial != shown:
+                                shown = partial
+                                yield StreamEvent("partial", partial)
+                            continue
                         if (
                             out_tool is not None
                             and event.type == "tool_use"
                             and event.data.name == out_tool
                         ):  # the output tool's call is the output, shown as a partial: not a tool
                             assert spec is not None
-                            yield StreamEvent("partial", spec.wire_partial(event.data.input))
+                            whole = spec.wire_partial(event.data.input)
+                            if whole != shown:  # its pieces may have shown it all already
+                                shown = whole
+                                yield StreamEvent("partial", whole)
                             continue
                         yield event
                         if spec is not None and event.type == "text" and out_tool is None:
@@ -354,7 +371,9 @@ class Run:
                         answered = self._check_tool_output(spec, outputs)
                         if answered is None:
                             if streaming and outputs and outputs[0].id not in emitted:
-                                yield StreamEvent("partial", spec.wire_partial(outputs[0].input))
+                                whole = spec.wire_partial(outputs[0].input)
+                                if whole != shown:  # pieces may have shown it all already
+                                    yield StreamEvent("partial", whole)
                             break  # answered: the run ends well
                         if corrections >= self.context.config.output_retries:
                             raise OutputValidationError(answered, self.output)
@@ -438,7 +457,8 @@ class Run:
         events = self._call(call, set(), retry=False)
         try:
             async for event in events:
-                yield event
+                if isinstance(event, StreamEvent):  # always (no deltas were asked for)
+                    yield event
         except BaseException:
             await events.aclose()
             raise
@@ -504,13 +524,15 @@ class Run:
     # -- one model call, on the retry ladder -------------------------------------------------
 
     async def _call(
-        self, call: ModelCall, emitted: set[str], *, retry: bool = True
-    ) -> AsyncGenerator[StreamEvent, None]:
+        self, call: ModelCall, emitted: set[str], *, retry: bool = True, deltas: bool = False
+    ) -> AsyncGenerator[StreamEvent | ToolCallDelta, None]:
         """Make ``call`` through the middleware; its answer ends up in ``self.produced``.
 
         A failed attempt is retried while the ladder allows, unless output was already handed
         on (the caller would see it twice) or the answer already arrived (a budget stop after
-        it): then the error ends the run, keeping that answer.
+        it): then the error ends the run, keeping that answer. ``deltas``: the provider's
+        ``ToolCallDelta`` events are handed on as they are (tool mode reads them for partial
+        output); otherwise they are dropped, the whole ``ToolCall`` being the call.
         """
         policy: RetryPolicy | None = None  # looked up on the first failure: most calls have none
         streaming = self.streaming
@@ -565,6 +587,11 @@ class Run:
                             if streaming:
                                 handed_on = True
                                 yield StreamEvent("text", event.text)
+                            continue
+                        if kind is ToolCallDelta:
+                            if deltas:  # asked for by a streamed run in tool mode only
+                                handed_on = True  # it may show as a partial: never retried
+                                yield event
                             continue
                         if streaming:
                             streamed = _stream_event(event, emitted)

@@ -2,9 +2,10 @@
 
 Chat-Completions-style services stream a tool call in pieces: the first delta of an index
 brings its id and name, later ones more characters of the JSON arguments. A provider feeds
-each delta to ``ToolCallAssembler.feed`` and, when the stream ends, takes the calls from
-``finish``; arguments that are not a JSON object make a malformed-response ``ProviderError``
-(retryable), never a call with half its input.
+each delta to ``ToolCallAssembler.feed`` (which hands back the ``ToolCallDelta`` event to
+yield, so the core can show the output tool's arguments as they arrive) and, when the stream
+ends, takes the calls from ``finish``; arguments that are not a JSON object make a
+malformed-response ``ProviderError`` (retryable), never a call with half its input.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from ._http import malformed_response
 from .messages import ToolUseBlock
+from .providers import ToolCallDelta
 
 __all__ = ["ToolCallAssembler"]
 
@@ -46,9 +48,13 @@ class ToolCallAssembler:
         id: str | None = None,
         name: str | None = None,
         arguments: str | dict[str, Any] | None = None,
-    ) -> None:
+    ) -> ToolCallDelta | None:
         """Add one delta. ``id`` and ``name`` may come once or repeat (later non-empty values
-        win); ``arguments`` is a piece of the JSON text, or a whole object some services send."""
+        win); ``arguments`` is a piece of the JSON text, or a whole object some services send.
+
+        Returns the event a stream yields for it: a ``ToolCallDelta`` with the piece and the
+        call's id and name so far, or None when the delta brought no piece of text (a whole
+        object arrives whole, in the ``ToolCall`` at the end)."""
         call = self._calls.setdefault(index, _Pending())
         if id:
             call.id = id
@@ -58,12 +64,15 @@ class ToolCallAssembler:
             call.arguments = [json.dumps(arguments)]
         elif arguments:
             call.arguments.append(arguments)
+            return ToolCallDelta(index, arguments, call.name, call.id)
+        return None
 
-    def feed_chat(self, call: Mapping[str, Any], index: int | None = None) -> None:
+    def feed_chat(self, call: Mapping[str, Any], index: int | None = None) -> ToolCallDelta | None:
         """Add a Chat Completions tool call, or a delta of one: ``{"index", "id",
-        "function": {"name", "arguments"}}`` (``index`` defaults to the call's own, else 0)."""
+        "function": {"name", "arguments"}}`` (``index`` defaults to the call's own, else 0);
+        returns ``feed``'s event."""
         function = call.get("function") or {}
-        self.feed(
+        return self.feed(
             call.get("index", 0) if index is None else index,
             id=call.get("id"),
             name=function.get("name"),

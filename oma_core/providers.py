@@ -27,6 +27,7 @@ __all__ = [
     "ResponseComplete",
     "TextDelta",
     "ToolCall",
+    "ToolCallDelta",
     "ToolDefinition",
     "Usage",
 ]
@@ -147,13 +148,31 @@ class ToolCall:
 
 
 @attrs.frozen
+class ToolCallDelta:
+    """A piece of a tool call's JSON arguments, as it arrives (optional for a provider).
+
+    ``index`` tells the calls of one turn apart (the service's own numbering: a content-block
+    or ``tool_calls`` index); ``name`` and ``id`` come at least with the first piece of a call
+    (later pieces may repeat them). The ``ToolCall`` that follows is the call: pieces only
+    show it arriving (the core parses the output tool's pieces leniently, for partial output
+    in tool mode) and never change a result, so bad pieces followed by a valid ``ToolCall``
+    are harmless, and a provider that never emits them works the same, with fewer partials.
+    """
+
+    index: int
+    arguments: str
+    name: str | None = None
+    id: str | None = None
+
+
+@attrs.frozen
 class ResponseComplete:
     """The last event of every provider stream: the assembled turn."""
 
     response: ProviderResponse
 
 
-ProviderEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCall | ResponseComplete
+ProviderEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | ToolCall | ResponseComplete
 
 
 @runtime_checkable

@@ -15,8 +15,8 @@ The groups:
   ``BlockSupport``, ``MediaLimit``, ``Mode``, ``IN_TOOL_RESULT`` (what ``Capabilities`` holds);
 - the provider interface: ``Provider``, ``ProviderRequest`` (with ``OutputRequest``),
   ``ProviderResponse``, ``ProviderSettings``, its events (``TextDelta``, ``ReasoningDelta``,
-  ``ToolCall``, ``ResponseComplete``, ``ProviderEvent``), ``ToolDefinition``,
-  ``SchemaLimits`` (a service's documented limits on an output or tool schema);
+  ``ToolCall``, ``ToolCallDelta``, ``ResponseComplete``, ``ProviderEvent``),
+  ``ToolDefinition``, ``SchemaLimits`` (a service's documented limits on an output or tool schema);
 - the backend interface: ``Backend``, ``BackendRequest``, its events and ``BackendResult``;
 - the executor interface: ``ExecutorSpec``, ``Executor``, ``ExecutionContext``, ``TaskRun``,
   ``TaskRunner``, ``RunDefaults``, ``EXECUTOR_FEATURES``;
@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "TextDelta": "providers",
     "ReasoningDelta": "providers",
     "ToolCall": "providers",
+    "ToolCallDelta": "providers",
     "ResponseComplete": "providers",
     "ToolDefinition": "providers",
     "SchemaLimits": "_schema_limits",
@@ -113,6 +114,7 @@ __all__ = [
     "TaskRunner",
     "TextDelta",
     "ToolCall",
+    "ToolCallDelta",
     "ToolDefinition",
     "ToolInvocation",
     "ToolOutput",
@@ -178,6 +180,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ResponseComplete,
         TextDelta,
         ToolCall,
+        ToolCallDelta,
         ToolDefinition,
     )
     from .tools import (

@@ -79,7 +79,7 @@ from oma_core.testing import (
     assert_holds_no_secret,
 )
 from oma_core.testing.fake_server import RawBody, Redirect, endless, gzip_bomb
-from oma_core.toolkit import ResponseComplete, ToolCall, ToolDefinition
+from oma_core.toolkit import ResponseComplete, ToolCall, ToolCallDelta, ToolDefinition
 
 KEY = "sk-" + "k3y" * 16
 PAYLOAD = base64.b64encode(os.urandom(3000)).decode()
@@ -646,6 +646,16 @@ class TestToolCallAssembler:
             ToolUseBlock(id="a", name="first", input={"x": 1}),
             ToolUseBlock(id="b", name="second", input={"y": 2}),
         )
+
+    def test_each_piece_of_arguments_comes_back_as_the_event_to_yield(self) -> None:
+        calls = ToolCallAssembler("S")
+        assert calls.feed(0, id="a", name="f", arguments="") is None  # no piece yet
+        assert calls.feed(0, arguments='{"x"') == ToolCallDelta(0, '{"x"', "f", "a")
+        assert calls.feed_chat({"index": 0, "function": {"arguments": ": 1}"}}) == (
+            ToolCallDelta(0, ": 1}", "f", "a")  # the name and id known so far, every time
+        )
+        assert calls.feed(1, id="b", name="g", arguments={"y": 2}) is None  # whole: no piece
+        assert [block.input for block in calls.finish()] == [{"x": 1}, {"y": 2}]
 
     def test_calls_without_ids_get_ids_unique_across_turns(self) -> None:
         seen: set[str] = set()

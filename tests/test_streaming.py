@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import pytest
@@ -33,9 +34,11 @@ from oma_core.providers import (
     ProviderResponse,
     ResponseComplete,
     TextDelta,
+    ToolCall,
+    ToolCallDelta,
     Usage,
 )
-from oma_core.testing import Delayed
+from oma_core.testing import Delayed, ScriptedProvider
 from oma_core.testing.fake_server import FakeServer, RecordedRequest, Response, SSEEvent
 
 
@@ -136,6 +139,28 @@ async def test_stream_reports_tool_use_and_tool_result_events() -> None:
     types = [e.type for e in events]
     assert "tool_use" in types and "tool_result" in types
     assert types.index("tool_use") < types.index("tool_result") < types.index("done")
+
+
+class ArgumentPieces(ScriptedProvider):
+    """Streams each tool call's arguments as ``ToolCallDelta`` pieces before its ``ToolCall``."""
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[Any]:
+        async with aclosing(super().stream(request)) as events:
+            async for event in events:
+                if isinstance(event, ToolCall):
+                    text = json.dumps(event.block.input)
+                    for i in range(0, len(text), 3):
+                        yield ToolCallDelta(0, text[i : i + 3], event.block.name, event.block.id)
+                yield event
+
+
+async def test_tool_argument_pieces_never_reach_the_caller_only_the_whole_call() -> None:
+    provider = ArgumentPieces([tool_call_turn("add", {"a": 1, "b": 2}), "3"])
+    agent = Agent(AgentConfig("a", provider=provider, tools=[add]))
+    events = [event async for event in agent.stream("x")]
+    assert [e.type for e in events] == ["tool_use", "tool_result", "text", "done"]
+    assert events[0].data.input == {"a": 1, "b": 2}
+    assert events[-1].data.success
 
 
 async def test_reasoning_reaches_the_stream_as_reasoning_events() -> None:

@@ -5,11 +5,16 @@ forced tool call, which is never run), and the corrective turn of each."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oma_core import (
     Agent,
@@ -24,6 +29,7 @@ from oma_core import (
 from oma_core._output import OUTPUT_TOOL_NAME, choose_mode, output_spec
 from oma_core.capabilities import Capabilities
 from oma_core.errors import OutputTypeError
+from oma_core.providers import ProviderEvent, ProviderRequest, ToolCall, ToolCallDelta
 from oma_core.testing import ScriptedProvider
 
 
@@ -220,8 +226,151 @@ async def test_tool_mode_streams_the_output_as_a_partial_not_as_a_tool_use() -> 
     kinds = []
     async for event in agent(scripted).stream("go"):
         kinds.append((event.type, event.data if event.type == "partial" else None))
-    assert ("partial", {"name": "Ada", "age": 36}) in kinds
+    # a provider that sends no argument pieces: one partial, when the call is whole
+    assert [data for kind, data in kinds if kind == "partial"] == [{"name": "Ada", "age": 36}]
     assert all(kind != "tool_use" for kind, _ in kinds)
+
+
+# -- tool mode, streamed argument pieces -------------------------------------------------------
+
+
+class Pieces(ScriptedProvider):
+    """A scripted provider that streams each tool call's arguments as ``ToolCallDelta``
+    pieces before its ``ToolCall``, as services that stream arguments do: the JSON of the
+    call's input cut every ``size`` characters, or the pieces ``split`` gives for a call."""
+
+    def __init__(
+        self,
+        *replies: Any,
+        size: int = 4,
+        split: Callable[[ToolUseBlock], list[str]] | None = None,
+    ) -> None:
+        capabilities = attrs.evolve(Capabilities.everything(), output_modes=TOOL_ONLY)
+        super().__init__(replies, capabilities=capabilities)
+        self.split = split or (lambda block: _cut(json.dumps(block.input), size))
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        index = 0
+        async with aclosing(super().stream(request)) as events:
+            async for event in events:
+                if isinstance(event, ToolCall):
+                    block = event.block
+                    for piece in self.split(block):
+                        yield ToolCallDelta(index, piece, block.name, block.id)
+                    index += 1
+                yield event
+
+
+def _cut(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def consistent(partial: Any, final: Any) -> bool:
+    """Whether ``partial`` is what a prefix of ``final``'s JSON can show: objects with some of
+    its keys, lists with its first items, strings and numbers cut short."""
+    if isinstance(partial, dict):
+        return isinstance(final, dict) and all(
+            key in final and consistent(value, final[key]) for key, value in partial.items()
+        )
+    if isinstance(partial, list):
+        return (
+            isinstance(final, list)
+            and len(partial) <= len(final)
+            and all(consistent(a, b) for a, b in zip(partial, final, strict=False))
+        )
+    if isinstance(partial, str):
+        return isinstance(final, str) and final.startswith(partial)
+    if isinstance(partial, bool) or partial is None:
+        return partial is final
+    return type(partial) is type(final) and str(final).startswith(str(partial))
+
+
+async def streamed(bot: Agent[Any]) -> tuple[list[Any], Any]:
+    """The partials of a streamed run, and its result."""
+    partials, result = [], None
+    async with bot.stream("go") as events:
+        async for event in events:
+            assert event.type not in ("text", "tool_use"), event
+            if event.type == "partial":
+                partials.append(event.data)
+            elif event.type == "done":
+                result = event.data
+    return partials, result
+
+
+async def test_tool_mode_streams_partials_as_the_output_calls_arguments_arrive() -> None:
+    final = {"name": "Ada Lovelace", "age": 36, "nick": "Countess"}
+    partials, result = await streamed(agent(Pieces(output_call(final), size=5)))
+    assert len(partials) >= 5  # one per piece that changed the value, not one at the end
+    assert partials[-1] == final
+    assert all(consistent(partial, final) for partial in partials), partials
+    assert len(partials) == len({json.dumps(p) for p in partials})  # each one is new
+    assert result.structured == Person("Ada Lovelace", 36, "Countess")  # strictly validated
+
+
+async def test_tool_mode_streams_a_wrapped_output_unwrapped_as_it_arrives() -> None:
+    final = [{"name": "Ada", "age": 36, "nick": ""}, {"name": "Bo", "age": 2, "nick": ""}]
+    scripted = Pieces(output_call({"response": final}), size=6)
+    partials, result = await streamed(agent(scripted, list[Person]))
+    assert len(partials) >= 3 and partials[-1] == final
+    assert all(isinstance(p, list) and consistent(p, final) for p in partials), partials
+    assert result.structured == [Person("Ada", 36), Person("Bo", 2)]
+
+
+@settings(deadline=None, max_examples=60)  # each example runs an agent: no time limit per run
+@given(
+    name=st.text(max_size=12),
+    age=st.integers(min_value=0, max_value=10**6),
+    size=st.integers(min_value=1, max_value=9),
+)
+def test_every_partial_of_streamed_arguments_is_a_prefix_of_the_output(
+    name: str, age: int, size: int
+) -> None:
+    final = {"name": name, "age": age, "nick": ""}
+    partials, result = asyncio.run(streamed(agent(Pieces(output_call(final), size=size))))
+    assert len(partials) >= 2 and partials[-1] == final  # shown before the call was whole
+    assert all(consistent(partial, final) for partial in partials), partials
+    assert result.structured == Person(name, age)
+
+
+async def test_argument_pieces_that_do_not_parse_never_fail_a_run_whose_call_is_valid() -> None:
+    final = {"name": "Ada", "age": 36}
+    garbage = ["}{", "][nonsense", '{"name": ', "\\ud800", "", '"]]]']
+    scripted = Pieces(output_call(final), split=lambda block: garbage)
+    partials, result = await streamed(agent(scripted))
+    assert result.success and result.structured == Person("Ada", 36)
+    assert partials[-1] == final  # the whole call has the last word
+
+
+async def test_argument_pieces_never_change_the_output_the_whole_call_gives() -> None:
+    pieces = ['{"name": "Eve", ', '"age": 99}']  # say something else than the call
+    scripted = Pieces(output_call({"name": "Ada", "age": 36}), split=lambda block: pieces)
+    partials, result = await streamed(agent(scripted))
+    assert partials == [{"name": "Eve"}, {"name": "Eve", "age": 99}, {"name": "Ada", "age": 36}]
+    assert result.structured == Person("Ada", 36)
+    assert json.loads(result.output) == {"name": "Ada", "age": 36}
+
+
+async def test_only_the_output_calls_pieces_show_as_partials() -> None:
+    def lookup(who: str) -> str:
+        """Look someone up."""
+        return "36"
+
+    own = LLMMessage("assistant", (ToolUseBlock("t1", "lookup", {"who": "Ada Lovelace"}),))
+    scripted = Pieces(own, output_call({"name": "Ada", "age": 36}), size=3)
+    shown = []
+    async for event in agent(scripted, tools=[lookup]).stream("go"):
+        if event.type in ("partial", "tool_use"):
+            shown.append(event.type)
+    assert shown[0] == "tool_use"  # the own tool's call: whole, once, never a partial
+    assert shown.count("tool_use") == 1
+    assert shown.count("partial") >= 3
+
+
+async def test_a_run_not_streamed_is_the_same_with_argument_pieces() -> None:
+    final = {"name": "Ada", "age": 36}
+    result = await agent(Pieces(output_call(final), size=2)).run("go")
+    assert result.success and result.structured == Person("Ada", 36)
 
 
 async def test_tool_mode_never_parses_a_reply_cut_at_max_tokens() -> None:

@@ -3,9 +3,10 @@
 The documented sequence is ``message_start``, then per content block ``content_block_start``,
 ``content_block_delta``... and ``content_block_stop``, then ``message_delta`` (stop reason,
 cumulative usage) and ``message_stop``; ``ping`` may come anywhere. Text and thinking deltas
-become ``TextDelta`` / ``ReasoningDelta`` as they arrive; a tool call becomes one ``ToolCall``
-when its block stops (its input arrives as pieces of JSON). A stream that ends without
-``message_stop`` was cut short: a retryable ``ProviderError``.
+become ``TextDelta`` / ``ReasoningDelta`` as they arrive; a tool call's input arrives as pieces
+of JSON (``input_json_delta``), each passed on as a ``ToolCallDelta``, and the call becomes one
+``ToolCall`` when its block stops. A stream that ends without ``message_stop`` was cut short: a
+retryable ``ProviderError``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from typing import Any
 from oma_core import ProviderError, ReasoningBlock, TextBlock, ToolUseBlock, Usage
 from oma_core.http import malformed_response
 from oma_core.messages import ContentBlock
-from oma_core.toolkit import ProviderEvent, ProviderResponse, ReasoningDelta, TextDelta, ToolCall
+from oma_core.toolkit import (
+    ProviderEvent,
+    ProviderResponse,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+)
 
 from .capabilities import DISPLAY_NAME
 from .mapping import message_from_blocks, parse_tool_input
@@ -126,7 +134,10 @@ class StreamAssembler:
             partial.pieces.append(text)
             return TextDelta(text)
         if kind == "input_json_delta":
-            partial.pieces.append(delta.partial_json)
+            piece = delta.partial_json
+            partial.pieces.append(piece)
+            if piece and partial.kind == "tool_use":
+                return ToolCallDelta(event.index, piece, partial.name, partial.id)
         elif kind == "thinking_delta":
             thinking = delta.thinking
             partial.pieces.append(thinking)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -16,12 +17,31 @@ from oma_core import (
     dump_messages,
     load_messages,
 )
-from oma_core.toolkit import ProviderRequest, ReasoningDelta, ResponseComplete, TextDelta, ToolCall
+from oma_core.toolkit import (
+    ProviderRequest,
+    ReasoningDelta,
+    ResponseComplete,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+)
 
 REQUEST = ProviderRequest(
     model="claude-test",
     messages=load_messages([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]),
 )
+
+
+def tool_use() -> dict[str, Any]:
+    return {"type": "tool_use", "id": "toolu_9", "name": "search", "input": {"q": "cats", "n": 2}}
+
+
+INVOICE = {  # a JSON Schema output type
+    "type": "object",
+    "properties": {"number": {"type": "string"}, "total": {"type": "number"}},
+    "required": ["number", "total"],
+    "additionalProperties": False,
+}
 
 
 async def both(provider: Any) -> tuple[Any, list[Any]]:
@@ -41,6 +61,42 @@ async def test_text_reply_streams_token_by_token(server: FakeAnthropic, provider
     assert whole.message.content == (TextBlock("Hello, world"),)
     assert whole.stop_reason == "end_turn"
     assert whole.model == "claude-test"
+
+
+async def test_tool_input_streams_as_pieces_before_its_one_tool_call(
+    server: FakeAnthropic, provider: Any
+) -> None:
+    server.chunk_size = 5
+    server.reply({"type": "text", "text": "Let me look."}, tool_use(), stop_reason="tool_use")
+    events = [e async for e in provider.stream(REQUEST)]
+    pieces = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert len(pieces) > 1
+    assert {(e.index, e.name, e.id) for e in pieces} == {(1, "search", "toolu_9")}
+    assert "".join(e.arguments for e in pieces) == json.dumps({"q": "cats", "n": 2})
+    [call] = [i for i, e in enumerate(events) if isinstance(e, ToolCall)]
+    assert all(events.index(e) < call for e in pieces)  # the whole call comes after them
+
+
+async def test_tool_mode_streams_partials_as_the_output_tools_input_arrives(
+    server: FakeAnthropic, provider: Any
+) -> None:
+    server.chunk_size = 3
+    final = {"number": "INV-2026-7", "total": 12.5}
+    output = {"type": "tool_use", "id": "toolu_1", "name": "final_result", "input": final}
+    server.reply(output, stop_reason="tool_use")
+    config = AgentConfig(
+        "t", provider=provider, model="claude-sonnet-4-6", output_type=INVOICE, output_mode="tool"
+    )
+    partials = []
+    async for event in Agent(config).stream("Extract."):
+        assert event.type != "tool_use"
+        if event.type == "partial":
+            partials.append(event.data)
+        elif event.type == "done":
+            result = event.data
+    assert len(partials) > 1 and partials[-1] == final
+    assert all(final["number"].startswith(p.get("number", "")) for p in partials)
+    assert result.structured == final
 
 
 async def test_tool_use_reply_becomes_one_tool_call(server: FakeAnthropic, provider: Any) -> None:

@@ -12,7 +12,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from oma_core import LLMMessage, ReasoningBlock, TextBlock, ToolUseBlock, Usage
-from oma_core.toolkit import ProviderEvent, ProviderResponse, ReasoningDelta, TextDelta, ToolCall
+from oma_core.toolkit import (
+    ProviderEvent,
+    ProviderResponse,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+)
 
 __all__ = ["STOP_REASONS", "MalformedReply", "StreamAssembler", "response_from_json"]
 
@@ -114,7 +121,9 @@ def _string(value: Any, where: str) -> str:
 
 class StreamAssembler:
     """Feeds on ``converse-stream`` events (type and parsed payload), yields oma's events,
-    and assembles the turn ``finish`` returns."""
+    and assembles the turn ``finish`` returns. A tool call's input arrives as pieces of JSON
+    (``contentBlockDelta.delta.toolUse.input``), each passed on as a ``ToolCallDelta``; the
+    call itself is one ``ToolCall`` when its block stops."""
 
     def __init__(self, model: str | None) -> None:
         self._model = model
@@ -165,8 +174,9 @@ class StreamAssembler:
             if tool is None or tool["kind"] != "tool":
                 raise MalformedReply(f"a toolUse delta for block {index}, which is no tool call")
             tool_use = _mapping(delta["toolUse"], "delta.toolUse")
-            tool["input"].append(_string(tool_use.get("input"), "delta.toolUse.input"))
-            return None
+            piece = _string(tool_use.get("input"), "delta.toolUse.input")
+            tool["input"].append(piece)
+            return ToolCallDelta(index, piece, tool["name"], tool["id"]) if piece else None
         if "reasoningContent" in delta:
             reasoning = _mapping(delta["reasoningContent"], "delta.reasoningContent")
             block = self._blocks.setdefault(

@@ -1,5 +1,7 @@
 """converse-stream events, however the service cuts them, assemble into the turn the
-``converse`` reply would have been (properties over text, reasoning and tool arguments)."""
+``converse`` reply would have been (properties over text, reasoning and tool arguments); the
+pieces of a tool call's input pass on as ``ToolCallDelta``, so tool mode streams the output
+as it arrives."""
 
 from __future__ import annotations
 
@@ -7,9 +9,13 @@ import itertools
 import json
 from typing import Any
 
+from fake_bedrock import FakeBedrock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oma_bedrock.replies import StreamAssembler, response_from_json
+
+from oma_core import Agent, AgentConfig
+from oma_core.toolkit import ToolCall, ToolCallDelta
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(10**9), 10**9) | st.text(max_size=10),
@@ -82,3 +88,40 @@ def test_any_cut_of_a_stream_assembles_the_same_turn_as_converse(
 
     assert assembler.finish() == expected
     assert "".join(e.text for e in events if type(e).__name__ == "TextDelta") == text
+    pieces_of_call = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert "".join(e.arguments for e in pieces_of_call) == json.dumps(arguments)
+    assert {(e.index, e.name, e.id) for e in pieces_of_call} <= {(2, "f", "tu_1")}
+    assert isinstance(events[-1], ToolCall)  # the whole call, after its pieces
+
+
+async def test_tool_mode_streams_partials_as_the_output_calls_input_arrives(
+    server: FakeBedrock,
+) -> None:
+    server.chunk_size = 3
+    value = {"name": "ACME Corporation", "lines": ["bolt", "nut"]}
+    server.reply_tool_use("tu_1", "final_result", value)
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "lines": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["name", "lines"],
+        "additionalProperties": False,
+    }
+    config = AgentConfig(
+        "b", provider="bedrock", base_url=server.url, max_retries=0,
+        output_type=schema, output_mode="tool",
+    )  # fmt: skip
+    partials = []
+    async with Agent(config) as agent:
+        async for event in agent.stream("Extract."):
+            assert event.type != "tool_use"
+            if event.type == "partial":
+                partials.append(event.data)
+            elif event.type == "done":
+                result = event.data
+    assert result.success, result.status
+    assert len(partials) > 1 and partials[-1] == value
+    assert all(value["name"].startswith(p.get("name", "")) for p in partials)
+    assert result.structured == value

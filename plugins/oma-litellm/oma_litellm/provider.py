@@ -525,7 +525,8 @@ def _stop(reason: Any) -> str | None:
 
 class _StreamAssembler:
     """LiteLLM's stream chunks (OpenAI's ``chat.completion.chunk`` shape) as oma's events;
-    tool-call deltas go to the toolkit's ``ToolCallAssembler``."""
+    tool-call deltas go to the toolkit's ``ToolCallAssembler``, which hands back each piece of
+    arguments as a ``ToolCallDelta`` to pass on."""
 
     def __init__(self, model: str) -> None:
         self._model = model
@@ -547,12 +548,14 @@ class _StreamAssembler:
                 events.append(TextDelta(delta.content))
             for n, call in enumerate((delta.tool_calls if delta is not None else None) or ()):
                 function = call.function
-                self._calls.feed(
+                piece = self._calls.feed(
                     call.index if isinstance(call.index, int) else n,
                     id=call.id,
                     name=function.name if function is not None else None,
                     arguments=function.arguments if function is not None else None,
                 )
+                if piece is not None:  # a piece of the call's arguments
+                    events.append(piece)
             if choice.finish_reason and self._finish is None:
                 self._finish = choice.finish_reason
                 events.extend(ToolCall(block) for block in self._tool_blocks())

@@ -172,7 +172,8 @@ class MistralProvider:
                         text.append(piece)
                         yield TextDelta(piece)
                     for call in delta.get("tool_calls") or ():
-                        calls.feed_chat(call)
+                        if arguments := calls.feed_chat(call):  # a piece of its arguments
+                            yield arguments
                     reason = choice.get("finish_reason") or reason
         if reason is None:  # cut short: the same request may well succeed when sent again
             raise malformed_response(DISPLAY_NAME, "the stream ended before a finish_reason")

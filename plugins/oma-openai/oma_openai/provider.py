@@ -39,6 +39,7 @@ from oma_core.toolkit import (
     ResponseComplete,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
 )
 
 from .convert import CLIENT_OPTIONS, content_blocks, parse_arguments, request_body
@@ -269,8 +270,9 @@ class OpenAIChatProvider:
 class _StreamAssembly:
     """Turns ``chat.completion.chunk`` objects into events and, at the end, the whole turn.
 
-    Tool calls arrive as argument fragments keyed by ``index``; each is emitted as one
-    ``ToolCall`` once the choice has a ``finish_reason``. A stream that ends without one was
+    Tool calls arrive as argument fragments keyed by ``index``, each passed on as a
+    ``ToolCallDelta``; each call is emitted as one ``ToolCall`` once the choice has a
+    ``finish_reason``. A stream that ends without one was
     cut short (retryable); usage comes from the last chunk that carries it.
     """
 
@@ -312,23 +314,30 @@ class _StreamAssembly:
                 if getattr(delta, "refusal", None):
                     self._refusal.append(delta.refusal)
                 for call in delta.tool_calls or ():
-                    self._add_fragment(call)
+                    piece = self._add_fragment(call)
+                    if piece is not None:
+                        events.append(piece)
             if choice.finish_reason and self._done is None:
                 self._finish_reason = choice.finish_reason
                 self._done = self._tool_calls()
                 events.extend(ToolCall(block) for block in self._done)
         return events
 
-    def _add_fragment(self, call: Any) -> None:
-        slot = self._calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+    def _add_fragment(self, call: Any) -> ToolCallDelta | None:
+        """Add one fragment of a call; the event for its piece of arguments, if it has one."""
+        index = call.index
+        slot = self._calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
         if call.id and not slot["id"]:
             slot["id"] = call.id
         function = call.function
         if function is not None:
             if function.name and not slot["name"]:
                 slot["name"] = function.name
-            if function.arguments:
-                slot["arguments"] += function.arguments
+            piece = function.arguments
+            if piece:
+                slot["arguments"] += piece
+                return ToolCallDelta(index, piece, slot["name"] or None, slot["id"] or None)
+        return None
 
     def _tool_calls(self) -> tuple[ToolUseBlock, ...]:
         name = self._preset.display_name

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from typing import Any
 
 from fake_openai import FakeChatCompletions, Reply
 from oma_openai.provider import OpenAIChatProvider
 from openai_builders import provider_for, request
 
-from oma_core import Usage
+from oma_core import Agent, AgentConfig, Usage
 from oma_core.testing.fake_server import SlowStream
-from oma_core.toolkit import ResponseComplete, TextDelta, ToolCall
+from oma_core.toolkit import ResponseComplete, TextDelta, ToolCall, ToolCallDelta
 
 
 async def collect(provider: OpenAIChatProvider, req: Any) -> list[Any]:
@@ -57,6 +58,45 @@ async def test_tool_call_fragments_become_one_tool_call_event_each(
     assert isinstance(final, ResponseComplete)
     assert final.response.stop_reason == "tool_use"
     assert [b.type for b in final.response.message.content] == ["tool_use", "tool_use"]
+
+
+async def test_tool_call_fragments_pass_on_as_pieces_of_their_call(
+    openai_provider: OpenAIChatProvider, server: FakeChatCompletions
+) -> None:
+    arguments = '{"city": "Paris", "units": "metric"}'
+    server.reply(Reply(text=None, tool_calls=(("call_a", "weather", arguments),)))
+    events = await collect(openai_provider, request("go"))
+    pieces = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert len(pieces) > 1
+    assert {(e.index, e.name, e.id) for e in pieces} == {(0, "weather", "call_a")}
+    assert "".join(e.arguments for e in pieces) == arguments
+    call = next(i for i, e in enumerate(events) if isinstance(e, ToolCall))
+    assert all(events.index(e) < call for e in pieces)  # the whole call comes after them
+
+
+async def test_tool_mode_streams_partials_as_the_output_calls_arguments_arrive(
+    openai_provider: OpenAIChatProvider, server: FakeChatCompletions
+) -> None:
+    final = {"number": "INV-2026-42", "total": 99.5}
+    server.reply(Reply(text=None, tool_calls=(("call_1", "final_result", json.dumps(final)),)))
+    schema = {
+        "type": "object",
+        "properties": {"number": {"type": "string"}, "total": {"type": "number"}},
+        "required": ["number", "total"],
+        "additionalProperties": False,
+    }
+    config = AgentConfig("a", provider=openai_provider, output_type=schema, output_mode="tool")
+    partials = []
+    async for event in Agent(config).stream("Extract."):
+        assert event.type != "tool_use"
+        if event.type == "partial":
+            partials.append(event.data)
+        elif event.type == "done":
+            result = event.data
+    assert len(partials) > 1 and partials[-1] == final
+    assert all(final["number"].startswith(p.get("number", "")) for p in partials)
+    assert result.structured == final
+    assert server.requests[0].json["tool_choice"]["function"]["name"] == "final_result"
 
 
 async def test_stream_and_complete_give_the_same_response(
