@@ -546,11 +546,13 @@ class ProviderConformance(OutputConformance):
                 )
             if getattr(cls, hook) is getattr(ProviderConformance, hook):
                 left_out.update(checks)
-        for name in left_out:
+        # In a fixed order: the class's attributes are the order pytest collects in, which
+        # must be the same in every xdist worker (a set's order is not, across processes).
+        for name in sorted(left_out):
             setattr(cls, name, None)
         # A check a base class left out comes back where this class's flags allow it (a
         # base without native output under a preset that has it).
-        for name in cls._managed_checks() - left_out:
+        for name in sorted(cls._managed_checks() - left_out):
             if getattr(cls, name) is None:
                 setattr(cls, name, getattr(ProviderConformance, name))
 
