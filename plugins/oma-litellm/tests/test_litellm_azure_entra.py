@@ -20,10 +20,10 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
+from azure_calls import STREAMING, VERSION, failure_of, text_of
 from fake_chat_completions import FakeChatCompletions
 from fake_entra import EntraProxy, FakeEntra
 
-from oma_core import ProviderError, load_messages
 from oma_core.errors import MissingKeyError, PluginError
 from oma_core.testing.fake_server import (
     EchoRequestError,
@@ -35,12 +35,9 @@ from oma_core.testing.fake_server import (
     Response,
     gzip_bomb,
 )
-from oma_core.toolkit import ProviderRequest, ProviderSettings
+from oma_core.toolkit import ProviderSettings
 
-VERSION = "2024-10-21"
-MODELS = {"azure": "azure/gpt-fake", "azure_text": "azure_text/gpt-fake-instruct"}
-EACH_ROUTE = pytest.mark.parametrize("route", list(MODELS))
-STREAMING = pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+EACH_ROUTE = pytest.mark.parametrize("route", ["azure", "azure_text"])
 #: The environment variables LiteLLM and the OpenAI SDK read an Azure credential or endpoint
 #: from: cleared for every test, so that only what a test sets is there.
 AZURE_VARIABLES = (
@@ -144,37 +141,6 @@ def _provider(server: FakeServer, **options: Any) -> Any:
     return LiteLLMProvider(settings)
 
 
-def _request(route: str = "azure") -> ProviderRequest:
-    messages = load_messages([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
-    return ProviderRequest(model=MODELS[route], messages=messages)
-
-
-async def _text(provider: Any, route: str, streaming: bool) -> str:
-    try:
-        if streaming:
-            events = [e async for e in provider.stream(_request(route))]
-            response = events[-1].response
-        else:
-            response = await provider.complete(_request(route))
-    finally:
-        await provider.aclose()
-    return str(response.message.content[0].text)
-
-
-async def _failure(
-    provider: Any, streaming: bool, route: str = "azure", error: type[Exception] = ProviderError
-) -> Any:
-    try:
-        with pytest.raises(error) as caught:
-            if streaming:
-                [_ async for _ in provider.stream(_request(route))]
-            else:
-                await provider.complete(_request(route))
-    finally:
-        await provider.aclose()
-    return caught.value
-
-
 @EACH_ROUTE
 @STREAMING
 async def test_the_entra_id_token_reaches_azure_as_a_bearer_token_and_no_key(
@@ -186,7 +152,7 @@ async def test_the_entra_id_token_reaches_azure_as_a_bearer_token_and_no_key(
 ) -> None:
     azure.reply_text("hello through Entra ID")
     provider = _provider(azure, **credential)
-    assert await _text(provider, route, streaming) == "hello through Entra ID"
+    assert await text_of(provider, route, streaming) == "hello through Entra ID"
     [sent] = azure.requests
     assert sent.headers["authorization"] == f"Bearer {token}" and "api-key" not in sent.headers
     assert sent.path.startswith("/openai/deployments/") and f"api-version={VERSION}" in sent.query
@@ -196,8 +162,8 @@ async def test_the_oidc_reference_is_exchanged_at_the_entra_id_endpoint_once(
     azure: FakeChatCompletions, oidc: FakeEntra
 ) -> None:
     provider = _provider(azure)
-    assert await _text(provider, "azure", False) == azure.default_reply.text
-    assert await _text(provider, "azure", True) == azure.default_reply.text
+    assert await text_of(provider, "azure", False) == azure.default_reply.text
+    assert await text_of(provider, "azure", True) == azure.default_reply.text
     [exchange] = oidc.requests  # the second call uses the token LiteLLM cached
     assert exchange.path == "/tenant-1/oauth2/v2.0/token"
     assert parse_qs(exchange.body.decode())["client_assertion"] == [oidc.assertion]
@@ -208,7 +174,7 @@ async def test_an_async_token_provider_is_awaited(azure: FakeChatCompletions, to
     async def fetch() -> str:
         return token
 
-    assert await _text(_provider(azure, azure_ad_token_provider=fetch), "azure", False)
+    assert await text_of(_provider(azure, azure_ad_token_provider=fetch), "azure", False)
     assert azure.requests[0].headers["authorization"] == f"Bearer {token}"
 
 
@@ -224,7 +190,7 @@ async def test_a_redirect_on_the_entra_id_path_is_refused_and_the_other_host_get
     with FakeChatCompletions(azure_token=token) as elsewhere:
         port = elsewhere.port
         azure.enqueue(Redirect(f"{elsewhere.url}/openai/deployments/x/chat/completions"))
-        error = await _failure(_provider(azure, **credential), streaming, route)
+        error = await failure_of(_provider(azure, **credential), route, streaming)
         assert elsewhere.total_connections == 0 and elsewhere.requests == []
     assert (error.status_code, error.retryable) == (307, False)
     assert f"HTTP 307) to 127.0.0.1:{port}" in error.message
@@ -241,7 +207,7 @@ async def test_a_compression_bomb_on_the_entra_id_path_stops_at_max_response_byt
     headers = {"content-type": kind, "content-encoding": "gzip"}
     azure.enqueue(RawBody(gzip_bomb(64 * 1024 * 1024, prefix=prefix), headers=headers))
     options = {**credential, "max_response_bytes": limit, "max_event_bytes": 2 * limit}
-    error = await _failure(_provider(azure, **options), streaming)
+    error = await failure_of(_provider(azure, **options), "azure", streaming)
     assert f"exceeds the limit of {limit} bytes" in error.message
     assert "max_response_bytes" in error.message and error.retryable is False
     assert len(azure.requests) == 1
@@ -274,7 +240,7 @@ async def test_an_error_that_echoes_the_token_does_not_show_it(
     streaming: bool,
 ) -> None:
     azure.enqueue(echo)
-    error = await _failure(_provider(azure, **credential), streaming)
+    error = await failure_of(_provider(azure, **credential), "azure", streaming)
     assert (error.status_code, error.retryable) == (401, False)
     assert "has expired" in error.message or "could not process" in error.message
     assert token not in str(error) and token not in repr(error.__dict__)
@@ -293,9 +259,9 @@ async def test_no_log_line_holds_the_token_even_at_debug(
 ) -> None:
     if fails:
         azure.enqueue(HTTPError(401, "the token has expired"))
-        await _failure(_provider(azure, **credential), streaming)
+        await failure_of(_provider(azure, **credential), "azure", streaming)
     else:
-        await _text(_provider(azure, **credential), "azure", streaming)
+        await text_of(_provider(azure, **credential), "azure", streaming)
     assert azure.requests[0].headers["authorization"] == f"Bearer {token}"
     assert len(every_log.records) > 10, "the positive control: LiteLLM's debug log was captured"
     assert not [r for r in every_log.records if token in r.getMessage()]
@@ -307,7 +273,7 @@ async def test_a_refused_oidc_exchange_is_a_final_error_and_azure_gets_nothing(
 ) -> None:
     message = "AADSTS700024: Client assertion is not within its valid time range."
     oidc.enqueue(HTTPError(400, message, error_type="invalid_client"))
-    error = await _failure(_provider(azure), False)
+    error = await failure_of(_provider(azure), "azure", False)
     assert error.retryable is False and "AADSTS700024" in error.message
     assert "Entra ID token" in error.message and oidc.assertion not in error.message
     assert azure.total_connections == 0
@@ -317,18 +283,18 @@ async def test_an_unavailable_token_service_is_retryable_and_azure_gets_nothing(
     azure: FakeChatCompletions, oidc: FakeEntra
 ) -> None:
     oidc.enqueue(HTTPError(503, "service unavailable"))
-    error = await _failure(_provider(azure), True)
+    error = await failure_of(_provider(azure), "azure", True)
     assert error.retryable is True and "Entra ID token" in error.message
     assert azure.total_connections == 0
     # the next call gets its token and goes through
-    assert await _text(_provider(azure), "azure", True) == azure.default_reply.text
+    assert await text_of(_provider(azure), "azure", True) == azure.default_reply.text
 
 
 @pytest.mark.parametrize("given", [lambda: "", lambda: None], ids=["empty", "none"])
 async def test_a_token_provider_that_gives_no_token_is_refused_before_any_request(
     azure: FakeChatCompletions, given: Callable[[], Any]
 ) -> None:
-    error = await _failure(_provider(azure, azure_ad_token_provider=given), False)
+    error = await failure_of(_provider(azure, azure_ad_token_provider=given), "azure", False)
     assert error.retryable is False and "gave none" in error.message
     assert azure.total_connections == 0
 
@@ -342,7 +308,7 @@ async def test_a_token_provider_that_raises_is_a_final_error_without_a_known_sec
     def broken() -> str:
         raise RuntimeError(f"the vault refused client secret {secret}")
 
-    error = await _failure(_provider(azure, azure_ad_token_provider=broken), True)
+    error = await failure_of(_provider(azure, azure_ad_token_provider=broken), "azure", True)
     assert error.retryable is False and "RuntimeError: the vault refused" in error.message
     assert secret not in error.message and error.__cause__ is None
     assert azure.total_connections == 0
@@ -365,7 +331,7 @@ async def test_client_secret_credentials_never_reach_the_network_without_a_usabl
         monkeypatch.setenv(name, "http://127.0.0.1:9")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    error = await _failure(_provider(azure), False)
+    error = await failure_of(_provider(azure), "azure", False)
     assert error.retryable is False and "Entra ID token" in error.message
     assert re.search(r"azure-identity|https", error.message), error.message
     assert secret not in error.message
@@ -376,7 +342,7 @@ async def test_client_secret_credentials_never_reach_the_network_without_a_usabl
 async def test_without_any_credential_the_call_is_refused_before_any_request(
     azure: FakeChatCompletions, streaming: bool
 ) -> None:
-    error = await _failure(_provider(azure), streaming, error=MissingKeyError)
+    error = await failure_of(_provider(azure), "azure", streaming, error=MissingKeyError)
     assert "AZURE_API_KEY" in str(error) and "AZURE_AD_TOKEN" in str(error)
     assert azure.total_connections == 0
 
@@ -385,7 +351,7 @@ async def test_without_an_endpoint_the_call_is_refused_before_any_request(token:
     from oma_litellm.provider import LiteLLMProvider
 
     settings = ProviderSettings(options={"azure_ad_token_provider": lambda: token})
-    error = await _failure(LiteLLMProvider(settings), False, error=PluginError)
+    error = await failure_of(LiteLLMProvider(settings), "azure", False, error=PluginError)
     assert "AZURE_API_BASE" in str(error) and "base_url" in str(error)
 
 
@@ -399,7 +365,7 @@ async def test_the_sdk_s_own_endpoint_variable_is_read_through_the_plugin_s_clie
         options={"api_version": VERSION, "azure_ad_token_provider": lambda: token}
     )
     azure.enqueue(Redirect(f"{azure.url}/elsewhere"))
-    error = await _failure(LiteLLMProvider(settings), False)
+    error = await failure_of(LiteLLMProvider(settings), "azure", False)
     assert error.status_code == 307  # refused: the plugin's guarded client
     assert azure.requests[0].headers["authorization"] == f"Bearer {token}"
 
@@ -419,7 +385,7 @@ async def test_azure_s_v1_api_is_called_in_openai_s_shape_with_the_key_as_bearer
     settings = ProviderSettings(
         base_url=azure.url, api_key="test-key", options={"api_version": version}
     )
-    assert await _text(LiteLLMProvider(settings), "azure", streaming)
+    assert await text_of(LiteLLMProvider(settings), "azure", streaming)
     [sent] = azure.requests
     assert sent.path == "/openai/v1/chat/completions" and sent.json["model"] == "gpt-fake"
     assert sent.headers["authorization"] == "Bearer test-key" and "api-key" not in sent.headers
@@ -430,11 +396,11 @@ async def test_azure_s_v1_api_takes_the_entra_id_token_and_refuses_a_redirect(
     azure: FakeChatCompletions, credential: dict[str, Any], token: str, streaming: bool
 ) -> None:
     options = {**credential, "api_version": "v1"}
-    assert await _text(_provider(azure, **options), "azure", streaming)
+    assert await text_of(_provider(azure, **options), "azure", streaming)
     assert azure.requests[0].path == "/openai/v1/chat/completions"
     assert azure.requests[0].headers["authorization"] == f"Bearer {token}"
     with FakeChatCompletions(azure_token=token) as elsewhere:
         azure.enqueue(Redirect(f"{elsewhere.url}/openai/v1/chat/completions"))
-        error = await _failure(_provider(azure, **options), streaming)
+        error = await failure_of(_provider(azure, **options), "azure", streaming)
         assert elsewhere.total_connections == 0
     assert (error.status_code, error.retryable) == (307, False)

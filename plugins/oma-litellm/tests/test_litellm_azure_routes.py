@@ -8,60 +8,29 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from azure_calls import MODELS, STREAMING, VERSION, failure_of, text_of
 from fake_chat_completions import FakeChatCompletions
 
-from oma_core import ProviderError, load_messages
 from oma_core.testing.fake_server import RawBody, Redirect, gzip_bomb
-from oma_core.toolkit import ProviderRequest, ProviderSettings
+from oma_core.toolkit import ProviderSettings
 
-VERSION = "2024-10-21"
-#: Each route, the model it names and the ``base_url`` (in LiteLLM's meaning) for a server.
-ROUTES = {
-    "azure": ("azure/gpt-fake", lambda s: s.url),
-    "azure_text": ("azure_text/gpt-fake-instruct", lambda s: s.url),
-    "text-completion-openai": ("text-completion-openai/gpt-fake-instruct", lambda s: s.base_url),
+#: Each route's ``base_url`` (in LiteLLM's meaning) for a server.
+BASE_URLS = {
+    "azure": lambda s: s.url,
+    "azure_text": lambda s: s.url,
+    "text-completion-openai": lambda s: s.base_url,
 }
-EACH_ROUTE = pytest.mark.parametrize("route", list(ROUTES))
-STREAMING = pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+EACH_ROUTE = pytest.mark.parametrize("route", list(MODELS))
 
 
 def _provider(server: FakeChatCompletions, route: str, **options: Any) -> Any:
     from oma_litellm.provider import LiteLLMProvider
 
-    base = ROUTES[route][1](server)
+    base = BASE_URLS[route](server)
     settings = ProviderSettings(
         base_url=base, api_key="test-key", options={"api_version": VERSION, **options}
     )
     return LiteLLMProvider(settings)
-
-
-def _request(route: str) -> ProviderRequest:
-    messages = load_messages([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
-    return ProviderRequest(model=ROUTES[route][0], messages=messages)
-
-
-async def _text(provider: Any, route: str, streaming: bool) -> str:
-    try:
-        if streaming:
-            events = [e async for e in provider.stream(_request(route))]
-            response = events[-1].response
-        else:
-            response = await provider.complete(_request(route))
-    finally:
-        await provider.aclose()
-    return str(response.message.content[0].text)
-
-
-async def _failure(provider: Any, route: str, streaming: bool) -> ProviderError:
-    try:
-        with pytest.raises(ProviderError) as caught:
-            if streaming:
-                [_ async for _ in provider.stream(_request(route))]
-            else:
-                await provider.complete(_request(route))
-    finally:
-        await provider.aclose()
-    return caught.value
 
 
 @STREAMING
@@ -69,7 +38,7 @@ async def test_the_azure_route_calls_the_deployment_url_with_the_api_key_header(
     server: FakeChatCompletions, streaming: bool
 ) -> None:
     server.reply_text("hello from Azure")
-    assert await _text(_provider(server, "azure"), "azure", streaming) == "hello from Azure"
+    assert await text_of(_provider(server, "azure"), "azure", streaming) == "hello from Azure"
     [sent] = server.requests
     assert sent.path == "/openai/deployments/gpt-fake/chat/completions"
     assert f"api-version={VERSION}" in sent.query
@@ -82,7 +51,7 @@ async def test_a_text_completion_route_answers_through_the_plugin(
     server: FakeChatCompletions, route: str, streaming: bool
 ) -> None:
     server.reply_text("a completed text")
-    assert await _text(_provider(server, route), route, streaming) == "a completed text"
+    assert await text_of(_provider(server, route), route, streaming) == "a completed text"
     [sent] = server.requests
     assert sent.path.endswith("/completions") and not sent.path.endswith("chat/completions")
 
@@ -95,7 +64,7 @@ async def test_a_redirect_is_refused_and_the_other_host_gets_nothing(
     with FakeChatCompletions() as elsewhere:
         port = elsewhere.port
         server.enqueue(Redirect(f"{elsewhere.url}/openai/x?token=redirect-secret"))
-        error = await _failure(_provider(server, route), route, streaming)
+        error = await failure_of(_provider(server, route), route, streaming)
         assert elsewhere.total_connections == 0 and elsewhere.requests == []
     assert (error.status_code, error.retryable) == (307, False)
     assert f"HTTP 307) to 127.0.0.1:{port}" in error.message
@@ -114,7 +83,7 @@ async def test_a_reply_past_max_response_bytes_stops_at_the_limit(
     headers = {"content-type": kind, "content-encoding": "gzip"}
     server.enqueue(RawBody(gzip_bomb(64 * 1024 * 1024, prefix=prefix), headers=headers))
     provider = _provider(server, route, max_response_bytes=limit, max_event_bytes=2 * limit)
-    error = await _failure(provider, route, streaming)
+    error = await failure_of(provider, route, streaming)
     assert f"exceeds the limit of {limit} bytes" in error.message
     assert "max_response_bytes" in error.message and error.retryable is False
     assert len(server.requests) == 1
@@ -129,9 +98,9 @@ async def test_without_settings_the_azure_route_reads_litellm_s_variables(
     monkeypatch.setenv("AZURE_API_BASE", server.url)
     monkeypatch.setenv("AZURE_API_VERSION", "2024-06-01")
     server.enqueue(Redirect(f"{server.url}/elsewhere"))
-    error = await _failure(LiteLLMProvider(ProviderSettings()), "azure", False)
+    error = await failure_of(LiteLLMProvider(ProviderSettings()), "azure", False)
     assert error.status_code == 307  # refused: the plugin's guarded client, not LiteLLM's
-    text = await _text(LiteLLMProvider(ProviderSettings()), "azure", False)
+    text = await text_of(LiteLLMProvider(ProviderSettings()), "azure", False)
     assert text == server.default_reply.text
     [_, sent] = server.requests
     assert sent.headers["api-key"] == "test-key" and "api-version=2024-06-01" in sent.query
