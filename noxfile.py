@@ -123,6 +123,11 @@ def _passed(session_name: str) -> set[str]:
     return passed
 
 
+def _kits() -> list[Path]:
+    """Every plugin's conformance kit files, in a fixed order."""
+    return sorted((ROOT / "plugins").glob(f"*/tests/{KITS}"))
+
+
 def _dist_name(source: Path) -> str:
     """A distribution's name, from its pyproject.toml."""
     with open(source / "pyproject.toml", "rb") as file:
@@ -247,7 +252,7 @@ def build(session: nox.Session) -> None:
     # Each kit's outcomes are logged (as `build-NAME`) for `every-test-ran`: this is the only
     # session that runs them.
     REPORTS.mkdir(parents=True, exist_ok=True)
-    kits = sorted(str(p) for p in (ROOT / "plugins").glob(f"*/tests/{KITS}"))
+    kits = [str(kit) for kit in _kits()]
     try:
         for plugin in sorted({Path(kit).parent.parent for kit in kits}):
             mine = [kit for kit in kits if Path(kit).parent.parent == plugin]
@@ -265,12 +270,12 @@ def every_test_ran(session: nox.Session) -> None:
     """Every test of every suite passed in some session of this run; none was skipped,
     deselected or lost everywhere. Reads the logs of `tests`, `plugin-*`, `all` and the kits
     run in `build`."""
-    kits = {p.parent.parent.name for p in (ROOT / "plugins").glob(f"*/tests/{KITS}")}
+    kits = sorted({kit.parent.parent.name for kit in _kits()})
     sessions = [
         "tests",
         *(f"plugin-{p.removeprefix('oma-')}" for p in PLUGINS),
         "all",
-        *(f"build-{p.removeprefix('oma-')}" for p in sorted(kits)),
+        *(f"build-{p.removeprefix('oma-')}" for p in kits),
     ]
     missing = [name for name in sessions if not (REPORTS / f"{name}.jsonl").exists()]
     if missing or not EVERY_TEST.exists():
