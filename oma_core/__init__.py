@@ -11,7 +11,7 @@ the agent, the orchestrator and the CLI's dependencies load only when a program 
 
 from __future__ import annotations
 
-import importlib
+from ._lazy import lazy_exports
 
 # Not from typing: ``import oma_core`` loads neither typing nor pluggy (mypy reads this name).
 TYPE_CHECKING = False
@@ -149,17 +149,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'oma_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, __all__)
 
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see

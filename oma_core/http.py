@@ -43,8 +43,9 @@ The groups:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 # public name -> module (relative to this package) that defines it
 _EXPORTS: dict[str, str] = {
@@ -184,17 +185,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'oma_core.http' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __package__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, __all__)
 
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
