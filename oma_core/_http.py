@@ -23,7 +23,7 @@ import re
 import sys
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     import httpx
 
     from .providers import ProviderRequest
+
+_T = TypeVar("_T")
 
 #: Builds the error for an error status from (status, headers, body): a plugin's own shape.
 StatusError = Callable[[int, Mapping[str, str], bytes], ProviderError]
@@ -161,8 +163,7 @@ class LoopLocalClient:
             "provider": provider,
             "limits": limits,
         }
-        self._client: httpx.AsyncClient | None = None
-        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._clients: _PerLoop[httpx.AsyncClient] = _PerLoop()
 
     @classmethod
     def from_options(
@@ -186,28 +187,41 @@ class LoopLocalClient:
 
     def get(self) -> httpx.AsyncClient:
         """The client of the running loop (call from a coroutine)."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is None or self._loop() is not loop:
-            self._client = http_client(**self._options)
-            self._loop = weakref.ref(loop)
-        return self._client
+        return self._clients.get(lambda: http_client(**self._options))
 
     async def aclose(self) -> None:
         """A coroutine: close the running loop's client (one on a finished loop is dropped)."""
-        client, loop_ref = self._client, self._loop
-        self._client = self._loop = None
-        if client is not None and _is_running(loop_ref):
+        client = self._clients.take()
+        if client is not None:
             await client.aclose()
 
 
-def _is_running(loop_ref: weakref.ref[asyncio.AbstractEventLoop] | None) -> bool:
-    """Whether ``loop_ref`` is the running loop: a client can be closed only on its own loop
-    (one left on a finished loop is released when collected)."""
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return loop_ref is not None and loop_ref() is running
+class _PerLoop(Generic[_T]):
+    """One value (a client, a session) for the running event loop, made on first use: a
+    connection pool belongs to the loop that opened it. A value left on a finished loop is
+    released when collected, since it can be closed only on its own loop."""
+
+    def __init__(self) -> None:
+        self._value: _T | None = None
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def get(self, make: Callable[[], _T]) -> _T:
+        """The running loop's value, made by ``make`` if it has none yet."""
+        loop = asyncio.get_running_loop()
+        if self._value is None or self._loop is None or self._loop() is not loop:
+            self._value = make()
+            self._loop = weakref.ref(loop)
+        return self._value
+
+    def take(self) -> _T | None:
+        """Forget the value, and return it if it belongs to the running loop (to be closed)."""
+        value, loop_ref = self._value, self._loop
+        self._value = self._loop = None
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        return value if loop_ref is not None and loop_ref() is running else None
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
@@ -663,15 +677,13 @@ class AioHttpClient:
         self._timeouts = timeouts or HttpTimeouts()
         self._total = total
         self._max_connections = max_connections
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._sessions: _PerLoop[aiohttp.ClientSession] = _PerLoop()
 
     def get(self) -> aiohttp.ClientSession:
         """The session of the running loop (call from a coroutine)."""
-        loop = asyncio.get_running_loop()
-        session = self._session
-        if session is not None and self._loop is not None and self._loop() is loop:
-            return session
+        return self._sessions.get(self._new_session)
+
+    def _new_session(self) -> aiohttp.ClientSession:
         import aiohttp
 
         t = self._timeouts
@@ -683,21 +695,17 @@ class AioHttpClient:
             sock_connect=t.connect,
             sock_read=None if self._total else t.read,
         )
-        connector = aiohttp.TCPConnector(limit=self._max_connections)
-        self._session = aiohttp.ClientSession(
-            connector=connector,
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self._max_connections),
             headers=self._headers,
             timeout=timeout,
             auto_decompress=False,  # decoded by a BodyReader, step by step
         )
-        self._loop = weakref.ref(loop)
-        return self._session
 
     async def aclose(self) -> None:
         """A coroutine: close the running loop's session (one on a finished loop is dropped)."""
-        session, loop_ref = self._session, self._loop
-        self._session = self._loop = None
-        if session is not None and _is_running(loop_ref):
+        session = self._sessions.take()
+        if session is not None:
             await session.close()
 
 
