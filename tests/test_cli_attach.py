@@ -164,16 +164,96 @@ def test_a_url_with_an_extension_stays_a_url() -> None:
     assert "video video/webm url https://example.com/b.webm" in result.stdout
 
 
+def test_a_document_or_audio_url_is_typed_by_its_extension() -> None:
+    result = oma(
+        "run", "-a", "https://x/report.pdf", "-a", "https://x/memo.md", "-a", "https://x/voice.mp3"
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "user: document application/pdf url https://x/report.pdf; "
+        "document text/markdown url https://x/memo.md; audio audio/mpeg url https://x/voice.mp3\n"
+    )
+
+
 def test_a_url_without_an_extension_needs_attach_type() -> None:
     url = "https://example.com/render?id=7"
     result = oma("run", "-a", url)
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"error: cannot tell the media type of {url}")
-    assert f"--attach-type {url} image/png" in result.stderr
+    assert result.stderr == (  # one type of each of the four families
+        f"error: cannot tell the media type of {url} from its name; state it: "
+        f"--attach-type {url} image/png (or video/mp4, application/pdf, audio/mpeg, ...)\n"
+    )
     assert "media_type=" not in result.stderr  # a CLI hint, not Python advice
     stated = oma("run", "--attach-type", url, "image/png")
     assert stated.exit_code == 0, stated.output
     assert f"image image/png url {url}" in stated.stdout
+
+
+def test_attach_type_makes_a_url_a_document_or_audio() -> None:
+    url = "https://example.com/render?id=7"
+    result = oma("run", "--at", url, "application/pdf", "--at", url + "&v", "audio/wav")
+    assert result.exit_code == 0, result.output
+    assert f"document application/pdf url {url}" in result.stdout
+    assert f"audio audio/wav url {url}&v" in result.stdout
+
+
+def test_a_stated_url_type_of_no_family_is_refused() -> None:
+    result = oma("run", "--at", "https://x/a.zip", "application/zip")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: -a https://x/a.zip: application/zip is none of the four families: an "
+        "image/..., video/..., document (application/pdf, text/..., an office type) or "
+        "audio/... type\n"
+    )
+
+
+def test_image_or_video_with_a_url_of_another_family_names_its_type() -> None:
+    result = oma("run", "--image", "https://x/report.pdf")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: --image https://x/report.pdf: its extension says application/pdf, not an image\n"
+    )
+
+
+class DocumentsByValuePlugin:
+    """A provider that takes documents and audio inline only, as Bedrock's Converse does."""
+
+    def __init__(self) -> None:
+        from oma_core.testing import ScriptedProvider
+
+        everything = Capabilities.everything()
+        by_value = frozenset({"base64"})
+        blocks = tuple(
+            attrs.evolve(b, sources=by_value) if b.block_type in ("document", "audio") else b
+            for b in everything.blocks
+        )
+        self.provider = ScriptedProvider(
+            ["ok"], name="byvalue", capabilities=attrs.evolve(everything, blocks=blocks)
+        )
+
+    @hookimpl
+    def oma_register_providers(self) -> list[ProviderSpec]:
+        spec = ProviderSpec(
+            "byvalue", "ByValue", lambda s: self.provider, self.provider.capabilities
+        )
+        return [spec]
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"), [("https://x/r.pdf", "document"), ("https://x/v.mp3", "audio")]
+)
+def test_a_url_the_provider_cannot_fetch_is_refused_before_any_request(
+    cli_home: Path, url: str, kind: str
+) -> None:
+    plugin = DocumentsByValuePlugin()
+    PluginHost.default().register(plugin, name="byvalue-plugin")
+    result = oma("run", "-p", "byvalue", "read it", "-a", url)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f'error: ByValue cannot represent the "{kind}" content block: url sources are not '
+        "supported in a user message\n"
+    )
+    assert plugin.provider.requests == []
 
 
 def test_a_non_http_url_is_a_usage_error() -> None:

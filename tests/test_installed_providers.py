@@ -4,14 +4,19 @@ absent; marked ``combination``, they run in ``nox -s all``).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import sys
+from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
 from _builders import (
     REFERENCE_MP4,
     REFERENCE_PNG,
+    ROOT,
     builtin_host,
     png_block,
     stream_events,
@@ -270,15 +275,156 @@ def test_url_and_base64_images_are_carried_by_every_installed_provider(
         capabilities.check([LLMMessage("user", (block,))], name)
 
 
+DIAGRAM = "https://example.com/diagram.png"
+
+
+def _plugin_fake(plugin: str, module: str, name: str) -> type[FakeServer]:
+    """A plugin's fake service, from its tests folder (not an importable package), loaded once
+    under a name of its own so that it cannot clash with the plugin's own test run."""
+    key = f"_oma_{module}"
+    if key not in sys.modules:
+        path = ROOT / "plugins" / plugin / "tests" / f"{module}.py"
+        spec = importlib.util.spec_from_file_location(key, path)
+        assert spec is not None and spec.loader is not None
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[key] = loaded  # its attrs classes look themselves up there
+        spec.loader.exec_module(loaded)
+    fake: type[FakeServer] = getattr(sys.modules[key], name)
+    return fake
+
+
+def _chat_part(body: dict[str, Any]) -> Any:
+    (user,) = [m for m in body["messages"] if m["role"] == "user"]
+    return user["content"][0]
+
+
+@attrs.frozen
+class _UrlReader:
+    """A provider that reads image URLs: its plugin, its fake service and where the URL sits
+    in the body that service receives, in the form the service documents."""
+
+    package: str
+    name: str
+    plugin: str
+    fake: tuple[str, str]
+    model: str
+    versioned: bool  # the SDK's base URL holds the API version (/v1, /v1beta), not the root
+    on_wire: Callable[[dict[str, Any]], Any]
+    expected: Any
+
+
+_URL_READERS = (
+    _UrlReader(
+        "oma_anthropic",
+        "anthropic",
+        "oma-anthropic",
+        ("fake_anthropic", "FakeAnthropic"),
+        "claude-test",
+        False,
+        lambda body: body["messages"][0]["content"][0],
+        {"type": "image", "source": {"type": "url", "url": DIAGRAM}},
+    ),
+    *(
+        _UrlReader(
+            "oma_openai",
+            name,
+            "oma-openai",
+            ("fake_openai", "FakeChatCompletions"),
+            model,
+            True,
+            _chat_part,
+            {"type": "image_url", "image_url": {"url": DIAGRAM}},
+        )
+        for name, model in (("openai", "gpt-4o"), ("minimax", "MiniMax-M2"))
+    ),
+    _UrlReader(
+        "oma_gemini",
+        "gemini",
+        "oma-gemini",
+        ("fake_gemini", "FakeGemini"),
+        "gemini-test",
+        True,
+        lambda body: body["contents"][0]["parts"][0],
+        {"fileData": {"mimeType": "image/png", "fileUri": DIAGRAM}},
+    ),
+    _UrlReader(
+        "oma_mistral",
+        "mistral",
+        "oma-mistral",
+        ("fake_mistral", "FakeMistral"),
+        "mistral-small-latest",
+        True,
+        _chat_part,
+        {"type": "image_url", "image_url": DIAGRAM},  # Mistral's image_url is the URL itself
+    ),
+    _UrlReader(
+        "oma_litellm",
+        "litellm",
+        "oma-litellm",
+        ("fake_chat_completions", "FakeChatCompletions"),
+        "openai/gpt-fake",
+        True,
+        _chat_part,
+        {"type": "image_url", "image_url": {"url": DIAGRAM}},
+    ),
+)
+
+
 def test_the_same_input_is_valid_across_providers() -> None:
-    pytest.importorskip("oma_anthropic")
-    pytest.importorskip("oma_openai")
-    built_once = load_messages(
-        [user_turn(image_url("https://example.com/diagram.png"), "Explain this diagram.")]
-    )
-    for name in ("anthropic", "openai", "minimax", "echo"):
+    """The reference's cross-provider example: one content array, built once, that every
+    installed provider reading image URLs takes (echo too)."""
+    built_once = load_messages([user_turn(image_url(DIAGRAM), "Explain this diagram.")])
+    names = [reader.name for reader in _URL_READERS if _installed(reader.package)]
+    if not names:
+        pytest.skip("no provider plugin that reads image URLs is installed")
+    for name in (*names, "echo"):
         spec = PluginHost().provider_spec(name)
         spec.capabilities.check(built_once, spec.display_name)
+
+
+@pytest.mark.parametrize("reader", _URL_READERS, ids=lambda reader: reader.name)
+async def test_the_same_input_runs_on_every_provider_that_reads_urls(reader: _UrlReader) -> None:
+    pytest.importorskip(reader.package)
+    built_once = load_messages([user_turn(image_url(DIAGRAM), "Explain this diagram.")])
+    fake: Any = _plugin_fake(reader.plugin, *reader.fake)(api_key="test-key")
+    with fake as server:
+        config = AgentConfig(
+            name="reader",
+            provider=reader.name,
+            model=reader.model,
+            api_key="test-key",
+            base_url=server.base_url if reader.versioned else server.url,
+            max_retries=0,
+        )
+        result = await OpenMultiAgent().run_agent(config, built_once)
+        assert result.success, result.status.error
+        [request] = server.requests
+        assert reader.on_wire(request.json) == reader.expected
+        assert not server.handler_errors
+
+
+async def test_bedrock_refuses_the_url_image_before_any_request() -> None:
+    """Converse takes images inline or from S3 only: the same array is refused locally."""
+    pytest.importorskip("oma_bedrock")
+    built_once = load_messages([user_turn(image_url(DIAGRAM), "Explain this diagram.")])
+    spec = PluginHost().provider_spec("bedrock")
+    assert spec.capabilities.mode("image", "user", "url") is None
+    fake = _plugin_fake("oma-bedrock", "fake_bedrock", "FakeBedrock")
+    with fake(api_key="bedrock-key") as server:
+        config = AgentConfig(
+            name="reader", provider="bedrock", api_key="bedrock-key", base_url=server.url
+        )
+        result = await OpenMultiAgent().run_agent(config, built_once)
+        assert isinstance(result.status.error, UnsupportedContentBlockError)
+        assert str(result.status.error) == (
+            'Amazon Bedrock cannot represent the "image" content block: url sources are not '
+            "supported in a user message"
+        )
+        assert server.requests == []
+
+
+def _installed(package: str) -> bool:
+    return importlib.util.find_spec(package) is not None
 
 
 def test_openai_sends_the_detail_option() -> None:

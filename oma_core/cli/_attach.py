@@ -1,5 +1,5 @@
 """Attachments: ``-a/--attach PATH|URL|-``, ``--attach-type PATH_OR_URL MIME`` and the
-``--image``/``--video`` aliases, turned into image and video blocks.
+``--image``/``--video`` aliases, turned into image, video, document and audio blocks.
 
 A file, stdin (``-``) and a ``data:`` URL are typed by their content (``oma_core.media``'s
 signature check). A file's extension is a hint: when it disagrees, a warning says so and the
@@ -28,6 +28,7 @@ import click
 from ._exits import usage
 
 if TYPE_CHECKING:
+    from .. import media
     from ..capabilities import Capabilities
     from ..media import MediaTypeMismatchError
     from ..messages import ContentBlock
@@ -236,22 +237,59 @@ def _from_bytes(data: bytes, name: str, family: Family | None, stated: str | Non
     return media.media_bytes(data, stated, name=name)
 
 
-def _from_url(url: str, family: Family | None, stated: str | None) -> ContentBlock:
-    from .. import media
+#: The families a URL's extension is looked up in, in this order (``.webm``: a video).
+_FAMILIES: tuple[media.Family, ...] = ("image", "video", "document", "audio")
+#: One media type of each family, for the hint of a URL whose type cannot be told.
+_EXAMPLE_TYPES: dict[str, str] = {
+    "image": "image/png",
+    "video": "video/mp4",
+    "document": "application/pdf",
+    "audio": "audio/mpeg",
+}
+_ONE_OF = {"image": "an image", "video": "a video"}
 
-    media_type = stated
+
+def _from_url(url: str, family: Family | None, stated: str | None) -> ContentBlock:
+    """A URL block of the family its type names: the stated type, else its extension's in
+    the image, video, document and audio tables, in that order (``--image``/``--video``: in
+    that family's only)."""
+    from .. import media
+    from ..errors import InvalidMessageError
+
+    media_type = stated or _guess(url, (family,) if family else _FAMILIES)
+    if media_type is None and family is not None:
+        other = _guess(url, _FAMILIES)
+        if other is not None:  # --image report.pdf: the family is wrong, not the name
+            raise InvalidMessageError("", f"its extension says {other}, not {_ONE_OF[family]}")
     if media_type is None:
-        families: tuple[Family, ...] = (family,) if family else ("image", "video")
-        for candidate in families:
-            media_type = media.guess_media_type(url, candidate)
-            if media_type:
-                break
-    if media_type is None:
+        example = _EXAMPLE_TYPES[family] if family else ", ".join(_EXAMPLE_TYPES.values())
+        first, _, others = example.partition(", ")
         usage(
             f"cannot tell the media type of {url} from its name; state it: "
-            f"--attach-type {url} image/png (or video/mp4, ...)"
+            f"--attach-type {url} {first}" + (f" (or {others}, ...)" if others else "")
         )
-    kind = family or ("video" if media_type.lower().startswith("video/") else "image")
+    kind = family or media.family_of(media_type.lower())
     if kind == "image":
         return media.image_url(url, media_type)
-    return media.video_url(url, media_type)
+    if kind == "video":
+        return media.video_url(url, media_type)
+    if kind == "document":
+        return media.document_url(url, media_type)
+    if kind == "audio":
+        return media.audio_url(url, media_type)
+    raise InvalidMessageError(
+        "",
+        f"{media_type} is none of the four families: an image/..., video/..., "
+        "document (application/pdf, text/..., an office type) or audio/... type",
+    )
+
+
+def _guess(url: str, families: Sequence[media.Family]) -> str | None:
+    """The type of ``url``'s extension in the first of ``families``' tables that has it."""
+    from .. import media
+
+    for family in families:
+        found = media.guess_media_type(url, family)
+        if found is not None:
+            return found
+    return None

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from botocore_model import MODEL, assert_botocore_takes
 from click.testing import CliRunner
 from fake_bedrock import FakeBedrock
 
@@ -41,22 +42,22 @@ def test_oma_run_with_a_video_reaches_converse_as_a_video_block_with_its_bytes(
     assert {"text": "What happens in this clip?"} in content
 
 
-def test_oma_run_refuses_a_video_url_and_sends_nothing(server: FakeBedrock) -> None:
-    result = CliRunner().invoke(
-        cli,
-        [
-            "run",
-            "-p",
-            "bedrock",
-            "--base-url",
-            server.url,
-            "--video",
-            "https://example.com/clip.mp4",
-            "what is this?",
-        ],
-    )
+@pytest.mark.parametrize(
+    ("option", "url", "kind"),
+    [
+        ("--video", "https://example.com/clip.mp4", "video"),
+        ("-a", "https://example.com/report.pdf", "document"),
+        ("-a", "https://example.com/voice.mp3", "audio"),
+    ],
+)
+def test_oma_run_refuses_a_media_url_and_sends_nothing(
+    server: FakeBedrock, option: str, url: str, kind: str
+) -> None:
+    """Converse reads media inline or from S3, never from an https URL."""
+    args = ["run", "-p", "bedrock", "--base-url", server.url, option, url, "what is this?"]
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2  # refused before any request: a usage error
-    assert 'Amazon Bedrock cannot represent the "video" content block' in result.output
+    assert f'Amazon Bedrock cannot represent the "{kind}" content block' in result.output
     assert server.requests == []
 
 
@@ -72,3 +73,29 @@ def test_oma_render_is_the_converse_body(tmp_path: Path) -> None:
     [video] = [b["video"] for b in body["messages"][0]["content"] if "video" in b]
     assert video["format"] == "webm"
     assert base64.b64decode(video["source"]["bytes"]) == clip.read_bytes()
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_oma_run_attach_report_pdf_reaches_converse_as_a_document_block(
+    server: FakeBedrock, streaming: bool
+) -> None:
+    report = Path(__file__).resolve().parents[3] / "examples" / "report.pdf"
+    args = ["run", "-p", "bedrock", "-m", MODEL, "-a", str(report)]
+    args += ["--base-url", server.url, "Summarise the report."]
+    if not streaming:
+        args.insert(1, "--no-stream")
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    [request] = server.requests
+    assert_botocore_takes(request.json, "ConverseStream" if streaming else "Converse")
+    [message] = request.json["messages"]
+    assert message["content"] == [
+        {"text": "Summarise the report."},
+        {
+            "document": {
+                "format": "pdf",
+                "name": "report",
+                "source": {"bytes": base64.b64encode(report.read_bytes()).decode()},
+            }
+        },
+    ]

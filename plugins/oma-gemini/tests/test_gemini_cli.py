@@ -1,5 +1,5 @@
-"""`oma run -p gemini --video clip.mp4` and `oma render` against the fake Gemini API, through
-the real command line (a subprocess running ``oma``)."""
+"""`oma run -p gemini --video clip.mp4`, `-a report.pdf` and `oma render` against the fake
+Gemini API, through the real command line (a subprocess running ``oma``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fake_gemini import API_KEY, FakeGemini, Reply
+from genai_types import assert_google_genai_takes
 
 from oma_core.testing.conformance import MEDIA_SAMPLES
 
@@ -105,3 +106,28 @@ def test_oma_render_full_is_the_body_received_byte_for_byte(server: FakeGemini, 
     body = json.loads(rendered.stdout)
     wire = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     assert server.requests[0].body == wire
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_oma_run_attach_report_pdf_reaches_gemini_as_inline_data(
+    server: FakeGemini, streaming: bool
+) -> None:
+    report = Path(__file__).resolve().parents[3] / "examples" / "report.pdf"
+    args = ["run", "-p", "gemini", "-m", "gemini-test", "-a", str(report)]
+    args += ["--base-url", server.base_url, "--api-key", API_KEY, "Summarise the report."]
+    if not streaming:
+        args.insert(1, "--no-stream")
+    result = _oma(*args)
+    assert result.returncode == 0, result.stderr
+    [request] = server.requests
+    assert_google_genai_takes(request.json)  # what google-genai's own types accept
+    [content] = request.json["contents"]
+    assert content["parts"] == [
+        {"text": "Summarise the report."},
+        {
+            "inlineData": {
+                "mimeType": "application/pdf",
+                "data": base64.b64encode(report.read_bytes()).decode(),
+            }
+        },
+    ]
