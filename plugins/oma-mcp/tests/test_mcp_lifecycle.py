@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import oma_mcp._toolset
 import pytest
 from mcp_processes import SERVER, descendants
 from oma_mcp import MCPServerError, MCPToolset
@@ -126,6 +127,45 @@ async def test_restarts_are_bounded(toys: Toys) -> None:
 
     assert first.is_error and second.is_error
     assert third.is_error and "not started again (max_restarts=1)" in third.content
+
+
+@pytest.fixture
+def delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits the toolset takes before restarts, recorded (and not waited: no clock)."""
+    waited: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waited.append(seconds)
+
+    monkeypatch.setattr(oma_mcp._toolset, "_sleep", record)
+    return waited
+
+
+async def test_the_wait_before_a_restart_doubles_up_to_the_bound(
+    toys: Toys, delays: list[float]
+) -> None:
+    tools = await _tools(toys(max_restarts=3, restart_delay=0.1))
+
+    answers = [await tools["crash"].invoke({}) for _ in range(6)]
+
+    assert delays == pytest.approx([0.1, 0.2, 0.4])
+    assert all(answer.is_error for answer in answers)
+    assert "not started again (max_restarts=3)" in answers[4].content
+    assert "not started again (max_restarts=3)" in answers[5].content
+
+
+async def test_an_answered_call_after_a_restart_clears_the_restart_count(
+    toys: Toys, delays: list[float]
+) -> None:
+    tools = await _tools(toys(max_restarts=1, restart_delay=0.1))
+
+    answers = []
+    for _ in range(3):  # a crash, then hours of healthy calls: three times over
+        answers.append(await tools["crash"].invoke({}))
+        answers.append(await tools["echo"].invoke({"text": "fine"}))
+
+    assert [a.is_error for a in answers] == [True, False] * 3
+    assert delays == pytest.approx([0.1, 0.1, 0.1])  # the delay starts afresh too
 
 
 async def test_a_hung_call_is_cut_by_the_timeout_and_cancelled_on_the_server(
