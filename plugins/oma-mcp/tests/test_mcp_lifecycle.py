@@ -72,9 +72,11 @@ async def test_runs_of_one_orchestrator_share_one_server(toys: Toys) -> None:
         assert result.success, result.status
         pids.add(provider.requests[1].messages[-1].content[0].content)
     await oma.aclose()
+    stopped_by_the_orchestrator = not {int(pid) for pid in pids} & descendants()
     await server.aclose()
 
     assert len(pids) == 1
+    assert stopped_by_the_orchestrator
     # the toys fixture then finds no process left behind
 
 
