@@ -80,6 +80,34 @@ async def test_runs_of_one_orchestrator_share_one_server(toys: Toys) -> None:
     # the toys fixture then finds no process left behind
 
 
+async def test_a_server_that_ignores_sigterm_is_killed_with_its_children(toys: Toys) -> None:
+    async with toys("--fault=stubborn") as server:
+        tools = await _tools(server)
+        server_pid = int((await tools["pid"].invoke({})).content)
+        child_pid = int((await tools["grandchild"].invoke({})).content)
+        assert {server_pid, child_pid} <= _alive([server_pid, child_pid])
+
+    # the child of an ended server belongs to init, not to this process: looked up by pid
+    for _ in range(200):  # the kill is sent; its arrival is bounded, not timed
+        if not _alive([server_pid, child_pid]):
+            break
+        await asyncio.sleep(0.05)
+    assert _alive([server_pid, child_pid]) == set()
+
+
+def _alive(pids: list[int]) -> set[int]:
+    """Those of ``pids`` still running (not gone, not a zombie)."""
+    alive = set()
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat.rpartition(")")[2].split()[0] != "Z":
+            alive.add(pid)
+    return alive
+
+
 def test_the_server_is_stopped_when_its_event_loop_ends() -> None:
     before = descendants()
     server = MCPToolset.stdio(sys.executable, [str(SERVER)])
