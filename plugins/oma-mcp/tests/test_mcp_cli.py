@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from mcp_processes import descendants
+from mcp_processes import EXAMPLE, descendants
 
 from oma_core import PluginHost
 from oma_core.cli import cli
 from oma_core.testing import scripted
 
-EXAMPLE = Path(__file__).parents[3] / "examples" / "mcp_server.py"
 CAT = EXAMPLE.with_name("cat.png")
 SERVER = shlex.join([sys.executable, str(EXAMPLE)])
 
@@ -112,6 +111,21 @@ def test_mcp_http_needs_an_http_url() -> None:
     assert "--mcp-http needs an http(s) URL, got 'ftp://example'" in result.stderr
 
 
+def test_run_with_mcp_http_offers_the_servers_tools_and_sends_their_answers(
+    providers: list[Any], example_http_server: str
+) -> None:
+    script = _script(_use("shout", {"text": "hi"}), "shouted")
+    result = oma("run", "go", "--mcp-http", example_http_server, "-p", "scripted", *script)
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "shouted"
+    (provider,) = providers
+    assert [t.name for t in provider.requests[0].tools] == ["shout", "cat_picture"]
+    (answer,) = provider.requests[1].messages[-1].content
+    assert answer.type == "tool_result" and not answer.is_error
+    assert answer.content == "HI"
+
+
 def test_mcp_list_prints_each_tool_with_its_input_schema() -> None:
     result = oma("mcp", "list", SERVER)
 
@@ -129,6 +143,16 @@ def test_mcp_list_json_gives_names_descriptions_and_schemas() -> None:
     tools = json.loads(result.stdout)
     assert [t["name"] for t in tools] == ["shout", "cat_picture"]
     assert tools[0]["input_schema"]["properties"]["text"]["type"] == "string"
+
+
+def test_mcp_list_json_reads_a_streamable_http_server(http_server: str) -> None:
+    result = oma("mcp", "list", "--json", http_server)
+
+    assert result.exit_code == 0, result.output
+    tools = {t["name"]: t for t in json.loads(result.stdout)}
+    assert {"echo", "picture", "slow", "crash"} <= set(tools)
+    assert tools["echo"]["description"] == "Echo the text back."
+    assert tools["echo"]["input_schema"]["required"] == ["text"]
 
 
 def test_mcp_list_of_a_server_that_cannot_start_fails_naming_it() -> None:
