@@ -295,6 +295,19 @@ async def test_an_sse_server_answers_text_and_images_with_the_headers(sse_server
     assert header.content == "2"  # the headers go with the SSE stream's message posts too
 
 
+async def test_closing_a_streamable_http_toolset_leaves_no_task_and_no_file_descriptor(
+    http_server: str,
+) -> None:
+    before = _open_fds()
+    server = MCPToolset.from_config({"url": http_server})
+    async with server:
+        await (await _tools(server))["echo"].invoke({"text": "x"})
+        assert any(t.get_name().startswith("oma-mcp") for t in asyncio.all_tasks())
+
+    assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("oma-mcp")]
+    assert _open_fds() <= before
+
+
 async def test_closing_an_sse_toolset_leaves_no_task_and_no_file_descriptor(
     sse_server: str,
 ) -> None:
