@@ -195,6 +195,34 @@ def test_an_agents_mcp_section_gives_its_tasks_the_servers_tools(
     assert provider.requests[1].messages[-1].content[0].content == "HI"
 
 
+def test_a_team_agents_mcp_section_gives_the_planned_task_the_servers_tools(
+    home: Path, providers: list[Any]
+) -> None:
+    shouter = {
+        "name": "shouter",
+        "provider": "scripted",
+        "provider_options": {"responses": [_use("shout", {"text": "hi"}), "shouted"]},
+        "mcp": [{"command": sys.executable, "args": [str(EXAMPLE)]}],
+    }
+    task = {"title": "shout", "description": "Shout hi.", "assignee": "shouter"}
+    boss = {
+        "name": "boss",
+        "provider": "scripted",
+        "provider_options": {"responses": [json.dumps({"tasks": [task]}), "It was shouted."]},
+    }
+    agents = home / "AGENTS.json"
+    agents.write_text(json.dumps({"name": "t", "agents": [shouter], "coordinator": boss}))
+    result = oma("team", "Shout hi", "--agents", str(agents), "--json")
+
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert printed["output"] == "It was shouted."
+    assert printed["tasks"]["shout"]["output"] == "shouted"
+    (answered,) = [p for p in providers if len(p.requests) == 2 and p.requests[0].tools]
+    assert [t.name for t in answered.requests[0].tools] == ["shout", "cat_picture"]
+    assert answered.requests[1].messages[-1].content[0].content == "HI"
+
+
 @pytest.mark.parametrize(
     ("mcp", "message"),
     [
