@@ -97,6 +97,29 @@ def test_run_takes_several_mcp_servers_and_tells_clashing_tools_apart(
     assert providers[0].requests == []
 
 
+def test_mcp_prefix_names_the_servers_tools_apart_in_the_order_given(
+    providers: list[Any],
+) -> None:
+    script = _script(_use("loud_shout", {"text": "hi"}), "shouted")
+    prefixes = ("--mcp-prefix", "", "--mcp-prefix", "loud")
+    result = oma(
+        "run", "go", "--mcp", SERVER, "--mcp", SERVER, *prefixes, "-p", "scripted", *script
+    )
+
+    assert result.exit_code == 0, result.output
+    (provider,) = providers
+    names = [t.name for t in provider.requests[0].tools]
+    assert names == ["shout", "cat_picture", "loud_shout", "loud_cat_picture"]
+    assert provider.requests[1].messages[-1].content[0].content == "HI"
+
+
+def test_more_mcp_prefixes_than_servers_is_a_usage_error() -> None:
+    result = oma("run", "go", "--mcp", SERVER, "--mcp-prefix", "a", "--mcp-prefix", "b")
+
+    assert result.exit_code == 2
+    assert "2 --mcp-prefix for 1 MCP server(s)" in result.stderr
+
+
 def test_an_empty_mcp_command_is_a_usage_error() -> None:
     result = oma("run", "go", "--mcp", " ", "-p", "scripted")
 
