@@ -1,4 +1,5 @@
-"""MCP servers on the command line: ``oma run --mcp CMD / --mcp-http URL`` and ``oma mcp list``.
+"""MCP servers on the command line: ``oma run --mcp CMD / --mcp-http URL / --mcp-prefix NAME``
+and ``oma mcp list``.
 
 The core never imports a plugin: the servers are built through the ``mcp`` toolset kind a
 plugin registers (``oma_register_toolsets``; oma-mcp does), so a missing plugin is the usual
@@ -31,7 +32,16 @@ KIND = "mcp"
 
 
 def mcp_options(function: F) -> F:
-    """``--mcp CMD`` and ``--mcp-http URL`` (each repeatable), as ``mcp`` and ``mcp_http``."""
+    """``--mcp CMD``, ``--mcp-http URL`` and ``--mcp-prefix NAME`` (each repeatable), as
+    ``mcp``, ``mcp_http`` and ``mcp_prefix``."""
+    function = click.option(
+        "--mcp-prefix",
+        "mcp_prefix",
+        multiple=True,
+        metavar="NAME",
+        help="Prefix the tools of an MCP server (NAME_tool): the first --mcp-prefix goes to the "
+        "first server, --mcp ones before --mcp-http ones; '' for none (repeatable).",
+    )(function)
     function = click.option(
         "--mcp-http",
         "mcp_http",
@@ -62,13 +72,25 @@ def server_config(server: str, option: str = "--mcp") -> dict[str, Any]:
     return {"command": words[0], "args": words[1:]}
 
 
-def mcp_configs(commands: Sequence[str], urls: Sequence[str]) -> list[dict[str, Any]]:
-    """The servers ``--mcp`` and ``--mcp-http`` name, in that order."""
+def mcp_configs(
+    commands: Sequence[str], urls: Sequence[str], prefixes: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """The servers ``--mcp`` and ``--mcp-http`` name, in that order, each with the
+    ``--mcp-prefix`` of its place (click cannot tell how the options were interleaved, so
+    prefixes pair with servers by position; an empty one, or none left, is no prefix)."""
     configs = [server_config(command) for command in commands]
     for url in urls:
         if not url.lower().startswith(("http://", "https://")):
             usage(f"--mcp-http needs an http(s) URL, got {url!r}")
         configs.append({"url": url})
+    if len(prefixes) > len(configs):
+        usage(
+            f"{len(prefixes)} --mcp-prefix for {len(configs)} MCP server(s): one per server, "
+            "in the order --mcp then --mcp-http"
+        )
+    for config, prefix in zip(configs, prefixes, strict=False):
+        if prefix:
+            config["prefix"] = prefix
     return configs
 
 
@@ -90,10 +112,13 @@ def build_toolsets(
     return toolsets
 
 
-def with_mcp(agent: Agent, commands: Sequence[str], urls: Sequence[str]) -> Agent:
-    """``agent`` with the tools of the MCP servers ``--mcp``/``--mcp-http`` name (itself if
-    none). The servers start with the run and stop when its event loop ends."""
-    configs = mcp_configs(commands, urls)
+def with_mcp(
+    agent: Agent, commands: Sequence[str], urls: Sequence[str], prefixes: Sequence[str] = ()
+) -> Agent:
+    """``agent`` with the tools of the MCP servers ``--mcp``/``--mcp-http`` name, prefixed as
+    ``--mcp-prefix`` says (itself if none). The servers start with the run and stop when its
+    event loop ends."""
+    configs = mcp_configs(commands, urls, prefixes)
     if not configs:
         return agent
     import attrs

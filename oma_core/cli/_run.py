@@ -151,6 +151,7 @@ def run(
     backend_args: tuple[str, ...],
     mcp: tuple[str, ...],
     mcp_http: tuple[str, ...],
+    mcp_prefix: tuple[str, ...],
 ) -> None:
     """Send PROMPT (and any media or conversation) to a provider and print the answer.
 
@@ -184,7 +185,7 @@ def run(
     if plugin is not None:
         host.register(plugin)
     try:
-        agent = with_mcp(make_agent(agent_options, host, backend), mcp, mcp_http)
+        agent = with_mcp(make_agent(agent_options, host, backend), mcp, mcp_http, mcp_prefix)
         endpoint = endpoint_of(agent)
         settings = RunSettings(
             metadata={"conversation_id": conversation_id},

@@ -8,7 +8,9 @@ What cannot leak: the connection is closed by ``aclose`` (or leaving ``async wit
 the latest when its event loop ends — ``asyncio.run`` cancels the connection's task, which
 then closes the session and stops the server the SDK's way: stdin closed, a grace period,
 then the process group terminated and killed. A server that dies is restarted on the next
-use, at most ``max_restarts`` times, after a delay that doubles each time.
+use, at most ``max_restarts`` times in a row, after a delay that doubles each time; a call
+answered after a restart clears the count (a server that crashed three times over a day of
+healthy calls is still restarted the fourth time).
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ _log = logging.getLogger("oma.mcp")
 
 #: tools/list pages read at most (a server that always answers with a next cursor is cut here)
 MAX_PAGES = 100
+
+#: the longest wait before a restart, however many came before
+MAX_RESTART_DELAY = 30.0
+
+#: how the toolset waits before a restart (one name, so tests can see the delays)
+_sleep = asyncio.sleep
 
 
 class MCPServerError(BackendError):
@@ -91,7 +99,9 @@ class MCPToolset:
     ``MCPToolset.from_config({...})``. ``prefix`` ("fs" → ``fs_read_file``) keeps its tool
     names apart from other servers' and the agent's own; ``timeout`` bounds each tool call
     (seconds; the call is then cancelled on the server); ``max_restarts`` and
-    ``restart_delay`` bound how a crashed server is started again. The server's environment
+    ``restart_delay`` bound how a crashed server is started again: at most ``max_restarts``
+    times in a row, the delay doubling each time; a call answered after a restart starts the
+    count (and the delay) afresh. The server's environment
     is the allow-listed part of oma's (``PATH``, ``HOME``, locale...) plus ``env``: no key of
     the parent reaches it unless named there (a value of None copies that one variable).
     """
@@ -290,6 +300,8 @@ class MCPToolset:
                     is_error=True,
                 )
             return ToolOutput(f"MCP tool {tool_name!r} failed: {error}", is_error=True)
+        if state.connection is connection:
+            state.starts = 1  # answered: a later crash is the first in a row again
         return tool_output(tool_name, result)
 
     # -- lifetime ----------------------------------------------------------------------------
@@ -340,7 +352,8 @@ class MCPToolset:
                         f"started again (max_restarts={self.max_restarts})",
                         backend=self.name,
                     )
-                await asyncio.sleep(min(self.restart_delay * 2 ** (state.starts - 1), 30.0))
+                delay = self.restart_delay * 2 ** (state.starts - 1)
+                await _sleep(min(delay, MAX_RESTART_DELAY))
             state.starts += 1
             connection = _Connection(self, state)
             await connection.start()
@@ -363,7 +376,7 @@ class _State:
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.connection: _Connection | None = None
-        self.starts = 0
+        self.starts = 0  # servers started since the last answered call (the first included)
         self.tools: list[Tool] | None = None
         self.listed_by: _Connection | None = None
         self.stale = False

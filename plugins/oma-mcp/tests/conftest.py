@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
-from mcp_processes import SERVER, descendants, free_port
+from mcp_processes import EXAMPLE, SERVER, descendants, free_port
 from oma_mcp import MCPToolset
 
 
@@ -37,20 +37,26 @@ async def toys() -> AsyncIterator[Callable[..., MCPToolset]]:
 @pytest.fixture
 def http_server() -> Iterator[str]:
     """The toy server on streamable HTTP at 127.0.0.1 (a free port); its URL."""
-    yield from _served("http", "/mcp")
+    yield from _served([str(SERVER), "http"], "/mcp")
 
 
 @pytest.fixture
 def sse_server() -> Iterator[str]:
     """The toy server on the SDK's older SSE transport at 127.0.0.1; its SSE endpoint."""
-    yield from _served("sse", "/sse")
+    yield from _served([str(SERVER), "sse"], "/sse")
 
 
-def _served(mode: str, path: str) -> Iterator[str]:
-    """The toy server run as ``mode`` on a free port, up to 60 s to start, stopped after."""
+@pytest.fixture
+def example_http_server() -> Iterator[str]:
+    """The docs' example server (``shout``, ``cat_picture``) on streamable HTTP; its URL."""
+    yield from _served([str(EXAMPLE), "--http"], "/mcp")
+
+
+def _served(command: list[str], path: str) -> Iterator[str]:
+    """``python COMMAND... PORT`` on a free port, up to 60 s to start, stopped after."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), mode, str(port)],
+        [sys.executable, *command, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -62,7 +68,7 @@ def _served(mode: str, path: str) -> Iterator[str]:
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the {mode} toy server did not start") from None
+                    raise RuntimeError(f"{command} did not start") from None
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}{path}"
     finally:

@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 
 SERVER = Path(__file__).with_name("toy_server.py")
+EXAMPLE = Path(__file__).parents[3] / "examples" / "mcp_server.py"
 
 
 def descendants() -> set[int]:

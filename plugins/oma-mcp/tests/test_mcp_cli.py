@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from mcp_processes import descendants
+from mcp_processes import EXAMPLE, descendants
 
 from oma_core import PluginHost
 from oma_core.cli import cli
 from oma_core.testing import scripted
 
-EXAMPLE = Path(__file__).parents[3] / "examples" / "mcp_server.py"
 CAT = EXAMPLE.with_name("cat.png")
 SERVER = shlex.join([sys.executable, str(EXAMPLE)])
 
@@ -98,6 +97,29 @@ def test_run_takes_several_mcp_servers_and_tells_clashing_tools_apart(
     assert providers[0].requests == []
 
 
+def test_mcp_prefix_names_the_servers_tools_apart_in_the_order_given(
+    providers: list[Any],
+) -> None:
+    script = _script(_use("loud_shout", {"text": "hi"}), "shouted")
+    prefixes = ("--mcp-prefix", "", "--mcp-prefix", "loud")
+    result = oma(
+        "run", "go", "--mcp", SERVER, "--mcp", SERVER, *prefixes, "-p", "scripted", *script
+    )
+
+    assert result.exit_code == 0, result.output
+    (provider,) = providers
+    names = [t.name for t in provider.requests[0].tools]
+    assert names == ["shout", "cat_picture", "loud_shout", "loud_cat_picture"]
+    assert provider.requests[1].messages[-1].content[0].content == "HI"
+
+
+def test_more_mcp_prefixes_than_servers_is_a_usage_error() -> None:
+    result = oma("run", "go", "--mcp", SERVER, "--mcp-prefix", "a", "--mcp-prefix", "b")
+
+    assert result.exit_code == 2
+    assert "2 --mcp-prefix for 1 MCP server(s)" in result.stderr
+
+
 def test_an_empty_mcp_command_is_a_usage_error() -> None:
     result = oma("run", "go", "--mcp", " ", "-p", "scripted")
 
@@ -110,6 +132,21 @@ def test_mcp_http_needs_an_http_url() -> None:
 
     assert result.exit_code == 2
     assert "--mcp-http needs an http(s) URL, got 'ftp://example'" in result.stderr
+
+
+def test_run_with_mcp_http_offers_the_servers_tools_and_sends_their_answers(
+    providers: list[Any], example_http_server: str
+) -> None:
+    script = _script(_use("shout", {"text": "hi"}), "shouted")
+    result = oma("run", "go", "--mcp-http", example_http_server, "-p", "scripted", *script)
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "shouted"
+    (provider,) = providers
+    assert [t.name for t in provider.requests[0].tools] == ["shout", "cat_picture"]
+    (answer,) = provider.requests[1].messages[-1].content
+    assert answer.type == "tool_result" and not answer.is_error
+    assert answer.content == "HI"
 
 
 def test_mcp_list_prints_each_tool_with_its_input_schema() -> None:
@@ -129,6 +166,16 @@ def test_mcp_list_json_gives_names_descriptions_and_schemas() -> None:
     tools = json.loads(result.stdout)
     assert [t["name"] for t in tools] == ["shout", "cat_picture"]
     assert tools[0]["input_schema"]["properties"]["text"]["type"] == "string"
+
+
+def test_mcp_list_json_reads_a_streamable_http_server(http_server: str) -> None:
+    result = oma("mcp", "list", "--json", http_server)
+
+    assert result.exit_code == 0, result.output
+    tools = {t["name"]: t for t in json.loads(result.stdout)}
+    assert {"echo", "picture", "slow", "crash"} <= set(tools)
+    assert tools["echo"]["description"] == "Echo the text back."
+    assert tools["echo"]["input_schema"]["required"] == ["text"]
 
 
 def test_mcp_list_of_a_server_that_cannot_start_fails_naming_it() -> None:
@@ -169,6 +216,34 @@ def test_an_agents_mcp_section_gives_its_tasks_the_servers_tools(
     assert json.loads(result.stdout)["tasks"]["a"]["output"] == "shouted"
     (provider,) = [p for p in providers if p.requests]  # the others: the checks before
     assert provider.requests[1].messages[-1].content[0].content == "HI"
+
+
+def test_a_team_agents_mcp_section_gives_the_planned_task_the_servers_tools(
+    home: Path, providers: list[Any]
+) -> None:
+    shouter = {
+        "name": "shouter",
+        "provider": "scripted",
+        "provider_options": {"responses": [_use("shout", {"text": "hi"}), "shouted"]},
+        "mcp": [{"command": sys.executable, "args": [str(EXAMPLE)]}],
+    }
+    task = {"title": "shout", "description": "Shout hi.", "assignee": "shouter"}
+    boss = {
+        "name": "boss",
+        "provider": "scripted",
+        "provider_options": {"responses": [json.dumps({"tasks": [task]}), "It was shouted."]},
+    }
+    agents = home / "AGENTS.json"
+    agents.write_text(json.dumps({"name": "t", "agents": [shouter], "coordinator": boss}))
+    result = oma("team", "Shout hi", "--agents", str(agents), "--json")
+
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert printed["output"] == "It was shouted."
+    assert printed["tasks"]["shout"]["output"] == "shouted"
+    (answered,) = [p for p in providers if len(p.requests) == 2 and p.requests[0].tools]
+    assert [t.name for t in answered.requests[0].tools] == ["shout", "cat_picture"]
+    assert answered.requests[1].messages[-1].content[0].content == "HI"
 
 
 @pytest.mark.parametrize(

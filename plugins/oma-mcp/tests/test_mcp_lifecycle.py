@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import oma_mcp._toolset
 import pytest
 from mcp_processes import SERVER, descendants
 from oma_mcp import MCPServerError, MCPToolset
@@ -71,10 +72,40 @@ async def test_runs_of_one_orchestrator_share_one_server(toys: Toys) -> None:
         assert result.success, result.status
         pids.add(provider.requests[1].messages[-1].content[0].content)
     await oma.aclose()
+    stopped_by_the_orchestrator = not {int(pid) for pid in pids} & descendants()
     await server.aclose()
 
     assert len(pids) == 1
+    assert stopped_by_the_orchestrator
     # the toys fixture then finds no process left behind
+
+
+async def test_a_server_that_ignores_sigterm_is_killed_with_its_children(toys: Toys) -> None:
+    async with toys("--fault=stubborn") as server:
+        tools = await _tools(server)
+        server_pid = int((await tools["pid"].invoke({})).content)
+        child_pid = int((await tools["grandchild"].invoke({})).content)
+        assert {server_pid, child_pid} <= _alive([server_pid, child_pid])
+
+    # the child of an ended server belongs to init, not to this process: looked up by pid
+    for _ in range(200):  # the kill is sent; its arrival is bounded, not timed
+        if not _alive([server_pid, child_pid]):
+            break
+        await asyncio.sleep(0.05)
+    assert _alive([server_pid, child_pid]) == set()
+
+
+def _alive(pids: list[int]) -> set[int]:
+    """Those of ``pids`` still running (not gone, not a zombie)."""
+    alive = set()
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat.rpartition(")")[2].split()[0] != "Z":
+            alive.add(pid)
+    return alive
 
 
 def test_the_server_is_stopped_when_its_event_loop_ends() -> None:
@@ -126,6 +157,45 @@ async def test_restarts_are_bounded(toys: Toys) -> None:
 
     assert first.is_error and second.is_error
     assert third.is_error and "not started again (max_restarts=1)" in third.content
+
+
+@pytest.fixture
+def delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits the toolset takes before restarts, recorded (and not waited: no clock)."""
+    waited: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waited.append(seconds)
+
+    monkeypatch.setattr(oma_mcp._toolset, "_sleep", record)
+    return waited
+
+
+async def test_the_wait_before_a_restart_doubles_up_to_the_bound(
+    toys: Toys, delays: list[float]
+) -> None:
+    tools = await _tools(toys(max_restarts=3, restart_delay=0.1))
+
+    answers = [await tools["crash"].invoke({}) for _ in range(6)]
+
+    assert delays == pytest.approx([0.1, 0.2, 0.4])
+    assert all(answer.is_error for answer in answers)
+    assert "not started again (max_restarts=3)" in answers[4].content
+    assert "not started again (max_restarts=3)" in answers[5].content
+
+
+async def test_an_answered_call_after_a_restart_clears_the_restart_count(
+    toys: Toys, delays: list[float]
+) -> None:
+    tools = await _tools(toys(max_restarts=1, restart_delay=0.1))
+
+    answers = []
+    for _ in range(3):  # a crash, then hours of healthy calls: three times over
+        answers.append(await tools["crash"].invoke({}))
+        answers.append(await tools["echo"].invoke({"text": "fine"}))
+
+    assert [a.is_error for a in answers] == [True, False] * 3
+    assert delays == pytest.approx([0.1, 0.1, 0.1])  # the delay starts afresh too
 
 
 async def test_a_hung_call_is_cut_by_the_timeout_and_cancelled_on_the_server(
@@ -223,6 +293,19 @@ async def test_an_sse_server_answers_text_and_images_with_the_headers(sse_server
     assert part.type == "image" and part.source.media_type == "image/png"
     assert echoed.content == "over sse"
     assert header.content == "2"  # the headers go with the SSE stream's message posts too
+
+
+async def test_closing_a_streamable_http_toolset_leaves_no_task_and_no_file_descriptor(
+    http_server: str,
+) -> None:
+    before = _open_fds()
+    server = MCPToolset.from_config({"url": http_server})
+    async with server:
+        await (await _tools(server))["echo"].invoke({"text": "x"})
+        assert any(t.get_name().startswith("oma-mcp") for t in asyncio.all_tasks())
+
+    assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("oma-mcp")]
+    assert _open_fds() <= before
 
 
 async def test_closing_an_sse_toolset_leaves_no_task_and_no_file_descriptor(

@@ -3,7 +3,9 @@
 Run as ``python toy_server.py [stdio|http PORT|sse PORT] [--fault=KIND]``. Tools: text, image,
 error, slow, crashing, and others the tests need. Faults, for the fault tests: ``exit-on-init``
 (exits when the client says hello), ``garbage`` (writes junk to stdout first), ``mute``
-(reads requests and never answers). ``--crash-once=PATH`` makes ``crash`` exit only while
+(reads requests and never answers), ``stubborn`` (ignores SIGTERM and stdin's end, and has a
+``sleep`` child that ignores SIGTERM too: only the group's SIGKILL ends them; the tool
+``grandchild`` gives its pid). ``--crash-once=PATH`` makes ``crash`` exit only while
 PATH does not exist (it creates it), so a restarted server answers.
 """
 
@@ -12,7 +14,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 _args = dict(arg.removeprefix("--").split("=", 1) for arg in sys.argv if arg.startswith("--"))
@@ -24,6 +29,10 @@ if _fault == "garbage":
 if _fault == "exit-on-init":
     sys.stdin.readline()
     os._exit(4)
+_grandchild: subprocess.Popen[bytes] | None = None
+if _fault == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # inherited by the child, through exec
+    _grandchild = subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL)
 if _fault == "mute":
     for _line in sys.stdin:
         pass
@@ -144,6 +153,12 @@ def pid() -> int:
     return os.getpid()
 
 
+@server.tool()
+def grandchild() -> int:
+    """The pid of the stubborn server's ``sleep`` child (0 for other servers)."""
+    return 0 if _grandchild is None else _grandchild.pid
+
+
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
@@ -151,6 +166,8 @@ def main() -> None:
         server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()
+    if _fault == "stubborn":  # stdin ended: stay until killed
+        time.sleep(600)
 
 
 if __name__ == "__main__":
