@@ -128,6 +128,7 @@ from ..providers import (
     ResponseComplete,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
     Usage,
 )
 from ..validation import load_messages
@@ -418,6 +419,10 @@ class ProviderConformance(OutputConformance):
     #: The stop reasons the service's wire tells apart, in oma's vocabulary: the kit scripts
     #: each and the provider must report it (a service without a "tool use" reason drops it).
     stop_reasons: tuple[str, ...] = ("end_turn", "max_tokens", "tool_use")
+    #: Whether the provider streams a tool call's arguments as ``ToolCallDelta`` pieces (its
+    #: wire sends them in pieces): the kit then requires pieces for every streamed call. Pieces
+    #: a provider emits are always held to their call, whatever this says.
+    streams_tool_arguments: bool = False
 
     # -- what a plugin supplies ------------------------------------------------------------
 
@@ -512,6 +517,7 @@ class ProviderConformance(OutputConformance):
         "test_usage_is_mapped_as_the_service_counts_it",
         "test_stop_reasons_are_mapped",
         "test_tool_calls_without_ids_get_unique_ids",
+        "test_tool_argument_pieces_join_to_their_call",
     )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -1235,6 +1241,51 @@ class ProviderConformance(OutputConformance):
             assert [(b.name, _plain(b.input)) for b in made] == [("lookup", {"q": "x"})] * 2
             ids = [b.id for b in made]
             assert all(ids) and len(set(ids)) == 2, f"ids {ids} (streaming: {streaming})"
+
+    async def test_tool_argument_pieces_join_to_their_call(self, server: FakeServer) -> None:
+        """The ``ToolCallDelta`` pieces of a streamed reply with two calls: each call's pieces
+        (one ``index``) come before its ``ToolCall``, name it as it is named, and join into
+        its arguments (what tool mode shows as partial output; a piece under the wrong index
+        or lost shows the user a wrong or stalled partial)."""
+        arguments: tuple[dict[str, Any], ...] = (
+            {"q": "pieces", "n": 2, "tags": ["a", "b"]},
+            {"q": "second", "deep": {"x": 1}},
+        )
+        calls = tuple(
+            ScriptedCall("lookup", args, f"call_kit_piece_{n}") for n, args in enumerate(arguments)
+        )
+        self.script_reply(server, ScriptedReply(tool_calls=calls, stop_reason="tool_use"))
+        provider = self.provider(server)
+        try:
+            events, _ = await _drain(provider, self.request())
+        finally:
+            await provider.aclose()
+        made = [(i, e.block) for i, e in enumerate(events) if isinstance(e, ToolCall)]
+        assert [_plain(b.input) for _, b in made] == list(arguments), "the calls themselves"
+        pieces: dict[int, list[tuple[int, ToolCallDelta]]] = {}
+        for position, event in enumerate(events):
+            if isinstance(event, ToolCallDelta):
+                pieces.setdefault(event.index, []).append((position, event))
+        if self.streams_tool_arguments:
+            assert len(pieces) == len(made), (
+                f"{len(made)} calls streamed, pieces of {len(pieces)} (streams_tool_arguments)"
+            )
+        # a call's pieces are the ones whose index came first, in order of the calls
+        for (at, block), (index, its) in zip(made, pieces.items(), strict=False):
+            joined = "".join(piece.arguments for _, piece in its)
+            try:
+                value = json.loads(joined)
+            except ValueError:
+                value = joined
+            assert value == _plain(block.input), (
+                f"the pieces of index {index} join into {joined!r}, not the arguments of "
+                f"{block.id}: {_plain(block.input)}"
+            )
+            assert all(position < at for position, _ in its), f"pieces of {block.id} after it"
+            assert {p.name for _, p in its} <= {None, block.name}, f"names of {block.id}"
+            if self.tool_call_ids == "always":
+                assert {p.id for _, p in its} <= {None, block.id}, f"ids of {block.id}'s pieces"
+        assert len(pieces) <= len(made), f"pieces under {len(pieces)} indexes, {len(made)} calls"
 
     # -- the service's own words -----------------------------------------------------------
 

@@ -127,6 +127,7 @@ class TestAnthropicConformance(ProviderConformance):
     provider_name = "anthropic"
     transport = "httpx"
     output_modes = frozenset({"native", "tool", "prompted"})
+    streams_tool_arguments = True  # input_json_delta
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "auto": {"tool_choice": {"type": "auto"}},
         "required": {"tool_choice": {"type": "any"}},

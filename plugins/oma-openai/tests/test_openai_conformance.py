@@ -139,6 +139,7 @@ class _ChatCompletionsConformance(ProviderConformance):
     mode = "strict"
     transport = "httpx"
     tool_error_flag = False  # a tool message has no error flag: "Error: ..." says it
+    streams_tool_arguments = True  # tool_calls[].function.arguments fragments
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "auto": {"tool_choice": "auto"},
         "none": {"tool_choice": "none"},
