@@ -142,10 +142,25 @@ def _code_lines(path: Path) -> int:
     return len(lines - docstrings)
 
 
-def test_the_ollama_like_example_takes_at_most_150_lines_of_code() -> None:
+def _example_lines() -> tuple[int, int]:
+    """The example package's lines of code (``_code_lines``) and its lines in all (wc -l)."""
     files = sorted((EXAMPLE / "oma_ndjson_example").glob("*.py"))
     assert [f.name for f in files] == ["__init__.py", "_provider.py"]
-    assert sum(_code_lines(f) for f in files) <= 150
+    code = sum(_code_lines(f) for f in files)
+    return code, sum(len(f.read_text(encoding="utf-8").splitlines()) for f in files)
+
+
+def test_the_ollama_like_example_takes_at_most_150_lines_of_code() -> None:
+    assert _example_lines()[0] <= 150
+
+
+def test_the_docs_give_the_examples_line_counts_as_they_are() -> None:
+    page = (EXAMPLE.parents[2] / "docs" / "writing-a-provider.md").read_text(encoding="utf-8")
+    text = " ".join(page.split())  # the figures may be wrapped across lines
+    code = re.search(r"in (\d+) lines of plugin code", text)
+    total = re.search(r"\((\d+) lines by `wc -l`\)", text)
+    assert code and total, "writing-a-provider.md gives the example's line counts"
+    assert (int(code.group(1)), int(total.group(1))) == _example_lines()
 
 
 def test_the_example_has_the_templates_shape() -> None:
