@@ -179,6 +179,61 @@ def test_an_ambiguous_backend_kind_raises_too() -> None:
     assert any(text.startswith("backend kind 'clashagent'") for text in caught)
 
 
+#: A distribution that offers the executor ``clashexec`` (its description names the owner).
+_EXECUTOR_PLUGIN = """
+from oma_core import hookimpl
+from oma_core.toolkit import ExecutorSpec
+
+
+@hookimpl
+def oma_register_executors():
+    return [ExecutorSpec("clashexec", factory=_never, description={owner!r})]
+
+
+def _never(options):
+    raise NotImplementedError("the clash tests never build this executor")
+"""
+
+
+@pytest.fixture
+def executors(mount: Mount, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Two distributions, oma-execa and oma-execb, each offering the executor ``clashexec``
+    (written beside the ``mount``ed ones: on ``sys.path``, with their metadata)."""
+    packages = []
+    for owner in ("oma-execa", "oma-execb"):
+        package = owner.replace("-", "_")
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(_EXECUTOR_PLUGIN.format(owner=owner))
+        info = tmp_path / f"{package}-0.1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {owner}\nVersion: 0.1.0\n")
+        (info / "entry_points.txt").write_text(f"[oma]\n{package} = {package}\n")
+        packages.append(package)
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "oma-execa,oma-execb")
+    yield
+    for package in packages:
+        sys.modules.pop(package, None)
+
+
+@pytest.mark.usefixtures("executors")
+def test_an_ambiguous_executor_name_raises_too() -> None:
+    host, caught = _host()
+    assert host.failures == []  # both loaded: the name is ambiguous, not missing
+    assert "clashexec" not in host.executor_specs()
+    with pytest.raises(AmbiguousNameError) as info:
+        host.executor_spec("clashexec")
+    assert (info.value.kind, info.value.owners) == ("executor", ("oma-execa", "oma-execb"))
+    assert "OMA_PREFER_PLUGINS=clashexec=oma-execb" in str(info.value)
+    assert any(text.startswith("executor 'clashexec'") for text in caught)
+
+
+@pytest.mark.usefixtures("executors")
+def test_a_preference_chooses_the_owner_of_an_ambiguous_executor() -> None:
+    host, caught = _host(prefer={"clashexec": "oma-execb"})
+    assert host.executor_spec("clashexec").description == "oma-execb"
+    assert caught == []  # chosen: nothing to warn of
+
+
 # -- choosing -------------------------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
 """A new provider plugin from oma's template: ``python -m oma_core.testing.template NAME DEST``.
 
 Writes a plugin folder that installs, registers provider ``NAME`` and passes the conformance
-kit as generated, against its own fake server::
+kit as generated, against its own fake server, the request- and reply-mapping checks included
+(its kit class has a wire reader and a reply script for the placeholder wire)::
 
     DEST/
       pyproject.toml                  oma-NAME, its entry point, the test extra

@@ -24,6 +24,7 @@ class TestNdjsonExampleConformance(ProviderConformance):
     # the type the kit passes, and the provider treats every such line as transient.
     transient_stream_error = "error"
     tool_error_flag = False  # an error result is a tool message starting "Error: "
+    tool_call_ids = "never"  # Ollama's tool calls carry no id: the provider makes unique ones
 
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeNdjsonExample:  # noqa: F811
@@ -78,7 +79,7 @@ class TestNdjsonExampleConformance(ProviderConformance):
         )  # fmt: skip
 
     def script_reply(self, server: FakeNdjsonExample, reply: ScriptedReply) -> None:
-        calls = [  # Ollama gives calls no ids: the kit's reply may leave them out too
+        calls = [  # Ollama gives calls no ids: with tool_call_ids "never", the kit gives none
             {"function": {"name": c.name, "arguments": dict(c.arguments)}}
             | ({"id": c.id} if c.id else {})
             for c in reply.tool_calls
