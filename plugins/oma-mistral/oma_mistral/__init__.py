@@ -285,6 +285,11 @@ SPEC = ProviderSpec(
         "Mistral chat completions over httpx (text, images, PDF URLs, audio, tools, streaming)."
     ),
     default_model="mistral-medium-latest",
+    # from Mistral's models overview (its API endpoints), read on 2026-12-02
+    known_models=(
+        *("mistral-medium-latest", "mistral-large-latest", "mistral-small-latest"),
+        *("magistral-medium-latest", "pixtral-large-latest", "codestral-latest"),
+    ),
     default_base_url="https://api.mistral.ai/v1",
     api_key_env="MISTRAL_API_KEY",
     shared=True,  # one httpx client per event loop serves concurrent runs
