@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 def models(words: tuple[str, ...], show_options: bool, as_json: bool) -> None:
     """List providers' default and known models; with PROVIDER or --options, their options.
 
-    A provider that declares no options accepts any name (shown as "any option").
+    A provider that declares no options accepts any name (shown as "any option"); one that
+    declares an empty set takes none but the portable temperature, max_tokens and stop.
 
     `oma models default PROVIDER:MODEL` stores the model `oma run` and `oma chat` use when
     no -m, -p, $OMA_MODEL or $OMA_PROVIDER names one; `oma models default` prints it, or
@@ -68,6 +69,8 @@ def models(words: tuple[str, ...], show_options: bool, as_json: bool) -> None:
         options = entry["options"]
         if options is None:
             click.echo("  any option (the provider declares none)")
+        elif not options:
+            click.echo("  no options of its own (-o temperature, max_tokens and stop apply)")
         for option in options or ():
             help_text = f"  {option['help']}" if option["help"] else ""
             click.echo(f"  -o {option['name']} {option['type'].upper()}{help_text}")
