@@ -15,7 +15,7 @@ provider and backend, so that an unknown name can say what to install.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -60,6 +60,18 @@ _MODEL_FAMILIES: Final = (
 )
 
 
+#: The ``AgentConfig`` fields every provider maps to its wire (not provider options).
+_PORTABLE = ("temperature", "max_tokens", "stop")
+
+
+def _portable_meant(unknown: Sequence[str]) -> str | None:
+    """The portable ``AgentConfig`` field an unknown option's name is close to, if any."""
+    for key in unknown:
+        for name in suggest(key, _PORTABLE):
+            return name
+    return None
+
+
 def check_provider_options(spec: ProviderSpec, options: Mapping[str, object]) -> None:
     """Refuse ``options`` that ``spec`` does not declare (its ``provider_options``; None
     accepts every name and value): an unknown name is an ``UnknownOptionError`` with a
@@ -74,6 +86,9 @@ def check_provider_options(spec: ProviderSpec, options: Mapping[str, object]) ->
         message = f"unknown provider_options for {spec.name}: {', '.join(map(repr, unknown))}"
         if close:
             message += f" (did you mean {' or '.join(map(repr, close))}?)"
+        elif portable := _portable_meant(unknown):
+            # a provider that declares none of them still takes AgentConfig's own settings
+            message += f" (did you mean {portable!r}? set AgentConfig.{portable})"
         message += f"; {spec.name} accepts: {', '.join(names) or 'none'}"
         raise UnknownOptionError(
             message, name=spec.name, options=unknown, accepted=names, suggestions=close

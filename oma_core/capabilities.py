@@ -402,6 +402,13 @@ def _option_specs(
     return OptionSpecs(tuple(sorted(specs.values(), key=lambda spec: spec.name)))
 
 
+def _model_names(value: Iterable[str]) -> tuple[str, ...]:
+    """``known_models`` as a tuple of names (a str alone is refused: it would be its letters)."""
+    if isinstance(value, str):
+        raise TypeError("known_models must be a collection of model names, not a str")
+    return tuple(value)
+
+
 @attrs.frozen
 class ProviderSpec:
     """A provider a plugin offers, returned from ``oma_register_providers``.
@@ -431,6 +438,11 @@ class ProviderSpec:
     ``OptionTypeError``. None declares nothing and lets every name and value through. A
     provider forwarding fields oma does not know declares an ``extra_body`` object option
     for them, as the OpenAI SDK does.
+
+    ``known_models`` names a few of the service's current model ids, as its models
+    documentation gives them (``oma models`` lists them); it is a hint for people, not a
+    list runs are checked against: any other model name is sent as given. Empty for a
+    provider whose models are whatever its server holds (a local server, a router).
     """
 
     name: str
@@ -444,6 +456,7 @@ class ProviderSpec:
     shared: bool = False
     requires_api_key: bool = False
     provider_options: OptionSpecs | None = attrs.field(default=None, converter=_option_specs)
+    known_models: tuple[str, ...] = attrs.field(default=(), converter=_model_names)
 
     @property
     def key_variables(self) -> tuple[str, ...]:

@@ -223,6 +223,36 @@ def test_validate_reports_the_first_error_and_exits_1(tmp_path: Path) -> None:
     assert result.stderr.startswith("error: invalid: messages[0].content must be a list")
 
 
+def _document_and_audio(media_type: str = "application/pdf") -> list[dict[str, Any]]:
+    """A user turn holding a PDF by URL and a wav as base64 (116 bytes: a RIFF header)."""
+    wav = base64.b64encode(b"RIFF" + (36).to_bytes(4, "little") + b"WAVEfmt " + bytes(100))
+    url = "https://example.com/report.pdf"
+    document = {"type": "document", "source": {"type": "url", "media_type": media_type, "url": url}}
+    data = wav.decode()
+    audio = {"type": "audio", "source": {"type": "base64", "media_type": "audio/wav", "data": data}}
+    return [{"role": "user", "content": [{"type": "text", "text": "Read these."}, document, audio]}]
+
+
+def test_validate_describes_a_url_document_and_base64_audio(tmp_path: Path) -> None:
+    result = oma("validate", write_json(tmp_path / "c.json", _document_and_audio()))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        'messages[0] user: text "Read these."; '
+        "document application/pdf url https://example.com/report.pdf; "
+        "audio audio/wav base64 116 bytes",
+        "valid: 1 message",
+    ]
+
+
+def test_validate_refuses_a_zip_document_naming_its_media_type(tmp_path: Path) -> None:
+    conversation = _document_and_audio("application/zip")
+    result = oma("validate", write_json(tmp_path / "c.json", conversation))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: invalid: messages[0].content[1].source.media_type ")
+    assert "got application/zip" in result.stderr
+    assert result.stdout == ""
+
+
 def test_validate_reports_a_file_that_is_not_json(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     path.write_text("{nope")

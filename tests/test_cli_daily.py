@@ -2,7 +2,8 @@
 command by command, and prints what the page shows.
 
 The block after ``<!-- daily-session -->`` runs line by line in bash through the real ``oma``
-command, in one fresh ``$OMA_HOME``, with the built-in providers and oma-openai. The page's
+command, in one fresh ``$OMA_HOME`` and an empty working folder holding ``examples/cat.png``
+(the session writes a plan file there), with the built-in providers and oma-openai. The page's
 local server, ``http://127.0.0.1:8080/v1``, is the plugin's fake Chat Completions service on
 a free port (the page's address is swapped for it in the commands and the expected output);
 it takes only ``$LOCAL_KEY`` and answers ``REPLIES`` in order. In expected output a ``...``
@@ -13,8 +14,10 @@ line stands for any lines and ``...`` in a line for any characters, as in test_c
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,6 +37,8 @@ REPLIES = (
     "Grey, with white paws.",
     "Beagle.",
     "Collie.",
+    "Siamese.",
+    "Robin.",
 )
 
 
@@ -83,14 +88,21 @@ def environment(home: Path, bin_dir: Path) -> dict[str, str]:
     return env
 
 
-def run(command: str, env: dict[str, str]) -> tuple[int, str]:
+def workdir(folder: Path) -> Path:
+    """The session's working folder: empty but for the page's picture."""
+    (folder / "examples").mkdir(parents=True)
+    shutil.copyfile(ROOT / "examples" / "cat.png", folder / "examples" / "cat.png")
+    return folder
+
+
+def run(command: str, env: dict[str, str], cwd: Path) -> tuple[int, str]:
     done = subprocess.run(
         ["bash", "-c", command],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         timeout=120,
         check=False,
@@ -114,10 +126,11 @@ def local_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def test_the_daily_session_runs_as_the_page_shows_it(local_server: Any, tmp_path: Path) -> None:
     address = local_server.url.removeprefix("http://")
     env = environment(tmp_path / "home", tmp_path / "bin")
+    cwd = workdir(tmp_path / "work")
     commands = session_commands()
     assert len(commands) >= 10
     for number, command, expected in commands:
-        status, output = run(command.replace(PAGE_ADDRESS, address), env)
+        status, output = run(command.replace(PAGE_ADDRESS, address), env, cwd)
         expected = expected.replace(PAGE_ADDRESS, address)
         failed = any(line.startswith("error: ") for line in expected.splitlines())
         assert (status != 0) == failed, f"docs/cli.md:{number}: $ {command}\n{output}"
@@ -133,6 +146,16 @@ def test_the_daily_session_runs_as_the_page_shows_it(local_server: Any, tmp_path
     image = first["messages"][1]["content"][1]
     assert second["messages"][1]["content"][1] == image  # -c resent the picture
     assert all("tempreature" not in r.json for r in requests)
+    # The stored default model, without -m: the default's model, no template's system prompt.
+    default_run = requests[REPLIES.index("Siamese.")].json
+    assert default_run["model"] == "gpt-4o-mini"
+    assert [m["role"] for m in default_run["messages"]] == ["user"]
+    assert default_run["messages"][0]["content"] == "Name a cat breed."
+    # oma tasks: the plan's agent found the key stored for the server's base URL.
+    task_run = requests[REPLIES.index("Robin.")]
+    assert task_run.headers["authorization"] == f"Bearer {LOCAL_KEY}"
+    assert task_run.json["model"] == "gpt-4o-mini"
+    assert "Name a bird." in json.dumps(task_run.json["messages"])
 
 
 if __name__ == "__main__":  # print the session as it runs now
@@ -145,6 +168,7 @@ if __name__ == "__main__":  # print the session as it runs now
         fake.reply(*(Reply(text) for text in REPLIES))
         address = fake.url.removeprefix("http://")
         env = environment(Path(folder) / "home", Path(folder) / "bin")
+        cwd = workdir(Path(folder) / "work")
         for _line, command, _expected in session_commands():
-            _status, output = run(command.replace(PAGE_ADDRESS, address), env)
+            _status, output = run(command.replace(PAGE_ADDRESS, address), env, cwd)
             print(f"$ {command}\n{output.replace(address, PAGE_ADDRESS)}", end="")

@@ -133,6 +133,21 @@ def test_logs_shows_the_last_n_and_searches() -> None:
     assert [r["output"] for r in found] == ['user: text "gamma"']
 
 
+@pytest.mark.parametrize(
+    ("example", "shown"),
+    [
+        ("cat.png", "[image image/png]"),
+        ("report.pdf", "[document application/pdf]"),
+        ("voice.wav", "[audio audio/wav]"),
+    ],
+)
+def test_logs_names_each_media_block_of_the_prompt(example: str, shown: str) -> None:
+    path = Path(__file__).resolve().parents[1] / "examples" / example
+    assert oma("run", "what is in it?", "-a", str(path)).exit_code == 0
+    prompts = [line for line in oma("logs").stdout.splitlines() if line.startswith("> ")]
+    assert prompts == [f"> what is in it? {shown}"]
+
+
 # -- -q: full-text search (FTS5), and LIKE where SQLite has no FTS5
 
 
@@ -383,6 +398,23 @@ def test_a_loose_media_store_is_tightened_to_0700(png: str, tmp_path: Path) -> N
     media_dir(tmp_path).chmod(0o755)
     assert oma("run", "what is it?", "-a", png).exit_code == 0
     assert stat.S_IMODE(media_dir(tmp_path).stat().st_mode) == 0o700
+
+
+def test_logs_off_keeps_neither_the_run_nor_its_media(png: str, tmp_path: Path) -> None:
+    assert oma("logs", "off").exit_code == 0
+    result = oma("run", "what is it?", "-a", png)
+    assert result.exit_code == 0, result.output
+    assert "image image/png" in result.stdout  # the picture was sent
+    assert logged() == []
+    assert not media_dir(tmp_path).exists() or not any(media_dir(tmp_path).iterdir())
+
+
+def test_no_log_keeps_neither_the_run_nor_its_media(png: str, tmp_path: Path) -> None:
+    result = oma("run", "--no-log", "what is it?", "-a", png)
+    assert result.exit_code == 0, result.output
+    assert "image image/png" in result.stdout
+    assert logged() == []
+    assert not media_dir(tmp_path).exists() or not any(media_dir(tmp_path).iterdir())
 
 
 def test_no_keep_media_logs_the_run_but_keeps_no_media(png: str, tmp_path: Path) -> None:

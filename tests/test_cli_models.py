@@ -53,6 +53,50 @@ def test_models_json_gives_the_declared_types() -> None:
     assert types["stop"] == "str or list"
 
 
+def test_models_lists_each_providers_known_models_under_it() -> None:
+    lines = oma("models").stdout.splitlines()
+    start = lines.index("openai: gpt-4o-mini")
+    assert lines[start + 1].startswith("  known models: gpt-4o-mini, gpt-4o, ")
+    assert "o4-mini" in " ".join(lines[start + 1 : start + 4])
+
+
+def test_a_provider_that_knows_no_models_gets_no_known_models_line() -> None:
+    lines = oma("models").stdout.splitlines()
+    after_vllm = lines[lines.index("vllm: (no default model)") + 1 :]
+    assert not after_vllm or not after_vllm[0].startswith("  known models")
+    assert "known models" not in oma("models", "echo").stdout
+
+
+def test_models_of_one_provider_lists_its_known_models_before_its_options() -> None:
+    lines = oma("models", "deepseek").stdout.splitlines()
+    assert lines[:2] == [
+        "deepseek: deepseek-chat",
+        "  known models: deepseek-chat, deepseek-reasoner",
+    ]
+    assert lines[2].startswith("  -o ")
+
+
+def test_models_json_gives_the_known_models() -> None:
+    entries = {e["provider"]: e for e in json.loads(oma("models", "--json").stdout)}
+    assert entries["deepseek"]["known_models"] == ["deepseek-chat", "deepseek-reasoner"]
+    assert entries["vllm"]["known_models"] == []
+
+
+@pytest.mark.parametrize("columns", [50, 80])
+def test_the_known_models_wrap_to_a_narrow_terminal(
+    columns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    lines = oma("models").stdout.splitlines()
+    known = PluginHost.default().provider_specs()
+    longest = max(len(model) for spec in known.values() for model in spec.known_models)
+    # a line is cut between names only: one name longer than the room stands alone
+    assert all(len(line) < columns or len(line.strip()) <= longest + 1 for line in lines)
+    assert sum(line.startswith("    ") for line in lines) >= 1  # continued, indented
+    shown = " ".join(lines)
+    assert all(model in shown for spec in known.values() for model in spec.known_models)
+
+
 def test_a_misspelt_provider_is_a_usage_error_with_a_did_you_mean() -> None:
     result = oma("models", "opnai")
     assert result.exit_code == 2

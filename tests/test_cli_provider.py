@@ -199,6 +199,29 @@ def test_a_bad_portable_option_is_a_usage_error_naming_it(name: str, value: str,
     assert SEEN == []
 
 
+def test_echo_refuses_a_misspelt_option_with_a_did_you_mean_and_answers_nothing() -> None:
+    result = oma("run", "-p", "echo", "-o", "tempreature", "0.3", "hi")
+    assert result.exit_code == 2
+    assert "unknown provider_options for echo: 'tempreature'" in result.stderr
+    assert "(did you mean 'temperature'? give -o temperature VALUE)" in result.stderr
+    assert result.stdout == ""
+
+
+def test_echo_refuses_an_option_it_does_not_declare() -> None:
+    result = oma("run", "-p", "echo", "-o", "seed", "7", "hi")
+    assert result.exit_code == 2
+    assert result.stderr == "error: unknown provider_options for echo: 'seed'; echo accepts: none\n"
+
+
+def test_echo_takes_the_portable_options() -> None:
+    result = oma(
+        "run", "-p", "echo", "-o", "temperature", "0.3", "-o", "max_tokens", "50",
+        "-o", "stop", "END", "hi",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == 'user: text "hi"\n'
+
+
 # -- keys ---------------------------------------------------------------------------------------
 
 

@@ -209,7 +209,7 @@ def _describe(run: LoggedRun) -> str:
             media = [
                 f"{b.get('type')} {b.get('source', {}).get('media_type')}"
                 for b in message.get("content", [])
-                if b.get("type") in ("image", "video")
+                if b.get("type") in ("image", "video", "document", "audio")
             ]
             prompt = " ".join([*texts, *(f"[{m}]" for m in media)])
             break

@@ -1,11 +1,13 @@
-"""``oma models``: each installed provider's default model, and the options it declares with
-their types (``oma models --options``, or ``oma models PROVIDER`` for one provider);
-``oma models default [PROVIDER:MODEL]`` shows or stores the model a run uses when none is
-named (``_settings``)."""
+"""``oma models``: each installed provider's default model and the models it knows
+(``ProviderSpec.known_models``), and the options it declares with their types (``oma models
+--options``, or ``oma models PROVIDER`` for one provider); ``oma models default
+[PROVIDER:MODEL]`` shows or stores the model a run uses when none is named (``_settings``)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import textwrap
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +24,10 @@ if TYPE_CHECKING:
 @click.option("--options", "show_options", is_flag=True, help="Also list each one's options.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def models(words: tuple[str, ...], show_options: bool, as_json: bool) -> None:
-    """List providers' default models; with PROVIDER or --options, their options and types.
+    """List providers' default and known models; with PROVIDER or --options, their options.
 
-    A provider that declares no options accepts any name (shown as "any option").
+    A provider that declares no options accepts any name (shown as "any option"); one that
+    declares an empty set takes none but the portable temperature, max_tokens and stop.
 
     `oma models default PROVIDER:MODEL` stores the model `oma run` and `oma chat` use when
     no -m, -p, $OMA_MODEL or $OMA_PROVIDER names one; `oma models default` prints it, or
@@ -46,14 +49,28 @@ def models(words: tuple[str, ...], show_options: bool, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
+    width = max(40, shutil.get_terminal_size().columns)
     for entry in report:
         model = entry["default_model"] or "(no default model)"
         click.echo(f"{entry['provider']}: {model}")
+        if entry["known_models"]:
+            known = f"known models: {', '.join(entry['known_models'])}"
+            for line in textwrap.wrap(
+                known,
+                width - 1,
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            ):
+                click.echo(line)
         if not show_options:
             continue
         options = entry["options"]
         if options is None:
             click.echo("  any option (the provider declares none)")
+        elif not options:
+            click.echo("  no options of its own (-o temperature, max_tokens and stop apply)")
         for option in options or ():
             help_text = f"  {option['help']}" if option["help"] else ""
             click.echo(f"  -o {option['name']} {option['type'].upper()}{help_text}")
@@ -93,4 +110,9 @@ def _entry(spec: ProviderSpec) -> dict[str, Any]:
     options = None
     if declared is not None:
         options = [{"name": o.name, "type": o.type_name, "help": o.help} for o in declared.values()]
-    return {"provider": spec.name, "default_model": spec.default_model, "options": options}
+    return {
+        "provider": spec.name,
+        "default_model": spec.default_model,
+        "known_models": list(spec.known_models),
+        "options": options,
+    }

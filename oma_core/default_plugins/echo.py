@@ -203,5 +203,8 @@ def oma_register_providers() -> list[ProviderSpec]:
             capabilities=Capabilities.everything(),
             description="Offline: answers with a description of the request it received.",
             shared=True,
+            # no options of its own: a misspelt -o is refused, not silently carried
+            # (temperature, max_tokens and stop are AgentConfig's, and pass)
+            provider_options=(),
         )
     ]

@@ -35,6 +35,8 @@ SPEC = ProviderSpec(
     capabilities=CAPABILITIES,
     description="Claude through the Anthropic Messages API (official anthropic SDK).",
     default_model="claude-sonnet-4-6",
+    # from Anthropic's models overview, read on 2026-12-02
+    known_models=("claude-sonnet-4-6", "claude-opus-4-6", "claude-haiku-4-5", "claude-sonnet-4-5"),
     api_key_env="ANTHROPIC_API_KEY",
     shared=True,  # one SDK client serves concurrent runs
     requires_api_key=True,

@@ -45,6 +45,13 @@ SPEC = ProviderSpec(
         "documents and audio."
     ),
     default_model="amazon.nova-pro-v1:0",
+    # model ids from Bedrock's supported-models page, read on 2026-12-02 (a Region may need
+    # an inference profile's id instead, such as "us.anthropic...")
+    known_models=(
+        *("amazon.nova-pro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-micro-v1:0"),
+        "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "meta.llama3-3-70b-instruct-v1:0",
+    ),
     api_key_env="AWS_BEARER_TOKEN_BEDROCK",  # optional: the AWS credential chain works too
     shared=True,  # one httpx pool per event loop serves concurrent runs
     requires_api_key=False,

@@ -35,6 +35,8 @@ SPEC = ProviderSpec(
     capabilities=CAPABILITIES,
     description="Google Gemini over the REST generateContent API (httpx; native video).",
     default_model="gemini-2.5-flash",
+    # from the Gemini API's models page, read on 2026-12-02
+    known_models=("gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite"),
     default_base_url="https://generativelanguage.googleapis.com/v1beta",
     api_key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     shared=True,  # one httpx client per event loop serves concurrent runs

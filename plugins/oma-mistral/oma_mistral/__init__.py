@@ -88,13 +88,24 @@ CAPABILITIES = Capabilities(
     limits=(MediaLimit(10_000_000, {"image"}),),  # Mistral's vision docs: 10 MB per image
     output_modes=frozenset({"native", "tool", "prompted"}),
 )
-#: The chat completions body fields Mistral documents that oma does not fill itself; each is
-#: forwarded as given.
-BODY_OPTIONS = (
-    *("top_p", "random_seed", "response_format", "tool_choice", "presence_penalty"),
-    *("frequency_penalty", "n", "prediction", "parallel_tool_calls", "prompt_mode"),
-    *("safe_prompt", "temperature", "max_tokens", "stop", "metadata"),
-)
+#: The chat completions body fields Mistral documents that oma does not fill itself, with
+#: their types in Mistral's API reference (the ``ChatCompletionRequest`` schema of its OpenAPI
+#: spec, read on 2026-12-02); each is forwarded as given. A number field takes an int too.
+BODY_OPTIONS: dict[str, type | tuple[type, ...]] = {
+    **{"temperature": float, "top_p": float, "max_tokens": int, "stop": (str, list)},
+    **{"random_seed": int, "metadata": dict, "response_format": dict, "n": int},
+    **{"tool_choice": (str, dict), "presence_penalty": float, "frequency_penalty": float},
+    **{"prediction": dict, "parallel_tool_calls": bool, "prompt_mode": str},
+    "safe_prompt": bool,
+}
+#: The options of oma's HTTP client (``CLIENT_OPTIONS``), with their types.
+_CLIENT_OPTION_TYPES: dict[str, type] = {
+    "timeout": float,
+    "headers": dict,
+    "max_response_bytes": int,
+    "max_event_bytes": int,
+}
+_OPTIONS: dict[str, type | tuple[type, ...]] = {**_CLIENT_OPTION_TYPES, **BODY_OPTIONS}
 _ID = re.compile(r"[A-Za-z0-9]{9}")
 
 
@@ -274,11 +285,16 @@ SPEC = ProviderSpec(
         "Mistral chat completions over httpx (text, images, PDF URLs, audio, tools, streaming)."
     ),
     default_model="mistral-medium-latest",
+    # from Mistral's models overview (its API endpoints), read on 2026-12-02
+    known_models=(
+        *("mistral-medium-latest", "mistral-large-latest", "mistral-small-latest"),
+        *("magistral-medium-latest", "pixtral-large-latest", "codestral-latest"),
+    ),
     default_base_url="https://api.mistral.ai/v1",
     api_key_env="MISTRAL_API_KEY",
     shared=True,  # one httpx client per event loop serves concurrent runs
     requires_api_key=True,
-    provider_options=(*CLIENT_OPTIONS, *BODY_OPTIONS),
+    provider_options=_OPTIONS,
 )
 
 

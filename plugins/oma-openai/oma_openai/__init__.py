@@ -131,6 +131,7 @@ def oma_register_providers() -> list[ProviderSpec]:
             requires_api_key=p.api_key_env is not None and p.key_placeholder is None,
             # a compatible service's own fields go in extra_body
             provider_options=OPTIONS,
+            known_models=p.known_models,
         )
         for p in PRESETS
     ]

@@ -126,6 +126,9 @@ class Preset:
     description: str = ""
     strict_output: bool = True
     strict_tools: bool = False
+    #: A few current model ids from the service's models documentation (read on
+    #: 2026-12-02); none for a local server, whose models are the ones it was given.
+    known_models: tuple[str, ...] = ()
 
 
 PRESETS: tuple[Preset, ...] = (
@@ -141,6 +144,15 @@ PRESETS: tuple[Preset, ...] = (
         token_param="max_completion_tokens",
         description="OpenAI Chat Completions API",
         strict_tools=True,
+        known_models=(
+            "gpt-4o-mini",
+            "gpt-4o",
+            "gpt-4.1",
+            "gpt-4.1-mini",
+            "gpt-5",
+            "gpt-5-mini",
+            "o4-mini",
+        ),
     ),
     Preset(
         "minimax",
@@ -150,6 +162,7 @@ PRESETS: tuple[Preset, ...] = (
         _capabilities(output_modes=TOOL),
         default_model="MiniMax-M2",
         description="MiniMax through its OpenAI-compatible API",
+        known_models=("MiniMax-M2",),
     ),
     Preset(
         "deepseek",
@@ -167,6 +180,7 @@ PRESETS: tuple[Preset, ...] = (
         default_model="deepseek-chat",
         reasoning_field="reasoning_content",
         description="DeepSeek (text and tools; reasoning_content forwarded)",
+        known_models=("deepseek-chat", "deepseek-reasoner"),
     ),
     Preset(
         "groq",
@@ -176,6 +190,12 @@ PRESETS: tuple[Preset, ...] = (
         _capabilities(video=False, files=None, pdfs=None),
         default_model="llama-3.3-70b-versatile",
         description="Groq (text, tools, images on vision models)",
+        known_models=(
+            "llama-3.3-70b-versatile",
+            "llama-3.1-8b-instant",
+            "meta-llama/llama-4-scout-17b-16e-instruct",
+            "openai/gpt-oss-120b",
+        ),
         # strict: true is constrained decoding on a few models only; best-effort elsewhere
         strict_output=False,
     ),
@@ -188,6 +208,12 @@ PRESETS: tuple[Preset, ...] = (
         _capabilities(pdfs=Mode.NATIVE, pdf_urls=True, audio=Mode.NATIVE),
         default_model="openai/gpt-4o-mini",
         description="OpenRouter, a router to many models",
+        # a router: a few of the many, as provider/model
+        known_models=(
+            "openai/gpt-4o-mini",
+            "anthropic/claude-sonnet-4.5",
+            "google/gemini-2.5-flash",
+        ),
     ),
     Preset(
         "together",
@@ -196,6 +222,7 @@ PRESETS: tuple[Preset, ...] = (
         "TOGETHER_API_KEY",
         _capabilities(output_modes=TOOL),
         description="Together AI",
+        known_models=("meta-llama/Llama-3.3-70B-Instruct-Turbo", "deepseek-ai/DeepSeek-V3"),
     ),
     Preset(
         "ollama",
