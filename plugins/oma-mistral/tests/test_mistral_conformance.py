@@ -134,6 +134,7 @@ class TestMistralConformance(ProviderConformance):
     output_modes = frozenset({"native", "tool", "prompted"})
     transient_stream_error = "service_unavailable"
     tool_error_flag = False  # a tool message has no error flag: "Error: ..." says it
+    streams_tool_arguments = True  # tool_calls[].function.arguments fragments
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "auto": {"tool_choice": "auto"},
         "none": {"tool_choice": "none"},
