@@ -10,12 +10,13 @@ documentation)::
     pytest_plugins = ["oma_core.testing.pytest_plugin"]   # the fake_server_factory fixture
 
     # tests/test_conformance.py
+    from collections.abc import Mapping
     from typing import Any, ClassVar
 
     import pytest
     from fake_anthropic import FakeAnthropic
 
-    from oma_core.testing import RecordedRequest
+    from oma_core.testing import NeutralRequest, RecordedRequest, ScriptedReply
     from oma_core.testing.conformance import ProviderConformance, Sample
 
 
@@ -41,6 +42,17 @@ documentation)::
                 sample.block_type, sample.block_type
             )
 
+        def read_request(self, body: Mapping[str, Any]) -> NeutralRequest:
+            return read_messages_body(body)         # the wire reader (below)
+
+        def script_reply(self, server: FakeAnthropic, reply: ScriptedReply) -> None:
+            calls = [{"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
+                     for c in reply.tool_calls]
+            text = [{"type": "text", "text": reply.text}] if reply.text else []
+            server.reply(*text, *calls, stop_reason=reply.stop_reason,
+                         input_tokens=reply.usage.input_tokens,
+                         output_tokens=reply.usage.output_tokens)
+
 Hooks a plugin may override when its wire differs from the defaults:
 
 - ``base_url(server)``: what ``AgentConfig.base_url`` is set to, in the SDK's meaning (the
@@ -61,8 +73,9 @@ Hooks a plugin may override when its wire differs from the defaults:
   ``stop_reasons``: what the wire can say (see each attribute, and
   ``docs/testing-plugins.md``).
 
-Two more hooks check the *mapping* of whole requests and replies (the example above leaves
-them out; without them those checks are left out, with a warning):
+The last two hooks check the *mapping* of whole requests and replies (without them those
+checks are left out, with a warning; oma-anthropic's tests hold the whole
+``read_messages_body``):
 
 - ``read_request(body) -> NeutralRequest``: the wire reader, written from the service's
   documentation: what the service understands from a JSON body, in the core's terms. The kit
