@@ -13,7 +13,7 @@ from oma_core.testing import ProviderSuite
 
 class BedrockSuite(ProviderSuite):
     provider_name = "bedrock"
-    api_key = None
+    api_key: str | None = None
 
     def make_server(self) -> FakeBedrock:
         return FakeBedrock(api_key=self.api_key)

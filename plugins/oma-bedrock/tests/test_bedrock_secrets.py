@@ -48,7 +48,8 @@ class TestBedrockSigV4Secrets(BedrockSuite, SecretsSuite):
         return FakeBedrock(session_token=SESSION_TOKEN)
 
     def provider(self, server: FakeServer, **options: Any) -> Provider:
-        return self.spec().factory(ProviderSettings(base_url=server.url, options=options))
+        settings = ProviderSettings(base_url=self.base_url(server), options=options)
+        return self.spec().factory(settings)
 
     def config(self, server: FakeServer, **config: Any) -> AgentConfig:
         return super().config(server, **{**config, "api_key": None})
