@@ -28,6 +28,7 @@ from oma_core.http import (
     LoopLocalClient,
     ReadLimits,
     encode_json,
+    request_secrets,
     too_large,
 )
 from oma_core.toolkit import (
@@ -120,7 +121,7 @@ class BedrockProvider:
             raise error
         if response.status_code != 200:
             raise http_error(
-                response.status_code, response.headers, response.content, self._secrets()
+                response.status_code, response.headers, response.content, self._secrets(request)
             )
         try:
             return response_from_json(json.loads(response.content), model)
@@ -142,7 +143,9 @@ class BedrockProvider:
         try:
             if response.status_code != 200:
                 body = await _error_body(response)
-                raise http_error(response.status_code, response.headers, body, self._secrets())
+                raise http_error(
+                    response.status_code, response.headers, body, self._secrets(request)
+                )
             assembler = StreamAssembler(model)
             frames = _frames(response, self._limits.max_event_bytes)
             while True:
@@ -153,7 +156,7 @@ class BedrockProvider:
                         break
                     kind, name, payload = frame
                     if kind != "event":
-                        error = stream_exception(name, payload, self._secrets())
+                        error = stream_exception(name, payload, self._secrets(request))
                     else:
                         event = assembler.feed(name, json.loads(payload))
                 except httpx.HTTPError as exc:
@@ -198,8 +201,10 @@ class BedrockProvider:
     def _client(self) -> httpx.AsyncClient:
         return self._http.get()
 
-    def _secrets(self) -> tuple[str | None, ...]:
-        return self._identity.secrets()
+    def _secrets(self, request: ProviderRequest) -> tuple[str | None, ...]:
+        """What no error may quote: the credentials, and the request's text and media (a
+        service's message sometimes quotes what it was sent)."""
+        return (*self._identity.secrets(), *request_secrets(request, None))
 
 
 async def _error_body(response: httpx.Response) -> bytes:

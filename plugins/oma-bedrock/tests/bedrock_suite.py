@@ -1,5 +1,6 @@
 """How the kit's shared suites (``oma_core.testing.suites``) reach this plugin: the fake
-Converse API, signed with the AWS credentials the conftest sets (no key, no headers option)."""
+Converse API, signed with the AWS credentials the conftest sets (no key, no headers option),
+or taking ``api_key`` as a Bedrock API key (a bearer token) when a suite sets one."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from oma_core.testing import ProviderSuite
 
 class BedrockSuite(ProviderSuite):
     provider_name = "bedrock"
-    api_key = None
+    api_key: str | None = None
 
     def make_server(self) -> FakeBedrock:
-        return FakeBedrock()
+        return FakeBedrock(api_key=self.api_key)
 
     def script_text(self, server: Any, text: str) -> None:
         server.reply_text(text)

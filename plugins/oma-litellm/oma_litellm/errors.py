@@ -21,6 +21,18 @@ from .capabilities import DISPLAY_NAME
 
 __all__ = ["malformed", "map_error", "scrub_all", "token_error"]
 
+#: Error types and codes (OpenAI's and compatible servers') of a stream's error event that
+#: mean "try again" (as oma-openai reads them)
+_TRANSIENT = frozenset(
+    {
+        *("server_error", "internal_error", "internal_server_error", "overloaded_error"),
+        *("overloaded", "rate_limit_error", "rate_limit_exceeded", "service_unavailable"),
+        "timeout",
+    }
+)
+#: LiteLLM's prefix to a provider's message (``litellm.APIConnectionError:
+#: APIConnectionError: OpenAIException - ``)
+_LITELLM_PREFIX = re.compile(r"^.*?\w*Exception - ")
 #: Microsoft Entra ID's error codes (``AADSTS700016``): no secret, and what to look up
 _AADSTS = re.compile(r"\bAADSTS\d{2,8}\b")
 
@@ -30,8 +42,11 @@ def scrub_all(text: str, secrets: Iterable[str | None]) -> str:
     return scrub(text, [s for s in secrets if s])
 
 
-def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderError:
-    """``exc`` (raised by LiteLLM, its SDKs or its HTTP client) as a ``ProviderError``."""
+def map_error(
+    exc: BaseException, secrets: Iterable[str | None], *, mid_stream: bool = False
+) -> ProviderError:
+    """``exc`` (raised by LiteLLM, its SDKs or its HTTP client) as a ``ProviderError``;
+    ``mid_stream``: raised after a stream's first chunk, when the service had answered 200."""
     if isinstance(exc, ProviderError):
         return exc
     from litellm.exceptions import APIConnectionError, Timeout
@@ -52,7 +67,13 @@ def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderErro
                              retryable=True)  # fmt: skip
     # LiteLLM reports a dropped connection as its InternalServerError (status 500); what it
     # wraps tells the two apart
-    if isinstance(exc, APIConnectionError) or any(_is_transport_error(e) for e in chain):
+    if any(_is_transport_error(e) for e in chain):
+        return ProviderError(
+            f"{DISPLAY_NAME} connection failed ({name})", provider=DISPLAY_NAME, retryable=True
+        )
+    if mid_stream:
+        return _stream_error(chain, secrets)
+    if isinstance(exc, APIConnectionError):
         return ProviderError(
             f"{DISPLAY_NAME} connection failed ({name})", provider=DISPLAY_NAME, retryable=True
         )
@@ -71,6 +92,42 @@ def map_error(exc: BaseException, secrets: Iterable[str | None]) -> ProviderErro
     if isinstance(exc, ValueError):
         return malformed(f"{name} while reading the reply")
     return ProviderError(f"{DISPLAY_NAME} failed ({name})", provider=DISPLAY_NAME, retryable=False)
+
+
+def _stream_error(chain: list[BaseException], secrets: Iterable[str | None]) -> ProviderError:
+    """An error inside a stream the service had answered 200: no status (the one LiteLLM
+    gives it, 500, is its own), retryable unless the service's error event says otherwise.
+    An event the OpenAI SDK read (the SDK routes) keeps its ``type``, which decides; LiteLLM's
+    own handlers keep only the event's message (its Anthropic route makes every error event
+    a 500), and a stream that stopped before its end says so: both are retryable."""
+    event = next((e for e in chain if _is_sdk_error_event(e)), None)
+    if event is not None:
+        body: Mapping[str, Any] = getattr(event, "body", None) or {}
+        kind = str(body.get("type") or body.get("code") or "")
+        retryable = bool({str(body.get("type")), str(body.get("code"))} & _TRANSIENT)
+        message = str(body.get("message") or "")
+    else:
+        kind, retryable = "", True
+        # the provider's own error (its message only), else LiteLLM's, without its prefix
+        own = next(
+            (e for e in chain if type(e).__module__ != "litellm.exceptions" and str(e)), None
+        )
+        wrapped = own or (chain[1] if len(chain) > 1 else chain[0])
+        message = _LITELLM_PREFIX.sub("", str(getattr(wrapped, "message", None) or wrapped))
+    text = f"{DISPLAY_NAME} stream failed"
+    if kind:
+        text += f" ({scrub_all(kind, secrets)})"
+    if message:
+        text += f": {scrub_all(message, secrets)}"
+    return ProviderError(text, provider=DISPLAY_NAME, retryable=retryable)
+
+
+def _is_sdk_error_event(exc: BaseException) -> bool:
+    """An error event the OpenAI SDK read inside a stream (its bare ``APIError``, with the
+    event's ``error`` object as ``body``)."""
+    import openai
+
+    return type(exc) is openai.APIError and isinstance(exc.body, Mapping)
 
 
 def token_error(exc: BaseException | None, secrets: Iterable[str | None]) -> ProviderError:

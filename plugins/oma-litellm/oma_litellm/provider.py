@@ -45,7 +45,13 @@ from oma_core import (
     Usage,
 )
 from oma_core.errors import MissingKeyError, PluginError
-from oma_core.http import DEFAULT_IDLE_TIMEOUT, ReadLimits, ToolCallAssembler, guard_hooks
+from oma_core.http import (
+    DEFAULT_IDLE_TIMEOUT,
+    ReadLimits,
+    ToolCallAssembler,
+    guard_hooks,
+    request_secrets,
+)
 from oma_core.toolkit import (
     ProviderEvent,
     ProviderRequest,
@@ -148,7 +154,7 @@ class LiteLLMProvider:
         try:
             reply = await self._litellm.acompletion(**kwargs)
         except Exception as exc:
-            error = map_error(exc, self._secrets())
+            error = map_error(exc, self._secrets(request))
         if error is not None:
             raise error
         try:
@@ -165,10 +171,11 @@ class LiteLLMProvider:
                 **kwargs, stream=True, stream_options={"include_usage": True}
             )
         except Exception as exc:
-            error = map_error(exc, self._secrets())
+            error = map_error(exc, self._secrets(request))
         if error is not None:
             raise error
         assembler = _StreamAssembler(kwargs["model"])
+        started = False  # a chunk arrived: the service answered 200, so no later error has a status
         try:
             iterator = chunks.__aiter__()
             while True:
@@ -177,9 +184,10 @@ class LiteLLMProvider:
                     chunk = await anext(iterator, None)
                     if chunk is None:
                         break
+                    started = True
                     events = assembler.feed(chunk)
                 except Exception as exc:
-                    error = map_error(exc, self._secrets())
+                    error = map_error(exc, self._secrets(request), mid_stream=started)
                 if error is not None:
                     raise error
                 for event in events:
@@ -265,15 +273,18 @@ class LiteLLMProvider:
             kwargs["api_version"] = options["api_version"]
         return kwargs
 
-    def _secrets(self) -> tuple[str | None, ...]:
-        """The configured key and every key-like environment variable LiteLLM may have read
-        (``OPENAI_API_KEY``, ``GROQ_API_KEY``, ...): none may show in an error."""
+    def _secrets(self, request: ProviderRequest | None = None) -> tuple[str | None, ...]:
+        """The configured key, every key-like environment variable LiteLLM may have read
+        (``OPENAI_API_KEY``, ``GROQ_API_KEY``, ...), the Entra ID tokens handed out, and the
+        request's own text and base64 media (services quote what they were sent): none may
+        show in an error."""
         from_env = tuple(
             value
             for name, value in os.environ.items()
             if name.endswith(_SECRET_SUFFIXES) and len(value) >= 8
         )
-        return (self._settings.api_key, *from_env, *self._tokens)
+        sent = request_secrets(request, None) if request is not None else ()
+        return (self._settings.api_key, *from_env, *self._tokens, *sent)
 
     def _session(self) -> tuple[Any, Any]:
         """This provider's aiohttp session on the running loop, and LiteLLM's HTTP handler

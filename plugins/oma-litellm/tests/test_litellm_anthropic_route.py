@@ -1,5 +1,7 @@
 """The bridge on a second wire: LiteLLM's ``anthropic/`` route against the fake Messages API
-(``base_url`` as ``api_base``), translated by LiteLLM from the OpenAI shape oma hands it."""
+(``base_url`` as ``api_base``), translated by LiteLLM from the OpenAI shape oma hands it. (Its
+faults and what its errors hold: the kit's suites, ``test_litellm_faults.py`` and
+``test_litellm_secrets.py``.)"""
 
 from __future__ import annotations
 
@@ -10,8 +12,7 @@ from typing import Any
 import pytest
 from fake_messages import FakeMessages
 
-from oma_core import Agent, AgentConfig, ProviderError, tool
-from oma_core.testing import DropConnection, EchoRequestError, HTTPError, assert_holds_no_secret
+from oma_core import Agent, AgentConfig, tool
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
 
@@ -95,39 +96,6 @@ async def test_streaming_gives_text_deltas_and_usage(messages_server: FakeMessag
     assert len(texts) > 1 and "".join(texts) == "streamed over the Messages wire"
     assert seen[-1].data.usage.input_tokens == 13
     assert messages_server.requests[0].json["stream"] is True
-
-
-@pytest.mark.parametrize(("status", "retryable"), [(400, False), (429, True), (529, True)])
-async def test_errors_keep_their_status(
-    messages_server: FakeMessages, status: int, retryable: bool
-) -> None:
-    messages_server.enqueue(HTTPError(status, retry_after=2))
-    async with agent(messages_server) as bridge:
-        result = await bridge.run("hi")
-    error = result.status.error
-    assert isinstance(error, ProviderError)
-    assert (error.status_code, error.retryable) == (status, retryable)
-    assert len(messages_server.requests) == 1
-
-
-async def test_a_dropped_connection_is_retryable(messages_server: FakeMessages) -> None:
-    messages_server.enqueue(DropConnection("before_response"))
-    async with agent(messages_server) as bridge:
-        result = await bridge.run("hi")
-    error = result.status.error
-    assert isinstance(error, ProviderError)
-    assert (error.status_code, error.retryable) == (None, True)
-
-
-async def test_an_echoed_request_leaves_no_key_in_the_error(messages_server: FakeMessages) -> None:
-    key = "sk-ant-" + "k" * 40
-    messages_server.api_key = key
-    messages_server.enqueue(EchoRequestError(400))
-    async with agent(messages_server, api_key=key) as bridge:
-        result = await bridge.run("a private question")
-    error = result.status.error
-    assert isinstance(error, ProviderError) and error.status_code == 400
-    assert_holds_no_secret(error, key, "a private question")
 
 
 async def test_closing_the_agent_closes_its_connections(messages_server: FakeMessages) -> None:
