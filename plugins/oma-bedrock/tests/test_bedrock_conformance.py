@@ -166,6 +166,7 @@ class TestBedrockConformanceSigV4(ProviderConformance):
     provider_name = "bedrock"
     api_key = None  # type: ignore[assignment]  # no API key: SigV4 from the AWS chain
     transient_stream_error = "throttlingException"
+    streams_tool_arguments = True  # contentBlockDelta.delta.toolUse.input
     output_modes = frozenset({"native", "tool", "prompted"})
     server_sent_events = False  # an AWS binary event stream
 

@@ -113,6 +113,7 @@ class TestLiteLLMConformanceOpenAIRoute(ProviderConformance):
     transient_stream_error = "server_error"
     output_modes = frozenset({"native", "tool", "prompted"})
     tool_error_flag = False  # a tool message has no error flag: "Error: ..." says it
+    streams_tool_arguments = True  # tool_calls[].function.arguments fragments
 
     @pytest.fixture(autouse=True)
     def _model_map(self) -> Iterator[None]:

@@ -146,6 +146,7 @@ class TestLiteLLMConformanceAnthropicRoute(ProviderConformance):
     model = "anthropic/claude-fake"
     api_key = "test-key"
     tool_error_flag = False  # LiteLLM translates a Chat Completions tool message: text only
+    streams_tool_arguments = True  # input_json_delta, through LiteLLM
     render_is_the_wire = False  # render is the body handed to LiteLLM, which translates it
     output_modes = frozenset({"native", "tool", "prompted"})
     # LiteLLM turns response_format into a forced tool of its own on this route, and hands
