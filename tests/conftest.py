@@ -107,11 +107,13 @@ def no_io(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture
 def cli_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     """A CLI test's own world: its ``$OMA_HOME`` (keys and the run log), no plugins from
-    entry points, no ``OMA_PROVIDER``/``OMA_MODEL``, and a process-wide host built afresh."""
+    entry points, no ``OMA_PROVIDER``/``OMA_MODEL``, an 80-column terminal whatever runs the
+    tests (output is wrapped to it), and a process-wide host built afresh."""
     from oma_core.plugins import PluginHost
 
     home = tmp_path / "home"
     monkeypatch.setenv("OMA_HOME", str(home))
+    monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setenv("OMA_LOAD_PLUGINS", "")
     for name in ("OMA_PROVIDER", "OMA_MODEL", "OMA_DISABLE_PLUGINS"):
         monkeypatch.delenv(name, raising=False)
