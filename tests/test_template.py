@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from oma_core.testing.conformance import ProviderConformance
 from oma_core.testing.template import FILES, generate, main
 
 EXAMPLE = Path(__file__).resolve().parent / "plugins" / "oma-ndjson-example"
@@ -35,15 +36,7 @@ def _install_as_distribution(root: Path) -> None:
 
 #: The kit's checks of the request and reply mapping: left out (with a warning) when the kit
 #: class has no wire reader or reply script, which is how a kit misses a wrong mapping.
-MAPPING_CHECKS = (
-    "test_requests_reach_the_service_as_sent",
-    "test_the_reader_reads_every_field_of_the_rendered_body",
-    "test_tool_choice_reaches_the_service",
-    "test_results_of_streamed_calls_reach_the_service",
-    "test_usage_is_mapped_as_the_service_counts_it",
-    "test_stop_reasons_are_mapped",
-    "test_tool_calls_without_ids_get_unique_ids",
-)
+MAPPING_CHECKS = ProviderConformance.MAPPING_CHECKS
 
 
 def test_the_generated_plugin_passes_the_conformance_kit_as_generated(tmp_path: Path) -> None:

@@ -10,13 +10,12 @@ documentation)::
     pytest_plugins = ["oma_core.testing.pytest_plugin"]   # the fake_server_factory fixture
 
     # tests/test_conformance.py
-    from collections.abc import Mapping
     from typing import Any, ClassVar
 
     import pytest
     from fake_anthropic import FakeAnthropic
 
-    from oma_core.testing import NeutralRequest, RecordedRequest, ScriptedReply
+    from oma_core.testing import RecordedRequest
     from oma_core.testing.conformance import ProviderConformance, Sample
 
 
@@ -42,17 +41,6 @@ documentation)::
                 sample.block_type, sample.block_type
             )
 
-        def read_request(self, body: Mapping[str, Any]) -> NeutralRequest:
-            return read_messages_body(body)         # the wire reader (below)
-
-        def script_reply(self, server: FakeAnthropic, reply: ScriptedReply) -> None:
-            calls = [{"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
-                     for c in reply.tool_calls]
-            text = [{"type": "text", "text": reply.text}] if reply.text else []
-            server.reply(*text, *calls, stop_reason=reply.stop_reason,
-                         input_tokens=reply.usage.input_tokens,
-                         output_tokens=reply.usage.output_tokens)
-
 Hooks a plugin may override when its wire differs from the defaults:
 
 - ``base_url(server)``: what ``AgentConfig.base_url`` is set to, in the SDK's meaning (the
@@ -70,12 +58,12 @@ Hooks a plugin may override when its wire differs from the defaults:
 - ``server_sent_events``: whether the provider streams server-sent events (True by default;
   a binary event stream, as Bedrock's, sets False and leaves out the SSE-only hostile replies);
 - ``tool_choices``, ``tool_error_flag``, ``render_is_the_wire``, ``tool_call_ids``,
-  ``stop_reasons``: what the wire can say (see each attribute, and
+  ``stop_reasons``, ``streams_tool_arguments``: what the wire can say (see each attribute, and
   ``docs/testing-plugins.md``).
 
-The last two hooks check the *mapping* of whole requests and replies (without them those
-checks are left out, with a warning; oma-anthropic's tests hold the whole
-``read_messages_body``):
+Two more hooks check the *mapping* of whole requests and replies; every bundled plugin's kit
+supplies both (oma-anthropic's ``tests/test_anthropic_conformance.py`` in full). The example
+above leaves them out to stay short, and so leaves those checks out, with a warning:
 
 - ``read_request(body) -> NeutralRequest``: the wire reader, written from the service's
   documentation: what the service understands from a JSON body, in the core's terms. The kit
@@ -532,6 +520,10 @@ class ProviderConformance(OutputConformance):
         "test_tool_calls_without_ids_get_unique_ids",
         "test_tool_argument_pieces_join_to_their_call",
     )
+    #: The checks of the request and reply mapping (``_READER_CHECKS`` and ``_REPLY_CHECKS``):
+    #: what a kit without ``read_request`` and ``script_reply`` leaves out, so what a plugin's
+    #: own test of its kit can require to have run.
+    MAPPING_CHECKS: ClassVar[tuple[str, ...]] = tuple(dict.fromkeys(_READER_CHECKS + _REPLY_CHECKS))
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Leave out (not skip: a skipped check looks like a pass nobody ran) the checks
@@ -1264,8 +1256,10 @@ class ProviderConformance(OutputConformance):
             {"q": "pieces", "n": 2, "tags": ["a", "b"]},
             {"q": "second", "deep": {"x": 1}},
         )
+        with_ids = self.tool_call_ids != "never"
         calls = tuple(
-            ScriptedCall("lookup", args, f"call_kit_piece_{n}") for n, args in enumerate(arguments)
+            ScriptedCall("lookup", args, f"call_kit_piece_{n}" if with_ids else None)
+            for n, args in enumerate(arguments)
         )
         self.script_reply(server, ScriptedReply(tool_calls=calls, stop_reason="tool_use"))
         provider = self.provider(server)
@@ -1283,8 +1277,15 @@ class ProviderConformance(OutputConformance):
             assert len(pieces) == len(made), (
                 f"{len(made)} calls streamed, pieces of {len(pieces)} (streams_tool_arguments)"
             )
-        # a call's pieces are the ones whose index came first, in order of the calls
-        for (at, block), (index, its) in zip(made, pieces.items(), strict=False):
+        unpaired = list(made)
+        for index, its in pieces.items():
+            # a group's call: the one its pieces name by id, else the first call after them
+            ids = {p.id for _, p in its} - {None}
+            last = its[-1][0]
+            found = [c for c in unpaired if (c[1].id in ids if ids else c[0] > last)]
+            assert found, f"the pieces of index {index} (ids {ids or 'none'}) belong to no call"
+            at, block = found[0]
+            unpaired.remove(found[0])
             joined = "".join(piece.arguments for _, piece in its)
             try:
                 value = json.loads(joined)
@@ -1296,9 +1297,7 @@ class ProviderConformance(OutputConformance):
             )
             assert all(position < at for position, _ in its), f"pieces of {block.id} after it"
             assert {p.name for _, p in its} <= {None, block.name}, f"names of {block.id}"
-            if self.tool_call_ids == "always":
-                assert {p.id for _, p in its} <= {None, block.id}, f"ids of {block.id}'s pieces"
-        assert len(pieces) <= len(made), f"pieces under {len(pieces)} indexes, {len(made)} calls"
+            assert len(ids) <= 1, f"the pieces of index {index} name several calls: {ids}"
 
     # -- the service's own words -----------------------------------------------------------
 
