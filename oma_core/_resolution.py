@@ -66,10 +66,7 @@ _PORTABLE = ("temperature", "max_tokens", "stop")
 
 def _portable_meant(unknown: Sequence[str]) -> str | None:
     """The portable ``AgentConfig`` field an unknown option's name is close to, if any."""
-    for key in unknown:
-        for name in suggest(key, _PORTABLE):
-            return name
-    return None
+    return next((name for key in unknown for name in suggest(key, _PORTABLE)), None)
 
 
 def check_provider_options(spec: ProviderSpec, options: Mapping[str, object]) -> None:
@@ -84,10 +81,14 @@ def check_provider_options(spec: ProviderSpec, options: Mapping[str, object]) ->
         names = sorted(accepted)
         close = tuple(dict.fromkeys(s for key in unknown for s in suggest(key, names)))
         message = f"unknown provider_options for {spec.name}: {', '.join(map(repr, unknown))}"
-        if close:
+        # every provider takes AgentConfig's own settings, whatever options it declares
+        if exact := next((key for key in unknown if key in _PORTABLE), None):
+            close = (exact,)
+            message += f" ({exact} is not a provider option: set AgentConfig.{exact})"
+        elif close:
             message += f" (did you mean {' or '.join(map(repr, close))}?)"
         elif portable := _portable_meant(unknown):
-            # a provider that declares none of them still takes AgentConfig's own settings
+            close = (portable,)
             message += f" (did you mean {portable!r}? set AgentConfig.{portable})"
         message += f"; {spec.name} accepts: {', '.join(names) or 'none'}"
         raise UnknownOptionError(

@@ -187,6 +187,23 @@ def test_an_option_the_provider_does_not_accept_raises_with_a_did_you_mean() -> 
     assert "did you mean 'timeout'?" in str(error) and isinstance(error, PluginError)
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("temperature", "(temperature is not a provider option: set AgentConfig.temperature)"),
+        ("max_tokns", "(did you mean 'max_tokens'? set AgentConfig.max_tokens)"),
+    ],
+)
+def test_a_portable_setting_given_as_an_option_points_to_its_agentconfig_field(
+    given: str, said: str
+) -> None:
+    host = host_with(keyed_spec())
+    with pytest.raises(UnknownOptionError) as caught:
+        Agent(AgentConfig(name="x", provider="keyed", provider_options={given: 3}), plugins=host)
+    assert said in str(caught.value)
+    assert caught.value.suggestions == (said.split("AgentConfig.")[1].rstrip(")"),)
+
+
 def test_accepted_options_pass() -> None:
     host = host_with(keyed_spec())
     Agent(AgentConfig(name="x", provider="keyed", provider_options={"timeout": 3}), plugins=host)
