@@ -11,7 +11,7 @@ the error is never chained to LiteLLM's, which holds the request.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from oma_core import ProviderError
@@ -43,7 +43,7 @@ def scrub_all(text: str, secrets: Iterable[str | None]) -> str:
 
 
 def map_error(
-    exc: BaseException, secrets: Iterable[str | None], *, mid_stream: bool = False
+    exc: BaseException, secrets: Sequence[str | None], *, mid_stream: bool = False
 ) -> ProviderError:
     """``exc`` (raised by LiteLLM, its SDKs or its HTTP client) as a ``ProviderError``;
     ``mid_stream``: raised after a stream's first chunk, when the service had answered 200."""
@@ -94,7 +94,7 @@ def map_error(
     return ProviderError(f"{DISPLAY_NAME} failed ({name})", provider=DISPLAY_NAME, retryable=False)
 
 
-def _stream_error(chain: list[BaseException], secrets: Iterable[str | None]) -> ProviderError:
+def _stream_error(chain: list[BaseException], secrets: Sequence[str | None]) -> ProviderError:
     """An error inside a stream the service had answered 200: no status (the one LiteLLM
     gives it, 500, is its own), retryable unless the service's error event says otherwise.
     An event the OpenAI SDK read (the SDK routes) keeps its ``type``, which decides; LiteLLM's

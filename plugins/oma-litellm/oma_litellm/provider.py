@@ -283,7 +283,7 @@ class LiteLLMProvider:
             for name, value in os.environ.items()
             if name.endswith(_SECRET_SUFFIXES) and len(value) >= 8
         )
-        sent = request_secrets(request, None) if request is not None else ()
+        sent = request_secrets(request, None)
         return (self._settings.api_key, *from_env, *self._tokens, *sent)
 
     def _session(self) -> tuple[Any, Any]:
