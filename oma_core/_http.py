@@ -37,6 +37,7 @@ from ._bounded import (
     next_chunk,
     redirect_refused,
 )
+from .capabilities import CLIENT_OPTION_TYPES
 from .errors import ProviderError
 from .redaction import REDACTED, redact_text
 from .retry import parse_retry_after
@@ -73,7 +74,7 @@ __all__ = [
 ]
 
 #: The provider options ``LoopLocalClient.from_options`` reads (the rest usually go in the body).
-CLIENT_OPTIONS = ("timeout", "headers", "max_response_bytes", "max_event_bytes")
+CLIENT_OPTIONS = tuple(CLIENT_OPTION_TYPES)
 #: Request texts shorter than this are not blanked out of messages (they would hit words).
 MIN_SECRET = 8
 #: How much of a service's error text a message keeps (characters).

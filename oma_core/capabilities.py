@@ -327,6 +327,16 @@ def _source_of(block: object) -> MediaSource | None:
 OptionType = type | tuple[type, ...]
 
 
+#: The options of the toolkit's HTTP client (``oma_core.http.CLIENT_OPTIONS``), with their
+#: types: a provider on that client declares them with ``**CLIENT_OPTION_TYPES``.
+CLIENT_OPTION_TYPES: Mapping[Any, type] = {  # Any: it unpacks into any spec dict
+    "timeout": float,
+    "headers": dict,
+    "max_response_bytes": int,
+    "max_event_bytes": int,
+}
+
+
 @attrs.frozen
 class OptionSpec:
     """One ``provider_options`` name a provider accepts, with its value's type.

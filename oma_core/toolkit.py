@@ -12,6 +12,7 @@ in two of ``oma_core``, ``oma_core.toolkit``, ``oma_core.http`` and ``oma_core.p
 The groups:
 
 - registration beyond ``ProviderSpec``: ``OptionSpec`` (a declared provider option),
+  ``CLIENT_OPTION_TYPES`` (the HTTP client's options, typed, for a spec to declare),
   ``BlockSupport``, ``MediaLimit``, ``Mode``, ``IN_TOOL_RESULT`` (what ``Capabilities`` holds);
 - the provider interface: ``Provider``, ``ProviderRequest`` (with ``OutputRequest``),
   ``ProviderResponse``, ``ProviderSettings``, its events (``TextDelta``, ``ReasoningDelta``,
@@ -36,6 +37,7 @@ from ._lazy import lazy_exports
 _EXPORTS: dict[str, str] = {
     # registration
     "OptionSpec": "capabilities",
+    "CLIENT_OPTION_TYPES": "capabilities",
     "BlockSupport": "capabilities",
     "MediaLimit": "capabilities",
     "Mode": "capabilities",
@@ -82,6 +84,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CLIENT_OPTION_TYPES",
     "Backend",
     "BackendEvent",
     "BackendRequest",
@@ -154,6 +157,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         BackendToolResult,
     )
     from .capabilities import (
+        CLIENT_OPTION_TYPES,
         IN_TOOL_RESULT,
         BlockSupport,
         MediaLimit,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from oma_core import ProviderSpec, hookimpl
+from oma_core.toolkit import CLIENT_OPTION_TYPES
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
 
@@ -42,8 +43,8 @@ SPEC = ProviderSpec(
     requires_api_key=True,
     # what AnthropicProvider reads: client options, body fields, max_tokens, model, extra_body
     provider_options={
-        **{"headers": dict, "timeout": float, "transport": str, "max_connections": int},
-        **{"max_response_bytes": int, "max_event_bytes": int},
+        **CLIENT_OPTION_TYPES,
+        **{"transport": str, "max_connections": int},
         **{"metadata": dict, "service_tier": str, "stop_sequences": list, "temperature": float},
         **{"thinking": dict, "tool_choice": dict, "top_k": int, "top_p": float},
         **{"max_tokens": int, "model": str, "extra_body": dict},

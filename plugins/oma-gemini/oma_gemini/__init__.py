@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from oma_core import ProviderSpec, hookimpl
+from oma_core.toolkit import CLIENT_OPTION_TYPES
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
 
@@ -43,8 +44,8 @@ SPEC = ProviderSpec(
     requires_api_key=True,
     # client options, the inline limit, and the generateContent body fields oma does not fill
     provider_options={
-        **{"timeout": float, "headers": dict, "inline_limit": int},
-        **{"max_response_bytes": int, "max_event_bytes": int},
+        **CLIENT_OPTION_TYPES,
+        "inline_limit": int,
         **{"generationConfig": dict, "safetySettings": list, "toolConfig": dict},
         "cachedContent": str,
     },

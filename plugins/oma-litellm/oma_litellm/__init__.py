@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from oma_core import ProviderSpec, hookimpl
+from oma_core.toolkit import CLIENT_OPTION_TYPES
 
 from .capabilities import CAPABILITIES, DISPLAY_NAME
 
@@ -39,8 +40,8 @@ SPEC = ProviderSpec(
     shared=True,  # stateless: LiteLLM keeps its own clients
     requires_api_key=False,  # each provider behind LiteLLM reads its own variable
     provider_options={
-        **{"timeout": float, "headers": dict, "api_version": str},
-        **{"max_response_bytes": int, "max_event_bytes": int},
+        **CLIENT_OPTION_TYPES,
+        "api_version": str,
         "azure_ad_token_provider": Callable,
     },
 )

@@ -53,6 +53,7 @@ from oma_core.http import (
     tool_result_text,
 )
 from oma_core.toolkit import (
+    CLIENT_OPTION_TYPES,
     BlockSupport,
     MediaLimit,
     OutputRequest,
@@ -98,14 +99,7 @@ BODY_OPTIONS: dict[str, type | tuple[type, ...]] = {
     **{"prediction": dict, "parallel_tool_calls": bool, "prompt_mode": str},
     "safe_prompt": bool,
 }
-#: The options of oma's HTTP client (``CLIENT_OPTIONS``), with their types.
-_CLIENT_OPTION_TYPES: dict[str, type] = {
-    "timeout": float,
-    "headers": dict,
-    "max_response_bytes": int,
-    "max_event_bytes": int,
-}
-_OPTIONS: dict[str, type | tuple[type, ...]] = {**_CLIENT_OPTION_TYPES, **BODY_OPTIONS}
+_OPTIONS: dict[str, type | tuple[type, ...]] = {**CLIENT_OPTION_TYPES, **BODY_OPTIONS}
 _ID = re.compile(r"[A-Za-z0-9]{9}")
 
 
