@@ -64,14 +64,14 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Collection, Iterator, Sequence
-from typing import Any
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 import pytest
 
 from ..agent import Agent, AgentConfig
-from ..capabilities import ProviderSpec
-from ..errors import MissingKeyError, ProviderError, UnknownOptionError
+from ..capabilities import OptionSpec, ProviderSpec
+from ..errors import MissingKeyError, OptionTypeError, ProviderError, UnknownOptionError
 from ..orchestrator import OpenMultiAgent
 from ..plugins import PluginHost
 from ..providers import Provider, ProviderRequest, ProviderSettings, TextDelta
@@ -179,6 +179,16 @@ def _text(text: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------- spec
 
+#: A value of each type an option may declare, for the type checks below.
+_OPTION_SAMPLES: dict[object, object] = {
+    str: "x",
+    float: 0.5,
+    int: 3,
+    bool: True,
+    dict: {},
+    list: [],
+}
+
 
 class SpecSuite(ProviderSuite):
     """What a provider's ``ProviderSpec`` declares to the core, and that the core enforces it.
@@ -187,8 +197,11 @@ class SpecSuite(ProviderSuite):
     and ``requires_api_key``; ``options_read`` (the ``provider_options`` the provider reads),
     with ``options_exact`` (the spec declares exactly those; False: at least those) and
     ``body_fields`` (request-body fields the spec also accepts); ``misspelt_option``
-    (``(misspelling, value, the option suggested)``). The missing-key check (left out when
-    ``requires_api_key`` is False) runs against ``make_server()`` and checks no request is sent.
+    (``(misspelling, value, the option suggested)``); ``option_types`` (option name to the
+    type the service documents, as ``OptionSpec.type_name`` reads it: ``"int"``,
+    ``"str or list"``; written from the service's reference, never from the spec). The
+    missing-key check (left out when ``requires_api_key`` is False) runs against
+    ``make_server()`` and checks no request is sent.
     """
 
     key_variables: tuple[str, ...] = ()
@@ -197,6 +210,7 @@ class SpecSuite(ProviderSuite):
     options_exact: bool = True
     body_fields: Collection[str] = ()
     misspelt_option: tuple[str, Any, str] = ("", None, "")
+    option_types: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -220,6 +234,29 @@ class SpecSuite(ProviderSuite):
         options = {given: value}
         with pytest.raises(UnknownOptionError, match=f"did you mean '{meant}'"):
             Agent(AgentConfig(name="a", provider=self.provider_name, provider_options=options))
+
+    def test_the_options_have_the_types_the_service_documents(self) -> None:
+        declared: Mapping[str, OptionSpec] = self.spec().provider_options or {}
+        found = {name: declared[name].type_name for name in self.option_types if name in declared}
+        assert found == dict(self.option_types), "declared types differ from the documented"
+
+    def test_each_typed_option_takes_its_type_and_refuses_another(self) -> None:
+        """A value of an option's declared type builds an agent; a value of another type
+        is an ``OptionTypeError`` naming the option, before any request."""
+        declared: Mapping[str, OptionSpec] = self.spec().provider_options or {}
+        checked = 0
+        for option in declared.values():
+            kinds = option.type if isinstance(option.type, tuple) else (option.type,)
+            if kinds[0] not in _OPTION_SAMPLES:  # any type, or one with no sample (a callable)
+                continue
+            good = {option.name: _OPTION_SAMPLES[kinds[0]]}
+            Agent(AgentConfig(name="a", provider=self.provider_name, provider_options=good))
+            wrong = next(v for v in _OPTION_SAMPLES.values() if not option.accepts(v))
+            with pytest.raises(OptionTypeError, match=option.name):
+                bad = {option.name: wrong}
+                Agent(AgentConfig(name="a", provider=self.provider_name, provider_options=bad))
+            checked += 1
+        assert checked or not declared, "no typed option to check"
 
     def test_a_missing_key_raises_when_the_run_starts_before_any_request(
         self, server: FakeServer, monkeypatch: pytest.MonkeyPatch

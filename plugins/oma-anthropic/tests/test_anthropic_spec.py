@@ -4,6 +4,8 @@ the API's media size limits, each enforced before any request."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
+from typing import ClassVar
 
 from anthropic_suite import AnthropicSuite
 from fake_anthropic import FakeAnthropic
@@ -18,6 +20,16 @@ class TestAnthropicSpec(AnthropicSuite, SpecSuite):
     key_variables = ("ANTHROPIC_API_KEY",)
     options_read = _KNOWN_OPTIONS
     misspelt_option = ("max_token", 5, "max_tokens")
+    # the Messages API reference (POST /v1/messages), read 2026-12-02
+    option_types: ClassVar[Mapping[str, str]] = {
+        "top_k": "int",
+        "top_p": "number",
+        "temperature": "number",
+        "metadata": "object",
+        "thinking": "object",
+        "stop_sequences": "list",
+        "service_tier": "str",
+    }
 
 
 async def test_an_image_past_five_megabytes_of_base64_is_refused_before_any_request(

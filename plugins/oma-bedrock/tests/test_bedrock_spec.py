@@ -4,6 +4,8 @@ options it accepts and Converse's media size limits, each enforced before any re
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
+from typing import ClassVar
 
 from bedrock_suite import BedrockSuite
 from fake_bedrock import FakeBedrock
@@ -19,6 +21,12 @@ class TestBedrockSpec(BedrockSuite, SpecSuite):
     requires_api_key = False
     options_read = OPTIONS
     misspelt_option = ("regoin", "x", "region")
+    # Converse's additionalModelRequestFields is a JSON document; region and profile are names
+    option_types: ClassVar[Mapping[str, str]] = {
+        "additional_model_request_fields": "object",
+        "region": "str",
+        "profile": "str",
+    }
 
 
 def test_a_run_without_a_bedrock_key_is_signed_by_the_aws_chain(server: FakeBedrock) -> None:

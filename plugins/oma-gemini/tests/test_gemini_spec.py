@@ -4,6 +4,8 @@ the API's inline request limit, each enforced before any request."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
+from typing import ClassVar
 
 from fake_gemini import API_KEY, FakeGemini
 from gemini_suite import GeminiSuite
@@ -21,6 +23,13 @@ class TestGeminiSpec(GeminiSuite, SpecSuite):
     options_exact = False  # and the body fields:
     body_fields = ("generationConfig", "safetySettings", "toolConfig")
     misspelt_option = ("inline_limt", 5, "inline_limit")
+    # generateContent's request body (v1beta reference), read 2026-12-02
+    option_types: ClassVar[Mapping[str, str]] = {
+        "generationConfig": "object",
+        "toolConfig": "object",
+        "safetySettings": "list",
+        "cachedContent": "str",
+    }
 
 
 async def test_inline_media_past_the_request_limit_are_refused_before_any_request(

@@ -3,6 +3,9 @@ LiteLLM reads its own variable), the options it accepts, no media limits of its 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from oma_litellm import SPEC
 from oma_litellm.provider import OPTIONS
 
@@ -14,6 +17,8 @@ class TestLiteLLMSpec(SpecSuite):
     requires_api_key = False
     options_read = OPTIONS
     misspelt_option = ("api_versoin", "1", "api_version")
+    # litellm.acompletion's parameters
+    option_types: ClassVar[Mapping[str, str]] = {"api_version": "str", "timeout": "number"}
 
 
 def test_the_spec_declares_no_media_limits_the_routed_providers_differ_on() -> None:
