@@ -11,18 +11,21 @@ SERVER = Path(__file__).with_name("toy_server.py")
 EXAMPLE = Path(__file__).parents[3] / "examples" / "mcp_server.py"
 
 
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state first, then the parent),
+    or None for a process that is gone or a zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else fields
+
+
 def descendants() -> set[int]:
     """Live (not zombie) processes below this one, read from /proc."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rpartition(")")[2].split()
-        if fields[0] != "Z":
+        if entry.name.isdigit() and (fields := _stat(entry.name)) is not None:
             parents[int(entry.name)] = int(fields[1])
     found: set[int] = set()
     frontier = {os.getpid()}
@@ -30,6 +33,12 @@ def descendants() -> set[int]:
         frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
         found |= frontier
     return found
+
+
+def alive(pids: list[int]) -> set[int]:
+    """Those of ``pids`` still running (not gone, not a zombie), wherever they are now (an
+    orphan belongs to init, so it is no descendant)."""
+    return {pid for pid in pids if _stat(pid) is not None}
 
 
 def free_port() -> int:

@@ -12,7 +12,7 @@ from typing import Any
 
 import oma_mcp._toolset
 import pytest
-from mcp_processes import SERVER, descendants
+from mcp_processes import SERVER, alive, descendants
 from oma_mcp import MCPServerError, MCPToolset
 
 from oma_core import Agent, AgentConfig, OpenMultiAgent, PluginHost
@@ -61,7 +61,7 @@ async def test_async_with_starts_the_server_and_leaving_stops_it(toys: Toys) -> 
     assert descendants() - before == set()
 
 
-async def test_runs_of_one_orchestrator_share_one_server(toys: Toys) -> None:
+async def test_runs_of_one_orchestrator_share_one_server_closed_with_it(toys: Toys) -> None:
     server = toys()
     oma = OpenMultiAgent(plugins=PluginHost(load_entrypoints=False))
     pids = set()
@@ -85,27 +85,14 @@ async def test_a_server_that_ignores_sigterm_is_killed_with_its_children(toys: T
         tools = await _tools(server)
         server_pid = int((await tools["pid"].invoke({})).content)
         child_pid = int((await tools["grandchild"].invoke({})).content)
-        assert {server_pid, child_pid} <= _alive([server_pid, child_pid])
+        assert {server_pid, child_pid} <= alive([server_pid, child_pid])
 
     # the child of an ended server belongs to init, not to this process: looked up by pid
     for _ in range(200):  # the kill is sent; its arrival is bounded, not timed
-        if not _alive([server_pid, child_pid]):
+        if not alive([server_pid, child_pid]):
             break
         await asyncio.sleep(0.05)
-    assert _alive([server_pid, child_pid]) == set()
-
-
-def _alive(pids: list[int]) -> set[int]:
-    """Those of ``pids`` still running (not gone, not a zombie)."""
-    alive = set()
-    for pid in pids:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        if stat.rpartition(")")[2].split()[0] != "Z":
-            alive.add(pid)
-    return alive
+    assert alive([server_pid, child_pid]) == set()
 
 
 def test_the_server_is_stopped_when_its_event_loop_ends() -> None:
@@ -171,14 +158,19 @@ def delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return waited
 
 
+@pytest.mark.parametrize(
+    ("first", "waits"),
+    [(0.1, [0.1, 0.2, 0.4]), (10, [10, 20, oma_mcp._toolset.MAX_RESTART_DELAY])],
+    ids=["doubling", "capped"],
+)
 async def test_the_wait_before_a_restart_doubles_up_to_the_bound(
-    toys: Toys, delays: list[float]
+    toys: Toys, delays: list[float], first: float, waits: list[float]
 ) -> None:
-    tools = await _tools(toys(max_restarts=3, restart_delay=0.1))
+    tools = await _tools(toys(max_restarts=3, restart_delay=first))
 
     answers = [await tools["crash"].invoke({}) for _ in range(6)]
 
-    assert delays == pytest.approx([0.1, 0.2, 0.4])
+    assert delays == pytest.approx(waits)
     assert all(answer.is_error for answer in answers)
     assert "not started again (max_restarts=3)" in answers[4].content
     assert "not started again (max_restarts=3)" in answers[5].content
@@ -295,24 +287,16 @@ async def test_an_sse_server_answers_text_and_images_with_the_headers(sse_server
     assert header.content == "2"  # the headers go with the SSE stream's message posts too
 
 
-async def test_closing_a_streamable_http_toolset_leaves_no_task_and_no_file_descriptor(
-    http_server: str,
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_closing_an_http_toolset_leaves_no_task_and_no_file_descriptor(
+    transport: str, request: pytest.FixtureRequest
 ) -> None:
+    if transport == "sse":
+        config = {"url": request.getfixturevalue("sse_server"), "transport": "sse"}
+    else:
+        config = {"url": request.getfixturevalue("http_server")}
     before = _open_fds()
-    server = MCPToolset.from_config({"url": http_server})
-    async with server:
-        await (await _tools(server))["echo"].invoke({"text": "x"})
-        assert any(t.get_name().startswith("oma-mcp") for t in asyncio.all_tasks())
-
-    assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("oma-mcp")]
-    assert _open_fds() <= before
-
-
-async def test_closing_an_sse_toolset_leaves_no_task_and_no_file_descriptor(
-    sse_server: str,
-) -> None:
-    before = _open_fds()
-    server = MCPToolset.from_config({"url": sse_server, "transport": "sse"})
+    server = MCPToolset.from_config(config)
     async with server:
         await (await _tools(server))["echo"].invoke({"text": "x"})
         assert any(t.get_name().startswith("oma-mcp") for t in asyncio.all_tasks())
