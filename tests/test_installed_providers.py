@@ -241,9 +241,8 @@ async def test_minimax_accepts_a_forwarded_video() -> None:
         config = AgentConfig(
             name="mm", provider="minimax", model="MiniMax-M2", api_key="k", base_url=server.url
         )
-        result = await OpenMultiAgent().run_agent(
-            config, [user_turn("Describe", video_block("base64"))]
-        )
+        async with OpenMultiAgent() as oma:
+            result = await oma.run_agent(config, [user_turn("Describe", video_block("base64"))])
         assert result.success, result.status.error
         assert result.output == "a clip"
         (part,) = [
@@ -396,7 +395,8 @@ async def test_the_same_input_runs_on_every_provider_that_reads_urls(reader: _Ur
             base_url=server.base_url if reader.versioned else server.url,
             max_retries=0,
         )
-        result = await OpenMultiAgent().run_agent(config, built_once)
+        async with OpenMultiAgent() as oma:
+            result = await oma.run_agent(config, built_once)
         assert result.success, result.status.error
         [request] = server.requests
         assert reader.on_wire(request.json) == reader.expected
@@ -414,7 +414,8 @@ async def test_bedrock_refuses_the_url_image_before_any_request() -> None:
         config = AgentConfig(
             name="reader", provider="bedrock", api_key="bedrock-key", base_url=server.url
         )
-        result = await OpenMultiAgent().run_agent(config, built_once)
+        async with OpenMultiAgent() as oma:
+            result = await oma.run_agent(config, built_once)
         assert isinstance(result.status.error, UnsupportedContentBlockError)
         assert str(result.status.error) == (
             'Amazon Bedrock cannot represent the "image" content block: url sources are not '
