@@ -262,11 +262,10 @@ def _from_url(url: str, family: Family | None, stated: str | None) -> ContentBlo
         if other is not None:  # --image report.pdf: the family is wrong, not the name
             raise InvalidMessageError("", f"its extension says {other}, not {_ONE_OF[family]}")
     if media_type is None:
-        example = _EXAMPLE_TYPES[family] if family else ", ".join(_EXAMPLE_TYPES.values())
-        first, _, others = example.partition(", ")
+        first, *others = [_EXAMPLE_TYPES[family]] if family else list(_EXAMPLE_TYPES.values())
         usage(
             f"cannot tell the media type of {url} from its name; state it: "
-            f"--attach-type {url} {first}" + (f" (or {others}, ...)" if others else "")
+            f"--attach-type {url} {first}" + (f" (or {', '.join(others)}, ...)" if others else "")
         )
     kind = family or media.family_of(media_type.lower())
     if kind == "image":
