@@ -378,8 +378,11 @@ def test_the_view_counts_a_retried_task_s_attempts() -> None:
     assert board.rows["only"].attempts == 2 and board.rows["only"].state == "completed"
 
 
-def test_what_others_print_while_the_table_is_up_goes_above_it() -> None:
+def test_what_others_print_while_the_table_is_up_goes_above_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A library's log line (Ray prints some as its cluster starts) must not break the table.
+    monkeypatch.setenv("COLUMNS", str(COLUMNS))  # rich sizes the table to it, not to the test
     board = TaskBoard("t")
     board.add("only", "a")
     terminal = io.StringIO()
