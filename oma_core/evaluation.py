@@ -555,19 +555,18 @@ class Evaluator:
         policy = config.store_payloads
         payload = build_payload(input, policy, config.payload_limit)
         copied = copy.deepcopy(metadata) if metadata else {}
-        case: EvalCase | None = None
-        if callable(config.sample):
-            case = EvalCase(
-                input=payload,
-                output=output,
-                run_id=run_id,
-                metadata=copied,
-                status=status,
-                agent=agent,
-                store_payloads=policy,
-            )
+        fields: dict[str, Any] = {
+            "input": payload,
+            "output": output,
+            "run_id": run_id,
+            "metadata": copied,
+            "status": status,
+            "agent": agent,
+            "store_payloads": policy,
+        }
+        if callable(config.sample):  # judged before its settings exist (they cost a budget)
             try:
-                chosen = bool(config.sample(case))
+                chosen = bool(config.sample(EvalCase(**fields)))
             except (Exception, asyncio.CancelledError) as error:
                 self._failed += 1
                 _log.warning("evaluation sample predicate raised %s", type(error).__name__)
@@ -583,19 +582,7 @@ class Evaluator:
                 return
         try:
             settings = self._case_settings(run_id, admitted[0] if admitted is not None else None)
-            if case is None:  # built once, with its settings: the common case
-                case = EvalCase(
-                    input=payload,
-                    output=output,
-                    run_id=run_id,
-                    metadata=copied,
-                    status=status,
-                    agent=agent,
-                    store_payloads=policy,
-                    settings=settings,
-                )
-            else:
-                case = attrs.evolve(case, settings=settings)
+            case = EvalCase(**fields, settings=settings)
             scores, errors, stopped = await self._score(case)
         finally:
             if admitted is not None:
