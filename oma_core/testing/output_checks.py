@@ -27,7 +27,7 @@ import attrs
 import pytest
 
 from .._output import output_spec
-from ..agent import Agent, RunResult
+from ..agent import Agent, AgentConfig, RunResult
 from ..errors import OutputValidationError
 from .kit_requests import INVALID_INVOICE, INVOICE, TYPED_INVOICE, KitInvoice, kit_requests
 from .neutral import NeutralRequest, ScriptedCall, ScriptedReply, differences
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..capabilities import ProviderSpec
     from .fake_server import FakeServer
 
-__all__ = ["OutputConformance"]
+__all__ = ["OutputConformance", "schema_past_limits", "streamed_partials"]
 
 _STREAMING = pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
 _QUESTION = "Read the invoice, please."
@@ -261,3 +261,38 @@ async def _outcome(agent: Agent, run_input: Any, streaming: bool) -> RunResult:
         async with agent.stream(run_input) as events:
             return [e async for e in events][-1].data  # type: ignore[no-any-return]
     return await agent.run(run_input)
+
+
+# -- helpers for a plugin's own structured-output tests ---------------------------------------
+
+
+async def streamed_partials(config: AgentConfig, prompt: str) -> tuple[list[Any], RunResult]:
+    """Stream one run of ``config``: the ``partial`` events' data in order, and the result.
+
+    For a plugin whose fake splits the output tool's arguments into pieces (tool mode streams
+    them as partial output). The output call is never handed on as a ``tool_use`` event.
+    """
+    partials: list[Any] = []
+    async with Agent(config) as agent, agent.stream(prompt) as events:
+        async for event in events:
+            assert event.type != "tool_use", "the output call was handed on as a tool call"
+            if event.type == "partial":
+                partials.append(event.data)
+            elif event.type == "done":
+                result: RunResult = event.data
+    return partials, result
+
+
+def schema_past_limits(*, closed: bool = False) -> dict[str, Any]:
+    """A schema past the documented limits of OpenAI (10 levels of nesting) and Anthropic
+    (24 optional properties, 16 with a union type) at once: what a provider whose service
+    documents no limit must send as it is. ``closed``: every object says
+    ``"additionalProperties": false`` (for a service that requires it)."""
+    schema: dict[str, Any] = {"type": "object", "properties": {"v": {"type": "string"}}}
+    for _ in range(11):
+        schema = {"type": "object", "properties": {"n": schema}}
+        if closed:
+            schema["additionalProperties"] = False
+    nullable = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    schema["properties"] |= {f"o{i:02d}": nullable for i in range(30)}
+    return schema

@@ -17,6 +17,7 @@ from oma_core import (
     dump_messages,
     load_messages,
 )
+from oma_core.testing.output_checks import streamed_partials
 from oma_core.toolkit import (
     ProviderRequest,
     ReasoningDelta,
@@ -87,13 +88,7 @@ async def test_tool_mode_streams_partials_as_the_output_tools_input_arrives(
     config = AgentConfig(
         "t", provider=provider, model="claude-sonnet-4-6", output_type=INVOICE, output_mode="tool"
     )
-    partials = []
-    async for event in Agent(config).stream("Extract."):
-        assert event.type != "tool_use"
-        if event.type == "partial":
-            partials.append(event.data)
-        elif event.type == "done":
-            result = event.data
+    partials, result = await streamed_partials(config, "Extract.")
     assert len(partials) > 1 and partials[-1] == final
     assert all(final["number"].startswith(p.get("number", "")) for p in partials)
     assert result.structured == final

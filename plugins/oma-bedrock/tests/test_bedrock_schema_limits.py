@@ -13,17 +13,8 @@ from botocore_model import MODEL, assert_botocore_takes
 from fake_bedrock import FakeBedrock
 
 from oma_core import load_messages
+from oma_core.testing.output_checks import schema_past_limits
 from oma_core.toolkit import OutputRequest, ProviderRequest
-
-
-def deep_and_wide() -> dict[str, Any]:
-    """Past OpenAI's nesting limit (10) and Anthropic's optional (24) and union (16) limits."""
-    schema: dict[str, Any] = {"type": "object", "properties": {"v": {"type": "string"}}}
-    for _ in range(11):
-        schema = {"type": "object", "properties": {"n": schema}, "additionalProperties": False}
-    nullable = {"anyOf": [{"type": "string"}, {"type": "null"}]}
-    schema["properties"] |= {f"o{i:02d}": nullable for i in range(30)}
-    return schema
 
 
 @pytest.mark.parametrize("mode", ["native", "tool"])
@@ -35,7 +26,7 @@ async def test_a_schema_past_other_services_limits_goes_as_it_is(
     else:
         server.reply_tool_use("tu1", "final_result", {})
     messages = load_messages([{"role": "user", "content": [{"type": "text", "text": "go"}]}])
-    output = OutputRequest(deep_and_wide(), "final_result", mode)
+    output = OutputRequest(schema_past_limits(closed=True), "final_result", mode)
     await provider.complete(ProviderRequest(model=MODEL, messages=messages, output=output))
     body = server.requests[0].json
     assert_botocore_takes(body, "Converse")
@@ -44,4 +35,4 @@ async def test_a_schema_past_other_services_limits_goes_as_it_is(
         if mode == "native"
         else body["toolConfig"]["tools"][-1]["toolSpec"]["inputSchema"]["json"]
     )
-    assert sent == deep_and_wide()
+    assert sent == schema_past_limits(closed=True)

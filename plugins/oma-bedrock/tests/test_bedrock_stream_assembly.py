@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oma_bedrock.replies import StreamAssembler, response_from_json
 
-from oma_core import Agent, AgentConfig
+from oma_core import AgentConfig
+from oma_core.testing.output_checks import streamed_partials
 from oma_core.toolkit import ToolCall, ToolCallDelta
 
 _JSON = st.recursive(
@@ -113,14 +114,7 @@ async def test_tool_mode_streams_partials_as_the_output_calls_input_arrives(
         "b", provider="bedrock", base_url=server.url, max_retries=0,
         output_type=schema, output_mode="tool",
     )  # fmt: skip
-    partials = []
-    async with Agent(config) as agent:
-        async for event in agent.stream("Extract."):
-            assert event.type != "tool_use"
-            if event.type == "partial":
-                partials.append(event.data)
-            elif event.type == "done":
-                result = event.data
+    partials, result = await streamed_partials(config, "Extract.")
     assert result.success, result.status
     assert len(partials) > 1 and partials[-1] == value
     assert all(value["name"].startswith(p.get("name", "")) for p in partials)

@@ -13,6 +13,7 @@ from oma_gemini.mapping import MAX_FUNCTION_DECLARATIONS
 
 from oma_core import load_messages
 from oma_core.errors import OutputTypeError
+from oma_core.testing.output_checks import schema_past_limits
 from oma_core.toolkit import OutputRequest, Provider, ProviderRequest, ToolDefinition
 
 SCHEMA = {
@@ -72,16 +73,6 @@ async def test_native_output_needs_no_declaration_and_takes_512_tools(
     assert len(server.requests) == 1
 
 
-def deep_and_wide() -> dict[str, Any]:
-    """Past OpenAI's nesting and Anthropic's optional and union limits at once."""
-    schema: dict[str, Any] = {"type": "object", "properties": {"v": {"type": "string"}}}
-    for _ in range(11):
-        schema = {"type": "object", "properties": {"n": schema}}
-    nullable = {"anyOf": [{"type": "string"}, {"type": "null"}]}
-    schema["properties"] |= {f"o{i:02d}": nullable for i in range(30)}
-    return schema
-
-
 @pytest.mark.parametrize("mode", ["native", "tool"])
 async def test_a_schema_past_other_services_limits_goes_as_it_is(
     server: FakeGemini, provider: Provider, mode: str
@@ -91,11 +82,11 @@ async def test_a_schema_past_other_services_limits_goes_as_it_is(
         if mode == "native"
         else Reply(text="", calls=(("c1", "final_result", {}),))
     )
-    await provider.complete(request(mode, schema=deep_and_wide()))
+    await provider.complete(request(mode, schema=schema_past_limits()))
     body = server.requests[0].json
     sent = (
         body["generationConfig"]["responseJsonSchema"]
         if mode == "native"
         else body["tools"][0]["functionDeclarations"][-1]["parametersJsonSchema"]
     )
-    assert sent == deep_and_wide()
+    assert sent == schema_past_limits()

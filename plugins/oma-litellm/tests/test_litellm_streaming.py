@@ -12,7 +12,8 @@ import pytest
 from fake_chat_completions import FakeChatCompletions
 from oma_litellm import create_provider
 
-from oma_core import Agent, AgentConfig, load_messages
+from oma_core import AgentConfig, load_messages
+from oma_core.testing.output_checks import streamed_partials
 from oma_core.toolkit import Provider, ProviderRequest, ProviderSettings, ToolCall, ToolCallDelta
 
 SCHEMA = {
@@ -57,14 +58,7 @@ async def test_tool_mode_streams_partials_as_the_output_calls_arguments_arrive(
         "bridge", provider="litellm", model="openai/gpt-fake", base_url=server.base_url,
         api_key="test-key", output_type=SCHEMA, output_mode="tool",
     )  # fmt: skip
-    partials = []
-    async with Agent(config) as agent:
-        async for event in agent.stream("Extract."):
-            assert event.type != "tool_use"
-            if event.type == "partial":
-                partials.append(event.data)
-            elif event.type == "done":
-                result = event.data
+    partials, result = await streamed_partials(config, "Extract.")
     assert result.success, result.status
     assert len(partials) > 1 and partials[-1] == VALUE
     assert all(VALUE["name"].startswith(p.get("name", "")) for p in partials)

@@ -11,17 +11,8 @@ import pytest
 from fake_mistral import FakeMistral, Reply
 
 from oma_core import load_messages
+from oma_core.testing.output_checks import schema_past_limits
 from oma_core.toolkit import OutputRequest, Provider, ProviderRequest
-
-
-def deep_and_wide() -> dict[str, Any]:
-    """Past OpenAI's nesting limit (10) and Anthropic's optional (24) and union (16) limits."""
-    schema: dict[str, Any] = {"type": "object", "properties": {"v": {"type": "string"}}}
-    for _ in range(11):
-        schema = {"type": "object", "properties": {"n": schema}}
-    nullable = {"anyOf": [{"type": "string"}, {"type": "null"}]}
-    schema["properties"] |= {f"o{i:02d}": nullable for i in range(30)}
-    return schema
 
 
 @pytest.mark.parametrize("mode", ["native", "tool"])
@@ -34,7 +25,7 @@ async def test_a_schema_past_other_services_limits_goes_as_it_is(
         else Reply(text="", tool_calls=(("c1", "final_result", "{}"),))
     )
     messages = load_messages([{"role": "user", "content": [{"type": "text", "text": "go"}]}])
-    output = OutputRequest(deep_and_wide(), "final_result", mode)
+    output = OutputRequest(schema_past_limits(), "final_result", mode)
     await provider.complete(ProviderRequest(model="m", messages=messages, output=output))
     body = server.requests[0].json
     sent = (
@@ -42,5 +33,5 @@ async def test_a_schema_past_other_services_limits_goes_as_it_is(
         if mode == "native"
         else body["tools"][-1]["function"]["parameters"]
     )
-    assert sent == deep_and_wide()
+    assert sent == schema_past_limits()
     assert json.dumps(sent).count('"anyOf"') == 30

@@ -8,7 +8,8 @@ from typing import Any
 
 from fake_mistral import API_KEY, FakeMistral, tool_reply
 
-from oma_core import Agent, AgentConfig, load_messages
+from oma_core import AgentConfig, load_messages
+from oma_core.testing.output_checks import streamed_partials
 from oma_core.toolkit import Provider, ProviderRequest, ToolCall, ToolCallDelta
 
 SCHEMA = {
@@ -45,14 +46,7 @@ async def test_tool_mode_streams_partials_as_the_output_calls_arguments_arrive(
         "a", provider="mistral", base_url=server.base_url, api_key=API_KEY,
         output_type=SCHEMA, output_mode="tool",
     )  # fmt: skip
-    partials = []
-    async with Agent(config) as agent:
-        async for event in agent.stream("Extract."):
-            assert event.type != "tool_use"
-            if event.type == "partial":
-                partials.append(event.data)
-            elif event.type == "done":
-                result = event.data
+    partials, result = await streamed_partials(config, "Extract.")
     assert result.success, result.status
     assert len(partials) > 1 and partials[-1] == VALUE
     assert all(VALUE["name"].startswith(p.get("name", "")) for p in partials)

@@ -11,8 +11,9 @@ from fake_openai import FakeChatCompletions, Reply
 from oma_openai.provider import OpenAIChatProvider
 from openai_builders import provider_for, request
 
-from oma_core import Agent, AgentConfig, Usage
+from oma_core import AgentConfig, Usage
 from oma_core.testing.fake_server import SlowStream
+from oma_core.testing.output_checks import streamed_partials
 from oma_core.toolkit import ResponseComplete, TextDelta, ToolCall, ToolCallDelta
 
 
@@ -86,13 +87,7 @@ async def test_tool_mode_streams_partials_as_the_output_calls_arguments_arrive(
         "additionalProperties": False,
     }
     config = AgentConfig("a", provider=openai_provider, output_type=schema, output_mode="tool")
-    partials = []
-    async for event in Agent(config).stream("Extract."):
-        assert event.type != "tool_use"
-        if event.type == "partial":
-            partials.append(event.data)
-        elif event.type == "done":
-            result = event.data
+    partials, result = await streamed_partials(config, "Extract.")
     assert len(partials) > 1 and partials[-1] == final
     assert all(final["number"].startswith(p.get("number", "")) for p in partials)
     assert result.structured == final
