@@ -29,16 +29,33 @@ if TYPE_CHECKING:
     import cattrs
 
 __all__ = [
+    "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_NODES",
+    "SchemaLimitError",
     "check",
     "describe_exception",
     "is_json",
     "is_pydantic_model",
     "schema_for",
+    "schema_problem",
     "structure",
     "unstructure",
 ]
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+#: The most objects and arrays a tool's schema may hold once its ``$ref``s are written in
+#: place. Definitions that each refer to the next twice double at every level: 2 KB of them
+#: grew to 650 MB (20 levels) before this bound; an ordinary large schema holds hundreds.
+MAX_SCHEMA_NODES = 10_000
+#: The deepest a schema may nest schemas in schemas (a ``properties`` entry, an ``anyOf``
+#: option, ``items``...); the argument check recurses that deep.
+MAX_SCHEMA_DEPTH = 100
+
+
+class SchemaLimitError(TypeError):
+    """A schema past ``MAX_SCHEMA_NODES`` (or ``MAX_SCHEMA_DEPTH``) once its ``$ref``s are
+    written in place; the message says which, to follow "input_schema"."""
 
 
 def schema_for(annotation: Any) -> dict[str, Any]:
@@ -190,28 +207,95 @@ def is_pydantic_model(annotation: Any) -> bool:
     )
 
 
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+def _inline_refs(schema: dict[str, Any], limit: int = MAX_SCHEMA_NODES) -> dict[str, Any]:
     """A pydantic schema with its ``$defs`` written in place of each ``$ref``, so it can sit
-    inside a tool's input schema and be checked like any other part of it."""
-    definitions: dict[str, Any] = schema.pop("$defs", {})
+    inside a tool's input schema and be checked like any other part of it.
 
-    def resolve(node: Any, active: frozenset[str]) -> Any:
-        if isinstance(node, list):
-            return [resolve(item, active) for item in node]
-        if not isinstance(node, dict):
+    Raises ``SchemaLimitError`` as soon as the result would hold more than ``limit`` objects
+    and arrays, or nest deeper than ``MAX_SCHEMA_DEPTH``: the work and memory are bounded
+    whatever the definitions (``TypeError`` for a recursive ``$ref``, ``KeyError`` for a
+    dangling one).
+    """
+    definitions: dict[str, Any] = schema.pop("$defs", {})
+    made = 0
+
+    def resolve(node: Any, active: frozenset[str], depth: int) -> Any:
+        nonlocal made
+        if not isinstance(node, list | dict):
             return node
+        made += 1
+        if made > limit:
+            raise SchemaLimitError(
+                f"holds more than {limit} objects and arrays once its $refs are written in "
+                "place; give a smaller schema"
+            )
+        if depth > MAX_SCHEMA_DEPTH:
+            raise SchemaLimitError(f"nests deeper than {MAX_SCHEMA_DEPTH} levels")
+        if isinstance(node, list):
+            return [resolve(item, active, depth + 1) for item in node]
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             name = ref.removeprefix("#/$defs/")
             if name in active:
                 raise TypeError(f"recursive model {name} is not supported")
-            target = resolve(definitions[name], active | {name})
-            rest = {key: resolve(value, active) for key, value in node.items() if key != "$ref"}
+            target = resolve(definitions[name], active | {name}, depth)
+            rest = {
+                key: resolve(value, active, depth + 1)
+                for key, value in node.items()
+                if key != "$ref"
+            }
             return {**target, **rest}
-        return {key: resolve(value, active) for key, value in node.items()}
+        return {key: resolve(value, active, depth + 1) for key, value in node.items()}
 
-    resolved: dict[str, Any] = resolve(schema, frozenset())
+    resolved: dict[str, Any] = resolve(schema, frozenset(), 0)
     return resolved
+
+
+def schema_problem(schema: Any, path: str = "$") -> str | None:
+    """Where ``schema`` cannot be read by ``check`` — a keyword ``check`` reads holding the
+    wrong kind of value (``enum`` not an array, an ``anyOf`` option not a schema...), or
+    schemas nested deeper than ``MAX_SCHEMA_DEPTH`` — as ``f"{place} {reason}"``; None when
+    ``check`` can read it. Other keywords are not looked at (the check ignores them)."""
+    return _schema_problem(schema, path, 0)
+
+
+def _schema_problem(schema: Any, path: str, depth: int) -> str | None:
+    if isinstance(schema, bool):
+        return None
+    if not isinstance(schema, Mapping):
+        return f"{path} must be a schema (an object or a boolean), got {_json_name(schema)}"
+    if depth > MAX_SCHEMA_DEPTH:
+        return f"{path} nests schemas deeper than {MAX_SCHEMA_DEPTH} levels"
+    kind = schema.get("type")
+    if kind is not None and not (
+        isinstance(kind, str)
+        or (isinstance(kind, list) and kind and all(isinstance(k, str) for k in kind))
+    ):
+        return f"{path}.type must be a type name or an array of them, got {_short(kind)}"
+    if "enum" in schema and not isinstance(schema["enum"], list):
+        return f"{path}.enum must be an array, got {_json_name(schema['enum'])}"
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(k, str) for k in required):
+        return f"{path}.required must be an array of property names, got {_short(required)}"
+    inner: list[tuple[Any, str]] = []
+    if "anyOf" in schema:
+        options = schema["anyOf"]
+        if not isinstance(options, list) or not options:
+            return f"{path}.anyOf must be a non-empty array of schemas, got {_short(options)}"
+        inner += [(option, f"{path}.anyOf[{i}]") for i, option in enumerate(options)]
+    if "properties" in schema:
+        properties = schema["properties"]
+        if not isinstance(properties, Mapping):
+            return f"{path}.properties must be an object, got {_json_name(properties)}"
+        inner += [(value, f"{path}.properties.{key}") for key, value in properties.items()]
+    for keyword in ("additionalProperties", "items"):
+        if keyword in schema:
+            inner.append((schema[keyword], f"{path}.{keyword}"))
+    for node, where in inner:
+        problem = _schema_problem(node, where, depth + 1)
+        if problem is not None:
+            return problem
+    return None
 
 
 class _Refusal(ValueError):
@@ -338,8 +422,12 @@ def _json_name(value: Any) -> str:
     return type(value).__name__
 
 
-def check(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
-    """The first violation of the JSON-schema subset tools use, or None."""
+def check(schema: Mapping[str, Any] | bool, value: Any, path: str) -> str | None:
+    """The first violation of the JSON-schema subset tools use, or None (``schema_problem``
+    says whether a schema is one ``check`` can read). ``True`` takes anything, ``False``
+    nothing."""
+    if isinstance(schema, bool):
+        return None if schema else f"{path} is not allowed here"
     expected = schema.get("type")
     if expected is not None:
         names = [expected] if isinstance(expected, str) else list(expected)
@@ -373,7 +461,7 @@ def check(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
                 problem = None
             if problem:
                 return problem
-    if isinstance(value, list | tuple) and isinstance(schema.get("items"), Mapping):
+    if isinstance(value, list | tuple) and isinstance(schema.get("items"), Mapping | bool):
         for index, item in enumerate(value):
             problem = check(schema["items"], item, f"{path}[{index}]")
             if problem:

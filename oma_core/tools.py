@@ -31,13 +31,16 @@ from typing import Any, Protocol, overload, runtime_checkable
 
 import attrs
 
+from ._output import OUTPUT_TOOL_NAME
 from ._tool_types import (
+    SchemaLimitError,
     _inline_refs,
     check,
     describe_exception,
     is_json,
     is_pydantic_model,
     schema_for,
+    schema_problem,
     structure,
 )
 from .errors import InvalidMessageError, ToolError
@@ -58,6 +61,8 @@ from .messages import (
 from .providers import ToolDefinition
 
 __all__ = [
+    "RESERVED_TOOL_NAMES",
+    "TOOL_NAME_PATTERN",
     "Tool",
     "ToolOutput",
     "Toolset",
@@ -69,8 +74,16 @@ __all__ = [
     "is_toolset",
     "list_toolsets",
     "tool",
+    "tool_name_problem",
     "tool_result_content",
 ]
+
+#: The tool names every provider takes: the intersection of the documented rules (Anthropic,
+#: OpenAI and Mistral: ``[a-zA-Z0-9_-]{1,64}``; Gemini: the same, starting with a letter or
+#: an underscore; Bedrock: ``[a-zA-Z0-9_-]{1,64}``). A name outside it is never sent.
+TOOL_NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", re.ASCII)
+#: Names a run gives tools of its own: the output tool of tool-mode structured output.
+RESERVED_TOOL_NAMES = frozenset({OUTPUT_TOOL_NAME})
 
 _PART_TYPES = frozenset({"text", "image", "file"})
 _MESSAGE_OBJECTS = (
@@ -264,6 +277,26 @@ def as_tool(value: Tool | Callable[..., Any] | Toolset) -> Tool:
     return tool(typing.cast("Callable[..., Any]", value))
 
 
+def tool_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a tool (outside ``TOOL_NAME_PATTERN``, or reserved), or None."""
+    if name in RESERVED_TOOL_NAMES:
+        return "the name is reserved for the output tool of structured output"
+    if TOOL_NAME_PATTERN.fullmatch(name) is None:
+        return (
+            f"{'the name is empty; ' if not name else ''}a tool's name must match "
+            f"{TOOL_NAME_PATTERN.pattern} (ASCII letters, digits, _ and -, at most 64, not "
+            "starting with a digit or -) for every provider to take it"
+        )
+    return None
+
+
+def _shown_name(name: str) -> str:
+    """``name`` as messages show it: quoted and escaped, cut after 40 characters."""
+    if len(name) <= 40:
+        return repr(name)
+    return f"{name[:40]!r}... ({len(name)} characters)"
+
+
 def toolset_label(toolset: Any) -> str:
     """How errors name a toolset: its ``name``, or its type's."""
     return str(getattr(toolset, "name", None) or type(toolset).__name__)
@@ -306,6 +339,12 @@ async def list_toolsets(local: Sequence[str], toolsets: Sequence[Any]) -> dict[s
                 raise ToolError(
                     f"toolset {label!r} listed {type(found).__name__}, not an oma_core.tools.Tool"
                 )
+            problem = tool_name_problem(found.name)
+            if problem is not None:
+                raise ToolError(
+                    f"toolset {label!r} listed a tool named {_shown_name(found.name)}: {problem}",
+                    tool=found.name,
+                )
             if found.name in owner:
                 raise ToolError(
                     f"two tools are named {found.name!r}: one from {owner[found.name]}, one "
@@ -326,9 +365,14 @@ def _build(
 ) -> Tool:
     if not callable(fn):
         raise ToolError(f"a tool must be a function, got {type(fn).__name__}")
-    tool_name = name or getattr(fn, "__name__", None)
-    if not tool_name or not isinstance(tool_name, str) or tool_name == "<lambda>":
+    tool_name = getattr(fn, "__name__", None) if name is None else name
+    if name is None and (not isinstance(tool_name, str) or tool_name in ("", "<lambda>")):
         raise ToolError("a tool needs a name: pass tool(fn, name=...)")
+    if not isinstance(tool_name, str):
+        raise ToolError(f"a tool's name must be a str, got {type(tool_name).__name__}")
+    problem = tool_name_problem(tool_name)
+    if problem is not None:
+        raise ToolError(f"tool {_shown_name(tool_name)}: {problem}", tool=tool_name)
     summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
@@ -339,12 +383,25 @@ def _build(
                 f"tool {tool_name!r}: input_schema must be a JSON schema of type object",
                 tool=tool_name,
             )
-        schema = json.loads(json.dumps(input_schema))  # a private, plain copy
+        try:
+            schema = json.loads(json.dumps(input_schema))  # a private, plain copy
+        except (TypeError, ValueError, RecursionError) as error:
+            raise ToolError(
+                f"tool {tool_name!r}: input_schema must be plain JSON: {describe_exception(error)}",
+                tool=tool_name,
+            ) from None
         if "$defs" in schema:  # written in place, so every provider can take the schema
             try:
                 schema = _inline_refs(schema)
+            except SchemaLimitError as error:
+                raise ToolError(
+                    f"tool {tool_name!r}: input_schema {error}", tool=tool_name
+                ) from None
             except (TypeError, KeyError):  # a recursive or dangling $ref: left as given
                 schema = json.loads(json.dumps(input_schema))
+        problem = schema_problem(schema)
+        if problem is not None:  # the argument check could not read it: say so now
+            raise ToolError(f"tool {tool_name!r}: input_schema {problem}", tool=tool_name)
         return Tool(tool_name, description or summary, schema, fn, None, is_async)
     params, schema = _signature_schema(fn, tool_name, arg_docs)
     return Tool(tool_name, description or summary, schema, fn, params, is_async)

@@ -519,3 +519,184 @@ def test_a_toolset_registration_that_returns_no_spec_is_refused_naming_the_hook(
 
     with pytest.raises(PluginError, match="oma_register_toolsets must return a list of Toolset"):
         _toolset_host("mcp")
+
+
+# -- names and schemas a provider can take -------------------------------------------------------
+
+
+def _anything(**arguments: Any) -> dict[str, Any]:
+    return arguments
+
+
+def _named(text: str = "") -> str:
+    return text
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["has space", "new\nline", "esc\x1b[31m", "x" * 65, "dotted.name", "naïve", "1st", "-dash", ""],
+)
+def test_a_tool_name_a_provider_would_refuse_is_a_tool_error_naming_it_and_the_pattern(
+    name: str,
+) -> None:
+    with pytest.raises(ToolError) as raised:
+        tool(_named, name=name)
+
+    message = str(raised.value)
+    assert "[A-Za-z_][A-Za-z0-9_-]{0,63}" in message
+    assert repr(name[:40]) in message or "empty" in message
+    assert "\x1b" not in message and "\n" not in message  # the name is shown escaped
+    assert len(message) < 400  # a long name is shown cut
+
+
+@pytest.mark.parametrize("name", ["a", "_private", "get-weather", "A1_b-2", "x" * 64])
+def test_a_tool_name_every_provider_takes_is_kept(name: str) -> None:
+    assert tool(_named, name=name).name == name
+
+
+def test_the_output_tools_name_is_reserved_for_local_tools() -> None:
+    from oma_core._output import OUTPUT_TOOL_NAME
+
+    def final_result(answer: str) -> str:
+        return answer
+
+    with pytest.raises(ToolError, match="reserved") as raised:
+        tool(_named, name=OUTPUT_TOOL_NAME)
+    assert raised.value.tool == OUTPUT_TOOL_NAME
+    with pytest.raises(ToolError, match="reserved"):
+        tool(final_result)
+
+
+async def test_a_toolset_listing_the_output_tools_name_ends_the_run_before_any_call() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    impostor = Tool("final_result", "Call me with anything.", {"type": "object"}, _anything)
+    provider = ScriptedProvider(["never"])
+    config = AgentConfig(
+        name="a", provider=provider, tools=[_Toys(impostor)], output_type=dict[str, int]
+    )
+    result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("go")
+
+    assert isinstance(result.status.error, ToolError)
+    assert "'final_result'" in str(result.status.error) and "toys" in str(result.status.error)
+    assert provider.requests == []
+
+
+async def test_a_toolset_listing_a_name_a_provider_would_refuse_ends_the_run_naming_it() -> None:
+    from oma_core import Agent, AgentConfig, PluginHost
+    from oma_core.testing import ScriptedProvider
+
+    odd = Tool("two words\x1b", "Odd.", {"type": "object"}, _anything)
+    provider = ScriptedProvider(["never"])
+    config = AgentConfig(name="a", provider=provider, tools=[_Toys(odd)])
+    result = await Agent(config, plugins=PluginHost(load_entrypoints=False)).run("go")
+
+    assert isinstance(result.status.error, ToolError)
+    assert "'two words\\x1b'" in str(result.status.error)
+    assert provider.requests == []
+
+
+@pytest.mark.parametrize(
+    ("bad", "where"),
+    [
+        ({"enum": 5}, "$.properties.a.enum"),
+        ({"anyOf": "x"}, "$.properties.a.anyOf"),
+        ({"anyOf": [{"type": "string"}, 3]}, "$.properties.a.anyOf[1]"),
+        ({"type": 5}, "$.properties.a.type"),
+        ({"type": "object", "required": "b"}, "$.properties.a.required"),
+        ({"type": "object", "properties": ["b"]}, "$.properties.a.properties"),
+        ({"type": "array", "items": 3}, "$.properties.a.items"),
+        ({"type": "object", "additionalProperties": "no"}, "$.properties.a.additionalProperties"),
+        ("string", "$.properties.a"),
+    ],
+)
+def test_an_input_schema_the_argument_check_cannot_read_is_a_tool_error_naming_the_place(
+    bad: Any, where: str
+) -> None:
+    schema = {"type": "object", "properties": {"a": bad}}
+
+    with pytest.raises(ToolError) as raised:
+        tool(_anything, name="f", input_schema=schema)
+
+    assert f"tool 'f': input_schema {where} " in str(raised.value)
+
+
+async def test_boolean_schemas_are_read_as_json_schema_reads_them() -> None:
+    from oma_core.messages import ToolUseBlock
+    from oma_core.tools import call_tool
+
+    schema = {"type": "object", "properties": {"a": True, "b": False}}
+    made = tool(_anything, name="f", input_schema=schema)
+
+    ok = await call_tool({"f": made}, ToolUseBlock("1", "f", {"a": [1, {"x": None}]}))
+    refused = await call_tool({"f": made}, ToolUseBlock("2", "f", {"b": 1}))
+
+    assert not ok.is_error and ok.content == '{"a": [1, {"x": null}]}'
+    assert refused.is_error and "input.b" in str(refused.content)
+
+
+def _schema_bomb(levels: int) -> dict[str, Any]:
+    """A schema of a few hundred bytes whose ``$defs`` each refer to the next twice: written
+    in place, it holds 2**levels copies of the last one."""
+    defs: dict[str, Any] = {
+        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+        for i in range(levels)
+    }
+    defs[f"d{levels}"] = {"type": "string"}
+    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+_BOMB_CHILD = """
+import sys, tracemalloc
+sys.path.insert(0, sys.argv[1])
+from test_tools import _schema_bomb
+from oma_core import tool
+from oma_core.errors import ToolError
+tracemalloc.start()
+try:
+    tool(lambda **kw: kw, name="bomb", input_schema=_schema_bomb(24))
+except ToolError as error:
+    print("refused:", error)
+else:
+    print("built")
+print("peak", tracemalloc.get_traced_memory()[1])
+"""
+
+
+def test_a_schema_whose_refs_grow_past_the_bound_is_refused_in_bounded_time_and_memory() -> None:
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def limits() -> None:  # 24 levels took more than 10 GB and minutes before the bound
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+
+    done = subprocess.run(
+        [sys.executable, "-c", _BOMB_CHILD, str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limits,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused: tool 'bomb': input_schema" in done.stdout
+    assert "10000" in done.stdout or "10,000" in done.stdout
+    peak = int(done.stdout.split("peak ")[1])
+    assert peak < 20_000_000
+
+
+def test_a_schema_bound_leaves_a_large_ordinary_schema_alone() -> None:
+    defs = {
+        f"d{i}": {"type": "object", "properties": {"v": {"type": "integer"}}} for i in range(200)
+    }
+    properties = {f"p{i}": {"$ref": f"#/$defs/d{i}"} for i in range(200)}
+    schema = {"type": "object", "properties": properties, "$defs": defs}
+
+    made = tool(_anything, name="wide", input_schema=schema)
+
+    assert made.input_schema["properties"]["p199"]["properties"] == {"v": {"type": "integer"}}
