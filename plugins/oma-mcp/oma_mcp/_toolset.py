@@ -32,12 +32,12 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from oma_core import tool
 from oma_core.errors import BackendError, ToolError
 from oma_core.processes import child_environment, configured_values, redact
 from oma_core.toolkit import ToolOutput
 from oma_core.tools import Tool
 
+from ._listing import MAX_TOOLS, offered_tools
 from ._results import tool_output
 
 __all__ = ["MCPServerError", "MCPToolset"]
@@ -237,11 +237,13 @@ class MCPToolset:
                     ) from None
                 await self._lost(state, connection)
                 continue  # restarted (within its bounds), or raises
-            state.tools = [self._tool(item) for item in listed]
+            state.tools = offered_tools(self.name, self.prefix, listed, self.call)
             state.listed_by = connection
             return state.tools
 
     async def _list(self, connection: _Connection) -> list[types.Tool]:
+        """The server's listing, page after page: at most ``MAX_PAGES`` pages, and no page
+        after one that brings it past ``MAX_TOOLS`` (what is offered is cut there)."""
         tools: list[types.Tool] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
@@ -249,29 +251,9 @@ class MCPToolset:
             page = await connection.session().list_tools(params=params)
             tools.extend(page.tools)
             cursor = page.next_cursor
-            if not cursor:
+            if not cursor or len(tools) > MAX_TOOLS:
                 break
         return tools
-
-    def _tool(self, listed: types.Tool) -> Tool:
-        remote = listed.name
-        local = remote if self.prefix is None else f"{self.prefix}_{remote}"
-
-        async def call(**arguments: Any) -> ToolOutput:
-            return await self.call(remote, arguments)
-
-        try:
-            return tool(
-                call,
-                name=local,
-                description=listed.description or listed.title or "",
-                input_schema=listed.input_schema,
-            )
-        except ToolError as error:
-            raise MCPServerError(
-                f"MCP server {self.name!r} lists tool {remote!r} with an unusable schema: {error}",
-                backend=self.name,
-            ) from None
 
     async def call(self, tool_name: str, arguments: Mapping[str, Any]) -> ToolOutput:
         """Call the server's tool ``tool_name`` (its own name, unprefixed); every failure is
