@@ -22,6 +22,7 @@ the server says its list changed, or after a restart).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -172,22 +173,28 @@ def _tool(server: str, item: types.Tool, name: str, call: Caller) -> Tool | None
 def _schema_problem(schema: Mapping[str, Any]) -> str | None:
     """Why ``schema`` cannot be offered (too large, or not valid against its JSON Schema
     meta-schema, with the place), or None."""
-    size = len(json.dumps(schema, separators=(",", ":")))
+    try:
+        size = len(json.dumps(schema, separators=(",", ":")))
+    except RecursionError:
+        return "it nests too deep to read"
     if size > MAX_SCHEMA_CHARS:
         return f"its JSON has {size} characters, more than {MAX_SCHEMA_CHARS}"
     # loaded on first use (not with oma_mcp), as untyped: jsonschema ships no type stubs
     jsonschema: Any = importlib.import_module("jsonschema")
-    with warnings.catch_warnings():  # an unknown "$schema": 2020-12, as MCP says, silently
+    draft = jsonschema.Draft202012Validator  # MCP's default, and for an unknown "$schema"
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        validator = jsonschema.validators.validator_for(
-            schema, default=jsonschema.Draft202012Validator
-        )
+        with contextlib.suppress(TypeError):  # "$schema": [] (the check below says so)
+            draft = jsonschema.validators.validator_for(schema, default=draft)
+    # the meta-schema's structure only, not its formats: a pattern in ECMA-262 syntax
+    # (``\p{L}``) is no Python regex, and is still one the services take
+    meta = draft(draft.META_SCHEMA)
     try:
-        validator.check_schema(schema)
-    except jsonschema.SchemaError as error:
-        return f"{_cut(str(error.json_path), 200)} {_cut(str(error.message), 200)}"
+        error = jsonschema.exceptions.best_match(meta.iter_errors(schema))
     except RecursionError:
         return "it nests too deep to check"
+    if error is not None:
+        return f"{_cut(str(error.json_path), 200)} {_cut(str(error.message), 200)}"
     return None
 
 

@@ -280,7 +280,10 @@ async def test_a_schema_naming_another_draft_is_checked_against_that_draft(serve
     draft7 = {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "type": "object",
-        "properties": {"n": {"type": "integer", "exclusiveMinimum": 0}},
+        "properties": {
+            "n": {"type": "integer", "exclusiveMinimum": 0},
+            "word": {"type": "string", "pattern": "^\\p{L}+$"},  # ECMA-262, not Python's re
+        },
         "definitions": {"unused": {"type": "string"}},
     }
     server = serve([{"name": "old", "inputSchema": draft7}])
