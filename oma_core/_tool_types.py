@@ -212,7 +212,7 @@ def _inline_refs(schema: dict[str, Any], limit: int = MAX_SCHEMA_NODES) -> dict[
     inside a tool's input schema and be checked like any other part of it.
 
     Raises ``SchemaLimitError`` as soon as the result would hold more than ``limit`` objects
-    and arrays, or nest deeper than ``MAX_SCHEMA_DEPTH``: the work and memory are bounded
+    and arrays, or nest them deeper than twice ``MAX_SCHEMA_DEPTH``: the work and memory are bounded
     whatever the definitions (``TypeError`` for a recursive ``$ref``, ``KeyError`` for a
     dangling one).
     """
@@ -229,8 +229,11 @@ def _inline_refs(schema: dict[str, Any], limit: int = MAX_SCHEMA_NODES) -> dict[
                 f"holds more than {limit} objects and arrays once its $refs are written in "
                 "place; give a smaller schema"
             )
-        if depth > MAX_SCHEMA_DEPTH:
-            raise SchemaLimitError(f"nests deeper than {MAX_SCHEMA_DEPTH} levels")
+        if depth > 2 * MAX_SCHEMA_DEPTH:  # a schema in a schema: in a dict or list of them
+            raise SchemaLimitError(
+                f"nests objects and arrays deeper than {2 * MAX_SCHEMA_DEPTH} levels once its "
+                "$refs are written in place"
+            )
         if isinstance(node, list):
             return [resolve(item, active, depth + 1) for item in node]
         ref = node.get("$ref")

@@ -700,3 +700,12 @@ def test_a_schema_bound_leaves_a_large_ordinary_schema_alone() -> None:
     made = tool(_anything, name="wide", input_schema=schema)
 
     assert made.input_schema["properties"]["p199"]["properties"] == {"v": {"type": "integer"}}
+
+
+def test_a_schema_nested_past_the_bound_is_a_tool_error_not_a_recursion_error() -> None:
+    inner: dict[str, Any] = {"type": "string"}
+    for _ in range(150):
+        inner = {"type": "object", "properties": {"a": inner}}
+
+    with pytest.raises(ToolError, match="nests schemas deeper than 100 levels"):
+        tool(_anything, name="deep", input_schema=inner)
