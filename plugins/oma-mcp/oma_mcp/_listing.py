@@ -64,9 +64,9 @@ def offered_tools(
     named ``prefix_name`` (or its safe form) and calling the server by its own name."""
     if len(listed) > MAX_TOOLS:
         _log.warning(
-            "MCP server %r lists %s tools; the first %d are offered, the rest left out",
+            "MCP server %r lists more than %d tools; the first %d are offered, the rest left out",
             server,
-            f"{len(listed)}" if len(listed) <= MAX_TOOLS + 1 else f"more than {MAX_TOOLS}",
+            MAX_TOOLS,
             MAX_TOOLS,
         )
     kept: list[tuple[types.Tool, str]] = []  # a listed tool, and its prefixed name
