@@ -15,6 +15,7 @@ Resources and prompts are read through ``MCPToolset``'s methods and arrive as om
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import contextvars
@@ -108,7 +109,8 @@ class Elicitation:
 
     ``message`` is the question; in form mode ``schema`` is the JSON schema of the answer
     (flat: strings, numbers, booleans, enums), in URL mode ``url`` is the page the user is
-    sent to (the answer happens there). The callback returns the answer (a dict; ``{}`` in
+    sent to (the answer happens there). The callback (sync, run in a worker thread, or
+    async) returns the answer (a dict; ``{}`` in
     URL mode to accept), ``None`` or ``"decline"`` to decline, ``"cancel"`` to cancel.
     """
 
@@ -147,6 +149,8 @@ class ResourceTemplate:
 
 @attrs.frozen
 class PromptArgument:
+    """One argument of a ``Prompt``: its name, what it is for, whether it must be given."""
+
     name: str
     description: str | None = None
     required: bool = False
@@ -289,7 +293,10 @@ class ClientFeatures:
         else:
             question = Elicitation(server, params.message, schema=params.requested_schema)
         try:
-            answer = callback(question)
+            if inspect.iscoroutinefunction(callback):
+                answer = await callback(question)
+            else:  # a sync callback may wait for a person (input()): not on the loop
+                answer = await asyncio.to_thread(callback, question)
             if inspect.isawaitable(answer):
                 answer = await answer
         except Exception as error:
