@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import warnings
 from typing import Any
 
@@ -119,6 +120,33 @@ async def ask_url(ctx: Context) -> str:
     return json.dumps({"action": result.action})
 
 
+@server.tool()
+async def loud(size: int, ctx: Context) -> str:
+    """Log a line of ``size`` x's and report progress with a message of ``size`` y's."""
+    await ctx.info("x" * size)
+    await ctx.report_progress(1, 1, "y" * size)
+    return "loud"
+
+
+@server.tool()
+async def leak(name: str, ctx: Context) -> str:
+    """Log the value of the environment variable ``name`` (as a careless server might)."""
+    await ctx.warning(f"using token {os.environ.get(name, '<unset>')} now")
+    return "leaked"
+
+
+@server.tool()
+async def ask_model_with_tools(ctx: Context) -> str:
+    """Sample, offering the model a tool."""
+    tool = types.Tool(name="lookup", input_schema={"type": "object"})
+    message = types.SamplingMessage(role="user", content=types.TextContent(text="q"))
+    try:
+        await ctx.session.create_message([message], max_tokens=10, tools=[tool])
+    except MCPError as error:
+        return f"refused: {error}"
+    return "sampled"
+
+
 @server.resource(
     "file:///notes.txt", name="notes", description="Some notes", mime_type="text/plain"
 )
@@ -139,6 +167,12 @@ def data() -> bytes:
 @server.resource("greeting://{name}", name="greeting", mime_type="text/plain")
 def greeting(name: str) -> str:
     return f"Hello, {name}!"
+
+
+@server.resource("file:///crash", name="crash")
+def crash() -> str:
+    """Exit the server while it is being read."""
+    os._exit(3)
 
 
 @server.prompt(description="Review a piece of code.")

@@ -140,6 +140,34 @@ async def test_server_logs_below_the_loggers_level_are_not_formatted(
     assert levels == [logging.WARNING, logging.ERROR]
 
 
+async def test_long_log_lines_and_progress_messages_are_cut(
+    features: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="oma.mcp")
+
+    result, events, block = await _run(features(), _use("loud", {"size": 100_000}))
+
+    assert result.success and block.content == "loud"
+    (record,) = [r for r in caplog.records if r.name == "oma.mcp.server"]
+    assert 4000 < len(record.getMessage()) < 4100
+    assert record.getMessage().endswith("... [96000 more]")
+    (progress,) = [e.data for e in events if e.type == "tool_progress"]
+    assert len(progress["message"]) < 4100 and progress["message"].startswith("yyyy")
+
+
+async def test_a_secret_the_server_was_given_is_blanked_out_of_its_logs(
+    features: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "tok-8c1d55e0a9f34b7e"
+    toolset = features(env={"SERVICE_TOKEN": secret})
+
+    assert await _answer(toolset, "leak", {"name": "SERVICE_TOKEN"}) == "leaked"
+
+    (record,) = [r for r in caplog.records if r.name == "oma.mcp.server"]
+    assert secret not in record.getMessage()
+    assert record.getMessage().startswith("MCP server 'features': using token ")
+
+
 # -- roots -------------------------------------------------------------------------------------
 
 
@@ -219,6 +247,16 @@ async def test_sampling_past_its_count_is_refused(features: Make) -> None:
     assert [json.loads(first)["text"], json.loads(second)["text"]] == ["one", "two"]
     assert third.startswith("refused:") and "max_samples" in third
     assert len(provider.requests) == 2
+
+
+async def test_sampling_with_tools_is_refused(features: Make) -> None:
+    provider = ScriptedProvider(["never"])
+    toolset = features(sampling=AgentConfig(name="s", provider=provider))
+
+    answer = await _answer(toolset, "ask_model_with_tools")
+
+    assert answer.startswith("refused:") and "tools" in answer
+    assert provider.requests == []
 
 
 async def test_without_a_sampling_model_the_server_is_refused(features: Make) -> None:
@@ -370,6 +408,18 @@ async def test_an_unknown_resource_raises_a_typed_error(features: Make) -> None:
         -32602,
         str(error),
     )
+
+
+async def test_a_server_that_dies_during_a_read_raises_and_is_started_again(
+    features: Make,
+) -> None:
+    toolset = features()
+
+    with pytest.raises(MCPRequestError) as caught:
+        await toolset.read_resource("file:///crash")
+
+    assert caught.value.method == "resources/read"
+    assert await toolset.read_resource("file:///notes.txt") == [TextBlock("remember the milk")]
 
 
 async def test_prompts_are_listed_with_their_arguments(features: Make) -> None:
