@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import numbers
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -95,4 +96,9 @@ async def running(block: ToolUseBlock, emit: _Emitter | None, call: Awaitable[T]
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite real number (numpy's too), not a bool."""
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )

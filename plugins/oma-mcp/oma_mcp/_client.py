@@ -44,6 +44,7 @@ from oma_core import (
     image_base64,
 )
 from oma_core.errors import BackendError, ToolError
+from oma_core.messages import ContentBlock
 from oma_core.progress import report_tool_progress
 
 __all__ = [
@@ -354,10 +355,10 @@ def prompt(item: types.Prompt) -> Prompt:
     return Prompt(item.name, item.title, item.description, arguments)
 
 
-def resource_blocks(result: types.ReadResourceResult) -> list[Any]:
+def resource_blocks(result: types.ReadResourceResult) -> list[ContentBlock]:
     """A resource's contents as oma content blocks: text as ``TextBlock``, an image, audio or
     document blob as that block (checked like a user's), any other blob as a line naming it."""
-    blocks: list[Any] = []
+    blocks: list[ContentBlock] = []
     for index, item in enumerate(result.contents):
         blocks.append(_contents_block(item, f"contents[{index}]"))
     return blocks

@@ -34,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 
 from oma_core import AgentConfig, LLMMessage, tool
 from oma_core.errors import BackendError, ToolError
+from oma_core.messages import ContentBlock
 from oma_core.processes import child_environment, configured_values, redact
 from oma_core.toolkit import ToolOutput
 from oma_core.tools import Tool
@@ -409,7 +410,7 @@ class MCPToolset:
         )
         return [resource_template(item) for page in pages for item in page.resource_templates]
 
-    async def read_resource(self, uri: str) -> list[Any]:
+    async def read_resource(self, uri: str) -> list[ContentBlock]:
         """The resource at ``uri`` as oma content blocks (``TextBlock``, ``ImageBlock``,
         ``AudioBlock``, ``DocumentBlock``); a refusal raises ``MCPRequestError``."""
         result = await self._ask("resources/read", repr(uri), lambda s: s.read_resource(uri))
