@@ -204,7 +204,7 @@ async def test_sampling_asks_the_configured_model_within_the_token_bound(feature
         await _answer(toolset, "ask_model", {"question": "6*7?", "max_tokens": 500})
     )
 
-    assert answer["text"] == "forty-two"
+    assert answer["text"] == "forty-two" and answer["model"] == "scripted:tiny"
     (request,) = provider.requests
     assert request.max_tokens == 100  # the server asked for 500
     assert request.system_prompt == "Answer briefly."
