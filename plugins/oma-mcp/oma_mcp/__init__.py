@@ -38,15 +38,16 @@ _EXPORTS = {
     "MCPServerError": "_toolset",
     "MCPToolset": "_toolset",
     "tool_output": "_results",
+    "Elicitation": "_client",
     **dict.fromkeys(
-        ("Elicitation", "MCPRequestError", "Prompt", "PromptArgument", "Resource"), "_client"
+        ("MCPRequestError", "Prompt", "PromptArgument", "Resource", "ResourceTemplate"),
+        "_resources",
     ),
-    "ResourceTemplate": "_client",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers see
-    from ._client import (
-        Elicitation,
+    from ._client import Elicitation
+    from ._resources import (
         MCPRequestError,
         Prompt,
         PromptArgument,

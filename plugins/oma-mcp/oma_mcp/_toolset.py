@@ -39,13 +39,11 @@ from oma_core.processes import child_environment, configured_values, redact
 from oma_core.toolkit import ToolOutput
 from oma_core.tools import Tool
 
-from ._client import (
-    ClientFeatures,
-    ElicitationCallback,
+from ._client import ClientFeatures, ElicitationCallback, progress_callback
+from ._resources import (
     Prompt,
     Resource,
     ResourceTemplate,
-    progress_callback,
     prompt,
     prompt_messages,
     request_error,
@@ -396,7 +394,7 @@ class MCPToolset:
             state.stale = True
         await connection.close()
 
-    # -- resources and prompts (_client.py) --------------------------------------------------
+    # -- resources and prompts (_resources.py) -----------------------------------------------
 
     async def list_resources(self) -> list[Resource]:
         """The server's resources (``resources/list``, every page). Starts the server."""
