@@ -20,7 +20,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 import mcp_types as types
@@ -66,9 +66,9 @@ class Elicitation:
 
     ``message`` is the question; in form mode ``schema`` is the JSON schema of the answer
     (flat: strings, numbers, booleans, enums), in URL mode ``url`` is the page the user is
-    sent to (the answer happens there). The callback (sync, run in a worker thread, or
-    async) returns the answer (a dict; ``{}`` in
-    URL mode to accept), ``None`` or ``"decline"`` to decline, ``"cancel"`` to cancel.
+    sent to (the answer happens there). The callback (async, or sync: run in a worker
+    thread) returns the answer as a dict (``{}`` accepts in URL mode), ``None`` or
+    ``"decline"`` to decline, ``"cancel"`` to cancel.
     """
 
     server: str
@@ -285,15 +285,14 @@ def _sampling_message(message: types.SamplingMessage, where: str) -> LLMMessage:
 
 
 def _elicit_result(answer: Any) -> types.ElicitResult:
-    action: Literal["accept", "decline", "cancel"]
+    """The callback's answer for the server; pydantic refuses values that are not flat."""
     if answer is None or answer == "decline":
         return types.ElicitResult(action="decline")
     if answer == "cancel":
         return types.ElicitResult(action="cancel")
     if not isinstance(answer, Mapping):
         raise TypeError(f"a {type(answer).__name__}")
-    action = "accept"
-    return types.ElicitResult(action=action, content=dict(answer) or None)
+    return types.ElicitResult(action="accept", content=dict(answer) or None)
 
 
 def _reason(error: BaseException) -> str:
