@@ -65,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "RunSettings": "_settings",
     "Usage": "providers",
     "tool": "tools",
+    "current_tool_call": "_tool_context",
     "resolve_model": "_resolution",
     # orchestration and teams
     "OpenMultiAgent": "orchestrator",
@@ -131,6 +132,7 @@ __all__ = [
     "audio_base64",
     "audio_file",
     "audio_url",
+    "current_tool_call",
     "document_base64",
     "document_file",
     "document_url",
@@ -161,6 +163,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from ._run_log import RunLog
     from ._settings import RunSettings
     from ._tokens import estimate_tokens
+    from ._tool_context import current_tool_call
     from .agent import Agent
     from .budgets import Budget
     from .capabilities import BackendSpec, Capabilities, ProviderSpec

@@ -17,6 +17,8 @@ A run's own events (``agent_start``, ``error``, ``agent_complete``, and ``warnin
 that returned an error result) come from a built-in plugin, ``default_plugins/progress``, on the
 ``oma_run`` / ``oma_tool_call`` hooks; ``retry`` is reported by the run as a back-off wait
 begins, ``budget_exceeded`` by the budgets middleware. All report to ``RunSettings.progress``.
+A tool reports ``tool_progress`` itself, with ``report_tool_progress`` (from ``_tool_context``:
+the call being run is known there).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from typing import Any
 
 import attrs
 
-__all__ = ["ProgressEvent", "ProgressObserver", "ProgressStats"]
+from ._tool_context import report_tool_progress
+
+__all__ = ["ProgressEvent", "ProgressObserver", "ProgressStats", "report_tool_progress"]
 
 
 #: A progress observer: called with each event; may be a coroutine function.
@@ -38,10 +42,10 @@ class ProgressEvent:
     """Something that happened in a run.
 
     ``type`` is one of ``agent_start``, ``agent_complete``, ``retry``, ``budget_exceeded``,
-    ``warning``, ``error`` (and ``task_*`` for teams); ``agent`` is the agent's name; ``task``
-    the task title (None for ``run_agent``); ``data`` what the type carries, e.g.
-    ``{"prompt": str}`` or ``{"messages": tuple[LLMMessage, ...]}`` for ``agent_start``;
-    ``run_id`` the run it belongs to.
+    ``warning``, ``error``, ``tool_progress`` (and ``task_*`` for teams); ``agent`` is the
+    agent's name; ``task`` the task title (None for ``run_agent``); ``data`` what the type
+    carries, e.g. ``{"prompt": str}`` or ``{"messages": tuple[LLMMessage, ...]}`` for
+    ``agent_start``; ``run_id`` the run it belongs to.
     """
 
     type: str

@@ -65,6 +65,7 @@ SECTION_8_NAMES = [
     "audio_file",
     "audio_base64",
     "OutputValidationError",
+    "current_tool_call",
 ]
 
 
@@ -145,7 +146,7 @@ MOVED = {
     "oma_core.agent": ["AgentStream", "BeforeRunContext"],
     "oma_core.validation": ["ValidationLimits"],
     "oma_core.tools": ["Tool"],
-    "oma_core.progress": ["ProgressStats"],
+    "oma_core.progress": ["ProgressStats", "report_tool_progress"],
     "oma_core.evaluation": ["EvalResult"],
     "oma_core.budgets": ["CostContext"],
     "oma_core.retry": ["RetryPolicy"],

@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from .._tool_context import running
 from ..errors import BackendError
 from ..hookspecs import hookimpl
 from ..messages import LLMMessage, TextBlock
@@ -41,7 +42,8 @@ def oma_model_call(call: ModelCall, run: RunContext) -> CallEvents:
 def oma_tool_call(call: ToolInvocation, run: RunContext) -> Awaitable[ToolResultBlock]:
     from ..tools import call_tool
 
-    return call_tool(call.tools, call.block)
+    # run inside the call's context: ``current_tool_call``, ``report_tool_progress``
+    return running(call.block, run.settings.progress, call_tool(call.tools, call.block))
 
 
 class _Whole:

@@ -21,11 +21,39 @@ from oma_core.toolkit import ToolsetSpec
 
 __version__ = "0.1.0"  # the distribution's version (hatch reads it here)
 
-__all__ = ["MCPServerError", "MCPToolset", "oma_register_toolsets", "tool_output"]
+__all__ = [
+    "Elicitation",
+    "MCPRequestError",
+    "MCPServerError",
+    "MCPToolset",
+    "Prompt",
+    "PromptArgument",
+    "Resource",
+    "ResourceTemplate",
+    "oma_register_toolsets",
+    "tool_output",
+]
 
-_EXPORTS = {"MCPServerError": "_toolset", "MCPToolset": "_toolset", "tool_output": "_results"}
+_EXPORTS = {
+    "MCPServerError": "_toolset",
+    "MCPToolset": "_toolset",
+    "tool_output": "_results",
+    "Elicitation": "_client",
+    **dict.fromkeys(
+        ("MCPRequestError", "Prompt", "PromptArgument", "Resource", "ResourceTemplate"),
+        "_resources",
+    ),
+}
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers see
+    from ._client import Elicitation
+    from ._resources import (
+        MCPRequestError,
+        Prompt,
+        PromptArgument,
+        Resource,
+        ResourceTemplate,
+    )
     from ._results import tool_output
     from ._toolset import MCPServerError, MCPToolset
 

@@ -22,7 +22,7 @@ import shlex
 import subprocess
 import sys
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
@@ -32,12 +32,26 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
+from oma_core import AgentConfig, LLMMessage
 from oma_core.errors import BackendError, ToolError
+from oma_core.messages import ContentBlock
 from oma_core.processes import child_environment, configured_values, redact
 from oma_core.toolkit import ToolOutput
 from oma_core.tools import Tool
 
+from ._client import ClientFeatures, ElicitationCallback, progress_callback
 from ._listing import MAX_TOOLS, offered_tools
+from ._resources import (
+    Prompt,
+    Resource,
+    ResourceTemplate,
+    prompt,
+    prompt_messages,
+    request_error,
+    resource,
+    resource_blocks,
+    resource_template,
+)
 from ._results import tool_output
 
 __all__ = ["MCPServerError", "MCPToolset"]
@@ -116,6 +130,11 @@ class MCPToolset:
         init_timeout: float = 30.0,
         max_restarts: int = 3,
         restart_delay: float = 0.5,
+        roots: Sequence[str | Path] | None = None,
+        sampling: AgentConfig | None = None,
+        sampling_max_tokens: int = 1024,
+        max_samples: int = 20,
+        elicitation: ElicitationCallback | None = None,
     ) -> None:
         if prefix is not None and (not isinstance(prefix, str) or not prefix):
             raise ToolError(f"an MCP toolset's prefix must be a non-empty str, got {prefix!r}")
@@ -126,6 +145,13 @@ class MCPToolset:
         self.init_timeout = init_timeout
         self.max_restarts = max_restarts
         self.restart_delay = restart_delay
+        self._features = ClientFeatures(  # what the server may ask of oma: _client.py
+            roots=roots,
+            sampling=sampling,
+            sampling_max_tokens=sampling_max_tokens,
+            max_samples=max_samples,
+            elicitation=elicitation,
+        )
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _State] = (
             weakref.WeakKeyDictionary()
         )
@@ -265,7 +291,10 @@ class MCPToolset:
             return ToolOutput(str(error), is_error=True)
         try:
             result = await connection.session().call_tool(
-                tool_name, dict(arguments), read_timeout_seconds=self.timeout
+                tool_name,
+                dict(arguments),
+                read_timeout_seconds=self.timeout,
+                progress_callback=progress_callback(),  # as tool_progress events
             )
         except MCPError as error:
             if error.code == types.REQUEST_TIMEOUT:
@@ -348,8 +377,78 @@ class MCPToolset:
             state.stale = True
         await connection.close()
 
+    # -- resources and prompts (_resources.py) -----------------------------------------------
 
-_OPTIONS = ("prefix", "name", "timeout", "init_timeout", "max_restarts", "restart_delay")
+    async def list_resources(self) -> list[Resource]:
+        """The server's resources (``resources/list``, every page). Starts the server."""
+        pages = await self._pages("resources/list", lambda s, p: s.list_resources(params=p))
+        return [resource(item) for page in pages for item in page.resources]
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        """The server's resource templates (``resources/templates/list``, every page)."""
+        pages = await self._pages(
+            "resources/templates/list", lambda s, p: s.list_resource_templates(params=p)
+        )
+        return [resource_template(item) for page in pages for item in page.resource_templates]
+
+    async def read_resource(self, uri: str) -> list[ContentBlock]:
+        """The resource at ``uri`` as oma content blocks (``TextBlock``, ``ImageBlock``,
+        ``AudioBlock``, ``DocumentBlock``); a refusal raises ``MCPRequestError``."""
+        result = await self._ask("resources/read", repr(uri), lambda s: s.read_resource(uri))
+        return resource_blocks(result)
+
+    async def list_prompts(self) -> list[Prompt]:
+        """The server's prompt templates (``prompts/list``, every page)."""
+        pages = await self._pages("prompts/list", lambda s, p: s.list_prompts(params=p))
+        return [prompt(item) for page in pages for item in page.prompts]
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> tuple[LLMMessage, ...]:
+        """Prompt ``name`` filled in with ``arguments``, as oma messages (ready for
+        ``Agent.run``); a refusal (unknown prompt, missing argument) raises
+        ``MCPRequestError``."""
+        values = {str(k): str(v) for k, v in (arguments or {}).items()}
+        result = await self._ask("prompts/get", repr(name), lambda s: s.get_prompt(name, values))
+        return prompt_messages(result)
+
+    async def _pages(self, method: str, page: Callable[[ClientSession, Any], Any]) -> list[Any]:
+        pages: list[Any] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
+
+            def one(session: ClientSession, params: Any = params) -> Any:
+                return page(session, params)
+
+            pages.append(await self._ask(method, "", one))
+            cursor = pages[-1].next_cursor
+            if not cursor:
+                break
+        return pages
+
+    async def _ask(self, method: str, about: str, request: Callable[[ClientSession], Any]) -> Any:
+        """One request on the live connection (started if need be); the server's error
+        answer raises ``MCPRequestError``, a server that died meanwhile is restarted next."""
+        state = self._state()
+        connection = await self._connected(state)
+        try:
+            return await request(connection.session())
+        except MCPError as error:
+            if not connection.alive() or error.code == types.CONNECTION_CLOSED:
+                await self._lost(state, connection)
+            raise request_error(self.name, method, about, error) from None
+
+
+_OPTIONS = (
+    "prefix",
+    "name",
+    "timeout",
+    "init_timeout",
+    "max_restarts",
+    "restart_delay",
+    *("roots", "sampling", "sampling_max_tokens", "max_samples", "elicitation"),
+)
 
 
 class _State:
@@ -440,7 +539,14 @@ class _Connection:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(
-                    ClientSession(read, write, message_handler=self._on_message)
+                    ClientSession(
+                        read,
+                        write,
+                        message_handler=self._on_message,
+                        **self._toolset._features.session_options(
+                            self._toolset.name, lambda text: _scrubbed(text, self._toolset)
+                        ),
+                    )
                 )
                 await session.initialize()
                 self._session = session
