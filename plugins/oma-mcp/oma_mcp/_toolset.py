@@ -34,11 +34,17 @@ from mcp.shared.exceptions import MCPError
 
 from oma_core import tool
 from oma_core.errors import BackendError, ToolError
-from oma_core.processes import child_environment, configured_values, redact
+from oma_core.processes import (
+    argument_values,
+    child_environment,
+    configured_values,
+    header_values,
+    redact,
+)
 from oma_core.toolkit import ToolOutput
 from oma_core.tools import Tool
 
-from ._results import tool_output
+from ._results import DEFAULT_MAX_MEDIA_BYTES, DEFAULT_MAX_RESULT_BYTES, tool_output
 
 __all__ = ["MCPServerError", "MCPToolset"]
 
@@ -104,6 +110,8 @@ class MCPToolset:
     count (and the delay) afresh. The server's environment
     is the allow-listed part of oma's (``PATH``, ``HOME``, locale...) plus ``env``: no key of
     the parent reaches it unless named there (a value of None copies that one variable).
+    ``max_result_bytes`` (text, UTF-8) and ``max_media_bytes`` (decoded) cap what one tool
+    result passes on to the model; past them it says what was dropped.
     """
 
     def __init__(
@@ -116,7 +124,15 @@ class MCPToolset:
         init_timeout: float = 30.0,
         max_restarts: int = 3,
         restart_delay: float = 0.5,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        max_media_bytes: int = DEFAULT_MAX_MEDIA_BYTES,
     ) -> None:
+        for option, value in (
+            ("max_result_bytes", max_result_bytes),
+            ("max_media_bytes", max_media_bytes),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ToolError(f"an MCP toolset's {option} must be an int >= 0, got {value!r}")
         if prefix is not None and (not isinstance(prefix, str) or not prefix):
             raise ToolError(f"an MCP toolset's prefix must be a non-empty str, got {prefix!r}")
         self._transport = transport
@@ -126,6 +142,8 @@ class MCPToolset:
         self.init_timeout = init_timeout
         self.max_restarts = max_restarts
         self.restart_delay = restart_delay
+        self.max_result_bytes = max_result_bytes
+        self.max_media_bytes = max_media_bytes
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _State] = (
             weakref.WeakKeyDictionary()
         )
@@ -280,7 +298,7 @@ class MCPToolset:
         try:
             connection = await self._connected(state)
         except MCPServerError as error:
-            return ToolOutput(str(error), is_error=True)
+            return ToolOutput(_scrubbed(str(error), self), is_error=True)
         try:
             result = await connection.session().call_tool(
                 tool_name, dict(arguments), read_timeout_seconds=self.timeout
@@ -299,10 +317,17 @@ class MCPToolset:
                     "started again for the next call",
                     is_error=True,
                 )
-            return ToolOutput(f"MCP tool {tool_name!r} failed: {error}", is_error=True)
+            failed = f"MCP tool {tool_name!r} failed: {error}"
+            return ToolOutput(_scrubbed(failed, self), is_error=True)
         if state.connection is connection:
             state.starts = 1  # answered: a later crash is the first in a row again
-        return tool_output(tool_name, result)
+        return tool_output(
+            tool_name,
+            result,
+            secrets=_secrets(self),
+            max_result_bytes=self.max_result_bytes,
+            max_media_bytes=self.max_media_bytes,
+        )
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -367,7 +392,16 @@ class MCPToolset:
         await connection.close()
 
 
-_OPTIONS = ("prefix", "name", "timeout", "init_timeout", "max_restarts", "restart_delay")
+_OPTIONS = (
+    "prefix",
+    "name",
+    "timeout",
+    "init_timeout",
+    "max_restarts",
+    "restart_delay",
+    "max_result_bytes",
+    "max_media_bytes",
+)
 
 
 class _State:
@@ -539,14 +573,19 @@ async def _http(transport: _Http) -> Any:
         yield streams
 
 
-def _scrubbed(text: str, toolset: MCPToolset) -> str:
-    """``text`` without credentials, nor the values of the server's ``env`` or headers."""
+def _secrets(toolset: MCPToolset) -> list[str]:
+    """What oma gave the server that must not show: the values of its ``env`` and the
+    credentials in its arguments, or its headers' values (and the token in each)."""
     transport = toolset._transport
     if isinstance(transport, _Stdio):
-        secrets = configured_values(transport.env)
-    else:
-        secrets = list(transport.headers.values())
-    return redact(text, secrets)
+        return [*configured_values(transport.env), *argument_values(transport.args)]
+    return header_values(transport.headers)
+
+
+def _scrubbed(text: str, toolset: MCPToolset) -> str:
+    """``text`` without credentials, nor the values of the server's ``env``, credential
+    arguments or headers."""
+    return redact(text, _secrets(toolset))
 
 
 def _describe(error: BaseException) -> str:

@@ -4,14 +4,36 @@ drops an item, and every media string it hands on passed the core's checks."""
 from __future__ import annotations
 
 import base64
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from oma_mcp import tool_output
+from mcp_processes import free_port
+from oma_mcp import MCPToolset, tool_output
 
-from oma_core import ImageBlock, TextBlock, ToolResultBlock
+from oma_core import (
+    IMAGE_MEDIA_TYPES,
+    Agent,
+    AgentConfig,
+    Capabilities,
+    ImageBlock,
+    PluginHost,
+    RunLog,
+    TextBlock,
+    ToolResultBlock,
+)
+from oma_core.redaction import REDACTED
+from oma_core.testing import ScriptedProvider
+from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
 _b64 = st.binary(max_size=64).map(lambda b: base64.b64encode(b).decode())
 _data = _b64 | st.text(max_size=40)  # valid base64, or (mostly) not
@@ -41,10 +63,9 @@ def test_any_result_maps_to_valid_content_or_an_error_naming_the_place(
 
     output = tool_output("t", result)
 
+    assert output.is_error is is_error  # a part oma refuses is a note, not an error result
     if output.is_error or isinstance(output.content, str):
         assert isinstance(output.content, str)
-        if output.is_error and not is_error:
-            assert "content[" in output.content and "oma refuses" in output.content
         # a str is itself valid tool-result content
         ToolResultBlock("c", output.content, output.is_error)
         return
@@ -54,14 +75,252 @@ def test_any_result_maps_to_valid_content_or_an_error_naming_the_place(
     assert all(isinstance(p, TextBlock | ImageBlock) or p.type == "file" for p in block.content)
 
 
-def test_an_image_with_parameters_in_its_media_type_is_refused_by_name() -> None:
+def test_an_image_with_parameters_in_its_media_type_is_a_note_naming_it() -> None:
     png = base64.b64encode(b"\x89PNG").decode()
     result = types.CallToolResult(
-        content=[types.ImageContent(data=png, mime_type="image/png; charset=x")]
+        content=[
+            types.ImageContent(data=png, mime_type="image/png; charset=x"),
+            types.TextContent(text="kept"),
+        ]
     )
 
     output = tool_output("pic", result)
 
-    assert output.is_error
-    assert output.content.startswith("MCP tool 'pic' returned content[0] that oma refuses")
-    assert png not in output.content  # no payload in an error
+    assert not output.is_error
+    note, kept = output.content
+    assert note.text.startswith("[oma dropped content[0] (image/png; charset=x image, 4 bytes)")
+    assert png not in note.text  # no payload in a note
+    assert kept.text == "kept"
+
+
+# -- results from a real server, as the provider receives them ---------------------------------
+
+RESULTS = Path(__file__).with_name("results_server.py")
+#: The default of ``max_result_bytes``.
+ONE_MIB = 1024 * 1024
+#: Images the way Anthropic takes them inside tool results: the four common types, 5 MiB each.
+PICKY = Capabilities(
+    (
+        BlockSupport("text"),
+        BlockSupport("tool_use", frozenset({"assistant"})),
+        BlockSupport("tool_result", frozenset({"user"})),
+        BlockSupport("image", frozenset({IN_TOOL_RESULT}), media_types=IMAGE_MEDIA_TYPES),
+    ),
+    limits=(MediaLimit(5 * 1024 * 1024, {"image"}, measure="base64"),),
+)
+
+
+@pytest.fixture
+async def results() -> AsyncIterator[Callable[..., MCPToolset]]:
+    """``results(*args, **options)``: a stdio toolset on the results server, closed after."""
+    made: list[MCPToolset] = []
+
+    def make(*args: str, **options: Any) -> MCPToolset:
+        options.setdefault("init_timeout", 120.0)  # a loaded machine starts Python slowly
+        options.setdefault("timeout", 300.0)
+        made.append(MCPToolset.stdio(sys.executable, [str(RESULTS), *args], **options))
+        return made[-1]
+
+    yield make
+    for toolset in made:
+        await toolset.aclose()
+
+
+@pytest.fixture
+def results_http() -> Iterator[str]:
+    """The results server on streamable HTTP at 127.0.0.1 (up to 60 s to start); its URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(RESULTS), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the results server did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _use(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    block = {"type": "tool_use", "id": "c1", "name": name, "input": arguments or {}}
+    return {"role": "assistant", "content": [block]}
+
+
+async def _run(
+    toolset: MCPToolset,
+    *responses: Any,
+    capabilities: Capabilities | None = None,
+    log: RunLog | None = None,
+) -> tuple[Any, ScriptedProvider]:
+    provider = ScriptedProvider([*responses, "done"], capabilities=capabilities)
+    host = PluginHost(load_entrypoints=False)
+    if log is not None:
+        host.register(log.plugin())
+    agent = Agent(AgentConfig(name="a", provider=provider, tools=[toolset]), plugins=host)
+    return await agent.run("go"), provider
+
+
+def _sent(provider: ScriptedProvider) -> Any:
+    """The tool result the provider received in its second request."""
+    block = provider.requests[1].messages[-1].content[0]
+    assert block.type == "tool_result"
+    return block
+
+
+def _texts(block: Any) -> list[str]:
+    if isinstance(block.content, str):
+        return [block.content]
+    return [p.text for p in block.content if isinstance(p, TextBlock)]
+
+
+async def test_a_text_result_past_one_mib_is_cut_there_saying_what_was_dropped(
+    results: Callable[..., MCPToolset],
+) -> None:
+    size = 3_000_000  # the issue's was 20 MB: the same cut, a shorter test
+    result, provider = await _run(results(), _use("big_text", {"size": size}))
+
+    assert result.success, result.status
+    block = _sent(provider)
+    assert not block.is_error
+    (text,) = _texts(block)
+    kept, note = text.split("\n")
+    assert kept == "x" * ONE_MIB  # 1 MiB of it, not 20 MB
+    assert len(note) < 300
+    assert f"{size} bytes" in note and "max_result_bytes=1048576" in note
+    assert f"{size - ONE_MIB} bytes were dropped" in note
+
+
+async def test_max_result_bytes_is_an_option_of_the_toolset(
+    results: Callable[..., MCPToolset],
+) -> None:
+    result, provider = await _run(results(max_result_bytes=100), _use("big_text", {"size": 5000}))
+
+    assert result.success
+    (text,) = _texts(_sent(provider))
+    kept, note = text.split("\n")
+    assert kept == "x" * 100
+    assert "max_result_bytes=100" in note and "4900 bytes were dropped" in note
+
+
+async def test_an_image_past_max_media_bytes_becomes_a_note_and_the_rest_is_kept(
+    results: Callable[..., MCPToolset],
+) -> None:
+    size = 6 * 1024 * 1024  # past PICKY's 5 MiB: the provider would refuse the run
+    toolset = results(max_media_bytes=4 * 1024 * 1024)
+    result, provider = await _run(toolset, _use("big_image", {"size": size}), capabilities=PICKY)
+
+    assert result.success, result.status
+    block = _sent(provider)
+    assert not block.is_error
+    assert [p.type for p in block.content] == ["text", "text", "text"]
+    before, note, after = _texts(block)
+    assert (before, after) == ("before", "after")
+    assert "content[1]" in note and f"{size} bytes" in note
+    assert "max_media_bytes=4194304" in note
+
+
+async def test_an_image_of_an_odd_type_becomes_a_note_and_the_run_goes_on(
+    results: Callable[..., MCPToolset],
+) -> None:
+    result, provider = await _run(results(), _use("odd_image"), capabilities=PICKY)
+
+    assert result.success, result.status
+    block = _sent(provider)
+    assert not block.is_error
+    image, note, text = block.content
+    assert isinstance(image, ImageBlock) and image.source.media_type == "image/png"
+    assert "content[1]" in note.text and "image/x-evil" in note.text
+    assert "image/png" in note.text  # the types that are kept
+    assert text.text == "two pictures"
+
+
+async def test_structured_content_repeating_the_image_is_not_sent_twice(
+    results: Callable[..., MCPToolset],
+) -> None:
+    result, provider = await _run(results(), _use("media_file", {"size": 300_000}))
+
+    assert result.success
+    block = _sent(provider)
+    (image,) = block.content  # no second, 400,100-character text part
+    assert isinstance(image, ImageBlock) and len(image.source.data) == 400_000
+
+
+async def test_structured_content_with_more_to_say_keeps_it_but_not_the_payload(
+    results: Callable[..., MCPToolset],
+) -> None:
+    result, provider = await _run(results(), _use("sized_media", {"size": 3000}))
+
+    assert result.success
+    image, text = _sent(provider).content
+    assert isinstance(image, ImageBlock)
+    assert image.source.data not in text.text
+    assert text.text.startswith("structuredContent: ")
+    said = json.loads(text.text.removeprefix("structuredContent: "))
+    assert said == {"data": "[the data of content[0]]", "path": "/srv/cat.png", "size": 3000}
+
+
+# -- secrets given to the server never reach the model or the log -----------------------------
+
+ENV_SECRET = "hunter2-upstream-login-value"
+ARG_SECRET = "argsecret-4567-abcd"
+BEARER = "tok-abc-123456-bearer"
+HEADER_SECRET = "xkey-7890-efgh"
+
+
+def _leaked(provider: ScriptedProvider, home: Path, *secrets: str) -> list[str]:
+    """Which of ``secrets`` the provider was sent, or any file under ``home`` holds."""
+    sent = repr(provider.requests)
+    stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    return [s for s in secrets if s in sent or s.encode() in stored]
+
+
+@pytest.mark.parametrize("fail", [True, False], ids=["error", "result"])
+async def test_env_and_argument_secrets_echoed_by_a_stdio_server_are_scrubbed(
+    results: Callable[..., MCPToolset], tmp_path: Path, fail: bool
+) -> None:
+    toolset = results("--api-key", ARG_SECRET, env={"UPSTREAM_LOGIN": ENV_SECRET})
+    log = RunLog(tmp_path / "logs.db")
+    call = _use("leak", {"variables": ["UPSTREAM_LOGIN"], "headers": [], "fail": fail})
+    result, provider = await _run(toolset, call, log=log)
+
+    assert result.success
+    block = _sent(provider)
+    assert block.is_error is fail
+    (text,) = _texts(block)
+    assert "UPSTREAM_LOGIN" in text and text.count(REDACTED) == 2  # the echo was there
+    assert _leaked(provider, tmp_path, ENV_SECRET, ARG_SECRET) == []
+    assert log.runs(None)  # the run was logged
+
+
+@pytest.mark.parametrize("fail", [True, False], ids=["error", "result"])
+async def test_header_secrets_echoed_by_an_http_server_are_scrubbed(
+    results_http: str, tmp_path: Path, fail: bool
+) -> None:
+    headers = {"Authorization": f"Bearer {BEARER}", "X-Api-Key": HEADER_SECRET}
+    toolset = MCPToolset.http(results_http, headers=headers)
+    log = RunLog(tmp_path / "logs.db")
+    call = _use("leak", {"variables": [], "headers": ["Authorization", "X-Api-Key"], "fail": fail})
+    try:
+        result, provider = await _run(toolset, call, log=log)
+    finally:
+        await toolset.aclose()
+
+    assert result.success
+    (text,) = _texts(_sent(provider))
+    assert "Authorization" in text and "X-Api-Key" in text and REDACTED in text
+    assert _leaked(provider, tmp_path, BEARER, HEADER_SECRET) == []
+    assert log.runs(None)
