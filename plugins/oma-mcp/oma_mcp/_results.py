@@ -47,8 +47,10 @@ __all__ = ["DEFAULT_MAX_MEDIA_BYTES", "DEFAULT_MAX_RESULT_BYTES", "tool_output"]
 
 #: The most text (UTF-8 bytes) one tool result passes on: 1 MiB.
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
-#: The most media (decoded bytes) one tool result passes on: 20 MiB.
-DEFAULT_MAX_MEDIA_BYTES = 20 * 1024 * 1024
+#: The most media (decoded bytes) one tool result passes on: 3.75 MB, the largest image
+#: every provider takes inside a tool result (Bedrock's limit; Anthropic's is 5 MiB of base64),
+#: so one image a server sends never makes the provider refuse the run.
+DEFAULT_MAX_MEDIA_BYTES = 3_750_000
 
 #: A string of the structured value at least this long that the content already carries is
 #: written as a reference to it.

@@ -48,6 +48,14 @@ def big_image(size: int) -> types.CallToolResult:
 
 
 @server.tool()
+def images(sizes: list[int]) -> types.CallToolResult:
+    """One image of each size."""
+    return types.CallToolResult(
+        content=[types.ImageContent(data=_png(size), mime_type="image/png") for size in sizes]
+    )
+
+
+@server.tool()
 def odd_image() -> types.CallToolResult:
     """A good image, an image typed ``image/x-evil``, and a line of text."""
     return types.CallToolResult(

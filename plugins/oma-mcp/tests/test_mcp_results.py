@@ -222,9 +222,8 @@ async def test_max_result_bytes_is_an_option_of_the_toolset(
 async def test_an_image_past_max_media_bytes_becomes_a_note_and_the_rest_is_kept(
     results: Callable[..., MCPToolset],
 ) -> None:
-    size = 6 * 1024 * 1024  # past PICKY's 5 MiB: the provider would refuse the run
-    toolset = results(max_media_bytes=4 * 1024 * 1024)
-    result, provider = await _run(toolset, _use("big_image", {"size": size}), capabilities=PICKY)
+    size = 4_000_000  # 5.3 MB of base64: past PICKY's 5 MiB, which would refuse the run
+    result, provider = await _run(results(), _use("big_image", {"size": size}), capabilities=PICKY)
 
     assert result.success, result.status
     block = _sent(provider)
@@ -232,8 +231,21 @@ async def test_an_image_past_max_media_bytes_becomes_a_note_and_the_rest_is_kept
     assert [p.type for p in block.content] == ["text", "text", "text"]
     before, note, after = _texts(block)
     assert (before, after) == ("before", "after")
-    assert "content[1]" in note and f"{size} bytes" in note
-    assert "max_media_bytes=4194304" in note
+    assert note.startswith(f"[oma dropped content[1] (image/png image, {size} bytes)")
+    assert "max_media_bytes=3750000" in note
+
+
+async def test_max_media_bytes_is_an_option_counting_the_results_media_together(
+    results: Callable[..., MCPToolset],
+) -> None:
+    toolset = results(max_media_bytes=170)
+    result, provider = await _run(toolset, _use("images", {"sizes": [100, 100, 70]}))
+
+    assert result.success
+    first, note, third = _sent(provider).content
+    assert isinstance(first, ImageBlock) and isinstance(third, ImageBlock)  # 170 bytes kept
+    assert note.text.startswith("[oma dropped content[1] (image/png image, 100 bytes)")
+    assert "max_media_bytes=170 after 100 bytes of media kept" in note.text
 
 
 async def test_an_image_of_an_odd_type_becomes_a_note_and_the_run_goes_on(

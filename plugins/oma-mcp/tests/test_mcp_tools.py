@@ -74,7 +74,10 @@ async def test_an_image_that_fails_the_base64_check_is_a_note_naming_it(
     assert result.success
     block = _sent_result(provider)
     assert not block.is_error  # the part is dropped, saying why; the result stands
-    assert "oma dropped content[0]" in block.content and "must contain raw base64 data" in block.content
+    assert (
+        "oma dropped content[0]" in block.content
+        and "must contain raw base64 data" in block.content
+    )
 
 
 async def test_a_tool_error_is_an_error_result_with_the_servers_text(toys: Toys) -> None:
