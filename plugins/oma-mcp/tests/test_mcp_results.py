@@ -34,6 +34,7 @@ from oma_core import (
     ToolResultBlock,
 )
 from oma_core.cli import cli
+from oma_core.processes import argument_values, blank, header_values, redact
 from oma_core.redaction import REDACTED
 from oma_core.testing import ScriptedProvider, scripted
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
@@ -402,3 +403,45 @@ def test_credentials_in_mcp_arguments_are_blanked_in_a_start_error(cli_home: Pat
     assert "--api-key [REDACTED]" in result.stderr  # the option stays, its value goes
     files = b"".join(p.read_bytes() for p in cli_home.rglob("*") if p.is_file())
     assert [s for s in CLI_SECRETS if s in result.output or s.encode() in files] == []
+
+
+# -- what is scrubbed, and what is left alone ---------------------------------------------------
+
+
+def test_a_header_scheme_keeps_its_word_but_its_token_is_a_secret_too() -> None:
+    basic = base64.b64encode(b"robot:pa55word-basic").decode()
+    headers = {"Authorization": f"Bearer {BEARER}", "Proxy-Authorization": f"Basic {basic}"}
+    echoed = f"token {BEARER} refused; robot:pa55word-basic; pa55word-basic; {basic}"
+
+    assert blank(echoed, header_values(headers)) == (
+        f"token {REDACTED} refused; {REDACTED}; {REDACTED}; {REDACTED}"
+    )
+
+
+def test_a_secret_is_blanked_as_json_escapes_it_too() -> None:
+    secret = 'qu"ote\\d-secret'
+
+    assert blank(json.dumps({"v": secret}), [secret]) == json.dumps({"v": REDACTED})
+
+
+def test_credential_options_on_a_command_line_are_blanked_and_others_kept() -> None:
+    line = (
+        "srv --api-key k-1234 --token=t-1234 --password 'p 1234' --client-secret s-1234 "
+        "--max-tokens 1000 --no-api-key --verbose --name demo"
+    )
+
+    assert redact(line) == (
+        f"srv --api-key {REDACTED} --token={REDACTED} --password {REDACTED} "
+        f"--client-secret {REDACTED} --max-tokens 1000 --no-api-key --verbose --name demo"
+    )
+    args = shlex.split(line)[1:]
+    assert argument_values(args) == ["k-1234", "t-1234", "p 1234", "s-1234"]
+
+
+def test_a_tool_result_loses_only_the_values_given_not_what_looks_like_a_key() -> None:
+    text = "config.py:\napi_key = os.environ['API_KEY']\npassword = 'from-the-file'\nmy-env-value"
+    result = types.CallToolResult(content=[types.TextContent(text=text)])
+
+    output = tool_output("read", result, secrets=["my-env-value"])
+
+    assert output.content == text.replace("my-env-value", REDACTED)  # the file is the file
