@@ -220,6 +220,7 @@ def _capped(parts: list[Any], limit: int) -> list[Any]:
         return parts
     kept: list[Any] = []
     left = limit
+    sent = 0
     last_text = -1
     for part, size in zip(parts, sizes, strict=True):
         if not isinstance(part, TextBlock):
@@ -227,15 +228,18 @@ def _capped(parts: list[Any], limit: int) -> list[Any]:
             continue
         if left <= 0:
             continue
-        if size > left:
-            part = TextBlock(part.text.encode("utf-8")[:left].decode("utf-8", "ignore"))
-            size = left
+        if size > left:  # a character cut in two is dropped whole
+            text = part.text
+            cut = text[:left] if text.isascii() else text.encode()[:left].decode("utf-8", "ignore")
+            part = TextBlock(cut)
+            size = left = _bytes(cut)
         left -= size
+        sent += size
         last_text = len(kept)
         kept.append(part)
     note = (
         f"[oma cut this result: its text is {total} bytes, past max_result_bytes={limit}; "
-        f"the last {total - limit} bytes were dropped. Ask the tool for less.]"
+        f"the last {total - sent} bytes were dropped. Ask the tool for less.]"
     )
     if last_text < 0:
         return [TextBlock(note), *kept]

@@ -445,3 +445,16 @@ def test_a_tool_result_loses_only_the_values_given_not_what_looks_like_a_key() -
     output = tool_output("read", result, secrets=["my-env-value"])
 
     assert output.content == text.replace("my-env-value", REDACTED)  # the file is the file
+
+
+def test_a_cut_never_splits_a_character_and_counts_what_went() -> None:
+    result = types.CallToolResult(
+        content=[types.TextContent(text="é" * 10), types.TextContent(text="abc")]
+    )
+
+    output = tool_output("t", result, max_result_bytes=7)
+
+    kept, note = output.content.split("\n")
+    assert kept == "ééé"  # 6 bytes: the fourth é would be cut in two
+    assert "its text is 23 bytes, past max_result_bytes=7" in note
+    assert "the last 17 bytes were dropped" in note
