@@ -19,6 +19,7 @@ import re
 import signal
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 
@@ -36,6 +37,7 @@ __all__ = [
     "close_pipes",
     "configured_values",
     "header_values",
+    "url_values",
     "describe_exit",
     "prompt_fragments",
     "redact",
@@ -207,6 +209,19 @@ def header_values(headers: Mapping[str, str]) -> list[str]:
             except (binascii.Error, ValueError):
                 continue
             values.extend([pair, pair.partition(":")[2]])
+    return [value for value in values if value]
+
+
+def url_values(url: str) -> list[str]:
+    """The credentials a URL carries: the password of its user info, and the values of
+    credential-named query parameters (``?api_key=X``, ``?token=X``)."""
+    try:
+        parts = urlsplit(url)
+        values = [parts.password or ""]
+    except ValueError:
+        return []
+    query = parse_qsl(parts.query, keep_blank_values=False)
+    values += [value for name, value in query if _OPTION_NAME.fullmatch(f"--{name}")]
     return [value for value in values if value]
 
 

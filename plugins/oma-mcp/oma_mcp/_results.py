@@ -16,16 +16,17 @@ the size capped, the secrets oma gave the server blanked out.
   repeats its image there), or it is the SDK's wrapping of a plain return value
   (``{"result": v}`` beside ``v``'s text). When it is added, a long string the content
   already carries is written as ``"[the data of content[0]]"``: no payload is sent twice;
-- ``isError`` → an error result: the text of the parts, as a string (error results are).
+- ``isError`` → an error result: the text of the parts, as a string (error results are); its
+  media are left out, with a line saying how many.
 
 An item oma cannot pass on becomes a text part in its place, ``[oma dropped content[1]
 (...): why]``; the other parts are kept and the run goes on. That is media the core refuses
 (bad base64, a media type that is not ``type/subtype``), an image of another type, and media
 past ``max_media_bytes`` (decoded bytes, all the result's media together, counted in order).
 Text past ``max_result_bytes`` (UTF-8 bytes, all the result's text together) is cut, with a
-line saying how much was dropped. Every value in ``secrets`` (what ``env``, ``headers`` or
-credential arguments gave the server) is blanked out of every text, before the cut. Never a
-crash, never a silent drop. A single text part is a plain str.
+line saying how much was dropped. Every value in ``secrets`` (what ``env``, ``headers``, the
+URL or credential arguments gave the server) is blanked out of every text, before the cut.
+Never a crash, never a silent drop. A single text part is a plain str.
 """
 
 from __future__ import annotations

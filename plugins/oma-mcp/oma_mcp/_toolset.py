@@ -40,6 +40,7 @@ from oma_core.processes import (
     configured_values,
     header_values,
     redact,
+    url_values,
 )
 from oma_core.toolkit import ToolOutput
 from oma_core.tools import Tool
@@ -575,11 +576,12 @@ async def _http(transport: _Http) -> Any:
 
 def _secrets(toolset: MCPToolset) -> list[str]:
     """What oma gave the server that must not show: the values of its ``env`` and the
-    credentials in its arguments, or its headers' values (and the token in each)."""
+    credentials in its arguments, or its headers' values (and the token in each) and the
+    credentials in its URL."""
     transport = toolset._transport
     if isinstance(transport, _Stdio):
         return [*configured_values(transport.env), *argument_values(transport.args)]
-    return header_values(transport.headers)
+    return [*header_values(transport.headers), *url_values(transport.url)]
 
 
 def _scrubbed(text: str, toolset: MCPToolset) -> str:

@@ -34,7 +34,7 @@ from oma_core import (
     ToolResultBlock,
 )
 from oma_core.cli import cli
-from oma_core.processes import argument_values, blank, header_values, redact
+from oma_core.processes import argument_values, blank, header_values, redact, url_values
 from oma_core.redaction import REDACTED
 from oma_core.testing import ScriptedProvider, scripted
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
@@ -458,3 +458,9 @@ def test_a_cut_never_splits_a_character_and_counts_what_went() -> None:
     assert kept == "ééé"  # 6 bytes: the fourth é would be cut in two
     assert "its text is 23 bytes, past max_result_bytes=7" in note
     assert "the last 17 bytes were dropped" in note
+
+
+def test_the_credentials_of_a_url_are_secrets_and_its_other_parts_are_not() -> None:
+    url = "https://bot:url-pass-1@example.com/mcp?api_key=url-key-22&access_token=at-333&page=2"
+
+    assert url_values(url) == ["url-pass-1", "url-key-22", "at-333"]
