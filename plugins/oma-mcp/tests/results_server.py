@@ -15,6 +15,7 @@ import sys
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(
@@ -89,13 +90,18 @@ def sized_media(size: int) -> types.CallToolResult:
 
 
 @server.tool()
-def leak(variables: list[str], headers: list[str], fail: bool, ctx: Context) -> str:
+def leak(
+    variables: list[str], headers: list[str], fail: bool, ctx: Context, rpc: bool = False
+) -> str:
     """The values of ``variables`` in the server's environment, of ``headers`` in this call's
-    HTTP request, and the server's arguments; as an error when ``fail``."""
+    HTTP request, and the server's arguments; as an error result when ``fail``, as a
+    JSON-RPC error when ``rpc``."""
     found = {name: os.environ.get(name, "<unset>") for name in variables}
     sent = ctx.headers or {}
     found |= {name: str(sent.get(name.lower(), "<none>")) for name in headers}
     text = f"config: {found!r}; argv: {sys.argv[1:]!r}"
+    if rpc:
+        raise MCPError(-32099, f"upstream refused {text}")
     if fail:
         raise ToolError(f"cannot connect with {text}")
     return text

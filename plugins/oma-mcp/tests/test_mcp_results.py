@@ -304,18 +304,20 @@ def _leaked(provider: ScriptedProvider, home: Path, *secrets: str) -> list[str]:
     return [s for s in secrets if s in sent or s.encode() in stored]
 
 
-@pytest.mark.parametrize("fail", [True, False], ids=["error", "result"])
+@pytest.mark.parametrize("how", ["error", "result", "rpc"])
 async def test_env_and_argument_secrets_echoed_by_a_stdio_server_are_scrubbed(
-    results: Callable[..., MCPToolset], tmp_path: Path, fail: bool
+    results: Callable[..., MCPToolset], tmp_path: Path, how: str
 ) -> None:
     toolset = results("--api-key", ARG_SECRET, env={"UPSTREAM_LOGIN": ENV_SECRET})
     log = RunLog(tmp_path / "logs.db")
-    call = _use("leak", {"variables": ["UPSTREAM_LOGIN"], "headers": [], "fail": fail})
-    result, provider = await _run(toolset, call, log=log)
+    arguments = {"variables": ["UPSTREAM_LOGIN"], "headers": [], "fail": how == "error"}
+    result, provider = await _run(
+        toolset, _use("leak", {**arguments, "rpc": how == "rpc"}), log=log
+    )
 
     assert result.success
     block = _sent(provider)
-    assert block.is_error is fail
+    assert block.is_error is (how != "result")
     (text,) = _texts(block)
     assert "UPSTREAM_LOGIN" in text and text.count(REDACTED) == 2  # the echo was there
     assert _leaked(provider, tmp_path, ENV_SECRET, ARG_SECRET) == []
