@@ -34,6 +34,7 @@ from oma_core import (
     ToolResultBlock,
 )
 from oma_core.cli import cli
+from oma_core.errors import ToolError
 from oma_core.processes import argument_values, blank, header_values, redact, url_values
 from oma_core.redaction import REDACTED
 from oma_core.testing import ScriptedProvider, scripted
@@ -466,3 +467,12 @@ def test_the_credentials_of_a_url_are_secrets_and_its_other_parts_are_not() -> N
     url = "https://bot:url-pass-1@example.com/mcp?api_key=url-key-22&access_token=at-333&page=2"
 
     assert url_values(url) == ["url-pass-1", "url-key-22", "at-333"]
+
+
+def test_the_caps_come_from_config_data_and_a_bad_one_is_refused_by_name() -> None:
+    config = {"command": "srv", "max_result_bytes": 10, "max_media_bytes": 0}
+    toolset = MCPToolset.from_config(config)
+
+    assert (toolset.max_result_bytes, toolset.max_media_bytes) == (10, 0)
+    with pytest.raises(ToolError, match=r"max_media_bytes must be an int >= 0, got '1 MB'"):
+        MCPToolset.stdio("srv", max_media_bytes="1 MB")
