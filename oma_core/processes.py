@@ -10,12 +10,16 @@ leaves the group and is out of reach. This module is an extension point for back
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import json
 import os
 import re
 import signal
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 
@@ -27,9 +31,13 @@ __all__ = [
     "CommandOptions",
     "number_option",
     "StderrTail",
+    "argument_values",
+    "blank",
     "child_environment",
     "close_pipes",
     "configured_values",
+    "header_values",
+    "url_values",
     "describe_exit",
     "prompt_fragments",
     "redact",
@@ -59,10 +67,18 @@ ALLOWED_ENV = (
 # a short or cut one); ``Bearer`` keeps its word and assignments keep their quotes, below.
 _SHAPES = (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), *_VENDOR_TOKENS, _JWT)
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]+")
+_CREDENTIAL_NAME = r"[A-Z0-9_\-]*(?:KEY|TOKEN(?!S)|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_\-]*"
 _ASSIGNMENT = re.compile(
-    r"(?i)\b([A-Z0-9_\-]*(?:KEY|TOKEN(?!S)|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_\-]*[\"']?)"
-    r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&}]+)"
+    rf"(?i)\b({_CREDENTIAL_NAME}[\"']?)(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&}}]+)"
 )
+# A credential-named option and its separate value on a command line: ``--api-key X``,
+# ``--password 'a b'`` (``--token=X`` is an assignment above); a value starting with ``-`` is
+# the next option, not a value.
+_OPTION = re.compile(
+    rf"(?i)(?<![\w\-])(--?{_CREDENTIAL_NAME})(\s+)(\"[^\"]*\"|'[^']*'|(?!-)[^\s,;&}}]+)"
+)
+_OPTION_NAME = re.compile(rf"(?i)--?{_CREDENTIAL_NAME}")
+_NAMED_VALUE = re.compile(rf"(?i)(?:--?)?{_CREDENTIAL_NAME}=(.+)")
 
 # Terminal control: strings (OSC, DCS, SOS, PM, APC: printable payload, then BEL or ST), CSI
 # sequences, other escape sequences, and any C0 (but tab and newline), DEL or C1 character left.
@@ -156,6 +172,73 @@ def configured_values(extra: Mapping[str, str | None]) -> list[str]:
     return [value for value in values if value]
 
 
+def argument_values(args: Iterable[str]) -> list[str]:
+    """The credentials a command line gives its program: the value after a credential-named
+    option (``--api-key X``, ``--password X``) or in one (``--token=X``, ``API_KEY=X``).
+
+    Pass them to ``redact`` with ``configured_values``: a server may echo its arguments.
+    """
+    values: list[str] = []
+    words = list(args)
+    for index, word in enumerate(words):
+        named = _NAMED_VALUE.fullmatch(word)
+        if named is not None:
+            values.append(named.group(1))
+        elif _OPTION_NAME.fullmatch(word) and index + 1 < len(words):
+            following = words[index + 1]
+            if not following.startswith("-"):
+                values.append(following)
+    return [value for value in values if value]
+
+
+def header_values(headers: Mapping[str, str]) -> list[str]:
+    """Every value of ``headers`` (an HTTP server's ``Authorization``, ``X-Api-Key``...), and
+    the credential inside a scheme's value: the token of ``Bearer T``, and the ``user:pass``
+    and password that ``Basic B`` encodes. A server may echo any of them."""
+    values: list[str] = []
+    for value in headers.values():
+        values.append(value)
+        scheme, _, credential = value.strip().partition(" ")
+        credential = credential.strip()
+        if not credential:
+            continue
+        values.append(credential)
+        if scheme.lower() == "basic":
+            try:
+                pair = base64.b64decode(credential, validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                continue
+            values.extend([pair, pair.partition(":")[2]])
+    return [value for value in values if value]
+
+
+def url_values(url: str) -> list[str]:
+    """The credentials a URL carries: the password of its user info, and the values of
+    credential-named query parameters (``?api_key=X``, ``?token=X``)."""
+    try:
+        parts = urlsplit(url)
+        values = [parts.password or ""]
+    except ValueError:
+        return []
+    query = parse_qsl(parts.query, keep_blank_values=False)
+    values += [value for name, value in query if _OPTION_NAME.fullmatch(f"--{name}")]
+    return [value for value in values if value]
+
+
+def blank(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every literal value in ``secrets`` (of 4 characters or more; also as
+    JSON writes it inside a string) replaced by ``[REDACTED]``, the longest first.
+
+    Unlike ``redact`` it goes by value only: for what a program meant to return (a file with
+    ``password = ...`` in it stays as it is), where only what oma gave it must not show.
+    """
+    forms = {s for s in secrets if len(s) >= 4}
+    forms |= {json.dumps(s, ensure_ascii=False)[1:-1] for s in forms}
+    for secret in sorted(forms, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
 def prompt_fragments(*texts: str | None) -> list[str]:
     """What of a prompt an error must not show: each text whole, and its longest lines.
 
@@ -188,14 +271,15 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
     Credentials go by shape (API keys, AWS key ids, GitHub and Slack tokens, JWTs, ``Bearer``)
     and by name: the value of any ``*KEY*``/``*TOKEN*``/``*SECRET*``/``*PASSWORD*`` assignment,
-    quoted JSON keys included. Unlike the core's ``redaction`` module it keeps long
-    base64-looking runs: a stderr tail is for reading.
+    quoted JSON keys included, and of such an option on a command line (``--api-key X``).
+    Unlike the core's ``redaction`` module it keeps long base64-looking runs: a stderr tail is
+    for reading.
     """
-    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
+    text = blank(text, secrets)
     for shape in _SHAPES:
         text = shape.sub(REDACTED, text)
     text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    text = _OPTION.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     return _ASSIGNMENT.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 
 

@@ -35,7 +35,14 @@ from mcp.shared.exceptions import MCPError
 from oma_core import AgentConfig, LLMMessage
 from oma_core.errors import BackendError, ToolError
 from oma_core.messages import ContentBlock
-from oma_core.processes import child_environment, configured_values, redact
+from oma_core.processes import (
+    argument_values,
+    child_environment,
+    configured_values,
+    header_values,
+    redact,
+    url_values,
+)
 from oma_core.toolkit import ToolOutput
 from oma_core.tools import Tool
 
@@ -52,7 +59,7 @@ from ._resources import (
     resource_blocks,
     resource_template,
 )
-from ._results import tool_output
+from ._results import DEFAULT_MAX_MEDIA_BYTES, DEFAULT_MAX_RESULT_BYTES, tool_output
 
 __all__ = ["MCPServerError", "MCPToolset"]
 
@@ -118,6 +125,8 @@ class MCPToolset:
     count (and the delay) afresh. The server's environment
     is the allow-listed part of oma's (``PATH``, ``HOME``, locale...) plus ``env``: no key of
     the parent reaches it unless named there (a value of None copies that one variable).
+    ``max_result_bytes`` (text, UTF-8) and ``max_media_bytes`` (decoded) cap what one tool
+    result passes on to the model; past them it says what was dropped.
     """
 
     def __init__(
@@ -135,7 +144,15 @@ class MCPToolset:
         sampling_max_tokens: int = 1024,
         max_samples: int = 20,
         elicitation: ElicitationCallback | None = None,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        max_media_bytes: int = DEFAULT_MAX_MEDIA_BYTES,
     ) -> None:
+        for option, value in (
+            ("max_result_bytes", max_result_bytes),
+            ("max_media_bytes", max_media_bytes),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ToolError(f"an MCP toolset's {option} must be an int >= 0, got {value!r}")
         if prefix is not None and (not isinstance(prefix, str) or not prefix):
             raise ToolError(f"an MCP toolset's prefix must be a non-empty str, got {prefix!r}")
         self._transport = transport
@@ -152,6 +169,8 @@ class MCPToolset:
             max_samples=max_samples,
             elicitation=elicitation,
         )
+        self.max_result_bytes = max_result_bytes
+        self.max_media_bytes = max_media_bytes
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _State] = (
             weakref.WeakKeyDictionary()
         )
@@ -288,7 +307,7 @@ class MCPToolset:
         try:
             connection = await self._connected(state)
         except MCPServerError as error:
-            return ToolOutput(str(error), is_error=True)
+            return ToolOutput(_scrubbed(str(error), self), is_error=True)
         try:
             result = await connection.session().call_tool(
                 tool_name,
@@ -310,10 +329,17 @@ class MCPToolset:
                     "started again for the next call",
                     is_error=True,
                 )
-            return ToolOutput(f"MCP tool {tool_name!r} failed: {error}", is_error=True)
+            failed = f"MCP tool {tool_name!r} failed: {error}"
+            return ToolOutput(_scrubbed(failed, self), is_error=True)
         if state.connection is connection:
             state.starts = 1  # answered: a later crash is the first in a row again
-        return tool_output(tool_name, result)
+        return tool_output(
+            tool_name,
+            result,
+            secrets=_secrets(self),
+            max_result_bytes=self.max_result_bytes,
+            max_media_bytes=self.max_media_bytes,
+        )
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -448,6 +474,8 @@ _OPTIONS = (
     "max_restarts",
     "restart_delay",
     *("roots", "sampling", "sampling_max_tokens", "max_samples", "elicitation"),
+    "max_result_bytes",
+    "max_media_bytes",
 )
 
 
@@ -627,14 +655,20 @@ async def _http(transport: _Http) -> Any:
         yield streams
 
 
-def _scrubbed(text: str, toolset: MCPToolset) -> str:
-    """``text`` without credentials, nor the values of the server's ``env`` or headers."""
+def _secrets(toolset: MCPToolset) -> list[str]:
+    """What oma gave the server that must not show: the values of its ``env`` and the
+    credentials in its arguments, or its headers' values (and the token in each) and the
+    credentials in its URL."""
     transport = toolset._transport
     if isinstance(transport, _Stdio):
-        secrets = configured_values(transport.env)
-    else:
-        secrets = list(transport.headers.values())
-    return redact(text, secrets)
+        return [*configured_values(transport.env), *argument_values(transport.args)]
+    return [*header_values(transport.headers), *url_values(transport.url)]
+
+
+def _scrubbed(text: str, toolset: MCPToolset) -> str:
+    """``text`` without credentials, nor the values of the server's ``env``, credential
+    arguments or headers."""
+    return redact(text, _secrets(toolset))
 
 
 def _describe(error: BaseException) -> str:
