@@ -6,8 +6,10 @@ One output type, three ways a provider can be held to it (``Capabilities.output_
 the output) and ``prompted`` (the schema in the system prompt, the reply checked here). This
 module is the part every mode shares: ``output_spec`` turns an ``output_type`` into an
 ``OutputSpec`` (refusing, with ``OutputTypeError``, a type that cannot become a JSON schema);
-``OutputSpec.validate_text`` parses a reply (bare JSON, or a fenced ```json block) and checks it,
-raising ``OutputInvalid`` with the errors a corrective turn carries back to the model.
+``OutputSpec.validate_text`` parses a reply (bare JSON, or a fenced ```json block; strict JSON,
+nested at most ``MAX_OUTPUT_DEPTH`` levels) and checks it, raising ``OutputInvalid`` with the
+errors a corrective turn carries back to the model. ``PartialText`` reads a streamed reply as
+it arrives, at a cost bounded by a small multiple of its size.
 
 Types reuse the tools' schema and structuring code (``_tool_types``: one cattrs converter, and
 pydantic's own validation for pydantic models). A JSON Schema dict is checked with the subset of
@@ -498,38 +500,40 @@ def _not_a_number(name: str) -> Any:
     )
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        raise _NotJSON(f"the reply's JSON holds the number {shown}, too large for a float")
-    return value
+_TOO_LARGE = "the reply's JSON holds a number too large for a float: give a smaller number"
+#: One decoder, made once (``json.loads`` with a hook would make one per call).
+_DECODER = json.JSONDecoder(parse_constant=_not_a_number)
 
 
 def _loads(text: str) -> Any:
     """``text`` parsed as strict JSON (see ``_NotJSON``): ``ValueError`` otherwise."""
     try:
-        value = json.loads(text, parse_constant=_not_a_number, parse_float=_finite)
+        value = _DECODER.decode(text)
     except RecursionError:  # the decoder's own limit, met long past ours
         raise _NotJSON(_TOO_DEEP) from None
-    if isinstance(value, dict | list) and _depth_past(value, MAX_OUTPUT_DEPTH):
-        raise _NotJSON(_TOO_DEEP)
+    kind = type(value)
+    if kind is dict or kind is list:
+        _check_tree(value)
+    elif kind is float and not math.isfinite(value):
+        raise _NotJSON(_TOO_LARGE)
     return value
 
 
-def _depth_past(value: dict[str, Any] | list[Any], limit: int) -> bool:
-    """Whether ``value`` (parsed JSON) nests more than ``limit`` levels: walked with an
-    explicit stack, so no depth raises ``RecursionError``."""
+def _check_tree(value: dict[str, Any] | list[Any]) -> None:
+    """Refuse a parsed value nested past ``MAX_OUTPUT_DEPTH`` or holding a number that
+    overflowed to infinity (``1e400``): walked with an explicit stack, so no depth raises
+    ``RecursionError``."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = node.values() if type(node) is dict else node
-        for child in children:
-            if type(child) is dict or type(child) is list:
+        if depth > MAX_OUTPUT_DEPTH:
+            raise _NotJSON(_TOO_DEEP)
+        for child in node.values() if type(node) is dict else node:
+            kind = type(child)
+            if kind is dict or kind is list:
                 stack.append((child, depth + 1))
-    return False
+            elif kind is float and not math.isfinite(child):
+                raise _NotJSON(_TOO_LARGE)
 
 
 def partial_json(text: str) -> Any:

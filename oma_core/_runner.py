@@ -268,7 +268,8 @@ class Run:
 
     async def _model_run(self, target: ModelTarget) -> AsyncGenerator[StreamEvent, None]:
         """A model run: the ``before_run`` hooks, then model calls and tool rounds until a
-        turn without tool calls (or ``max_turns``), then ``done``."""
+        turn without tool calls (or ``max_turns``, which counts every model call, corrective
+        turns included), then ``done``."""
         error: Exception | None = None
         try:
             messages, _ = await self._input()

@@ -177,6 +177,12 @@ def test_extract_json_refuses_what_json_has_not_wherever_it_sits(reply: str) -> 
         extract_json(reply)
 
 
+@pytest.mark.parametrize("reply", ["1e400", "[1, -1e999]", '{"a": {"b": [2e308]}}'])
+def test_extract_json_refuses_a_number_past_a_floats_range(reply: str) -> None:
+    with pytest.raises(ValueError, match="too large for a float"):
+        extract_json(reply)
+
+
 async def test_a_number_json_has_not_is_never_the_output() -> None:
     provider = ScriptedProvider(['{"v": NaN}', '{"v": NaN}'])
     result = await Agent(AgentConfig("a", provider=provider, output_type=Reading)).run("go")
