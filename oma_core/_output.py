@@ -6,8 +6,10 @@ One output type, three ways a provider can be held to it (``Capabilities.output_
 the output) and ``prompted`` (the schema in the system prompt, the reply checked here). This
 module is the part every mode shares: ``output_spec`` turns an ``output_type`` into an
 ``OutputSpec`` (refusing, with ``OutputTypeError``, a type that cannot become a JSON schema);
-``OutputSpec.validate_text`` parses a reply (bare JSON, or a fenced ```json block) and checks it,
-raising ``OutputInvalid`` with the errors a corrective turn carries back to the model.
+``OutputSpec.validate_text`` parses a reply (bare JSON, or a fenced ```json block; strict JSON,
+nested at most ``MAX_OUTPUT_DEPTH`` levels) and checks it, raising ``OutputInvalid`` with the
+errors a corrective turn carries back to the model. ``PartialText`` reads a streamed reply as
+it arrives, at a cost bounded by a small multiple of its size.
 
 Types reuse the tools' schema and structuring code (``_tool_types``: one cattrs converter, and
 pydantic's own validation for pydantic models). A JSON Schema dict is checked with the subset of
@@ -21,23 +23,27 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import typing
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
+from ._checks import DEFAULT_LIMITS
 from ._tool_types import check, is_json, schema_for, structure, unstructure
 from .errors import OutputTypeError
 from .providers import OutputRequest, ToolCallDelta
 
 __all__ = [
     "OUTPUT_MODES",
+    "MAX_OUTPUT_DEPTH",
     "OUTPUT_TOOL_NAME",
     "OutputInvalid",
     "OutputMode",
     "OutputSpec",
+    "PartialText",
     "StreamedOutputCall",
     "choose_mode",
     "extract_json",
@@ -442,27 +448,92 @@ _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
 def extract_json(text: str) -> Any:
     """The JSON value a reply carries: the whole text, else the first fenced block (```json
     or bare ```), else the span from the first ``{``/``[`` to the last ``}``/``]``.
-    ``ValueError`` saying what was wrong when none parses."""
+    ``ValueError`` saying what was wrong when none parses, and when the value is not JSON
+    at all (``NaN``, ``Infinity``, a number too large for a float) or nests more than
+    ``MAX_OUTPUT_DEPTH`` levels."""
     stripped = text.strip()
     if not stripped:
         raise ValueError("the reply is empty: expected a JSON value")
     try:
-        return json.loads(stripped)
+        return _loads(stripped)
+    except _NotJSON:
+        raise
     except ValueError:
         pass
     for match in _FENCE.finditer(text):
         try:
-            return json.loads(match.group(1))
+            return _loads(match.group(1))
+        except _NotJSON:
+            raise
         except ValueError as error:
             raise ValueError(f"the fenced JSON block does not parse: {error}") from None
     starts = [i for i in (stripped.find("{"), stripped.find("[")) if i >= 0]
     end = max(stripped.rfind("}"), stripped.rfind("]"))
     if starts and end > min(starts):
         try:
-            return json.loads(stripped[min(starts) : end + 1])
+            return _loads(stripped[min(starts) : end + 1])
+        except _NotJSON:
+            raise
         except ValueError as error:
             raise ValueError(f"the reply's JSON does not parse: {error}") from None
     raise ValueError("the reply holds no JSON value")
+
+
+#: How deeply an output value may nest (the value itself is level 1): the limit of a tool
+#: call's arguments (``ValidationLimits.max_depth``), so every mode holds output to the same.
+MAX_OUTPUT_DEPTH: Final = DEFAULT_LIMITS.max_depth
+_TOO_DEEP = (
+    f"the reply's JSON nests more than {MAX_OUTPUT_DEPTH} levels deep (the limit of an "
+    "output value): give a flatter value"
+)
+
+
+class _NotJSON(ValueError):
+    """Text that parses only as more than JSON: Python's ``NaN``/``Infinity``, a number past
+    a float's range, or a value nested past the limit. Never retried on another span."""
+
+
+def _not_a_number(name: str) -> Any:
+    raise _NotJSON(
+        f"the reply's JSON holds {name}, which is not a JSON number: give a finite number "
+        "(or null, if the schema allows it)"
+    )
+
+
+_TOO_LARGE = "the reply's JSON holds a number too large for a float: give a smaller number"
+#: One decoder, made once (``json.loads`` with a hook would make one per call).
+_DECODER = json.JSONDecoder(parse_constant=_not_a_number)
+
+
+def _loads(text: str) -> Any:
+    """``text`` parsed as strict JSON (see ``_NotJSON``): ``ValueError`` otherwise."""
+    try:
+        value = _DECODER.decode(text)
+    except RecursionError:  # the decoder's own limit, met long past ours
+        raise _NotJSON(_TOO_DEEP) from None
+    kind = type(value)
+    if kind is dict or kind is list:
+        _check_tree(value)
+    elif kind is float and not math.isfinite(value):
+        raise _NotJSON(_TOO_LARGE)
+    return value
+
+
+def _check_tree(value: dict[str, Any] | list[Any]) -> None:
+    """Refuse a parsed value nested past ``MAX_OUTPUT_DEPTH`` or holding a number that
+    overflowed to infinity (``1e400``): walked with an explicit stack, so no depth raises
+    ``RecursionError``."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_OUTPUT_DEPTH:
+            raise _NotJSON(_TOO_DEEP)
+        for child in node.values() if type(node) is dict else node:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, depth + 1))
+            elif kind is float and not math.isfinite(child):
+                raise _NotJSON(_TOO_LARGE)
 
 
 def partial_json(text: str) -> Any:
@@ -484,26 +555,74 @@ def partial_json(text: str) -> Any:
         return None
 
 
+class PartialText:
+    """A reply's text as its pieces arrive, read as the JSON value so far (``partial_json``).
+
+    Reading is throttled by size, never by time: the text is read again only once it has
+    grown by an eighth of what it was at the last read (by one character while that is
+    less), and ``flush`` reads what came after. So a reply of n characters is read about
+    9n characters in all, however small its pieces (read at every piece it would be n²/2
+    over piece size), while a short reply is still read at nearly every piece. Nothing here
+    can fail a run: text that does not parse shows nothing.
+    """
+
+    __slots__ = ("_pieces", "_read_at", "_size", "_text", "read_chars")
+
+    def __init__(self) -> None:
+        self._text = ""  # the text up to the last read
+        self._pieces: list[str] = []  # the pieces since (joined only when read)
+        self._size = 0
+        self._read_at = 0  # the size at the last read
+        #: How many characters were parsed in all (the work done: the tests bound it).
+        self.read_chars = 0
+
+    def feed(self, piece: str) -> Any:
+        """The value so far with ``piece`` added, or None: not read this time (it has not
+        grown enough), or it shows nothing yet."""
+        if not piece:
+            return None
+        self._pieces.append(piece)
+        self._size += len(piece)
+        if self._size - self._read_at < max(1, self._read_at >> 3):
+            return None
+        return self._read()
+
+    def flush(self) -> Any:
+        """The value of the whole text, if some of it was not read yet; None otherwise."""
+        return None if self._size == self._read_at else self._read()
+
+    def _read(self) -> Any:
+        self._text += "".join(self._pieces)
+        self._pieces.clear()
+        self._read_at = self._size
+        self.read_chars += self._size
+        return partial_json(self._text)
+
+
 class StreamedOutputCall:
     """Tool mode, streaming: the output tool call's arguments as their pieces arrive
-    (``ToolCallDelta`` events), read leniently as the output so far.
+    (``ToolCallDelta`` events), read leniently (and throttled: ``PartialText``) as the
+    output so far.
 
     Only the first call of the output tool is followed (the one the run reads); pieces of
     other calls are ignored. A call is known by the name on its first piece (the contract of
     ``ToolCallDelta``). Nothing here can fail a run: pieces that do not parse show nothing,
-    and the output is read, strictly, from the whole ``ToolCall`` alone.
+    and the output is read, strictly, from the whole ``ToolCall`` alone (which the run shows
+    last, so the throttled reading never hides the end).
     """
 
-    __slots__ = ("_index", "_name", "_spec", "_text")
+    __slots__ = ("_index", "_name", "_spec", "text")
 
     def __init__(self, spec: OutputSpec, name: str) -> None:
         self._spec = spec
         self._name = name
         self._index: int | None = None
-        self._text = ""
+        #: The arguments' text so far.
+        self.text = PartialText()
 
     def feed(self, delta: ToolCallDelta) -> Any:
-        """The output so far (unwrapped) with ``delta`` added; None while it shows nothing."""
+        """The output so far (unwrapped) with ``delta`` added; None while it shows nothing
+        (or is not read this time)."""
         if self._index is None:
             if delta.name != self._name:
                 return None
@@ -513,5 +632,5 @@ class StreamedOutputCall:
         piece = delta.arguments
         if not piece or type(piece) is not str:  # a provider's bug shows nothing, fails nothing
             return None
-        self._text += piece
-        return self._spec.wire_partial(partial_json(self._text))
+        value = self.text.feed(piece)
+        return None if value is None else self._spec.wire_partial(value)

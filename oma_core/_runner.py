@@ -33,10 +33,10 @@ from ._output import (
     OutputInvalid,
     OutputMode,
     OutputSpec,
+    PartialText,
     StreamedOutputCall,
     choose_mode,
     output_spec,
-    partial_json,
     stopped_short,
 )
 from ._results import RunResult, RunStatus, StreamEvent
@@ -268,7 +268,8 @@ class Run:
 
     async def _model_run(self, target: ModelTarget) -> AsyncGenerator[StreamEvent, None]:
         """A model run: the ``before_run`` hooks, then model calls and tool rounds until a
-        turn without tool calls (or ``max_turns``), then ``done``."""
+        turn without tool calls (or ``max_turns``, which counts every model call, corrective
+        turns included), then ``done``."""
         error: Exception | None = None
         try:
             messages, _ = await self._input()
@@ -285,6 +286,8 @@ class Run:
                 )
             #: The output tool's name in tool mode (its calls are the output, never run).
             out_tool = spec.request("tool").name if spec is not None and mode == "tool" else None
+            #: Native mode: a partial of the reply's text is unwrapped as the output will be.
+            unwrap = spec.wire_partial if spec is not None and mode == "native" else None
             tools, tool_defs = target.tools, target.tool_defs
             while True:
                 # Messages are immutable: each is checked once, the input before the first call.
@@ -319,7 +322,10 @@ class Run:
                     assert spec is not None
                     pieces = StreamedOutputCall(spec, out_tool)
                 events = self._call(call, emitted, deltas=pieces is not None)
-                arrived = ""  # this call's text so far, for partial output
+                # this call's text so far, for partial output (prompted and native modes)
+                arrived = None
+                if spec is not None and out_tool is None and streaming:
+                    arrived = PartialText()
                 shown: Any = None
                 try:
                     async for event in events:
@@ -342,17 +348,23 @@ class Run:
                                 yield StreamEvent("partial", whole)
                             continue
                         yield event
-                        if spec is not None and event.type == "text" and out_tool is None:
-                            arrived += event.data
-                            partial = partial_json(arrived)
-                            if mode == "native":
-                                partial = spec.wire_partial(partial)
+                        if arrived is not None and event.type == "text":
+                            partial = arrived.feed(event.data)
+                            if partial is not None and unwrap is not None:
+                                partial = unwrap(partial)
                             if partial is not None and partial != shown:
                                 shown = partial
                                 yield StreamEvent("partial", partial)
                 except BaseException:  # failed, or closed from above: close the call too
                     await events.aclose()
                     raise
+                if arrived is not None:  # the end of the text, which reading may have skipped
+                    partial = arrived.flush()
+                    if partial is not None and unwrap is not None:
+                        partial = unwrap(partial)
+                    if partial is not None and partial != shown:
+                        shown = partial
+                        yield StreamEvent("partial", partial)
                 message = self.produced[-1]
                 conversation.append(message)
                 content = message.content
@@ -377,6 +389,8 @@ class Run:
                             break  # answered: the run ends well
                         if corrections >= self.context.config.output_retries:
                             raise OutputValidationError(answered, self.output)
+                        if turns >= target.max_turns:  # a corrective turn is a model call too
+                            raise MaxTurnsExceededError(target.max_turns)
                         corrections += 1
                         correction = _tool_correction(spec, calls, outputs, answered)
                         self.produced.append(correction)
@@ -390,6 +404,8 @@ class Run:
                         break  # answered: the run ends well
                     if corrections >= self.context.config.output_retries:
                         raise OutputValidationError(errors, self.output)
+                    if turns >= target.max_turns:  # a corrective turn is a model call too
+                        raise MaxTurnsExceededError(target.max_turns)
                     corrections += 1
                     correction = user_text(spec.corrective_prompt(errors))
                     self.produced.append(correction)

@@ -392,7 +392,12 @@ def _structure_problem(error: BaseException, path: str) -> str:
     def describe(exc: BaseException, _type: Any) -> str:
         if isinstance(exc, _Refusal):
             return f"{exc.where}\x1f{exc.reason}"
-        if isinstance(exc, KeyError):
+        # cattrs' own KeyError for an absent field carries that field's note; any other
+        # KeyError (a validator's, a model's) is the type's refusal, reported as such
+        notes = getattr(exc, "__notes__", ())
+        if isinstance(exc, KeyError) and any(
+            exc.args == (getattr(note, "name", None),) for note in notes
+        ):
             return "\x1fis missing a required field"
         return f"\x1fis invalid: {describe_exception(exc)}"
 
