@@ -283,7 +283,10 @@ def test_logs_refuses_a_negative_count() -> None:
     oma("run", "one")
     result = oma("logs", "-n", "-1")
     assert result.exit_code == 2
-    assert "Invalid value for '-n' / '--count': -1 is not in the range x>=0." in result.stderr
+    assert result.stderr == (
+        "error: Invalid value for '-n' / '--count': -1 is not in the range x>=0. "
+        "(see `oma logs --help`)\n"
+    )
     assert result.stdout == ""
 
 
