@@ -345,3 +345,14 @@ def test_a_group_without_its_command_still_prints_its_help(tmp_path: Path) -> No
     done = oma("keys", home=tmp_path)
     assert done.returncode == 2
     assert done.stdout.startswith("Usage: oma keys") or done.stderr.startswith("Usage: oma keys")
+
+
+@pytest.mark.parametrize("command", ["run", "render", "chat"])
+def test_an_option_value_nested_30000_deep_is_one_error_line(tmp_path: Path, command: str) -> None:
+    deep = "[" * 30_000 + "]" * 30_000  # an argument holds at most 128 kB
+    done = oma(command, "-p", "echo", "-o", "a", deep, "hi", home=tmp_path)
+    assert done.returncode == 2
+    assert one_error_line(done) == (
+        "error: a value given (an -o value, a file) nests lists or objects too deeply to read "
+        "(hundreds of levels): flatten it"
+    )
