@@ -82,15 +82,17 @@ async def _stream(
     events = agent.stream(run_input, settings=settings)
     result = None
     printed = False
-    async for event in events:
-        if event.type == "text":
-            click.echo(event.data, nl=False)
-            sys.stdout.flush()
-            printed = True
-        elif event.type == "done":
-            result = event.data
-    if printed:
-        click.echo()
+    try:
+        async for event in events:
+            if event.type == "text":
+                click.echo(event.data, nl=False)
+                sys.stdout.flush()
+                printed = True
+            elif event.type == "done":
+                result = event.data
+    finally:  # ended, or interrupted (Ctrl-C) mid-answer: the shell's prompt on a line of its own
+        if printed:
+            click.echo()
     return result
 
 
