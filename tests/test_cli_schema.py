@@ -4,6 +4,7 @@ file, inline JSON or ``llm``'s concise form (whose parser is specified here too)
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,47 @@ def test_a_schema_directory_a_deep_file_and_a_huge_file_are_one_line(tmp_path: P
         result = oma("run", *scripted(), "--schema", value, "who?")
         assert result.exit_code == 2, result.output
         assert result.stderr.startswith(said) and result.stderr.count("\n") == 1
+
+
+class Picky:
+    """A provider whose service cannot take an open object, refusing it as OpenAI's strict
+    mode does: an ``OutputTypeError`` from the provider, before anything is sent."""
+
+    name = display_name = "picky"
+
+    async def complete(self, request: Any) -> Any:
+        from oma_core.errors import OutputTypeError
+
+        raise OutputTypeError("output", "Picky cannot take $: an open dict; give it properties")
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.fixture
+def picky(cli_home: Path) -> Iterator[None]:
+    from oma_core import Capabilities, ProviderSpec, hookimpl
+    from oma_core.plugins import PluginHost
+
+    class Plugin:
+        @hookimpl
+        def oma_register_providers(self) -> list[ProviderSpec]:
+            spec = ProviderSpec("picky", "Picky", lambda s: Picky(), Capabilities.everything())
+            return [spec]
+
+    host = PluginHost(load_entrypoints=False)
+    host.register(Plugin(), name="picky-plugin")
+    previous = PluginHost.set_default(host)
+    yield
+    PluginHost.set_default(previous)
+
+
+@pytest.mark.usefixtures("picky")
+@pytest.mark.parametrize("option", ["--schema", "--schema-multi"])
+def test_a_schema_the_provider_cannot_take_is_said_in_the_commands_words(option: str) -> None:
+    result = oma("run", "-p", "picky", "-m", "m", "--no-stream", option, "name", "who?")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: the schema given (--schema, --schema-multi) cannot be used: Picky cannot take "
+        "$: an open dict; give it properties\n"
+    )

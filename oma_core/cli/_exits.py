@@ -120,8 +120,10 @@ def _value_words(type_names: str, given: bool = False) -> str:
 
 def usage_text(error: BaseException) -> str:
     """A usage error's message, in the command line's words where oma's own are Python's."""
-    from ..errors import MissingKeyError, OptionTypeError
+    from ..errors import MissingKeyError, OptionTypeError, OutputTypeError
 
+    if isinstance(error, OutputTypeError):  # the command's only output type is its schema
+        return f"the schema given (--schema, --schema-multi) cannot be used: {error.reason}"
     if isinstance(error, OptionTypeError):
         wanted, got = _value_words(error.expected), _value_words(error.got, given=True)
         return (
