@@ -145,8 +145,6 @@ def from_options(name: str, options: AgentOptions) -> Template:
     """The template ``--save NAME`` or ``oma templates save NAME`` makes of the options."""
     if options.api_key is not None:
         usage("a template never holds a key: drop --api-key (store it with `oma keys set`)")
-    if options.provider is not None or options.model is not None:
-        _check_options(options)
     template = Template(
         checked_name(name),
         provider=options.provider,
@@ -159,7 +157,9 @@ def from_options(name: str, options: AgentOptions) -> Template:
         usage(f"template {name} would be empty: give -m, -p, -s, --base-url or -o")
     if _deeper_than(template.as_json(), MAX_TEMPLATE_DEPTH):
         usage(f"template {name}: an -o value nests deeper than {MAX_TEMPLATE_DEPTH} levels")
-    _refuse_credentials(template, f"template {name}")
+    _refuse_credentials(template, f"template {name}")  # first: it never echoes a secret
+    if options.provider is not None or options.model is not None:
+        _check_options(options)
     return template
 
 
