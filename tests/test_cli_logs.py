@@ -977,11 +977,22 @@ def test_the_json_listing_is_the_text_json_dumps_writes() -> None:
     assert oma("logs", "--json", "-q", "nothing").stdout == "[]\n"
 
 
+def test_a_moment_past_the_last_date_lists_nothing_and_nan_days_are_refused() -> None:
+    oma("run", "one")
+    late = oma("logs", "--since", "9999-12-31T23:59-14:00")
+    assert (late.exit_code, late.stdout, late.stderr) == (0, "", "")
+    nan = oma("logs", "prune", "--older-than", "nan")
+    assert nan.exit_code == 2
+    assert nan.stderr == "error: --older-than DAYS takes a number of days >= 0, not nan\n"
+    assert len(logged()) == 1
+
+
 @pytest.mark.parametrize(
     "args",
     [
         ("logs", "-n", "99999999999999999999"),
         ("logs", "--since", "99999999999999999999999w"),
+        ("logs", "--since", "0001-01-01T00:00+14:00"),
         ("logs", "prune", "--keep", "99999999999999999999"),
         ("logs", "prune", "--older-than", "1e300"),
     ],

@@ -262,7 +262,13 @@ def parse_since(text: str) -> datetime:
             f"--since {text!r} is neither an age (30m, 2h, 7d, 1w) nor an ISO date or time "
             "(2026-05-01, 2026-05-01T14:30)"
         )
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # a zone's offset past year 1 or 9999: the edge of all dates
+        edge = datetime.min if moment.year == 1 else datetime.max
+        return edge.replace(tzinfo=UTC)
 
 
 def _usage_table(runs: Rows) -> tuple[dict[str, Any], list[MalformedRunError]]:
@@ -460,6 +466,8 @@ def logs_prune(days: float | None, keep: int | None) -> None:
     """Remove old runs, then the media no run refers to (with no option: only those media)."""
     from datetime import UTC, datetime, timedelta
 
+    if days is not None and days != days:  # NaN: no number of days
+        usage("--older-than DAYS takes a number of days >= 0, not nan")
     try:
         cutoff = None if days is None else datetime.now(UTC) - timedelta(days=days)
     except OverflowError:  # longer ago than any date: no run is that old
