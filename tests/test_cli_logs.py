@@ -671,6 +671,7 @@ def test_a_broken_log_database_is_one_line_for_logs_and_continue(tmp_path: Path)
         assert result.exit_code == 2, args
         assert result.stderr.startswith(f"error: cannot read the run log {home / 'logs.db'} (")
         assert result.stderr.count("\n") == 1
+        assert "(SQLite: file is not a database)" in result.stderr  # not Python's class names
 
 
 def test_continue_after_a_failed_run_does_not_resend_its_unanswered_prompt() -> None:

@@ -67,13 +67,14 @@ def _unreadable(log: RunLog, error: Exception) -> NoReturn:
 
 
 def _reason(error: Exception) -> str:
-    """Why the log cannot be read: a malformed row says so itself; SQLite's and the system's
-    errors are named by their kind (``DatabaseError: file is not a database``)."""
-    from .._run_log import MalformedRunError
-
-    return (
-        str(error) if isinstance(error, MalformedRunError) else f"{type(error).__name__}: {error}"
-    )
+    """Why the log cannot be read or changed, in words rather than Python's class names: a
+    malformed row says so itself, SQLite's errors are SQLite's (``SQLite: file is not a
+    database``), the system's its own (``Permission denied``)."""
+    if isinstance(error, sqlite3.Error):
+        return f"SQLite: {error}"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error)
 
 
 def log_plugin(keep_media: bool = True) -> object | None:
@@ -486,7 +487,7 @@ def _changed(change: Callable[[RunLog], tuple[int, int]]) -> tuple[int, int]:
     try:
         return change(log)
     except (sqlite3.Error, OSError) as exc:
-        reason = f"{type(exc).__name__}: {exc}"
+        reason = _reason(exc)
     fail(f"cannot change the run log {log.path} ({reason})", 2)
 
 
