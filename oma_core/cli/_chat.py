@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -50,6 +50,8 @@ QUIT = ("exit", "quit", "!quit")
 
 #: The longest piped line read as one turn (as ``oma run`` bounds piped text: 64 MiB).
 MAX_LINE_BYTES = 64 * 1024 * 1024
+
+_Line = TypeVar("_Line", str, bytes)
 
 _HELP = (
     "Type !quit, exit or Ctrl-D to leave; !multi to type several lines, then !end; "
@@ -95,17 +97,19 @@ class _Lines:
             return None
         raw = getattr(sys.stdin, "buffer", None)
         if raw is None:  # a text stream only (already decoded)
-            line = sys.stdin.readline(MAX_LINE_BYTES + 1)
-            size = len(line)
+            line = _bounded(sys.stdin.readline(MAX_LINE_BYTES + 1))
         else:  # bytes, decoded one line at a time: a bad line spoils no other
-            data = raw.readline(MAX_LINE_BYTES + 1)
-            size = len(data)
-        if size > MAX_LINE_BYTES:  # ``cat /dev/zero | oma chat`` stops here
-            usage(f"a piped line is longer than {MAX_LINE_BYTES} bytes")
-        if raw is not None:
-            line = data.decode(sys.stdin.encoding or "utf-8")
+            line = _bounded(raw.readline(MAX_LINE_BYTES + 1)).decode(sys.stdin.encoding or "utf-8")
         self.number += 1
         return None if not line else line.removesuffix("\n").removesuffix("\r")
+
+
+def _bounded(line: _Line) -> _Line:
+    """A piped line, refused (exit 2) past ``MAX_LINE_BYTES``: ``cat /dev/zero | oma chat``
+    stops there."""
+    if len(line) > MAX_LINE_BYTES:
+        usage(f"a piped line is longer than {MAX_LINE_BYTES} bytes")
+    return line
 
 
 class _Turns:
