@@ -7,6 +7,9 @@ Each command (group) lives in a module of its own and is added to the group belo
 As in ``llm``, ``run`` is the default command: a first word that names no command starts a
 prompt (``oma "hello"`` is ``oma run "hello"``, ``oma -m echo:x hello`` is ``oma run -m
 echo:x hello``); bare ``oma`` prints the help and exits 0.
+
+A mistake click's option parser finds, in any command, is one ``error: ...`` line naming the
+command's help, exit 2, as every other ``oma`` error is (click's own is three lines).
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ from there, checked against the hash. What cannot be sent again (a media file re
 changed, a URL whose query was not logged) becomes a short text placeholder naming it, and a
 note on stderr says how many. ``oma logs rm`` and ``prune`` remove runs and the media no
 run refers to any more.
+
+``oma logs`` prints the runs as SQLite reads them (``RunLog.each``), so a log of any size is
+listed in the memory of one run; a row that cannot be read back is marked in its place, the
+others are listed, and the command ends with one ``error:`` line, exit 2.
 """
 
 from __future__ import annotations
