@@ -356,3 +356,30 @@ def test_an_option_value_nested_30000_deep_is_one_error_line(tmp_path: Path, com
         "error: a value given (an -o value, a file) nests lists or objects too deeply to read "
         "(hundreds of levels): flatten it"
     )
+
+
+def _commands() -> list[tuple[str, ...]]:
+    """Every command and subcommand of ``oma``, as the words that name it."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(group: Any, path: tuple[str, ...]) -> None:
+        for name, command in sorted(group.commands.items()):
+            found.append((*path, name))
+            if hasattr(command, "commands"):
+                walk(command, (*path, name))
+
+    walk(cli, ())
+    return found
+
+
+@pytest.mark.parametrize("words", _commands(), ids=" ".join)
+def test_every_command_says_an_unknown_option_on_one_line(
+    words: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMA_HOME", str(tmp_path))
+    result = CliRunner().invoke(cli, [*words, "--zz-qq"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"error: No such option '--zz-qq'. (see `oma {' '.join(words)} --help`)\n"
+    )
