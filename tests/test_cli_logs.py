@@ -1046,3 +1046,16 @@ def test_logs_n_0_lists_a_large_log_in_the_memory_of_a_row(tmp_path: Path) -> No
     assert peak < 16 * 2**20, f"peak {peak / 2**20:.1f} MiB"
     with listing.open(encoding="utf-8") as shown:
         assert sum(line.startswith("## ") for line in shown) == ROWS + 1
+
+
+def test_a_row_whose_text_is_not_utf8_is_listed_with_replacement_characters(
+    tmp_path: Path,
+) -> None:
+    oma("run", "one")
+    oma("run", "two")
+    with sqlite3.connect(tmp_path / "home" / "logs.db") as db:
+        db.execute("UPDATE runs SET output = CAST(x'ff41' AS TEXT) WHERE id = 1")
+    listed = oma("logs")
+    assert (listed.exit_code, listed.stderr) == (0, "")
+    assert "\n\ufffdA\n" in listed.stdout
+    assert listed.stdout.endswith('> two\nuser: text "two"\n')
