@@ -573,3 +573,13 @@ def test_the_banner_fits_80_columns(terminals: Start) -> None:
     assert max(len(line) for line in banner) <= 80, banner
     terminal.type("\x04")
     assert terminal.wait() == 0
+
+
+def test_a_typed_line_that_is_not_utf8_is_skipped_saying_why(terminals: Start) -> None:
+    terminal = chat_in_terminal(terminals, "-p", "echo")
+    os.write(terminal.fd, b"\xff bad\r")
+    assert "error: line 1 of the input is not utf-8 text" in terminal.expect(b"skipped")
+    terminal.expect(PROMPT)
+    assert 'user: text "still here"' in terminal.say("still here")
+    terminal.type("\x04")
+    assert terminal.wait() == 0

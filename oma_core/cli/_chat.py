@@ -91,6 +91,10 @@ class _Lines:
             except EOFError:
                 click.echo()
                 return None
+            # a terminal's bytes that are not text come as lone surrogates: decoded again,
+            # they are the same error as a piped line's
+            encoding = sys.stdin.encoding or "utf-8"
+            line = line.encode(encoding, "surrogateescape").decode(encoding)
             self.number += 1
             return line
         if sys.stdin is None:  # started with stdin closed: no turns
