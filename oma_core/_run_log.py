@@ -37,7 +37,7 @@ import stat
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime
@@ -355,6 +355,7 @@ class RunLog:
             where.append("datetime_utc < ?")
             args.append(older_than.astimezone(UTC).isoformat(timespec="seconds"))
         if keep is not None:
+            keep = min(keep, _MAX_INTEGER)  # more than SQLite can count keeps them all
             where.append("id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT ?)")
             args.append(keep)
         return self._delete(" OR ".join(where) if where else "0", args)
@@ -396,9 +397,34 @@ class RunLog:
         prompt, system prompt or answer holds every word of it (full-text: a word matches the
         start of a word, in any case; without FTS5, anywhere); ``conversation_id`` keeps one
         conversation; ``model`` the runs of one model (``MODEL`` or ``PROVIDER:MODEL``);
-        ``since`` those logged at or after that moment."""
+        ``since`` those logged at or after that moment. A row that cannot be read back raises
+        its ``MalformedRunError``."""
+        found: list[LoggedRun] = []
+        for run in self.each(
+            limit, search=search, conversation_id=conversation_id, model=model, since=since
+        ):
+            if isinstance(run, MalformedRunError):
+                raise run
+            found.append(run)
+        return found
+
+    def each(
+        self,
+        limit: int | None = None,
+        *,
+        search: str | None = None,
+        conversation_id: str | None = None,
+        model: str | None = None,
+        since: datetime | None = None,
+    ) -> Generator[LoggedRun | MalformedRunError, None, None]:
+        """The runs ``runs`` returns (all by default), one at a time as SQLite reads them, so
+        a log of any size is listed in the memory of one row; a row that cannot be read back
+        is its ``MalformedRunError``, in its place, and the others still come. The database
+        stays open until the iterator is exhausted or closed."""
         if not self.path.exists():
-            return []
+            return
+        if limit is not None and limit > _MAX_INTEGER:  # more than SQLite can count: all
+            limit = None
         where: list[str] = []
         args: list[Any] = []
         # SQLite ends a query string at NUL ("unterminated string"): NULs are no search text
@@ -413,28 +439,55 @@ class RunLog:
             where.append("datetime_utc >= ?")
             args.append(since.astimezone(UTC).isoformat(timespec="seconds"))
         with self._connect(create=False) as db:
+            db.text_factory = _text
             present = _present_columns(db)
             if not present:  # an empty file: no table yet
-                return []
+                return
             if words:
                 found, found_args = _search(db, words)
                 where.append(found)
                 args.extend(found_args)
+            condition = " AND ".join(where) or "1"
+            if limit is not None:  # from the limit-th newest of them on, in one statement
+                if limit == 0:
+                    return
+                condition = (
+                    f"{condition} AND id >= coalesce((SELECT id FROM runs WHERE {condition} "
+                    "ORDER BY id DESC LIMIT 1 OFFSET ?), 0)"
+                )
+                args = [*args, *args, limit - 1]
             columns = ", ".join(name if name in present else "NULL" for name in _COLUMNS)
-            sql = f"SELECT {columns} FROM runs"
-            if where:
-                sql += " WHERE " + " AND ".join(where)
-            sql += " ORDER BY id DESC"
-            if limit is not None:
-                sql += " LIMIT ?"
-                args.append(limit)
-            rows = db.execute(sql, args).fetchall()
-        return [_logged(row) for row in reversed(rows)]
+            rows = db.execute(f"SELECT {columns} FROM runs WHERE {condition} ORDER BY id", args)
+            for row in rows:
+                try:
+                    yield _logged(row)
+                except MalformedRunError as exc:
+                    yield exc
+
+    def count(self) -> int:
+        """How many runs the log holds."""
+        if not self.path.exists():
+            return 0
+        with self._connect(create=False) as db:
+            if not _present_columns(db):
+                return 0
+            (found,) = db.execute("SELECT count(*) FROM runs").fetchone()
+        return int(found)
 
     def last(self, conversation_id: str | None = None) -> LoggedRun | None:
         """The latest run (of ``conversation_id``, if given), or None."""
         found = self.runs(1, conversation_id=conversation_id)
         return found[0] if found else None
+
+
+#: The largest integer SQLite takes (a limit past it is no limit).
+_MAX_INTEGER = (1 << 63) - 1
+
+
+def _text(raw: bytes) -> str:
+    """A text column as read: UTF-8, with what is not UTF-8 (a foreign writer's bytes) shown
+    as U+FFFD rather than making the row, and the rows after it, unreadable."""
+    return raw.decode("utf-8", "replace")
 
 
 def _has_fts5() -> bool:

@@ -43,8 +43,8 @@ class Terminal:
     """A command run in a pseudo-terminal: the pty is its controlling terminal, so Ctrl-C
     and Ctrl-D typed into it act as they do for a user."""
 
-    def __init__(self, args: list[str], home: Path) -> None:
-        env = environment(home)
+    def __init__(self, args: list[str], home: Path, **extra: str) -> None:
+        env = {**environment(home), **extra}
         pid, fd = pty.fork()
         if pid == 0:  # the child: become the command
             try:
@@ -147,8 +147,8 @@ Start = Callable[..., Terminal]
 def terminals(home: Path) -> Iterator[Start]:
     opened: list[Terminal] = []
 
-    def start(*args: str) -> Terminal:
-        terminal = Terminal(list(args), home)
+    def start(*args: str, **env: str) -> Terminal:
+        terminal = Terminal(list(args), home, **env)
         opened.append(terminal)
         return terminal
 
@@ -508,7 +508,7 @@ def test_an_endless_piped_line_is_refused_not_read_whole(home: Path) -> None:
         out, err = process.stdout.read(), process.stderr.read()
     assert process.returncode == 2
     assert out == b""
-    assert err == b"error: a piped line is longer than 67108864 characters\n"
+    assert err == b"error: a piped line is longer than 67108864 bytes\n"
 
 
 def test_chat_cid_continues_a_chosen_conversation(home: Path) -> None:
@@ -528,3 +528,58 @@ def test_chat_cid_continues_a_chosen_conversation(home: Path) -> None:
     assert done.stdout.startswith('user: text "chosen"\n')
     assert "latest" not in done.stdout
     assert RunLog(home / "logs.db").runs(1)[0].conversation_id == chosen
+
+
+# -- what no answer may do: a line that is not text, a cut answer, a banner too wide ----------
+
+
+def test_a_piped_line_that_is_not_utf8_is_skipped_saying_why_and_the_chat_goes_on(
+    home: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "oma_core.cli", "chat", "-p", "echo"],
+        input=b"one\n\xff\xfe bad\nthree\n",
+        capture_output=True,
+        env=environment(home),
+        cwd=ROOT,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (
+        done.stderr == b"error: line 2 of the input is not utf-8 text (byte 0xff at 1): skipped\n"
+    )
+    turns = [m["content"][0]["text"] for m in RunLog(home / "logs.db").runs(1)[0].messages]
+    assert turns[0::2] == ["one", "three"]
+
+
+def test_ctrl_c_during_a_streamed_run_ends_the_partial_line_then_exits_130(
+    terminals: Start,
+) -> None:
+    terminal = terminals("-c", PROVIDERS, "run", "-p", "slow", "hi")
+    terminal.expect(b"thinking...")
+    terminal.type("\x03")
+    assert terminal.wait() == 130
+    # the terminal echoes the Ctrl-C as ^C; the command's newline ends that line
+    assert terminal.output.removesuffix(b"\n").removesuffix(b"^C") == b"thinking..."
+    assert terminal.output.endswith(b"\n"), terminal.output
+
+
+def test_the_banner_fits_80_columns(terminals: Start) -> None:
+    terminal = terminals("-m", "oma_core.cli", "chat", "-p", "echo", COLUMNS="80")
+    banner = terminal.expect(PROMPT).splitlines()[:-1]
+    assert banner[0].startswith("Chatting with echo")
+    assert "!attach FILE" in " ".join(banner)
+    assert max(len(line) for line in banner) <= 80, banner
+    terminal.type("\x04")
+    assert terminal.wait() == 0
+
+
+def test_a_typed_line_that_is_not_utf8_is_skipped_saying_why(terminals: Start) -> None:
+    terminal = chat_in_terminal(terminals, "-p", "echo")
+    os.write(terminal.fd, b"\xff bad\r")
+    assert "error: line 1 of the input is not utf-8 text" in terminal.expect(b"skipped")
+    terminal.expect(PROMPT)
+    assert 'user: text "still here"' in terminal.say("still here")
+    terminal.type("\x04")
+    assert terminal.wait() == 0

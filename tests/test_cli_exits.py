@@ -307,3 +307,79 @@ def test_a_failure_of_a_provider_with_a_default_model_stays_a_failed_run(tmp_pat
     done = oma("run", "hi", "-p", "scripted", home=tmp_path)
     assert done.returncode == 1  # scripted has no default model, but its failure is not that
     assert "-m MODEL" not in done.stderr
+
+
+# -- click's usage errors, on one line ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ("logs", "-n", "-1"),
+            "error: Invalid value for '-n' / '--count': -1 is not in the range x>=0. "
+            "(see `oma logs --help`)",
+        ),
+        (
+            ("run", "--modle", "x"),
+            "error: No such option '--modle'. Did you mean '--model'? (see `oma run --help`)",
+        ),
+        (("templates", "edit"), "error: No such command 'edit'. (see `oma templates --help`)"),
+        (
+            ("templates", "save"),
+            "error: Missing argument 'NAME'. (see `oma templates save --help`)",
+        ),
+        (("-o", "a"), "error: Option '-o' requires 2 arguments. (see `oma run --help`)"),
+    ],
+)
+def test_a_usage_error_of_the_option_parser_is_one_error_line_exit_2(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    done = oma(*args, home=tmp_path)
+    assert done.returncode == 2
+    assert one_error_line(done) == said
+    assert done.stdout == ""
+
+
+def test_a_group_without_its_command_still_prints_its_help(tmp_path: Path) -> None:
+    done = oma("keys", home=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout.startswith("Usage: oma keys") or done.stderr.startswith("Usage: oma keys")
+
+
+@pytest.mark.parametrize("command", ["run", "render", "chat"])
+def test_an_option_value_nested_30000_deep_is_one_error_line(tmp_path: Path, command: str) -> None:
+    deep = "[" * 30_000 + "]" * 30_000  # an argument holds at most 128 kB
+    done = oma(command, "-p", "echo", "-o", "a", deep, "hi", home=tmp_path)
+    assert done.returncode == 2
+    assert one_error_line(done) == (
+        "error: a value given (an -o value, a file) nests lists or objects too deeply to read "
+        "(hundreds of levels): flatten it"
+    )
+
+
+def _commands() -> list[tuple[str, ...]]:
+    """Every command and subcommand of ``oma``, as the words that name it."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(group: Any, path: tuple[str, ...]) -> None:
+        for name, command in sorted(group.commands.items()):
+            found.append((*path, name))
+            if hasattr(command, "commands"):
+                walk(command, (*path, name))
+
+    walk(cli, ())
+    return found
+
+
+@pytest.mark.parametrize("words", _commands(), ids=" ".join)
+def test_every_command_says_an_unknown_option_on_one_line(
+    words: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMA_HOME", str(tmp_path))
+    result = CliRunner().invoke(cli, [*words, "--zz-qq"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"error: No such option '--zz-qq'. (see `oma {' '.join(words)} --help`)\n"
+    )

@@ -283,7 +283,10 @@ def test_logs_refuses_a_negative_count() -> None:
     oma("run", "one")
     result = oma("logs", "-n", "-1")
     assert result.exit_code == 2
-    assert "Invalid value for '-n' / '--count': -1 is not in the range x>=0." in result.stderr
+    assert result.stderr == (
+        "error: Invalid value for '-n' / '--count': -1 is not in the range x>=0. "
+        "(see `oma logs --help`)\n"
+    )
     assert result.stdout == ""
 
 
@@ -668,6 +671,7 @@ def test_a_broken_log_database_is_one_line_for_logs_and_continue(tmp_path: Path)
         assert result.exit_code == 2, args
         assert result.stderr.startswith(f"error: cannot read the run log {home / 'logs.db'} (")
         assert result.stderr.count("\n") == 1
+        assert "(SQLite: file is not a database)" in result.stderr  # not Python's class names
 
 
 def test_continue_after_a_failed_run_does_not_resend_its_unanswered_prompt() -> None:
@@ -931,3 +935,127 @@ def test_a_media_store_that_is_a_symlink_gets_nothing(png: str, tmp_path: Path) 
     assert result.stderr.startswith("note: a media file was not kept in MediaStore(")
     assert list(elsewhere.iterdir()) == []
     assert len(logged()) == 1
+
+
+# -- a log of any size, and rows that cannot be read ------------------------------------------
+
+
+def test_a_malformed_row_is_marked_and_the_other_runs_are_listed(tmp_path: Path) -> None:
+    for prompt in ("one", "two", "three"):
+        oma("run", prompt)
+    path = tmp_path / "home" / "logs.db"
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET messages = '[1' WHERE id = 2")
+        (bad,) = db.execute("SELECT run_id FROM runs WHERE id = 2").fetchone()
+    error = (
+        f"error: cannot read the run log {path} (the logged run {bad}: messages is not valid "
+        "JSON; marked in the listing)\n"
+    )
+    listed = oma("logs")
+    assert (listed.exit_code, listed.stderr) == (2, error)
+    assert [line for line in listed.stdout.splitlines() if line.startswith(">")] == [
+        "> one",
+        "> three",
+    ]
+    assert f"## run {bad}: cannot be read (messages is not valid JSON)\n" in listed.stdout
+    as_json = oma("logs", "--json")
+    assert (as_json.exit_code, as_json.stderr) == (2, error)
+    runs = json.loads(as_json.stdout)
+    assert runs[1] == {"run_id": bad, "unreadable": "messages is not valid JSON"}
+    assert [r["output"] for r in (runs[0], runs[2])] == ['user: text "one"', 'user: text "three"']
+    usage = oma("logs", "-u", "--json")
+    assert (usage.exit_code, usage.stderr) == (2, error)
+    assert json.loads(usage.stdout)["runs"] == 2
+
+
+def test_the_json_listing_is_the_text_json_dumps_writes() -> None:
+    for prompt in ("one", "tw\u00f6", 'th"ree\n'):
+        oma("run", prompt)
+    listed = oma("logs", "--json")
+    assert (
+        listed.stdout == json.dumps(json.loads(listed.stdout), ensure_ascii=False, indent=2) + "\n"
+    )
+    assert oma("logs", "--json", "-q", "nothing").stdout == "[]\n"
+
+
+def test_a_moment_past_the_last_date_lists_nothing_and_nan_days_are_refused() -> None:
+    oma("run", "one")
+    late = oma("logs", "--since", "9999-12-31T23:59-14:00")
+    assert (late.exit_code, late.stdout, late.stderr) == (0, "", "")
+    nan = oma("logs", "prune", "--older-than", "nan")
+    assert nan.exit_code == 2
+    assert nan.stderr == "error: --older-than DAYS takes a number of days >= 0, not nan\n"
+    assert len(logged()) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("logs", "-n", "99999999999999999999"),
+        ("logs", "--since", "99999999999999999999999w"),
+        ("logs", "--since", "0001-01-01T00:00+14:00"),
+        ("logs", "prune", "--keep", "99999999999999999999"),
+        ("logs", "prune", "--older-than", "1e300"),
+    ],
+)
+def test_numbers_past_what_sqlite_and_dates_hold_are_no_traceback(args: tuple[str, ...]) -> None:
+    oma("run", "one")
+    oma("run", "two")
+    result = oma(*args)
+    assert result.exit_code == 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    if args[1] == "prune":
+        assert result.stderr == "" and result.stdout == "removed 0 runs and 0 media files\n"
+    else:
+        shown = [line for line in result.stdout.splitlines() if line.startswith(">")]
+        assert shown == ["> one", "> two"]
+
+
+#: Rows of the generated log, and the text of each row's prompt: 2,000 rows of 20 kB, 40 MB
+#: of text, which listed all at once (the rows fetched, their JSON read) take well over 100 MB.
+ROWS, PROMPT_BYTES = 2000, 20_000
+
+
+def test_logs_n_0_lists_a_large_log_in_the_memory_of_a_row(tmp_path: Path) -> None:
+    import contextlib
+    import tracemalloc
+
+    from oma_core.cli import cli
+
+    log = RunLog(tmp_path / "home" / "logs.db")
+    log.write(a_row("first"))
+    row = a_row("x")
+    messages = json.dumps(
+        [{"role": "user", "content": [{"type": "text", "text": "x" * PROMPT_BYTES}]}]
+    )
+    with sqlite3.connect(log.path) as db:
+        db.executemany(
+            "INSERT INTO runs (run_id, conversation_id, datetime_utc, provider, messages) "
+            "VALUES (?, ?, ?, ?, ?)",
+            ((f"r{i}", f"c{i}", row["datetime_utc"], "p", messages) for i in range(ROWS)),
+        )
+    assert log.path.stat().st_size > ROWS * PROMPT_BYTES
+    listing = tmp_path / "listing.txt"
+    with listing.open("w", encoding="utf-8") as out, contextlib.redirect_stdout(out):
+        tracemalloc.start()
+        try:
+            cli.main(["logs", "-n", "0"], prog_name="oma", standalone_mode=False)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak < 16 * 2**20, f"peak {peak / 2**20:.1f} MiB"
+    with listing.open(encoding="utf-8") as shown:
+        assert sum(line.startswith("## ") for line in shown) == ROWS + 1
+
+
+def test_a_row_whose_text_is_not_utf8_is_listed_with_replacement_characters(
+    tmp_path: Path,
+) -> None:
+    oma("run", "one")
+    oma("run", "two")
+    with sqlite3.connect(tmp_path / "home" / "logs.db") as db:
+        db.execute("UPDATE runs SET output = CAST(x'ff41' AS TEXT) WHERE id = 1")
+    listed = oma("logs")
+    assert (listed.exit_code, listed.stderr) == (0, "")
+    assert "\n\ufffdA\n" in listed.stdout
+    assert listed.stdout.endswith('> two\nuser: text "two"\n')

@@ -488,7 +488,7 @@ def test_an_option_of_the_wrong_type_exits_2_naming_the_type_and_nothing_is_sent
     url = openai_server.base_url
     result = oma("run", "-p", "openai", "--base-url", url, "-o", "seed", "high", "hi")
     assert result.exit_code == 2
-    assert 'provider_options["seed"] for openai must be int, not str' in result.stderr
+    assert "-o seed for openai must be an integer, not text" in result.stderr
     assert openai_server.requests == []
 
 

@@ -4,6 +4,7 @@ file, inline JSON or ``llm``'s concise form (whose parser is specified here too)
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,13 @@ from _builders import oma
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oma_core.cli._schema import SchemaError, concise_schema, load_schema
+from oma_core.cli._schema import (
+    MAX_SCHEMA_BYTES,
+    SchemaError,
+    concise_schema,
+    load_schema,
+    multi_schema,
+)
 
 pytestmark = pytest.mark.usefixtures("cli_home")
 
@@ -81,7 +88,11 @@ def test_a_schema_file_and_inline_json_are_read_as_json(tmp_path: Path) -> None:
     path.write_text(json.dumps(schema))
     assert load_schema(str(path)) == schema
     assert load_schema(json.dumps(schema)) == schema
-    assert load_schema("a int", multi=True)["type"] == "array"
+    assert multi_schema(load_schema("a int")) == {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": load_schema("a int")}},
+        "required": ["items"],
+    }
 
 
 def test_inline_json_that_does_not_parse_is_refused() -> None:
@@ -100,11 +111,17 @@ def test_run_with_a_concise_schema_prints_the_validated_object() -> None:
     assert json.loads(result.stdout) == {"name": "Ada", "age": 36}
 
 
-def test_run_with_schema_multi_prints_a_list() -> None:
-    reply = '[{"name": "Ada"}, {"name": "Alan"}]'
-    result = oma("run", *scripted(reply), "--schema", "name", "--schema-multi", "who?")
+def test_run_with_schema_multi_takes_the_schema_and_prints_its_items_object() -> None:
+    reply = '{"items": [{"name": "Ada"}, {"name": "Alan"}]}'
+    result = oma("run", *scripted(reply), "--schema-multi", "name", "who?")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout) == [{"name": "Ada"}, {"name": "Alan"}]
+    assert json.loads(result.stdout) == {"items": [{"name": "Ada"}, {"name": "Alan"}]}
+
+
+def test_render_with_schema_multi_sends_the_items_object_schema() -> None:
+    result = oma("render", "-m", "scripted:m", "--schema-multi", "name", "who?")
+    assert result.exit_code == 0, result.stderr
+    assert '"required":["items"]' in json.loads(result.stdout)["system"]
 
 
 def test_run_with_a_schema_repairs_then_fails_with_exit_1() -> None:
@@ -135,10 +152,87 @@ def test_run_json_carries_the_structured_output() -> None:
     [
         (["--schema", "age number"], "unknown type 'number'"),
         (["--schema", '{"type": "object", "minimum": 1}'], "'minimum' is not supported"),
-        (["--schema-multi"], "--schema-multi needs --schema"),
+        (
+            ["--schema", "name", "--schema-multi", "age"],
+            "give --schema or --schema-multi, not both",
+        ),
+        (["--schema-multi", "age number"], "--schema-multi field 'age' has the unknown type"),
+        (
+            ["--schema", '{"type": "object", "minimum": 1}'],
+            "error: --schema cannot be used: $: keyword 'minimum' is not supported",
+        ),
     ],
 )
 def test_a_bad_schema_is_a_usage_error_before_anything_runs(args: list[str], said: str) -> None:
     result = oma("run", *scripted(), *args, "who?")
     assert result.exit_code == 2
     assert said in result.stderr
+
+
+@pytest.mark.parametrize("name", ["nosuch.json", "schemas/person.json", "./person"])
+def test_a_schema_file_that_is_missing_is_said_to_be_missing(name: str) -> None:
+    result = oma("run", *scripted(), "--schema", name, "who?")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: --schema file {name} does not exist (SCHEMA is a JSON Schema file, inline "
+        "JSON, or fields such as 'name, age int')\n"
+    )
+
+
+def test_a_schema_directory_a_deep_file_and_a_huge_file_are_one_line(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    huge = tmp_path / "huge.json"
+    huge.write_bytes(b"{" + b" " * MAX_SCHEMA_BYTES + b"}")
+    for value, said in [
+        (str(tmp_path), f"error: --schema file {tmp_path} is a directory"),
+        (str(deep), f"error: --schema file {deep} is nested too deeply to read"),
+        (str(huge), f"error: --schema file {huge} is larger than {MAX_SCHEMA_BYTES} bytes"),
+    ]:
+        result = oma("run", *scripted(), "--schema", value, "who?")
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(said) and result.stderr.count("\n") == 1
+
+
+class Picky:
+    """A provider whose service cannot take an open object, refusing it as OpenAI's strict
+    mode does: an ``OutputTypeError`` from the provider, before anything is sent."""
+
+    name = display_name = "picky"
+
+    async def complete(self, request: Any) -> Any:
+        from oma_core.errors import OutputTypeError
+
+        raise OutputTypeError("output", "Picky cannot take $: an open dict; give it properties")
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.fixture
+def picky(cli_home: Path) -> Iterator[None]:
+    from oma_core import Capabilities, ProviderSpec, hookimpl
+    from oma_core.plugins import PluginHost
+
+    class Plugin:
+        @hookimpl
+        def oma_register_providers(self) -> list[ProviderSpec]:
+            spec = ProviderSpec("picky", "Picky", lambda s: Picky(), Capabilities.everything())
+            return [spec]
+
+    host = PluginHost(load_entrypoints=False)
+    host.register(Plugin(), name="picky-plugin")
+    previous = PluginHost.set_default(host)
+    yield
+    PluginHost.set_default(previous)
+
+
+@pytest.mark.usefixtures("picky")
+@pytest.mark.parametrize("option", ["--schema", "--schema-multi"])
+def test_a_schema_the_provider_cannot_take_is_said_in_the_commands_words(option: str) -> None:
+    result = oma("run", "-p", "picky", "-m", "m", "--no-stream", option, "name", "who?")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: the schema given (--schema, --schema-multi) cannot be used: Picky cannot take "
+        "$: an open dict; give it properties\n"
+    )

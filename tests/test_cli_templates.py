@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,80 @@ def test_a_template_name_never_leaves_the_templates_directory(name: str) -> None
     path = template_path(name)
     assert path.parent == templates_dir()
     assert path.name == f"{name}.json" and not name.startswith(".")
+
+
+# -- refused when saved; a file nested past any reader's depth -------------------------------
+
+
+@pytest.mark.parametrize("save", [("templates", "save", "t"), ("run", "--save", "t")])
+def test_an_option_the_provider_does_not_take_is_refused_when_saved(
+    cli_home: Path, save: tuple[str, ...]
+) -> None:
+    at_run = oma("run", "-p", "echo", "-o", "tempreature", "1", "hi")
+    assert at_run.exit_code == 2
+    assert "did you mean 'temperature'?" in at_run.stderr
+    saving = oma(*save, "-p", "echo", "-o", "tempreature", "1")
+    assert (saving.exit_code, saving.stderr) == (2, at_run.stderr)
+    assert not (cli_home / "templates" / "t.json").exists()
+    assert oma(*save, "-p", "echo", "-o", "temperature", "1").exit_code == 0
+
+
+@pytest.fixture
+def typed_provider(cli_home: Path) -> Iterator[None]:
+    """A provider ``typed`` whose one option, ``seed``, is an integer."""
+    from oma_core import Capabilities, ProviderSpec, hookimpl
+    from oma_core.plugins import PluginHost
+
+    class Plugin:
+        @hookimpl
+        def oma_register_providers(self) -> list[ProviderSpec]:
+            return [
+                ProviderSpec(
+                    "typed",
+                    "Typed",
+                    lambda settings: None,
+                    Capabilities.text_only(),
+                    provider_options={"seed": int},
+                )
+            ]
+
+    host = PluginHost(load_entrypoints=False)
+    host.register(Plugin(), name="typed-plugin")
+    previous = PluginHost.set_default(host)
+    yield
+    PluginHost.set_default(previous)
+
+
+@pytest.mark.usefixtures("typed_provider")
+def test_a_value_of_the_wrong_type_is_refused_when_saved_as_at_run_time() -> None:
+    at_run = oma("render", "-p", "typed", "-o", "seed", "high", "hi")
+    saving = oma("templates", "save", "t", "-p", "typed", "-o", "seed", "high")
+    assert at_run.exit_code == saving.exit_code == 2
+    assert saving.stderr == at_run.stderr
+    assert saving.stderr.startswith("error: -o seed for typed must be an integer, not text (")
+    assert oma("templates", "save", "t", "-p", "typed", "-o", "seed", "7").exit_code == 0
+
+
+def test_a_template_nested_100000_deep_is_one_error_line(cli_home: Path) -> None:
+    directory = cli_home / "templates"
+    directory.mkdir(parents=True)
+    path = directory / "deep.json"
+    path.write_text('{"options": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}")
+    (directory / "shallow.json").write_text('{"options": {"a": ' + "[" * 40 + "]" * 40 + "}}")
+    said = f"error: template deep ({path}) nests deeper than 32 levels\n"
+    for args in (("templates", "show", "deep"), ("run", "-t", "deep", "hi")):
+        result = oma(*args)
+        assert (result.exit_code, result.stderr) == (2, said), result.output
+    listed = oma("templates", "list")
+    assert listed.exit_code == 2
+    assert listed.stderr.splitlines() == [
+        said.strip(),
+        f"error: template shallow ({directory / 'shallow.json'}) nests deeper than 32 levels",
+    ]
+
+
+def test_saving_an_option_nested_past_the_limit_is_refused(cli_home: Path) -> None:
+    deep = oma("templates", "save", "t", "-p", "scripted", "-o", "responses", "[" * 40 + "]" * 40)
+    assert deep.exit_code == 2
+    assert deep.stderr == "error: template t: an -o value nests deeper than 32 levels\n"
+    assert not (cli_home / "templates").exists()

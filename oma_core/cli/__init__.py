@@ -7,11 +7,15 @@ Each command (group) lives in a module of its own and is added to the group belo
 As in ``llm``, ``run`` is the default command: a first word that names no command starts a
 prompt (``oma "hello"`` is ``oma run "hello"``, ``oma -m echo:x hello`` is ``oma run -m
 echo:x hello``); bare ``oma`` prints the help and exits 0.
+
+A mistake click's option parser finds, in any command, is one ``error: ...`` line naming the
+command's help, exit 2, as every other ``oma`` error is (click's own is three lines).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import IO, Any
 
 import click
 
@@ -47,6 +51,32 @@ def _print_versions(ctx: click.Context, _param: click.Parameter, value: bool) ->
     ctx.exit(0)
 
 
+class _OneLineUsageError(click.UsageError):
+    """A click usage error said as every other ``oma`` error is: one ``error: ...`` line on
+    stderr naming the command's help (click prints three: ``Usage:``, ``Try``, ``Error:``);
+    exit 2."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        hint = f" (see `{self.ctx.command_path} --help`)" if self.ctx is not None else ""
+        message = " ".join(self.format_message().split())
+        click.echo(f"error: {message}{hint}", file=file, err=file is None)
+
+
+def _one_line(error: click.UsageError, ctx: click.Context) -> click.UsageError:
+    """``error`` to be shown on one line; without a context of its own (an option missing
+    its values), it names the help of the command ``ctx`` was about to run. Bare ``oma keys``
+    (a group's help for want of a command) stays the help it is."""
+    if isinstance(error, _OneLineUsageError | click.exceptions.NoArgsIsHelpError):
+        return error
+    where = error.ctx
+    group, name = ctx.command, ctx.invoked_subcommand
+    if where is None and isinstance(group, click.Group) and name is not None:
+        command = group.get_command(ctx, name)
+        if command is not None:
+            where = click.Context(command, info_name=name, parent=ctx)
+    return _OneLineUsageError(error.format_message(), where or ctx)
+
+
 class _PromptGroup(click.Group):
     """A group whose first word, when it names no command, is the default command's: a
     prompt or one of ``run``'s options. Options the group does not know are left for the
@@ -57,6 +87,26 @@ class _PromptGroup(click.Group):
             click.echo(ctx.get_help())
             ctx.exit(0)
         return super().parse_args(ctx, args)
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc, exc.ctx or click.Context(self, info_name=info_name)) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """The command, its usage errors (those of every subcommand and sub-group) on one
+        line."""
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc, ctx) from None
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -49,7 +49,9 @@ if TYPE_CHECKING:
 QUIT = ("exit", "quit", "!quit")
 
 #: The longest piped line read as one turn (as ``oma run`` bounds piped text: 64 MiB).
-MAX_LINE_CHARACTERS = 64 * 1024 * 1024
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+_Line = TypeVar("_Line", str, bytes)
 
 _HELP = (
     "Type !quit, exit or Ctrl-D to leave; !multi to type several lines, then !end; "
@@ -62,25 +64,56 @@ class _Lines:
 
     def __init__(self, interactive: bool) -> None:
         self.interactive = interactive
+        self.number = 0  # of the lines read, to name one that cannot be
         if interactive:
             with contextlib.suppress(ImportError):  # line editing and history for input()
                 import readline  # noqa: F401
 
     def read(self, prompt: str) -> str | None:
-        """The next line without its newline; None at the end of input."""
+        """The next line without its newline; None at the end of input. A line that is not
+        text in stdin's encoding is skipped, saying so: the chat goes on with the next."""
+        while True:
+            try:
+                return self._read(prompt)
+            except UnicodeDecodeError as exc:
+                self.number += 1
+                click.echo(
+                    f"error: line {self.number} of the input is not {exc.encoding} text (byte "
+                    f"{exc.object[exc.start]:#04x} at {exc.start + 1}): skipped",
+                    err=True,
+                )
+
+    def _read(self, prompt: str) -> str | None:
         if self.interactive:
             sys.stdout.flush()
             try:
-                return input(prompt)
+                line = input(prompt)
             except EOFError:
                 click.echo()
                 return None
+            # a terminal's bytes that are not text come as lone surrogates: decoded again,
+            # they are the same error as a piped line's
+            encoding = sys.stdin.encoding or "utf-8"
+            line = line.encode(encoding, "surrogateescape").decode(encoding)
+            self.number += 1
+            return line
         if sys.stdin is None:  # started with stdin closed: no turns
             return None
-        line = sys.stdin.readline(MAX_LINE_CHARACTERS + 1)
-        if len(line) > MAX_LINE_CHARACTERS:  # ``cat /dev/zero | oma chat`` stops here
-            usage(f"a piped line is longer than {MAX_LINE_CHARACTERS} characters")
+        raw = getattr(sys.stdin, "buffer", None)
+        if raw is None:  # a text stream only (already decoded)
+            line = _bounded(sys.stdin.readline(MAX_LINE_BYTES + 1))
+        else:  # bytes, decoded one line at a time: a bad line spoils no other
+            line = _bounded(raw.readline(MAX_LINE_BYTES + 1)).decode(sys.stdin.encoding or "utf-8")
+        self.number += 1
         return None if not line else line.removesuffix("\n").removesuffix("\r")
+
+
+def _bounded(line: _Line) -> _Line:
+    """A piped line, refused (exit 2) past ``MAX_LINE_BYTES``: ``cat /dev/zero | oma chat``
+    stops there."""
+    if len(line) > MAX_LINE_BYTES:
+        usage(f"a piped line is longer than {MAX_LINE_BYTES} bytes")
+    return line
 
 
 class _Turns:
@@ -282,10 +315,16 @@ def _start(
 
 
 def _banner(agent: Agent, conversation_id: str) -> None:
+    """Who answers, the conversation id and how to leave, wrapped to the terminal's width
+    (80 columns when it says none): no line runs past the edge."""
+    import shutil
+    import textwrap
+
     config = agent.config
     name = f"{config.provider}:{config.model}" if config.model else str(config.provider)
-    click.echo(f"Chatting with {name} (conversation {conversation_id})")
-    click.echo(_HELP)
+    width = max(20, shutil.get_terminal_size((80, 24)).columns)
+    for paragraph in (f"Chatting with {name} (conversation {conversation_id})", _HELP):
+        click.echo(textwrap.fill(paragraph, width=width, break_on_hyphens=False))
 
 
 @click.command()

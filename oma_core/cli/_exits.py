@@ -46,13 +46,19 @@ def note(message: str) -> None:
 @contextmanager
 def reported() -> Iterator[None]:
     """Turn oma's errors into their exit: a ``UsageError`` exits 2, any other ``OmaError``
-    1, Ctrl-C 130 without a word."""
+    1, Ctrl-C 130 without a word; input nested past Python's recursion limit (JSON read
+    where no reader bounds its depth) is a usage error, never a traceback."""
     from ..errors import OmaError, UsageError
 
     try:
         yield
     except KeyboardInterrupt:
         raise SystemExit(INTERRUPTED) from None
+    except RecursionError:  # JSON nested past Python's limit, wherever it was read
+        message = (
+            "a value given (an -o value, a file) nests lists or objects too deeply to read "
+            "(hundreds of levels): flatten it"
+        )
     except UsageError as exc:
         message = usage_text(exc)
     except OmaError as exc:
@@ -89,9 +95,41 @@ def in_command_words(message: str) -> str:
     return _PYTHON_ADVICE.sub(flag, message)
 
 
+#: A declared option type, and a given value's Python type, as ``-o`` reads them: JSON.
+_VALUE_WORDS = {
+    "int": "an integer",
+    "float": "a number",
+    "number": "a number",
+    "str": "text",
+    "list": "a JSON list",
+    "tuple": "a JSON list",
+    "dict": "a JSON object",
+    "object": "a JSON object",
+    "bool": "true or false",
+    "NoneType": "null",
+    "any": "any value",
+}
+
+
+def _value_words(type_names: str, given: bool = False) -> str:
+    """``"str or list"`` as ``"text or a JSON list"``; a ``given`` float has a fraction (an
+    integer is a number too)."""
+    words = {**_VALUE_WORDS, "float": "a number with a fraction"} if given else _VALUE_WORDS
+    return " or ".join(words.get(name, name) for name in type_names.split(" or "))
+
+
 def usage_text(error: BaseException) -> str:
     """A usage error's message, in the command line's words where oma's own are Python's."""
-    from ..errors import MissingKeyError
+    from ..errors import MissingKeyError, OptionTypeError, OutputTypeError
+
+    if isinstance(error, OutputTypeError):  # the command's only output type is its schema
+        return f"the schema given (--schema, --schema-multi) cannot be used: {error.reason}"
+    if isinstance(error, OptionTypeError):
+        wanted, got = _value_words(error.expected), _value_words(error.got, given=True)
+        return (
+            f"-o {error.option} for {error.name} must be {wanted}, not {got} (VALUE is read as "
+            'JSON when it parses: 7, 0.5, true, ["a"], {"k": 1}; else it is text)'
+        )
 
     if isinstance(error, MissingKeyError):
         shown = error.display_name or error.provider

@@ -9,15 +9,20 @@ from there, checked against the hash. What cannot be sent again (a media file re
 changed, a URL whose query was not logged) becomes a short text placeholder naming it, and a
 note on stderr says how many. ``oma logs rm`` and ``prune`` remove runs and the media no
 run refers to any more.
+
+``oma logs`` prints the runs as SQLite reads them (``RunLog.each``), so a log of any size is
+listed in the memory of one run; a row that cannot be read back is marked in its place, the
+others are listed, and the command ends with one ``error:`` line, exit 2.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 import click
@@ -26,7 +31,7 @@ from ._exits import command_guard, fail, note, usage
 from ._paths import logs_off_path, logs_path
 
 if TYPE_CHECKING:
-    from .._run_log import LoggedRun, RunLog
+    from .._run_log import LoggedRun, MalformedRunError, RunLog
     from ._agent import AgentOptions
 
 
@@ -50,16 +55,30 @@ def read_runs(
     since: datetime | None = None,
 ) -> list[LoggedRun]:
     """The logged runs (see ``RunLog.runs``); a broken database is one ``error:`` line."""
-    import sqlite3
-
     log = run_log()
     try:
         return log.runs(
             limit, search=search, conversation_id=conversation_id, model=model, since=since
         )
     except (sqlite3.Error, OSError, ValueError) as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-    fail(f"cannot read the run log {log.path} ({reason}); move it away to start a new one", 2)
+        _unreadable(log, exc)
+
+
+def _unreadable(log: RunLog, error: Exception) -> NoReturn:
+    fail(
+        f"cannot read the run log {log.path} ({_reason(error)}); move it away to start a new one", 2
+    )
+
+
+def _reason(error: Exception) -> str:
+    """Why the log cannot be read or changed, in words rather than Python's class names: a
+    malformed row says so itself, SQLite's errors are SQLite's (``SQLite: file is not a
+    database``), the system's its own (``Permission denied``)."""
+    if isinstance(error, sqlite3.Error):
+        return f"SQLite: {error}"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error)
 
 
 def log_plugin(keep_media: bool = True) -> object | None:
@@ -237,7 +256,10 @@ def parse_since(text: str) -> datetime:
 
     age = _AGE.fullmatch(text.strip())
     if age:
-        return datetime.now(UTC) - timedelta(seconds=float(age[1]) * _SECONDS[age[2]])
+        try:
+            return datetime.now(UTC) - timedelta(seconds=float(age[1]) * _SECONDS[age[2]])
+        except OverflowError:  # older than any date: since the start
+            return datetime.min.replace(tzinfo=UTC)
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
@@ -245,13 +267,26 @@ def parse_since(text: str) -> datetime:
             f"--since {text!r} is neither an age (30m, 2h, 7d, 1w) nor an ISO date or time "
             "(2026-05-01, 2026-05-01T14:30)"
         )
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # a zone's offset past year 1 or 9999: the edge of all dates
+        edge = datetime.min if moment.year == 1 else datetime.max
+        return edge.replace(tzinfo=UTC)
 
 
-def _usage_table(runs: list[LoggedRun]) -> dict[str, Any]:
-    """Token usage of ``runs``, in all and per ``provider:model``."""
+def _usage_table(runs: Rows) -> tuple[dict[str, Any], list[MalformedRunError]]:
+    """Token usage of ``runs``, in all and per ``provider:model``; and the errors of the rows
+    that cannot be read."""
+    from .._run_log import MalformedRunError
+
     per: dict[str, dict[str, int]] = {}
+    bad: list[MalformedRunError] = []
     for run in runs:
+        if isinstance(run, MalformedRunError):
+            bad.append(run)
+            continue
         name = f"{run.provider}:{run.model}" if run.model else run.provider
         row = per.setdefault(name, {"runs": 0, "input_tokens": 0, "output_tokens": 0})
         row["runs"] += 1
@@ -261,7 +296,8 @@ def _usage_table(runs: list[LoggedRun]) -> dict[str, Any]:
         key: sum(row[key] for row in per.values())
         for key in ("runs", "input_tokens", "output_tokens")
     }
-    return {**total, "models": [{"model": name, **row} for name, row in sorted(per.items())]}
+    models = [{"model": name, **row} for name, row in sorted(per.items())]
+    return {**total, "models": models}, bad
 
 
 @click.group(invoke_without_command=True)
@@ -302,27 +338,87 @@ def logs(
     after = None if since is None else parse_since(since)
     if count is None:
         count = 0 if show_usage else 3
-    runs = read_runs(count or None, query, conversation_id, model, after)
-    if show_usage:
-        table = _usage_table(runs)
-        if as_json:
-            click.echo(json.dumps(table, indent=2))
-            return
-        for row in table["models"]:
-            click.echo(
-                f"{row['model']}  {_counted(row['runs'], 'run')}, "
-                f"{row['input_tokens']} in, {row['output_tokens']} out"
-            )
-        click.echo(
-            f"total  {_counted(table['runs'], 'run')}, "
-            f"{table['input_tokens']} in, {table['output_tokens']} out"
-        )
-        return
+    log = run_log()
+    runs = log.each(
+        count or None, search=query, conversation_id=conversation_id, model=model, since=after
+    )
+    show = _show_usage if show_usage else _show_json if as_json else _show_text
+    try:
+        bad = show(runs, as_json)
+    except BrokenPipeError:  # the reader went away (`| head`): click ends quietly
+        raise
+    except (sqlite3.Error, OSError) as exc:
+        _unreadable(log, exc)
+    finally:
+        runs.close()
+    if bad:
+        more = f", and {_counted(len(bad) - 1, 'other run')}" if len(bad) > 1 else ""
+        fail(f"cannot read the run log {log.path} ({bad[0]}{more}; marked in the listing)", 2)
+
+
+#: What ``oma logs`` lists: each run, or the error of a row that cannot be read back.
+Rows = Iterable["LoggedRun | MalformedRunError"]
+
+
+def _show_text(runs: Rows, _as_json: bool) -> list[MalformedRunError]:
+    """Each run as ``_describe`` says it, a blank line between, as SQLite reads them; a row
+    that cannot be read is one line in its place. Returns those rows' errors."""
+    from .._run_log import MalformedRunError
+
+    bad: list[MalformedRunError] = []
+    for index, run in enumerate(runs):
+        if index:
+            click.echo("")
+        if isinstance(run, MalformedRunError):
+            bad.append(run)
+            click.echo(f"## run {run.run_id}: cannot be read ({run.column} {run.reason})")
+        else:
+            click.echo(_describe(run))
+    return bad
+
+
+def _show_json(runs: Rows, _as_json: bool) -> list[MalformedRunError]:
+    """The runs as one JSON list (``json.dumps(..., indent=2)``'s text), written as they are
+    read; a row that cannot be read is ``{"run_id": ..., "unreadable": "why"}``."""
+    import textwrap
+
+    from .._run_log import MalformedRunError
+
+    bad: list[MalformedRunError] = []
+    opening = "[\n"
+    for run in runs:
+        if isinstance(run, MalformedRunError):
+            bad.append(run)
+            item: dict[str, Any] = {
+                "run_id": run.run_id,
+                "unreadable": f"{run.column} {run.reason}",
+            }
+        else:
+            item = run.as_json()
+        text = json.dumps(item, ensure_ascii=False, indent=2)
+        click.echo(opening + textwrap.indent(text, "  "), nl=False)
+        opening = ",\n"
+    click.echo("[]" if opening == "[\n" else "\n]")
+    return bad
+
+
+def _show_usage(runs: Rows, as_json: bool) -> list[MalformedRunError]:
+    """The token usage of the runs, in all and per ``provider:model`` (a row that cannot be
+    read is not counted)."""
+    table, bad = _usage_table(runs)
     if as_json:
-        click.echo(json.dumps([r.as_json() for r in runs], ensure_ascii=False, indent=2))
-        return
-    if runs:
-        click.echo("\n\n".join(_describe(r) for r in runs))
+        click.echo(json.dumps(table, indent=2))
+        return bad
+    for row in table["models"]:
+        click.echo(
+            f"{row['model']}  {_counted(row['runs'], 'run')}, "
+            f"{row['input_tokens']} in, {row['output_tokens']} out"
+        )
+    click.echo(
+        f"total  {_counted(table['runs'], 'run')}, "
+        f"{table['input_tokens']} in, {table['output_tokens']} out"
+    )
+    return bad
 
 
 @logs.command("path")
@@ -334,7 +430,11 @@ def logs_path_command() -> None:
 @logs.command("status")
 def logs_status() -> None:
     """Say whether runs are logged, where, and how many are."""
-    count = len(read_runs(None))
+    log = run_log()
+    try:
+        count = log.count()
+    except (sqlite3.Error, OSError) as exc:
+        _unreadable(log, exc)
     state = "on" if logging_on() else "off"
     click.echo(f"logging is {state}; {count} run{'s' if count != 1 else ''} in {logs_path()}")
 
@@ -371,7 +471,12 @@ def logs_prune(days: float | None, keep: int | None) -> None:
     """Remove old runs, then the media no run refers to (with no option: only those media)."""
     from datetime import UTC, datetime, timedelta
 
-    cutoff = None if days is None else datetime.now(UTC) - timedelta(days=days)
+    if days is not None and days != days:  # NaN: no number of days
+        usage("--older-than DAYS takes a number of days >= 0, not nan")
+    try:
+        cutoff = None if days is None else datetime.now(UTC) - timedelta(days=days)
+    except OverflowError:  # longer ago than any date: no run is that old
+        cutoff = datetime.min.replace(tzinfo=UTC)
     runs, files = _changed(lambda log: log.prune(older_than=cutoff, keep=keep))
     click.echo(f"removed {_counted(runs, 'run')} and {_counted(files, 'media file')}")
 
@@ -382,13 +487,11 @@ def _counted(count: int, what: str) -> str:
 
 def _changed(change: Callable[[RunLog], tuple[int, int]]) -> tuple[int, int]:
     """``change`` applied to the log; a broken database is one ``error:`` line."""
-    import sqlite3
-
     log = run_log()
     try:
         return change(log)
     except (sqlite3.Error, OSError) as exc:
-        reason = f"{type(exc).__name__}: {exc}"
+        reason = _reason(exc)
     fail(f"cannot change the run log {log.path} ({reason})", 2)
 
 

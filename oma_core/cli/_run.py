@@ -82,15 +82,17 @@ async def _stream(
     events = agent.stream(run_input, settings=settings)
     result = None
     printed = False
-    async for event in events:
-        if event.type == "text":
-            click.echo(event.data, nl=False)
-            sys.stdout.flush()
-            printed = True
-        elif event.type == "done":
-            result = event.data
-    if printed:
-        click.echo()
+    try:
+        async for event in events:
+            if event.type == "text":
+                click.echo(event.data, nl=False)
+                sys.stdout.flush()
+                printed = True
+            elif event.type == "done":
+                result = event.data
+    finally:  # ended, or interrupted (Ctrl-C) mid-answer: the shell's prompt on a line of its own
+        if printed:
+            click.echo()
     return result
 
 
@@ -113,7 +115,12 @@ async def _stream(
     help="Answer as JSON matching SCHEMA: a JSON Schema file, inline JSON, or fields such as "
     "'name, age int, bio: a short biography'.",
 )
-@click.option("--schema-multi", is_flag=True, help="With --schema: answer with a list of them.")
+@click.option(
+    "--schema-multi",
+    default=None,
+    metavar="SCHEMA",
+    help='As --schema, for several: answer {"items": [...]} of objects matching SCHEMA.',
+)
 @click.option(
     "--backend",
     "backend_kind",
@@ -145,7 +152,7 @@ def run(
     no_stream: bool,
     as_json: bool,
     schema: str | None,
-    schema_multi: bool,
+    schema_multi: str | None,
     backend_kind: str | None,
     backend_command: str | None,
     backend_args: tuple[str, ...],
@@ -221,24 +228,26 @@ def run(
         fail(explained(error, endpoint) if error is not None else result.status.code)
 
 
-def _output_schema(schema: str | None, multi: bool) -> dict[str, Any] | None:
-    """The JSON Schema of ``--schema``/``--schema-multi`` (None without them); a bad one is a
-    usage error (exit status 2) before anything starts."""
-    if schema is None:
-        if multi:
-            usage("--schema-multi needs --schema")
+def _output_schema(schema: str | None, multi: str | None) -> dict[str, Any] | None:
+    """The JSON Schema of ``--schema`` or ``--schema-multi`` (None without them); a bad one
+    is a usage error (exit status 2) before anything starts, in the option's words."""
+    if schema is not None and multi is not None:
+        usage("give --schema or --schema-multi, not both")
+    value, option = (schema, "--schema") if multi is None else (multi, "--schema-multi")
+    if value is None:
         return None
+    from .._output import output_spec
     from ..errors import OutputTypeError
-    from ._schema import SchemaError, load_schema
+    from ._schema import SchemaError, load_schema, multi_schema
 
     try:
-        loaded = load_schema(schema, multi=multi)
-        from .._output import output_spec
-
+        loaded = load_schema(value, option)
         output_spec(loaded)
-    except (SchemaError, OutputTypeError) as error:
+    except SchemaError as error:
         usage(str(error))
-    return loaded
+    except OutputTypeError as error:
+        usage(f"{option} cannot be used: {error.reason}")
+    return loaded if multi is None else multi_schema(loaded)
 
 
 def _size(text: str) -> int:
@@ -339,7 +348,12 @@ def _not_a_file_name(prompt: str | None, messages_file: str | None) -> None:
 @click.option(
     "--schema", default=None, metavar="SCHEMA", help="As for `oma run`: show the body with it."
 )
-@click.option("--schema-multi", is_flag=True, help="With --schema: a list of them.")
+@click.option(
+    "--schema-multi",
+    default=None,
+    metavar="SCHEMA",
+    help="As for `oma run`: show the body with it.",
+)
 @click.option("--no-stream", is_flag=True, help="The body of `oma run --no-stream` (Agent.run).")
 @command_guard
 def render(
@@ -349,7 +363,7 @@ def render(
     messages_file: str | None,
     full: bool,
     schema: str | None,
-    schema_multi: bool,
+    schema_multi: str | None,
     no_stream: bool,
 ) -> None:
     """Print the JSON body a provider would send for this input (the arguments of `oma run`:

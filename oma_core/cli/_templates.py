@@ -37,6 +37,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 FIELDS = ("provider", "model", "system", "base_url", "options")
 #: A template file larger than this is not read.
 MAX_TEMPLATE_BYTES = 1 << 20
+#: How deep a template's JSON may nest (an option's value is an object or list at most this
+#: many levels down); deeper is refused as it is read, never left to Python's recursion limit.
+MAX_TEMPLATE_DEPTH = 32
 
 
 def templates_dir() -> Path:
@@ -142,11 +145,6 @@ def from_options(name: str, options: AgentOptions) -> Template:
     """The template ``--save NAME`` or ``oma templates save NAME`` makes of the options."""
     if options.api_key is not None:
         usage("a template never holds a key: drop --api-key (store it with `oma keys set`)")
-    if options.provider is not None or options.model is not None:
-        from ..plugins import PluginHost
-        from ._agent import provider_and_model
-
-        provider_and_model(options.provider, options.model, PluginHost.default())
     template = Template(
         checked_name(name),
         provider=options.provider,
@@ -157,8 +155,27 @@ def from_options(name: str, options: AgentOptions) -> Template:
     )
     if not template.as_json():
         usage(f"template {name} would be empty: give -m, -p, -s, --base-url or -o")
-    _refuse_credentials(template, f"template {name}")
+    if _deeper_than(template.as_json(), MAX_TEMPLATE_DEPTH):
+        usage(f"template {name}: an -o value nests deeper than {MAX_TEMPLATE_DEPTH} levels")
+    _refuse_credentials(template, f"template {name}")  # first: it never echoes a secret
+    if options.provider is not None or options.model is not None:
+        _check_options(options)
     return template
+
+
+def _check_options(options: AgentOptions) -> None:
+    """The provider and model named, and the ``-o`` options checked against the provider's
+    declared options as a run checks them (an unknown name with its did-you-mean, a value of
+    the wrong type): a template is refused when saved, not at each use."""
+    from .._resolution import check_provider_options
+    from ..plugins import PluginHost
+    from ._agent import provider_and_model, split_options
+
+    host = PluginHost.default()
+    provider, _ = provider_and_model(options.provider, options.model, host)
+    spec = host.provider_specs().get(provider)
+    if spec is not None:
+        check_provider_options(spec, split_options(options.options)[1])
 
 
 def save_template(template: Template) -> Path:
@@ -214,7 +231,28 @@ def load_template(name: str) -> Template:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         usage(f"template {name} ({path}) is not JSON: {exc}")
+    except RecursionError:
+        data = None
+        deep = True
+    else:
+        deep = _deeper_than(data, MAX_TEMPLATE_DEPTH)
+    if deep:
+        usage(f"template {name} ({path}) nests deeper than {MAX_TEMPLATE_DEPTH} levels")
     return _parsed(name, path, data)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep (walked
+    without recursion)."""
+    pending = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _parsed(name: str, path: Path, data: Any) -> Template:
