@@ -453,6 +453,33 @@ def test_a_missing_key_is_one_line_naming_the_variables_and_oma_keys_set(
     assert settings().api_key is None  # any of the provider's variables wins over the store
 
 
+def test_a_missing_key_for_a_base_url_names_the_command_for_that_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("KEYED_API_KEY", "KEYED_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    PluginHost.default().register(KeyedPlugin(), name="keyed-plugin")
+    url = "http://user:pw@127.0.0.1:9/v1?token=t0k"
+    fix = "`oma keys set keyed --base-url http://127.0.0.1:9`"
+    result = oma("run", "-p", "keyed", "--base-url", url, "hi")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: Keyed needs an API key and has none")
+    assert fix in result.stderr
+    assert "pw" not in result.stderr and "t0k" not in result.stderr
+    CliRunner().invoke(cli, ["keys", "set", "keyed"], input="sk-keyed-wide\n")
+    again = oma("run", "-p", "keyed", "--base-url", url, "hi")  # the key for its own host
+    assert again.exit_code == 2
+    note, error = again.stderr.splitlines()
+    assert note.startswith("note: the key stored for keyed is sent only to its default host")
+    assert fix in error and "`oma keys set keyed`" not in error
+    assert [kind for kind, _ in SEEN] == []
+    CliRunner().invoke(cli, ["keys", "set", "keyed", "--base-url", url], input="sk-keyed-at\n")
+    assert oma("run", "-p", "keyed", "--base-url", url, "hi").exit_code == 0
+    assert settings().api_key == "sk-keyed-at"
+    got = oma("keys", "get", "keyed", "--base-url", "http://127.0.0.1:9/v1")
+    assert got.stdout == "sk-keyed-at\n"
+
+
 # -- options checked against the provider's declaration, before any request
 
 
@@ -558,6 +585,7 @@ def test_the_provider_wide_key_is_never_sent_to_a_custom_host(two_hosts: tuple[A
         f"store one for that host with: oma keys set openai --base-url {origin}"
     )
     assert error.startswith("error: OpenAI Chat Completions needs an API key and has none")
+    assert f"`oma keys set openai --base-url {origin}`" in error
 
 
 # -- render: the body a run sends, streaming or not

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .._origin import origin
 from ._exits import command_guard, stdin_is_piped, usage
 from ._keystore import KeysFileError, KeyStore
 from ._paths import keys_path
@@ -79,7 +80,9 @@ class KeyResolver:
             return None
         if provider not in self._stored(strict=False):
             return None
-        where = origin(base_url) or base_url
+        where = origin(base_url)
+        if where is None:  # never the URL itself: it may hold a password or a token
+            return None
         return (
             f"the key stored for {provider} is sent only to its default host, not to {where}; "
             f"store one for that host with: oma keys set {provider} --base-url {where}"
@@ -105,32 +108,6 @@ class KeyResolver:
                     raise
                 return {}
         return self._keys
-
-
-#: The port a scheme uses when a URL names none (dropped from an origin).
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def origin(url: str | None) -> str | None:
-    """``url``'s normalised origin, ``scheme://host[:port]`` (lower case, the scheme's
-    default port dropped, no user info, path or query), or None when it has none: the unit a
-    stored key is bound to, as a browser binds credentials."""
-    from urllib.parse import urlsplit
-
-    if not url:
-        return None
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        return None
-    scheme, host = parts.scheme.lower(), parts.hostname
-    if scheme not in _DEFAULT_PORTS or not host:
-        return None
-    if ":" in host:  # IPv6
-        host = f"[{host}]"
-    shown_port = "" if port is None or port == _DEFAULT_PORTS[scheme] else f":{port}"
-    return f"{scheme}://{host}{shown_port}"
 
 
 def host_entry(provider: str, where: str) -> str:
