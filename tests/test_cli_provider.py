@@ -49,6 +49,7 @@ class RecorderPlugin:
                 Capabilities.everything(),
                 default_model="rec-1",
                 api_key_env=KEY_ENV,
+                known_models=("rec-1", "rec-big", "rec-mini", "rec-audio", "rec-old"),
             )
         ]
 
@@ -95,6 +96,24 @@ def test_a_model_alone_is_a_usage_error_naming_the_fix_never_echo() -> None:
     assert result.stderr.startswith("error: -m claude-sonnet-4-6 names no provider")
     assert "write -m anthropic:claude-sonnet-4-6 or add -p PROVIDER" in result.stderr
     assert "installed providers: echo, recorder, scripted" in result.stderr
+    assert SEEN == []
+
+
+@pytest.mark.parametrize("env", [False, True])
+def test_a_provider_given_as_the_model_is_named_a_provider_with_a_few_of_its_models(
+    env: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if env:
+        monkeypatch.setenv("OMA_MODEL", "recorder")
+    result = oma("run", *([] if env else ["-m", "recorder"]), "hi")
+    assert result.exit_code == 2
+    where = "$OMA_MODEL=recorder" if env else "-m recorder"
+    assert result.stderr == (
+        f"error: {where} names the provider recorder, not a model: write -m recorder:MODEL "
+        "(its models include rec-1, rec-big, rec-mini, rec-audio; oma models recorder lists "
+        "them), or -p recorder alone for its default model rec-1\n"
+    )
+    assert "PROVIDER:recorder" not in result.stderr
     assert SEEN == []
 
 

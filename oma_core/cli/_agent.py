@@ -33,6 +33,7 @@ from ._exits import note, usage
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..capabilities import ProviderSpec
     from ..plugins import PluginHost
 
 #: ``-o`` names that are ``AgentConfig`` fields, portable across providers.
@@ -67,10 +68,33 @@ def provider_and_model(
     except MissingProviderError as exc:  # said the command line's way
         fix = exc.suggestion or f"PROVIDER:{model}"
     where = f"$OMA_MODEL={model}" if from_env else f"-m {model}"
+    spec = host.provider_specs().get(model or "")
+    if spec is not None:
+        usage(f"{where} names the provider {spec.name}, not a model: {_provider_models(spec)}")
     installed = ", ".join(sorted(host.provider_specs())) or "none"
     usage(
         f"{where} names no provider: write -m {fix} or add -p PROVIDER "
         f"(installed providers: {installed})"
+    )
+
+
+#: How many of a provider's known models a hint names.
+_MODELS_SHOWN = 4
+
+
+def _provider_models(spec: ProviderSpec) -> str:
+    """How to name a model of ``spec``: ``-m NAME:MODEL`` with a few of its known models,
+    or ``-p NAME`` alone for its default."""
+    name = spec.name
+    shown = spec.known_models[:_MODELS_SHOWN]
+    models = ""
+    if shown:
+        more = "include " if len(spec.known_models) > len(shown) else "are "
+        models = f" (its models {more}{', '.join(shown)}; oma models {name} lists them)"
+    if spec.default_model is None:
+        return f"write -m {name}:MODEL{models}"
+    return f"write -m {name}:MODEL{models}, or -p {name} alone for its default model " + (
+        spec.default_model
     )
 
 
