@@ -607,6 +607,56 @@ def test_the_provider_wide_key_is_never_sent_to_a_custom_host(two_hosts: tuple[A
     assert f"`oma keys set openai --base-url {origin}`" in error
 
 
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+@pytest.mark.parametrize("where", ["store", "environment", "option"])
+def test_a_refused_key_says_where_it_came_from_and_how_to_replace_it(
+    where: str, two_hosts: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, _ = two_hosts
+    origin = one.base_url.removesuffix("/v1")
+    wrong = "sk-wrong-0123456789"
+    given: list[str] = []
+    if where == "store":
+        store("openai", "--base-url", one.base_url, key=wrong)
+    elif where == "environment":
+        monkeypatch.setenv("OPENAI_API_KEY", wrong)
+    else:
+        given = ["--api-key", wrong]
+    result = oma("run", "-m", "openai:gpt-4o", "--base-url", one.base_url, *given, "hi")
+    assert result.exit_code == 1
+    assert keys_sent(one) == [f"Bearer {wrong}"]
+    assert wrong not in result.output
+    error = result.stderr.splitlines()[-1]
+    assert error.startswith("error: ") and "401" in error
+    said = {
+        "store": (
+            f"the key stored for openai {origin} was refused; replace it with: "
+            f"oma keys set openai --base-url {origin}"
+        ),
+        "environment": (
+            "the key in $OPENAI_API_KEY was refused; set OPENAI_API_KEY to a valid key, or "
+            f"store one for this host with: oma keys set openai --base-url {origin}"
+        ),
+        "option": (
+            "the key given with --api-key was refused; give a valid one, or store it with: "
+            f"oma keys set openai --base-url {origin}"
+        ),
+    }[where]
+    assert error.endswith(f"({said})")
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_a_keyless_run_refused_by_its_host_says_no_key_was_sent(two_hosts: tuple[Any, Any]) -> None:
+    one, _ = two_hosts
+    origin = one.base_url.removesuffix("/v1")
+    result = oma("run", "-m", "openai-compatible:m", "--base-url", one.base_url, "hi")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1].endswith(
+        "(no key was sent; store one for this host with: oma keys set openai-compatible "
+        f"--base-url {origin})"
+    )
+
+
 # -- render: the body a run sends, streaming or not
 
 

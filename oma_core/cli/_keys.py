@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .._origin import origin
+from .._origin import custom_host, origin
 from ._exits import command_guard, stdin_is_piped, usage
 from ._keystore import KeysFileError, KeyStore
 from ._paths import keys_path
 
 if TYPE_CHECKING:
+    from ..agent import Agent
     from ..plugins import PluginHost
 
 
@@ -108,6 +109,54 @@ class KeyResolver:
                     raise
                 return {}
         return self._keys
+
+
+def key_advice(error: object, agent: Agent) -> str:
+    """For a run its host refused for its key (``ProviderError`` HTTP 401 or 403): `` (...)``
+    saying where the key came from (``--api-key``, the environment variable by name, or the
+    store and for which host) and the command that replaces it; never the key. Else ""."""
+    from ..errors import ProviderError
+
+    config = agent.config
+    if not isinstance(error, ProviderError) or error.status_code not in (401, 403):
+        return ""
+    if config.backend is not None or not isinstance(config.provider, str):
+        return ""
+    spec = agent.plugins.provider_specs().get(config.provider)
+    if spec is None:
+        return ""
+    name, custom = spec.name, custom_host(config.base_url, spec.default_base_url)
+    for_host = f"oma keys set {name}" + (f" --base-url {custom}" if custom else "")
+    if config.api_key is None:
+        variable = next((v for v in spec.key_variables if os.environ.get(v)), None)
+        if variable is None:
+            return f" (no key was sent; store one for this host with: {for_host})"
+        if custom is None:  # the variable comes before the provider's stored key
+            return (
+                f" (the key in ${variable} was refused; set {variable} to a valid key, or "
+                f"unset it and store one with: {for_host})"
+            )
+        return (
+            f" (the key in ${variable} was refused; set {variable} to a valid key, or store "
+            f"one for this host with: {for_host})"
+        )
+    try:
+        stored, _ = KeyStore.default().read()
+    except KeysFileError:
+        stored = {}
+    where = origin(config.base_url or spec.default_base_url)
+    entries = [host_entry(name, where)] if where is not None else []
+    if custom is None:
+        entries.append(name)
+    entry = next((e for e in entries if stored.get(e) == config.api_key), None)
+    if entry is None:
+        return (
+            f" (the key given with --api-key was refused; give a valid one, or store it with: "
+            f"{for_host})"
+        )
+    at = entry.partition("@")[2]
+    again = f"oma keys set {name}" + (f" --base-url {at}" if at else "")
+    return f" (the key stored for {_shown(entry)} was refused; replace it with: {again})"
 
 
 def host_entry(provider: str, where: str) -> str:

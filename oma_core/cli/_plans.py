@@ -282,7 +282,7 @@ def _problem(error: OmaError, base_url: str | None = None) -> str:
     missing key's way out names the agent's host when it has its own (a key stored for the
     provider is sent only to the provider's default host)."""
     from ..errors import MissingKeyError
-    from ._keys import origin
+    from .._origin import origin
 
     if isinstance(error, MissingKeyError):
         shown = error.display_name or error.provider
