@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from oma_core.providers import ProviderRequest, ProviderResponse, ProviderSettin
 #: What the recording provider saw: ("settings", ProviderSettings) and ("request", ...).
 SEEN: list[tuple[str, Any]] = []
 KEY_ENV = "OMA_TEST_RECORDER_KEY"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Recorder:
@@ -547,6 +549,24 @@ def test_extra_body_fields_reach_the_wire_as_body_fields(openai_server: Any) -> 
     (sent,) = openai_server.requests
     assert sent.json["top_k"] == 5 and sent.json["min_p"] == 0.1
     assert "extra_body" not in sent.json
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_audio_refused_by_a_provider_names_the_providers_that_take_audio(
+    openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPSEEK_API_KEY", os.environ["OPENAI_API_KEY"])  # the fake's key
+    voice = str(ROOT / "examples" / "voice.wav")
+    url = openai_server.base_url
+    result = oma("run", "-m", "deepseek:deepseek-chat", "--base-url", url, "-a", voice, "hi")
+    assert result.exit_code == 2
+    assert result.stderr.startswith('error: DeepSeek cannot represent the "audio" content block')
+    assert result.stderr.endswith(
+        "; providers that take audio: openai, openai-compatible, openrouter, vllm\n"
+    )
+    assert openai_server.requests == []
+    ran = oma("run", "-m", "deepseek:deepseek-chat", "--base-url", url, "hi")
+    assert ran.exit_code == 0, ran.stderr  # the provider itself is fine
 
 
 # -- a key per host, against two real loopback servers

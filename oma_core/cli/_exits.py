@@ -101,7 +101,10 @@ def usage_text(error: BaseException) -> str:
             f"{shown} needs an API key and has none: {env}store one with "
             f"`{error.store_command}` (--api-key KEY is the last resort)"
         )
-    return in_command_words(str(error))
+    from .._hints import takers_hint
+    from ..plugins import PluginHost
+
+    return in_command_words(str(error)) + takers_hint(error, PluginHost.default().provider_specs())
 
 
 def missing_model(error: object, agent: Agent) -> str | None:
