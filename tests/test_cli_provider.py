@@ -677,6 +677,49 @@ def test_a_keyless_run_refused_by_its_host_says_no_key_was_sent(two_hosts: tuple
     )
 
 
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed: a connection is refused)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_task_s_connection_error_names_the_host(
+    as_json: bool, closed_port: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    oma_openai = pytest.importorskip("oma_openai")
+    PluginHost.default().register(oma_openai, name="openai")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-sent-anywhere")
+    agent = {
+        "name": "namer",
+        "provider": "openai",
+        "base_url": f"http://127.0.0.1:{closed_port}/v1",
+        "max_retries": 0,
+    }
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "agents": [agent],
+                "tasks": [{"title": "bird", "description": "Name a bird.", "assignee": "namer"}],
+            }
+        )
+    )
+    result = oma("tasks", *(["--json"] if as_json else []), str(plan))
+    assert result.exit_code == 1
+    if as_json:
+        error = json.loads(result.stdout)["tasks"]["bird"]["error"]
+    else:
+        (error,) = [line for line in result.stdout.splitlines() if "failed" in line]
+    assert "connection error" in error
+    assert error.endswith(f"(connecting to 127.0.0.1:{closed_port})")
+
+
 # -- render: the body a run sends, streaming or not
 
 
