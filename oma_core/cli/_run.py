@@ -213,8 +213,10 @@ def run(
         error = result.status.error
         from ..errors import UsageError
         from ._keys import key_advice
+        from ._mcp import server_failed
 
-        if isinstance(error, UsageError):  # a configuration mistake found at run start
+        # a configuration mistake found at run start (an MCP server that cannot start too)
+        if isinstance(error, UsageError) or server_failed(error):
             usage(usage_text(error))
         no_model = missing_model(error, agent)
         if no_model is not None:
