@@ -15,7 +15,7 @@ import asyncio
 import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import click
 
@@ -23,6 +23,7 @@ from ._exits import command_guard, usage
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..errors import OmaError
     from ..plugins import PluginHost
 
 __all__ = ["mcp", "mcp_configs", "mcp_options", "server_failed", "with_mcp"]
@@ -119,7 +120,7 @@ def build_toolsets(
 SERVER_ERROR = "MCP_SERVER_ERROR"
 
 
-def server_failed(error: object) -> bool:
+def server_failed(error: object) -> TypeGuard[OmaError]:
     """Whether ``error`` is an MCP server that could not start: a configuration mistake of
     ``--mcp``/``--mcp-http`` (a wrong command or URL), exit 2 like any other."""
     from ..errors import OmaError
