@@ -340,6 +340,35 @@ def test_the_provider_key_never_reaches_another_host_and_a_note_says_why(
     assert "oma keys set hosted --base-url " in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("base_url", "store_with"),
+    [
+        (None, "oma keys set hosted"),
+        ("http://u:pw@127.0.0.1:9/v1", "oma keys set hosted --base-url http://127.0.0.1:9"),
+    ],
+)
+def test_api_key_warns_that_other_processes_can_read_it_and_names_the_safer_ways(
+    base_url: str | None, store_with: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HOSTED_TEST_KEY", raising=False)
+    PluginHost.default().register(HostedPlugin(), name="hosted-plugin")
+    given = [] if base_url is None else ["--base-url", base_url]
+    result = oma("run", "-p", "hosted", *given, "--api-key", "sk-on-the-line", "hi")
+    assert result.exit_code == 0, result.output
+    assert settings().api_key == "sk-on-the-line"
+    assert result.stderr == (
+        "warning: --api-key puts the key on the command line, where other processes of your "
+        "user (an MCP server, say) can read it from /proc; store it instead with: "
+        f"{store_with} (or set HOSTED_TEST_KEY)\n"
+    )
+
+
+def test_no_api_key_no_warning() -> None:
+    result = oma("run", "-p", "recorder", "hi")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+
+
 def test_a_key_stored_for_the_host_beats_the_environment_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -388,7 +417,7 @@ class PickyPlugin:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["-o", "bogus", "1", "--api-key", "sk-x"], "no option 'bogus'; did you mean 'bogs'?"),
+        (["-o", "bogus", "1"], "no option 'bogus'; did you mean 'bogs'?"),
         ([], "needs a key: set PICKY_API_KEY"),
     ],
 )

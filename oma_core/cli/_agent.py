@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import click
 
 from ._exits import note, usage
 
@@ -112,6 +113,25 @@ def _key_in_environment(provider: str, host: PluginHost) -> bool:
     return spec is not None and any(os.environ.get(name) for name in spec.key_variables)
 
 
+def _warn_of_api_key(provider: str, base_url: str | None, host: PluginHost) -> None:
+    """``--api-key`` lands in this process's command line, which every process of the same
+    user (an MCP server this run starts, say) can read in /proc: one warning line naming
+    the safer ways, the keys store for the run's host and the provider's variable."""
+    from .._origin import custom_host
+
+    spec = host.provider_specs().get(provider)
+    default = spec.default_base_url if spec is not None else None
+    at = custom_host(base_url, default)
+    store = f"oma keys set {provider}" + (f" --base-url {at}" if at else "")
+    variables = spec.key_variables if spec is not None else ()
+    env = f" (or set {' or '.join(variables)})" if variables else ""
+    click.echo(
+        "warning: --api-key puts the key on the command line, where other processes of your "
+        f"user (an MCP server, say) can read it from /proc; store it instead with: {store}{env}",
+        err=True,
+    )
+
+
 def parse_value(text: str) -> Any:
     """``-o`` values: JSON when they parse (``0.2``, ``500``, ``["a"]``, ``true``), else text."""
     try:
@@ -170,6 +190,8 @@ def make_agent(
         note("no model configured: the offline echo provider answers (oma models default sets one)")
     portable, provider_options = split_options(options.options)
     api_key = options.api_key
+    if api_key is not None:
+        _warn_of_api_key(provider, options.base_url, host)
     if backend is None:
         resolver = KeyResolver(host)
         api_key = resolver.key(provider, api_key, options.base_url)
