@@ -695,6 +695,19 @@ def test_a_refused_key_says_where_it_came_from_and_how_to_replace_it(
 
 
 @pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_a_chat_turn_refused_for_its_key_says_which_key(two_hosts: tuple[Any, Any]) -> None:
+    one, _ = two_hosts
+    origin = one.base_url.removesuffix("/v1")
+    store("openai", "--base-url", one.base_url, key="sk-wrong-for-chat")
+    result = oma("chat", "-m", "openai:gpt-4o", "--base-url", one.base_url, input="hi\n")
+    assert "sk-wrong-for-chat" not in result.output
+    assert (
+        f"(the key stored for openai {origin} was refused; replace it with: "
+        f"oma keys set openai --base-url {origin})"
+    ) in result.stderr
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
 def test_a_keyless_run_refused_by_its_host_says_no_key_was_sent(two_hosts: tuple[Any, Any]) -> None:
     one, _ = two_hosts
     origin = one.base_url.removesuffix("/v1")
