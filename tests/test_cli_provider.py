@@ -708,13 +708,15 @@ def test_a_chat_turn_refused_for_its_key_says_which_key(two_hosts: tuple[Any, An
 
 
 @pytest.mark.combination  # needs oma-openai: run by `nox -s all`
-def test_a_keyless_run_refused_by_its_host_says_no_key_was_sent(two_hosts: tuple[Any, Any]) -> None:
+def test_a_keyless_run_refused_by_its_host_says_no_key_was_given(
+    two_hosts: tuple[Any, Any],
+) -> None:
     one, _ = two_hosts
     origin = one.base_url.removesuffix("/v1")
     result = oma("run", "-m", "openai-compatible:m", "--base-url", one.base_url, "hi")
     assert result.exit_code == 1
     assert result.stderr.splitlines()[-1].endswith(
-        "(no key was sent; store one for this host with: oma keys set openai-compatible "
+        "(no key was given; store one for this host with: oma keys set openai-compatible "
         f"--base-url {origin})"
     )
 

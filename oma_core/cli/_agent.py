@@ -17,7 +17,8 @@ hint for a person, kept out of scripts' and pipes' stderr. ``-p echo`` chooses i
 - the key: ``--api-key``, else the key stored for the provider and the base URL's host,
   else the provider's environment variable (read by the plugin), else the key stored with
   ``oma keys set PROVIDER`` when the run talks to the provider's own host
-  (``_keys.KeyResolver``; a note says so when that key was held back from another host).
+  (``_keys.KeyResolver``; a note says so when that key was held back from another host);
+  ``--api-key`` gives a warning: other processes of the user can read it in /proc.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ provider's own stored key, only when the run talks to the provider's default hos
 URL, or one of the origin of ``ProviderSpec.default_base_url``). A provider-wide key is
 never sent to another host: a custom base URL (``--base-url``, or one ``-c`` reuses) gets a
 key stored for its origin, or none. A key is never printed (but by ``oma keys get``), logged
-or put in an error.
+or put in an error: a key the host refuses (HTTP 401/403) is named by where it came from, with
+the command that replaces it (``key_advice``).
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def key_advice(error: object, agent: Agent) -> str:
     if config.api_key is None:
         variable = next((v for v in spec.key_variables if os.environ.get(v)), None)
         if variable is None:
-            return f" (no key was sent; store one for this host with: {for_host})"
+            return f" (no key was given; store one for this host with: {for_host})"
         if custom is None:  # the variable comes before the provider's stored key
             return (
                 f" (the key in ${variable} was refused; set {variable} to a valid key, or "
