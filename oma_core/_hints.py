@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from .errors import NotRegisteredError
+from .errors import MediaTooLargeError, NotRegisteredError, UnsupportedContentBlockError
+
+if TYPE_CHECKING:
+    from .capabilities import ProviderSpec
 
 __all__ = [
     "KNOWN_BACKENDS",
@@ -19,6 +22,7 @@ __all__ = [
     "KNOWN_TOOLSETS",
     "not_registered",
     "suggest",
+    "takers_hint",
 ]
 
 #: Provider names the plugins of this repository register, and the distribution of each
@@ -53,7 +57,6 @@ KNOWN_BACKENDS: Final[Mapping[str, str]] = {"acp": "oma-acp", "process": "oma-pr
 KNOWN_TOOLSETS: Final[Mapping[str, str]] = {"mcp": "oma-mcp"}
 
 
-#: Model-name beginnings and the provider that serves them, to suggest ``provider:model``.
 def suggest(name: str, names: Iterable[str]) -> tuple[str, ...]:
     """The names close to ``name`` (difflib's did-you-mean), closest first, at most three."""
     return tuple(difflib.get_close_matches(name, list(names), n=3, cutoff=0.7))
@@ -96,3 +99,33 @@ def not_registered(
         suggestions=suggestions,
         distribution=distribution,
     )
+
+
+#: The block types of media, whose refusal names the providers that take them, as said.
+_MEDIA = {"image": "images", "video": "video", "document": "documents", "audio": "audio"}
+
+
+def takers_hint(error: BaseException, specs: Mapping[str, ProviderSpec] | None = None) -> str:
+    """For a provider that refused a kind of media outright (``UnsupportedContentBlockError``
+    "not supported", not a size or a source): ``; providers that take audio: ...``, those of
+    ``specs`` (default: the installed ones) whose user messages carry it (the offline and
+    test providers, which carry everything, left out); else ""."""
+    from .capabilities import Capabilities
+
+    if not isinstance(error, UnsupportedContentBlockError) or isinstance(error, MediaTooLargeError):
+        return ""
+    if error.block_type not in _MEDIA or not (error.detail or "").startswith("not supported"):
+        return ""
+    if specs is None:
+        from .plugins import PluginHost
+
+        specs = PluginHost.default().provider_specs()
+    everything = Capabilities.everything()
+    takers = sorted(
+        name
+        for name, spec in specs.items()
+        if spec.capabilities != everything and spec.capabilities.find(error.block_type, "user")
+    )
+    if not takers:
+        return ""
+    return f"; providers that take {_MEDIA[error.block_type]}: {', '.join(takers)}"

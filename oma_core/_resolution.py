@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from ._hints import KNOWN_BACKENDS, KNOWN_DISTRIBUTIONS, not_registered, suggest
+from ._origin import custom_host
 from .errors import MissingKeyError, MissingProviderError, OptionTypeError, UnknownOptionError
 
 if TYPE_CHECKING:
@@ -108,18 +109,24 @@ def check_provider_options(spec: ProviderSpec, options: Mapping[str, object]) ->
 
 
 def check_api_key(
-    spec: ProviderSpec, api_key: str | None, environ: Mapping[str, str] | None = None
+    spec: ProviderSpec,
+    api_key: str | None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    base_url: str | None = None,
 ) -> None:
     """Raise ``MissingKeyError`` when ``spec`` needs a key and neither ``api_key`` nor any of
     its ``api_key_env`` variables (in ``environ``, the process environment by default) holds
-    one. The error names where a key comes from, never a key."""
+    one. The error names where a key comes from (for a ``base_url`` of another host than the
+    provider's own, a key for that host's origin), never a key."""
     if not spec.requires_api_key or api_key:
         return
     env = os.environ if environ is None else environ
     variables = spec.key_variables
     if any(env.get(variable) for variable in variables):
         return
-    raise MissingKeyError(spec.name, variables, display_name=spec.display_name)
+    host = custom_host(base_url, spec.default_base_url)
+    raise MissingKeyError(spec.name, variables, display_name=spec.display_name, host=host)
 
 
 def provider_settings(

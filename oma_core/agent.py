@@ -380,7 +380,7 @@ class Agent(Generic[OutputT]):
         """A provider that needs a key and has none raises ``MissingKeyError`` when a run
         starts, before any hook or request."""
         if self._spec is not None and self._spec.requires_api_key:
-            check_api_key(self._spec, self.config.api_key)
+            check_api_key(self._spec, self.config.api_key, base_url=self.config.base_url)
 
     def _run_target(self) -> ModelTarget | BackendTarget:
         """What a run talks to. An agent made for one run does not keep what it made: the

@@ -10,7 +10,7 @@ OmaError                                   code, retryable, status
 │   │   ├── NotRegisteredError             kind, suggestions, distribution: no such provider/backend
 │   │   ├── UnknownOptionError             options, accepted, suggestions: a provider_options typo
 │   │   └── OptionTypeError                option, expected, got: a provider_options value's type
-│   ├── MissingKeyError                    provider, variables: a provider that needs a key has none
+│   ├── MissingKeyError                    provider, variables, host: a needed key is missing
 │   ├── MissingProviderError               model, suggestion: a bare model names no provider
 │   ├── ToolError                          tool: a tool was misdefined (bad calls become results)
 │   ├── OutputTypeError (TypeError)        output_type, reason: an output type with no JSON schema
@@ -246,23 +246,36 @@ class OptionTypeError(PluginError):
 class MissingKeyError(UsageError):
     """A provider that needs an API key has none: not in ``AgentConfig.api_key`` nor in any
     of ``variables`` (the environment variables it reads). Raised when the run starts, before
-    any request; the message says where a key comes from and never holds one."""
+    any request; the message says where a key comes from and never holds one. ``host`` is
+    the origin (``scheme://host[:port]``) of a base URL other than the provider's own: a key
+    for it is stored with ``oma keys set PROVIDER --base-url HOST``."""
 
     code = "MISSING_API_KEY"
 
     def __init__(
-        self, provider: str, variables: Sequence[str] = (), display_name: str | None = None
+        self,
+        provider: str,
+        variables: Sequence[str] = (),
+        display_name: str | None = None,
+        host: str | None = None,
     ) -> None:
         self.provider = provider
         self.variables = tuple(variables)
         self.display_name = display_name
+        self.host = host
         shown = display_name or provider
         where = " or ".join(self.variables)
         env = f"set {where} in the environment, " if where else ""
         super().__init__(
             f"{shown} needs an API key and has none: {env}store one with "
-            f"`oma keys set {provider}`, or pass AgentConfig.api_key"
+            f"`{self.store_command}`, or pass AgentConfig.api_key"
         )
+
+    @property
+    def store_command(self) -> str:
+        """The ``oma keys set`` command that stores a key this run would use."""
+        at = f" --base-url {self.host}" if self.host else ""
+        return f"oma keys set {self.provider}{at}"
 
 
 class MissingProviderError(UsageError):

@@ -457,3 +457,26 @@ def test_no_attach_error_carries_the_payload(raw: bytes, declared: str, option: 
         result = oma("run", option, value)
         for start in range(0, len(payload) - 32, 16):
             assert payload[start : start + 32] not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (["-a", "https://ann:s3cret-pw@host.test/x.png"], "https://ann:***@host.test/x.png"),
+        (["-a", "https://s3cret-pw@host.test/x.png"], "https://***@host.test/x.png"),
+        (["-a", "https://ann:s3cret-pw@host.test/x"], "https://ann:***@host.test/x"),
+        (["--image", "https://ann:s3cret-pw@host.test/x.pdf"], "https://ann:***@host.test/x.pdf"),
+        (
+            ["--attach-type", "https://ann:s3cret-pw@host.test/x", "image/png"],
+            "https://ann:***@host.test/x",
+        ),
+    ],
+)
+def test_a_url_with_a_password_is_refused_without_repeating_it(args: list[str], shown: str) -> None:
+    result = oma("run", "look", *args)
+    assert result.exit_code == 2
+    assert "s3cret-pw" not in result.output
+    assert result.stderr.startswith("error: ") and shown in result.stderr
+    assert result.stderr.count("\n") == 1
+    logs = oma("logs", "--json")
+    assert "s3cret-pw" not in logs.output

@@ -127,6 +127,28 @@ def test_models_default_refuses_a_misspelt_provider_with_a_did_you_mean(cli_home
     assert not (cli_home / "settings.json").exists()
 
 
+def test_models_default_of_a_model_the_provider_does_not_know_stores_it_with_a_did_you_mean(
+    cli_home: Path,
+) -> None:
+    result = oma("models", "default", "openai:gpt-4o-mnii")
+    assert result.exit_code == 0, result.stderr
+    note, stored = result.stderr.splitlines()
+    assert note == (
+        "note: openai does not list gpt-4o-mnii among its known models (did you mean "
+        "gpt-4o-mini?); stored as given: oma models openai lists them"
+    )
+    assert stored.startswith("default model: openai:gpt-4o-mnii (stored in ")
+    assert oma("models", "default").stdout == "openai:gpt-4o-mnii\n"
+
+
+def test_models_default_of_a_known_or_unlike_model_says_no_more(cli_home: Path) -> None:
+    for model in ("openai:gpt-4o", "openai:ft:gpt-4o:acme:x1"):
+        result = oma("models", "default", model)
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr.startswith(f"default model: {model} (stored in ")
+        assert result.stderr.count("\n") == 1
+
+
 def test_models_default_refuses_a_value_without_provider_and_model() -> None:
     result = oma("models", "default", "gpt-4o")
     assert result.exit_code == 2

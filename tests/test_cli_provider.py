@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from oma_core.providers import ProviderRequest, ProviderResponse, ProviderSettin
 #: What the recording provider saw: ("settings", ProviderSettings) and ("request", ...).
 SEEN: list[tuple[str, Any]] = []
 KEY_ENV = "OMA_TEST_RECORDER_KEY"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Recorder:
@@ -49,6 +51,7 @@ class RecorderPlugin:
                 Capabilities.everything(),
                 default_model="rec-1",
                 api_key_env=KEY_ENV,
+                known_models=("rec-1", "rec-big", "rec-mini", "rec-audio", "rec-old"),
             )
         ]
 
@@ -95,6 +98,24 @@ def test_a_model_alone_is_a_usage_error_naming_the_fix_never_echo() -> None:
     assert result.stderr.startswith("error: -m claude-sonnet-4-6 names no provider")
     assert "write -m anthropic:claude-sonnet-4-6 or add -p PROVIDER" in result.stderr
     assert "installed providers: echo, recorder, scripted" in result.stderr
+    assert SEEN == []
+
+
+@pytest.mark.parametrize("env", [False, True])
+def test_a_provider_given_as_the_model_is_named_a_provider_with_a_few_of_its_models(
+    env: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if env:
+        monkeypatch.setenv("OMA_MODEL", "recorder")
+    result = oma("run", *([] if env else ["-m", "recorder"]), "hi")
+    assert result.exit_code == 2
+    where = "$OMA_MODEL=recorder" if env else "-m recorder"
+    assert result.stderr == (
+        f"error: {where} names the provider recorder, not a model: write -m recorder:MODEL "
+        "(its models include rec-1, rec-big, rec-mini, rec-audio; oma models recorder lists "
+        "them), or -p recorder alone for its default model rec-1\n"
+    )
+    assert "PROVIDER:recorder" not in result.stderr
     assert SEEN == []
 
 
@@ -319,6 +340,35 @@ def test_the_provider_key_never_reaches_another_host_and_a_note_says_why(
     assert "oma keys set hosted --base-url " in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("base_url", "store_with"),
+    [
+        (None, "oma keys set hosted"),
+        ("http://u:pw@127.0.0.1:9/v1", "oma keys set hosted --base-url http://127.0.0.1:9"),
+    ],
+)
+def test_api_key_warns_that_other_processes_can_read_it_and_names_the_safer_ways(
+    base_url: str | None, store_with: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HOSTED_TEST_KEY", raising=False)
+    PluginHost.default().register(HostedPlugin(), name="hosted-plugin")
+    given = [] if base_url is None else ["--base-url", base_url]
+    result = oma("run", "-p", "hosted", *given, "--api-key", "sk-on-the-line", "hi")
+    assert result.exit_code == 0, result.output
+    assert settings().api_key == "sk-on-the-line"
+    assert result.stderr == (
+        "warning: --api-key puts the key on the command line, where other processes of your "
+        "user (an MCP server, say) can read it from /proc; store it instead with: "
+        f"{store_with} (or set HOSTED_TEST_KEY)\n"
+    )
+
+
+def test_no_api_key_no_warning() -> None:
+    result = oma("run", "-p", "recorder", "hi")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+
+
 def test_a_key_stored_for_the_host_beats_the_environment_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -367,7 +417,7 @@ class PickyPlugin:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["-o", "bogus", "1", "--api-key", "sk-x"], "no option 'bogus'; did you mean 'bogs'?"),
+        (["-o", "bogus", "1"], "no option 'bogus'; did you mean 'bogs'?"),
         ([], "needs a key: set PICKY_API_KEY"),
     ],
 )
@@ -453,6 +503,33 @@ def test_a_missing_key_is_one_line_naming_the_variables_and_oma_keys_set(
     assert settings().api_key is None  # any of the provider's variables wins over the store
 
 
+def test_a_missing_key_for_a_base_url_names_the_command_for_that_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("KEYED_API_KEY", "KEYED_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    PluginHost.default().register(KeyedPlugin(), name="keyed-plugin")
+    url = "http://user:pw@127.0.0.1:9/v1?token=t0k"
+    fix = "`oma keys set keyed --base-url http://127.0.0.1:9`"
+    result = oma("run", "-p", "keyed", "--base-url", url, "hi")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: Keyed needs an API key and has none")
+    assert fix in result.stderr
+    assert "pw" not in result.stderr and "t0k" not in result.stderr
+    CliRunner().invoke(cli, ["keys", "set", "keyed"], input="sk-keyed-wide\n")
+    again = oma("run", "-p", "keyed", "--base-url", url, "hi")  # the key for its own host
+    assert again.exit_code == 2
+    note, error = again.stderr.splitlines()
+    assert note.startswith("note: the key stored for keyed is sent only to its default host")
+    assert fix in error and "`oma keys set keyed`" not in error
+    assert [kind for kind, _ in SEEN] == []
+    CliRunner().invoke(cli, ["keys", "set", "keyed", "--base-url", url], input="sk-keyed-at\n")
+    assert oma("run", "-p", "keyed", "--base-url", url, "hi").exit_code == 0
+    assert settings().api_key == "sk-keyed-at"
+    got = oma("keys", "get", "keyed", "--base-url", "http://127.0.0.1:9/v1")
+    assert got.stdout == "sk-keyed-at\n"
+
+
 # -- options checked against the provider's declaration, before any request
 
 
@@ -501,6 +578,24 @@ def test_extra_body_fields_reach_the_wire_as_body_fields(openai_server: Any) -> 
     (sent,) = openai_server.requests
     assert sent.json["top_k"] == 5 and sent.json["min_p"] == 0.1
     assert "extra_body" not in sent.json
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_audio_refused_by_a_provider_names_the_providers_that_take_audio(
+    openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPSEEK_API_KEY", os.environ["OPENAI_API_KEY"])  # the fake's key
+    voice = str(ROOT / "examples" / "voice.wav")
+    url = openai_server.base_url
+    result = oma("run", "-m", "deepseek:deepseek-chat", "--base-url", url, "-a", voice, "hi")
+    assert result.exit_code == 2
+    assert result.stderr.startswith('error: DeepSeek cannot represent the "audio" content block')
+    assert result.stderr.endswith(
+        "; providers that take audio: openai, openai-compatible, openrouter, vllm\n"
+    )
+    assert openai_server.requests == []
+    ran = oma("run", "-m", "deepseek:deepseek-chat", "--base-url", url, "hi")
+    assert ran.exit_code == 0, ran.stderr  # the provider itself is fine
 
 
 # -- a key per host, against two real loopback servers
@@ -558,6 +653,115 @@ def test_the_provider_wide_key_is_never_sent_to_a_custom_host(two_hosts: tuple[A
         f"store one for that host with: oma keys set openai --base-url {origin}"
     )
     assert error.startswith("error: OpenAI Chat Completions needs an API key and has none")
+    assert f"`oma keys set openai --base-url {origin}`" in error
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+@pytest.mark.parametrize("where", ["store", "environment", "option"])
+def test_a_refused_key_says_where_it_came_from_and_how_to_replace_it(
+    where: str, two_hosts: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, _ = two_hosts
+    origin = one.base_url.removesuffix("/v1")
+    wrong = "sk-wrong-0123456789"
+    given: list[str] = []
+    if where == "store":
+        store("openai", "--base-url", one.base_url, key=wrong)
+    elif where == "environment":
+        monkeypatch.setenv("OPENAI_API_KEY", wrong)
+    else:
+        given = ["--api-key", wrong]
+    result = oma("run", "-m", "openai:gpt-4o", "--base-url", one.base_url, *given, "hi")
+    assert result.exit_code == 1
+    assert keys_sent(one) == [f"Bearer {wrong}"]
+    assert wrong not in result.output
+    error = result.stderr.splitlines()[-1]
+    assert error.startswith("error: ") and "401" in error
+    said = {
+        "store": (
+            f"the key stored for openai {origin} was refused; replace it with: "
+            f"oma keys set openai --base-url {origin}"
+        ),
+        "environment": (
+            "the key in $OPENAI_API_KEY was refused; set OPENAI_API_KEY to a valid key, or "
+            f"store one for this host with: oma keys set openai --base-url {origin}"
+        ),
+        "option": (
+            "the key given with --api-key was refused; give a valid one, or store it with: "
+            f"oma keys set openai --base-url {origin}"
+        ),
+    }[where]
+    assert error.endswith(f"({said})")
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_a_chat_turn_refused_for_its_key_says_which_key(two_hosts: tuple[Any, Any]) -> None:
+    one, _ = two_hosts
+    origin = one.base_url.removesuffix("/v1")
+    store("openai", "--base-url", one.base_url, key="sk-wrong-for-chat")
+    result = oma("chat", "-m", "openai:gpt-4o", "--base-url", one.base_url, input="hi\n")
+    assert "sk-wrong-for-chat" not in result.output
+    assert (
+        f"(the key stored for openai {origin} was refused; replace it with: "
+        f"oma keys set openai --base-url {origin})"
+    ) in result.stderr
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+def test_a_keyless_run_refused_by_its_host_says_no_key_was_given(
+    two_hosts: tuple[Any, Any],
+) -> None:
+    one, _ = two_hosts
+    origin = one.base_url.removesuffix("/v1")
+    result = oma("run", "-m", "openai-compatible:m", "--base-url", one.base_url, "hi")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1].endswith(
+        "(no key was given; store one for this host with: oma keys set openai-compatible "
+        f"--base-url {origin})"
+    )
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed: a connection is refused)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_task_s_connection_error_names_the_host(
+    as_json: bool, closed_port: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    oma_openai = pytest.importorskip("oma_openai")
+    PluginHost.default().register(oma_openai, name="openai")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-sent-anywhere")
+    agent = {
+        "name": "namer",
+        "provider": "openai",
+        "base_url": f"http://127.0.0.1:{closed_port}/v1",
+        "max_retries": 0,
+    }
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "agents": [agent],
+                "tasks": [{"title": "bird", "description": "Name a bird.", "assignee": "namer"}],
+            }
+        )
+    )
+    result = oma("tasks", *(["--json"] if as_json else []), str(plan))
+    assert result.exit_code == 1
+    if as_json:
+        error = json.loads(result.stdout)["tasks"]["bird"]["error"]
+    else:
+        (error,) = [line for line in result.stdout.splitlines() if "failed" in line]
+    assert "connection error" in error
+    assert error.endswith(f"(connecting to 127.0.0.1:{closed_port})")
 
 
 # -- render: the body a run sends, streaming or not

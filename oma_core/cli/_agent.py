@@ -17,7 +17,8 @@ hint for a person, kept out of scripts' and pipes' stderr. ``-p echo`` chooses i
 - the key: ``--api-key``, else the key stored for the provider and the base URL's host,
   else the provider's environment variable (read by the plugin), else the key stored with
   ``oma keys set PROVIDER`` when the run talks to the provider's own host
-  (``_keys.KeyResolver``; a note says so when that key was held back from another host).
+  (``_keys.KeyResolver``; a note says so when that key was held back from another host);
+  ``--api-key`` gives a warning: other processes of the user can read it in /proc.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import click
 
 from ._exits import note, usage
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..capabilities import ProviderSpec
     from ..plugins import PluginHost
 
 #: ``-o`` names that are ``AgentConfig`` fields, portable across providers.
@@ -67,10 +70,33 @@ def provider_and_model(
     except MissingProviderError as exc:  # said the command line's way
         fix = exc.suggestion or f"PROVIDER:{model}"
     where = f"$OMA_MODEL={model}" if from_env else f"-m {model}"
+    spec = host.provider_specs().get(model or "")
+    if spec is not None:
+        usage(f"{where} names the provider {spec.name}, not a model: {_provider_models(spec)}")
     installed = ", ".join(sorted(host.provider_specs())) or "none"
     usage(
         f"{where} names no provider: write -m {fix} or add -p PROVIDER "
         f"(installed providers: {installed})"
+    )
+
+
+#: How many of a provider's known models a hint names.
+_MODELS_SHOWN = 4
+
+
+def _provider_models(spec: ProviderSpec) -> str:
+    """How to name a model of ``spec``: ``-m NAME:MODEL`` with a few of its known models,
+    or ``-p NAME`` alone for its default."""
+    name = spec.name
+    shown = spec.known_models[:_MODELS_SHOWN]
+    models = ""
+    if shown:
+        more = "include " if len(spec.known_models) > len(shown) else "are "
+        models = f" (its models {more}{', '.join(shown)}; oma models {name} lists them)"
+    if spec.default_model is None:
+        return f"write -m {name}:MODEL{models}"
+    return f"write -m {name}:MODEL{models}, or -p {name} alone for its default model " + (
+        spec.default_model
     )
 
 
@@ -86,6 +112,25 @@ def _stderr_is_a_terminal() -> bool:
 def _key_in_environment(provider: str, host: PluginHost) -> bool:
     spec = host.provider_specs().get(provider)
     return spec is not None and any(os.environ.get(name) for name in spec.key_variables)
+
+
+def _warn_of_api_key(provider: str, base_url: str | None, host: PluginHost) -> None:
+    """``--api-key`` lands in this process's command line, which every process of the same
+    user (an MCP server this run starts, say) can read in /proc: one warning line naming
+    the safer ways, the keys store for the run's host and the provider's variable."""
+    from .._origin import custom_host
+
+    spec = host.provider_specs().get(provider)
+    default = spec.default_base_url if spec is not None else None
+    at = custom_host(base_url, default)
+    store = f"oma keys set {provider}" + (f" --base-url {at}" if at else "")
+    variables = spec.key_variables if spec is not None else ()
+    env = f" (or set {' or '.join(variables)})" if variables else ""
+    click.echo(
+        "warning: --api-key puts the key on the command line, where other processes of your "
+        f"user (an MCP server, say) can read it from /proc; store it instead with: {store}{env}",
+        err=True,
+    )
 
 
 def parse_value(text: str) -> Any:
@@ -146,6 +191,8 @@ def make_agent(
         note("no model configured: the offline echo provider answers (oma models default sets one)")
     portable, provider_options = split_options(options.options)
     api_key = options.api_key
+    if api_key is not None:
+        _warn_of_api_key(provider, options.base_url, host)
     if backend is None:
         resolver = KeyResolver(host)
         api_key = resolver.key(provider, api_key, options.base_url)

@@ -147,13 +147,30 @@ def _option(family: Family | None) -> str:
 
 
 def shown(value: str) -> str:
-    """An attachment as messages name it: a ``data:`` URL without its payload."""
+    """An attachment as messages name it: a ``data:`` URL without its payload, a URL's user
+    info blanked (``https://user:***@host/...``: a password is never repeated)."""
     inline = _DATA_URL.match(value)
     if inline:
         return f"data:{inline.group(1)};base64,... ({len(value)} characters)"
+    value = _blank_user_info(value)
     if len(value) > 200:
         return f"{value[:160]}... ({len(value)} characters)"
     return value
+
+
+#: A URL's scheme and user info: everything up to the last "@" before the path, query or
+#: fragment (``user:p@ss@host``: all of ``user:p@ss``).
+_USER_INFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)([^/?#]*)@")
+
+
+def _blank_user_info(value: str) -> str:
+    """``value`` with a URL's password (or a user name alone, often a token) as ``***``."""
+    found = _USER_INFO.match(value)
+    if found is None:
+        return value
+    user, colon, _ = found.group(2).partition(":")
+    blank = f"{user}:***" if colon else "***"
+    return f"{found.group(1)}{blank}@{value[found.end() :]}"
 
 
 @contextmanager
@@ -254,8 +271,10 @@ def _from_url(url: str, family: Family | None, stated: str | None) -> ContentBlo
     the image, video, document and audio tables, in that order (``--image``/``--video``: in
     that family's only)."""
     from .. import media
+    from .._checks import check_url
     from ..errors import InvalidMessageError
 
+    check_url(url, "")  # a URL refused (user info, not http) before its type is guessed
     media_type = stated or _guess(url, (family,) if family else _FAMILIES)
     if media_type is None and family is not None:
         other = _guess(url, _FAMILIES)

@@ -262,6 +262,7 @@ class _Chat:
         """One ``error:`` line for a failed turn; a configuration mistake, which every later
         turn would meet too (no key, no model, an unknown provider or option), exits 2."""
         from ..errors import MissingKeyError, MissingProviderError, PluginError, UsageError
+        from ._keys import key_advice
 
         if isinstance(error, MissingKeyError | MissingProviderError | PluginError):
             usage(usage_text(error))
@@ -271,7 +272,7 @@ class _Chat:
         if isinstance(error, UsageError):
             text = usage_text(error)
         else:
-            text = explained(error, self.endpoint)
+            text = explained(error, self.endpoint) + key_advice(error, self.agent)
         click.echo(f"error: {' '.join(text.split())}", err=True)
 
     def close(self) -> None:

@@ -137,9 +137,11 @@ def usage_text(error: BaseException) -> str:
         env = f"set {where} in the environment or " if where else ""
         return (
             f"{shown} needs an API key and has none: {env}store one with "
-            f"`oma keys set {error.provider}` (--api-key KEY is the last resort)"
+            f"`{error.store_command}` (--api-key KEY is the last resort)"
         )
-    return in_command_words(str(error))
+    from .._hints import takers_hint
+
+    return in_command_words(str(error)) + takers_hint(error)
 
 
 def missing_model(error: object, agent: Agent) -> str | None:

@@ -14,7 +14,8 @@ provider's own stored key, only when the run talks to the provider's default hos
 URL, or one of the origin of ``ProviderSpec.default_base_url``). A provider-wide key is
 never sent to another host: a custom base URL (``--base-url``, or one ``-c`` reuses) gets a
 key stored for its origin, or none. A key is never printed (but by ``oma keys get``), logged
-or put in an error.
+or put in an error: a key the host refuses (HTTP 401/403) is named by where it came from, with
+the command that replaces it (``key_advice``).
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .._origin import custom_host, origin
 from ._exits import command_guard, stdin_is_piped, usage
 from ._keystore import KeysFileError, KeyStore
 from ._paths import keys_path
 
 if TYPE_CHECKING:
+    from ..agent import Agent
     from ..plugins import PluginHost
 
 
@@ -79,7 +82,9 @@ class KeyResolver:
             return None
         if provider not in self._stored(strict=False):
             return None
-        where = origin(base_url) or base_url
+        where = origin(base_url)
+        if where is None:  # never the URL itself: it may hold a password or a token
+            return None
         return (
             f"the key stored for {provider} is sent only to its default host, not to {where}; "
             f"store one for that host with: oma keys set {provider} --base-url {where}"
@@ -107,30 +112,52 @@ class KeyResolver:
         return self._keys
 
 
-#: The port a scheme uses when a URL names none (dropped from an origin).
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+def key_advice(error: object, agent: Agent) -> str:
+    """For a run its host refused for its key (``ProviderError`` HTTP 401 or 403): `` (...)``
+    saying where the key came from (``--api-key``, the environment variable by name, or the
+    store and for which host) and the command that replaces it; never the key. Else ""."""
+    from ..errors import ProviderError
 
-
-def origin(url: str | None) -> str | None:
-    """``url``'s normalised origin, ``scheme://host[:port]`` (lower case, the scheme's
-    default port dropped, no user info, path or query), or None when it has none: the unit a
-    stored key is bound to, as a browser binds credentials."""
-    from urllib.parse import urlsplit
-
-    if not url:
-        return None
+    config = agent.config
+    if not isinstance(error, ProviderError) or error.status_code not in (401, 403):
+        return ""
+    if config.backend is not None or not isinstance(config.provider, str):
+        return ""
+    spec = agent.plugins.provider_specs().get(config.provider)
+    if spec is None:
+        return ""
+    name, custom = spec.name, custom_host(config.base_url, spec.default_base_url)
+    for_host = f"oma keys set {name}" + (f" --base-url {custom}" if custom else "")
+    if config.api_key is None:
+        variable = next((v for v in spec.key_variables if os.environ.get(v)), None)
+        if variable is None:
+            return f" (no key was given; store one for this host with: {for_host})"
+        if custom is None:  # the variable comes before the provider's stored key
+            return (
+                f" (the key in ${variable} was refused; set {variable} to a valid key, or "
+                f"unset it and store one with: {for_host})"
+            )
+        return (
+            f" (the key in ${variable} was refused; set {variable} to a valid key, or store "
+            f"one for this host with: {for_host})"
+        )
     try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        return None
-    scheme, host = parts.scheme.lower(), parts.hostname
-    if scheme not in _DEFAULT_PORTS or not host:
-        return None
-    if ":" in host:  # IPv6
-        host = f"[{host}]"
-    shown_port = "" if port is None or port == _DEFAULT_PORTS[scheme] else f":{port}"
-    return f"{scheme}://{host}{shown_port}"
+        stored, _ = KeyStore.default().read()
+    except KeysFileError:
+        stored = {}
+    where = origin(config.base_url or spec.default_base_url)
+    entries = [host_entry(name, where)] if where is not None else []
+    if custom is None:
+        entries.append(name)
+    entry = next((e for e in entries if stored.get(e) == config.api_key), None)
+    if entry is None:
+        return (
+            f" (the key given with --api-key was refused; give a valid one, or store it with: "
+            f"{for_host})"
+        )
+    at = entry.partition("@")[2]
+    again = f"oma keys set {name}" + (f" --base-url {at}" if at else "")
+    return f" (the key stored for {_shown(entry)} was refused; replace it with: {again})"
 
 
 def host_entry(provider: str, where: str) -> str:

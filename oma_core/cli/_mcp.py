@@ -4,7 +4,9 @@ and ``oma mcp list``.
 The core never imports a plugin: the servers are built through the ``mcp`` toolset kind a
 plugin registers (``oma_register_toolsets``; oma-mcp does), so a missing plugin is the usual
 "not installed" error with its install hint. A command is split like a shell would
-(``shlex``): ``--mcp 'python server.py --flag'`` runs ``python`` with two arguments.
+(``shlex``): ``--mcp 'python server.py --flag'`` runs ``python`` with two arguments. A server
+that cannot start (a wrong command or URL) ends ``oma run`` with status 2, a configuration
+mistake (``server_failed``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import click
 
@@ -21,9 +23,10 @@ from ._exits import command_guard, usage
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..errors import OmaError
     from ..plugins import PluginHost
 
-__all__ = ["mcp", "mcp_configs", "mcp_options", "with_mcp"]
+__all__ = ["mcp", "mcp_configs", "mcp_options", "server_failed", "with_mcp"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -110,6 +113,19 @@ def build_toolsets(
         except (ToolError, TypeError, ValueError) as exc:
             usage(f"{where}: {exc}")
     return toolsets
+
+
+#: The code of the error the MCP plugin raises when a server cannot be started, initialised
+#: or listed (``MCPServerError``, which the core cannot import).
+SERVER_ERROR = "MCP_SERVER_ERROR"
+
+
+def server_failed(error: object) -> TypeGuard[OmaError]:
+    """Whether ``error`` is an MCP server that could not start: a configuration mistake of
+    ``--mcp``/``--mcp-http`` (a wrong command or URL), exit 2 like any other."""
+    from ..errors import OmaError
+
+    return isinstance(error, OmaError) and error.code == SERVER_ERROR
 
 
 def with_mcp(

@@ -100,9 +100,28 @@ def _default(words: tuple[str, ...]) -> None:
     provider, colon, model = words[0].partition(":")
     if not colon or not provider or not model.strip():
         usage(f"{words[0]!r} is not PROVIDER:MODEL (for example openai:gpt-4o-mini)")
-    _check_provider(provider, PluginHost.default().provider_specs())
+    specs = PluginHost.default().provider_specs()
+    _check_provider(provider, specs)
+    _unknown_model_note(specs[provider], model)
     path = store_default_model(words[0])
     click.echo(f"default model: {words[0]} (stored in {path})", err=True)
+
+
+def _unknown_model_note(spec: ProviderSpec, model: str) -> None:
+    """A note when ``model`` is not among ``spec``'s known models but close to one (a typo,
+    probably: the closest is named); the model is stored all the same: a provider serves
+    more models than it lists (a new one, a fine-tuned one)."""
+    from .._resolution import suggest
+    from ._exits import note
+
+    if model in spec.known_models:
+        return
+    close = suggest(model, spec.known_models)
+    if close:
+        note(
+            f"{spec.name} does not list {model} among its known models (did you mean "
+            f"{close[0]}?); stored as given: oma models {spec.name} lists them"
+        )
 
 
 def _entry(spec: ProviderSpec) -> dict[str, Any]:

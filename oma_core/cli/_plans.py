@@ -281,8 +281,8 @@ def _problem(error: OmaError, base_url: str | None = None) -> str:
     """An agent's error in the words of a plan or agents file (its ``api_key`` field); a
     missing key's way out names the agent's host when it has its own (a key stored for the
     provider is sent only to the provider's default host)."""
+    from .._origin import origin
     from ..errors import MissingKeyError
-    from ._keys import origin
 
     if isinstance(error, MissingKeyError):
         shown = error.display_name or error.provider

@@ -219,13 +219,20 @@ def run(
     if not result.success:
         error = result.status.error
         from ..errors import UsageError
+        from ._keys import key_advice
+        from ._mcp import server_failed
 
-        if isinstance(error, UsageError):  # a configuration mistake found at run start
+        # a configuration mistake found at run start (an MCP server that cannot start too)
+        if isinstance(error, UsageError) or server_failed(error):
             usage(usage_text(error))
         no_model = missing_model(error, agent)
         if no_model is not None:
             usage(no_model)
-        fail(explained(error, endpoint) if error is not None else result.status.code)
+        fail(
+            explained(error, endpoint) + key_advice(error, agent)
+            if error is not None
+            else result.status.code
+        )
 
 
 def _output_schema(schema: str | None, multi: str | None) -> dict[str, Any] | None:

@@ -13,12 +13,13 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ..errors import OmaError
+from ._hosts import endpoints, host_of_plugins, hosts_named, with_host
 from ._live import Prices, RunView, TaskBoard, printable, printable_json
 from ._plans import (
     agent_config,
@@ -54,10 +55,12 @@ def _value(text: str) -> Any:
         return text
 
 
-def _orchestrator(settings: RunOptions, view: RunView) -> OpenMultiAgent:
+def _orchestrator(
+    settings: RunOptions, view: RunView, hosts: Mapping[str, str] | None = None
+) -> OpenMultiAgent:
     from ..orchestrator import OpenMultiAgent
 
-    kwargs: dict[str, Any] = {"on_progress": view}
+    kwargs: dict[str, Any] = {"on_progress": hosts_named(view, hosts or {})}
     if settings.prices is not None:
         prices = settings.prices
         kwargs["estimate_cost"] = lambda usage, ctx: prices.cost(
@@ -194,11 +197,16 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def _finish(outcome: TeamRunResult, board: TaskBoard, options: RunOptions, answer: bool) -> None:
+def _finish(
+    outcome: TeamRunResult,
+    board: TaskBoard,
+    options: RunOptions,
+    answer: bool,
+    hosts: Mapping[str, str] | None = None,
+) -> None:
     if options.as_json:
-        click.echo(
-            printable_json(json.dumps(result_json(outcome, board), ensure_ascii=False, indent=2))
-        )
+        shown = result_json(outcome, board, hosts)
+        click.echo(printable_json(json.dumps(shown, ensure_ascii=False, indent=2)))
     elif answer:
         if outcome.output:
             click.echo(outcome.output)
@@ -225,8 +233,12 @@ def _echo_results(outcome: TeamRunResult) -> None:
             click.echo(f"\n## {printable(task.title)}\n{record.output}")
 
 
-def result_json(outcome: TeamRunResult, board: TaskBoard) -> dict[str, Any]:
-    """The ``TeamRunResult`` as JSON: each task's status, output, attempts, usage and error."""
+def result_json(
+    outcome: TeamRunResult, board: TaskBoard, hosts: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The ``TeamRunResult`` as JSON: each task's status, output, attempts, usage and error
+    (a connection error naming its agent's host, from ``hosts``)."""
+    hosts = hosts or {}
 
     def usage(value: Any) -> dict[str, int]:
         return {"input_tokens": value.input_tokens, "output_tokens": value.output_tokens}
@@ -241,7 +253,9 @@ def result_json(outcome: TeamRunResult, board: TaskBoard) -> dict[str, Any]:
             "assignee": record.assignee,
             "attempts": record.attempts,
             "output": record.output,
-            "error": None if record.error is None else str(record.error),
+            "error": None
+            if record.error is None
+            else with_host(record.error, hosts.get(record.assignee or "")),
             "usage": usage(record.usage),
             "cost": price(record.usage),
         }
@@ -311,14 +325,15 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
         board.add(spec.title, spec.assignee or team.agents[index % len(team.agents)].name)
     team, _ = with_keys(team, None)
     _interruptible(check_agents(team.agents))
+    hosts = endpoints(team.agents, host_of_plugins())
     view = _view(board, settings.as_json)
-    oma = _orchestrator(settings, view)
+    oma = _orchestrator(settings, view, hosts)
 
     async def run() -> TeamRunResult:
         async with oma, view:
             return await oma.run_tasks(team, checked, budget=settings.budget)
 
-    _finish(_execute(view, run), board, settings, answer=False)
+    _finish(_execute(view, run), board, settings, answer=False, hosts=hosts)
 
 
 @click.command()
@@ -355,8 +370,9 @@ def team(
     team, coordinator = with_keys(team, coordinator)
     _interruptible(check_agents([*team.agents, *([coordinator] if coordinator else [])]))
     board = _board(team, settings, coordinator.name if coordinator else "coordinator")
+    hosts = endpoints([*team.agents, coordinator], host_of_plugins())
     view = _view(board, settings.as_json)
-    oma = _orchestrator(settings, view)
+    oma = _orchestrator(settings, view, hosts)
 
     async def run() -> TeamRunResult:
         async with oma, view:
@@ -370,4 +386,4 @@ def team(
             after = f" (after {', '.join(task.depends_on)})" if task.depends_on else ""
             line = f"- {task.title} [{task.assignee or 'anyone'}]{after}: {task.description}"
             click.echo(printable(line))
-    _finish(outcome, board, settings, answer=not plan_only)
+    _finish(outcome, board, settings, answer=not plan_only, hosts=hosts)

@@ -70,7 +70,7 @@ def test_oma_render_full_is_the_body_received_byte_for_byte(
     ran = runner.invoke(cli, ["run", "--no-stream", *args])
     assert ran.exit_code == 0, ran.output
     [request] = server.requests
-    body = json.loads(rendered.output)
+    body = json.loads(rendered.stdout)
     data = body["messages"][0]["content"][1]["source"]["data"]
     assert base64.b64decode(data) == PNG
     wire = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
@@ -112,7 +112,7 @@ def test_oma_run_attach_report_pdf_reaches_the_service_as_a_base64_document(
     ran = CliRunner().invoke(cli, ["run", *no_stream, *args])
     assert ran.exit_code == 0, ran.output
     [request] = server.requests
-    body = json.loads(rendered.output)
+    body = json.loads(rendered.stdout)
     assert body["messages"][0]["content"][1] == {
         "type": "document",
         "source": {

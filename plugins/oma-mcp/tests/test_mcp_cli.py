@@ -262,3 +262,19 @@ def test_a_bad_mcp_section_is_refused_before_anything_starts(
 
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_run_with_an_mcp_server_that_cannot_start_exits_2_naming_it(
+    streamed: bool, providers: list[Any]
+) -> None:
+    given = [] if streamed else ["--no-stream"]
+    result = oma(
+        "run", "-p", "scripted", *_script("never"), *given, "--mcp", "/nonexistent/x", "hi"
+    )
+
+    assert result.exit_code == 2, result.output  # a configuration mistake, not a failed run
+    assert result.stderr.startswith("error: MCP server ")
+    assert "could not be started" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert all(not p.requests for p in providers)

@@ -144,7 +144,7 @@ def test_cli_render_full_equals_the_body_sent(tmp_path: Path) -> None:
         ran = runner.invoke(cli, ["run", "--no-stream", "--base-url", server.base_url, *args])  # type: ignore[attr-defined]
         assert ran.exit_code == 0, ran.output
         [req] = server.requests
-    body = json.loads(rendered.output)
+    body = json.loads(rendered.stdout)
     assert body["messages"][1]["content"][1]["image_url"]["url"].endswith(PNG_B64)
     assert json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() == req.body
 
