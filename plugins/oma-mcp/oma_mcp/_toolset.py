@@ -59,6 +59,9 @@ MAX_RESTART_DELAY = 30.0
 #: how the toolset waits before a restart (one name, so tests can see the delays)
 _sleep = asyncio.sleep
 
+#: what the SDK says for an HTTP error reply that is not JSON-RPC
+_HTTP_STAND_IN = "Server returned an error response"
+
 #: the supervisor a stdio server runs under on Linux (see its module)
 _SUPERVISOR = Path(__file__).with_name("_supervise.py")
 
@@ -309,7 +312,7 @@ class MCPToolset:
             except MCPError as error:
                 elapsed = asyncio.get_running_loop().time() - started
                 if connection.alive():  # an answer (the SDK's own timeout is one)
-                    return _call_error(tool_name, error, elapsed, limit)
+                    return _call_error(tool_name, connection.told(error), elapsed, limit)
                 expired = connection.session_expired()
                 await self._lost(state, connection)
                 if expired and attempt == 1:  # the server forgot the session: a new one
@@ -458,6 +461,15 @@ class _Connection:
     def session_expired(self) -> bool:
         """The HTTP server answered that it does not know the session (it restarted)."""
         return isinstance(self._link, HttpLink) and self._link.session_expired()
+
+    def told(self, error: MCPError) -> MCPError:
+        """``error`` in the server's words: the SDK answers an HTTP error reply that is not
+        JSON-RPC with a stand-in ("Server returned an error response"); the reply's status
+        and the start of its body, which the transport kept, say more."""
+        link = self._link
+        if isinstance(link, HttpLink) and link.failure and error.message == _HTTP_STAND_IN:
+            return MCPError(error.code, _scrubbed(link.failure, self._toolset), error.data)
+        return error
 
     async def start(self) -> None:
         toolset = self._toolset

@@ -7,15 +7,19 @@ bounded time (an outer 30 s that a passing test never approaches) and bounded me
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
+import subprocess
 import sys
+import time
 import tracemalloc
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_processes import alive, descendants
+from mcp_processes import SERVER, alive, descendants, free_port
 from oma_mcp import MCPServerError, MCPToolset
 
 HOSTILE = Path(__file__).with_name("hostile_server.py")
@@ -193,3 +197,99 @@ async def test_error_32001_from_the_server_is_its_error_not_a_timeout(hostile: H
 
     assert answer.is_error and "failed: busy, retry (error -32001)" in answer.content
     assert "timed out" not in answer.content
+
+
+# -- HTTP --------------------------------------------------------------------------------------
+
+HOSTILE_HTTP = Path(__file__).with_name("hostile_http_server.py")
+
+
+@contextlib.contextmanager
+def _serving(script: Path, *args: str, port: int | None = None) -> Iterator[str]:
+    """``python SCRIPT ... PORT`` (toy_server.py takes ``http PORT``), up to 60 s to start,
+    stopped after; its URL."""
+    port = port or free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(script), *args, str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{script.name} did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def test_an_http_reply_that_is_a_gzip_bomb_fails_its_request_in_bounded_memory() -> None:
+    with _serving(HOSTILE_HTTP) as url:  # 128 KiB on the wire, 128 MiB inflated
+        server = MCPToolset.http(url, max_message_bytes=MiB)
+        tracemalloc.start()
+        try:
+            async with asyncio.timeout(60):
+                with pytest.raises(MCPServerError, match=f"larger than {MiB} bytes decoded"):
+                    await server.list_tools()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            await server.aclose()
+
+    assert peak < 32 * MiB
+
+
+async def test_an_http_server_that_restarts_gets_a_new_session() -> None:
+    port = free_port()
+    with _serving(SERVER, "http", port=port) as url:
+        server = MCPToolset.http(url)
+        tools = {t.name: t for t in await server.list_tools()}
+        first = await tools["echo"].invoke({"text": "before"})
+    try:
+        with _serving(SERVER, "http", port=port):  # the same URL; the session is unknown
+            async with asyncio.timeout(30):
+                second = await tools["echo"].invoke({"text": "after"})
+    finally:
+        await server.aclose()
+
+    assert first.content == "before"
+    assert not second.is_error and second.content == "after"
+
+
+async def test_an_http_error_reply_keeps_the_servers_words() -> None:
+    with _serving(HOSTILE_HTTP, "0") as url:
+        async with MCPToolset.http(url) as server:
+            tools = {t.name: t for t in await server.list_tools()}
+            async with asyncio.timeout(30):
+                answer = await tools["down"].invoke({})
+
+    assert answer.is_error
+    assert "HTTP 500: database is down; try again in an hour" in answer.content
+
+
+async def test_a_400_that_says_the_session_is_unknown_gets_a_new_session() -> None:
+    with _serving(HOSTILE_HTTP, "0") as url:
+        first = MCPToolset.http(url)
+        second = MCPToolset.http(url)  # its initialize makes the first one's session stale
+        try:
+            tools = {t.name: t for t in await first.list_tools()}
+            await second.list_tools()
+            async with asyncio.timeout(30):
+                answer = await tools["down"].invoke({})
+        finally:
+            await first.aclose()
+            await second.aclose()
+
+    # a new session, and the call went through on it (to the server's own failure)
+    assert answer.is_error and "HTTP 500: database is down" in answer.content
