@@ -47,7 +47,7 @@ def sleeper(**options: object) -> int:
 
 def main() -> None:
     if MODE == "setsid-before-init":
-        sleeper(start_new_session=True, stdout=subprocess.DEVNULL)
+        sleeper(start_new_session=True)  # holds stdout open, out of the group
         os._exit(5)
     for line in sys.stdin:
         message = json.loads(line)
