@@ -137,34 +137,48 @@ def _hooks(link: HttpLink, name: str, max_message: int) -> dict[str, list[Any]]:
 
 
 class _Bounded(httpx2.AsyncByteStream):
-    """A reply's body read through a ``BodyReader``: decoded pieces, counted."""
+    """A reply's body read through a ``BodyReader``: decoded pieces, counted. An iterator
+    object, not an async generator: httpx2 may leave it unfinished, and a generator left open
+    would be finalised late by the garbage collector."""
 
     def __init__(self, stream: Any, reader: BodyReader, name: str, limit: int) -> None:
         self._stream = stream
         self._reader = reader
         self._name = name
         self._limit = limit
+        self._chunks: Any = None
+        self._pieces: Iterator[bytes] = iter(())
+        self._ended = False
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for raw in self._stream:
-                for piece in self._pieces(self._reader.feed, raw):
-                    yield piece
-            for piece in self._pieces(lambda _: self._reader.end(), b""):
-                yield piece
-        finally:
-            await self._stream.aclose()
+    def __aiter__(self) -> _Bounded:
+        self._chunks = self._stream.__aiter__()
+        return self
 
-    def _pieces(self, make: Callable[[bytes], Iterator[bytes]], raw: bytes) -> Iterator[bytes]:
-        try:
-            yield from make(raw)
-        except ProviderError as error:
-            if "exceeds the limit" in str(error):
-                raise ReplyTooLarge(
-                    f"MCP server {self._name!r} sent a reply larger than {self._limit} bytes "
-                    "decoded (max_message_bytes)"
-                ) from None
-            raise ReplyTooLarge(f"MCP server {self._name!r} sent a malformed reply") from None
+    async def __anext__(self) -> bytes:
+        while True:
+            try:
+                piece = next(self._pieces, None)
+            except ProviderError as error:
+                raise self._refused(error) from None
+            if piece is not None:
+                return piece
+            if self._ended:
+                raise StopAsyncIteration
+            try:
+                raw = await self._chunks.__anext__()
+            except StopAsyncIteration:
+                self._ended = True
+                self._pieces = self._reader.end()
+                continue
+            self._pieces = self._reader.feed(raw)
+
+    def _refused(self, error: ProviderError) -> ReplyTooLarge:
+        if error.retryable:  # the core's malformed body: corrupt, or not UTF-8
+            return ReplyTooLarge(f"MCP server {self._name!r} sent a malformed reply: {error}")
+        return ReplyTooLarge(
+            f"MCP server {self._name!r} sent a reply larger than {self._limit} bytes decoded "
+            "(max_message_bytes)"
+        )
 
     async def aclose(self) -> None:
         await self._stream.aclose()
