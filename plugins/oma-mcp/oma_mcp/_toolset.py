@@ -7,10 +7,18 @@ task whatever task first needed them. Runs that share the toolset object share t
 What cannot leak: the connection is closed by ``aclose`` (or leaving ``async with``), and at
 the latest when its event loop ends — ``asyncio.run`` cancels the connection's task, which
 then closes the session and stops the server the SDK's way: stdin closed, a grace period,
-then the process group terminated and killed. A server that dies is restarted on the next
-use, at most ``max_restarts`` times in a row, after a delay that doubles each time; a call
+then the process group terminated and killed (``_stdio``; on Linux the server runs under a
+subreaper, ``_supervise``, so children that left the group go with it too). A server that
+dies is noticed at once (its exit ends the requests it had) and restarted on the next use,
+at most ``max_restarts`` times in a row, after a delay that doubles each time; a call
 answered after a restart clears the count (a server that crashed three times over a day of
 healthy calls is still restarted the fourth time).
+
+Every request has a deadline: a tool call ``timeout``, any other ``request_timeout`` (the
+session's default). An error code is read as the spec and the SDK define it: only a lost
+transport (the process gone, stdout closed, the HTTP session forgotten) is an exit; a
+server's ``-32000`` or ``-32001`` is its own error, and a timeout is the SDK's own clock
+running out.
 """
 
 from __future__ import annotations
@@ -137,6 +145,15 @@ class MCPToolset:
     ) -> None:
         if prefix is not None and (not isinstance(prefix, str) or not prefix):
             raise ToolError(f"an MCP toolset's prefix must be a non-empty str, got {prefix!r}")
+        if (
+            isinstance(max_message_bytes, bool)
+            or not isinstance(max_message_bytes, int)
+            or max_message_bytes <= 0
+        ):
+            raise ToolError(
+                "an MCP toolset's max_message_bytes must be a whole number of bytes > 0, got "
+                f"{max_message_bytes!r}"
+            )
         self._transport = transport
         self.prefix = prefix
         self.name = name or transport.label()
