@@ -4,8 +4,9 @@ Run as ``python -I -S _supervise.py COMMAND ARGS...`` (the toolset does, in a ne
 its own). It becomes a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so every process
 the server starts stays below it even after ``setsid`` and a double fork, then runs the server
 as its child on the same stdin, stdout and stderr (it keeps no end of the pipes itself). When
-the server exits, every process left below is killed and reaped, and the supervisor exits
-with the server's status at once; that exit is what the toolset watches. On SIGTERM (the
+the server exits, every process left below gets SIGTERM, and SIGKILL if it is still there
+1.5 s later; then the supervisor exits with the server's status (at once when nothing was
+left). That exit is what the toolset watches. On SIGTERM (the
 toolset's stop sends it to the process group) the descendants outside the group get SIGTERM
 too, and whatever remains 1.5 s later is killed (before the toolset's own SIGKILL, 2 s on).
 
@@ -55,6 +56,18 @@ def _signal(pids: list[int], signum: int) -> None:
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signum)
+
+
+def _end_all() -> None:
+    """SIGTERM everything below, wait up to ``TERM_GRACE`` for it to go (reaping), then
+    ``_kill_all``."""
+    _signal(_descendants(), signal.SIGTERM)
+    for _ in range(int(TERM_GRACE / 0.01)):
+        _reap()
+        if not _descendants():
+            return
+        time.sleep(0.01)
+    _kill_all()
 
 
 def _kill_all() -> None:
@@ -127,7 +140,7 @@ def main(argv: list[str]) -> int:
         if pid == server:
             code = os.waitstatus_to_exitcode(status)
             break
-    _kill_all()
+    _end_all()
     return code if code >= 0 else 128 - code
 
 

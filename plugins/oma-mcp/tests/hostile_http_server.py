@@ -3,13 +3,14 @@
 Run as ``python hostile_http_server.py [DECODED_MIB] PORT``: it answers ``initialize`` (with
 a new session id each time) and notifications as it should. ``tools/list`` gets
 ``Content-Encoding: gzip`` and a body that inflates to DECODED_MIB MiB (default 128) of one
-JSON reply, unless DECODED_MIB is 0 (then one tool, ``down``). A call to ``down`` gets an
-HTTP 500 in plain text; a call in a session other than the latest gets a plain-text 400 that
-says the session is unknown (as after a restart).
+JSON reply, unless DECODED_MIB is 0 (then the tools ``down`` and ``forget``). A call to
+``down`` gets an HTTP 500 in plain text; ``forget`` makes the server forget every session (as
+a restart does), and a call in a forgotten session gets a plain-text 400 that says so.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import zlib
@@ -18,7 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 PORT = int(sys.argv[-1])
 DECODED_MIB = int(sys.argv[1]) if len(sys.argv) > 2 else 128
 SESSION = ["s0"]
-TOOL = {"name": "down", "description": "Fails.", "inputSchema": {"type": "object"}}
+INITIALIZED = itertools.count(1)
+TOOLS = [
+    {"name": "down", "description": "Fails.", "inputSchema": {"type": "object"}},
+    {"name": "forget", "description": "Forgets.", "inputSchema": {"type": "object"}},
+]
 
 
 def bomb(ident: object) -> bytes:
@@ -44,11 +49,15 @@ class Handler(BaseHTTPRequestHandler):
         if method == "tools/call":
             if self.headers.get("mcp-session-id") != SESSION[0]:
                 self.plain(400, "Bad Request: unknown session id; initialize again")
+            elif message["params"]["name"] == "forget":
+                SESSION[0] = "forgotten"
+                done = {"content": [{"type": "text", "text": "forgotten"}]}
+                self.reply(json.dumps({"jsonrpc": "2.0", "id": ident, "result": done}).encode())
             else:
                 self.plain(500, "database is down; try again in an hour")
             return
         if method == "initialize":
-            SESSION[0] = f"s{int(SESSION[0][1:]) + 1}"
+            SESSION[0] = f"s{INITIALIZED.__next__()}"
             version = message["params"]["protocolVersion"]
             result = {
                 "protocolVersion": version,
@@ -61,7 +70,7 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(bomb(ident), gzip=True)
             return
         if method == "tools/list":
-            tools = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"tools": [TOOL]}})
+            tools = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
             self.reply(tools.encode())
             return
         self.reply(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {}}).encode())

@@ -280,16 +280,12 @@ async def test_an_http_error_reply_keeps_the_servers_words() -> None:
 
 async def test_a_400_that_says_the_session_is_unknown_gets_a_new_session() -> None:
     with _serving(HOSTILE_HTTP, "0") as url:
-        first = MCPToolset.http(url)
-        second = MCPToolset.http(url)  # its initialize makes the first one's session stale
-        try:
-            tools = {t.name: t for t in await first.list_tools()}
-            await second.list_tools()
+        async with MCPToolset.http(url, restart_delay=0) as server:
+            tools = {t.name: t for t in await server.list_tools()}
+            forgotten = await tools["forget"].invoke({})  # as a restart would
             async with asyncio.timeout(30):
                 answer = await tools["down"].invoke({})
-        finally:
-            await first.aclose()
-            await second.aclose()
 
+    assert forgotten.content == "forgotten"
     # a new session, and the call went through on it (to the server's own failure)
-    assert answer.is_error and "HTTP 500: database is down" in answer.content
+    assert answer.is_error and "HTTP 500: database is down" in answer.content, answer.content
