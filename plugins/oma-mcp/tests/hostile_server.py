@@ -11,6 +11,8 @@ tool, ``go``; the mode decides how it answers ``tools/list`` or ``tools/call``:
   then exits.
 - ``setsid-before-init``: before reading anything, starts a child in a session of its own
   (its pid in PIDFILE) and exits.
+- ``setsid-child``: starts a child in a session of its own (its pid in PIDFILE), then
+  serves as it should.
 - ``error-32000`` / ``error-32001``: answers each call with that JSON-RPC error code.
 - ``exit-after-call``: answers a call, then exits (between calls), once: while PIDFILE does
   not exist (it creates it).
@@ -49,6 +51,8 @@ def main() -> None:
     if MODE == "setsid-before-init":
         sleeper(start_new_session=True)  # holds stdout open, out of the group
         os._exit(5)
+    if MODE == "setsid-child":
+        sleeper(start_new_session=True, stdout=subprocess.DEVNULL)
     for line in sys.stdin:
         message = json.loads(line)
         method, ident = message.get("method"), message.get("id")

@@ -158,6 +158,21 @@ async def test_a_server_that_exits_before_initialize_leaving_a_setsid_child(
         assert await _gone([child])
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="a subreaper is Linux's")
+async def test_a_child_that_left_the_process_group_is_stopped_with_the_server(
+    hostile: Hostile, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "child"
+    server = hostile("setsid-child", str(pidfile))
+    await server.list_tools()
+    child = await _pid(pidfile)
+    assert alive([child])
+
+    await server.aclose()
+
+    assert await _gone([child])
+
+
 async def test_a_server_that_exits_between_calls_is_restarted_before_the_next(
     hostile: Hostile, tmp_path: Path
 ) -> None:
