@@ -7,18 +7,30 @@ task whatever task first needed them. Runs that share the toolset object share t
 What cannot leak: the connection is closed by ``aclose`` (or leaving ``async with``), and at
 the latest when its event loop ends — ``asyncio.run`` cancels the connection's task, which
 then closes the session and stops the server the SDK's way: stdin closed, a grace period,
-then the process group terminated and killed. A server that dies is restarted on the next
-use, at most ``max_restarts`` times in a row, after a delay that doubles each time; a call
+then the process group terminated and killed (``_stdio``; on Linux the server runs under a
+subreaper, ``_supervise``, so children that left the group go with it too). A server that
+dies is noticed at once (its exit ends the requests it had) and restarted on the next use,
+at most ``max_restarts`` times in a row, after a delay that doubles each time; a call
 answered after a restart clears the count (a server that crashed three times over a day of
 healthy calls is still restarted the fourth time).
+
+Every request has a deadline: a tool call ``timeout``, any other ``request_timeout`` (the
+session's default). An error code is read as the spec and the SDK define it: only a lost
+transport (the process gone, stdout closed, the HTTP session forgotten) is an exit; a
+server's ``-32000`` or ``-32001`` is its own error, and a timeout is the SDK's own clock
+running out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import math
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 import weakref
@@ -47,6 +59,7 @@ from oma_core.toolkit import ToolOutput
 from oma_core.tools import Tool
 
 from ._client import ClientFeatures, ElicitationCallback, progress_callback
+from ._http import HttpLink, http_server
 from ._listing import MAX_TOOLS, offered_tools
 from ._resources import (
     Prompt,
@@ -60,6 +73,7 @@ from ._resources import (
     resource_template,
 )
 from ._results import DEFAULT_MAX_MEDIA_BYTES, DEFAULT_MAX_RESULT_BYTES, tool_output
+from ._stdio import MAX_LINE_BYTES, StdioLink, stdio_server
 
 __all__ = ["MCPServerError", "MCPToolset"]
 
@@ -73,6 +87,12 @@ MAX_RESTART_DELAY = 30.0
 
 #: how the toolset waits before a restart (one name, so tests can see the delays)
 _sleep = asyncio.sleep
+
+#: what the SDK says for an HTTP error reply that is not JSON-RPC
+_HTTP_STAND_IN = "Server returned an error response"
+
+#: the supervisor a stdio server runs under on Linux (see its module)
+_SUPERVISOR = Path(__file__).with_name("_supervise.py")
 
 
 class MCPServerError(BackendError):
@@ -119,7 +139,11 @@ class MCPToolset:
     Build one with ``MCPToolset.stdio(command, args)``, ``MCPToolset.http(url)`` or
     ``MCPToolset.from_config({...})``. ``prefix`` ("fs" → ``fs_read_file``) keeps its tool
     names apart from other servers' and the agent's own; ``timeout`` bounds each tool call
-    (seconds; the call is then cancelled on the server); ``max_restarts`` and
+    (seconds; the call is then cancelled on the server; None: no bound), ``request_timeout``
+    every other request (``tools/list``, ping...), ``init_timeout`` the start up to the
+    answer to ``initialize``; ``max_message_bytes`` bounds one message from the server (a
+    stdio line, an HTTP reply or event; a longer one fails, on stdio it ends the
+    connection); ``max_restarts`` and
     ``restart_delay`` bound how a crashed server is started again: at most ``max_restarts``
     times in a row, the delay doubling each time; a call answered after a restart starts the
     count (and the delay) afresh. The server's environment
@@ -137,6 +161,8 @@ class MCPToolset:
         name: str | None = None,
         timeout: float | None = 60.0,
         init_timeout: float = 30.0,
+        request_timeout: float | None = 30.0,
+        max_message_bytes: int = MAX_LINE_BYTES,
         max_restarts: int = 3,
         restart_delay: float = 0.5,
         roots: Sequence[str | Path] | None = None,
@@ -155,11 +181,22 @@ class MCPToolset:
                 raise ToolError(f"an MCP toolset's {option} must be an int >= 0, got {value!r}")
         if prefix is not None and (not isinstance(prefix, str) or not prefix):
             raise ToolError(f"an MCP toolset's prefix must be a non-empty str, got {prefix!r}")
+        if (
+            isinstance(max_message_bytes, bool)
+            or not isinstance(max_message_bytes, int)
+            or max_message_bytes <= 0
+        ):
+            raise ToolError(
+                "an MCP toolset's max_message_bytes must be a whole number of bytes > 0, got "
+                f"{max_message_bytes!r}"
+            )
         self._transport = transport
         self.prefix = prefix
         self.name = name or transport.label()
         self.timeout = timeout
         self.init_timeout = init_timeout
+        self.request_timeout = request_timeout
+        self.max_message_bytes = max_message_bytes
         self.max_restarts = max_restarts
         self.restart_delay = restart_delay
         self._features = ClientFeatures(  # what the server may ask of oma: _client.py
@@ -219,7 +256,8 @@ class MCPToolset:
         """From plain data, as a command line or a JSON file gives it: ``{"command": str,
         "args": [...], "env": {...}, "cwd": str}`` or ``{"url": str, "headers": {...},
         "transport": "streamable-http" | "sse"}``,
-        each with optional ``prefix``, ``name``, ``timeout``, ``max_restarts``."""
+        each with optional ``prefix``, ``name``, ``timeout``, ``init_timeout``,
+        ``request_timeout``, ``max_message_bytes``, ``max_restarts``, ``restart_delay``."""
         options = {k: config[k] for k in _OPTIONS if k in config}
         unknown = set(config) - {
             "command",
@@ -308,29 +346,34 @@ class MCPToolset:
             connection = await self._connected(state)
         except MCPServerError as error:
             return ToolOutput(_scrubbed(str(error), self), is_error=True)
-        try:
-            result = await connection.session().call_tool(
-                tool_name,
-                dict(arguments),
-                read_timeout_seconds=self.timeout,
-                progress_callback=progress_callback(),  # as tool_progress events
-            )
-        except MCPError as error:
-            if error.code == types.REQUEST_TIMEOUT:
-                return ToolOutput(
-                    f"MCP tool {tool_name!r} timed out after {self.timeout:g} s; the call was "
-                    "cancelled on the server",
-                    is_error=True,
+        for attempt in (1, 2):
+            limit = math.inf if self.timeout is None else self.timeout
+            started = asyncio.get_running_loop().time()
+            try:
+                result = await connection.session().call_tool(
+                    tool_name,
+                    dict(arguments),
+                    read_timeout_seconds=limit,
+                    progress_callback=progress_callback(),  # as tool_progress events
                 )
-            if not connection.alive() or error.code == types.CONNECTION_CLOSED:
+            except MCPError as error:
+                elapsed = asyncio.get_running_loop().time() - started
+                if connection.alive():  # an answer (the SDK's own timeout is one)
+                    return _call_error(tool_name, connection.told(error), elapsed, limit, self)
+                expired = connection.session_expired()
                 await self._lost(state, connection)
+                if expired and attempt == 1:  # the server forgot the session: a new one
+                    try:
+                        connection = await self._connected(state)
+                    except MCPServerError as restart:
+                        return ToolOutput(_scrubbed(str(restart), self), is_error=True)
+                    continue
                 return ToolOutput(
-                    f"MCP server {self.name!r} exited during the call to {tool_name!r}; it is "
-                    "started again for the next call",
+                    f"MCP server {self.name!r} {connection.ended()} during the call to "
+                    f"{tool_name!r}; it is started again for the next call",
                     is_error=True,
                 )
-            failed = f"MCP tool {tool_name!r} failed: {error}"
-            return ToolOutput(_scrubbed(failed, self), is_error=True)
+            break
         if state.connection is connection:
             state.starts = 1  # answered: a later crash is the first in a row again
         return tool_output(
@@ -384,8 +427,9 @@ class MCPToolset:
                 await self._lost(state, connection)
             if state.starts > 0:
                 if state.starts > self.max_restarts:
+                    last = f" (the last time it {state.ended})" if state.ended else ""
                     raise MCPServerError(
-                        f"MCP server {self.name!r} stopped {state.starts} times; it is not "
+                        f"MCP server {self.name!r} stopped {state.starts} times{last}; it is not "
                         f"started again (max_restarts={self.max_restarts})",
                         backend=self.name,
                     )
@@ -402,6 +446,7 @@ class MCPToolset:
             state.connection = None
             state.stale = True
         await connection.close()
+        state.ended = _scrubbed(connection.ended(), self)
 
     # -- resources and prompts (_resources.py) -----------------------------------------------
 
@@ -471,6 +516,8 @@ _OPTIONS = (
     "name",
     "timeout",
     "init_timeout",
+    "request_timeout",
+    "max_message_bytes",
     "max_restarts",
     "restart_delay",
     *("roots", "sampling", "sampling_max_tokens", "max_samples", "elicitation"),
@@ -489,6 +536,7 @@ class _State:
         self.tools: list[Tool] | None = None
         self.listed_by: _Connection | None = None
         self.stale = False
+        self.ended = ""  # how the last connection lost ended, for the give-up error
 
 
 class _Connection:
@@ -503,18 +551,43 @@ class _Connection:
         self._task: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
         self._closed = False
+        self._link: StdioLink | HttpLink | None = None
 
     def session(self) -> ClientSession:
         assert self._session is not None
         return self._session
 
     def alive(self) -> bool:
+        """Started and not ended: the process still runs (asked of the kernel), the HTTP
+        server still knows the session."""
         return (
             not self._closed
             and self._task is not None
             and not self._task.done()
             and self._session is not None
+            and (self._link is None or self._link.running())
         )
+
+    def ended(self) -> str:
+        """How the connection ended, as "MCP server NAME ..." goes on ("exited (code 3)")."""
+        if self._link is not None and self._link.ended:
+            return self._link.ended
+        if self._error is not None:
+            return f"failed ({_describe(self._error)})"
+        return "was stopped"
+
+    def session_expired(self) -> bool:
+        """The HTTP server answered that it does not know the session (it restarted)."""
+        return isinstance(self._link, HttpLink) and self._link.session_expired()
+
+    def told(self, error: MCPError) -> MCPError:
+        """``error`` in the server's words: the SDK answers an HTTP error reply that is not
+        JSON-RPC with a stand-in ("Server returned an error response"); the reply's status
+        and the start of its body, which the transport kept, say more."""
+        link = self._link
+        if isinstance(link, HttpLink) and link.failure and error.message == _HTTP_STAND_IN:
+            return MCPError(error.code, _scrubbed(link.failure, self._toolset), error.data)
+        return error
 
     async def start(self) -> None:
         toolset = self._toolset
@@ -539,6 +612,8 @@ class _Connection:
         await self.close()
         if not done:
             reason = f"did not answer initialize within {toolset.init_timeout:g} s"
+        elif self._link is not None and self._link.ended and self._link.ended != "was stopped":
+            reason = f"it {self._link.ended} before answering initialize"
         elif error is not None:
             reason = _describe(error)
         else:
@@ -565,11 +640,12 @@ class _Connection:
         cancelled = False
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport())
+                read, write, self._link = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(
                     ClientSession(
                         read,
                         write,
+                        read_timeout_seconds=self._toolset.request_timeout,
                         message_handler=self._on_message,
                         **self._toolset._features.session_options(
                             self._toolset.name, lambda text: _scrubbed(text, self._toolset)
@@ -597,18 +673,28 @@ class _Connection:
             raise asyncio.CancelledError
 
     def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        transport = self._toolset._transport
+        """The server's ``(read, write, link)``: its process, or its HTTP session."""
+        toolset = self._toolset
+        transport = toolset._transport
         if isinstance(transport, _Stdio):
-            from mcp.client.stdio import StdioServerParameters, stdio_client
-
-            params = StdioServerParameters(
-                command=transport.command,
-                args=list(transport.args),
-                env=child_environment(transport.env),
+            env = child_environment(transport.env)
+            return stdio_server(
+                _argv(transport, env),
+                env=env,
                 cwd=transport.cwd,
+                errlog=_errlog(),
+                name=toolset.name,
+                on_end=self._stop.set,
+                max_line=toolset.max_message_bytes,
             )
-            return stdio_client(params, errlog=_errlog())
-        return _http(transport)
+        return http_server(
+            transport.url,
+            transport.headers,
+            transport.transport,
+            name=toolset.name,
+            max_message=toolset.max_message_bytes,
+            on_end=self._stop.set,
+        )
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -628,31 +714,36 @@ def _errlog() -> Any:
     return subprocess.DEVNULL
 
 
-@contextlib.asynccontextmanager
-async def _http(transport: _Http) -> Any:
-    """The SDK's streamable HTTP (or SSE) transport over a client carrying ``headers``, with
-    the SDK's own timeouts (30 s to connect, write and wait for a connection; 300 s to read,
-    as a server may hold a stream open); redirects are left to the transport (same origin)."""
-    import httpx2
+def _argv(transport: _Stdio, env: Mapping[str, str]) -> list[str]:
+    """The server's command line: on Linux under the supervisor (``_supervise``), which
+    outlives none of its descendants; elsewhere as it is. A command not found is an error
+    here (the supervisor would only see its exec fail)."""
+    command = transport.command
+    if os.sep in command:
+        path = command if transport.cwd is None else os.path.join(transport.cwd, command)
+        found = path if os.access(path, os.X_OK) and os.path.isfile(path) else None
+    else:
+        found = shutil.which(command, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "no such command", command)
+    if sys.platform != "linux" or not sys.executable:
+        return [command, *transport.args]
+    return [sys.executable, "-I", "-S", str(_SUPERVISOR), command, *transport.args]
 
-    if transport.transport == "sse":
-        from mcp.client.sse import sse_client
 
-        # sse_client makes its own client, from the same headers and timeouts
-        async with sse_client(
-            transport.url, headers=dict(transport.headers), timeout=30.0, sse_read_timeout=300.0
-        ) as streams:
-            yield streams
-        return
-
-    from mcp.client.streamable_http import streamable_http_client
-
-    timeout = httpx2.Timeout(30.0, read=300.0)
-    async with (
-        httpx2.AsyncClient(headers=dict(transport.headers), timeout=timeout) as http,
-        streamable_http_client(transport.url, http_client=http) as streams,
-    ):
-        yield streams
+def _call_error(
+    tool_name: str, error: MCPError, elapsed: float, limit: float, toolset: MCPToolset
+) -> ToolOutput:
+    """An error answer to a call, as the model reads it. The SDK's own timeout is told from a
+    server's error with the same code by the time taken: its clock never runs past ours."""
+    if error.code == types.REQUEST_TIMEOUT and elapsed >= limit:
+        return ToolOutput(
+            f"MCP tool {tool_name!r} timed out after {limit:g} s; the call was cancelled on "
+            "the server",
+            is_error=True,
+        )
+    failed = f"MCP tool {tool_name!r} failed: {error} (error {error.code})"
+    return ToolOutput(_scrubbed(failed, toolset), is_error=True)
 
 
 def _secrets(toolset: MCPToolset) -> list[str]:

@@ -130,7 +130,7 @@ async def test_a_crash_mid_call_is_an_error_result_and_the_next_call_restarts_it
     assert result.success, result.status
     first = provider.requests[1].messages[-1].content[0]
     second = provider.requests[2].messages[-1].content[0]
-    assert first.is_error and "exited during the call to 'crash'" in first.content
+    assert first.is_error and "exited (code 3) during the call to 'crash'" in first.content
     assert not second.is_error and second.content == "survived"
 
 
