@@ -31,6 +31,8 @@ PAGE = ROOT / "docs" / "cli.md"
 MARKER = "<!-- daily-session -->"
 PAGE_ADDRESS = "127.0.0.1:8080"
 LOCAL_KEY = "sk-local-not-a-real-key"
+#: The ``--schema-multi breed`` answer: the object the page prints, as the model sends it.
+MULTI_ANSWER = '{"items": [{"breed": "Persian"}, {"breed": "Maine Coon"}]}'
 #: What the local server answers, in order (a streamed answer is streamed).
 REPLIES = (
     "A grey cat on a sofa.",
@@ -38,6 +40,7 @@ REPLIES = (
     "Beagle.",
     "Collie.",
     "Siamese.",
+    MULTI_ANSWER,
     "Robin.",
 )
 
@@ -151,6 +154,11 @@ def test_the_daily_session_runs_as_the_page_shows_it(local_server: Any, tmp_path
     assert default_run["model"] == "gpt-4o-mini"
     assert [m["role"] for m in default_run["messages"]] == ["user"]
     assert default_run["messages"][0]["content"] == "Name a cat breed."
+    # --schema-multi asked the server for an object of items (strict, as OpenAI wants it).
+    multi = requests[REPLIES.index(MULTI_ANSWER)].json
+    schema = multi["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["items"]
+    assert schema["properties"]["items"]["items"]["required"] == ["breed"]
     # oma tasks: the plan's agent found the key stored for the server's base URL.
     task_run = requests[REPLIES.index("Robin.")]
     assert task_run.headers["authorization"] == f"Bearer {LOCAL_KEY}"

@@ -5,8 +5,8 @@ The core never imports a plugin: the servers are built through the ``mcp`` tools
 plugin registers (``oma_register_toolsets``; oma-mcp does), so a missing plugin is the usual
 "not installed" error with its install hint. A command is split like a shell would
 (``shlex``): ``--mcp 'python server.py --flag'`` runs ``python`` with two arguments. A server
-that cannot start (a wrong command or URL) ends ``oma run`` with status 2, a configuration
-mistake (``server_failed``).
+that cannot start (a wrong command or URL) ends ``oma run`` and ``oma mcp list`` with status
+2, a configuration mistake (``server_failed``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import click
 
-from ._exits import command_guard, usage
+from ._exits import command_guard, usage, usage_text
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -162,7 +162,12 @@ def list_tools(server: str, as_json: bool) -> None:
 
     host = PluginHost.default()
     (toolset,) = build_toolsets([server_config(server, "SERVER")], host, "SERVER")
-    tools = asyncio.run(_listed(toolset))
+    try:
+        tools = asyncio.run(_listed(toolset))
+    except Exception as exc:
+        if server_failed(exc):  # a wrong command or URL: configuration, as `oma run --mcp`
+            usage(usage_text(exc))
+        raise
     if as_json:
         rows = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema}

@@ -181,8 +181,11 @@ def test_mcp_list_json_reads_a_streamable_http_server(http_server: str) -> None:
 def test_mcp_list_of_a_server_that_cannot_start_fails_naming_it() -> None:
     result = oma("mcp", "list", "/nonexistent/mcp-server")
 
-    assert result.exit_code == 1
+    # a wrong command is a configuration mistake, exit 2, as `oma run --mcp` says it
+    assert result.exit_code == 2
+    assert result.stderr.count("error: ") == 1
     assert "could not be started" in result.stderr
+    assert "/nonexistent/mcp-server" in result.stderr
 
 
 def test_oma_plugins_lists_the_mcp_toolset_kind() -> None:
