@@ -303,6 +303,33 @@ def test_a_configuration_error_names_the_option_not_the_python_field() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (("temperature", "hot"), "-o temperature must be a number >= 0, not text 'hot'"),
+        (("temperature", "-1"), "-o temperature must be a number >= 0, not -1"),
+        (("temperature", "NaN"), "-o temperature must be a number >= 0, not NaN"),
+        (("temperature", "true"), "-o temperature must be a number >= 0, not true"),
+        (("max_tokens", "2.5"), "-o max_tokens must be a whole number >= 1, not 2.5"),
+        (("max_tokens", "0"), "-o max_tokens must be a whole number >= 1, not 0"),
+        (
+            ("stop", "5"),
+            "-o stop must be text or a JSON list of texts, not 5 (VALUE is read as JSON "
+            """when it parses: -o stop '"5"' gives the text)""",
+        ),
+        (("stop", '["a", 1]'), '-o stop must be text or a JSON list of texts, not ["a", 1]'),
+        (("stop", '[""]'), '-o stop must be text or a JSON list of texts, not [""]'),
+    ],
+)
+def test_a_wrong_portable_option_is_said_in_the_commands_words(
+    tmp_path: Path, option: tuple[str, str], said: str
+) -> None:
+    done = oma("render", "-p", "echo", "-o", *option, "hi", home=tmp_path)
+    assert done.returncode == 2
+    assert one_error_line(done) == f"error: {said}"
+    assert done.stdout == ""
+
+
 def test_a_failure_of_a_provider_with_a_default_model_stays_a_failed_run(tmp_path: Path) -> None:
     done = oma("run", "hi", "-p", "scripted", home=tmp_path)
     assert done.returncode == 1  # scripted has no default model, but its failure is not that

@@ -208,9 +208,9 @@ def test_other_options_go_to_provider_options_json_or_string() -> None:
 @pytest.mark.parametrize(
     ("name", "value", "says"),
     [
-        ("temperature", "hot", "temperature must be a finite number"),
-        ("max_tokens", "-3", "max_tokens must be an int >= 1"),
-        ("stop", "5", "stop must be a list of strings"),
+        ("temperature", "hot", "temperature must be a number >= 0, not text 'hot'"),
+        ("max_tokens", "-3", "max_tokens must be a whole number >= 1, not -3"),
+        ("stop", "5", "stop must be text or a JSON list of texts, not 5"),
     ],
 )
 def test_a_bad_portable_option_is_a_usage_error_naming_it(name: str, value: str, says: str) -> None:
@@ -361,6 +361,19 @@ def test_api_key_warns_that_other_processes_can_read_it_and_names_the_safer_ways
         "user (an MCP server, say) can read it from /proc; store it instead with: "
         f"{store_with} (or set HOSTED_TEST_KEY)\n"
     )
+
+
+@pytest.mark.parametrize("command", ["run", "render", "chat"])
+def test_the_api_key_help_says_other_processes_can_read_it_and_names_keys_set(
+    command: str,
+) -> None:
+    result = CliRunner().invoke(cli, [command, "--help"], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    start = text.index("--api-key TEXT")
+    said = text[start : text.index(" --", start + 1)]
+    assert "other processes of your user can read it" in said, said
+    assert "`oma keys set PROVIDER [--base-url URL]`" in said, said
 
 
 def test_no_api_key_no_warning() -> None:
@@ -762,6 +775,45 @@ def test_a_task_s_connection_error_names_the_host(
         (error,) = [line for line in result.stdout.splitlines() if "failed" in line]
     assert "connection error" in error
     assert error.endswith(f"(connecting to 127.0.0.1:{closed_port})")
+
+
+@pytest.mark.combination  # needs oma-openai: run by `nox -s all`
+@pytest.mark.parametrize("where", ["store", "plan"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_task_refused_for_its_key_says_which_key_and_how_to_replace_it(
+    where: str, as_json: bool, two_hosts: tuple[Any, Any], tmp_path: Path
+) -> None:
+    one, _ = two_hosts
+    origin = one.base_url.removesuffix("/v1")
+    wrong = "sk-wrong-for-a-task-0123"
+    agent = {"name": "namer", "provider": "openai", "base_url": one.base_url, "max_retries": 0}
+    if where == "store":
+        store("openai", "--base-url", one.base_url, key=wrong)
+    else:
+        agent["api_key"] = wrong
+    plan = tmp_path / "plan.json"
+    task = {"title": "bird", "description": "Name a bird.", "assignee": "namer"}
+    plan.write_text(json.dumps({"agents": [agent], "tasks": [task]}))
+    result = oma("tasks", *(["--json"] if as_json else []), str(plan))
+    assert result.exit_code == 1
+    assert keys_sent(one) == [f"Bearer {wrong}"]
+    assert wrong not in result.output
+    if as_json:
+        error = json.loads(result.stdout)["tasks"]["bird"]["error"]
+    else:
+        (error,) = [line for line in result.stdout.splitlines() if "failed" in line]
+    assert "401" in error
+    said = {
+        "store": (
+            f"the key stored for openai {origin} was refused; replace it with: "
+            f"oma keys set openai --base-url {origin}"
+        ),
+        "plan": (
+            "the key given in the agent's api_key was refused; give a valid one, or store it "
+            f"with: oma keys set openai --base-url {origin}"
+        ),
+    }[where]
+    assert error.endswith(f"({said})"), error
 
 
 # -- render: the body a run sends, streaming or not

@@ -110,6 +110,41 @@ def test_run_save_refuses_an_api_key_and_writes_nothing(cli_home: Path) -> None:
     assert not (cli_home / "templates" / "x.json").exists()
 
 
+@pytest.mark.parametrize(
+    ("where", "command"),
+    [
+        ([], "oma keys set scripted"),
+        (
+            ["--base-url", "http://127.0.0.1:9/v1"],
+            "oma keys set scripted --base-url http://127.0.0.1:9",
+        ),
+    ],
+)
+def test_a_refused_key_names_the_keys_set_command_for_the_host_in_use(
+    where: list[str], command: str
+) -> None:
+    model = ["-m", "scripted:m", *where]
+    given = oma("run", "--save", "x", *model, "--api-key", "sk-secret-value-1234567890")
+    in_options = oma("templates", "save", "x", *model, "-o", "api_key", "abc")
+    for result in (given, in_options):
+        assert result.exit_code == 2
+        assert result.stderr.count("error: ") == 1
+        assert f"`{command}`" in result.stderr, result.stderr
+
+
+def test_a_wrong_portable_option_is_refused_when_saved(cli_home: Path) -> None:
+    result = oma("templates", "save", "hot", "-p", "echo", "-o", "temperature", "hot")
+    assert result.exit_code == 2
+    assert result.stderr == "error: -o temperature must be a number >= 0, not text 'hot'\n"
+    assert not (cli_home / "templates" / "hot.json").exists()
+
+
+def test_a_refused_key_of_no_known_provider_says_provider() -> None:
+    result = oma("templates", "save", "x", "-s", "hi", "-o", "api_key", "abc")
+    assert result.exit_code == 2
+    assert "`oma keys set PROVIDER`" in result.stderr
+
+
 def test_templates_save_has_no_api_key_option() -> None:
     result = oma("templates", "save", "x", "--api-key", "k")
     assert result.exit_code == 2

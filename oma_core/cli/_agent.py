@@ -118,12 +118,8 @@ def _warn_of_api_key(provider: str, base_url: str | None, host: PluginHost) -> N
     """``--api-key`` lands in this process's command line, which every process of the same
     user (an MCP server this run starts, say) can read in /proc: one warning line naming
     the safer ways, the keys store for the run's host and the provider's variable."""
-    from .._origin import custom_host
-
     spec = host.provider_specs().get(provider)
-    default = spec.default_base_url if spec is not None else None
-    at = custom_host(base_url, default)
-    store = f"oma keys set {provider}" + (f" --base-url {at}" if at else "")
+    store = keys_set_command(provider, base_url, host)
     variables = spec.key_variables if spec is not None else ()
     env = f" (or set {' or '.join(variables)})" if variables else ""
     click.echo(
@@ -131,6 +127,18 @@ def _warn_of_api_key(provider: str, base_url: str | None, host: PluginHost) -> N
         f"user (an MCP server, say) can read it from /proc; store it instead with: {store}{env}",
         err=True,
     )
+
+
+def keys_set_command(provider: str | None, base_url: str | None, host: PluginHost) -> str:
+    """The ``oma keys set`` command storing the key a run of ``provider`` at ``base_url``
+    would use: ``--base-url ORIGIN`` when that is another host than the provider's own
+    (``PROVIDER`` when no provider is known)."""
+    from .._origin import custom_host
+
+    spec = host.provider_specs().get(provider or "")
+    default = spec.default_base_url if spec is not None else None
+    at = custom_host(base_url, default)
+    return f"oma keys set {provider or 'PROVIDER'}" + (f" --base-url {at}" if at else "")
 
 
 def parse_value(text: str) -> Any:
@@ -154,6 +162,57 @@ def split_options(options: Sequence[tuple[str, str]]) -> tuple[dict[str, Any], d
         else:
             provider_options[name] = value
     return portable, provider_options
+
+
+#: What each portable ``-o`` option takes, in the command's words.
+_PORTABLE_WANTED = {
+    "temperature": "a number >= 0",
+    "max_tokens": "a whole number >= 1",
+    "stop": "text or a JSON list of texts",
+}
+#: The longest shown part of a refused ``-o`` value.
+_SHOWN = 40
+
+
+def _portable_fits(name: str, value: Any) -> bool:
+    """Whether ``value`` (an ``-o`` value as read, JSON or text) suits the portable option
+    ``name``; null leaves it unset."""
+    import math
+
+    if value is None:
+        return True
+    if name == "temperature":
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return number and math.isfinite(value) and value >= 0
+    if name == "max_tokens":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    texts = value if isinstance(value, list) else [value]
+    return bool(texts) and all(isinstance(text, str) and text for text in texts)
+
+
+def _shown(value: Any) -> str:
+    """An ``-o`` value as the refusal names it: ``text 'hot'``, or its JSON (``true``,
+    ``-1``, ``["a", 1]``), cut to a few dozen characters."""
+    if isinstance(value, str):
+        return "empty text" if not value else f"text {value[:_SHOWN]!r}"
+    shown = json.dumps(value, ensure_ascii=False)
+    return shown if len(shown) <= _SHOWN else shown[:_SHOWN] + "..."
+
+
+def check_portable(options: Sequence[tuple[str, str]]) -> None:
+    """``-o temperature|max_tokens|stop VALUE`` checked in the command's words (what the
+    option takes, what was given), one usage error, before ``AgentConfig`` says it in
+    Python's (``... or None, got int``)."""
+    for name, text in options:
+        if name not in _PORTABLE_WANTED:
+            continue
+        value = parse_value(text)
+        if _portable_fits(name, value):
+            continue
+        hint = ""
+        if name == "stop" and isinstance(value, int | float):  # a number or true read as JSON
+            hint = f""" (VALUE is read as JSON when it parses: -o stop '"{text}"' gives the text)"""
+        usage(f"-o {name} must be {_PORTABLE_WANTED[name]}, not {_shown(value)}{hint}")
 
 
 def make_agent(
@@ -189,6 +248,7 @@ def make_agent(
     provider, model = provider_and_model(options.provider, model_given, host)
     if unconfigured and provider == "echo" and _stderr_is_a_terminal():
         note("no model configured: the offline echo provider answers (oma models default sets one)")
+    check_portable(options.options)
     portable, provider_options = split_options(options.options)
     api_key = options.api_key
     if api_key is not None:

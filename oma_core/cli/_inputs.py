@@ -261,8 +261,9 @@ def input_options(function: F) -> F:
         click.option(
             "--api-key",
             default=None,
-            help="A last resort (it lands in shell history): prefer the provider's env var "
-            "or `oma keys set`.",
+            help="A last resort: the key lands in shell history, and other processes of your "
+            "user can read it (in /proc); store it with `oma keys set PROVIDER [--base-url "
+            "URL]` or set the provider's env var instead.",
         ),
     ]
 

@@ -112,10 +112,11 @@ class KeyResolver:
         return self._keys
 
 
-def key_advice(error: object, agent: Agent) -> str:
+def key_advice(error: object, agent: Agent, given: str = "with --api-key") -> str:
     """For a run its host refused for its key (``ProviderError`` HTTP 401 or 403): `` (...)``
-    saying where the key came from (``--api-key``, the environment variable by name, or the
-    store and for which host) and the command that replaces it; never the key. Else ""."""
+    saying where the key came from (``--api-key``, or where ``given`` says, the environment
+    variable by name, or the store and for which host) and the command that replaces it;
+    never the key. Else ""."""
     from ..errors import ProviderError
 
     config = agent.config
@@ -152,8 +153,7 @@ def key_advice(error: object, agent: Agent) -> str:
     entry = next((e for e in entries if stored.get(e) == config.api_key), None)
     if entry is None:
         return (
-            f" (the key given with --api-key was refused; give a valid one, or store it with: "
-            f"{for_host})"
+            f" (the key given {given} was refused; give a valid one, or store it with: {for_host})"
         )
     at = entry.partition("@")[2]
     again = f"oma keys set {name}" + (f" --base-url {at}" if at else "")

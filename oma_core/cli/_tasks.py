@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..errors import OmaError
-from ._hosts import endpoints, host_of_plugins, hosts_named, with_host
+from ._hosts import Reach, explained_by, host_of_plugins, hosts_named, reaches
 from ._live import Prices, RunView, TaskBoard, printable, printable_json
 from ._plans import (
     agent_config,
@@ -56,7 +56,7 @@ def _value(text: str) -> Any:
 
 
 def _orchestrator(
-    settings: RunOptions, view: RunView, hosts: Mapping[str, str] | None = None
+    settings: RunOptions, view: RunView, hosts: Mapping[str, Reach] | None = None
 ) -> OpenMultiAgent:
     from ..orchestrator import OpenMultiAgent
 
@@ -202,7 +202,7 @@ def _finish(
     board: TaskBoard,
     options: RunOptions,
     answer: bool,
-    hosts: Mapping[str, str] | None = None,
+    hosts: Mapping[str, Reach] | None = None,
 ) -> None:
     if options.as_json:
         shown = result_json(outcome, board, hosts)
@@ -234,10 +234,11 @@ def _echo_results(outcome: TeamRunResult) -> None:
 
 
 def result_json(
-    outcome: TeamRunResult, board: TaskBoard, hosts: Mapping[str, str] | None = None
+    outcome: TeamRunResult, board: TaskBoard, hosts: Mapping[str, Reach] | None = None
 ) -> dict[str, Any]:
     """The ``TeamRunResult`` as JSON: each task's status, output, attempts, usage and error
-    (a connection error naming its agent's host, from ``hosts``)."""
+    (explained for its agent, from ``hosts``: the host of a connection error, the advice
+    for a refused key)."""
     hosts = hosts or {}
 
     def usage(value: Any) -> dict[str, int]:
@@ -255,7 +256,7 @@ def result_json(
             "output": record.output,
             "error": None
             if record.error is None
-            else with_host(record.error, hosts.get(record.assignee or "")),
+            else explained_by(hosts, record.error, record.assignee),
             "usage": usage(record.usage),
             "cost": price(record.usage),
         }
@@ -325,7 +326,7 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
         board.add(spec.title, spec.assignee or team.agents[index % len(team.agents)].name)
     team, _ = with_keys(team, None)
     _interruptible(check_agents(team.agents))
-    hosts = endpoints(team.agents, host_of_plugins())
+    hosts = reaches(team.agents, host_of_plugins())
     view = _view(board, settings.as_json)
     oma = _orchestrator(settings, view, hosts)
 
@@ -370,7 +371,7 @@ def team(
     team, coordinator = with_keys(team, coordinator)
     _interruptible(check_agents([*team.agents, *([coordinator] if coordinator else [])]))
     board = _board(team, settings, coordinator.name if coordinator else "coordinator")
-    hosts = endpoints([*team.agents, coordinator], host_of_plugins())
+    hosts = reaches([*team.agents, coordinator], host_of_plugins())
     view = _view(board, settings.as_json)
     oma = _orchestrator(settings, view, hosts)
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import attrs
 import click
 
-from ._agent import AgentOptions, parse_value
+from ._agent import AgentOptions, check_portable, parse_value
 from ._exits import command_guard, reported, usage
 from ._paths import config_dir
 
@@ -132,19 +132,36 @@ def _credential(template: Template) -> str | None:
     return None
 
 
+def _store_command(provider: str | None, model: str | None, base_url: str | None) -> str:
+    """The ``oma keys set`` command for the key of a template's provider at its base URL
+    (``--base-url ORIGIN`` for another host than the provider's own); ``PROVIDER`` when the
+    template names no installed provider."""
+    from ..plugins import PluginHost
+    from ._agent import keys_set_command
+
+    host = PluginHost.default()
+    name = provider or (model.partition(":")[0] if model and ":" in model else None)
+    if name not in host.provider_specs():
+        name = None
+    return keys_set_command(name, base_url, host)
+
+
 def _refuse_credentials(template: Template, where: str) -> None:
     found = _credential(template)
     if found is not None:
+        store = _store_command(template.provider, template.model, template.base_url)
         usage(
             f"{where}: {found} looks like a key or secret, and a template never holds one "
-            "(store keys with `oma keys set PROVIDER`)"
+            f"(store keys with `{store}`)"
         )
 
 
 def from_options(name: str, options: AgentOptions) -> Template:
     """The template ``--save NAME`` or ``oma templates save NAME`` makes of the options."""
     if options.api_key is not None:
-        usage("a template never holds a key: drop --api-key (store it with `oma keys set`)")
+        store = _store_command(options.provider, options.model, options.base_url)
+        usage(f"a template never holds a key: drop --api-key (store it with `{store}`)")
+    check_portable(options.options)  # refused when saved, as a run would refuse it
     template = Template(
         checked_name(name),
         provider=options.provider,
