@@ -105,21 +105,17 @@ def not_registered(
 _MEDIA = {"image": "images", "video": "video", "document": "documents", "audio": "audio"}
 
 
-def takers_hint(error: BaseException, specs: Mapping[str, ProviderSpec] | None = None) -> str:
+def takers_hint(error: BaseException, specs: Mapping[str, ProviderSpec]) -> str:
     """For a provider that refused a kind of media outright (``UnsupportedContentBlockError``
     "not supported", not a size or a source): ``; providers that take audio: ...``, those of
-    ``specs`` (default: the installed ones) whose user messages carry it (the offline and
-    test providers, which carry everything, left out); else ""."""
+    ``specs`` (the installed ones, as the caller's host has them) whose user messages carry
+    it (the offline and test providers, which carry everything, left out); else ""."""
     from .capabilities import Capabilities
 
     if not isinstance(error, UnsupportedContentBlockError) or isinstance(error, MediaTooLargeError):
         return ""
     if error.block_type not in _MEDIA or not (error.detail or "").startswith("not supported"):
         return ""
-    if specs is None:
-        from .plugins import PluginHost
-
-        specs = PluginHost.default().provider_specs()
     everything = Capabilities.everything()
     takers = sorted(
         name

@@ -140,8 +140,9 @@ def usage_text(error: BaseException) -> str:
             f"`{error.store_command}` (--api-key KEY is the last resort)"
         )
     from .._hints import takers_hint
+    from ..plugins import PluginHost
 
-    return in_command_words(str(error)) + takers_hint(error)
+    return in_command_words(str(error)) + takers_hint(error, PluginHost.default().provider_specs())
 
 
 def missing_model(error: object, agent: Agent) -> str | None:
