@@ -8,6 +8,8 @@ import json
 import logging
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oma_core import (
     Agent,
@@ -107,3 +109,50 @@ def test_provider_survives_dump_and_load() -> None:
 def test_provider_is_checked_like_the_other_fields() -> None:
     with pytest.raises(InvalidMessageError, match="provider must be a string, got int"):
         ReasoningBlock("r", signature="s", provider=3)  # type: ignore[arg-type]
+
+
+PROVIDERS = st.sampled_from(["anthropic", "gemini", "openai"])
+REASONING = st.builds(
+    ReasoningBlock,
+    st.text(max_size=5),
+    signature=st.one_of(st.none(), st.just("sig")),
+    redacted_data=st.one_of(st.none(), st.just("data")),
+    provider=st.one_of(st.none(), PROVIDERS),
+)
+TURNS = st.lists(
+    st.one_of(
+        st.builds(lambda t: user_text(t), st.text(max_size=5)),
+        st.builds(
+            lambda blocks: LLMMessage("assistant", blocks),
+            st.lists(st.one_of(REASONING, st.builds(TextBlock, st.text(max_size=5))), min_size=1),
+        ),
+    ),
+    max_size=5,
+)
+
+
+@given(TURNS, PROVIDERS)
+def test_what_is_sent_never_holds_another_providers_token(
+    messages: list[LLMMessage], provider: str
+) -> None:
+    sent = for_provider(messages, provider)
+    blocks = [b for m in sent for b in m.content]
+    assert not any(
+        isinstance(b, ReasoningBlock)
+        and b.provider not in (None, provider)
+        and (b.signature or b.redacted_data)
+        for b in blocks
+    )
+    # only such blocks are left out, and in order: every other block is still there
+    kept = [
+        b
+        for m in messages
+        for b in m.content
+        if not (
+            isinstance(b, ReasoningBlock)
+            and b.provider not in (None, provider)
+            and (b.signature is not None or b.redacted_data is not None)
+        )
+    ]
+    assert blocks == kept
+    assert for_provider(sent, provider) == sent
