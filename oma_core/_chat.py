@@ -32,11 +32,27 @@ def chat_tools(tools: Iterable[ToolDefinition]) -> list[dict[str, Any]]:
 
 
 def chat_usage(reply: Mapping[str, Any]) -> Usage | None:
-    """A reply's (or a chunk's) ``usage`` as ``Usage``; None when it carries none."""
+    """A reply's (or a chunk's) ``usage`` as ``Usage``; None when it carries none.
+
+    ``prompt_tokens`` counts the cached tokens too (``prompt_tokens_details.cached_tokens``
+    is a part of it), as oma's ``input_tokens`` does; ``completion_tokens_details
+    .reasoning_tokens`` is a part of ``completion_tokens``. A missing detail is 0.
+    """
     usage = reply.get("usage")
     if not isinstance(usage, Mapping) or not usage:
         return None
-    return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    return Usage(
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        cache_read_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
+    )
+
+
+def _detail(usage: Mapping[str, Any], details: str, name: str) -> int:
+    found = usage.get(details)
+    value = found.get(name) if isinstance(found, Mapping) else None
+    return value if type(value) is int and value >= 0 else 0
 
 
 def chat_text(content: Any) -> str:

@@ -161,7 +161,7 @@ _DOCUMENT_KEYS: Final = frozenset({"type", "source", "filename"})
 _AUDIO_KEYS: Final = frozenset({"type", "source"})
 _TOOL_USE_KEYS: Final = frozenset({"type", "id", "name", "input"})
 _TOOL_RESULT_KEYS: Final = frozenset({"type", "tool_use_id", "content", "is_error"})
-_REASONING_KEYS: Final = frozenset({"type", "text", "signature", "redacted_data"})
+_REASONING_KEYS: Final = frozenset({"type", "text", "signature", "redacted_data", "provider"})
 _FILE_KEYS: Final = frozenset({"type", "filename", "source"})
 _MESSAGE_KEYS: Final = frozenset({"role", "content"})
 
@@ -363,6 +363,7 @@ def _block_from(
         text=check_string(_require(value, "text", path), f"{path}.text"),
         signature=optional_string(value.get("signature"), f"{path}.signature"),
         redacted_data=optional_string(value.get("redacted_data"), f"{path}.redacted_data"),
+        provider=optional_string(value.get("provider"), f"{path}.provider"),
     )
 
 

@@ -39,6 +39,7 @@ from ._output import (
     output_spec,
     stopped_short,
 )
+from ._reasoning import for_provider
 from ._results import RunResult, RunStatus, StreamEvent
 from ._usage import charged_usage, reported_usage
 from .errors import (
@@ -274,7 +275,7 @@ class Run:
         try:
             messages, _ = await self._input()
             streaming = self.streaming
-            conversation = list(messages)
+            conversation = for_provider(messages, target.provider_name)  # see _reasoning
             checked = 0
             turns = 0
             spec = self.output_spec

@@ -60,12 +60,24 @@ def reported_usage(usage: object) -> Usage:
     """
     input_tokens = _count(getattr(usage, "input_tokens", None)) or 0
     output_tokens = _count(getattr(usage, "output_tokens", None)) or 0
-    if type(usage) is Usage and (input_tokens, output_tokens) == (
+    parts = _parts(usage)
+    if type(usage) is Usage and (input_tokens, output_tokens, *parts) == (
         usage.input_tokens,
         usage.output_tokens,
+        *(getattr(usage, name, None) for name in _PARTS),
     ):
         return usage  # sane already: no new object
-    return Usage(input_tokens, output_tokens)
+    return Usage(input_tokens, output_tokens, *parts)
+
+
+#: The counts that are parts of the input or the output (0 when not reported).
+_PARTS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+
+
+def _parts(usage: object) -> tuple[int, int, int]:
+    """The cache-read, cache-write and reasoning counts of ``usage``, bad ones as 0."""
+    read, write, reasoning = (_count(getattr(usage, name, 0)) or 0 for name in _PARTS)
+    return read, write, reasoning
 
 
 def charged_usage(
@@ -91,4 +103,4 @@ def charged_usage(
     estimate = math.ceil(arrived / 4)
     if output_tokens is None or output_tokens < estimate:
         output_tokens = estimate
-    return Usage(input_tokens, output_tokens)
+    return Usage(input_tokens, output_tokens, *_parts(usage))

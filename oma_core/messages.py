@@ -312,20 +312,29 @@ class ReasoningBlock(_Immutable):
     """The model's reasoning, kept so it can be sent back; assistant turns only.
 
     ``signature`` and ``redacted_data`` are opaque provider tokens, passed through unchanged.
+    ``provider`` names the provider that issued them (set by the provider plugin): a signed or
+    redacted block is sent back only to that provider, and left out of a request to another.
     """
 
     text: str
     signature: str | None = attrs.field(default=None, repr=_short)
     redacted_data: str | None = attrs.field(default=None, repr=_short)
+    provider: str | None = None
 
     def __init__(
-        self, text: str, signature: str | None = None, redacted_data: str | None = None
+        self,
+        text: str,
+        signature: str | None = None,
+        redacted_data: str | None = None,
+        provider: str | None = None,
     ) -> None:
+        parser = _parser()
         object.__setattr__(self, "text", check_string(text, "text"))
-        object.__setattr__(self, "signature", _parser().optional_string(signature, "signature"))
+        object.__setattr__(self, "signature", parser.optional_string(signature, "signature"))
         object.__setattr__(
-            self, "redacted_data", _parser().optional_string(redacted_data, "redacted_data")
+            self, "redacted_data", parser.optional_string(redacted_data, "redacted_data")
         )
+        object.__setattr__(self, "provider", parser.optional_string(provider, "provider"))
 
     @property
     def type(self) -> Literal["reasoning"]:

@@ -35,14 +35,27 @@ __all__ = [
 
 @attrs.frozen
 class Usage:
-    """Token counts of one call or, summed, of a run."""
+    """Token counts of one call or, summed, of a run.
+
+    One convention for every provider: ``input_tokens`` counts all the input, cached or not;
+    ``cache_read_tokens`` (read from the service's prompt cache) and ``cache_write_tokens``
+    (written to it) are parts of it. ``reasoning_tokens`` (thinking) is part of
+    ``output_tokens``. A count the provider does not report is 0.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
     @property

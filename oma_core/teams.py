@@ -497,10 +497,7 @@ async def _run_graph(
     if len(records) == 1:
         usage = records[0].usage
     else:
-        usage = Usage(
-            sum(record.usage.input_tokens for record in records),
-            sum(record.usage.output_tokens for record in records),
-        )
+        usage = sum((record.usage for record in records), Usage())
     success = True
     for record in records:
         if record.status != "completed":

@@ -127,9 +127,17 @@ ASSISTANT_BLOCKS = st.one_of(
         st.dictionaries(TEXT, JSON_VALUES, max_size=3),
     ),
     st.builds(
-        lambda t, s: {"type": "reasoning", "text": t, **({"signature": s} if s else {})},
+        lambda t, s, r, p: {
+            "type": "reasoning",
+            "text": t,
+            **({"signature": s} if s else {}),
+            **({"redacted_data": r} if r else {}),
+            **({"provider": p} if p else {}),
+        },
         TEXT,
         st.one_of(st.none(), TEXT.filter(bool)),
+        st.one_of(st.none(), TEXT.filter(bool)),
+        st.one_of(st.none(), st.sampled_from(["anthropic", "bedrock", "gemini"]), TEXT),
     ),
 )
 
@@ -203,7 +211,10 @@ def test_set_optional_keys_are_kept() -> None:
                     ToolResultBlock("t", "boom", is_error=True),
                 ],
             ),
-            LLMMessage("assistant", [ReasoningBlock("", signature="s", redacted_data="x")]),
+            LLMMessage(
+                "assistant",
+                [ReasoningBlock("", signature="s", redacted_data="x", provider="anthropic")],
+            ),
         ]
     )
     assert dumped[0]["content"][0]["detail"] == "auto"
@@ -213,6 +224,7 @@ def test_set_optional_keys_are_kept() -> None:
         "text": "",
         "signature": "s",
         "redacted_data": "x",
+        "provider": "anthropic",
     }
 
 

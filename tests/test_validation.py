@@ -55,6 +55,7 @@ KEYS = st.sampled_from(
         "filename",
         "signature",
         "redacted_data",
+        "provider",
         "x",
     ]
 )

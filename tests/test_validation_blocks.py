@@ -203,6 +203,11 @@ def test_a_malformed_user_block_is_refused(block: Any, path: str, phrase: str) -
             "messages[0].content[0].redacted_data",
             "got bytes",
         ),
+        (
+            {"type": "reasoning", "text": "r", "signature": "s", "provider": 1},
+            "messages[0].content[0].provider",
+            "must be a string, got int",
+        ),
     ],
 )
 def test_a_malformed_assistant_block_is_refused(block: Any, path: str, phrase: str) -> None:

@@ -16,10 +16,13 @@ __all__ = [
     "DISPLAY_NAME",
     "DOCUMENT_MEDIA_TYPES",
     "IMAGE_MEDIA_TYPES",
+    "PROVIDER",
     "TEXT_DOCUMENT_TYPES",
 ]
 
 DISPLAY_NAME = "Anthropic Messages"
+#: The provider's registered name: what its reasoning blocks' ``provider`` says.
+PROVIDER = "anthropic"
 
 #: The image types the Messages API accepts (its ``source.media_type`` enum).
 IMAGE_MEDIA_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})

@@ -31,7 +31,7 @@ from oma_core.http import malformed_response
 from oma_core.messages import ContentBlock, FilePart, MediaSource
 from oma_core.toolkit import ProviderRequest, ProviderResponse
 
-from .capabilities import DISPLAY_NAME
+from .capabilities import DISPLAY_NAME, PROVIDER
 from .output import add_output
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "parse_tool_input",
     "plain",
     "response_from_message",
+    "usage_from",
 ]
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -228,9 +229,11 @@ def block_from_reply(block: Any) -> ContentBlock | None:
             raise _malformed("a tool_use block without an input object")
         return ToolUseBlock(_str(block, "id"), _str(block, "name"), dict(tool_input))
     if kind == "thinking":
-        return ReasoningBlock(_str(block, "thinking"), signature=_str(block, "signature"))
+        return ReasoningBlock(
+            _str(block, "thinking"), signature=_str(block, "signature"), provider=PROVIDER
+        )
     if kind == "redacted_thinking":
-        return ReasoningBlock("", redacted_data=_str(block, "data"))
+        return ReasoningBlock("", redacted_data=_str(block, "data"), provider=PROVIDER)
     return None
 
 
@@ -248,7 +251,7 @@ def response_from_message(message: Any) -> ProviderResponse:
     usage = getattr(message, "usage", None)
     return ProviderResponse(
         message=message_from_blocks(block_from_reply(b) for b in content),
-        usage=Usage(_int(usage, "input_tokens"), _int(usage, "output_tokens")),
+        usage=usage_from(usage),
         stop_reason=getattr(message, "stop_reason", None),
         model=getattr(message, "model", None),
     )
@@ -259,6 +262,23 @@ def _str(obj: Any, name: str) -> str:
     if not isinstance(value, str):
         raise _malformed(f"a {getattr(obj, 'type', 'content')} block without a string {name}")
     return value
+
+
+def usage_from(usage: Any) -> Usage:
+    """oma's ``Usage`` of a reply's ``usage`` (read by attribute; a missing count is 0).
+
+    Anthropic's ``input_tokens`` leaves out the tokens read from or written to the prompt
+    cache; oma's counts all the input, so the three are added.
+    """
+    read = _int(usage, "cache_read_input_tokens")
+    written = _int(usage, "cache_creation_input_tokens")
+    return Usage(
+        _int(usage, "input_tokens") + read + written,
+        _int(usage, "output_tokens"),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        reasoning_tokens=_int(getattr(usage, "output_tokens_details", None), "thinking_tokens"),
+    )
 
 
 def _int(obj: Any, name: str) -> int:

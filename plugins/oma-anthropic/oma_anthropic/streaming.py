@@ -11,9 +11,10 @@ retryable ``ProviderError``.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
-from oma_core import ProviderError, ReasoningBlock, TextBlock, ToolUseBlock, Usage
+from oma_core import ProviderError, ReasoningBlock, TextBlock, ToolUseBlock
 from oma_core.http import malformed_response
 from oma_core.messages import ContentBlock
 from oma_core.toolkit import (
@@ -25,10 +26,19 @@ from oma_core.toolkit import (
     ToolCallDelta,
 )
 
-from .capabilities import DISPLAY_NAME
-from .mapping import message_from_blocks, parse_tool_input
+from .capabilities import DISPLAY_NAME, PROVIDER
+from .mapping import message_from_blocks, parse_tool_input, usage_from
 
 __all__ = ["StreamAssembler"]
+
+#: The usage counts a stream reports (``message_start``, then cumulative ``message_delta``).
+_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "output_tokens_details",
+)
 
 
 class _Partial:
@@ -49,7 +59,9 @@ class _Partial:
             self.pieces.append(getattr(start, "thinking", "") or "")
             self.signature = getattr(start, "signature", None) or None
         elif kind == "redacted_thinking":
-            self.block = ReasoningBlock("", redacted_data=_required_str(start, "data"))
+            self.block = ReasoningBlock(
+                "", redacted_data=_required_str(start, "data"), provider=PROVIDER
+            )
         elif kind == "tool_use":
             self.id = _required_str(start, "id")
             self.name = _required_str(start, "name")
@@ -60,7 +72,9 @@ class _Partial:
         if self.kind == "text":
             self.block = TextBlock("".join(self.pieces))
         elif self.kind == "thinking":
-            self.block = ReasoningBlock("".join(self.pieces), signature=self.signature or "")
+            self.block = ReasoningBlock(
+                "".join(self.pieces), signature=self.signature or "", provider=PROVIDER
+            )
         elif self.kind == "tool_use":
             self.block = ToolUseBlock(self.id, self.name, parse_tool_input("".join(self.pieces)))
         return self.block
@@ -71,8 +85,7 @@ class StreamAssembler:
 
     def __init__(self) -> None:
         self._blocks: dict[int, _Partial] = {}
-        self._input_tokens = 0
-        self._output_tokens = 0
+        self._counts: dict[str, Any] = {}
         self._stop_reason: str | None = None
         self._model: str | None = None
         self._started = False
@@ -120,7 +133,7 @@ class StreamAssembler:
         blocks = [self._blocks[i].finish() for i in sorted(self._blocks)]
         return ProviderResponse(
             message=message_from_blocks(blocks),
-            usage=Usage(self._input_tokens, self._output_tokens),
+            usage=usage_from(SimpleNamespace(**self._counts)),
             stop_reason=self._stop_reason,
             model=self._model,
         )
@@ -155,15 +168,13 @@ class StreamAssembler:
         return partial
 
     def _usage(self, usage: Any) -> None:
-        # message_delta's counts are cumulative: the last one seen wins.
+        # message_delta's counts are cumulative: the last one seen of each wins.
         if usage is None:
             return
-        input_tokens = getattr(usage, "input_tokens", None)
-        if isinstance(input_tokens, int):
-            self._input_tokens = input_tokens
-        output_tokens = getattr(usage, "output_tokens", None)
-        if isinstance(output_tokens, int):
-            self._output_tokens = output_tokens
+        for name in _COUNTS:
+            value = getattr(usage, name, None)
+            if value is not None:
+                self._counts[name] = value
 
 
 def _required_str(obj: Any, name: str) -> str:

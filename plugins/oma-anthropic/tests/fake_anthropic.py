@@ -98,6 +98,9 @@ class Reply:
     stop_reason: str = "end_turn"
     input_tokens: int | None = None
     output_tokens: int | None = None
+    #: More ``usage`` fields, as the API names them (``cache_read_input_tokens``,
+    #: ``cache_creation_input_tokens``, ``output_tokens_details``): reported as given.
+    usage: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 class FakeAnthropic(FakeServer):
@@ -193,19 +196,25 @@ class FakeAnthropic(FakeServer):
                 # from the messages alone, so a streamed and a plain request count the same
                 "input_tokens": reply.input_tokens or max(1, len(json.dumps(sent)) // 4),
                 "output_tokens": reply.output_tokens or max(1, text // 4),
+                **reply.usage,
             },
         }
 
     def _events(self, message: dict[str, Any]) -> Iterator[SSEEvent]:
         start = {**message, "content": [], "stop_reason": None}
-        start["usage"] = {**message["usage"], "output_tokens": 1}
+        # message_start: the input counts (cache ones too) and one output token so far
+        start["usage"] = {
+            k: v for k, v in message["usage"].items() if k != "output_tokens_details"
+        } | {"output_tokens": 1}
         yield SSEEvent({"type": "message_start", "message": start}, "message_start")
         for index, block in enumerate(message["content"]):
             yield from self._block_events(index, block)
             if index == 0:
                 yield SSEEvent({"type": "ping"}, "ping")
         delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-        usage = {"output_tokens": message["usage"]["output_tokens"]}
+        usage = {  # message_delta: the cumulative output counts
+            k: v for k, v in message["usage"].items() if k.startswith("output_tokens")
+        }
         yield SSEEvent({"type": "message_delta", "delta": delta, "usage": usage}, "message_delta")
         yield SSEEvent({"type": "message_stop"}, "message_stop")
 

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from fake_anthropic import FakeAnthropic
 
+from oma_core import load_messages
 from oma_core.cli import cli
 from oma_core.testing.conformance import MEDIA_SAMPLES
 
@@ -145,3 +146,33 @@ def test_oma_render_refuses_audio_before_anything() -> None:
     result = CliRunner().invoke(cli, ["render", "-p", "anthropic", "-a", str(voice), "x"])
     assert result.exit_code == 2
     assert 'Anthropic Messages cannot represent the "audio" content block' in result.output
+
+
+def test_the_run_log_keeps_who_signed_the_reasoning(server: FakeAnthropic, tmp_path: Path) -> None:
+    """The logged answer (dumped messages) keeps a reasoning block's ``provider``; its
+    signature is redacted there like any secret-looking value, so ``-c`` (which sends no past
+    reasoning) still continues the conversation."""
+    signature = "EqQBCgIYAhIM+/=" * 10
+    server.reply(
+        {"type": "thinking", "thinking": "step", "signature": signature},
+        {"type": "text", "text": "first"},
+    )
+    server.reply_text("second")
+    env = {"OMA_HOME": str(tmp_path), "ANTHROPIC_API_KEY": "test-key"}
+    common = ["--no-stream", "--base-url", server.url]
+    runner = CliRunner()
+    first = runner.invoke(cli, ["run", "-p", "anthropic", *common, "one"], env=env)
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(cli, ["run", "-c", *common, "two"], env=env)
+    assert second.exit_code == 0, second.output
+    assert second.output == "second\n"
+    shown = runner.invoke(cli, ["logs", "-n", "0", "--json"], env=env)
+    [reasoning] = [
+        block
+        for run in json.loads(shown.output)
+        for block in run["answer"]["content"]
+        if block["type"] == "reasoning"
+    ]
+    assert reasoning["provider"] == "anthropic"
+    assert signature not in shown.output
+    assert load_messages([{"role": "assistant", "content": [reasoning]}])

@@ -11,12 +11,16 @@ from fake_anthropic import FakeAnthropic
 from oma_core import (
     Agent,
     AgentConfig,
+    LLMMessage,
     ReasoningBlock,
     TextBlock,
     ToolUseBlock,
+    Usage,
     dump_messages,
     load_messages,
 )
+from oma_core.messages import user_text
+from oma_core.testing import ScriptedProvider
 from oma_core.testing.output_checks import streamed_partials
 from oma_core.toolkit import (
     ProviderRequest,
@@ -119,9 +123,9 @@ async def test_thinking_reply_keeps_its_signature(server: FakeAnthropic, provide
         server.reply(*blocks)
     whole, events = await both(provider)
     assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "Let me think."
-    assert whole.message.content == (
-        ReasoningBlock("Let me think.", signature="EqQBCgIYAhIM"),
-        ReasoningBlock("", redacted_data="EmwKAhgBEgy3va3pzix"),
+    assert whole.message.content == (  # each marked as Anthropic's (sent back only there)
+        ReasoningBlock("Let me think.", signature="EqQBCgIYAhIM", provider="anthropic"),
+        ReasoningBlock("", redacted_data="EmwKAhgBEgy3va3pzix", provider="anthropic"),
         TextBlock("42"),
     )
     assert events[-1].response == whole
@@ -148,6 +152,37 @@ async def test_reasoning_round_trips_to_the_next_request(server: FakeAnthropic) 
     }
 
 
+async def test_signed_reasoning_goes_back_to_anthropic_only(server: FakeAnthropic) -> None:
+    """A saved conversation (dumped to JSON, loaded back) keeps who signed its reasoning:
+    Anthropic gets the signature and redacted data back byte for byte; another provider gets
+    the turn without them."""
+    signature, redacted = "EqQBCgIYAhIM+/=" * 20, "EmwKAhgBEgy3va3pzix/+=="
+    server.reply(
+        {"type": "thinking", "thinking": "step ü", "signature": signature},
+        {"type": "redacted_thinking", "data": redacted},
+        {"type": "text", "text": "first"},
+    )
+    config = AgentConfig(name="t", provider="anthropic", base_url=server.url, api_key="test-key")
+    async with Agent(config) as agent:
+        first = await agent.run("one")
+    saved = json.loads(json.dumps(dump_messages([user_text("one"), *first.messages])))
+    assert [b.get("provider") for b in saved[1]["content"]] == ["anthropic", "anthropic", None]
+    conversation = [*load_messages(saved), user_text("two")]
+
+    async with Agent(config) as agent:
+        assert (await agent.run(conversation)).success
+    assert json.loads(server.requests[1].body)["messages"][1]["content"] == [
+        {"type": "thinking", "thinking": "step ü", "signature": signature},
+        {"type": "redacted_thinking", "data": redacted},
+        {"type": "text", "text": "first"},
+    ]
+
+    other = ScriptedProvider(["fine"], name="other")
+    async with Agent(AgentConfig(name="o", provider=other)) as agent:
+        assert (await agent.run(conversation)).success
+    assert other.requests[0].messages[1] == LLMMessage("assistant", [TextBlock("first")])
+
+
 async def test_empty_reply_is_one_empty_text_block(server: FakeAnthropic, provider: Any) -> None:
     for _ in range(2):
         server.reply()
@@ -160,8 +195,20 @@ async def test_usage_comes_from_the_reply(server: FakeAnthropic, provider: Any) 
     for _ in range(2):
         server.reply_text("x", input_tokens=11, output_tokens=7)
     whole, events = await both(provider)
-    assert (whole.usage.input_tokens, whole.usage.output_tokens) == (11, 7)
+    assert whole.usage == Usage(11, 7)
     assert events[-1].response.usage == whole.usage
+
+
+async def test_usage_counts_cache_and_thinking_tokens(server: FakeAnthropic, provider: Any) -> None:
+    """Anthropic's ``input_tokens`` leaves the cached tokens out; oma's counts them in."""
+    cache = {"cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}
+    thinking = {"output_tokens_details": {"thinking_tokens": 5}}
+    for _ in range(2):
+        server.reply_text("x", input_tokens=11, output_tokens=7, usage={**cache, **thinking})
+    whole, events = await both(provider)
+    expected = Usage(131, 7, cache_read_tokens=100, cache_write_tokens=20, reasoning_tokens=5)
+    assert whole.usage == expected
+    assert events[-1].response.usage == expected
 
 
 @pytest.mark.parametrize("streaming", [False, True])

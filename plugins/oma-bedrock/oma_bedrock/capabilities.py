@@ -27,10 +27,13 @@ __all__ = [
     "DISPLAY_NAME",
     "DOCUMENT_FORMATS",
     "IMAGE_FORMATS",
+    "PROVIDER",
     "VIDEO_FORMATS",
 ]
 
 DISPLAY_NAME = "Amazon Bedrock"
+#: The provider's registered name: what its reasoning blocks' ``provider`` says.
+PROVIDER = "bedrock"
 
 #: Media type -> Converse ``ImageFormat``.
 IMAGE_FORMATS: Mapping[str, str] = {

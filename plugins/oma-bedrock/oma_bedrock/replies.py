@@ -21,6 +21,8 @@ from oma_core.toolkit import (
     ToolCallDelta,
 )
 
+from .capabilities import PROVIDER
+
 __all__ = ["STOP_REASONS", "MalformedReply", "StreamAssembler", "response_from_json"]
 
 #: Converse ``stopReason`` -> oma's stop reason (the Messages API vocabulary).
@@ -73,12 +75,15 @@ def response_from_json(reply: Any, model: str | None) -> ProviderResponse:
 
 def _reasoning(content: Mapping[str, Any]) -> ReasoningBlock:
     if "redactedContent" in content:
-        return ReasoningBlock("", redacted_data=_string(content["redactedContent"], "redacted"))
+        return ReasoningBlock(
+            "", redacted_data=_string(content["redactedContent"], "redacted"), provider=PROVIDER
+        )
     text = _mapping(content.get("reasoningText"), "reasoningContent.reasoningText")
     signature = text.get("signature")
     return ReasoningBlock(
         _string(text.get("text"), "reasoningText.text"),
         signature if isinstance(signature, str) else None,
+        provider=PROVIDER,
     )
 
 
@@ -98,13 +103,18 @@ def _response(blocks: list[Any], stop: Any, usage: Usage, model: str | None) -> 
 
 
 def _usage(usage: Any) -> Usage:
+    """``TokenUsage`` as oma's ``Usage``. Bedrock's ``inputTokens`` leaves out the tokens read
+    from or written to the prompt cache (``cacheReadInputTokens``, ``cacheWriteInputTokens``);
+    oma's ``input_tokens`` counts all the input, so the three are added."""
     if usage is None:
         return Usage()
     usage = _mapping(usage, "usage")
-    numbers = [usage.get("inputTokens", 0), usage.get("outputTokens", 0)]
+    names = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
+    numbers = [usage.get(name) or 0 for name in names]
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
         raise MalformedReply("usage holds something other than token counts")
-    return Usage(numbers[0], numbers[1])
+    given, output, read, written = numbers
+    return Usage(given + read + written, output, cache_read_tokens=read, cache_write_tokens=written)
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -221,9 +231,12 @@ class StreamAssembler:
                     raise MalformedReply(f"tool call {block['id']} never stopped")
                 blocks.append(block["block"])
             elif block["redacted"] is not None:
-                blocks.append(ReasoningBlock("", redacted_data=block["redacted"]))
+                blocks.append(
+                    ReasoningBlock("", redacted_data=block["redacted"], provider=PROVIDER)
+                )
             else:
-                blocks.append(ReasoningBlock("".join(block["text"]), block["signature"]))
+                text = "".join(block["text"])
+                blocks.append(ReasoningBlock(text, block["signature"], provider=PROVIDER))
         return _response(blocks, self._stop, self._usage, self._model)
 
 

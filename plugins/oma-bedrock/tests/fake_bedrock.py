@@ -237,6 +237,10 @@ class Reply:
     stop_reason: str = "end_turn"
     input_tokens: int = 11
     output_tokens: int = 7
+    #: ``cacheReadInputTokens`` / ``cacheWriteInputTokens`` (not counted in ``inputTokens``);
+    #: left out when None.
+    cache_read: int | None = None
+    cache_write: int | None = None
 
 
 class FakeBedrock(FakeServer):
@@ -331,11 +335,17 @@ class FakeBedrock(FakeServer):
         }
 
     def _usage(self, reply: Reply) -> dict[str, int]:
-        total = reply.input_tokens + reply.output_tokens
+        cache = {
+            "cacheReadInputTokens": reply.cache_read,
+            "cacheWriteInputTokens": reply.cache_write,
+        }
+        cached = {k: v for k, v in cache.items() if v is not None}
+        total = reply.input_tokens + reply.output_tokens + sum(cached.values())
         return {
             "inputTokens": reply.input_tokens,
             "outputTokens": reply.output_tokens,
             "totalTokens": total,
+            **cached,
         }
 
     def _events(self, reply: Reply) -> Iterator[EventFrame]:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fake_bedrock import FakeBedrock
 
-from oma_core import ReasoningBlock, TextBlock, load_messages
+from oma_core import Agent, AgentConfig, LLMMessage, ReasoningBlock, TextBlock, Usage, load_messages
 from oma_core.toolkit import (
     ProviderRequest,
     ProviderResponse,
@@ -63,7 +63,10 @@ async def test_reasoning_comes_back_with_its_signature(server: FakeBedrock) -> N
         server.reply(reasoning, {"text": "42"}, output_tokens=9)
     whole, events, final = await both(server)
     assert whole == final
-    assert whole.message.content == (ReasoningBlock("let me think", "sig-123"), TextBlock("42"))
+    assert whole.message.content == (  # marked as Bedrock's: sent back only there
+        ReasoningBlock("let me think", "sig-123", provider="bedrock"),
+        TextBlock("42"),
+    )
     assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "let me think"
     assert whole.usage.output_tokens == 9
 
@@ -73,7 +76,20 @@ async def test_redacted_reasoning_round_trips(server: FakeBedrock) -> None:
         server.reply({"reasoningContent": {"redactedContent": "ZW5jcnlwdGVk"}}, {"text": "ok"})
     whole, _, final = await both(server)
     assert whole == final
-    assert whole.message.content[0] == ReasoningBlock("", redacted_data="ZW5jcnlwdGVk")
+    assert whole.message.content[0] == ReasoningBlock(
+        "", redacted_data="ZW5jcnlwdGVk", provider="bedrock"
+    )
+
+
+async def test_usage_counts_cache_reads_and_writes_as_input(server: FakeBedrock) -> None:
+    """``inputTokens`` leaves the cached tokens out; oma's input count has them in."""
+    for _ in range(2):
+        server.reply(
+            {"text": "ok"}, input_tokens=11, output_tokens=7, cache_read=100, cache_write=20
+        )
+    whole, _, final = await both(server)
+    assert whole.usage == Usage(131, 7, cache_read_tokens=100, cache_write_tokens=20)
+    assert final.usage == whole.usage
 
 
 async def test_reasoning_sent_back_keeps_its_signature(server: FakeBedrock) -> None:
@@ -95,3 +111,29 @@ async def test_reasoning_sent_back_keeps_its_signature(server: FakeBedrock) -> N
     assert body["messages"][1]["content"][0] == {
         "reasoningContent": {"reasoningText": {"text": "t", "signature": "s"}}
     }
+
+
+async def test_only_bedrocks_own_signed_reasoning_goes_back(server: FakeBedrock) -> None:
+    """Claude on Bedrock and on Anthropic sign alike, but oma sends a signature back only to
+    the provider that issued it: Anthropic's is left out of a Bedrock request."""
+    from oma_bedrock import create_provider
+
+    signed = [
+        ReasoningBlock("mine", "bedrock-sig", provider="bedrock"),
+        ReasoningBlock("theirs", "anthropic-sig", provider="anthropic"),
+        TextBlock("a"),
+    ]
+    conversation = [
+        LLMMessage("user", [TextBlock("q")]),
+        LLMMessage("assistant", signed),
+        LLMMessage("user", [TextBlock("more")]),
+    ]
+    built = create_provider(ProviderSettings(base_url=server.url))
+    async with Agent(AgentConfig("b", provider=built, model="m")) as agent:
+        result = await agent.run(conversation)
+    await built.aclose()
+    assert result.success, result.status.error
+    assert server.requests[0].json["messages"][1]["content"] == [
+        {"reasoningContent": {"reasoningText": {"text": "mine", "signature": "bedrock-sig"}}},
+        {"text": "a"},
+    ]

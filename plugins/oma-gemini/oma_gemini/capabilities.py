@@ -30,6 +30,7 @@ __all__ = [
     "FILE_API_HOST",
     "IMAGE_MEDIA_TYPES",
     "INLINE_HINT",
+    "PROVIDER",
     "VIDEO_MEDIA_TYPES",
     "WIRE_MEDIA_TYPE",
     "image_url_problem",
@@ -39,6 +40,8 @@ __all__ = [
 ]
 
 DISPLAY_NAME = "Google Gemini"
+#: The provider's registered name: what its reasoning blocks' ``provider`` says.
+PROVIDER = "gemini"
 FILE_API_HOST = "generativelanguage.googleapis.com"
 
 IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"})

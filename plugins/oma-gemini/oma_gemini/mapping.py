@@ -58,6 +58,7 @@ from .capabilities import (
     DEFAULT_INLINE_LIMIT,
     DISPLAY_NAME,
     INLINE_HINT,
+    PROVIDER,
     WIRE_MEDIA_TYPE,
     is_youtube,
 )
@@ -263,10 +264,24 @@ class _Inline:
 
 
 def read_usage(reply: Mapping[str, Any]) -> Usage:
-    """``usageMetadata`` as ``Usage``; thinking tokens count as output (they are billed so)."""
+    """``usageMetadata`` as ``Usage``; thinking tokens count as output (they are billed so).
+
+    ``promptTokenCount`` includes the cached tokens (``cachedContentTokenCount``), as oma's
+    ``input_tokens`` does; ``toolUsePromptTokenCount`` (server tools' results, fed back as
+    input) is added to it. Gemini reports no cache writes.
+    """
     meta = reply.get("usageMetadata") or {}
-    output = int(meta.get("candidatesTokenCount") or 0) + int(meta.get("thoughtsTokenCount") or 0)
-    return Usage(int(meta.get("promptTokenCount") or 0), output)
+    thoughts = _count(meta, "thoughtsTokenCount")
+    return Usage(
+        _count(meta, "promptTokenCount") + _count(meta, "toolUsePromptTokenCount"),
+        _count(meta, "candidatesTokenCount") + thoughts,
+        cache_read_tokens=_count(meta, "cachedContentTokenCount"),
+        reasoning_tokens=thoughts,
+    )
+
+
+def _count(meta: Mapping[str, Any], name: str) -> int:
+    return int(meta.get(name) or 0)
 
 
 def read_candidate(reply: Mapping[str, Any]) -> tuple[list[Any], str | None]:
@@ -292,8 +307,10 @@ def read_candidate(reply: Mapping[str, Any]) -> tuple[list[Any], str | None]:
 def _blocks_of(part: Mapping[str, Any]) -> list[Any]:
     signature = part.get("thoughtSignature")
     if part.get("thought"):
-        return [ReasoningBlock(part.get("text") or "", signature=signature)]
-    blocks: list[Any] = [ReasoningBlock("", signature=signature)] if signature else []
+        return [ReasoningBlock(part.get("text") or "", signature=signature, provider=PROVIDER)]
+    blocks: list[Any] = (
+        [ReasoningBlock("", signature=signature, provider=PROVIDER)] if signature else []
+    )
     if "text" in part:
         blocks.append(TextBlock(part["text"]))
     elif "functionCall" in part:
@@ -346,7 +363,9 @@ def merge_text(blocks: Iterable[Any]) -> tuple[Any, ...]:
             and merged[-1].text
             and not merged[-1].signature
         ):
-            merged[-1] = ReasoningBlock(merged[-1].text + block.text, signature=block.signature)
+            merged[-1] = ReasoningBlock(
+                merged[-1].text + block.text, signature=block.signature, provider=PROVIDER
+            )
         else:
             merged.append(block)
     text_blocks = [b for b in merged if not (isinstance(b, TextBlock) and not b.text)]

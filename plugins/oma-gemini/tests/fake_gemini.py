@@ -170,6 +170,10 @@ class Reply:
     prompt_tokens: int = 9
     output_tokens: int = 6
     thoughts_tokens: int = 0
+    #: ``cachedContentTokenCount`` (a part of ``promptTokenCount``) and
+    #: ``toolUsePromptTokenCount``; left out when 0.
+    cached_tokens: int = 0
+    tool_use_tokens: int = 0
     block_reason: str | None = None
 
 
@@ -388,8 +392,15 @@ class FakeGemini(FakeServer):
             usage["candidatesTokenCount"] = reply.output_tokens
             if reply.thoughts_tokens:
                 usage["thoughtsTokenCount"] = reply.thoughts_tokens
+            if reply.cached_tokens:
+                usage["cachedContentTokenCount"] = reply.cached_tokens
+            if reply.tool_use_tokens:
+                usage["toolUsePromptTokenCount"] = reply.tool_use_tokens
             usage["totalTokenCount"] = (
-                reply.prompt_tokens + reply.output_tokens + reply.thoughts_tokens
+                reply.prompt_tokens
+                + reply.output_tokens
+                + reply.thoughts_tokens
+                + reply.tool_use_tokens
             )
         return usage
 

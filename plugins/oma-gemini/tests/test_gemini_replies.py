@@ -9,12 +9,17 @@ from fake_gemini import API_KEY, FakeGemini, Reply
 from oma_gemini import create_provider
 
 from oma_core import (
+    Agent,
+    AgentConfig,
+    LLMMessage,
     ProviderError,
     ReasoningBlock,
     TextBlock,
     ToolUseBlock,
+    Usage,
     load_messages,
 )
+from oma_core.messages import user_text
 from oma_core.toolkit import (
     ProviderRequest,
     ProviderResponse,
@@ -114,6 +119,51 @@ class TestUsage:
         response, _ = await _call(server, streaming)
         assert (response.usage.input_tokens, response.usage.output_tokens) == (21, 34)
 
+    @STREAMING
+    async def test_cached_thought_and_tool_use_counts(
+        self, server: FakeGemini, streaming: bool
+    ) -> None:
+        """``promptTokenCount`` counts the cached tokens already; the server tools' input
+        (``toolUsePromptTokenCount``) is input too."""
+        server.reply(
+            Reply(
+                prompt_tokens=100,
+                output_tokens=4,
+                thoughts_tokens=30,
+                cached_tokens=60,
+                tool_use_tokens=5,
+            )
+        )
+        response, _ = await _call(server, streaming)
+        assert response.usage == Usage(105, 34, cache_read_tokens=60, reasoning_tokens=30)
+
+
+async def test_another_providers_thought_signature_is_not_sent(server: FakeGemini) -> None:
+    """A signature Anthropic issued is no ``thoughtSignature``: the model turn goes without
+    it; Gemini's own goes back on its part."""
+    conversation = [
+        user_text("hi"),
+        LLMMessage(
+            "assistant",
+            [
+                ReasoningBlock("t", signature="anthropic-sig", provider="anthropic"),
+                ReasoningBlock("", signature="gemini-sig", provider="gemini"),
+                TextBlock("first"),
+            ],
+        ),
+        user_text("more"),
+    ]
+    config = AgentConfig(
+        "g", provider="gemini", model="gemini-test", base_url=server.base_url, api_key=API_KEY
+    )
+    async with Agent(config) as agent:
+        result = await agent.run(conversation)
+    assert result.success, result.status.error
+    assert server.requests[0].json["contents"][1] == {
+        "role": "model",
+        "parts": [{"text": "first", "thoughtSignature": "gemini-sig"}],
+    }
+
 
 class TestToolCalls:
     @STREAMING
@@ -147,9 +197,9 @@ class TestThoughts:
     ) -> None:
         server.reply(Reply(text="answer", thoughts="thinking it over", signature="sig-1"))
         response, events = await _call(server, streaming)
-        assert response.message.content == (
-            ReasoningBlock("thinking it over"),
-            ReasoningBlock("", signature="sig-1"),
+        assert response.message.content == (  # marked as Gemini's: sent back only there
+            ReasoningBlock("thinking it over", provider="gemini"),
+            ReasoningBlock("", signature="sig-1", provider="gemini"),
             TextBlock("answer"),
         )
         if streaming:
@@ -162,7 +212,7 @@ class TestThoughts:
         server.reply(Reply(text="", calls=(("c1", "lookup", {}),), signature="sig-call"))
         response, _ = await _call(server, False)
         assert response.message.content == (
-            ReasoningBlock("", signature="sig-call"),
+            ReasoningBlock("", signature="sig-call", provider="gemini"),
             ToolUseBlock("c1", "lookup", {}),
         )
         conversation = [

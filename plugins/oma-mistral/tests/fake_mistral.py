@@ -72,6 +72,8 @@ class Reply:
     finish_reason: str | None = None
     prompt_tokens: int = 11
     completion_tokens: int = 5
+    #: ``prompt_tokens_details.cached_tokens`` (a part of ``prompt_tokens``); left out when None.
+    cached_tokens: int | None = None
 
 
 class _Refused(Exception):
@@ -339,13 +341,16 @@ def _finish(reply: Reply) -> str:
     return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
 
-def _usage(reply: Reply) -> dict[str, int]:
+def _usage(reply: Reply) -> dict[str, Any]:
     total = reply.prompt_tokens + reply.completion_tokens
-    return {
+    usage: dict[str, Any] = {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "total_tokens": total,
     }
+    if reply.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+    return usage
 
 
 def tool_reply(call_id: str, name: str, arguments: Any) -> Reply:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fake_mistral import API_KEY, FakeMistral, tool_reply
+from fake_mistral import API_KEY, FakeMistral, Reply, tool_reply
 
-from oma_core import AgentConfig, load_messages
+from oma_core import AgentConfig, Usage, load_messages
 from oma_core.testing.output_checks import streamed_partials
-from oma_core.toolkit import Provider, ProviderRequest, ToolCall, ToolCallDelta
+from oma_core.toolkit import Provider, ProviderRequest, ResponseComplete, ToolCall, ToolCallDelta
 
 SCHEMA = {
     "type": "object",
@@ -51,3 +51,18 @@ async def test_tool_mode_streams_partials_as_the_output_calls_arguments_arrive(
     assert len(partials) > 1 and partials[-1] == VALUE
     assert all(VALUE["name"].startswith(p.get("name", "")) for p in partials)
     assert result.structured == VALUE
+
+
+async def test_cached_tokens_are_a_part_of_the_input_count(
+    server: FakeMistral, provider: Provider
+) -> None:
+    """Mistral reports cache hits as ``prompt_tokens_details.cached_tokens``, inside
+    ``prompt_tokens`` (its prompt-caching guide, read on 2026-12-06)."""
+    reply = Reply(text="ok", prompt_tokens=200, completion_tokens=3, cached_tokens=128)
+    server.reply(reply)
+    server.reply(reply)
+    messages = load_messages([{"role": "user", "content": [{"type": "text", "text": "go"}]}])
+    expected = Usage(200, 3, cache_read_tokens=128)
+    assert (await provider.complete(ProviderRequest("m", messages))).usage == expected
+    events = [e async for e in provider.stream(ProviderRequest("m", messages))]
+    assert isinstance(events[-1], ResponseComplete) and events[-1].response.usage == expected

@@ -395,12 +395,17 @@ def parse_arguments(arguments: str | None, display_name: str) -> dict[str, Any]:
 
 
 def content_blocks(
-    reasoning: str, text: str, calls: Sequence[ToolUseBlock], keep_reasoning: bool
+    reasoning: str,
+    text: str,
+    calls: Sequence[ToolUseBlock],
+    keep_reasoning: bool,
+    provider: str | None = None,
 ) -> tuple[ReasoningBlock | TextBlock | ToolUseBlock, ...]:
-    """The blocks of a reply, in the order the model produced them."""
+    """The blocks of a reply, in the order the model produced them; reasoning is marked as
+    ``provider``'s (the preset's name)."""
     blocks: list[ReasoningBlock | TextBlock | ToolUseBlock] = []
     if reasoning and keep_reasoning:
-        blocks.append(ReasoningBlock(reasoning))
+        blocks.append(ReasoningBlock(reasoning, provider=provider))
     if text or not calls:
         blocks.append(TextBlock(text))
     blocks.extend(calls)

@@ -253,7 +253,11 @@ class OpenAIChatProvider:
                 for call in message.tool_calls or ()
             )
             blocks = content_blocks(
-                _reasoning(message), text, calls, self.preset.reasoning_field is not None
+                _reasoning(message),
+                text,
+                calls,
+                self.preset.reasoning_field is not None,
+                self.preset.name,
             )
             return ProviderResponse(
                 message=LLMMessage("assistant", blocks),
@@ -364,6 +368,7 @@ class _StreamAssembly:
             "".join(self._text) or refusal,
             self._done,
             self._preset.reasoning_field is not None,
+            self._preset.name,
         )
         return ProviderResponse(
             message=LLMMessage("assistant", blocks),
@@ -434,7 +439,25 @@ def _reasoning(message: Any) -> str:
 
 
 def _usage(reply: Any) -> Usage:
+    """oma's ``Usage`` of a reply's ``usage``. ``prompt_tokens`` counts the cached tokens
+    too (``prompt_tokens_details.cached_tokens`` is a part of it), as oma's
+    ``input_tokens`` does; ``completion_tokens`` counts the reasoning tokens."""
     usage = reply.usage
     if usage is None:
         return Usage()
-    return Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+    prompt = usage.prompt_tokens_details
+    completion = usage.completion_tokens_details
+    return Usage(
+        int(usage.prompt_tokens or 0),
+        int(usage.completion_tokens or 0),
+        cache_read_tokens=_detail(prompt, "cached_tokens"),
+        cache_write_tokens=_detail(prompt, "cache_write_tokens"),
+        reasoning_tokens=_detail(completion, "reasoning_tokens"),
+    )
+
+
+def _detail(details: Any, name: str) -> int:
+    """One count of a ``*_tokens_details`` object (absent on many compatible servers): 0
+    when missing or not a count."""
+    value = getattr(details, name, None) if details is not None else None
+    return value if type(value) is int and value >= 0 else 0

@@ -72,6 +72,10 @@ class Reply:
     finish_reason: str | None = None
     prompt_tokens: int = 12
     completion_tokens: int = 7
+    #: ``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details
+    #: .reasoning_tokens`` (parts of the two counts above); left out when None.
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
     #: A refusal (structured outputs): sent in ``message.refusal`` with ``content`` null.
     refusal: str | None = None
 
@@ -557,12 +561,17 @@ def _finish(reply: Reply) -> str:
     return "tool_calls" if reply.tool_calls else "stop"
 
 
-def _usage(reply: Reply) -> dict[str, int]:
-    return {
+def _usage(reply: Reply) -> dict[str, Any]:
+    usage: dict[str, Any] = {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "total_tokens": reply.prompt_tokens + reply.completion_tokens,
     }
+    if reply.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens, "audio_tokens": 0}
+    if reply.reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+    return usage
 
 
 def _is_base64(data: str) -> bool:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from fake_openai import FakeChatCompletions, Reply
+from fake_openai import API_KEY, FakeChatCompletions, Reply
 from oma_openai.provider import OpenAIChatProvider
 from openai_builders import (
     MP4_B64,
@@ -23,7 +23,15 @@ from openai_builders import (
     user,
 )
 
-from oma_core import InvalidMessageError, ProviderError, UnsupportedContentBlockError, load_messages
+from oma_core import (
+    Agent,
+    AgentConfig,
+    InvalidMessageError,
+    ProviderError,
+    ReasoningBlock,
+    UnsupportedContentBlockError,
+    load_messages,
+)
 from oma_core.toolkit import ToolDefinition
 
 
@@ -349,7 +357,28 @@ async def test_deepseek_keeps_reasoning_of_its_reply(
     response = await provider.complete(request("q"))
     await provider.aclose()
     assert [b.type for b in response.message.content] == ["reasoning", "text"]
-    assert response.message.content[0].text == "Let me think."  # type: ignore[union-attr]
+    assert response.message.content[0] == ReasoningBlock("Let me think.", provider="deepseek")
+
+
+@pytest.mark.parametrize("name", ["openai", "deepseek"])
+async def test_another_providers_signed_reasoning_is_not_sent(
+    server: FakeChatCompletions, compatible_server: FakeChatCompletions, name: str
+) -> None:
+    """Anthropic's signed thinking in the history reaches neither OpenAI (which has no place
+    for reasoning) nor DeepSeek (whose ``reasoning_content`` would carry another model's
+    thoughts): the turn goes without it, and the run is not refused."""
+    target = server if name == "openai" else compatible_server
+    signed = {"type": "reasoning", "text": "t", "signature": "sig", "provider": "anthropic"}
+    conversation = load_messages(
+        [user(text("q")), assistant(signed, text("answer")), user(text("more"))]
+    )
+    config = AgentConfig(
+        "t", provider=name, base_url=target.base_url, api_key=API_KEY, model="gpt-test"
+    )
+    async with Agent(config) as agent:
+        result = await agent.run(conversation)
+    assert result.success, result.status.error
+    assert sent(target)["messages"][1] == {"role": "assistant", "content": "answer"}
 
 
 async def test_reasoning_is_not_kept_where_it_cannot_be_sent_back(

@@ -7,6 +7,7 @@ import contextlib
 import json
 from typing import Any
 
+import attrs
 from fake_openai import FakeChatCompletions, Reply
 from oma_openai.provider import OpenAIChatProvider
 from openai_builders import provider_for, request
@@ -35,6 +36,18 @@ async def test_stream_asks_for_usage_and_yields_text_token_by_token(
     assert final.response.usage == Usage(5, 3)
     assert final.response.stop_reason == "end_turn"
     assert final.response.message.content[0].text == "one two three"  # type: ignore[union-attr]
+
+
+async def test_cached_and_reasoning_tokens_are_parts_of_the_counts(
+    openai_provider: OpenAIChatProvider, server: FakeChatCompletions
+) -> None:
+    """``prompt_tokens`` counts the cached tokens already: oma's input count is it as is."""
+    reply = Reply(text="ok", prompt_tokens=50, completion_tokens=9, cached_tokens=30)
+    server.reply(attrs.evolve(reply, reasoning_tokens=4), attrs.evolve(reply, reasoning_tokens=4))
+    expected = Usage(50, 9, cache_read_tokens=30, reasoning_tokens=4)
+    assert (await openai_provider.complete(request("q"))).usage == expected
+    events = await collect(openai_provider, request("q"))
+    assert events[-1].response.usage == expected
 
 
 async def test_tool_call_fragments_become_one_tool_call_event_each(
