@@ -544,15 +544,26 @@ def partial_json(text: str) -> Any:
     if not starts:
         return None
     body = text[min(starts) :]
-    fence = body.find("```")
-    if fence >= 0:
-        body = body[:fence]
+    # A closing fence begins a line; a JSON string cannot hold a raw newline, so "```" after
+    # one is never inside a string (a key or value of "```" is JSON like any other).
+    fence = _CLOSING_FENCE.search(body)
+    if fence is not None:
+        body = body[: fence.start()]
     import jiter
 
     try:
         return jiter.from_json(body.encode(), partial_mode="trailing-strings")
     except ValueError:
-        return None
+        cut = body.rfind("```")  # a fence closing on the value's own line
+        if cut < 0:
+            return None
+        try:
+            return jiter.from_json(body[:cut].encode(), partial_mode="trailing-strings")
+        except ValueError:
+            return None
+
+
+_CLOSING_FENCE = re.compile(r"\r?\n[ \t]*```")
 
 
 class PartialText:
