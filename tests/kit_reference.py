@@ -94,6 +94,8 @@ SABOTAGES = (
     "native-schema-dropped",
     "output-tool-not-forced",
     "reader-ignores-format",  # the wire reader's mistake, not the provider's
+    "second-image-dropped",  # of issue 30: each passes every one-block sample
+    "images-reordered",
 )
 
 
@@ -140,7 +142,7 @@ class KitchatProvider:
     def render(self, request: ProviderRequest) -> dict[str, Any]:
         messages = []
         for message in request.messages:
-            parts = [p for p in map(_part, message.content) if p is not None]
+            parts = _sabotaged_parts([p for p in map(_part, message.content) if p is not None])
             messages.append({"role": message.role, "parts": parts or [{"text": ""}]})
         body: dict[str, Any] = {"model": request.model or "kit-1", "messages": messages}
         if request.system_prompt:
@@ -218,6 +220,20 @@ class KitchatProvider:
 
     async def aclose(self) -> None:
         await self._clients.aclose()
+
+
+def _sabotaged_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A turn's parts, the second image dropped or the images in reverse order (in their
+    places among the texts) when those sabotages are on."""
+    images = [n for n, p in enumerate(parts) if "image" in p]
+    if _sabotage("second-image-dropped") and len(images) > 1:
+        return [p for n, p in enumerate(parts) if n != images[1]]
+    if _sabotage("images-reordered"):
+        reordered = list(parts)
+        for at, source in zip(images, reversed(images), strict=True):
+            reordered[at] = parts[source]
+        return reordered
+    return parts
 
 
 def _render_output(request: ProviderRequest, body: dict[str, Any]) -> None:

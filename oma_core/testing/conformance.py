@@ -508,6 +508,7 @@ class ProviderConformance(OutputConformance):
     #: Checks that need the wire reader (``read_request``).
     _READER_CHECKS = (
         "test_requests_reach_the_service_as_sent",
+        "test_several_blocks_of_a_type_arrive_all_and_in_order",
         "test_the_reader_reads_every_field_of_the_rendered_body",
         "test_tool_choice_reaches_the_service",
         "test_results_of_streamed_calls_reach_the_service",
@@ -534,10 +535,23 @@ class ProviderConformance(OutputConformance):
             left_out.update(cls._SSE_CHECKS)
         if cls.unbounded_transport:
             left_out.update(cls._BOUNDS_CHECKS)
+        if cls.tool_call_ids not in ("always", "sometimes", "never"):
+            raise ValueError(
+                f"{cls.__name__}.tool_call_ids = {cls.tool_call_ids!r}: use 'always', "
+                "'sometimes' or 'never' (see docs/testing-plugins.md)"
+            )
         if cls.tool_call_ids == "always":
             left_out.add("test_tool_calls_without_ids_get_unique_ids")
         elif cls.tool_call_ids == "never":
             left_out.add("test_streaming_and_complete_give_the_same_tool_call")
+            if cls.__name__.startswith("Test"):
+                warnings.warn(
+                    f"{cls.__name__} sets tool_call_ids = 'never': the kit's check "
+                    "test_streaming_and_complete_give_the_same_tool_call (a scripted id comes "
+                    "back unchanged) is left out; test_tool_calls_without_ids_get_unique_ids "
+                    "checks the ids the provider makes instead (see docs/testing-plugins.md)",
+                    stacklevel=2,
+                )
         for mode, mode_checks in cls._MODE_CHECKS.items():
             if mode not in cls.output_modes:
                 left_out.update(mode_checks)
@@ -1192,6 +1206,48 @@ class ProviderConformance(OutputConformance):
             NeutralRequest.of(first), messages=(*first.messages, made_calls, results)
         )
         self._assert_seen(self.read_request(server.requests[1].json), sent, "the second call")
+
+    def _usable(self, sample: Sample) -> bool:
+        """Whether the kit may send ``sample`` expecting a success: declared, with the blocks
+        around it, not refused by the service nor for the kit's model."""
+        capabilities = self.spec().capabilities
+        return (
+            declared(capabilities, sample)
+            and _scaffolding_declared(capabilities, sample)
+            and self.expected_refusal(sample) is None
+            and not self.refused_for_the_model(sample)
+        )
+
+    @pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+    async def test_several_blocks_of_a_type_arrive_all_and_in_order(
+        self, server: FakeServer, streaming: bool
+    ) -> None:
+        """Several blocks of each declared type in one turn (user and assistant) and in one
+        tool result, several calls and results in one turn, and a long conversation mixing
+        them (``oma_core.testing.crowded``): the service must see every block, in order,
+        among the texts where it was sent (a provider that drops the second image of a
+        turn, or reorders a turn's blocks, passes every one-block sample)."""
+        from .crowded import crowded_conversations
+
+        crowded = crowded_conversations(self._usable)
+        lookup = kit_tools(self.spec().capabilities)["lookup"]
+        for case in crowded:
+            server.reset()
+            async with self.agent(server, tools=[lookup] if case.calls_tools else []) as agent:
+                request = agent.build_request(list(case.conversation))
+                rendered = agent.provider().render(request) if self.render_is_the_wire else None
+                result = await _outcome(agent, list(case.conversation), streaming)
+            assert result.success, (case.name, result.status.error)
+            assert len(server.requests) == 1, case.name
+            if case.located:  # media a reader may not read back: each block at its place
+                for sample in case.located:
+                    self.assert_on_wire(sample, server.requests[0])
+                continue
+            sent = NeutralRequest.of(request)
+            self._assert_seen(self.read_request(server.requests[0].json), sent, case.name)
+            if rendered is not None:  # the reader too: it must see all of render's blocks
+                self._assert_seen(self.read_request(rendered), sent, f"render: {case.name}")
+        assert len(crowded) > 3, [c.name for c in crowded]
 
     # -- reply mapping (needs script_reply) -----------------------------------------------
 
