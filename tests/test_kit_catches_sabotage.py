@@ -1,7 +1,8 @@
 """The conformance kit can fail: each of the six mistakes of issue 22, the two of structured
 output of issue 23 (a declared native mode that drops the schema; an output tool sent without
 forcing the choice), a wire reader blind to the output schema, and the two of issue 30 (the
-second image of a turn dropped; a turn's images reordered), switched on in the reference
+second image of a turn dropped; a turn's images reordered; a failure said in the stream's
+final event read as an answer), switched on in the reference
 Kitchat provider (``tests/kit_reference.py``), makes the kit's checks fail.
 
 One subprocess runs the kit's checks once per sabotage (``tests/kit_sabotaged.py``: the same
@@ -38,6 +39,8 @@ CAUGHT_BY = {
     # issue 30: only a turn with several images shows either
     "second-image-dropped": "test_several_blocks_of_a_type_arrive_all_and_in_order",
     "images-reordered": "test_several_blocks_of_a_type_arrive_all_and_in_order",
+    # issue 30: a failure said in the final event, read as a (short) answer
+    "final-event-error-ignored": "test_an_error_in_the_final_event_fails_the_stream",
 }
 #: The sabotages no one-block check catches: the kit passed them before it sent several
 #: blocks of a type in one turn.
@@ -48,7 +51,7 @@ CHECKS = (
     "http_errors_map or requests_reach or reader_reads or results_of_streamed or usage "
     "or stop_reasons or tool_choice or error_event or output_schema_reaches "
     "or output_is_a_forced_tool or output_is_instructions or several_blocks "
-    "or declared_blocks or render_is_what"
+    "or declared_blocks or render_is_what or final_event"
 )
 
 
@@ -73,7 +76,7 @@ def failures() -> dict[str, set[str]]:
 
 
 def test_every_sabotage_of_the_issue_is_tried() -> None:
-    assert set(CAUGHT_BY) == set(SABOTAGES) and len(SABOTAGES) == 11
+    assert set(CAUGHT_BY) == set(SABOTAGES) and len(SABOTAGES) == 12
 
 
 @pytest.mark.parametrize("sabotage", SABOTAGES)

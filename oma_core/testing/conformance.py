@@ -137,6 +137,7 @@ from .fake_server import (
     Delay,
     DropConnection,
     EchoRequestError,
+    ErrorInFinalEvent,
     ErrorMidStream,
     FakeServer,
     Fault,
@@ -424,6 +425,11 @@ class ProviderConformance(OutputConformance):
     #: wire sends them in pieces): the kit then requires pieces for every streamed call. Pieces
     #: a provider emits are always held to their call, whatever this says.
     streams_tool_arguments: bool = False
+    #: Whether the service's final stream event can say the generation failed (Cohere's
+    #: ``message-end`` with ``finish_reason: "ERROR"``): the fake server then writes that
+    #: event in ``error_final_event(message)``, and the kit checks the provider raises it
+    #: (``oma_core.toolkit.final_event_error``: retryable, the service's text kept).
+    final_event_errors: bool = False
 
     # -- what a plugin supplies ------------------------------------------------------------
 
@@ -533,6 +539,8 @@ class ProviderConformance(OutputConformance):
         left_out: set[str] = set()
         if not cls.server_sent_events:
             left_out.update(cls._SSE_CHECKS)
+        if not cls.final_event_errors:
+            left_out.add("test_an_error_in_the_final_event_fails_the_stream")
         if cls.unbounded_transport:
             left_out.update(cls._BOUNDS_CHECKS)
         if cls.tool_call_ids not in ("always", "sometimes", "never"):
@@ -590,6 +598,7 @@ class ProviderConformance(OutputConformance):
             managed.update(checks)
         managed.update(
             (
+                "test_an_error_in_the_final_event_fails_the_stream",
                 "test_tool_calls_without_ids_get_unique_ids",
                 "test_streaming_and_complete_give_the_same_tool_call",
             )
@@ -1373,6 +1382,37 @@ class ProviderConformance(OutputConformance):
         assert words in error.message, f"the service's message is lost: {error.message!r}"
         if len(key) >= 8:
             assert key not in error.message and key not in str(error)
+
+    @pytest.mark.parametrize("output", ["before-output", "after-output"])
+    async def test_an_error_in_the_final_event_fails_the_stream(
+        self, server: FakeServer, output: str
+    ) -> None:
+        """A final event that says the generation failed (``final_event_errors``) is a
+        retryable ``ProviderError`` keeping the service's text, never a short answer: retried
+        while no output reached the caller, reported (not repeated) after."""
+        words = "the generation failed (conformance kit)"
+        text = "several words of a streamed answer"
+        self.script_text(server, text if output == "after-output" else "")
+        server.enqueue(ErrorInFinalEvent(words))
+        error = await _failure(self.provider(server), self.request(), True)
+        assert words in error.message, f"the service's text is lost: {error.message!r}"
+        assert (error.retryable, error.status_code) == (True, None), repr(error)
+        server.reset()
+        self.script_text(server, text if output == "after-output" else "")
+        self.script_text(server, "the retried answer")
+        server.enqueue(ErrorInFinalEvent(words))
+        agent = self.agent(server, max_retries=2, retry_delay=0.001)
+        async with agent, agent.stream("hi") as events:
+            seen = [e async for e in events]
+        result = seen[-1].data
+        if output == "before-output":
+            assert len(server.requests) == 2, "retried once, then the whole answer"
+            assert result.success and result.output == "the retried answer", result.status.error
+        else:
+            assert len(server.requests) == 1, "output had reached the caller: not retried"
+            assert isinstance(result.status.error, ProviderError), result.status.error
+            assert words in result.status.error.message
+            assert [e.type for e in seen][-2:] == ["error", "done"]
 
 
 async def _outcome(agent: Agent, run_input: Any, streaming: bool) -> RunResult:
