@@ -418,6 +418,10 @@ class ProviderConformance(OutputConformance):
     #: Whether the wire has an error flag on tool results. False: an error result must
     #: still reach the service as an error, in its text (e.g. ``"Error: ..."``).
     tool_error_flag: bool = True
+    #: Whether the wire keeps a turn's media apart from its text (Ollama's ``images`` beside
+    #: ``content``): where each image sat among the texts is then not compared, only that
+    #: every one arrives, in order.
+    media_apart_from_text: bool = False
     #: The stop reasons the service's wire tells apart, in oma's vocabulary: the kit scripts
     #: each and the provider must report it (a service without a "tool use" reason drops it).
     stop_reasons: tuple[str, ...] = ("end_turn", "max_tokens", "tool_use")
@@ -1117,7 +1121,12 @@ class ProviderConformance(OutputConformance):
         return NeutralRequest.of(request, tool_choice=tool_choice)
 
     def _assert_seen(self, seen: NeutralRequest, sent: NeutralRequest, what: str) -> None:
-        found = differences(seen, sent, error_flag=self.tool_error_flag)
+        found = differences(
+            seen,
+            sent,
+            error_flag=self.tool_error_flag,
+            media_among_texts=not self.media_apart_from_text,
+        )
         assert not found, f"{what}: the service does not see what was sent:\n  " + "\n  ".join(
             found
         )
