@@ -34,7 +34,7 @@ def test_tool_call_ids_never_says_which_check_it_leaves_out() -> None:
     assert "TestNoIds sets tool_call_ids = 'never'" in message
     assert "test_streaming_and_complete_give_the_same_tool_call" in message
     assert "left out" in message and "docs/testing-plugins.md" in message
-    assert TestNoIds.test_streaming_and_complete_give_the_same_tool_call is None  # type: ignore[comparison-overlap]
+    assert TestNoIds.test_streaming_and_complete_give_the_same_tool_call is None
 
 
 @pytest.mark.parametrize("ids", ["always", "sometimes"])
