@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from ..capabilities import IN_TOOL_RESULT
-from .conformance import MEDIA_SAMPLES, Sample
+from .samples import MEDIA_SAMPLES, Sample
 
 __all__ = ["CrowdedConversation", "crowded_conversations"]
 
