@@ -58,7 +58,8 @@ Hooks a plugin may override when its wire differs from the defaults:
 - ``server_sent_events``: whether the provider streams server-sent events (True by default;
   a binary event stream, as Bedrock's, sets False and leaves out the SSE-only hostile replies);
 - ``tool_choices``, ``tool_error_flag``, ``render_is_the_wire``, ``tool_call_ids``,
-  ``stop_reasons``, ``streams_tool_arguments``: what the wire can say (see each attribute, and
+  ``stop_reasons``, ``streams_tool_arguments``, ``media_apart_from_text``,
+  ``final_event_errors``: what the wire can say (see each attribute, and
   ``docs/testing-plugins.md``).
 
 Two more hooks check the *mapping* of whole requests and replies; every bundled plugin's kit
@@ -98,7 +99,9 @@ redirect is refused (not followed, not retried); a gzip bomb stops at ``max_resp
 in bounded memory; an endless event stops at ``max_event_bytes``; a reply that never starts,
 or a stream that goes silent, fails with an error naming the timeout that fired; a complete
 stream the server keeps open with keep-alive comments ends at its last event; a stream that
-is not UTF-8 is a malformed response.
+is not UTF-8 is a malformed response. With the wire reader, several blocks of each declared
+type in one turn and in one tool result, and a long conversation mixing them, arrive all and
+in order (``oma_core.testing.crowded``).
 """
 
 from __future__ import annotations
