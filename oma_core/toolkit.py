@@ -17,7 +17,8 @@ The groups:
 - the provider interface: ``Provider``, ``ProviderRequest`` (with ``OutputRequest``),
   ``ProviderResponse``, ``ProviderSettings``, its events (``TextDelta``, ``ReasoningDelta``,
   ``ToolCall``, ``ToolCallDelta``, ``ResponseComplete``, ``ProviderEvent``),
-  ``ToolDefinition``, ``SchemaLimits`` (a service's documented limits on an output or tool schema);
+  ``ToolDefinition``, ``SchemaLimits`` (a service's documented limits on an output or tool schema),
+  ``final_event_error`` (the error a stream's final event carries instead of a stop reason);
 - the backend interface: ``Backend``, ``BackendRequest``, its events and ``BackendResult``;
 - the executor interface: ``ExecutorSpec``, ``Executor``, ``ExecutionContext``, ``TaskRun``,
   ``TaskRunner``, ``RunDefaults``, ``EXECUTOR_FEATURES``;
@@ -56,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "ResponseComplete": "providers",
     "ToolDefinition": "providers",
     "SchemaLimits": "_schema_limits",
+    "final_event_error": "_final_event",
     # the backend interface
     "Backend": "backends",
     "BackendEvent": "backends",
@@ -124,6 +126,7 @@ __all__ = [
     "ToolOutput",
     "Toolset",
     "ToolsetSpec",
+    "final_event_error",
 ]
 
 
@@ -147,6 +150,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         TaskRun,
         TaskRunner,
     )
+    from ._final_event import final_event_error
     from ._schema_limits import SchemaLimits
     from .backends import (
         Backend,

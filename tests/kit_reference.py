@@ -24,7 +24,8 @@ text to the JSON schema ``schema`` (structured output). The reply is
 ``{"text", "calls": [{"id"?, "name", "args"}], "stop": "end" | "length" | "tool",
 "usage": {"in", "out"}}``; streamed, server-sent events ``start`` (no text), ``delta``
 (``{"text"}``), ``call`` (``{"index", "id", "name", "args"}``, the args a JSON string in
-pieces), ``done`` (``{"stop", "usage"}``), or ``error`` (``{"error": {"type", "message"}}``).
+pieces), ``done`` (``{"stop", "usage"}``; ``"stop": "error"`` with a ``"message"`` when the
+generation failed), or ``error`` (``{"error": {"type", "message"}}``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ from oma_core.toolkit import (
     ProviderSettings,
     ResponseComplete,
     TextDelta,
+    final_event_error,
 )
 
 NAME = "Kitchat"
@@ -94,6 +96,9 @@ SABOTAGES = (
     "native-schema-dropped",
     "output-tool-not-forced",
     "reader-ignores-format",  # the wire reader's mistake, not the provider's
+    "second-image-dropped",  # of issue 30: each passes every one-block sample
+    "images-reordered",
+    "final-event-error-ignored",
 )
 
 
@@ -140,7 +145,7 @@ class KitchatProvider:
     def render(self, request: ProviderRequest) -> dict[str, Any]:
         messages = []
         for message in request.messages:
-            parts = [p for p in map(_part, message.content) if p is not None]
+            parts = _sabotaged_parts([p for p in map(_part, message.content) if p is not None])
             messages.append({"role": message.role, "parts": parts or [{"text": ""}]})
         body: dict[str, Any] = {"model": request.model or "kit-1", "messages": messages}
         if request.system_prompt:
@@ -211,6 +216,8 @@ class KitchatProvider:
             raise _sabotaged(error, streaming=True) from None
         if done is None:
             raise malformed_response(NAME, "the stream ended before its done event")
+        if done.get("stop") == "error" and not _sabotage("final-event-error-ignored"):
+            raise final_event_error(NAME, done.get("message"), reason="error", secrets=[self._key])
         response = _response("".join(text), calls.finish(), done)
         for call_event in tool_call_events(response):
             yield call_event
@@ -218,6 +225,20 @@ class KitchatProvider:
 
     async def aclose(self) -> None:
         await self._clients.aclose()
+
+
+def _sabotaged_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A turn's parts, the second image dropped or the images in reverse order (in their
+    places among the texts) when those sabotages are on."""
+    images = [n for n, p in enumerate(parts) if "image" in p]
+    if _sabotage("second-image-dropped") and len(images) > 1:
+        return [p for n, p in enumerate(parts) if n != images[1]]
+    if _sabotage("images-reordered"):
+        reordered = list(parts)
+        for at, source in zip(images, reversed(images), strict=True):
+            reordered[at] = parts[source]
+        return reordered
+    return parts
 
 
 def _render_output(request: ProviderRequest, body: dict[str, Any]) -> None:
@@ -335,6 +356,10 @@ class FakeKitchat(FakeServer):
     def error_event(self, error_type: str, message: str) -> SSEEvent:
         return SSEEvent({"error": {"type": error_type, "message": message}}, event="error")
 
+    def error_final_event(self, message: str) -> SSEEvent:
+        usage = {"in": 3, "out": 1}
+        return SSEEvent({"stop": "error", "message": message, "usage": usage}, event="done")
+
 
 # --------------------------------------------------------------------------- the wire reader
 
@@ -396,6 +421,7 @@ class KitchatConformance(ProviderConformance):
     api_key = KEY
     tool_call_ids = "sometimes"  # a call's id is optional on the wire
     output_modes = frozenset({"native", "tool", "prompted"})
+    final_event_errors = True  # a done event may say "error"
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "auto": {"tool_choice": "auto"},
         "required": {"tool_choice": "required"},

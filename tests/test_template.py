@@ -39,13 +39,19 @@ def _install_as_distribution(root: Path) -> None:
 MAPPING_CHECKS = ProviderConformance.MAPPING_CHECKS
 
 
-def test_the_generated_plugin_passes_the_conformance_kit_as_generated(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stream", ["ndjson", "sse"])
+def test_the_generated_plugin_passes_the_conformance_kit_as_generated(
+    tmp_path: Path, stream: str
+) -> None:
     """The whole kit, the mapping checks included: a check left out is a collection warning,
-    made an error here."""
+    made an error here. Either stream format (``--stream``) passes as generated."""
     root = tmp_path / "oma-acme-chat"
-    generate("acme-chat", root)
+    generate("acme-chat", root, stream=stream)
     _install_as_distribution(root)
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
     env.pop("OMA_LOAD_PLUGINS", None)
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
@@ -61,6 +67,63 @@ def test_the_generated_plugin_passes_the_conformance_kit_as_generated(tmp_path: 
     assert passed >= 60 and "skipped" not in summary and "failed" not in summary, summary
     ran = set(re.findall(r"^PASSED \S+::(test_\w+)", run.stdout, re.M))
     assert set(MAPPING_CHECKS) <= ran, sorted(set(MAPPING_CHECKS) - ran)
+
+
+def _generated_files(tmp_path: Path, stream: str) -> dict[str, str]:
+    generate("acme", tmp_path / stream, stream=stream)
+    return {
+        str(p.relative_to(tmp_path / stream)): p.read_text(encoding="utf-8")
+        for p in (tmp_path / stream).rglob("*")
+        if p.is_file()
+    }
+
+
+def test_the_stream_format_is_a_choice_and_the_skeleton_speaks_it(tmp_path: Path) -> None:
+    sse, ndjson = _generated_files(tmp_path, "sse"), _generated_files(tmp_path, "ndjson")
+    provider, fake = "oma_acme/_provider.py", "tests/fake_acme.py"
+    assert "self.stream_sse(" in sse[provider] and "stream_ndjson" not in sse[provider]
+    assert "self.stream_ndjson(" in ndjson[provider] and "stream_sse" not in ndjson[provider]
+    assert "Response.sse(" in sse[fake] and "JSONLine" not in sse[fake]
+    assert "Response.ndjson(" in ndjson[fake] and "SSEEvent" not in ndjson[fake]
+    assert '"httpx-sse>=0.4"' in sse["pyproject.toml"]
+    assert "httpx-sse" not in ndjson["pyproject.toml"]
+    for files in (sse, ndjson):
+        assert not any(re.search(r"\{\{|^\{\{[#/]", t, re.M) for t in files.values())
+        # the fake's stream items come from oma_core.testing, as the docs name them
+        assert "oma_core.testing.fake_server" not in files[fake]
+    with pytest.raises(ValueError, match="stream 'grpc': use one of ndjson, sse"):
+        generate("acme", tmp_path / "p", stream="grpc")
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_client_option_of_the_wrong_type_is_refused_by_the_generated_plugin(
+    tmp_path: Path,
+) -> None:
+    """The skeleton declares the client's options typed (``CLIENT_OPTION_TYPES``): a
+    ``timeout`` of ``"soon"`` is an ``OptionTypeError`` when the agent is built."""
+    root = tmp_path / "oma-acme"
+    generate("acme", root)
+    _install_as_distribution(root)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.pop("OMA_LOAD_PLUGINS", None)
+    script = (
+        "from oma_core import Agent, AgentConfig\n"
+        "from oma_core.errors import OptionTypeError\n"
+        "Agent(AgentConfig(name='a', provider='acme', provider_options={'timeout': 2.5}))\n"
+        "try:\n"
+        "    Agent(AgentConfig(name='a', provider='acme', provider_options={'timeout': 'soon'}))\n"
+        "except OptionTypeError as error:\n"
+        "    print('refused:', error.option, error)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.startswith("refused: timeout"), run.stdout + run.stderr[-2000:]
 
 
 def test_every_todo_marks_the_services_wire(tmp_path: Path) -> None:
@@ -115,6 +178,10 @@ def test_the_command_line_writes_the_plugin_or_says_why_not(
     assert "is not an empty folder" in capsys.readouterr().err
     assert main(["acme"]) == 2
     assert capsys.readouterr().err.startswith("usage: python -m oma_core.testing.template")
+    assert main(["--stream", "sse", "acme", str(tmp_path / "s")]) == 0
+    assert "stream_sse" in (tmp_path / "s" / "oma_acme" / "_provider.py").read_text()
+    assert main(["--stream=grpc", "acme", str(tmp_path / "g")]) == 2
+    assert "stream 'grpc'" in capsys.readouterr().err
 
 
 def _code_lines(path: Path) -> int:

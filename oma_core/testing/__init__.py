@@ -15,6 +15,7 @@ from .fake_server import (
     Delay,
     DropConnection,
     EchoRequestError,
+    ErrorInFinalEvent,
     ErrorMidStream,
     FakeServer,
     Fault,
@@ -24,6 +25,7 @@ from .fake_server import (
     Response,
     SlowStream,
     SSEEvent,
+    StreamItem,
     TruncatedStream,
 )
 from .leaks import assert_holds_no_secret, reachable_secrets
@@ -49,6 +51,7 @@ __all__ = [
     "Delayed",
     "DropConnection",
     "EchoRequestError",
+    "ErrorInFinalEvent",
     "ErrorMidStream",
     "FakeServer",
     "Fault",
@@ -67,6 +70,7 @@ __all__ = [
     "SecretsSuite",
     "SlowStream",
     "SpecSuite",
+    "StreamItem",
     "TruncatedStream",
     "assert_holds_no_secret",
     "reachable_secrets",

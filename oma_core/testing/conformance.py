@@ -58,7 +58,8 @@ Hooks a plugin may override when its wire differs from the defaults:
 - ``server_sent_events``: whether the provider streams server-sent events (True by default;
   a binary event stream, as Bedrock's, sets False and leaves out the SSE-only hostile replies);
 - ``tool_choices``, ``tool_error_flag``, ``render_is_the_wire``, ``tool_call_ids``,
-  ``stop_reasons``, ``streams_tool_arguments``: what the wire can say (see each attribute, and
+  ``stop_reasons``, ``streams_tool_arguments``, ``media_apart_from_text``,
+  ``final_event_errors``: what the wire can say (see each attribute, and
   ``docs/testing-plugins.md``).
 
 Two more hooks check the *mapping* of whole requests and replies; every bundled plugin's kit
@@ -98,7 +99,9 @@ redirect is refused (not followed, not retried); a gzip bomb stops at ``max_resp
 in bounded memory; an endless event stops at ``max_event_bytes``; a reply that never starts,
 or a stream that goes silent, fails with an error naming the timeout that fired; a complete
 stream the server keeps open with keep-alive comments ends at its last event; a stream that
-is not UTF-8 is a malformed response.
+is not UTF-8 is a malformed response. With the wire reader, several blocks of each declared
+type in one turn and in one tool result, and a long conversation mixing them, arrive all and
+in order (``oma_core.testing.crowded``).
 """
 
 from __future__ import annotations
@@ -118,7 +121,7 @@ import pytest
 
 from .._settings import RunSettings
 from ..agent import Agent, AgentConfig, RunResult
-from ..capabilities import IN_TOOL_RESULT, Capabilities, Mode, ProviderSpec
+from ..capabilities import Capabilities, Mode, ProviderSpec
 from ..errors import InvalidMessageError, ProviderError, UnsupportedContentBlockError
 from ..plugins import PluginHost
 from ..providers import (
@@ -133,10 +136,12 @@ from ..providers import (
     Usage,
 )
 from ..validation import load_messages
+from .crowded import crowded_conversations
 from .fake_server import (
     Delay,
     DropConnection,
     EchoRequestError,
+    ErrorInFinalEvent,
     ErrorMidStream,
     FakeServer,
     Fault,
@@ -154,73 +159,9 @@ from .fake_server import (
 from .kit_requests import KitRequest, kit_requests, kit_tools, streamed_calls
 from .neutral import NeutralRequest, ScriptedCall, ScriptedReply, differences
 from .output_checks import OutputConformance
+from .samples import MEDIA_SAMPLES, Sample, declared, samples
 
 __all__ = ["MEDIA_SAMPLES", "ProviderConformance", "Sample", "declared", "samples"]
-
-# Smallest payloads whose first bytes are what their media type says (fake servers may check).
-MEDIA_SAMPLES: Mapping[str, bytes] = {
-    "image/png": bytes.fromhex(
-        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
-    ),
-    "image/jpeg": b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xd9",
-    "image/gif": b"GIF89a\x01\x00\x01\x00\x00\x00\x00;",
-    "image/webp": b"RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00/\x00\x00\x00"
-    b"\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00",
-    "image/bmp": b"BM\x1e\x00\x00\x00\x00\x00\x00\x00\x1a\x00\x00\x00",
-    "video/mp4": b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom",
-    "application/pdf": b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n"
-    b"trailer\n<< /Root 1 0 R >>\n%%EOF\n",
-    "text/plain": "a plain text file: caf\u00e9, na\u00efve\n".encode(),
-    "text/markdown": "# Conformance\n\nA *Markdown* file \u2014 with UTF-8.\n".encode(),
-    # A RIFF/WAVE header (PCM, mono, 8 kHz, 16 bit) with two silent samples.
-    "audio/wav": b"RIFF\x28\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00"
-    b"\x40\x1f\x00\x00\x80\x3e\x00\x00\x02\x00\x10\x00data\x04\x00\x00\x00\x00\x00\x00\x00",
-    # An ID3v2.4 tag (empty) followed by one MPEG-1 Layer III frame header.
-    "audio/mpeg": b"ID3\x04\x00\x00\x00\x00\x00\x00\xff\xfb\x90\x64\x00\x00\x00\x00",
-}
-_EXTENSIONS = {
-    "image/png": "png",
-    "image/jpeg": "jpg",
-    "image/gif": "gif",
-    "image/webp": "webp",
-    "image/bmp": "bmp",
-    "video/mp4": "mp4",
-    "application/pdf": "pdf",
-    "text/plain": "txt",
-    "text/markdown": "md",
-    "audio/wav": "wav",
-    "audio/mpeg": "mp3",
-}
-
-
-@attrs.frozen
-class Sample:
-    """One block in one place, inside the smallest valid conversation that carries it.
-
-    ``where`` is the role, or ``"tool_result"`` for a part inside a tool result; ``locator``
-    is ``(message index, block index, part index or None)`` of the block in ``conversation``
-    (the section-2 JSON shape), so a plugin can find its counterpart on the wire.
-    """
-
-    block_type: str
-    where: str
-    source: str | None
-    media_type: str | None
-    conversation: tuple[Mapping[str, Any], ...]
-    locator: tuple[int, int, int | None]
-
-    @property
-    def id(self) -> str:
-        parts = [self.block_type, self.where, self.source or "", self.media_type or ""]
-        return "-".join(p for p in parts if p)
-
-    @property
-    def block(self) -> Mapping[str, Any]:
-        """The sample's block (or tool-result part) in the section-2 JSON shape."""
-        message, index, part = self.locator
-        block = self.conversation[message]["content"][index]
-        return block if part is None else block["content"][part]  # type: ignore[no-any-return]
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -229,152 +170,6 @@ def _text(text: str) -> dict[str, Any]:
 
 def _user(*blocks: Mapping[str, Any]) -> dict[str, Any]:
     return {"role": "user", "content": list(blocks)}
-
-
-def _assistant(*blocks: Mapping[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": list(blocks)}
-
-
-def _source(kind: str, media_type: str, marker: str) -> dict[str, Any]:
-    if kind == "base64":
-        data = base64.b64encode(MEDIA_SAMPLES[media_type]).decode()
-        return {"type": "base64", "media_type": media_type, "data": data}
-    url = f"https://example.com/oma-conformance/{marker}.{_EXTENSIONS[media_type]}"
-    return {"type": "url", "media_type": media_type, "url": url}
-
-
-def _tool_round(*parts: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
-    """A user question, an assistant tool call and the user's tool result carrying ``parts``."""
-    call = {"type": "tool_use", "id": "call_conf_1", "name": "lookup", "input": {"q": "x"}}
-    content: Any = list(parts) if parts else "the tool's answer"
-    result = {"type": "tool_result", "tool_use_id": "call_conf_1", "content": content}
-    return (_user(_text("use the tool")), _assistant(call), _user(result))
-
-
-def samples() -> Iterator[Sample]:
-    """Every block the message model has, in every place it may appear, per source kind and
-    a range of media types (including ones few providers take)."""
-    yield Sample("text", "user", None, None, (_user(_text("conformance text")),), (0, 0, None))
-    yield Sample(
-        "text",
-        "assistant",
-        None,
-        None,
-        (_user(_text("hi")), _assistant(_text("conformance reply")), _user(_text("go on"))),
-        (1, 0, None),
-    )
-    for family, types in (
-        ("image", ("image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp")),
-        ("video", ("video/mp4",)),
-    ):
-        for media_type in types:
-            for kind in ("base64", "url"):
-                marker = f"{family}-{kind}"
-                block = {"type": family, "source": _source(kind, media_type, marker)}
-                yield Sample(
-                    family,
-                    "user",
-                    kind,
-                    media_type,
-                    (_user(_text("what is this?"), block),),
-                    (0, 1, None),
-                )
-                yield Sample(
-                    family,
-                    "assistant",
-                    kind,
-                    media_type,
-                    (_user(_text("show me")), _assistant(block), _user(_text("thanks"))),
-                    (1, 0, None),
-                )
-    yield from _document_and_audio_samples()
-    yield Sample("tool_use", "assistant", None, None, _tool_round(), (1, 0, None))
-    yield Sample("tool_result", "user", None, None, _tool_round(), (2, 0, None))
-    reasoning = {"type": "reasoning", "text": "conformance thinking", "signature": "sig-conf"}
-    yield Sample(
-        "reasoning",
-        "assistant",
-        None,
-        None,
-        (_user(_text("think")), _assistant(reasoning, _text("done")), _user(_text("more"))),
-        (1, 0, None),
-    )
-    for media_type in ("image/png", "image/jpeg", "image/bmp"):
-        for kind in ("base64", "url"):
-            image = {"type": "image", "source": _source(kind, media_type, f"tool-image-{kind}")}
-            yield Sample(
-                "image",
-                IN_TOOL_RESULT,
-                kind,
-                media_type,
-                _tool_round(_text("the chart:"), image),
-                (2, 0, 1),
-            )
-    for media_type in ("application/pdf", "text/plain"):
-        for kind in ("base64", "url"):
-            file = {
-                "type": "file",
-                "filename": f"report.{_EXTENSIONS[media_type]}",
-                "source": _source(kind, media_type, f"tool-file-{kind}"),
-            }
-            yield Sample(
-                "file",
-                IN_TOOL_RESULT,
-                kind,
-                media_type,
-                _tool_round(_text("the file:"), file),
-                (2, 0, 1),
-            )
-
-
-def _document_and_audio_samples() -> Iterator[Sample]:
-    """Documents (PDF, plain text, Markdown) and audio clips (wav, mp3) in user and assistant
-    turns, per source kind; the base64 PDF carries a ``filename``."""
-    blocks: list[tuple[str, str, str, dict[str, Any]]] = []
-    for media_type in ("application/pdf", "text/plain", "text/markdown"):
-        for kind in ("base64", "url"):
-            document: dict[str, Any] = {
-                "type": "document",
-                "source": _source(kind, media_type, f"document-{kind}"),
-            }
-            if kind == "base64" and media_type == "application/pdf":
-                document["filename"] = "report.pdf"
-            blocks.append(("document", kind, media_type, document))
-    for media_type in ("audio/wav", "audio/mpeg"):
-        for kind in ("base64", "url"):
-            audio = {"type": "audio", "source": _source(kind, media_type, f"audio-{kind}")}
-            blocks.append(("audio", kind, media_type, audio))
-    for family, kind, media_type, block in blocks:
-        yield Sample(
-            family, "user", kind, media_type, (_user(_text("what is this?"), block),), (0, 1, None)
-        )
-        yield Sample(
-            family,
-            "assistant",
-            kind,
-            media_type,
-            (_user(_text("show me")), _assistant(block), _user(_text("thanks"))),
-            (1, 0, None),
-        )
-
-
-def declared(capabilities: Capabilities, sample: Sample) -> bool:
-    """Whether ``capabilities`` carry the sample's block in the sample's place."""
-    messages = load_messages(sample.conversation)
-    message, index, part = sample.locator
-    block = messages[message].content[index]
-    if part is not None:
-        block = _only_part(block, part)
-    single = (attrs.evolve(messages[message], content=(block,)),)
-    try:
-        capabilities.check(single, "probe")
-    except UnsupportedContentBlockError:
-        return False
-    return True
-
-
-def _only_part(block: Any, part: int) -> Any:
-    return attrs.evolve(block, content=(block.content[part],))
 
 
 _INVALID_INPUTS: tuple[Any, ...] = (
@@ -417,6 +212,10 @@ class ProviderConformance(OutputConformance):
     #: Whether the wire has an error flag on tool results. False: an error result must
     #: still reach the service as an error, in its text (e.g. ``"Error: ..."``).
     tool_error_flag: bool = True
+    #: Whether the wire keeps a turn's media apart from its text (Ollama's ``images`` beside
+    #: ``content``): where each image sat among the texts is then not compared, only that
+    #: every one arrives, in order.
+    media_apart_from_text: bool = False
     #: The stop reasons the service's wire tells apart, in oma's vocabulary: the kit scripts
     #: each and the provider must report it (a service without a "tool use" reason drops it).
     stop_reasons: tuple[str, ...] = ("end_turn", "max_tokens", "tool_use")
@@ -424,6 +223,11 @@ class ProviderConformance(OutputConformance):
     #: wire sends them in pieces): the kit then requires pieces for every streamed call. Pieces
     #: a provider emits are always held to their call, whatever this says.
     streams_tool_arguments: bool = False
+    #: Whether the service's final stream event can say the generation failed (Cohere's
+    #: ``message-end`` with ``finish_reason: "ERROR"``): the fake server then writes that
+    #: event in ``error_final_event(message)``, and the kit checks the provider raises it
+    #: (``oma_core.toolkit.final_event_error``: retryable, the service's text kept).
+    final_event_errors: bool = False
 
     # -- what a plugin supplies ------------------------------------------------------------
 
@@ -508,6 +312,7 @@ class ProviderConformance(OutputConformance):
     #: Checks that need the wire reader (``read_request``).
     _READER_CHECKS = (
         "test_requests_reach_the_service_as_sent",
+        "test_several_blocks_of_a_type_arrive_all_and_in_order",
         "test_the_reader_reads_every_field_of_the_rendered_body",
         "test_tool_choice_reaches_the_service",
         "test_results_of_streamed_calls_reach_the_service",
@@ -532,12 +337,27 @@ class ProviderConformance(OutputConformance):
         left_out: set[str] = set()
         if not cls.server_sent_events:
             left_out.update(cls._SSE_CHECKS)
+        if not cls.final_event_errors:
+            left_out.add("test_an_error_in_the_final_event_fails_the_stream")
         if cls.unbounded_transport:
             left_out.update(cls._BOUNDS_CHECKS)
+        if cls.tool_call_ids not in ("always", "sometimes", "never"):
+            raise ValueError(
+                f"{cls.__name__}.tool_call_ids = {cls.tool_call_ids!r}: use 'always', "
+                "'sometimes' or 'never' (see docs/testing-plugins.md)"
+            )
         if cls.tool_call_ids == "always":
             left_out.add("test_tool_calls_without_ids_get_unique_ids")
         elif cls.tool_call_ids == "never":
             left_out.add("test_streaming_and_complete_give_the_same_tool_call")
+            if cls.__name__.startswith("Test"):
+                warnings.warn(
+                    f"{cls.__name__} sets tool_call_ids = 'never': the kit's check "
+                    "test_streaming_and_complete_give_the_same_tool_call (a scripted id comes "
+                    "back unchanged) is left out; test_tool_calls_without_ids_get_unique_ids "
+                    "checks the ids the provider makes instead (see docs/testing-plugins.md)",
+                    stacklevel=2,
+                )
         for mode, mode_checks in cls._MODE_CHECKS.items():
             if mode not in cls.output_modes:
                 left_out.update(mode_checks)
@@ -576,6 +396,7 @@ class ProviderConformance(OutputConformance):
             managed.update(checks)
         managed.update(
             (
+                "test_an_error_in_the_final_event_fails_the_stream",
                 "test_tool_calls_without_ids_get_unique_ids",
                 "test_streaming_and_complete_give_the_same_tool_call",
             )
@@ -1094,7 +915,12 @@ class ProviderConformance(OutputConformance):
         return NeutralRequest.of(request, tool_choice=tool_choice)
 
     def _assert_seen(self, seen: NeutralRequest, sent: NeutralRequest, what: str) -> None:
-        found = differences(seen, sent, error_flag=self.tool_error_flag)
+        found = differences(
+            seen,
+            sent,
+            error_flag=self.tool_error_flag,
+            media_among_texts=not self.media_apart_from_text,
+        )
         assert not found, f"{what}: the service does not see what was sent:\n  " + "\n  ".join(
             found
         )
@@ -1192,6 +1018,46 @@ class ProviderConformance(OutputConformance):
             NeutralRequest.of(first), messages=(*first.messages, made_calls, results)
         )
         self._assert_seen(self.read_request(server.requests[1].json), sent, "the second call")
+
+    def _usable(self, sample: Sample) -> bool:
+        """Whether the kit may send ``sample`` expecting a success: declared, with the blocks
+        around it, not refused by the service nor for the kit's model."""
+        capabilities = self.spec().capabilities
+        return (
+            declared(capabilities, sample)
+            and _scaffolding_declared(capabilities, sample)
+            and self.expected_refusal(sample) is None
+            and not self.refused_for_the_model(sample)
+        )
+
+    @pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+    async def test_several_blocks_of_a_type_arrive_all_and_in_order(
+        self, server: FakeServer, streaming: bool
+    ) -> None:
+        """Several blocks of each declared type in one turn (user and assistant) and in one
+        tool result, several calls and results in one turn, and a long conversation mixing
+        them (``oma_core.testing.crowded``): the service must see every block, in order,
+        among the texts where it was sent (a provider that drops the second image of a
+        turn, or reorders a turn's blocks, passes every one-block sample)."""
+        crowded = crowded_conversations(self._usable)
+        lookup = kit_tools(self.spec().capabilities)["lookup"]
+        for case in crowded:
+            server.reset()
+            async with self.agent(server, tools=[lookup] if case.calls_tools else []) as agent:
+                request = agent.build_request(list(case.conversation))
+                rendered = agent.provider().render(request) if self.render_is_the_wire else None
+                result = await _outcome(agent, list(case.conversation), streaming)
+            assert result.success, (case.name, result.status.error)
+            assert len(server.requests) == 1, case.name
+            if case.located:  # media a reader may not read back: each block at its place
+                for sample in case.located:
+                    self.assert_on_wire(sample, server.requests[0])
+                continue
+            sent = NeutralRequest.of(request)
+            self._assert_seen(self.read_request(server.requests[0].json), sent, case.name)
+            if rendered is not None:  # the reader too: it must see all of render's blocks
+                self._assert_seen(self.read_request(rendered), sent, f"render: {case.name}")
+        assert len(crowded) > 3, [c.name for c in crowded]
 
     # -- reply mapping (needs script_reply) -----------------------------------------------
 
@@ -1317,6 +1183,37 @@ class ProviderConformance(OutputConformance):
         assert words in error.message, f"the service's message is lost: {error.message!r}"
         if len(key) >= 8:
             assert key not in error.message and key not in str(error)
+
+    @pytest.mark.parametrize("output", ["before-output", "after-output"])
+    async def test_an_error_in_the_final_event_fails_the_stream(
+        self, server: FakeServer, output: str
+    ) -> None:
+        """A final event that says the generation failed (``final_event_errors``) is a
+        retryable ``ProviderError`` keeping the service's text, never a short answer: retried
+        while no output reached the caller, reported (not repeated) after."""
+        words = "the generation failed (conformance kit)"
+        text = "several words of a streamed answer"
+        self.script_text(server, text if output == "after-output" else "")
+        server.enqueue(ErrorInFinalEvent(words))
+        error = await _failure(self.provider(server), self.request(), True)
+        assert words in error.message, f"the service's text is lost: {error.message!r}"
+        assert (error.retryable, error.status_code) == (True, None), repr(error)
+        server.reset()
+        self.script_text(server, text if output == "after-output" else "")
+        self.script_text(server, "the retried answer")
+        server.enqueue(ErrorInFinalEvent(words))
+        agent = self.agent(server, max_retries=2, retry_delay=0.001)
+        async with agent, agent.stream("hi") as events:
+            seen = [e async for e in events]
+        result = seen[-1].data
+        if output == "before-output":
+            assert len(server.requests) == 2, "retried once, then the whole answer"
+            assert result.success and result.output == "the retried answer", result.status.error
+        else:
+            assert len(server.requests) == 1, "output had reached the caller: not retried"
+            assert isinstance(result.status.error, ProviderError), result.status.error
+            assert words in result.status.error.message
+            assert [e.type for e in seen][-2:] == ["error", "done"]
 
 
 async def _outcome(agent: Agent, run_input: Any, streaming: bool) -> RunResult:

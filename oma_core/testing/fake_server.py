@@ -60,6 +60,7 @@ __all__ = [
     "Delay",
     "DropConnection",
     "EchoRequestError",
+    "ErrorInFinalEvent",
     "ErrorMidStream",
     "Fault",
     "FakeServer",
@@ -327,6 +328,24 @@ class ErrorMidStream(Fault):
 
 
 @attrs.frozen
+class ErrorInFinalEvent(Fault):
+    """Send the real stream with its final event replaced by the final event that says the
+    generation failed (``server.error_final_event``), as Cohere's ``message-end`` with
+    ``finish_reason: "ERROR"``."""
+
+    message: str = "scripted failure in the final event"
+
+    async def apply(
+        self, server: FakeServer, request: RecordedRequest, make: _MakeResponse
+    ) -> Response:
+        response = await make()
+        if not response.events:
+            return response
+        events = (*response.events[:-1], server.error_final_event(self.message))
+        return attrs.evolve(response, events=events)
+
+
+@attrs.frozen
 class SlowStream(Fault):
     """Wait ``event_delay`` seconds between events (and ``delay`` before the headers)."""
 
@@ -520,6 +539,14 @@ class FakeServer:
         newline-delimited JSON service returns a ``JSONLine``, e.g. ``JSONLine({"error":
         message})`` for a service whose stream errors carry a text and no type."""
         return SSEEvent({"error": {"type": error_type, "message": message}}, event="error")
+
+    def error_final_event(self, message: str) -> StreamItem:
+        """The service's final event saying the generation failed, with ``message`` (for a
+        service whose final event can carry an error; see ``ErrorInFinalEvent``)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no error_final_event: write the service's final "
+            "event that reports a failure, or leave final_event_errors False on the kit"
+        )
 
     # -- life cycle
 

@@ -13,13 +13,17 @@ compares that view with what the core asked for (``NeutralRequest.of(request)``)
   answer the id its call got on the wire;
 - a tool result's media parts may travel beside the result in the same turn (services whose
   tool results hold text only), and a turn may carry extra text (a note introducing them);
+- a turn's texts may arrive joined into one, in order (a wire whose message holds one
+  string), and a tool result's text parts joined into one;
 - with ``error_flag=False`` (a wire without an error flag on tool results) an error result
   may be plain text that says more than the tool's words (``"Error: ..."``).
 
-Everything else must arrive as sent: the system prompt, each text in order, each image,
-each tool call's name and input, each tool result's text, the tool definitions (name,
-description and schema, nested parts included), ``tool_choice``, ``temperature``,
-``max_tokens``, ``stop`` and the output schema. Reasoning blocks are not compared (yet).
+Everything else must arrive as sent: the system prompt, each text in order, each image
+(document, audio clip, ...) in order, among the texts where it was sent, every one of several
+in a turn or a tool result, each tool call's name and input, each tool result's text, the
+tool definitions (name, description and schema, nested parts included), ``tool_choice``,
+``temperature``, ``max_tokens``, ``stop`` and the output schema. Reasoning blocks are not
+compared (yet).
 
 Structured output is compared as the service sees it, not as the core names it: in native
 mode the schema the service holds the reply's text to (``output_schema``); in tool mode one
@@ -127,10 +131,17 @@ _SCALARS = ("system_prompt", "tool_choice", "temperature", "max_tokens", "stop")
 
 
 def differences(
-    seen: NeutralRequest, sent: NeutralRequest, *, error_flag: bool = True
+    seen: NeutralRequest,
+    sent: NeutralRequest,
+    *,
+    error_flag: bool = True,
+    media_among_texts: bool = True,
 ) -> list[str]:
     """How ``seen`` (the reader's view of the wire) falls short of ``sent``, one line each;
-    empty when the service sees everything that was sent (see the module docstring)."""
+    empty when the service sees everything that was sent (see the module docstring).
+    ``media_among_texts=False``: the wire keeps a turn's media apart from its text (Ollama's
+    ``images`` beside ``content``), so their places among the texts are not compared (their
+    number and order still are)."""
     found: list[str] = []
     for name in _SCALARS:
         want, got = getattr(sent, name), getattr(seen, name)
@@ -144,7 +155,7 @@ def differences(
             else f"output_schema: sent none, the service sees {_plain(got)}"
         )
     found.extend(_tool_differences(seen.tools, sent.tools))
-    found.extend(_message_differences(seen.messages, sent.messages, error_flag))
+    found.extend(_message_differences(seen.messages, sent.messages, error_flag, media_among_texts))
     return found
 
 
@@ -204,7 +215,7 @@ def _result_media(block: ToolResultBlock) -> list[Any]:
 
 
 def _message_differences(
-    seen: Sequence[LLMMessage], sent: Sequence[LLMMessage], error_flag: bool
+    seen: Sequence[LLMMessage], sent: Sequence[LLMMessage], error_flag: bool, interleaved: bool
 ) -> Iterable[str]:
     seen_turns, sent_turns = _turns(seen), _turns(sent)
     roles_seen = [role for role, _ in seen_turns]
@@ -215,21 +226,27 @@ def _message_differences(
     ids: dict[str, str] = {}
     for index, ((role, got), (_, want)) in enumerate(zip(seen_turns, sent_turns, strict=True)):
         where = f"turn {index} ({role})"
-        yield from _turn_differences(where, got, want, ids, error_flag)
+        yield from _turn_differences(where, got, want, ids, error_flag, interleaved)
 
 
 def _turn_differences(
-    where: str, got: list[Any], want: list[Any], ids: dict[str, str], error_flag: bool
+    where: str,
+    got: list[Any],
+    want: list[Any],
+    ids: dict[str, str],
+    error_flag: bool,
+    interleaved: bool,
 ) -> Iterable[str]:
-    texts = [b.text for b in got if isinstance(b, TextBlock)]
-    position = 0
+    texts = [("text", b.text) for b in got if isinstance(b, TextBlock)]
     for block in want:
-        if not isinstance(block, TextBlock):
-            continue
-        try:
-            position = texts.index(block.text, position) + 1
-        except ValueError:
-            yield f"{where}: the text {block.text[:60]!r} is missing (or out of order)"
+        if isinstance(block, TextBlock) and not any(block.text in t for _, t in texts):
+            yield f"{where}: the text {block.text[:60]!r} is missing"
+    wanted_texts = [("text", b.text) for b in want if isinstance(b, TextBlock)]
+    texts_in_order = _in_order(wanted_texts, texts)
+    if not texts_in_order:
+        yield f"{where}: the texts arrive out of order (or altered): sent " + (
+            f"{[t[:40] for _, t in wanted_texts]}, the service sees {[t[:40] for _, t in texts]}"
+        )
     calls_got = [b for b in got if isinstance(b, ToolUseBlock)]
     calls_want = [b for b in want if isinstance(b, ToolUseBlock)]
     if len(calls_got) != len(calls_want):
@@ -258,11 +275,78 @@ def _turn_differences(
     wanted_media = [b for b in want if _is_media(b)]
     for result in results_want:
         wanted_media.extend(_result_media(result))
+    missing = False
     for block in wanted_media:
         if block in media_pool:
             media_pool.remove(block)
         else:
+            missing = True
             yield f"{where}: the {block.type} ({_describe(block)}) is missing"
+    if missing:
+        return
+    seen_media = [b for b in _flat_media(got) if b in wanted_media]
+    if seen_media != _flat_media(want):
+        yield f"{where}: the media arrive in another order: sent " + (
+            f"{[_describe(b) for b in _flat_media(want)]}, the service sees "
+            f"{[_describe(b) for b in seen_media]}"
+        )
+    elif interleaved and texts_in_order and not _in_order(_items(want), _items(got)):
+        yield f"{where}: the texts and media arrive interleaved otherwise: sent " + (
+            f"{_shown(_items(want))}, the service sees {_shown(_items(got))}"
+        )
+
+
+def _unspaced(text: str) -> str:
+    return "".join(text.split())
+
+
+def _flat_media(blocks: Iterable[Any]) -> list[Any]:
+    """A turn's media in order: its own, and each tool result's parts in place."""
+    out: list[Any] = []
+    for block in blocks:
+        if isinstance(block, ToolResultBlock):
+            out.extend(_result_media(block))
+        elif _is_media(block):
+            out.append(block)
+    return out
+
+
+def _items(blocks: Iterable[Any]) -> list[tuple[str, Any]]:
+    """A turn's own texts and media (not those inside tool results), in order."""
+    return [
+        ("text", b.text) if isinstance(b, TextBlock) else ("media", b)
+        for b in blocks
+        if isinstance(b, TextBlock) or _is_media(b)
+    ]
+
+
+def _shown(items: list[tuple[str, Any]]) -> list[str]:
+    return [value[:30] if kind == "text" else _describe(value) for kind, value in items]
+
+
+def _in_order(want: Sequence[tuple[str, Any]], got: Sequence[tuple[str, Any]]) -> bool:
+    """Whether ``want`` (texts and media) arrives in ``got`` in order, each text as a text
+    of its own or as the next piece of texts joined into one (a wire whose turn holds one
+    string), with anything else (a note, a result's relocated media) between."""
+    position, rest = 0, ""
+    for kind, value in want:
+        if kind == "text" and rest.strip() and rest.lstrip().startswith(value):
+            rest = rest.lstrip()[len(value) :]
+            continue
+        rest = ""
+        while position < len(got):
+            got_kind, got_value = got[position]
+            position += 1
+            if got_kind != kind:
+                continue
+            if got_value == value:
+                break
+            if kind == "text" and got_value.startswith(value):
+                rest = got_value[len(value) :]
+                break
+        else:
+            return False
+    return True
 
 
 def _result_differences(
@@ -277,7 +361,8 @@ def _result_differences(
         yield f"{where}: the result for {result.tool_use_id!r} answers {other.tool_use_id!r}" + (
             f" on the wire (its call is {expected_id!r})"
         )
-    text, got = _result_texts(result), _result_texts(other)
+    # a result's text parts may arrive joined, with or without whitespace between them
+    text, got = _unspaced(_result_texts(result)), _unspaced(_result_texts(other))
     if result.is_error and not error_flag and not other.is_error:
         if text not in got or got == text:
             yield f"{where}: the error result {text!r} arrives as {got!r}, not marked as an error"
@@ -287,7 +372,9 @@ def _result_differences(
             f"sent {result.is_error}"
         )
     if got != text:
-        yield f"{where}: the result for {result.tool_use_id!r} reads {got!r}, sent {text!r}"
+        yield f"{where}: the result for {result.tool_use_id!r} reads " + (
+            f"{_result_texts(other)!r}, sent {_result_texts(result)!r}"
+        )
 
 
 def _describe(block: Any) -> str:

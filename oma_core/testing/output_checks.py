@@ -89,6 +89,7 @@ class OutputConformance:
     if TYPE_CHECKING:  # the hooks and helpers of ProviderConformance
         render_is_the_wire: bool
         tool_error_flag: bool
+        media_apart_from_text: bool
 
         def spec(self) -> ProviderSpec: ...
         def agent(self, server: FakeServer, **config: Any) -> Agent: ...
@@ -133,7 +134,12 @@ class OutputConformance:
 
     def _assert_output_seen(self, body: Mapping[str, Any], sent: NeutralRequest, what: str) -> None:
         seen = self._seen_output(self.read_request(body))
-        found = differences(seen, sent, error_flag=self.tool_error_flag)
+        found = differences(
+            seen,
+            sent,
+            error_flag=self.tool_error_flag,
+            media_among_texts=not self.media_apart_from_text,
+        )
         assert not found, f"{what}: the service does not see what was sent:\n  " + "\n  ".join(
             found
         )

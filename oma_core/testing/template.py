@@ -1,4 +1,6 @@
-"""A new provider plugin from oma's template: ``python -m oma_core.testing.template NAME DEST``.
+"""A new provider plugin from oma's template: ``python -m oma_core.testing.template NAME DEST``
+(``--stream sse`` for a service that streams server-sent events; newline-delimited JSON
+by default).
 
 Writes a plugin folder that installs, registers provider ``NAME`` and passes the conformance
 kit as generated, against its own fake server, the request- and reply-mapping checks included
@@ -12,9 +14,11 @@ kit as generated, against its own fake server, the request- and reply-mapping ch
       tests/fake_NAME.py              the fake service
       tests/test_NAME_conformance.py  the conformance kit
 
-The wire it ships is a placeholder (Ollama's ``/api/chat``, newline-delimited JSON); every
-place the service's own wire goes is marked ``TODO(wire)``, and nothing else needs changing.
-See "Writing a provider plugin" in the docs.
+The wire it ships is a placeholder (the bodies of Ollama's ``/api/chat``, streamed as the
+``stream`` option says: newline-delimited JSON lines, or server-sent events whose ``data``
+is one JSON object); every place the service's own wire goes is marked ``TODO(wire)``, and,
+with the stream format chosen to match the service's, nothing else needs changing. See
+"Writing a provider plugin" in the docs.
 """
 
 from __future__ import annotations
@@ -36,12 +40,25 @@ FILES = {
     "tests/test_conformance.py.tmpl": "tests/test_{module}_conformance.py",
 }
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+#: The stream formats the skeleton can speak, and how its docstrings name them.
+STREAMS = {"ndjson": "newline-delimited JSON", "sse": "server-sent events"}
+_SECTION = re.compile(r"^\{\{#(\w+)\}\}\n(.*?)^\{\{/\1\}\}\n", re.M | re.S)
 
 
-def generate(name: str, dest: Path | str, *, display_name: str | None = None) -> list[Path]:
+def _choose(text: str, stream: str) -> str:
+    """Keep the ``{{#STREAM}} ... {{/STREAM}}`` sections of ``stream``, drop the others."""
+    return _SECTION.sub(lambda m: m.group(2) if m.group(1) == stream else "", text)
+
+
+def generate(
+    name: str, dest: Path | str, *, display_name: str | None = None, stream: str = "ndjson"
+) -> list[Path]:
     """Write the plugin for provider ``name`` (lower case, digits and single hyphens) into
-    ``dest``, which must not exist or be empty; return the files written. A bad name or a
+    ``dest``, which must not exist or be empty; return the files written. ``stream`` is the
+    skeleton's stream format, ``"ndjson"`` or ``"sse"``. A bad name, stream format or a
     non-empty ``dest`` is a ``ValueError``, before anything is written."""
+    if stream not in STREAMS:
+        raise ValueError(f"stream {stream!r}: use one of {', '.join(sorted(STREAMS))}")
     if not _NAME.fullmatch(name):
         raise ValueError(
             f"provider name {name!r}: use lower-case letters, digits and single hyphens, "
@@ -59,11 +76,12 @@ def generate(name: str, dest: Path | str, *, display_name: str | None = None) ->
         "Class": "".join(w.capitalize() for w in words),
         "display": display_name or " ".join(w.capitalize() for w in words),
         "ENV": f"{module.upper()}_API_KEY",
+        "stream_words": STREAMS[stream],
     }
     root = resources.files(__package__).joinpath("plugin_template")
     written = []
     for source, pattern in FILES.items():
-        text = root.joinpath(source).read_text(encoding="utf-8")
+        text = _choose(root.joinpath(source).read_text(encoding="utf-8"), stream)
         for key, value in values.items():
             text = text.replace("{{" + key + "}}", value)
         path = target / pattern.format(module=module)
@@ -73,16 +91,25 @@ def generate(name: str, dest: Path | str, *, display_name: str | None = None) ->
     return written
 
 
+_USAGE = "usage: python -m oma_core.testing.template [--stream ndjson|sse] NAME DEST [DISPLAY NAME]"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """The command line: ``NAME DEST [DISPLAY NAME]``; 0 on success, 2 on a usage error."""
-    args = sys.argv[1:] if argv is None else argv
+    """The command line: ``[--stream ndjson|sse] NAME DEST [DISPLAY NAME]``; 0 on success,
+    2 on a usage error."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    stream = "ndjson"
+    if args[:1] == ["--stream"] and len(args) > 1:
+        stream, args = args[1], args[2:]
+    elif args[:1] and args[0].startswith("--stream="):
+        stream, args = args[0].partition("=")[2], args[1:]
     if len(args) not in (2, 3):
-        print(
-            "usage: python -m oma_core.testing.template NAME DEST [DISPLAY NAME]", file=sys.stderr
-        )
+        print(_USAGE, file=sys.stderr)
         return 2
     try:
-        files = generate(args[0], args[1], display_name=args[2] if len(args) == 3 else None)
+        files = generate(
+            args[0], args[1], display_name=args[2] if len(args) == 3 else None, stream=stream
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

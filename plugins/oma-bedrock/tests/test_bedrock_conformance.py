@@ -36,7 +36,7 @@ def expected_on_wire(block: Mapping[str, Any]) -> dict[str, Any]:
             "document": {
                 "format": _FILE[source["media_type"]],
                 "source": {"bytes": source["data"]},
-                "name": "report",
+                "name": block["filename"].rpartition(".")[0],
             }
         }
     if kind == "document":

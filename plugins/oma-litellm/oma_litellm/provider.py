@@ -108,6 +108,10 @@ def import_litellm() -> Any:
     return litellm
 
 
+#: The providers not closed yet: when the last closes, LiteLLM's own cached clients are closed.
+_OPEN: weakref.WeakSet[LiteLLMProvider] = weakref.WeakSet()
+
+
 class LiteLLMProvider:
     """Sends ``ProviderRequest``s through ``litellm.acompletion``; see
     ``docs/providers/litellm.md``."""
@@ -127,6 +131,7 @@ class LiteLLMProvider:
         self._settings = settings
         self._limits = ReadLimits.from_options(settings.options, name=self.name)
         self._litellm = import_litellm()
+        _OPEN.add(self)
         self._sessions: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], Any, Any]] = {}
         self._clients: dict[tuple[Any, ...], tuple[weakref.ref[Any], Any]] = {}
         #: the Entra ID token provider of this provider's Azure clients, built on first use
@@ -203,6 +208,21 @@ class LiteLLMProvider:
             await chunks.aclose()
 
     async def aclose(self) -> None:
+        """Close this provider's sessions and clients on the running loop; the last provider
+        of the process to close also closes the clients LiteLLM cached for itself
+        (``litellm.close_litellm_async_clients``, LiteLLM's documented cleanup), so that no
+        aiohttp session of LiteLLM's is left for the garbage collector ("Unclosed client
+        session") when the loop ends."""
+        _OPEN.discard(self)
+        try:
+            await self._close_own()
+        finally:
+            if not _OPEN:
+                close = getattr(self._litellm, "close_litellm_async_clients", None)
+                if close is not None:
+                    await close()
+
+    async def _close_own(self) -> None:
         sessions, self._sessions = self._sessions, {}
         for loop_ref, session, handler in sessions.values():
             loop = loop_ref()

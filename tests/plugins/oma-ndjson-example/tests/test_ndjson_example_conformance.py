@@ -24,6 +24,7 @@ class TestNdjsonExampleConformance(ProviderConformance):
     # the type the kit passes, and the provider treats every such line as transient.
     transient_stream_error = "error"
     tool_error_flag = False  # an error result is a tool message starting "Error: "
+    media_apart_from_text = True  # a message's images are a list beside its text
     tool_call_ids = "never"  # Ollama's tool calls carry no id: the provider makes unique ones
 
     @pytest.fixture
