@@ -18,7 +18,7 @@ from .messages import LLMMessage, ReasoningBlock
 
 __all__ = ["for_provider"]
 
-_log = logging.getLogger("oma_core.reasoning")
+_log = logging.getLogger("oma.reasoning")
 
 
 def _foreign(block: object, provider: str) -> bool:

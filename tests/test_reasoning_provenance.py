@@ -50,7 +50,7 @@ async def test_another_providers_signed_reasoning_is_left_out_of_the_request(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     messages = conversation(SIGNED, REDACTED)
-    with caplog.at_level(logging.DEBUG, logger="oma_core.reasoning"):
+    with caplog.at_level(logging.DEBUG, logger="oma.reasoning"):
         sent = await sent_to("openai", messages)
     assert sent[1] == LLMMessage("assistant", [TextBlock("first")])
     assert (sent[0], sent[2]) == (messages[0], messages[2])
