@@ -255,7 +255,7 @@ class Run:
         if not hooks:
             return messages, False
         applied = apply_before_run(messages, hooks, self.context.config)
-        return await (applied if self.deadline is None else self._within(applied))
+        return await self._within(applied)
 
     def _before_run_hooks(self) -> list[NamedHook]:
         """Package ``oma_before_run`` hooks in pluggy's order, then the config's own."""

@@ -123,11 +123,7 @@ class Agent(Generic[OutputT]):
         self, input: str | Sequence[Any], *, settings: RunSettings | None = None
     ) -> Awaitable[RunResult[OutputT]]:
         """A fresh run on a string (one user text message) or a complete conversation."""
-        if isinstance(input, str) and self._spec is None:
-            checked: RunInput = input  # ``check_input``'s answer: a str, and no key to check
-        else:
-            checked = self.check_input(input)
-        return self._run(checked, settings or NO_SETTINGS)
+        return self._run(self.check_input(input), settings or NO_SETTINGS)
 
     def stream(
         self, input: str | Sequence[Any], *, settings: RunSettings | None = None
@@ -238,15 +234,9 @@ class Agent(Generic[OutputT]):
         """The run as middleware sees it, its target resolved once, now (a failure to
         resolve it is the run's first failure: the run still passes through ``oma_run``)."""
         config = self.config
+        target: Any
         try:
-            if (
-                self._target is not None
-                and config.backend is None
-                and not (self._close_after_run and isinstance(config.provider, str))
-            ):
-                target: Any = self._target  # ``_run_target``'s answer: the agent's own, kept
-            else:
-                target = self._run_target()
+            target = self._run_target()
         except Exception as error:
             target = error
         hooks = (self._plugins or self._host()).hooks.for_run(settings, target)
