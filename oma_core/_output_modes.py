@@ -179,9 +179,9 @@ class OutputHandler:
         self, message: LLMMessage, calls: list[ToolUseBlock], output: str, stop_reason: str | None
     ) -> Verdict | None:
         """Whether ``message`` (with its tool ``calls``; ``output`` its text) is the answer;
-        None: its tool calls are run. A reply cut at ``max_tokens`` or refused is never
-        parsed: ``OutputValidationError`` ends the run at once (asking again would be cut or
-        refused the same way)."""
+        None: its tool calls are run. With an output type, a reply cut at ``max_tokens`` or
+        refused is never parsed: ``OutputValidationError`` ends the run at once (asking
+        again would be cut or refused the same way)."""
         return None if calls else _ANSWERED
 
 
