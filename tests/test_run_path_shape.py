@@ -96,6 +96,6 @@ def test_no_function_on_the_run_path_is_long_or_deep(module: str) -> None:
         for name, line, length, depth in _functions(source)
         if length > MAX_LINES or depth > MAX_DEPTH
     ]
-    assert not over, (
-        f"split these (at most {MAX_LINES} lines, depth {MAX_DEPTH}): " + "; ".join(over)
+    assert not over, f"split these (at most {MAX_LINES} lines, depth {MAX_DEPTH}): " + "; ".join(
+        over
     )
