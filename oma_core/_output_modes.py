@@ -40,6 +40,7 @@ __all__ = [
     "NativeOutput",
     "OutputHandler",
     "Partials",
+    "TEXT_OUTPUT",
     "PromptedOutput",
     "TextOutput",
     "ToolOutput",
@@ -308,7 +309,7 @@ class ToolOutput(OutputHandler):
 def output_handler(spec: OutputSpec | None, mode: OutputMode = "prompted") -> OutputHandler:
     """The object that holds a run to ``spec`` in ``mode`` (text mode without a spec)."""
     if spec is None:
-        return _TEXT
+        return TEXT_OUTPUT
     if mode == "tool":
         return ToolOutput(spec)
     if mode == "native":
@@ -316,7 +317,8 @@ def output_handler(spec: OutputSpec | None, mode: OutputMode = "prompted") -> Ou
     return PromptedOutput(spec)
 
 
-_TEXT = TextOutput()
+#: Text mode (no output type): one object for every run.
+TEXT_OUTPUT = TextOutput()
 
 
 def with_instructions(request: ProviderRequest, spec: OutputSpec) -> ProviderRequest:

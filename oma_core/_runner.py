@@ -30,6 +30,7 @@ from ._before_run import NamedHook, apply_before_run
 from ._calls import ModelCall, RunContext, RunHooks, RunInput, ToolInvocation
 from ._output import OutputMode, OutputSpec, choose_mode, output_spec
 from ._output_modes import (
+    TEXT_OUTPUT,
     OutputHandler,
     PromptedOutput,
     Verdict,
@@ -255,7 +256,7 @@ class Run:
         if not hooks:
             return messages, False
         applied = apply_before_run(messages, hooks, self.context.config)
-        return await self._within(applied)
+        return await (applied if self.deadline is None else self._within(applied))
 
     def _before_run_hooks(self) -> list[NamedHook]:
         """Package ``oma_before_run`` hooks in pluggy's order, then the config's own."""
@@ -271,9 +272,8 @@ class Run:
     async def _model_run(self, target: ModelTarget) -> AsyncGenerator[StreamEvent, None]:
         """A model run: the ``before_run`` hooks, then turns (a model call, then the tool
         round of its calls) until a reply the output mode takes as the answer, or
-        ``max_turns`` (which counts every model call, corrective turns included); then
-        ``done``. The call's events pass through here one by one, as few frames up as can be.
-        """
+        ``max_turns`` (counting every model call, corrective turns included); then ``done``.
+        A call's events pass through here one by one: as few frames up as can be."""
         error: Exception | None = None
         events: AsyncGenerator[Any, None] | None = None  # the call or round under way
         try:
@@ -308,7 +308,12 @@ class Run:
                         yield shown
                 message = self.produced[-1]
                 conversation.append(message)
-                calls = [block for block in message.content if isinstance(block, ToolUseBlock)]
+                content = message.content
+                calls = (
+                    []  # a text reply, the common last turn (kept: a bench pays)
+                    if len(content) == 1 and type(content[0]) is TextBlock
+                    else [block for block in content if isinstance(block, ToolUseBlock)]
+                )
                 if self.streaming:
                     for block in _unshown(calls, emitted, output.output_tool):
                         yield StreamEvent("tool_use", block)
@@ -337,7 +342,10 @@ class Run:
             if events is not None:
                 await events.aclose()
             raise
-        result = self.result(error)
+        if error is None:  # ``result``'s success (kept: a bench pays)
+            result = RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
+        else:
+            result = self.result(error)
         if self.streaming and result.status.error is not None:
             yield StreamEvent("error", result.status.error)
         yield StreamEvent("done", result)
@@ -347,7 +355,7 @@ class Run:
         best the provider declares."""
         spec = self.output_spec
         if spec is None:
-            return output_handler(None)
+            return TEXT_OUTPUT
         wanted = self.wanted_mode
         mode = choose_mode(target.capabilities.output_modes, wanted, target.display_name)
         return output_handler(spec, mode)
@@ -466,7 +474,10 @@ class Run:
         ``ToolCall`` being the call.
         """
         streaming = self.streaming
-        deadline, scope, seconds = self._call_limit()
+        if self.deadline is None and self.context.settings.call_timeout is None:
+            deadline, scope, seconds = None, "run", 0.0  # ``_call_limit``'s (kept: a bench pays)
+        else:
+            deadline, scope, seconds = self._call_limit()
         arrived = 0
         handed_on = False
         response: ProviderResponse | None = None
@@ -540,11 +551,22 @@ class Run:
         """The one place a response is kept: its usage added to the run's (as reported, made
         sane), its message to the turns, its text as the output so far, its stop reason.
         ``replay``: the events of a turn that arrived whole, for a streaming caller."""
-        usage = reported_usage(response.usage)
+        usage = response.usage
+        if not (  # ints >= 0: ``reported_usage`` would hand it back as is (kept: a bench pays)
+            type(usage) is Usage
+            and type(usage.input_tokens) is int
+            and type(usage.output_tokens) is int
+            and usage.input_tokens >= 0 <= usage.output_tokens
+        ):
+            usage = reported_usage(usage)
         self.usage = usage if self.usage is _NO_USAGE else self.usage + usage
         message = response.message
         self.produced.append(message)
-        self.output = text_of(message)
+        content = message.content
+        if len(content) == 1 and type(content[0]) is TextBlock:
+            self.output = content[0].text  # ``text_of``'s common case (kept: a bench pays)
+        else:
+            self.output = text_of(message)
         self.stop_reason = response.stop_reason
         return _whole_turn_events(message) if replay else []
 

@@ -123,7 +123,11 @@ class Agent(Generic[OutputT]):
         self, input: str | Sequence[Any], *, settings: RunSettings | None = None
     ) -> Awaitable[RunResult[OutputT]]:
         """A fresh run on a string (one user text message) or a complete conversation."""
-        return self._run(self.check_input(input), settings or NO_SETTINGS)
+        if isinstance(input, str) and self._spec is None:
+            checked: RunInput = input  # ``check_input``'s answer; kept: bench/instructions.py
+        else:
+            checked = self.check_input(input)
+        return self._run(checked, settings or NO_SETTINGS)
 
     def stream(
         self, input: str | Sequence[Any], *, settings: RunSettings | None = None
@@ -234,9 +238,15 @@ class Agent(Generic[OutputT]):
         """The run as middleware sees it, its target resolved once, now (a failure to
         resolve it is the run's first failure: the run still passes through ``oma_run``)."""
         config = self.config
-        target: Any
         try:
-            target = self._run_target()
+            if (
+                self._target is not None
+                and config.backend is None
+                and not (self._close_after_run and isinstance(config.provider, str))
+            ):  # ``_run_target``'s answer, the agent's own target; kept: bench/instructions.py
+                target: Any = self._target
+            else:
+                target = self._run_target()
         except Exception as error:
             target = error
         hooks = (self._plugins or self._host()).hooks.for_run(settings, target)
