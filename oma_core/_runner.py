@@ -21,7 +21,6 @@ caller's own code between two stream events is never cancelled by oma's timeouts
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncGenerator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,15 +28,14 @@ import attrs
 
 from ._before_run import NamedHook, apply_before_run
 from ._calls import ModelCall, RunContext, RunHooks, RunInput, ToolInvocation
-from ._output import (
-    OutputInvalid,
-    OutputMode,
-    OutputSpec,
-    PartialText,
-    StreamedOutputCall,
-    choose_mode,
-    output_spec,
-    stopped_short,
+from ._output import OutputMode, OutputSpec, choose_mode, output_spec
+from ._output_modes import (
+    TEXT_OUTPUT,
+    OutputHandler,
+    PromptedOutput,
+    Verdict,
+    output_handler,
+    with_instructions,
 )
 from ._reasoning import for_provider
 from ._results import RunResult, RunStatus, StreamEvent
@@ -75,7 +73,6 @@ from .tools import list_toolsets
 if TYPE_CHECKING:
     from ._pool import Closables
     from .capabilities import BackendSpec, Capabilities
-    from .retry import RetryPolicy
     from .tools import Tool
 
 __all__ = ["BackendTarget", "ModelTarget", "Run", "RunInput", "with_instructions", "with_output"]
@@ -111,6 +108,12 @@ class ModelTarget:
     close_after_run: bool = False
     toolsets: tuple[Any, ...] = ()
     opened: Closables | None = None
+
+    def call(self, request: ProviderRequest, stream: bool) -> ModelCall:
+        """The model call that sends ``request`` to this target."""
+        return ModelCall(
+            request, "model", self.provider_name, self.display_name, self.provider, stream=stream
+        )
 
     def request(
         self,
@@ -268,27 +271,17 @@ class Run:
         return hooks
 
     async def _model_run(self, target: ModelTarget) -> AsyncGenerator[StreamEvent, None]:
-        """A model run: the ``before_run`` hooks, then model calls and tool rounds until a
-        turn without tool calls (or ``max_turns``, which counts every model call, corrective
-        turns included), then ``done``."""
+        """A model run: the ``before_run`` hooks, then turns (a model call, then the tool
+        round of its calls) until a reply the output mode takes as the answer, or
+        ``max_turns`` (counting every model call, corrective turns included); then ``done``.
+        A call's events pass through here one by one: as few frames up as can be."""
         error: Exception | None = None
+        events: AsyncGenerator[Any, None] | None = None  # the call or round under way
         try:
             messages, _ = await self._input()
-            streaming = self.streaming
+            output = self._output_handler(target)
             conversation = for_provider(messages, target.provider_name)  # see _reasoning
-            checked = 0
-            turns = 0
-            spec = self.output_spec
-            corrections = 0
-            mode: OutputMode = "prompted"
-            if spec is not None:
-                mode = choose_mode(
-                    target.capabilities.output_modes, self.wanted_mode, target.display_name
-                )
-            #: The output tool's name in tool mode (its calls are the output, never run).
-            out_tool = spec.request("tool").name if spec is not None and mode == "tool" else None
-            #: Native mode: a partial of the reply's text is unwrapped as the output will be.
-            unwrap = spec.wire_partial if spec is not None and mode == "native" else None
+            checked = turns = corrections = 0
             tools, tool_defs = target.tools, target.tool_defs
             while True:
                 # Messages are immutable: each is checked once, the input before the first call.
@@ -296,150 +289,121 @@ class Run:
                 checked = len(conversation)
                 if target.toolsets:  # listed before every call: a server's list may change
                     tools, tool_defs = await self._within(target.listed_tools())
-                request = ProviderRequest(  # ``ModelTarget.request``, inline: once per call
-                    target.model,
-                    tuple(conversation),
-                    target.system_prompt,
-                    tool_defs,
-                    max_tokens=target.max_tokens,
-                    temperature=target.temperature,
-                    stop=target.stop,
-                )
-                if spec is not None:
-                    request = with_output(request, spec, mode)
-                call = ModelCall(
-                    request,
-                    "model",
-                    target.provider_name,
-                    target.display_name,
-                    target.provider,
-                    stream=streaming,
-                )
                 turns += 1
                 emitted: set[str] = set()
-                # tool mode, streaming: the output call's argument pieces come up too
-                pieces = None
-                if out_tool is not None and streaming:
-                    assert spec is not None
-                    pieces = StreamedOutputCall(spec, out_tool)
-                events = self._call(call, emitted, deltas=pieces is not None)
-                # this call's text so far, for partial output (prompted and native modes)
-                arrived = None
-                if spec is not None and out_tool is None and streaming:
-                    arrived = PartialText()
-                shown: Any = None
-                try:
-                    async for event in events:
-                        if isinstance(event, ToolCallDelta):  # tool mode, streaming: a piece
-                            assert pieces is not None
-                            partial = pieces.feed(event)
-                            if partial is not None and partial != shown:
-                                shown = partial
-                                yield StreamEvent("partial", partial)
-                            continue
-                        if (
-                            out_tool is not None
-                            and event.type == "tool_use"
-                            and event.data.name == out_tool
-                        ):  # the output tool's call is the output, shown as a partial: not a tool
-                            assert spec is not None
-                            whole = spec.wire_partial(event.data.input)
-                            if whole != shown:  # its pieces may have shown it all already
-                                shown = whole
-                                yield StreamEvent("partial", whole)
-                            continue
-                        yield event
-                        if arrived is not None and event.type == "text":
-                            partial = arrived.feed(event.data)
-                            if partial is not None and unwrap is not None:
-                                partial = unwrap(partial)
-                            if partial is not None and partial != shown:
-                                shown = partial
-                                yield StreamEvent("partial", partial)
-                except BaseException:  # failed, or closed from above: close the call too
-                    await events.aclose()
-                    raise
-                if arrived is not None:  # the end of the text, which reading may have skipped
-                    partial = arrived.flush()
-                    if partial is not None and unwrap is not None:
-                        partial = unwrap(partial)
-                    if partial is not None and partial != shown:
-                        shown = partial
-                        yield StreamEvent("partial", partial)
+                partials = output.partials() if self.streaming else None
+                request = output.request(target.request(tuple(conversation), tool_defs))
+                events = self._call(
+                    target.call(request, self.streaming),
+                    emitted,
+                    deltas=partials is not None and partials.deltas,
+                )
+                async for event in events:
+                    if partials is None:  # (no ToolCallDelta: none was asked for)
+                        yield event  # type: ignore[misc]
+                        continue
+                    for shown in partials.read(event):
+                        yield shown
+                if partials is not None:
+                    for shown in partials.flush():
+                        yield shown
                 message = self.produced[-1]
                 conversation.append(message)
                 content = message.content
                 calls = (
-                    []  # a text reply, the common last turn
+                    []  # a text reply, the common last turn (kept: a bench pays)
                     if len(content) == 1 and type(content[0]) is TextBlock
                     else [block for block in content if isinstance(block, ToolUseBlock)]
                 )
-                if streaming:
-                    for call_block in calls:
-                        if call_block.id not in emitted and call_block.name != out_tool:
-                            yield StreamEvent("tool_use", call_block)
-                if spec is not None and out_tool is not None:
-                    outputs = [block for block in calls if block.name == out_tool]
-                    if outputs or not calls:
-                        answered = self._check_tool_output(spec, outputs)
-                        if answered is None:
-                            if streaming and outputs and outputs[0].id not in emitted:
-                                whole = spec.wire_partial(outputs[0].input)
-                                if whole != shown:  # pieces may have shown it all already
-                                    yield StreamEvent("partial", whole)
-                            break  # answered: the run ends well
-                        if corrections >= self.context.config.output_retries:
-                            raise OutputValidationError(answered, self.output)
-                        if turns >= target.max_turns:  # a corrective turn is a model call too
-                            raise MaxTurnsExceededError(target.max_turns)
-                        corrections += 1
-                        correction = _tool_correction(spec, calls, outputs, answered)
-                        self.produced.append(correction)
-                        conversation.append(correction)
-                        continue
-                if not calls:
-                    if spec is None:
-                        break  # answered: the run ends well
-                    errors = self._check_output(spec, mode)
-                    if errors is None:
-                        break  # answered: the run ends well
-                    if corrections >= self.context.config.output_retries:
-                        raise OutputValidationError(errors, self.output)
-                    if turns >= target.max_turns:  # a corrective turn is a model call too
+                if self.streaming:
+                    for block in _unshown(calls, emitted, output.output_tool):
+                        yield StreamEvent("tool_use", block)
+                verdict = output.judge(message, calls, self.output, self.stop_reason)
+                if verdict is None:  # not an answer: its tool calls are run, then a new turn
+                    if turns >= target.max_turns:
                         raise MaxTurnsExceededError(target.max_turns)
-                    corrections += 1
-                    correction = user_text(spec.corrective_prompt(errors))
-                    self.produced.append(correction)
-                    conversation.append(correction)
+                    events = self._tool_round(calls, tools)
+                    async for event in events:
+                        yield event
+                    conversation.append(self.produced[-1])
                     continue
-                if turns >= target.max_turns:
-                    raise MaxTurnsExceededError(target.max_turns)
-                results: list[ToolResultBlock] = []
-                for call_block in calls:
-                    cap = self.context.settings.max_tool_calls
-                    if cap is not None and self.tool_calls >= cap:
-                        result = ToolResultBlock(call_block.id, _over_cap(cap), True)
-                    else:
-                        self.tool_calls += 1
-                        invocation = ToolInvocation(call_block, tools)
-                        result = await self._within(
-                            self._hooks.tool_call(call=invocation, run=self.context)
-                        )
-                    if streaming:
-                        yield StreamEvent("tool_result", result)
-                    results.append(result)
-                tool_turn = LLMMessage("user", tuple(results))
-                self.produced.append(tool_turn)
-                conversation.append(tool_turn)
+                self._take(verdict)
+                if verdict.errors is None:
+                    break  # answered: the run ends well
+                conversation.append(self._correction(verdict, corrections, turns, target))
+                corrections += 1
+            if partials is not None:
+                for shown in partials.answered(calls, emitted):
+                    yield shown
         except Exception as exc:
             error = exc
-        if error is None:  # ``result``'s success, inline: most runs end here
-            ended = RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
+            if events is not None:  # a no-op unless it was stopped half way
+                await events.aclose()
+        except BaseException:  # closed from above, or cancelled: close the call too
+            if events is not None:
+                await events.aclose()
+            raise
+        if error is None:  # ``result``'s success (kept: a bench pays)
+            result = RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
         else:
-            ended = self.result(error)
-        if self.streaming and ended.status.error is not None:
-            yield StreamEvent("error", ended.status.error)
-        yield StreamEvent("done", ended)
+            result = self.result(error)
+        if self.streaming and result.status.error is not None:
+            yield StreamEvent("error", result.status.error)
+        yield StreamEvent("done", result)
+
+    def _output_handler(self, target: ModelTarget) -> OutputHandler:
+        """The run's output mode: text without an output type, else the one wanted, or the
+        best the provider declares."""
+        spec = self.output_spec
+        if spec is None:
+            return TEXT_OUTPUT
+        wanted = self.wanted_mode
+        mode = choose_mode(target.capabilities.output_modes, wanted, target.display_name)
+        return output_handler(spec, mode)
+
+    def _take(self, verdict: Verdict) -> None:
+        """Keep what the output mode judged of the last reply."""
+        if verdict.output is not None:
+            self.output = verdict.output
+        if verdict.kept is not None:
+            self.produced[-1] = verdict.kept
+        if verdict.errors is None:
+            self.structured = verdict.structured
+
+    def _correction(
+        self, verdict: Verdict, corrections: int, turns: int, target: ModelTarget
+    ) -> LLMMessage:
+        """The corrective turn for a reply that is not the output, kept in the run's turns;
+        raises when ``output_retries`` or ``max_turns`` (a corrective turn is a model call
+        too) allow no more."""
+        assert verdict.errors is not None and verdict.correction is not None
+        if corrections >= self.context.config.output_retries:
+            raise OutputValidationError(verdict.errors, self.output)
+        if turns >= target.max_turns:
+            raise MaxTurnsExceededError(target.max_turns)
+        self.produced.append(verdict.correction)
+        return verdict.correction
+
+    async def _tool_round(
+        self, calls: list[ToolUseBlock], tools: Mapping[str, Tool]
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Run a reply's tool calls, in order, each through ``oma_tool_call`` (past the run's
+        ``max_tool_calls``, answered "not run" instead); their results are the next turn."""
+        cap = self.context.settings.max_tool_calls
+        results: list[ToolResultBlock] = []
+        for block in calls:
+            if cap is not None and self.tool_calls >= cap:
+                result = ToolResultBlock(block.id, _over_cap(cap), True)
+            else:
+                self.tool_calls += 1
+                invocation = ToolInvocation(block, tools)
+                result = await self._within(
+                    self._hooks.tool_call(call=invocation, run=self.context)
+                )
+            if self.streaming:
+                yield StreamEvent("tool_result", result)
+            results.append(result)
+        self.produced.append(LLMMessage("user", tuple(results)))
 
     async def backend_turn(
         self, target: BackendTarget, prompt: str
@@ -479,53 +443,11 @@ class Run:
         except BaseException:
             await events.aclose()
             raise
-        if spec is not None:
-            errors = self._check_output(spec)
-            if errors is not None:
-                raise OutputValidationError(errors, self.output)
-
-    def _check_output(self, spec: OutputSpec, mode: OutputMode = "prompted") -> list[str] | None:
-        """Validate the final reply against the output type: keep the output and return None,
-        or return what is wrong with it. A reply cut at ``max_tokens`` or refused is never
-        parsed: it ends the run at once (asking again would be cut or refused the same way)."""
-        self._refuse_short()
-        try:
-            if mode == "native":
-                self.structured = spec.validate_native(self.output)
-            else:
-                self.structured = spec.validate_text(self.output)
-        except OutputInvalid as invalid:
-            return invalid.errors
-        return None
-
-    def _check_tool_output(self, spec: OutputSpec, outputs: list[ToolUseBlock]) -> list[str] | None:
-        """Tool mode: validate the first output tool call's arguments. Valid, the output is
-        kept, ``RunResult.output`` becomes its JSON text and the reply's output call becomes
-        that text in the turns the run hands back (so a history never holds a call nobody
-        answered); None is returned. Otherwise: what is wrong (a turn with no output call
-        is wrong too)."""
-        self._refuse_short()
-        if not outputs:
-            return [f"the reply did not call {outputs_name(spec)}: give the answer by calling it"]
-        arguments = dict(outputs[0].input)
-        # the output's raw text: the arguments as JSON (unwrapped when the output is wrapped)
-        self.output = json.dumps(spec.wire_partial(arguments), ensure_ascii=False)
-        try:
-            self.structured = spec.validate_wire(arguments)
-        except OutputInvalid as invalid:
-            return invalid.errors
-        message = self.produced[-1]
-        kept = tuple(b for b in message.content if not isinstance(b, ToolUseBlock))
-        kept = tuple(b for b in kept if not (isinstance(b, TextBlock) and not b.text))
-        self.produced[-1] = LLMMessage("assistant", (*kept, TextBlock(self.output)))
-        return None
-
-    def _refuse_short(self) -> None:
-        if stopped_short(self.stop_reason):
-            raise OutputValidationError(
-                [f"the reply stopped early ({self.stop_reason}): it is not a whole answer"],
-                self.output,
-            )
+        if spec is not None:  # checked once: a turn is never asked again
+            verdict = PromptedOutput(spec).check(self.output, self.stop_reason)
+            self._take(verdict)
+            if verdict.errors is not None:
+                raise OutputValidationError(verdict.errors, self.output)
 
     def result(self, error: BaseException | None) -> RunResult:
         """The ``RunResult``; a failure is handed out detached (see ``detached_error``)."""
@@ -545,102 +467,61 @@ class Run:
     ) -> AsyncGenerator[StreamEvent | ToolCallDelta, None]:
         """Make ``call`` through the middleware; its answer ends up in ``self.produced``.
 
-        A failed attempt is retried while the ladder allows, unless output was already handed
-        on (the caller would see it twice) or the answer already arrived (a budget stop after
-        it): then the error ends the run, keeping that answer. ``deltas``: the provider's
-        ``ToolCallDelta`` events are handed on as they are (tool mode reads them for partial
-        output); otherwise they are dropped, the whole ``ToolCall`` being the call.
+        A failed attempt is retried while the ladder allows (the next attempt is this method
+        again), unless output was already handed on (the caller would see it twice) or the
+        answer already arrived (a budget stop after it): then the error ends the run, keeping
+        that answer. ``deltas``: the provider's ``ToolCallDelta`` events are handed on as they
+        are (tool mode reads them for partial output); otherwise they are dropped, the whole
+        ``ToolCall`` being the call.
         """
-        policy: RetryPolicy | None = None  # looked up on the first failure: most calls have none
         streaming = self.streaming
-        retries = 0
-        while True:
-            if self.deadline is None and self.context.settings.call_timeout is None:
-                deadline, scope, seconds = None, "run", 0.0  # no limit: most runs
-            else:
-                deadline, scope, seconds = self._call_limit()
-            arrived = 0
-            handed_on = False
-            response: ProviderResponse | None = None
-            try:
-                events: Any = self._hooks.model_call(call=call, run=self.context)
-                try:
-                    while True:
-                        try:
-                            if deadline is None:
-                                event = await anext(events)
-                            else:
-                                event = await _bounded(anext(events), deadline, scope, seconds)
-                        except StopAsyncIteration:
-                            break
-                        kind = type(event)
-                        if kind is ResponseComplete:
-                            # Kept the moment it arrives (a budget stop after it must not
-                            # lose it).
-                            response = event.response
-                            message = response.message
-                            usage = response.usage
-                            if not (  # ints >= 0: reported_usage would hand it back as is
-                                type(usage) is Usage
-                                and type(usage.input_tokens) is int
-                                and type(usage.output_tokens) is int
-                                and usage.input_tokens >= 0 <= usage.output_tokens
-                            ):
-                                usage = reported_usage(usage)
-                            self.usage = usage if self.usage is _NO_USAGE else self.usage + usage
-                            self.produced.append(message)
-                            content = message.content
-                            if len(content) == 1 and type(content[0]) is TextBlock:
-                                self.output = content[0].text  # text_of's common case
-                            else:
-                                self.output = text_of(message)
-                            self.stop_reason = response.stop_reason
-                            if streaming and not handed_on:  # it arrived whole: replay it
-                                for whole in _whole_turn_events(response.message):
-                                    yield whole
-                            continue
-                        if kind is TextDelta:  # the one event of most chunks: inline
-                            arrived += len(event.text)
-                            if streaming:
-                                handed_on = True
-                                yield StreamEvent("text", event.text)
-                            continue
-                        if kind is ToolCallDelta:
-                            if deltas:  # asked for by a streamed run in tool mode only
-                                handed_on = True  # it may show as a partial: never retried
-                                yield event
-                            continue
-                        if streaming:
-                            streamed = _stream_event(event, emitted)
-                            if streamed is not None:
-                                handed_on = True
-                                yield streamed
-                except BaseException:  # failed, or closed from above: close the call too
-                    await events.aclose()
-                    raise
-            except Exception as error:
-                if response is None and arrived:  # cut short: count what arrived
-                    self.usage = self.usage + charged_usage(call.request, None, arrived=arrived)
-                if response is not None or handed_on or not retry:
-                    raise
-                if policy is None:
-                    policy = self.context.settings.retry or self.context.config.retry_policy()
-                if retries >= policy.max_retries or not policy.is_retryable(error):
-                    raise
-                retries += 1
-                wait = policy.delay_for(retries, error)
-                if self.deadline is not None and (
-                    asyncio.get_running_loop().time() + wait > self.deadline
-                ):
-                    raise  # the run would time out while waiting: fail now, with the cause
-                emit = self.context.settings.progress
-                if emit is not None:  # as the wait begins: the user learns of it at once
-                    emit("retry", {"attempt": retries, "delay": wait, "error": redact_error(error)})
-                await policy.sleep(wait)
-                call = attrs.evolve(
-                    call, attempt=call.attempt + 1, retry_of=error, retry_delay=wait
-                )
-                continue
+        if self.deadline is None and self.context.settings.call_timeout is None:
+            deadline, scope, seconds = None, "run", 0.0  # ``_call_limit``'s (kept: a bench pays)
+        else:
+            deadline, scope, seconds = self._call_limit()
+        arrived = 0
+        handed_on = False
+        response: ProviderResponse | None = None
+        events: Any = None
+        try:
+            events = self._hooks.model_call(call=call, run=self.context)
+            bounded = events if deadline is None else _Bounded(events, deadline, scope, seconds)
+            async for event in bounded:
+                kind = type(event)
+                if kind is TextDelta:  # the one event of most chunks: first, and inline
+                    arrived += len(event.text)
+                    if streaming:
+                        handed_on = True
+                        yield StreamEvent("text", event.text)
+                elif kind is ResponseComplete:
+                    # Kept the moment it arrives (a budget stop after it must not lose it).
+                    response = event.response
+                    for whole in self._record(response, replay=streaming and not handed_on):
+                        yield whole
+                elif kind is ToolCallDelta:
+                    if deltas:  # asked for by a streamed run in tool mode only
+                        handed_on = True  # it may show as a partial: never retried
+                        yield event
+                elif streaming:
+                    streamed = _stream_event(event, emitted)
+                    if streamed is not None:
+                        handed_on = True
+                        yield streamed
+        except Exception as error:
+            if events is not None:  # failed: close the call too
+                await events.aclose()
+            if response is None and arrived:  # cut short: count what arrived
+                self.usage = self.usage + charged_usage(call.request, None, arrived=arrived)
+            again = None
+            if response is None and not handed_on and retry:
+                again = await self._next_attempt(call, error)
+            if again is None:
+                raise
+        except BaseException:  # closed from above, or cancelled: close the call too
+            if events is not None:
+                await events.aclose()
+            raise
+        else:
             if response is None:  # the one place this is said, whichever layer ended early
                 raise ProviderError(
                     "the provider stream ended without a complete response",
@@ -648,6 +529,47 @@ class Run:
                     retryable=False,
                 )
             return
+        async for event in self._call(again, emitted, deltas=deltas):
+            yield event
+
+    async def _next_attempt(self, call: ModelCall, error: Exception) -> ModelCall | None:
+        """The next attempt of ``call`` after ``error``, once the ladder's wait is over; None
+        when the ladder says no (or the run would time out while waiting)."""
+        policy = self.context.settings.retry or self.context.config.retry_policy()
+        retries = call.attempt  # the number of this retry
+        if retries > policy.max_retries or not policy.is_retryable(error):
+            return None
+        wait = policy.delay_for(retries, error)
+        if self.deadline is not None and (asyncio.get_running_loop().time() + wait > self.deadline):
+            return None  # the run would time out while waiting: fail now, with the cause
+        emit = self.context.settings.progress
+        if emit is not None:  # as the wait begins: the user learns of it at once
+            emit("retry", {"attempt": retries, "delay": wait, "error": redact_error(error)})
+        await policy.sleep(wait)
+        return attrs.evolve(call, attempt=call.attempt + 1, retry_of=error, retry_delay=wait)
+
+    def _record(self, response: ProviderResponse, *, replay: bool) -> list[StreamEvent]:
+        """The one place a response is kept: its usage added to the run's (as reported, made
+        sane), its message to the turns, its text as the output so far, its stop reason.
+        ``replay``: the events of a turn that arrived whole, for a streaming caller."""
+        usage = response.usage
+        if not (  # ints >= 0: ``reported_usage`` would hand it back as is (kept: a bench pays)
+            type(usage) is Usage
+            and type(usage.input_tokens) is int
+            and type(usage.output_tokens) is int
+            and usage.input_tokens >= 0 <= usage.output_tokens
+        ):
+            usage = reported_usage(usage)
+        self.usage = usage if self.usage is _NO_USAGE else self.usage + usage
+        message = response.message
+        self.produced.append(message)
+        content = message.content
+        if len(content) == 1 and type(content[0]) is TextBlock:
+            self.output = content[0].text  # ``text_of``'s common case (kept: a bench pays)
+        else:
+            self.output = text_of(message)
+        self.stop_reason = response.stop_reason
+        return _whole_turn_events(message) if replay else []
 
     def _call_limit(self) -> tuple[float | None, str, float]:
         """This attempt's deadline, which limit it is, and that limit in seconds."""
@@ -682,47 +604,35 @@ async def _bounded(awaitable: Awaitable[T], deadline: float, scope: str, seconds
         raise
 
 
-def with_instructions(request: ProviderRequest, spec: OutputSpec) -> ProviderRequest:
-    """``request`` with the output type's instructions after its system prompt (prompted
-    mode: what every provider and backend can do)."""
-    system = request.system_prompt
-    instructions = spec.instructions
-    return attrs.evolve(
-        request, system_prompt=instructions if not system else f"{system}\n\n{instructions}"
-    )
-
-
 def with_output(request: ProviderRequest, spec: OutputSpec, mode: OutputMode) -> ProviderRequest:
-    """``request`` held to ``spec`` in ``mode``: the instructions in the system prompt
-    (prompted), or ``ProviderRequest.output`` for the provider to map (native, tool)."""
-    if mode == "prompted":
-        return with_instructions(request, spec)
-    return attrs.evolve(request, output=spec.request(mode))
+    """``request`` held to ``spec`` in ``mode`` (what ``Agent.build_request`` shows)."""
+    return output_handler(spec, mode).request(request)
 
 
-def outputs_name(spec: OutputSpec) -> str:
-    """The output tool's name in tool mode."""
-    return spec.request("tool").name
+def _unshown(
+    calls: list[ToolUseBlock], emitted: set[str], output_tool: str | None
+) -> list[ToolUseBlock]:
+    """The reply's tool calls the streaming caller was not shown yet (the output tool's
+    calls are the output: never shown as calls)."""
+    return [block for block in calls if block.id not in emitted and block.name != output_tool]
 
 
-def _tool_correction(
-    spec: OutputSpec, calls: list[ToolUseBlock], outputs: list[ToolUseBlock], errors: list[str]
-) -> LLMMessage:
-    """Tool mode's corrective turn: each output call answered with an error result carrying
-    the validation errors, any other call of the same turn with a not-run result (the turn
-    was meant to be the answer); a turn with no call at all gets a user text."""
-    if not calls:
-        return user_text(spec.corrective_prompt(errors) + f" Call {outputs_name(spec)}.")
-    correction = spec.tool_correction(errors)
-    results = [
-        ToolResultBlock(
-            block.id,
-            correction if block in outputs else "not run: give the final answer instead",
-            True,
-        )
-        for block in calls
-    ]
-    return LLMMessage("user", tuple(results))
+class _Bounded:
+    """A call's events, each awaited under the attempt's deadline."""
+
+    __slots__ = ("_deadline", "_events", "_scope", "_seconds")
+
+    def __init__(self, events: Any, deadline: float, scope: str, seconds: float) -> None:
+        self._events = events
+        self._deadline = deadline
+        self._scope = scope
+        self._seconds = seconds
+
+    def __aiter__(self) -> _Bounded:
+        return self
+
+    def __anext__(self) -> Awaitable[Any]:
+        return _bounded(anext(self._events), self._deadline, self._scope, self._seconds)
 
 
 def _over_cap(cap: int) -> str:

@@ -124,7 +124,7 @@ class Agent(Generic[OutputT]):
     ) -> Awaitable[RunResult[OutputT]]:
         """A fresh run on a string (one user text message) or a complete conversation."""
         if isinstance(input, str) and self._spec is None:
-            checked: RunInput = input  # ``check_input``'s answer: a str, and no key to check
+            checked: RunInput = input  # ``check_input``'s answer; kept: bench/instructions.py
         else:
             checked = self.check_input(input)
         return self._run(checked, settings or NO_SETTINGS)
@@ -243,8 +243,8 @@ class Agent(Generic[OutputT]):
                 self._target is not None
                 and config.backend is None
                 and not (self._close_after_run and isinstance(config.provider, str))
-            ):
-                target: Any = self._target  # ``_run_target``'s answer: the agent's own, kept
+            ):  # ``_run_target``'s answer, the agent's own target; kept: bench/instructions.py
+                target: Any = self._target
             else:
                 target = self._run_target()
         except Exception as error:

@@ -365,54 +365,47 @@ async def _run_graph(
     run_agent: RunAgent | None,
     emit: Emit | None,
 ) -> TeamRunResult:
-    """The scheduler: O(tasks + dependencies) bookkeeping, whatever the plan's shape.
+    """The scheduler's run of ``graph`` on ``team`` (see ``_Scheduler``)."""
+    runner = _TaskAttempts(team, graph, run_task=run_task, run_agent=run_agent, emit=emit)
+    return await _Scheduler(team, graph, runner, emit).run()
 
-    Ready tasks wait in a heap by plan position (so they start in plan order, as many as
-    ``max_concurrency`` allows); a finished task only touches its own dependents, and wakes
-    the loop through a done callback rather than a scan of what is running. A task that is
-    the only one able to run (nothing running, nothing else ready: the others wait for it)
-    runs in the scheduler's own task rather than a new one; nothing could run beside it.
-    """
-    plan, dependents, waiting = graph.plan, graph.dependents, graph.waiting
-    agents = team.agents
-    configs = {config.name: config for config in agents}
-    records = [
-        TaskResult(task.title, assignee=task.assignee or agents[index % len(agents)].name)
-        for index, task in enumerate(plan)
-    ]
-    by_title = {record.title: record for record in records}
-    ready = [index for index, count in enumerate(waiting) if not count]  # sorted: a heap
-    running: dict[asyncio.Task[None], int] = {}
-    finished: list[asyncio.Task[None]] = []
-    wake: list[asyncio.Future[None]] = []
-    loop = asyncio.get_running_loop()
 
-    def on_done(future: asyncio.Task[None]) -> None:
-        finished.append(future)
-        if wake and not wake[0].done():
-            wake[0].set_result(None)
+class _TaskAttempts:
+    """One task, attempt after attempt: each attempt's run, the record's usage summed, and
+    the ``task_retry``/``task_complete``/``task_failed`` events. A failed attempt is tried
+    again while the task's ``max_retries`` allow and its error is retryable."""
 
-    async def attempt_all(task: TaskSpec, record: TaskResult) -> None:
-        config = configs[record.assignee or ""]
+    def __init__(
+        self,
+        team: Team,
+        graph: _Graph,
+        *,
+        run_task: TaskRunner | None,
+        run_agent: RunAgent | None,
+        emit: Emit | None,
+    ) -> None:
+        self._configs = {config.name: config for config in team.agents}
+        self._run_task = run_task
+        self._run_agent = run_agent
+        self._emit = emit
+        #: Each task's record, by title (what a task's prompt reads its dependencies from).
+        self.by_title: dict[str, TaskResult] = {}
+
+    async def __call__(self, task: TaskSpec, record: TaskResult) -> None:
+        config = self._configs[record.assignee or ""]
         if task.output_type is not None:
             config = attrs.evolve(config, output_type=task.output_type)
-        prompt = _task_prompt(task, by_title)
+        prompt = _task_prompt(task, self.by_title)
+        emit = self._emit
         for attempt in range(1, task.max_retries + 2):
             record.attempts = attempt
-            if attempt > 1:
+            if attempt > 1 and emit is not None:
                 assert record.result is not None
-                if emit is not None:
-                    data = {"attempt": attempt, "error": record.result.status.error}
-                    await emit("task_retry", config.name, task.title, data)
-            if run_task is None:
-                assert run_agent is not None
-                result = await run_agent(config, prompt, task.title)
-            else:
-                result = await run_task(TaskRun(config, prompt, task.title, attempt))
+                data = {"attempt": attempt, "error": record.result.status.error}
+                await emit("task_retry", config.name, task.title, data)
+            result = await self._attempt(config, prompt, task.title, attempt)
             record.result = result
-            # The first attempt's usage is the sum so far (it starts at zero).
-            usage = result.usage
-            record.usage = usage if attempt == 1 and type(usage) is Usage else record.usage + usage
+            record.usage = record.usage + result.usage
             if result.success:
                 record.status = "completed"
                 if emit is not None:
@@ -425,85 +418,141 @@ async def _run_graph(
         if emit is not None:
             await emit("task_failed", config.name, task.title, {"error": record.error})
 
-    async def settle(index: int, error: BaseException | None) -> None:
+    async def _attempt(
+        self, config: AgentConfig, prompt: str, title: str, attempt: int
+    ) -> RunResult:
+        if self._run_task is not None:
+            return await self._run_task(TaskRun(config, prompt, title, attempt))
+        assert self._run_agent is not None
+        return await self._run_agent(config, prompt, title)
+
+
+class _Scheduler:
+    """The scheduler: O(tasks + dependencies) bookkeeping, whatever the plan's shape.
+
+    Ready tasks wait in a heap by plan position (so they start in plan order, as many as
+    ``max_concurrency`` allows); a finished task only touches its own dependents, and wakes
+    the loop through a done callback rather than a scan of what is running. A task that is
+    the only one able to run (nothing running, nothing else ready: the others wait for it)
+    runs in the scheduler's own task rather than a new one; nothing could run beside it.
+    """
+
+    def __init__(
+        self, team: Team, graph: _Graph, attempts: _TaskAttempts, emit: Emit | None
+    ) -> None:
+        agents = team.agents
+        self._max_concurrency = team.max_concurrency
+        self._plan, self._dependents, self._waiting = graph.plan, graph.dependents, graph.waiting
+        self._records = [
+            TaskResult(task.title, assignee=task.assignee or agents[index % len(agents)].name)
+            for index, task in enumerate(self._plan)
+        ]
+        attempts.by_title.update((record.title, record) for record in self._records)
+        self._by_title = attempts.by_title
+        self._attempts = attempts
+        self._emit = emit
+        self._ready = [index for index, count in enumerate(self._waiting) if not count]  # a heap
+        self._running: dict[asyncio.Task[None], int] = {}
+        self._finished: list[asyncio.Task[None]] = []
+        self._wake: list[asyncio.Future[None]] = []
+        self._loop = asyncio.get_running_loop()
+
+    async def run(self) -> TeamRunResult:
+        """Run every task; cancelling the caller cancels the running ones."""
+        running = self._running
+        try:
+            while True:
+                await self._start_ready()
+                if not running:
+                    break
+                await self._wait()
+                done, self._finished[:] = self._finished[:], []
+                for future in done:
+                    # a CancelledError from inside propagates
+                    await self._settle(running.pop(future), future.exception())
+        finally:
+            for pending in running:
+                pending.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+        records = self._records
+        usage = sum((record.usage for record in records), Usage())
+        success = all(record.status == "completed" for record in records)
+        return TeamRunResult(success=success, tasks=self._by_title, plan=self._plan, usage=usage)
+
+    async def _start_ready(self) -> None:
+        """Start ready tasks in plan order, while ``max_concurrency`` allows."""
+        ready, running = self._ready, self._running
+        while ready and len(running) < self._max_concurrency:
+            index = heapq.heappop(ready)
+            record = self._records[index]
+            record.status = "running"
+            if self._emit is not None:
+                await self._emit("task_start", record.assignee, record.title, {})
+            if not running and not ready:  # the only task that can run now: run it here
+                await self._run_here(index)
+                continue
+            started = self._loop.create_task(self._attempts(self._plan[index], record))
+            started.add_done_callback(self._on_done)
+            running[started] = index
+
+    async def _run_here(self, index: int) -> None:
+        escaped: BaseException | None = None
+        try:
+            await self._attempts(self._plan[index], self._records[index])
+        except Exception as error:  # a bug; CancelledError propagates
+            escaped = error
+        await self._settle(index, escaped)
+
+    def _on_done(self, future: asyncio.Task[None]) -> None:
+        self._finished.append(future)
+        wake = self._wake
+        if wake and not wake[0].done():
+            wake[0].set_result(None)
+
+    async def _wait(self) -> None:
+        """Until a running task finished (at once if one has)."""
+        if self._finished:
+            return
+        self._wake.append(self._loop.create_future())
+        try:
+            await self._wake[0]
+        finally:
+            self._wake.clear()
+
+    async def _settle(self, index: int, error: BaseException | None) -> None:
         """A task ended: ``error`` is what escaped it (a bug: runs never raise for run
         failures); skip what waits for a task that did not complete, else free them."""
-        record = records[index]
+        record = self._records[index]
         if error is not None:
             record.status = "failed"
             record.error = error
-            if emit is not None:
-                await emit("task_failed", record.assignee, record.title, {"error": error})
+            if self._emit is not None:
+                await self._emit("task_failed", record.assignee, record.title, {"error": error})
         if record.status != "completed":
-            await skip_after(index)
+            await self._skip_after(index)
             return
-        for dependent in dependents[index]:
+        waiting = self._waiting
+        for dependent in self._dependents[index]:
             waiting[dependent] -= 1
-            if not waiting[dependent] and records[dependent].status == "pending":
-                heapq.heappush(ready, dependent)
+            if not waiting[dependent] and self._records[dependent].status == "pending":
+                heapq.heappush(self._ready, dependent)
 
-    async def skip_after(index: int) -> None:
-        # Everything downstream of a failure, each task once, reported in plan order.
+    async def _skip_after(self, index: int) -> None:
+        """Skip everything downstream of a failure, each task once, reported in plan order."""
+        records = self._records
         skipped: list[int] = []
         stack = [index]
         while stack:
-            for dependent in dependents[stack.pop()]:
+            for dependent in self._dependents[stack.pop()]:
                 if records[dependent].status == "pending":
                     records[dependent].status = "skipped"
                     skipped.append(dependent)
                     stack.append(dependent)
         for dependent in sorted(skipped):
             record = records[dependent]
-            if emit is not None:
-                await emit("task_skipped", record.assignee, record.title, {})
-
-    try:
-        while True:
-            while ready and len(running) < team.max_concurrency:
-                index = heapq.heappop(ready)
-                record = records[index]
-                record.status = "running"
-                if emit is not None:
-                    await emit("task_start", record.assignee, record.title, {})
-                if not running and not ready:  # the only task that can run now: run it here
-                    escaped: BaseException | None = None
-                    try:
-                        await attempt_all(plan[index], record)
-                    except Exception as error:  # a bug; CancelledError propagates
-                        escaped = error
-                    await settle(index, escaped)
-                    continue
-                started = loop.create_task(attempt_all(plan[index], record))
-                started.add_done_callback(on_done)
-                running[started] = index
-            if not running:
-                break
-            if not finished:
-                wake.append(loop.create_future())
-                try:
-                    await wake[0]
-                finally:
-                    wake.clear()
-            done, finished[:] = finished[:], []
-            for future in done:
-                index = running.pop(future)
-                await settle(index, future.exception())  # a CancelledError from inside propagates
-    finally:
-        for pending in running:
-            pending.cancel()
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
-
-    if len(records) == 1:
-        usage = records[0].usage
-    else:
-        usage = sum((record.usage for record in records), Usage())
-    success = True
-    for record in records:
-        if record.status != "completed":
-            success = False
-            break
-    return TeamRunResult(success=success, tasks=by_title, plan=plan, usage=usage)
+            if self._emit is not None:
+                await self._emit("task_skipped", record.assignee, record.title, {})
 
 
 # -- planning with a coordinator -------------------------------------------------------------
