@@ -5,7 +5,7 @@ so pluggy composes the wrappers (``Hooks.for_run``). The chain and observe hooks
 (``oma_before_run``, ``oma_progress``, ``oma_evaluation_result``) are called one
 implementation at a time, because pluggy has no chain or isolated call of its own (its
 maintainers keep that out of its scope): each is a ``HookCall``, pluggy's hook caller for one
-plugin (``PluginManager.subset_hook_caller``), in the order pluggy keeps them
+plugin (``oma_core._wraps.caller_of``), in the order pluggy keeps them
 (``HookCaller.get_hookimpls``, read from the end, as pluggy calls them).
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pluggy
 
-from ._wraps import IDLE_WRAPPERS, Manager, idle_key, wrap_call
+from ._wraps import IDLE_WRAPPERS, Manager, caller_of, idle_key, wrap_call
 
 if TYPE_CHECKING:
     from ._calls import CallEvents, RunEvents, RunHooks
@@ -35,7 +35,7 @@ class HookCall:
     so that one rewrite feeds the next, an ``async def`` one is awaited before the next runs,
     and a failure names its plugin) and the observe hooks (so that one failing observer does
     not stop the others). Each ``HookCall`` is pluggy's hook caller for this one plugin
-    (``PluginManager.subset_hook_caller``): pluggy binds the arguments the implementation
+    (``oma_core._wraps.caller_of``): pluggy binds the arguments the implementation
     declares and calls it. Positional arguments bind to the specification's argument names.
     """
 
@@ -68,14 +68,8 @@ def call_order(pm: pluggy.PluginManager, hook: str) -> list[HookCall]:
     the end."""
     caller: pluggy.HookCaller = getattr(pm.hook, hook)
     spec_argnames = tuple(caller.spec.argnames) if caller.spec is not None else ()
-    plugins = [plugin for _, plugin in pm.list_name_plugin() if plugin is not None]
     return [
-        HookCall(
-            impl.plugin_name,
-            hook,
-            pm.subset_hook_caller(hook, [other for other in plugins if other is not impl.plugin]),
-            spec_argnames,
-        )
+        HookCall(impl.plugin_name, hook, caller_of(pm, hook, [impl.plugin]), spec_argnames)
         for impl in reversed(caller.get_hookimpls())
         if not (impl.wrapper or impl.hookwrapper)
     ]

@@ -597,6 +597,8 @@ class PluginHost:
             key = tuple((name, id(plugin)) for name, plugin in pm.list_name_plugin())
             if self._registry is None or self._registry.key != key:
                 self._registry = self._collect(key)
+            elif generation != self._registry.generation:  # e.g. call monitoring turned on
+                self._registry.calls = {}  # the hook calls follow it (``caller_of``)
             self._registry.generation = generation
             return self._registry
 

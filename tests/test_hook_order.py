@@ -105,3 +105,19 @@ def test_the_facade_hands_out_the_observers_in_pluggys_order() -> None:
     expected: list[str] = []
     host.pm.hook.oma_progress(event=expected)
     assert seen == expected
+
+
+def test_with_call_monitoring_on_each_hook_call_is_seen() -> None:
+    host = PluginHost(load_entrypoints=False)
+    host.register(_named("a"), name="a")
+    assert len(host.hook_calls("oma_progress")) == 1  # kept before the monitoring starts
+    seen: list[str] = []
+    undo = host.pm.add_hookcall_monitoring(
+        lambda name, impls, kwargs: seen.append(name), lambda *args: None
+    )
+    try:
+        for call in host.hook_calls("oma_progress"):
+            call([])
+    finally:
+        undo()
+    assert seen == ["oma_progress"]
