@@ -698,7 +698,7 @@ class Evaluator:
             kept = self._hooks_kept
             if kept is not None and generation is not None and kept[0] == (host, generation):
                 return kept[1]
-            hooks: list[Any] = list(host.hook_calls("oma_evaluation_result"))
+            hooks: list[Any] = list(host.hooks.evaluation_result())
         except Exception as error:
             _log.warning("could not list evaluation hooks: %s", type(error).__name__)
             return []

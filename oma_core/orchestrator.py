@@ -402,7 +402,7 @@ class OpenMultiAgent:
         ):
             return kept[1]
         try:
-            hooks: list[ProgressObserver] = list(host.hook_calls("oma_progress"))
+            hooks: list[ProgressObserver] = list(host.hooks.progress())
         except Exception as error:  # a broken plugin host must not break runs
             _log.warning("could not list oma_progress hooks: %s", type(error).__name__)
             hooks = []

@@ -30,29 +30,34 @@ import difflib
 import importlib
 import inspect
 import os
-import sys
 import threading
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import attrs
 import pluggy
 
 from . import __version__, hookspecs
-from ._executors import EXECUTOR_FEATURES, Executor, ExecutorSpec
+from ._discovery import (
+    HOOK_NAMES,
+    HookFault,
+    Offered,
+    Origin,
+    check_hooks,
+    error_text,
+    probe,
+)
+from ._executors import Executor, ExecutorSpec
 from ._hints import not_registered
+from ._hook_calls import HookCall, Hooks, call_order
+from ._wraps import Manager
 from .capabilities import BackendSpec, ProviderSpec
 from .errors import PluginError
 from .tools import Toolset, ToolsetSpec, is_toolset
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    from ._calls import CallEvents, ModelCall, RunContext, RunEvents, RunHooks, ToolInvocation
-    from ._settings import RunSettings
-    from .messages import ToolResultBlock
     from .providers import Provider, ProviderSettings
 
 __all__ = [
@@ -70,14 +75,6 @@ __all__ = [
 ENTRY_POINT_GROUP = "oma"
 
 _Spec = TypeVar("_Spec", ProviderSpec, BackendSpec)
-#: What one plugin's registration hooks returned: providers, backends, scorers, executors,
-#: toolset kinds.
-_Offered: TypeAlias = tuple[
-    list[ProviderSpec], list[BackendSpec], list[Any], list[ExecutorSpec], list[ToolsetSpec]
-]
-
-_HOOK_NAMES = frozenset(name for name in vars(hookspecs) if name.startswith("oma_"))
-
 #: The setting that settles name clashes: ``name=distribution`` pairs, comma-separated.
 PREFER_VARIABLE = "OMA_PREFER_PLUGINS"
 
@@ -178,240 +175,6 @@ class PluginInfo:
     toolsets: tuple[str, ...] = ()
 
 
-@attrs.frozen
-class HookCall:
-    """One plugin's implementation of a hook, called through pluggy, like the hook itself.
-
-    For the hooks the core calls one implementation at a time: ``oma_before_run`` (a chain,
-    so that one rewrite feeds the next, an ``async def`` one is awaited before the next runs,
-    and a failure names its plugin) and the observe hooks (so that one failing observer does
-    not stop the others). pluggy has no chain or isolated call of its own (its maintainers
-    keep that out of its scope), so each ``HookCall`` is pluggy's hook caller for this one
-    plugin (``PluginManager.subset_hook_caller``): pluggy binds the arguments the
-    implementation declares and calls it. Positional arguments bind to the specification's
-    argument names.
-    """
-
-    plugin: str
-    hook: str
-    caller: pluggy.HookCaller = attrs.field(repr=False)
-    spec_argnames: tuple[str, ...] = attrs.field(repr=False)
-    #: What errors call this implementation: "oma_before_run of plugin 'x'".
-    label: str = attrs.field(
-        init=False,
-        repr=False,
-        eq=False,
-        default=attrs.Factory(lambda call: f"{call.hook} of plugin {call.plugin!r}", True),
-    )
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        names = self.spec_argnames
-        if kwargs or len(args) != 1 or not names:
-            bound = dict(zip(names, args, strict=False)) | kwargs
-        else:  # one argument, as the core calls every such hook: no merging of dicts
-            bound = {names[0]: args[0]}
-        # pluggy returns the implementations' results that are not None, as a list.
-        results = self.caller(**bound)
-        return results[0] if results else None
-
-
-class Hooks:
-    """The hooks the core calls, typed: ``host.hooks.run(run)`` is
-    ``host.pm.hook.oma_run(run=run)`` with a real signature (pluggy's relay is untyped).
-
-    The wrap hooks (``run``, ``model_call``, ``tool_call``) are one pluggy call each, so
-    pluggy composes the wrappers. The chain and observe hooks (``before_run``, ``progress``,
-    ``evaluation_result``) are handed out as one pluggy call per plugin (``HookCall``), in
-    pluggy's order, because the core calls them one at a time: a chain feeds each result to
-    the next (awaiting an ``async def`` one first), and an observer that fails must not stop
-    the others.
-    """
-
-    __slots__ = ("_generation", "_host", "_model_call", "_plans", "_run", "_tool_call")
-
-    def __init__(self, host: PluginHost) -> None:
-        relay = host.pm.hook
-        self._host = host
-        self._run = relay.oma_run
-        self._model_call = relay.oma_model_call
-        self._tool_call = relay.oma_tool_call
-        self._plans: dict[tuple[bool, ...], _RunHooks] = {}
-        self._generation = -1
-
-    def for_run(self, settings: RunSettings, target: object) -> RunHooks:
-        """The hooks of one run with these settings and this target: the same calls as
-        ``run``/``model_call``/``tool_call``/``before_run``, without the built-in wrappers
-        that do nothing for such a run (see ``_IDLE``).
-
-        Leaving out a wrapper that would hand back what it got changes nothing but the cost;
-        when no wrapper is left at all, the built-in implementation is called directly
-        (pluggy's call of one implementation is that call). One plan per combination of idle
-        wrappers, made on first use and kept until a plugin is registered or unregistered.
-        """
-        pm = self._host.pm
-        generation = pm.generation if isinstance(pm, _Manager) else -2
-        if generation != self._generation or generation == -2:
-            self._plans = {}
-            self._generation = generation
-        key = (
-            settings.progress is None,
-            settings.evaluator is None,
-            settings.tracer is None,
-            not settings.budgets,
-            not getattr(target, "close_after_run", False),
-        )
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self._plan(key)
-        return plan
-
-    def _plan(self, key: tuple[bool, ...]) -> _RunHooks:
-        idle = {name for name, is_idle in zip(_IDLE, key, strict=True) if is_idle}
-        pm = self._host.pm
-        direct = isinstance(pm, _Manager) and not pm.monitored
-        return _RunHooks(
-            _wrap_call(pm, "oma_run", idle, direct),
-            _wrap_call(pm, "oma_model_call", idle, direct),
-            _wrap_call(pm, "oma_tool_call", idle, direct),
-            tuple(self._host.hook_calls("oma_before_run")),
-        )
-
-    def run(self, run: RunContext) -> RunEvents:
-        """``oma_run``: the run's events, through every run wrapper."""
-        events: RunEvents = self._run(run=run)
-        return events
-
-    def model_call(self, call: ModelCall, run: RunContext) -> CallEvents:
-        """``oma_model_call``: one attempt's events, through every call wrapper."""
-        events: CallEvents = self._model_call(call=call, run=run)
-        return events
-
-    def tool_call(self, call: ToolInvocation, run: RunContext) -> Awaitable[ToolResultBlock]:
-        """``oma_tool_call``: the tool's result, through every tool wrapper."""
-        result: Awaitable[ToolResultBlock] = self._tool_call(call=call, run=run)
-        return result
-
-    def before_run(self) -> list[HookCall]:
-        """The ``oma_before_run`` implementations, in pluggy's call order (a chain)."""
-        return self._host.hook_calls("oma_before_run")
-
-    @property
-    def before_run_calls(self) -> list[HookCall]:
-        """``before_run()``, as ``RunHooks`` reads it."""
-        return self.before_run()
-
-    def progress(self) -> list[HookCall]:
-        """The ``oma_progress`` implementations, in pluggy's call order (observers)."""
-        return self._host.hook_calls("oma_progress")
-
-    def evaluation_result(self) -> list[HookCall]:
-        """The ``oma_evaluation_result`` implementations, in pluggy's call order (sinks)."""
-        return self._host.hook_calls("oma_evaluation_result")
-
-
-#: The built-in wrappers that do nothing for some runs, in the order of ``Hooks.for_run``'s
-#: key, each idle when its part of the key is true: progress without ``settings.progress``,
-#: evaluation without ``settings.evaluator``, the spans without ``settings.tracer``, the
-#: budgets without ``settings.budgets``, closing when the run's target is kept after it. Each
-#: such wrapper returns what it got (``tests/test_hook_plans.py`` holds them to it).
-_IDLE = (
-    "oma_core.default_plugins.progress",
-    "oma_core.default_plugins.evaluation",
-    "oma_core.tracing",
-    "oma_core.default_plugins.budgets",
-    "oma_core.default_plugins.closing",
-)
-
-#: The built-in implementations the wrap hooks end in (``trylast``).
-_INNERMOST = {
-    "oma_run": "oma_core.default_plugins.run",
-    "oma_model_call": "oma_core.default_plugins.transport",
-    "oma_tool_call": "oma_core.default_plugins.transport",
-}
-
-
-class _Manager(pluggy.PluginManager):
-    """pluggy's plugin manager, counting the changes to what its hooks call (``generation``)
-    so that ``Hooks.for_run`` knows when its plans are stale, and noting call monitoring
-    (``monitored``: every call then goes through pluggy, to be seen)."""
-
-    generation = 0
-    monitored = False
-
-    def register(self, plugin: Any, name: str | None = None) -> str | None:
-        self.generation += 1
-        return super().register(plugin, name)
-
-    def unregister(self, plugin: Any | None = None, name: str | None = None) -> Any | None:
-        self.generation += 1
-        return super().unregister(plugin, name)
-
-    def add_hookspecs(self, module_or_class: Any) -> None:
-        self.generation += 1
-        super().add_hookspecs(module_or_class)
-
-    def add_hookcall_monitoring(self, before: Any, after: Any) -> Callable[[], None]:
-        self.generation += 1
-        self.monitored = True
-        undo = super().add_hookcall_monitoring(before, after)
-
-        def undo_and_count() -> None:
-            self.generation += 1
-            undo()
-
-        return undo_and_count
-
-
-@attrs.frozen
-class _RunHooks:
-    """One run's hooks (``RunHooks``): each wrap hook's call without its idle built-in
-    wrappers (called with keywords: a pluggy hook caller, or the built-in function), and
-    the ``oma_before_run`` chain."""
-
-    run: Callable[[RunContext], RunEvents]
-    model_call: Callable[[ModelCall, RunContext], CallEvents]
-    tool_call: Callable[[ToolInvocation, RunContext], Awaitable[ToolResultBlock]]
-    before_run_calls: tuple[HookCall, ...]
-
-    def before_run(self) -> tuple[HookCall, ...]:
-        return self.before_run_calls
-
-
-def _wrap_call(pm: pluggy.PluginManager, hook: str, idle: set[str], direct: bool) -> Any:
-    """``hook``'s call without the ``idle`` built-in wrappers: the built-in implementation
-    itself when nothing else is left (and ``direct``), else pluggy's hook caller for what is
-    left.
-
-    That caller is a plain one of a plugin manager holding only what is left, registered in
-    the order ``pm`` registered them (so pluggy orders them as ``pm`` does): pluggy's subset
-    caller filters the implementations on every call. Under call monitoring (not
-    ``direct``) it is ``pm``'s subset caller, whose calls the monitor sees."""
-    implementers = [
-        (name, plugin)
-        for name, plugin in pm.list_name_plugin()
-        if plugin is not None and any(c.name == hook for c in pm.get_hookcallers(plugin) or ())
-    ]
-    removed = [plugin for name, plugin in implementers if _builtin(name, plugin, idle)]
-    left = [(name, plugin) for name, plugin in implementers if plugin not in removed]
-    if direct and len(left) == 1 and _builtin(*left[0], {_INNERMOST[hook]}):
-        # The built-in module's own function: pluggy's call of that one implementation
-        # (``firstresult``) is this call, without binding its arguments by name each time.
-        return getattr(left[0][1], hook)
-    if not direct or not removed:  # nothing left out: pm's own caller (subset_hook_caller's)
-        # pluggy's caller itself (the run calls it with keywords, as pluggy wants them).
-        return pm.subset_hook_caller(hook, removed)
-    own = pluggy.PluginManager(pm.project_name)
-    own.add_hookspecs(hookspecs)
-    for name, plugin in left:
-        own.register(plugin, name)
-    return getattr(own.hook, hook)
-
-
-def _builtin(name: str, plugin: object, names: set[str]) -> bool:
-    """``plugin`` is one of the built-in plugins ``names`` (the module itself, registered)."""
-    return name in names and plugin is sys.modules.get(name)
-
-
 @attrs.define
 class _Registry:
     """What the registration hooks returned, merged; rebuilt when the set of plugins changes."""
@@ -429,7 +192,7 @@ class _Registry:
     executor_owner: dict[str, str] = attrs.Factory(dict)
     toolsets: dict[str, ToolsetSpec] = attrs.Factory(dict)
     toolset_owner: dict[str, str] = attrs.Factory(dict)
-    by_plugin: dict[str, _Offered] = attrs.Factory(dict)
+    by_plugin: dict[str, Offered] = attrs.Factory(dict)
     shadowed: list[str] = attrs.Factory(list)
     clashes: list[NameClash] = attrs.Factory(list)
     #: (kind, name) -> the clash that left the name without a winner.
@@ -438,13 +201,6 @@ class _Registry:
 
     def __attrs_post_init__(self) -> None:
         self.count = len(self.key)
-
-
-@attrs.frozen
-class _Origin:
-    distribution: str | None
-    version: str | None
-    builtin: bool
 
 
 def _norm(name: str) -> str:
@@ -478,11 +234,6 @@ def _env_names(variable: str) -> set[str] | None:
     return {_norm(part) for part in value.split(",") if part.strip()}
 
 
-def _error_text(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 class PluginHost:
     """The set of loaded plugins and what they offer.
 
@@ -503,14 +254,14 @@ class PluginHost:
         self._prefer = _preferences(prefer)
         # The clashes already reported, so each is one warning per host.
         self._warned: set[NameClash] = set()
-        self.pm: pluggy.PluginManager = _Manager(ENTRY_POINT_GROUP)
+        self.pm: pluggy.PluginManager = Manager(ENTRY_POINT_GROUP)
         self.pm.add_hookspecs(hookspecs)
         #: The hooks, typed (``host.hooks.run(run)``, ``host.hooks.progress()``, ...).
-        self.hooks = Hooks(self)
+        self.hooks = Hooks(self.pm, self.hook_calls)
         self.failures: list[PluginFailure] = []
-        self._origins: dict[str, _Origin] = {}
+        self._origins: dict[str, Origin] = {}
         # What each plugin's registration hooks returned, asked once when it loaded.
-        self._offered: dict[str, _Offered] = {}
+        self._offered: dict[str, Offered] = {}
         self._registry: _Registry | None = None
         self._lock = threading.RLock()
         self._load_builtins()
@@ -555,7 +306,7 @@ class PluginHost:
         ``PluginError`` (it is left unregistered): the caller asked for it explicitly.
         """
         with self._lock:
-            failure = self._add(plugin, name, _Origin(None, None, builtin=False))
+            failure = self._add(plugin, name, Origin(None, None, builtin=False))
             if isinstance(failure, PluginFailure):
                 raise PluginError(
                     f"plugin {failure.name!r} failed to {_STAGE_VERB[failure.stage]}: "
@@ -687,35 +438,16 @@ class PluginHost:
 
         For hooks the core calls one implementation at a time (``oma_before_run``, and the
         observe hooks, so that one failing implementation does not stop the others). Each is
-        called through pluggy (``HookCall``). The order is pluggy's documented one: the
-        ``tryfirst`` ones, then the others, the plugin registered last first, then the
-        ``trylast`` ones (``tests/test_hook_order.py`` holds it equal to pluggy's own call).
-        The list is kept until a plugin is registered or unregistered, so asking is cheap.
+        called through pluggy (``HookCall``); the order is pluggy's own
+        (``HookCaller.get_hookimpls``, read from the end). The list is kept until a plugin is
+        registered or unregistered, so asking is cheap.
         """
-        if hook not in _HOOK_NAMES:
+        if hook not in HOOK_NAMES:
             raise PluginError(f"unknown hook {hook!r}", name=hook)
         registry = self._collected()
         calls = registry.calls.get(hook)
         if calls is None:
-            caller = getattr(self.pm.hook, hook)
-            spec_argnames = tuple(caller.spec.argnames) if caller.spec is not None else ()
-            plugins = self.pm.list_name_plugin()
-            calls = registry.calls[hook] = [
-                HookCall(
-                    name,
-                    hook,
-                    self.pm.subset_hook_caller(
-                        hook,
-                        [
-                            other
-                            for _, other in plugins
-                            if other is not None and other is not plugin
-                        ],
-                    ),
-                    spec_argnames,
-                )
-                for name, plugin in _call_order(self.pm, hook)
-            ]
+            calls = registry.calls[hook] = call_order(self.pm, hook)
         return list(calls)
 
     def before_run_hooks(self) -> list[HookCall]:
@@ -733,7 +465,7 @@ class PluginHost:
         for name, plugin in self.pm.list_name_plugin():
             if plugin is None:  # blocked
                 continue
-            origin = self._origins.get(name, _Origin(None, None, builtin=False))
+            origin = self._origins.get(name, Origin(None, None, builtin=False))
             offered = registry.by_plugin.get(name, ([], [], [], [], []))
             providers, backends, scorers, executors, toolsets = offered
             hooks = sorted(hc.name for hc in self.pm.get_hookcallers(plugin) or [])
@@ -788,7 +520,7 @@ class PluginHost:
 
         for module_name in DEFAULT_PLUGINS:
             module = importlib.import_module(module_name)
-            result = self._add(module, module_name, _Origin("oma-core", __version__, builtin=True))
+            result = self._add(module, module_name, Origin("oma-core", __version__, builtin=True))
             if isinstance(result, PluginFailure):  # pragma: no cover - a bug in oma itself
                 raise PluginError(result.error, name=module_name)
 
@@ -805,63 +537,46 @@ class PluginHost:
             names = {_norm(ep.name)} | ({_norm(dist_name)} if dist_name else set())
             if (only is not None and not names & only) or names & blocked:
                 continue
-            origin = _Origin(dist_name, dist.version if dist is not None else None, False)
+            origin = Origin(dist_name, dist.version if dist is not None else None, False)
             self._load_entrypoint(ep, origin)
 
-    def _load_entrypoint(self, ep: metadata.EntryPoint, origin: _Origin) -> None:
+    def _load_entrypoint(self, ep: metadata.EntryPoint, origin: Origin) -> None:
         if self.pm.has_plugin(ep.name):
             self._fail(ep.name, origin, "register", f"the name {ep.name!r} is already taken")
             return
         try:
             plugin = ep.load()
         except (Exception, SystemExit) as exc:  # any import-time fault of a third party
-            self._fail(ep.name, origin, "import", _error_text(exc))
+            self._fail(ep.name, origin, "import", error_text(exc))
             return
         result = self._add(plugin, ep.name, origin)
         if isinstance(result, PluginFailure):
             self.failures.append(result)
 
-    def _fail(self, name: str, origin: _Origin, stage: str, error: str) -> None:
+    def _fail(self, name: str, origin: Origin, stage: str, error: str) -> None:
         self.failures.append(PluginFailure(name, origin.distribution, stage, error))
 
-    def _add(self, plugin: object, name: str | None, origin: _Origin) -> str | PluginFailure:
+    def _add(self, plugin: object, name: str | None, origin: Origin) -> str | PluginFailure:
         """Register, validate and probe one plugin; on any fault leave it unregistered."""
         label = name or getattr(plugin, "__name__", None) or repr(plugin)
         try:
             registered = self.pm.register(plugin, name=name)
         except Exception as exc:  # PluginValidationError (bad signature), name clash, ...
-            return PluginFailure(label, origin.distribution, "register", _error_text(exc))
+            return PluginFailure(label, origin.distribution, "register", error_text(exc))
         if registered is None:  # blocked in pluggy
             return PluginFailure(label, origin.distribution, "register", "plugin is blocked")
         self._registry = None
         try:
             self.pm.check_pending()  # a misspelt hook name
-            self._check_wrappers(plugin)
-            offered = _probe(self.pm, registered)
+            check_hooks(self.pm, plugin)
+            offered = probe(self.pm, registered)
         except Exception as exc:
             self.pm.unregister(plugin=plugin)
-            stage = "hook" if isinstance(exc, _HookFault) else "validate"
-            return PluginFailure(registered, origin.distribution, stage, _error_text(exc))
+            stage = "hook" if isinstance(exc, HookFault) else "validate"
+            return PluginFailure(registered, origin.distribution, stage, error_text(exc))
         self._offered[registered] = offered
         self._origins[registered] = origin
         return registered
-
-    def _check_wrappers(self, plugin: object) -> None:
-        """Hook wrappers are for the middleware hooks only, and a plugin implements a hook
-        the core calls one implementation at a time once (so that it is one step of the
-        chain, one observer)."""
-        seen: set[str] = set()
-        for hook, opts in _implementations(self.pm, plugin):
-            if hook not in _HOOK_NAMES:
-                continue  # check_pending reported it
-            if hook not in hookspecs.WRAPPABLE and (opts.get("hookwrapper") or opts.get("wrapper")):
-                raise PluginError(
-                    f"{hook} cannot be a hook wrapper in oma (only "
-                    f"{', '.join(sorted(hookspecs.WRAPPABLE))} can)"
-                )
-            if hook in seen and hook not in hookspecs.WRAPPABLE:
-                raise PluginError(f"{hook} is implemented twice in one plugin (once is allowed)")
-            seen.add(hook)
 
     # -- collecting ----------------------------------------------------------------------------
 
@@ -872,16 +587,18 @@ class PluginHost:
         registry = self._registry
         pm = self.pm
         if registry is not None:
-            if isinstance(pm, _Manager):  # it counts its changes: nothing to list
+            if isinstance(pm, Manager):  # it counts its changes: nothing to list
                 if registry.generation == pm.generation:
                     return registry
             elif registry.count == len(pm.list_name_plugin()):
                 return registry
         with self._lock:
-            generation = pm.generation if isinstance(pm, _Manager) else -1
+            generation = pm.generation if isinstance(pm, Manager) else -1
             key = tuple((name, id(plugin)) for name, plugin in pm.list_name_plugin())
             if self._registry is None or self._registry.key != key:
                 self._registry = self._collect(key)
+            elif generation != self._registry.generation:  # e.g. call monitoring turned on
+                self._registry.calls = {}  # the hook calls follow it (``caller_of``)
             self._registry.generation = generation
             return self._registry
 
@@ -893,10 +610,10 @@ class PluginHost:
             offered = self._offered.get(name)
             if offered is None:  # registered on ``pm`` directly, past the host: ask it now
                 try:
-                    offered = self._offered[name] = _probe(self.pm, name)
-                except _HookFault as exc:
-                    origin = self._origins.get(name, _Origin(None, None, builtin=False))
-                    self._fail(name, origin, "hook", _error_text(exc))
+                    offered = self._offered[name] = probe(self.pm, name)
+                except HookFault as exc:
+                    origin = self._origins.get(name, Origin(None, None, builtin=False))
+                    self._fail(name, origin, "hook", error_text(exc))
                     continue
             registry.by_plugin[name] = offered
         # pluggy's order: the plugin registered last first, so it leads each list of claims.
@@ -951,7 +668,7 @@ class PluginHost:
         distributions if there is one (the winner None when it leaves the name ambiguous)."""
         if len(plugins) == 1:
             return plugins[0], None
-        origins = {name: self._origins.get(name, _Origin(None, None, False)) for name in plugins}
+        origins = {name: self._origins.get(name, Origin(None, None, False)) for name in plugins}
         in_code = [name for name in plugins if origins[name].distribution is None]
         if in_code:  # registered in code: the caller's explicit choice
             return in_code[0], None
@@ -1008,10 +725,6 @@ _STAGE_VERB = {
 }
 
 
-class _HookFault(Exception):
-    """A registration hook raised or returned something unusable."""
-
-
 def _outside_oma() -> int:
     """The ``stacklevel`` of the first caller outside ``oma_core``, for its caller: a warning
     then points at the line of the program that first used the plugins."""
@@ -1029,103 +742,3 @@ def _spec_key(spec: ProviderSpec | BackendSpec | ExecutorSpec | ToolsetSpec) -> 
     """The name a spec is looked up by: a provider's or executor's name, a backend's or
     toolset's kind."""
     return spec.kind if isinstance(spec, BackendSpec | ToolsetSpec) else spec.name
-
-
-def _implementations(
-    pm: pluggy.PluginManager, plugin: object
-) -> list[tuple[str, pluggy.HookimplOpts]]:
-    """The hooks ``plugin`` implements with their options (``tryfirst``, ``wrapper``, ...),
-    read the way pluggy reads them when it registers a plugin (its public
-    ``parse_hookimpl_opts``), in pluggy's registration order."""
-    found = []
-    for attribute in dir(plugin):
-        opts = pm.parse_hookimpl_opts(plugin, attribute)
-        if opts is not None:
-            found.append((opts.get("specname") or attribute, opts))
-    return found
-
-
-def _call_order(pm: pluggy.PluginManager, hook: str) -> list[tuple[str, object]]:
-    """The plugins implementing ``hook`` (no wrappers), in the order pluggy calls them.
-
-    pluggy's documented order: implementations are kept by priority as they register (a
-    ``trylast`` one first, a ``tryfirst`` one last, any other after the last that is not
-    ``tryfirst``) and called from the end.
-    """
-    kept: list[tuple[str, object, bool]] = []  # (name, plugin, tryfirst), ascending priority
-    for name, plugin in pm.list_name_plugin():
-        if plugin is None:  # blocked
-            continue
-        for implemented, opts in _implementations(pm, plugin):
-            if implemented != hook or opts.get("hookwrapper") or opts.get("wrapper"):
-                continue
-            tryfirst = bool(opts.get("tryfirst"))
-            if opts.get("trylast"):
-                kept.insert(0, (name, plugin, tryfirst))
-            elif tryfirst:
-                kept.append((name, plugin, tryfirst))
-            else:
-                index = len(kept)
-                while index > 0 and kept[index - 1][2]:
-                    index -= 1
-                kept.insert(index, (name, plugin, tryfirst))
-    return [(name, plugin) for name, plugin, _ in reversed(kept)]
-
-
-def _probe(pm: pluggy.PluginManager, plugin_name: str) -> _Offered:
-    """Call one plugin's registration hooks and check what they return."""
-    providers = _call_own(pm, plugin_name, "oma_register_providers", ProviderSpec)
-    backends = _call_own(pm, plugin_name, "oma_register_backends", BackendSpec)
-    scorers = _call_own(pm, plugin_name, "oma_register_scorers", None)
-    executors = _call_own(pm, plugin_name, "oma_register_executors", ExecutorSpec)
-    toolsets = _call_own(pm, plugin_name, "oma_register_toolsets", ToolsetSpec)
-    return providers, backends, scorers, executors, toolsets
-
-
-def _call_own(
-    pm: pluggy.PluginManager, plugin_name: str, hook: str, kind: type[Any] | None
-) -> list[Any]:
-    """Call one plugin's implementation of a registration hook, through pluggy (a hook caller
-    without the other plugins), and check what it returns."""
-    others = [plugin for name, plugin in pm.list_name_plugin() if name != plugin_name]
-    caller = pm.subset_hook_caller(hook, remove_plugins=[p for p in others if p is not None])
-    try:
-        returned = caller()
-    except Exception as exc:
-        raise _HookFault(f"{hook} raised {_error_text(exc)}") from exc
-    results: list[Any] = []
-    for value in returned:
-        if not isinstance(value, Iterable) or isinstance(value, str | bytes | Mapping):
-            raise _HookFault(f"{hook} must return a list, got {type(value).__name__}")
-        for item in value:
-            ok = callable(item) if kind is None else isinstance(item, kind)
-            if not ok:
-                wanted = "a callable" if kind is None else kind.__name__
-                raise _HookFault(
-                    f"{hook} must return a list of {wanted}, got {type(item).__name__}"
-                )
-            if kind is not None:
-                _check_spec(hook, item)
-            results.append(item)
-    return results
-
-
-def _check_spec(hook: str, spec: ProviderSpec | BackendSpec | ExecutorSpec | ToolsetSpec) -> None:
-    """A spec the core could not use is the plugin's fault, reported when it loads."""
-    from .capabilities import Capabilities
-
-    name = spec.kind if isinstance(spec, BackendSpec | ToolsetSpec) else spec.name
-    if not isinstance(name, str) or not name:
-        raise _HookFault(f"{hook} returned a spec without a name")
-    if not callable(spec.factory):
-        raise _HookFault(f"{hook}: the factory of {name!r} is not callable")
-    if isinstance(spec, ProviderSpec) and not isinstance(spec.capabilities, Capabilities):
-        raise _HookFault(
-            f"{hook}: provider {name!r} declares no capabilities (a Capabilities is required)"
-        )
-    if isinstance(spec, ExecutorSpec) and not spec.supports <= EXECUTOR_FEATURES:
-        unknown = ", ".join(sorted(spec.supports - EXECUTOR_FEATURES))
-        raise _HookFault(
-            f"{hook}: executor {name!r} declares unknown features ({unknown}); known: "
-            f"{', '.join(sorted(EXECUTOR_FEATURES))}"
-        )

@@ -6,8 +6,10 @@
   it), but for the two named in ``KNOWN_DEFERRED_CYCLES``;
 - every ``oma_core...`` name a docstring points to resolves, and so does every name the hook
   specifications' docstrings point to;
-- every hook is called through pluggy: no module reads pluggy's implementations
-  (``get_hookimpls``) or calls one by hand (``impl.function(...)``);
+- every hook is called through pluggy: no module calls an implementation by hand
+  (``impl.function(...)``, or a hook read off anything but pluggy's relay), and a run calls
+  every built-in plugin's implementation from pluggy's own code (reading pluggy's order,
+  ``get_hookimpls``, is allowed);
 - the message model imports nothing of oma beyond itself and ``errors``;
 - the orchestrator and the team runner use nothing private of the agent;
 - a module's name says whether it is API: the public ones are listed, every other starts with
@@ -21,7 +23,9 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -365,21 +369,33 @@ def test_the_hookspec_name_check_finds_a_name_that_does_not_resolve() -> None:
 # -- hooks go through pluggy -----------------------------------------------------------------
 
 
+#: Every hook oma specifies.
+_HOOKS = frozenset(
+    name for name in vars(importlib.import_module("oma_core.hookspecs")) if name.startswith("oma_")
+)
+
+
 def _hand_calls(source: str) -> list[str]:
-    """Where ``source`` reads pluggy's implementations or calls one by hand: any
-    ``get_hookimpls`` and any ``X.function(...)`` but ``self.function(...)`` (a tool calling
-    its own function)."""
+    """Where ``source`` calls a hook implementation by hand: any ``X.function(...)`` but
+    ``self.function(...)`` (a tool calling its own function), and any ``X.oma_hook`` read
+    off something other than pluggy's relay (``pm.hook.oma_hook``), such as a built-in
+    plugin's module (``transport.oma_model_call(...)``). Reading pluggy's order
+    (``get_hookimpls``) is allowed: that is pluggy's public record of it."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Attribute) and node.attr == "get_hookimpls":
-            found.append(f"line {node.lineno}: get_hookimpls")
-        elif (
+        if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "function"
             and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "self")
         ):
             found.append(f"line {node.lineno}: .function(...)")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in _HOOKS
+            and not (isinstance(node.value, ast.Attribute) and node.value.attr == "hook")
+        ):
+            found.append(f"line {node.lineno}: .{node.attr} past pluggy's relay")
     return found
 
 
@@ -394,7 +410,135 @@ def test_no_module_calls_hook_implementations_past_pluggy() -> None:
 
 def test_the_pluggy_check_finds_a_call_past_pluggy() -> None:
     assert _hand_calls("for impl in caller.get_hookimpls(): impl.function(ctx)") == [
-        "line 1: get_hookimpls",
-        "line 1: .function(...)",
+        "line 1: .function(...)"
     ]
-    assert _hand_calls("self.function(1)") == []
+    assert _hand_calls("transport.oma_model_call(call=call, run=run)") == [
+        "line 1: .oma_model_call past pluggy's relay"
+    ]
+    assert _hand_calls("self.function(1); host.pm.hook.oma_run(run=run)") == []
+
+
+def _callers_of_builtin_hooks(run: Callable[[], Awaitable[object]]) -> list[tuple[str, str]]:
+    """``run`` drained while every call of a built-in plugin's hook implementation is
+    recorded (a wrapper's each time it is resumed): (module, hook) of each one whose caller
+    is not pluggy's own code."""
+    import asyncio
+    import sys
+
+    import pluggy
+
+    from oma_core.default_plugins import DEFAULT_PLUGINS
+
+    pluggy_dir = str(Path(pluggy.__file__).parent)
+    codes = {}
+    for module_name in DEFAULT_PLUGINS:
+        module = importlib.import_module(module_name)
+        for hook in _HOOKS:
+            function = getattr(module, hook, None)
+            if function is not None:
+                codes[function.__code__] = (module_name, hook)
+    assert len(codes) >= 10, "the check found too few built-in implementations: it is stale"
+    past: list[tuple[str, str]] = []
+    seen: list[tuple[str, str]] = []
+
+    def profile(frame: Any, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code in codes:
+            seen.append(codes[frame.f_code])
+            caller = frame.f_back
+            if caller is None or not caller.f_code.co_filename.startswith(pluggy_dir):
+                past.append(codes[frame.f_code])
+
+    async def main() -> None:
+        sys.setprofile(profile)
+        try:
+            await run()
+        finally:
+            sys.setprofile(None)
+
+    asyncio.run(main())
+    assert {hook for _, hook in seen} >= {"oma_run", "oma_model_call", "oma_tool_call"}, seen
+    return past
+
+
+@pytest.mark.parametrize("observed", [False, True], ids=["plain", "with-progress"])
+def test_every_built_in_hook_implementation_is_called_by_pluggy(observed: bool) -> None:
+    from _builders import scripted_agent, tool_call_turn
+
+    from oma_core import PluginHost, RunSettings, tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    host = PluginHost(load_entrypoints=False)
+    agent, _ = scripted_agent([tool_call_turn("add", {"a": 1, "b": 2}), "3"], host, tools=[add])
+    settings = RunSettings(progress=(lambda kind, data: None) if observed else None)
+    past = _callers_of_builtin_hooks(lambda: agent.run("add", settings=settings))
+    assert past == []
+
+
+# -- the core calls hooks through the typed facade --------------------------------------------
+
+#: Where the plugin host and its facade live: the only modules that name a hook to pluggy.
+_HOOK_MACHINERY = frozenset(
+    {"oma_core.plugins", "oma_core._hook_calls", "oma_core._wraps", "oma_core._discovery"}
+)
+
+
+def _called_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _hooks_by_name(source: str) -> list[str]:
+    """Where ``source`` calls a hook by its name: ``hook_calls("oma_...")``, a ``"oma_..."``
+    string handed to ``getattr`` or read off pluggy's relay (``pm.hook.oma_run``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and _called_name(node.func) in ("hook_calls", "getattr", "subset_hook_caller")
+            and any(isinstance(arg, ast.Constant) and arg.value in _HOOKS for arg in node.args)
+        ):
+            found.append(f"line {node.lineno}: a hook named in a call")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in _HOOKS
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "hook"
+        ):
+            found.append(f"line {node.lineno}: .hook.{node.attr}")
+    return found
+
+
+def test_the_core_calls_hooks_through_the_typed_facade_only() -> None:
+    found = [
+        f"{name} {where}"
+        for name, path in sorted(MODULES.items())
+        if name not in _HOOK_MACHINERY and not name.startswith("oma_core.testing")
+        for where in _hooks_by_name(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, found
+
+
+def test_the_by_name_check_finds_a_hook_called_by_name() -> None:
+    assert _hooks_by_name('host.hook_calls("oma_progress")') == ["line 1: a hook named in a call"]
+    assert _hooks_by_name("host.pm.hook.oma_run(run=run)") == ["line 1: .hook.oma_run"]
+    assert _hooks_by_name('getattr(pm.hook, "oma_run")') == ["line 1: a hook named in a call"]
+    assert _hooks_by_name('host.hooks.progress(); ContextVar("oma_tool_call")') == []
+
+
+def test_every_member_of_the_typed_facade_is_called_by_the_core() -> None:
+    from oma_core.plugins import Hooks
+
+    members = {name for name in dir(Hooks) if not name.startswith("_")}
+    assert members, "the facade has no member: the check is stale"
+    sources = "\n".join(
+        path.read_text(encoding="utf-8")
+        for name, path in MODULES.items()
+        if name not in _HOOK_MACHINERY
+    )
+    unused = sorted(name for name in members if f".hooks.{name}(" not in sources)
+    assert not unused, unused

@@ -1,8 +1,9 @@
 """The chain and observe hooks are called one plugin at a time, through pluggy, in pluggy's order.
 
 pluggy has no chain and no isolated call, so ``PluginHost.hook_calls`` hands out one pluggy
-hook caller per plugin; these tests hold the order it hands them out in equal to the order
-pluggy itself calls the implementations, whatever the registrations.
+hook caller per plugin, in the order pluggy keeps them (``get_hookimpls``, read from the end);
+these tests hold that order equal to the order pluggy itself calls the implementations,
+whatever the registrations, and the core's observers to coming from it.
 """
 
 from __future__ import annotations
@@ -89,3 +90,34 @@ def test_a_hook_call_of_a_plugin_that_returns_none_returns_none() -> None:
     host.register(Quiet(), name="quiet")
     (call,) = host.hook_calls("oma_before_run")
     assert call(None) is None
+
+
+def test_the_facade_hands_out_the_observers_in_pluggys_order() -> None:
+    host = PluginHost(load_entrypoints=False)
+    host.register(_named("a", trylast=True), name="a")
+    host.register(_named("b"), name="b")
+    host.register(_named("c", tryfirst=True), name="c")
+    host.register(_named("d"), name="d")
+    seen: list[str] = []
+    for call in host.hooks.progress():
+        call(seen)
+    assert seen == ["c", "d", "b", "a"]
+    expected: list[str] = []
+    host.pm.hook.oma_progress(event=expected)
+    assert seen == expected
+
+
+def test_with_call_monitoring_on_each_hook_call_is_seen() -> None:
+    host = PluginHost(load_entrypoints=False)
+    host.register(_named("a"), name="a")
+    assert len(host.hook_calls("oma_progress")) == 1  # kept before the monitoring starts
+    seen: list[str] = []
+    undo = host.pm.add_hookcall_monitoring(
+        lambda name, impls, kwargs: seen.append(name), lambda *args: None
+    )
+    try:
+        for call in host.hook_calls("oma_progress"):
+            call([])
+    finally:
+        undo()
+    assert seen == ["oma_progress"]

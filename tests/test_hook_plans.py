@@ -1,8 +1,9 @@
 """A run's hooks leave out the built-in wrappers that would do nothing for it (no progress, no
-evaluator, no tracer, no budgets, nothing to close), and call the built-in implementation
-directly when nothing else wraps it: the same events and results, for less. These tests hold
-the built-in wrappers to handing back what they got when idle, and the plans to following
-every change of the plugins."""
+evaluator, no tracer, no budgets, nothing to close): the same events and results, for less,
+and still through pluggy (``tests/test_architecture.py`` watches a run for a call of a
+built-in implementation from anywhere else). These tests hold the built-in wrappers to
+handing back what they got when idle, and the plans to following every change of the
+plugins."""
 
 from __future__ import annotations
 
