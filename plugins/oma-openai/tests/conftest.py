@@ -42,4 +42,4 @@ async def openai_provider(
     provider = provider_for(server, transport=transport)
     yield provider
     await provider.aclose()
-    assert await server.async_wait_idle(), "a connection was left open"
+    assert await server.async_wait_idle(timeout=30), "a connection was left open"
