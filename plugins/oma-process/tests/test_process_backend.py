@@ -211,10 +211,11 @@ async def test_cancelling_the_consuming_task_stops_the_process_group(
 ) -> None:
     info_file = tmp_path / "pids.json"
     task = asyncio.create_task(collect(make_backend("hang", str(info_file), kill_grace=0.2)))
-    for _ in range(200):
+    for _ in range(1500):  # up to 30 s: the fake CLI starts slowly on a loaded machine
         if info_file.exists() and info_file.read_text():
             break
         await asyncio.sleep(0.02)
+    assert info_file.exists(), "the fake CLI never started"
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -412,13 +413,14 @@ async def test_aclose_during_a_run_fails_it_as_closed_and_stops_the_group(
     info_file = tmp_path / "pids.json"
     backend = make_backend("hang", str(info_file), kill_grace=0.2)
     task = asyncio.create_task(collect(backend, ""))
-    for _ in range(250):
+    for _ in range(1500):  # up to 30 s: the fake CLI starts slowly on a loaded machine
         if info_file.exists() and info_file.read_text():
             break
         await asyncio.sleep(0.02)
+    assert info_file.exists(), "the fake CLI never started"
     await backend.aclose()
     with pytest.raises(BackendError, match="the backend was closed"):
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, 30)
     info = json.loads(info_file.read_text())
     group_gone(info["pgid"], info["pid"])
 
