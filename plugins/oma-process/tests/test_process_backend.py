@@ -181,17 +181,15 @@ async def test_a_background_child_holding_stdout_does_not_keep_the_run_going(
     started = loop.time()
     events = await collect(make_backend("linger", str(info_file), kill_grace=0.3), "")
     assert _output(events) == "parent done"
-    assert loop.time() - started < 10
+    assert loop.time() - started < 40  # a hang bound: the child holds stdout for 600 s
     group_gone(json.loads(info_file.read_text())["pgid"])
 
 
 async def test_the_request_timeout_applies_when_shorter(make_backend: Any, collect: Any) -> None:
     backend = make_backend("sleep", "30", timeout=60)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    with pytest.raises(RunTimeoutError):
+    with pytest.raises(RunTimeoutError) as caught:
         await collect(backend, "", timeout=0.5)
-    assert loop.time() - started < 5
+    assert caught.value.timeout == 0.5  # which limit fired, not how fast: no wall clock
 
 
 async def test_closing_the_stream_early_stops_the_process_group(
@@ -362,7 +360,7 @@ async def test_a_grandchild_that_left_the_group_cannot_keep_the_run_going(
     try:
         events = await collect(make_backend("escape", str(info_file), kill_grace=0.2), "")
         assert _output(events) == "parent done"
-        assert loop.time() - started < 10  # it sleeps 60 s holding stdout and stderr
+        assert loop.time() - started < 40  # a hang bound: it holds stdout and stderr 60 s
     finally:
         grandchild = json.loads(info_file.read_text())["grandchild"]
         with contextlib.suppress(ProcessLookupError):
