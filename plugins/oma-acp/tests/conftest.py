@@ -59,7 +59,7 @@ async def make_backend(tmp_path: Path) -> AsyncIterator[Callable[..., AcpBackend
 async def _no_task_left() -> None:
     """Fail unless every task but this one has ended (within a generous bound)."""
     current = asyncio.current_task()
-    for _ in range(500):
+    for _ in range(1500):  # up to 30 s on a loaded machine
         left = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
         if not left:
             return
