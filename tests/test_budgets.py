@@ -20,6 +20,7 @@ from _builders import (
     start,
     tool_round,
 )
+from _waiting import until
 
 from oma_core import (
     AgentConfig,
@@ -323,10 +324,10 @@ async def test_a_call_refused_with_a_4xx_costs_nothing() -> None:
 
 async def test_a_run_cancelled_mid_call_charges_the_shared_budget() -> None:
     budget = Budget(max_tokens=1_000_000)
-    provider = ScriptedProvider([Delayed(10, "late")])
+    provider = ScriptedProvider([Delayed(30, "late")])
     config = AgentConfig("a", provider=provider, system_prompt=SYSTEM)
     task = asyncio.ensure_future(make_orchestrator().run_agent(config, PROMPT, budget=budget))
-    await asyncio.sleep(0.02)
+    await until(lambda: provider.requests)  # mid call
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -16,6 +16,7 @@ from _builders import (
     scripted_agent,
     start,
 )
+from _waiting import until
 
 from oma_core import (
     Agent,
@@ -89,41 +90,41 @@ class _Probe:
 
 
 async def test_cancelling_run_propagates_cancelled_error(host: PluginHost) -> None:
-    agent, _ = scripted_agent([Delayed(5.0, "late")])
+    agent, provider = scripted_agent([Delayed(30, "late")])
     task = asyncio.ensure_future(agent.run("x"))
-    await asyncio.sleep(0.05)
+    await until(lambda: provider.requests)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
 
-    agent, _ = make(host, Delayed(30, "late"))
+    agent, provider = make(host, Delayed(30, "late"))
     task = asyncio.create_task(agent.run("hi"))
-    await asyncio.sleep(0.01)
+    await until(lambda: provider.requests)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
 
 
 async def test_cancelling_run_agent_propagates_cancelled_error() -> None:
-    provider = ScriptedProvider([Delayed(5.0, "late")])
+    provider = ScriptedProvider([Delayed(30, "late")])
     task = asyncio.ensure_future(
         OpenMultiAgent().run_agent(AgentConfig(name="v", provider=provider), "x")
     )
-    await asyncio.sleep(0.05)
+    await until(lambda: provider.requests)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
 
 
 async def test_cancelling_a_stream_consumer_propagates_cancelled_error() -> None:
-    agent, _ = scripted_agent([Delayed(5.0, "late")])
+    agent, provider = scripted_agent([Delayed(30, "late")])
 
     async def consume() -> None:
         async for _ in agent.stream("x"):
             pass
 
     task = asyncio.ensure_future(consume())
-    await asyncio.sleep(0.05)
+    await until(lambda: provider.requests)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -145,7 +146,7 @@ async def test_cancellation_closes_the_provider_call_then_propagates(how: str) -
         return None
 
     task = asyncio.ensure_future(consume())
-    await asyncio.wait_for(provider.started.wait(), 5)
+    await asyncio.wait_for(provider.started.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -173,9 +174,9 @@ async def test_cancelling_a_stream_closes_the_provider_stream(host: PluginHost) 
 
 
 async def test_cancelling_a_run_during_backoff_returns_at_once(host: PluginHost) -> None:
-    agent, _ = make(host, ProviderError("busy", status_code=503), "ok")
+    agent, provider = make(host, ProviderError("busy", status_code=503), "ok")
     task = asyncio.create_task(start(agent, "hi", retry=RetryPolicy(delay=30.0)))
-    await asyncio.sleep(0.01)
+    await until(lambda: provider.requests)
     loop = asyncio.get_running_loop()
     began = loop.time()
     task.cancel()
@@ -186,7 +187,7 @@ async def test_cancelling_a_run_during_backoff_returns_at_once(host: PluginHost)
     provider = ScriptedProvider([ProviderError("busy", status_code=503), "late"])
     oma = make_orchestrator(retry_policy=RetryPolicy(delay=30.0, random=lambda: 1.0))
     task = asyncio.ensure_future(oma.run_agent(AgentConfig("a", provider=provider), "hi"))
-    await asyncio.sleep(0.05)
+    await until(lambda: provider.requests)
     loop = asyncio.get_running_loop()
     started = loop.time()
     task.cancel()
@@ -219,10 +220,9 @@ async def test_cancelling_run_agent_propagates_and_leaks_no_task() -> None:
 
     before = asyncio.all_tasks()
     oma = make_orchestrator(on_progress=slow_observer)
-    task = asyncio.ensure_future(
-        oma.run_agent(agent_config(ScriptedProvider([Delayed(10, "late")])), "hi")
-    )
-    await asyncio.sleep(0.02)
+    provider = ScriptedProvider([Delayed(30, "late")])
+    task = asyncio.ensure_future(oma.run_agent(agent_config(provider), "hi"))
+    await until(lambda: provider.requests)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -232,7 +232,7 @@ async def test_cancelling_run_agent_propagates_and_leaks_no_task() -> None:
 
 async def test_an_enclosing_timeout_cancels_cleanly() -> None:
     before = asyncio.all_tasks()
-    provider = ScriptedProvider([Delayed(10, "late")])
+    provider = ScriptedProvider([Delayed(60, "late")])  # outlasts the timeout on any machine
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.02):
             await make_orchestrator().run_agent(agent_config(provider), "hi")
@@ -244,9 +244,9 @@ async def test_a_cancelled_run_closes_the_provider_it_created() -> None:
     host = PluginHost(load_entrypoints=False)
     host.register(probe, name="probe")
     oma = make_orchestrator(plugins=host)
-    config = AgentConfig("a", provider="probe", provider_options={"responses": [Delayed(10, "x")]})
+    config = AgentConfig("a", provider="probe", provider_options={"responses": [Delayed(30, "x")]})
     task = asyncio.ensure_future(oma.run_agent(config, "hi"))
-    await asyncio.sleep(0.02)
+    await until(lambda: probe.made and probe.made[0].requests)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from _builders import agent_config, builtin_host, collecting_scorer, make_orchestrator
+from _waiting import until
 
 from oma_core import (
     AgentConfig,
@@ -320,10 +321,9 @@ async def test_cancelling_with_evaluation_leaks_no_task_after_flush() -> None:
     await oma.run_agent(agent_config(ScriptedProvider(["ok"])), "hi")
     await oma.evaluation.flush()
     before = asyncio.all_tasks()
-    task = asyncio.ensure_future(
-        oma.run_agent(agent_config(ScriptedProvider([Delayed(10, "late")])), "hi")
-    )
-    await asyncio.sleep(0.01)
+    provider = ScriptedProvider([Delayed(30, "late")])
+    task = asyncio.ensure_future(oma.run_agent(agent_config(provider), "hi"))
+    await until(lambda: provider.requests)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

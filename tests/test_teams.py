@@ -8,6 +8,7 @@ import json
 
 import pytest
 from _builders import builtin_host, text_block, user_turn
+from _waiting import until
 
 from oma_core import (
     Agent,
@@ -248,12 +249,12 @@ async def test_a_coordinator_answer_without_a_plan_fails_the_team() -> None:
 
 async def test_cancelling_run_tasks_cancels_every_running_task() -> None:
     before = asyncio.all_tasks()
-    slow = AgentConfig("a", provider=ScriptedProvider([Delayed(10, "late")] * 3))
-    team = Team("t", [slow], max_concurrency=3)
+    provider = ScriptedProvider([Delayed(30, "late")] * 3)
+    team = Team("t", [AgentConfig("a", provider=provider)], max_concurrency=3)
     runner = asyncio.ensure_future(
         _oma([]).run_tasks(team, [TaskSpec(str(i), "wait") for i in range(3)])
     )
-    await asyncio.sleep(0.02)
+    await until(lambda: len(provider.requests) == 3)  # every task is running
     runner.cancel()
     with pytest.raises(asyncio.CancelledError):
         await runner

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from _builders import make_orchestrator
+from _waiting import until
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -178,11 +179,11 @@ async def test_a_cancelled_run_ends_its_spans(exporter: InMemorySpanExporter) ->
 
     from oma_core.testing import Delayed
 
-    provider = ScriptedProvider([Delayed(10, "late")])
+    provider = ScriptedProvider([Delayed(30, "late")])
     task = asyncio.ensure_future(
         _traced_oma(exporter).run_agent(AgentConfig("a", provider=provider, model="m"), "hi")
     )
-    await asyncio.sleep(0.02)
+    await until(lambda: provider.requests)  # the chat span is open
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

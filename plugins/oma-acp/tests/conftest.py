@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from oma_acp import AcpBackend
 
 from oma_core.toolkit import BackendEvent, BackendRequest
@@ -22,6 +23,11 @@ pytest_plugins = [
     "oma_core.testing.pytest_plugin",
     "oma_core.testing.closed_generators",
 ]  # subreaper, group_gone
+
+# Hypothesis times each example and each input's generation by the wall clock, which a loaded
+# machine stretches: no per-example deadline and no "generation is slow" health check here.
+settings.register_profile("oma-loaded", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("oma-loaded")
 
 AGENT = str(Path(__file__).with_name("acp_agent.py"))
 
@@ -53,7 +59,7 @@ async def make_backend(tmp_path: Path) -> AsyncIterator[Callable[..., AcpBackend
 async def _no_task_left() -> None:
     """Fail unless every task but this one has ended (within a generous bound)."""
     current = asyncio.current_task()
-    for _ in range(500):
+    for _ in range(1500):  # up to 30 s on a loaded machine
         left = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
         if not left:
             return

@@ -40,6 +40,19 @@ def _json(events: list[Any]) -> dict[str, Any]:
     return dict(json.loads(_result(events).output))
 
 
+def _sleeping_turn(backend: AcpBackend) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """A "sleep" turn run in a task, and an event set once the agent says "sleeping": wait
+    on that (the turn has reached the agent), never on a sleep, before disturbing the turn."""
+    sleeping = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in backend.run(BackendRequest("sleep")):
+            if event == TextDelta("sleeping"):
+                sleeping.set()
+
+    return asyncio.create_task(consume()), sleeping
+
+
 async def _wait_for(predicate: Any, seconds: float = 10.0) -> None:
     for _ in range(int(seconds / 0.02)):
         if predicate():
@@ -248,7 +261,7 @@ async def test_closing_the_stream_early_cancels_the_turn_and_keeps_the_agent(
     backend = make_backend()
     stream = backend.run(BackendRequest("sleep"))
     assert await anext(stream) == TextDelta("sleeping")
-    await asyncio.wait_for(stream.aclose(), 5)
+    await asyncio.wait_for(stream.aclose(), 30)
     assert _result(await collect(backend, "stream")).output == "Hello, world"
     assert backend.spawn_count == 1  # the agent ended the turn itself: no restart
     await backend.aclose()
@@ -266,7 +279,7 @@ async def test_a_cancelled_turn_stays_cancelled_when_the_agent_answers_with_an_e
                 started.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(started.wait(), 10)
+    await asyncio.wait_for(started.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -286,7 +299,7 @@ async def test_cancelling_answers_a_pending_permission_request_as_cancelled(
 
     backend = make_backend(permission=never_decides)
     task = asyncio.create_task(collect(backend, "ask outcome.txt"))
-    await asyncio.wait_for(asked.wait(), 10)
+    await asyncio.wait_for(asked.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -329,12 +342,12 @@ async def test_an_agent_dying_fails_every_pending_turn_at_once(
     make_backend: Any, collect: Any
 ) -> None:
     backend = make_backend()
-    sleeper = asyncio.create_task(collect(backend, "sleep"))
-    await asyncio.sleep(0.5)
+    sleeper, sleeping = _sleeping_turn(backend)
+    await asyncio.wait_for(sleeping.wait(), 30)
     with pytest.raises(BackendError, match="exited with code 3"):
         await collect(backend, "crash")
     with pytest.raises(BackendError):
-        await asyncio.wait_for(sleeper, 5)
+        await asyncio.wait_for(sleeper, 30)
 
 
 async def test_restarts_stop_after_max_restarts(make_backend: Any, collect: Any) -> None:
@@ -474,9 +487,9 @@ async def test_a_fifo_inside_cwd_is_refused_without_blocking(
 ) -> None:
     os.mkfifo(tmp_path / "pipe")
     backend = make_backend()
-    read = await asyncio.wait_for(collect(backend, "read pipe"), 10)
+    read = await asyncio.wait_for(collect(backend, "read pipe"), 30)
     assert _result(read).output.startswith("error:")
-    write = await asyncio.wait_for(collect(backend, "write pipe data"), 10)
+    write = await asyncio.wait_for(collect(backend, "write pipe data"), 30)
     assert _result(write).output.startswith("error:")
     assert _result(await collect(backend, "stream")).output == "Hello, world"
 
@@ -505,11 +518,11 @@ async def test_aclose_during_a_turn_fails_it_as_closed_and_reaps_the_agent(
 ) -> None:
     backend = make_backend()
     pid = _json(await collect(backend, "pid"))["pid"]
-    task = asyncio.create_task(collect(backend, "sleep"))
-    await asyncio.sleep(0.5)
+    task, sleeping = _sleeping_turn(backend)
+    await asyncio.wait_for(sleeping.wait(), 30)
     await backend.aclose()
     with pytest.raises(BackendError, match="the backend was closed"):
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, 30)
     group_gone(pid, pid)
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import AsyncGenerator, Generator
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +19,26 @@ from oma_core import (
     AgentConfig,
     InvalidMessageError,
     OpenMultiAgent,
+    PluginHost,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+    hookimpl,
     image_url,
 )
 from oma_core.errors import BackendError
 from oma_core.testing import assert_holds_no_secret
+from oma_core.toolkit import ModelCall, RunContext, TextDelta
 
 AGENT = str(Path(__file__).with_name("acp_agent.py"))
 
 
-def _agent(tmp_path: Path, system_prompt: str | None = None, **options: Any) -> Agent:
+def _agent(
+    tmp_path: Path,
+    system_prompt: str | None = None,
+    plugins: PluginHost | None = None,
+    **options: Any,
+) -> Agent:
     backend = {
         "kind": "acp",
         "command": sys.executable,
@@ -37,7 +47,8 @@ def _agent(tmp_path: Path, system_prompt: str | None = None, **options: Any) -> 
         "kill_grace": 5.0,
         **options,
     }
-    return Agent(AgentConfig(name="acp", system_prompt=system_prompt, backend=backend))
+    config = AgentConfig(name="acp", system_prompt=system_prompt, backend=backend)
+    return Agent(config, plugins=plugins)
 
 
 async def test_run_returns_the_agent_message(tmp_path: Path) -> None:
@@ -88,11 +99,34 @@ async def test_structured_input_is_refused_before_the_agent_starts(tmp_path: Pat
     assert log.read_text().count("spawned") == 1
 
 
+class _SeesSleeping:
+    """Call middleware setting ``sleeping`` when the agent's "sleeping" text passes: the turn
+    has reached the agent (waited on, where a sleep would guess)."""
+
+    def __init__(self) -> None:
+        self.sleeping = asyncio.Event()
+
+    @hookimpl(wrapper=True)
+    def oma_model_call(self, call: ModelCall, run: RunContext) -> Generator[None, Any, Any]:
+        events = yield
+        return self._watched(events)
+
+    async def _watched(self, events: Any) -> AsyncGenerator[Any, None]:
+        async with contextlib.aclosing(events) as inner:
+            async for event in inner:
+                if event == TextDelta("sleeping"):
+                    self.sleeping.set()
+                yield event
+
+
 async def test_cancelling_agent_run_cancels_the_turn_and_keeps_the_agent(tmp_path: Path) -> None:
-    async with _agent(tmp_path) as agent:
+    watcher = _SeesSleeping()
+    host = PluginHost()
+    host.register(watcher, name="sees-sleeping")
+    async with _agent(tmp_path, plugins=host) as agent:
         pid = json.loads((await agent.run("pid")).output)["pid"]
         task = asyncio.ensure_future(agent.run("sleep"))
-        await asyncio.sleep(0.5)
+        await asyncio.wait_for(watcher.sleeping.wait(), 30)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,14 @@ from openai_builders import PNG_B64
 
 from oma_core import Agent, AgentConfig, ProviderError, tool
 from oma_core.cli import cli
-from oma_core.testing.fake_server import DropConnection, HTTPError
+from oma_core.testing.fake_server import (
+    DropConnection,
+    FakeServer,
+    Fault,
+    HTTPError,
+    RecordedRequest,
+    Response,
+)
 
 
 def agent_for(server: FakeChatCompletions, provider: str = "openai", **config: object) -> Agent:
@@ -92,8 +101,35 @@ async def test_agent_tool_loop_sends_results_back_as_tool_messages(
     assert "5" in second["messages"][-1]["content"]
 
 
+class _HoldUntilCrowded(Fault):
+    """Hold a reply until ``crowd`` requests are in flight at once, or until 30 s after the
+    first request arrived: concurrent runs open the gate however slow the machine, while a
+    client sending one request at a time never does (and ``max_in_flight`` shows it)."""
+
+    def __init__(self, crowd: int) -> None:
+        self.crowd = crowd
+        self.crowded = asyncio.Event()
+        self.deadline: float | None = None
+
+    async def apply(
+        self, server: FakeServer, request: RecordedRequest, make: Callable[[], Awaitable[Response]]
+    ) -> Response:
+        loop = asyncio.get_running_loop()  # the server's own loop, in its thread
+        if self.deadline is None:
+            self.deadline = loop.time() + 30
+        if server.in_flight >= self.crowd:  # counted before a fault applies; none leave meanwhile
+            self.crowded.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.crowded.wait(), max(0.0, self.deadline - loop.time()))
+        return await make()
+
+
 async def test_200_concurrent_runs_complete_with_many_in_flight() -> None:
-    with FakeChatCompletions(response_delay=0.3) as server:
+    # held by the server, not by a sleep: with a 0.3 s delay, a loaded machine sent the
+    # requests too slowly to ever have 50 in flight
+    with FakeChatCompletions() as server:
+        gate = _HoldUntilCrowded(50)
+        server.enqueue(*[gate] * 200)  # type: ignore[attr-defined]
         async with agent_for(server) as agent:  # type: ignore[arg-type]
             results = await asyncio.gather(*(agent.run(f"q{i}") for i in range(200)))
         assert all(r.success for r in results)

@@ -122,7 +122,7 @@ async def test_options_cannot_replace_the_fields_the_plugin_owns(
 
 
 async def test_timeout_option_is_the_sdk_timeout(server: FakeChatCompletions) -> None:
-    server.enqueue(Delay(2.0))
+    server.enqueue(Delay(60))  # ends when the client hangs up; outlasts 0.2 s on any machine
     async with agent(server, provider_options={"timeout": 0.2}) as a:
         result = await a.run("hi")
     error = result.status.error

@@ -28,7 +28,7 @@ class TestDirectTransport:
         finally:
             await provider.aclose()
         assert response.message.content[0].text == "Hello from the fake service."  # type: ignore[union-attr]
-        assert await server.async_wait_idle()
+        assert await server.async_wait_idle(timeout=30)
 
     async def test_it_sends_the_body_render_shows(self, server: FakeChatCompletions) -> None:
         direct = provider_for(server, transport="direct")

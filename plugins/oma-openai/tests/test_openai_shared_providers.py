@@ -46,7 +46,7 @@ class TestSharedByDefault:
 
         assert asyncio.run(main()) == [True] * 5
         assert server.total_connections == 1  # one client, one kept-alive connection
-        assert server.wait_idle(), "a connection was left open after asyncio.run returned"
+        assert server.wait_idle(timeout=30), "a connection was left open after asyncio.run returned"
 
     def test_concurrent_runs_share_one_pool_closed_with_the_loop(
         self, server: FakeChatCompletions
@@ -61,13 +61,13 @@ class TestSharedByDefault:
 
         asyncio.run(main())
         assert server.total_connections <= 20  # the second wave reused the first's
-        assert server.wait_idle()
+        assert server.wait_idle(timeout=30)
 
     def test_each_asyncio_run_gets_its_own_client(self, server: FakeChatCompletions) -> None:
         oma = OpenMultiAgent()
         for _ in range(2):
             assert asyncio.run(oma.run_agent(_config(server), "hi")).success
-            assert server.wait_idle()
+            assert server.wait_idle(timeout=30)
         assert server.total_connections == 2
 
     async def test_aclose_closes_the_shared_connections_at_once(
@@ -76,11 +76,11 @@ class TestSharedByDefault:
         async with OpenMultiAgent() as oma:
             assert (await oma.run_agent(_config(server), "hi")).success
             assert server.open_connections == 1
-        assert await server.async_wait_idle()
+        assert await server.async_wait_idle(timeout=30)
         # still usable: a later run makes a new client
         assert (await oma.run_agent(_config(server), "hi")).success
         await oma.aclose()
-        assert await server.async_wait_idle()
+        assert await server.async_wait_idle(timeout=30)
 
     async def test_a_dropped_orchestrator_has_its_clients_closed_on_the_loop(
         self, server: FakeChatCompletions
@@ -90,7 +90,9 @@ class TestSharedByDefault:
         assert server.open_connections == 1
         del oma
         gc.collect()
-        assert await server.async_wait_idle(), "a dropped OpenMultiAgent left its client open"
+        assert await server.async_wait_idle(timeout=30), (
+            "a dropped OpenMultiAgent left its client open"
+        )
 
 
 class TestIsolation:
@@ -103,7 +105,7 @@ class TestIsolation:
         assert len(seen[f"Bearer {API_KEY}"]) == 1  # reused across its runs
         assert len(seen["Bearer another-key"]) == 1
         assert not seen[f"Bearer {API_KEY}"] & seen["Bearer another-key"]
-        assert await server.async_wait_idle()
+        assert await server.async_wait_idle(timeout=30)
 
     async def test_different_options_never_share_a_connection(
         self, server: FakeChatCompletions
@@ -124,7 +126,7 @@ class TestIsolation:
         oma = OpenMultiAgent(share_providers=False)
         for _ in range(3):
             assert (await oma.run_agent(_config(server), "hi")).success
-            assert await server.async_wait_idle()
+            assert await server.async_wait_idle(timeout=30)
         assert server.total_connections == 3
 
     async def test_an_unshareable_spec_gets_a_fresh_provider_per_run(
@@ -150,6 +152,6 @@ class TestIsolation:
         )
         for _ in range(3):
             assert (await oma.run_agent(config, "hi")).success
-            assert await server.async_wait_idle()
+            assert await server.async_wait_idle(timeout=30)
         assert len(made) == 3 and len({id(p) for p in made}) == 3
         assert server.total_connections == 3

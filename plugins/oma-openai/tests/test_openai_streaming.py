@@ -142,7 +142,7 @@ async def test_closing_a_stream_early_closes_its_connection(
     first = await anext(stream)
     assert isinstance(first, TextDelta)
     await stream.aclose()  # type: ignore[attr-defined]
-    assert await server.async_wait_idle(timeout=5)
+    assert await server.async_wait_idle(timeout=30)
     assert server.open_connections == 0
 
 
@@ -158,12 +158,12 @@ async def test_cancelling_a_streaming_task_leaves_no_open_connection(
             started.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(started.wait(), 30)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
     assert task.cancelled()
-    assert await server.async_wait_idle(timeout=5)
+    assert await server.async_wait_idle(timeout=30)
 
 
 async def test_a_finished_stream_returns_its_connection_for_reuse(

@@ -25,7 +25,7 @@ async def test_aiohttp_transport_uses_the_sdks_aiohttp_client(server: FakeChatCo
     finally:
         await provider.aclose()
     assert response.message.content[0].text == "Hello from the fake service."  # type: ignore[union-attr]
-    assert await server.async_wait_idle()
+    assert await server.async_wait_idle(timeout=30)
 
 
 async def test_default_transport_is_the_sdks_httpx_client(server: FakeChatCompletions) -> None:
@@ -59,7 +59,7 @@ async def test_the_timeout_option_bounds_an_aiohttp_call(
     from oma_core import ProviderError
     from oma_core.testing import Delay
 
-    server.enqueue(Delay(2.0))
+    server.enqueue(Delay(60))  # ends when the client hangs up; outlasts 0.2 s on any machine
     provider = provider_for(server, transport=aio, timeout=0.2)
     with pytest.raises(ProviderError) as info:
         await provider.complete(request("hi"))
@@ -81,12 +81,12 @@ async def test_a_cancelled_aiohttp_stream_closes_its_connection(aio: str) -> Non
                 pass
 
         task = asyncio.ensure_future(read())
-        assert await server.async_wait_until(lambda: server.in_flight == 1)  # type: ignore[attr-defined]
+        assert await server.async_wait_until(lambda: server.in_flight == 1, timeout=30)  # type: ignore[attr-defined]
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         await provider.aclose()
-        assert await server.async_wait_idle()  # type: ignore[attr-defined]
+        assert await server.async_wait_idle(timeout=30)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("aio", ["aiohttp", "direct"])
@@ -105,7 +105,7 @@ async def test_concurrent_aiohttp_runs_share_one_provider(
         results = await asyncio.gather(*(agent.run(f"q{i}") for i in range(50)))
     assert all(r.success for r in results)
     assert len(server.requests) == 50
-    assert await server.async_wait_idle()
+    assert await server.async_wait_idle(timeout=30)
 
 
 @pytest.mark.parametrize("aio", ["httpx", "aiohttp"])

@@ -24,16 +24,35 @@ escape FILE        fork a grandchild that calls setsid (leaving the group), keep
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
+import struct
 import sys
+import termios
 import time
 
 
 def _out(data: bytes) -> None:
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
+
+
+def _until_read(fd: int) -> None:
+    """Wait until the reader has taken every byte written to the pipe ``fd``, so the next
+    write reaches it as a separate read however loaded the machine (a sleep does not: a
+    reader that wakes late gets both writes at once). Bounded at 30 s."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+        except OSError:  # not a pipe, or no FIONREAD on this end: pace by time instead
+            time.sleep(0.05)
+            return
+        if waiting == 0:
+            return
+        time.sleep(0.005)
 
 
 def main(argv: list[str]) -> int:
@@ -56,7 +75,7 @@ def main(argv: list[str]) -> int:
     elif mode == "chunks":
         for piece in (b"alpha ", b"beta ", b"gamma \xc3", b"\xa9"):
             _out(piece)
-            time.sleep(0.05)
+            _until_read(1)
     elif mode == "flood":
         remaining = int(argv[1])
         block = b"x" * 65536

@@ -181,17 +181,15 @@ async def test_a_background_child_holding_stdout_does_not_keep_the_run_going(
     started = loop.time()
     events = await collect(make_backend("linger", str(info_file), kill_grace=0.3), "")
     assert _output(events) == "parent done"
-    assert loop.time() - started < 10
+    assert loop.time() - started < 40  # a hang bound: the child holds stdout for 600 s
     group_gone(json.loads(info_file.read_text())["pgid"])
 
 
 async def test_the_request_timeout_applies_when_shorter(make_backend: Any, collect: Any) -> None:
     backend = make_backend("sleep", "30", timeout=60)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    with pytest.raises(RunTimeoutError):
+    with pytest.raises(RunTimeoutError) as caught:
         await collect(backend, "", timeout=0.5)
-    assert loop.time() - started < 5
+    assert caught.value.timeout == 0.5  # which limit fired, not how fast: no wall clock
 
 
 async def test_closing_the_stream_early_stops_the_process_group(
@@ -211,10 +209,11 @@ async def test_cancelling_the_consuming_task_stops_the_process_group(
 ) -> None:
     info_file = tmp_path / "pids.json"
     task = asyncio.create_task(collect(make_backend("hang", str(info_file), kill_grace=0.2)))
-    for _ in range(200):
+    for _ in range(1500):  # up to 30 s: the fake CLI starts slowly on a loaded machine
         if info_file.exists() and info_file.read_text():
             break
         await asyncio.sleep(0.02)
+    assert info_file.exists(), "the fake CLI never started"
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -361,7 +360,7 @@ async def test_a_grandchild_that_left_the_group_cannot_keep_the_run_going(
     try:
         events = await collect(make_backend("escape", str(info_file), kill_grace=0.2), "")
         assert _output(events) == "parent done"
-        assert loop.time() - started < 10  # it sleeps 60 s holding stdout and stderr
+        assert loop.time() - started < 40  # a hang bound: it holds stdout and stderr 60 s
     finally:
         grandchild = json.loads(info_file.read_text())["grandchild"]
         with contextlib.suppress(ProcessLookupError):
@@ -412,13 +411,14 @@ async def test_aclose_during_a_run_fails_it_as_closed_and_stops_the_group(
     info_file = tmp_path / "pids.json"
     backend = make_backend("hang", str(info_file), kill_grace=0.2)
     task = asyncio.create_task(collect(backend, ""))
-    for _ in range(250):
+    for _ in range(1500):  # up to 30 s: the fake CLI starts slowly on a loaded machine
         if info_file.exists() and info_file.read_text():
             break
         await asyncio.sleep(0.02)
+    assert info_file.exists(), "the fake CLI never started"
     await backend.aclose()
     with pytest.raises(BackendError, match="the backend was closed"):
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, 30)
     info = json.loads(info_file.read_text())
     group_gone(info["pgid"], info["pid"])
 

@@ -110,10 +110,11 @@ async def test_cancelling_agent_run_from_outside_stops_the_process_group(
     info_file = tmp_path / "pids.json"
     agent = _agent("hang", str(info_file), kill_grace=0.2)
     task = asyncio.ensure_future(agent.run("hi"))
-    for _ in range(250):
+    for _ in range(1500):  # up to 30 s: the fake CLI starts slowly on a loaded machine
         if info_file.exists() and info_file.read_text():
             break
         await asyncio.sleep(0.02)
+    assert info_file.exists(), "the fake CLI never started"
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
