@@ -12,15 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 
 # Every async test fails if it leaves an async generator to the garbage collector.
-pytest_plugins = ["oma_core.testing.closed_generators"]
+pytest_plugins = ["oma_core.testing.hypothesis_timing", "oma_core.testing.closed_generators"]
 
-# Hypothesis times each example and each input's generation by the wall clock, which a loaded
-# machine stretches: no per-example deadline and no "generation is slow" health check here.
-settings.register_profile("oma-loaded", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("oma-loaded")
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 

@@ -8,18 +8,16 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropic
-from hypothesis import HealthCheck, settings
 from oma_anthropic.provider import TRANSPORTS
 
 from oma_core.toolkit import ProviderSettings
 
 # the fake-server kit; and no async generator of ours left to the garbage collector
-pytest_plugins = ["oma_core.testing.pytest_plugin", "oma_core.testing.closed_generators"]
-
-# Hypothesis times each example and each input's generation by the wall clock, which a loaded
-# machine stretches: no per-example deadline and no "generation is slow" health check here.
-settings.register_profile("oma-loaded", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("oma-loaded")
+pytest_plugins = [
+    "oma_core.testing.hypothesis_timing",
+    "oma_core.testing.pytest_plugin",
+    "oma_core.testing.closed_generators",
+]
 
 
 @pytest.fixture

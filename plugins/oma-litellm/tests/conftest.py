@@ -11,7 +11,11 @@ from typing import Any
 import pytest
 from fake_chat_completions import FakeChatCompletions
 
-pytest_plugins = ["oma_core.testing.pytest_plugin", "oma_core.testing.closed_generators"]
+pytest_plugins = [
+    "oma_core.testing.hypothesis_timing",
+    "oma_core.testing.pytest_plugin",
+    "oma_core.testing.closed_generators",
+]
 
 
 @pytest.fixture

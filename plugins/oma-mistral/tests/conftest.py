@@ -14,16 +14,14 @@ from typing import Any
 
 import pytest
 from fake_mistral import API_KEY, FakeMistral
-from hypothesis import HealthCheck, settings
 
 from oma_core.toolkit import Provider, ProviderSettings
 
-pytest_plugins = ["oma_core.testing.pytest_plugin", "oma_core.testing.closed_generators"]
-
-# Hypothesis times each example and each input's generation by the wall clock, which a loaded
-# machine stretches: no per-example deadline and no "generation is slow" health check here.
-settings.register_profile("oma-loaded", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("oma-loaded")
+pytest_plugins = [
+    "oma_core.testing.hypothesis_timing",
+    "oma_core.testing.pytest_plugin",
+    "oma_core.testing.closed_generators",
+]
 
 
 @pytest.fixture

@@ -7,17 +7,11 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from fake_openai import FakeChatCompletions
-from hypothesis import HealthCheck, settings
 from oma_openai.provider import TRANSPORTS, OpenAIChatProvider
 from openai_builders import provider_for
 
 # no async generator of ours left to the garbage collector
-pytest_plugins = ["oma_core.testing.closed_generators"]
-
-# Hypothesis times each example and each input's generation by the wall clock, which a loaded
-# machine stretches: no per-example deadline and no "generation is slow" health check here.
-settings.register_profile("oma-loaded", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("oma-loaded")
+pytest_plugins = ["oma_core.testing.hypothesis_timing", "oma_core.testing.closed_generators"]
 
 
 @pytest.fixture

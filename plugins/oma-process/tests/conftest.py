@@ -14,20 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from oma_process import ProcessBackend
 
 from oma_core.toolkit import BackendEvent, BackendRequest
 
 pytest_plugins = [
+    "oma_core.testing.hypothesis_timing",
     "oma_core.testing.pytest_plugin",
     "oma_core.testing.closed_generators",
 ]  # subreaper, group_gone
 
-# Hypothesis times each example and each input's generation by the wall clock, which a loaded
-# machine stretches: no per-example deadline and no "generation is slow" health check here.
-settings.register_profile("oma-loaded", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("oma-loaded")
 
 FAKE_CLI = str(Path(__file__).with_name("fake_cli.py"))
 
