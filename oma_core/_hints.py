@@ -8,7 +8,7 @@ what a config's names mean (``resolution`` imports the host).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from .errors import MediaTooLargeError, NotRegisteredError, UnsupportedContentBlockError
@@ -105,11 +105,11 @@ def not_registered(
 _MEDIA = {"image": "images", "video": "video", "document": "documents", "audio": "audio"}
 
 
-def takers_hint(error: BaseException, specs: Mapping[str, ProviderSpec]) -> str:
+def takers_hint(error: BaseException, installed: Callable[[], Mapping[str, ProviderSpec]]) -> str:
     """For a provider that refused a kind of media outright (``UnsupportedContentBlockError``
     "not supported", not a size or a source): ``; providers that take audio: ...``, those of
-    ``specs`` (the installed ones, as the caller's host has them) whose user messages carry
-    it (the offline and test providers, which carry everything, left out); else ""."""
+    ``installed()`` (the caller's host's specs, asked for only then) whose user messages
+    carry it (the offline and test providers, which carry everything, left out); else ""."""
     from .capabilities import Capabilities
 
     if not isinstance(error, UnsupportedContentBlockError) or isinstance(error, MediaTooLargeError):
@@ -119,7 +119,7 @@ def takers_hint(error: BaseException, specs: Mapping[str, ProviderSpec]) -> str:
     everything = Capabilities.everything()
     takers = sorted(
         name
-        for name, spec in specs.items()
+        for name, spec in installed().items()
         if spec.capabilities != everything and spec.capabilities.find(error.block_type, "user")
     )
     if not takers:

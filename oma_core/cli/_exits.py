@@ -142,7 +142,9 @@ def usage_text(error: BaseException) -> str:
     from .._hints import takers_hint
     from ..plugins import PluginHost
 
-    return in_command_words(str(error)) + takers_hint(error, PluginHost.default().provider_specs())
+    return in_command_words(str(error)) + takers_hint(
+        error, lambda: PluginHost.default().provider_specs()
+    )
 
 
 def missing_model(error: object, agent: Agent) -> str | None:
