@@ -3,15 +3,12 @@ this process's children in /proc (a leaked server is a child still alive)."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
-from mcp_processes import EXAMPLE, SERVER, descendants, free_port
+from mcp_processes import EXAMPLE, SERVER, descendants, served
 from oma_mcp import MCPToolset
 
 
@@ -37,44 +34,19 @@ async def toys() -> AsyncIterator[Callable[..., MCPToolset]]:
 @pytest.fixture
 def http_server() -> Iterator[str]:
     """The toy server on streamable HTTP at 127.0.0.1 (a free port); its URL."""
-    yield from _served([str(SERVER), "http"], "/mcp")
+    with served(str(SERVER), "http") as url:
+        yield url
 
 
 @pytest.fixture
 def sse_server() -> Iterator[str]:
     """The toy server on the SDK's older SSE transport at 127.0.0.1; its SSE endpoint."""
-    yield from _served([str(SERVER), "sse"], "/sse")
+    with served(str(SERVER), "sse", path="/sse") as url:
+        yield url
 
 
 @pytest.fixture
 def example_http_server() -> Iterator[str]:
     """The docs' example server (``shout``, ``cat_picture``) on streamable HTTP; its URL."""
-    yield from _served([str(EXAMPLE), "--http"], "/mcp")
-
-
-def _served(command: list[str], path: str) -> Iterator[str]:
-    """``python COMMAND... PORT`` on a free port, up to 60 s to start, stopped after."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, *command, str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{command} did not start") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}{path}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with served(str(EXAMPLE), "--http") as url:
+        yield url

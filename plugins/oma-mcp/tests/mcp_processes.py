@@ -1,10 +1,16 @@
-"""Processes for the oma-mcp tests: where the toy server is, and this process's live children
-read from /proc (a leaked server is a child still alive)."""
+"""Processes for the oma-mcp tests: where the toy server is, HTTP servers started for a test
+(``served``), and this process's live children read from /proc (a leaked server is a child
+still alive)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 SERVER = Path(__file__).with_name("toy_server.py")
@@ -46,3 +52,33 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+@contextlib.contextmanager
+def served(*command: str, path: str = "/mcp", port: int | None = None) -> Iterator[str]:
+    """``python COMMAND... PORT`` on ``port`` (a free one by default), up to 60 s to take a
+    connection, stopped after; its URL (``path`` on that port)."""
+    port = port or free_port()
+    process = subprocess.Popen(
+        [sys.executable, *command, str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{Path(command[0]).name} did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -7,19 +7,15 @@ bounded time (an outer 30 s that a passing test never approaches) and bounded me
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import socket
-import subprocess
 import sys
-import time
 import tracemalloc
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_processes import SERVER, alive, descendants, free_port
+from mcp_processes import SERVER, alive, descendants, free_port, served
 from oma_mcp import MCPServerError, MCPToolset
 
 HOSTILE = Path(__file__).with_name("hostile_server.py")
@@ -219,38 +215,8 @@ async def test_error_32001_from_the_server_is_its_error_not_a_timeout(hostile: H
 HOSTILE_HTTP = Path(__file__).with_name("hostile_http_server.py")
 
 
-@contextlib.contextmanager
-def _serving(script: Path, *args: str, port: int | None = None) -> Iterator[str]:
-    """``python SCRIPT ... PORT`` (toy_server.py takes ``http PORT``), up to 60 s to start,
-    stopped after; its URL."""
-    port = port or free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(script), *args, str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{script.name} did not start") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 async def test_an_http_reply_that_is_a_gzip_bomb_fails_its_request_in_bounded_memory() -> None:
-    with _serving(HOSTILE_HTTP) as url:  # 128 KiB on the wire, 128 MiB inflated
+    with served(str(HOSTILE_HTTP)) as url:  # 128 KiB on the wire, 128 MiB inflated
         server = MCPToolset.http(url, max_message_bytes=MiB)
         tracemalloc.start()
         try:
@@ -267,12 +233,12 @@ async def test_an_http_reply_that_is_a_gzip_bomb_fails_its_request_in_bounded_me
 
 async def test_an_http_server_that_restarts_gets_a_new_session() -> None:
     port = free_port()
-    with _serving(SERVER, "http", port=port) as url:
+    with served(str(SERVER), "http", port=port) as url:
         server = MCPToolset.http(url)
         tools = {t.name: t for t in await server.list_tools()}
         first = await tools["echo"].invoke({"text": "before"})
     try:
-        with _serving(SERVER, "http", port=port):  # the same URL; the session is unknown
+        with served(str(SERVER), "http", port=port):  # the same URL; the session is unknown
             async with asyncio.timeout(30):
                 second = await tools["echo"].invoke({"text": "after"})
     finally:
@@ -283,7 +249,7 @@ async def test_an_http_server_that_restarts_gets_a_new_session() -> None:
 
 
 async def test_an_http_error_reply_keeps_the_servers_words() -> None:
-    with _serving(HOSTILE_HTTP, "0") as url:
+    with served(str(HOSTILE_HTTP), "0") as url:
         async with MCPToolset.http(url) as server:
             tools = {t.name: t for t in await server.list_tools()}
             async with asyncio.timeout(30):
@@ -294,7 +260,7 @@ async def test_an_http_error_reply_keeps_the_servers_words() -> None:
 
 
 async def test_a_400_that_says_the_session_is_unknown_gets_a_new_session() -> None:
-    with _serving(HOSTILE_HTTP, "0") as url:
+    with served(str(HOSTILE_HTTP), "0") as url:
         async with MCPToolset.http(url, restart_delay=0) as server:
             tools = {t.name: t for t in await server.list_tools()}
             forgotten = await tools["forget"].invoke({})  # as a restart would

@@ -6,10 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import shlex
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp_processes import free_port
+from mcp_processes import served
 from oma_mcp import MCPToolset, tool_output
 
 from oma_core import (
@@ -134,30 +131,8 @@ async def results() -> AsyncIterator[Callable[..., MCPToolset]]:
 @pytest.fixture
 def results_http() -> Iterator[str]:
     """The results server on streamable HTTP at 127.0.0.1 (up to 60 s to start); its URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(RESULTS), "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the results server did not start") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with served(str(RESULTS), "http") as url:
+        yield url
 
 
 def _use(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
