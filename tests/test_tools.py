@@ -636,26 +636,14 @@ async def test_boolean_schemas_are_read_as_json_schema_reads_them() -> None:
     assert refused.is_error and "input.b" in str(refused.content)
 
 
-def _schema_bomb(levels: int) -> dict[str, Any]:
-    """A schema of a few hundred bytes whose ``$defs`` each refer to the next twice: written
-    in place, it holds 2**levels copies of the last one."""
-    defs: dict[str, Any] = {
-        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
-        for i in range(levels)
-    }
-    defs[f"d{levels}"] = {"type": "string"}
-    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
-
-
 _BOMB_CHILD = """
-import sys, tracemalloc
-sys.path.insert(0, sys.argv[1])
-from test_tools import _schema_bomb
+import tracemalloc
+from oma_core.testing.samples import schema_bomb
 from oma_core import tool
 from oma_core.errors import ToolError
 tracemalloc.start()
 try:
-    tool(lambda **kw: kw, name="bomb", input_schema=_schema_bomb(24))
+    tool(lambda **kw: kw, name="bomb", input_schema=schema_bomb(24))
 except ToolError as error:
     print("refused:", error)
 else:
@@ -668,14 +656,13 @@ def test_a_schema_whose_refs_grow_past_the_bound_is_refused_in_bounded_time_and_
     import resource
     import subprocess
     import sys
-    from pathlib import Path
 
     def limits() -> None:  # 24 levels took more than 10 GB and minutes before the bound
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
         resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
 
     done = subprocess.run(
-        [sys.executable, "-c", _BOMB_CHILD, str(Path(__file__).parent)],
+        [sys.executable, "-c", _BOMB_CHILD],
         capture_output=True,
         text=True,
         timeout=120,

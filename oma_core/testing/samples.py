@@ -18,7 +18,7 @@ from ..capabilities import IN_TOOL_RESULT, Capabilities
 from ..errors import UnsupportedContentBlockError
 from ..validation import load_messages
 
-__all__ = ["MEDIA_SAMPLES", "Sample", "declared", "samples"]
+__all__ = ["MEDIA_SAMPLES", "Sample", "declared", "samples", "schema_bomb"]
 
 # Smallest payloads whose first bytes are what their media type says (fake servers may check).
 MEDIA_SAMPLES: Mapping[str, bytes] = {
@@ -238,3 +238,15 @@ def declared(capabilities: Capabilities, sample: Sample) -> bool:
 
 def _only_part(block: Any, part: int) -> Any:
     return attrs.evolve(block, content=(block.content[part],))
+
+
+def schema_bomb(levels: int) -> dict[str, Any]:
+    """A tool input schema of a few hundred bytes whose ``$defs`` each refer to the next
+    twice: written in place, it holds 2**levels copies of the last one (what a hostile MCP
+    server may list; a toolset must refuse it in bounded time and memory)."""
+    defs: dict[str, Any] = {
+        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+        for i in range(levels)
+    }
+    defs[f"d{levels}"] = {"type": "string"}
+    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}

@@ -22,6 +22,7 @@ from oma_mcp._listing import MAX_DESCRIPTION, MAX_SCHEMA_CHARS, MAX_TOOLS
 from oma_core import Agent, AgentConfig, PluginHost
 from oma_core.capabilities import Capabilities
 from oma_core.testing import ScriptedProvider
+from oma_core.testing.samples import schema_bomb
 from oma_core.tools import RESERVED_TOOL_NAMES
 
 LISTING_SERVER = Path(__file__).with_name("listing_server.py")
@@ -178,17 +179,6 @@ async def test_with_a_prefix_a_tool_named_like_the_output_tool_is_offered(serve:
 # -- schemas -------------------------------------------------------------------------------------
 
 
-def _schema_bomb(levels: int) -> dict[str, Any]:
-    """A schema of a few hundred bytes whose ``$defs`` each refer to the next twice: written
-    in place, it holds 2**levels copies of the last one."""
-    defs: dict[str, Any] = {
-        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
-        for i in range(levels)
-    }
-    defs[f"d{levels}"] = {"type": "string"}
-    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
-
-
 _BOMB_CLIENT = """
 import asyncio, json, logging, sys, tracemalloc
 from oma_mcp import MCPToolset
@@ -213,7 +203,7 @@ def test_a_schema_bomb_leaves_its_tool_out_in_bounded_time_and_memory(tmp_path: 
 
     listing = tmp_path / "bomb.json"
     tools = [
-        {"name": "bomb", "inputSchema": _schema_bomb(24)},
+        {"name": "bomb", "inputSchema": schema_bomb(24)},
         {"name": "ok", "inputSchema": EMPTY},
     ]
     listing.write_text(json.dumps(tools), encoding="utf-8")
