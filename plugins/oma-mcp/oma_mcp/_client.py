@@ -6,8 +6,10 @@ and to **elicit** an answer from the user; each is off unless the toolset is giv
 one is neither advertised nor served: the SDK answers such a request with an MCP error. The
 server's **log** messages go to the ``oma.mcp.server`` logger at their level, and the
 **progress** of a tool call to the run's observers as ``tool_progress`` events. Sampling is
-bounded: each request's ``max_tokens`` is cut to ``sampling_max_tokens`` and a server gets at
-most ``max_samples`` answers over the toolset's life; past that each request is refused.
+bounded: each request's ``max_tokens`` is cut to ``sampling_max_tokens``, a server gets at
+most ``max_samples`` answers over the toolset's life, and with ``sampling_budget`` (a
+``Budget``, the same object the caller passes as ``run_agent(..., budget=)``) what sampling
+spends counts against the caller's budget; past any of these each request is refused.
 (Resources and prompts, which oma reads from the server: ``_resources``.)
 """
 
@@ -28,11 +30,12 @@ from mcp.shared.dispatcher import ProgressFnT
 from pydantic import FileUrl
 
 from oma_core import (
-    Agent,
     AgentConfig,
+    Budget,
     InvalidMessageError,
     LLMMessage,
     OmaError,
+    OpenMultiAgent,
     TextBlock,
     audio_base64,
     image_base64,
@@ -90,10 +93,15 @@ class ClientFeatures:
         sampling: AgentConfig | None = None,
         sampling_max_tokens: int = 1024,
         max_samples: int = 20,
+        sampling_budget: Budget | None = None,
         elicitation: ElicitationCallback | None = None,
     ) -> None:
         if sampling is not None and not isinstance(sampling, AgentConfig):
             raise ToolError(f"sampling must be an AgentConfig, got {type(sampling).__name__}")
+        if sampling_budget is not None and not isinstance(sampling_budget, Budget):
+            raise ToolError(
+                f"sampling_budget must be a Budget, got {type(sampling_budget).__name__}"
+            )
         for option, value in (
             ("sampling_max_tokens", sampling_max_tokens),
             ("max_samples", max_samples),
@@ -106,6 +114,7 @@ class ClientFeatures:
         self.sampling = sampling
         self.sampling_max_tokens = sampling_max_tokens
         self.max_samples = max_samples
+        self.sampling_budget = sampling_budget
         self.elicitation = elicitation
         self.samples = 0  # sampling requests answered or tried, over the toolset's life
 
@@ -155,6 +164,11 @@ class ClientFeatures:
             return types.ErrorData(
                 code=types.INVALID_PARAMS, message="oma's sampling does not take tools"
             )
+        budget = self.sampling_budget
+        if budget is not None and (spent := budget.exhausted()) is not None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST, message=f"oma refuses sampling: {spent}"
+            )
         self.samples += 1
         max_tokens = min(
             params.max_tokens, self.sampling_max_tokens, config.max_tokens or params.max_tokens
@@ -177,16 +191,20 @@ class ClientFeatures:
                 else params.temperature,
                 stop=params.stop_sequences or config.stop,
             )
-            agent = Agent(config)
-            try:
-                result = await agent.run(messages)
-            finally:
-                await agent.aclose()
+            async with OpenMultiAgent() as oma:  # the shared budget is charged as any run's
+                result = await oma.run_agent(config, messages, budget=budget)
         except (OmaError, ValueError, TypeError) as error:  # input oma refuses, a bad setting
             return types.ErrorData(
                 code=types.INVALID_PARAMS, message=f"oma refuses the request: {_reason(error)}"
             )
-        if not result.success:
+        # A budget is a soft cap (checked before and after a call): an answer that passed
+        # it is still the answer paid for; the next request is refused above.
+        overshot = result.status.code == "budget_exhausted" and bool(result.output)
+        if result.status.code == "budget_exhausted" and not overshot:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST, message=f"oma refuses sampling: {result.status.error}"
+            )
+        if not result.success and not overshot:
             _log.warning("sampling for MCP server %r failed: %s", server, result.status.code)
             return types.ErrorData(
                 code=types.INTERNAL_ERROR, message=f"oma's model failed ({result.status.code})"

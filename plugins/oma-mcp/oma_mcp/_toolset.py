@@ -44,7 +44,7 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from oma_core import AgentConfig, LLMMessage
+from oma_core import AgentConfig, Budget, LLMMessage
 from oma_core.errors import BackendError, ToolError
 from oma_core.messages import ContentBlock
 from oma_core.processes import (
@@ -169,6 +169,7 @@ class MCPToolset:
         sampling: AgentConfig | None = None,
         sampling_max_tokens: int = 1024,
         max_samples: int = 20,
+        sampling_budget: Budget | None = None,
         elicitation: ElicitationCallback | None = None,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         max_media_bytes: int = DEFAULT_MAX_MEDIA_BYTES,
@@ -204,6 +205,7 @@ class MCPToolset:
             sampling=sampling,
             sampling_max_tokens=sampling_max_tokens,
             max_samples=max_samples,
+            sampling_budget=sampling_budget,
             elicitation=elicitation,
         )
         self.max_result_bytes = max_result_bytes
@@ -520,7 +522,8 @@ _OPTIONS = (
     "max_message_bytes",
     "max_restarts",
     "restart_delay",
-    *("roots", "sampling", "sampling_max_tokens", "max_samples", "elicitation"),
+    *("roots", "sampling", "sampling_max_tokens", "max_samples", "sampling_budget"),
+    "elicitation",
     "max_result_bytes",
     "max_media_bytes",
 )

@@ -26,6 +26,7 @@ from oma_mcp import (
 
 from oma_core import (
     AgentConfig,
+    Budget,
     ImageBlock,
     LLMMessage,
     OpenMultiAgent,
@@ -249,6 +250,24 @@ async def test_sampling_past_its_count_is_refused(features: Make) -> None:
     assert len(provider.requests) == 2
 
 
+async def test_sampling_spends_the_callers_budget_and_is_refused_once_it_is_spent(
+    features: Make,
+) -> None:
+    provider = ScriptedProvider(["one", "never"])
+    budget = Budget(max_tokens=1)  # the same object the caller's runs are given
+    toolset = features(sampling=AgentConfig(name="s", provider=provider), sampling_budget=budget)
+    ask = {"question": "q", "max_tokens": 5}
+
+    first = await _answer(toolset, "ask_model", ask)
+    spent = budget.used_tokens
+    second = await _answer(toolset, "ask_model", ask)
+
+    assert json.loads(first)["text"] == "one" and spent > 0
+    assert second.startswith("refused:") and "budget" in second.lower()
+    assert len(provider.requests) == 1  # the spent budget is refused before the model
+    assert budget.used_tokens == spent
+
+
 async def test_sampling_with_tools_is_refused(features: Make) -> None:
     provider = ScriptedProvider(["never"])
     toolset = features(sampling=AgentConfig(name="s", provider=provider))
@@ -276,7 +295,12 @@ async def test_a_failed_model_call_is_an_error_answer_to_the_server(features: Ma
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("sampling", {"model": "x"}), ("sampling_max_tokens", 0), ("max_samples", True)],
+    [
+        ("sampling", {"model": "x"}),
+        ("sampling_max_tokens", 0),
+        ("max_samples", True),
+        ("sampling_budget", 100),
+    ],
 )
 def test_sampling_settings_are_checked(option: str, value: Any) -> None:
     with pytest.raises(ToolError, match=option):
