@@ -118,7 +118,9 @@ def _hooks(link: HttpLink, name: str, max_message: int) -> dict[str, list[Any]]:
         if "content-encoding" in response.headers:
             del response.headers["content-encoding"]
         response.stream = _Bounded(response.stream, reader, name, max_message)
-        if response.status_code < 400:
+        if response.status_code < 400 or response.request.method != "POST":
+            # Only a message's reply says how a request failed: the GET of the server's
+            # event stream answered 405 means "no such stream" (the specification's word).
             return
         try:
             body = (await response.aread()).decode(errors="replace").strip()
