@@ -9,7 +9,8 @@ nothing), saves a screenshot of each and fails when, on any of them:
   of lines;
 - a table is wider than its box (columns off-screen) or than the content column;
 - text in a table cell (a name, an option) breaks in the middle of a word;
-- the page itself scrolls sideways.
+- the page itself scrolls sideways;
+- at a phone's width (390 px, a second pass) a code block's text runs under its copy button.
 
 Before the browser it reads the built API reference: each class and function documented once,
 no private name among its headings (``reference_problems``).
@@ -118,6 +119,38 @@ return result;
 """
 
 
+# At a phone's width: the code blocks whose lines can run under their copy button. The button
+# sits over the block's top right corner; each line's box (where its text goes, wrapped text
+# included) must stop short of it, or a line that fills the column hides its end there.
+NARROW = 390
+_COVERED = r"""
+const covered = [];
+for (const pre of document.querySelectorAll('.md-content__inner pre')) {
+  const code = pre.querySelector('code');
+  if (!code) continue;
+  // The button as the theme's script places it; where the script has not run (headless),
+  // where its stylesheet puts it: top 0.5em, right 0.5em, 1.5em square, in the pre's em.
+  const button = pre.querySelector('.md-clipboard');
+  const em = parseFloat(getComputedStyle(pre).fontSize) || 16;
+  const p = pre.getBoundingClientRect();
+  const b = button ? button.getBoundingClientRect()
+    : {left: p.right - 2 * em, right: p.right - 0.5 * em, top: p.top + 0.5 * em,
+       bottom: p.top + 2 * em, width: 1.5 * em, height: 1.5 * em};
+  if (b.width === 0 || b.height === 0) continue;
+  const range = document.createRange();
+  range.selectNodeContents(code);
+  for (const r of range.getClientRects()) {
+    if (r.width > 0 && r.right > b.left && r.left < b.right && r.bottom > b.top
+        && r.top < b.bottom) {
+      covered.push(code.textContent.split('\n')[0].slice(0, 80));
+      break;
+    }
+  }
+}
+return covered;
+"""
+
+
 class BrowserMissing(Exception):
     """No Chromium or chromedriver here, and no apt-get to install them: the check is skipped."""
 
@@ -223,6 +256,11 @@ def measure(
                 screenshots.mkdir(parents=True, exist_ok=True)
                 name = (page.strip("/") or "index").replace("/", "-")
                 _screenshot(driver, screenshots / f"{name}.png")
+        driver.set_window_size(NARROW, HEIGHT)
+        for page in key_pages:
+            driver.get(root + page)
+            driver.execute_script("return document.fonts.ready")
+            pages[page or "index"]["covered"] = driver.execute_script(_COVERED)
     return pages
 
 
@@ -242,6 +280,8 @@ def problems(pages: dict[str, Any]) -> list[str]:
                 )
         for broken in m["breaks"]:
             found.append(f"{page}: {broken['at']!r} breaks mid-word in cell {broken['word']!r}")
+        for first in m.get("covered", ()):
+            found.append(f"{page}: at {NARROW} px the copy button covers code: {first!r}")
     return found
 
 

@@ -129,3 +129,11 @@ def test_attrs_classes_get_their_constructor_in_the_reference(tmp_path: Path) ->
     ]
     assert str(box["size"].value) == "1"  # not attrs.field(..., validator=_positive)
     assert box.bases == []
+
+
+def test_code_under_the_copy_button_at_a_phones_width_is_a_problem() -> None:
+    page = _page(covered=["$ oma run --schema 'name, age int' \"Describe a person.\""])
+
+    (problem,) = docs_layout.problems({"cli/": page})
+
+    assert problem.startswith("cli/: at 390 px the copy button covers code:")
