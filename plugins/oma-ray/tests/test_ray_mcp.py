@@ -39,7 +39,8 @@ async def test_a_task_on_ray_calls_the_mcp_server_its_worker_started(ray_cluster
 
 
 #: An MCP server whose ``shout`` answers with the pid and the title of the process that
-#: started it (read during the call, while that process is surely alive).
+#: started it (read during the call, while that process is surely alive); on Linux oma-mcp
+#: runs a stdio server under a small supervisor of its own, which is passed over.
 PARENT_SERVER = """
 import json, os
 from pathlib import Path
@@ -48,11 +49,18 @@ from mcp.server.mcpserver import MCPServer
 server = MCPServer("parent")
 
 
+def _stat(pid):
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+
+
 @server.tool()
 def shout(text: str) -> str:
     \"\"\"This server's parent process: its pid and command line.\"\"\"
     parent = os.getppid()
     title = Path(f"/proc/{parent}/cmdline").read_bytes().decode(errors="replace")
+    if "oma_mcp/_supervise.py" in title:
+        parent = int(_stat(parent)[1])
+        title = Path(f"/proc/{parent}/cmdline").read_bytes().decode(errors="replace")
     return json.dumps({"pid": parent, "title": title})
 
 
