@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,14 +14,15 @@ from oma_mcp import MCPToolset
 
 
 @pytest.fixture
-async def toys() -> AsyncIterator[Callable[..., MCPToolset]]:
-    """``toys(*flags, **options)``: a stdio toolset on the toy server; every one made is
-    closed after the test (on its loop), and no child process may outlive that."""
+async def scripts() -> AsyncIterator[Callable[..., MCPToolset]]:
+    """``scripts(script, *args, **options)``: a stdio toolset on ``python SCRIPT ARGS...``;
+    every one made is closed after the test (on its loop), and no child process may outlive
+    that. The servers of each test file are made through it."""
     before = descendants()
     made: list[MCPToolset] = []
 
-    def make(*flags: str, **options: Any) -> MCPToolset:
-        toolset = MCPToolset.stdio(sys.executable, [str(SERVER), "stdio", *flags], **options)
+    def make(script: Path, *args: str, **options: Any) -> MCPToolset:
+        toolset = MCPToolset.stdio(sys.executable, [str(script), *args], **options)
         made.append(toolset)
         return toolset
 
@@ -29,6 +31,12 @@ async def toys() -> AsyncIterator[Callable[..., MCPToolset]]:
         await toolset.aclose()
     left = descendants() - before
     assert not left, f"MCP server processes left behind: {sorted(left)}"
+
+
+@pytest.fixture
+def toys(scripts: Callable[..., MCPToolset]) -> Callable[..., MCPToolset]:
+    """``toys(*flags, **options)``: a stdio toolset on the toy server (see ``scripts``)."""
+    return lambda *flags, **options: scripts(SERVER, "stdio", *flags, **options)
 
 
 @pytest.fixture

@@ -8,12 +8,11 @@ import json
 import logging
 import pickle
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_processes import descendants
 from oma_mcp import (
     Elicitation,
     MCPRequestError,
@@ -42,23 +41,16 @@ Make = Callable[..., MCPToolset]
 
 
 @pytest.fixture
-async def features() -> AsyncIterator[Make]:
+def features(scripts: Make) -> Make:
     """``features(**options)``: a stdio toolset on the client-features server; each one made
     is closed after the test, and no server process may outlive it."""
-    before = descendants()
-    made: list[MCPToolset] = []
 
     def make(**options: Any) -> MCPToolset:
         # a generous start-up bound: the SDK's import takes seconds on a loaded machine
         options.setdefault("init_timeout", 120.0)
-        toolset = MCPToolset.stdio(sys.executable, [str(SERVER)], name="features", **options)
-        made.append(toolset)
-        return toolset
+        return scripts(SERVER, name="features", **options)
 
-    yield make
-    for toolset in made:
-        await toolset.aclose()
-    assert not descendants() - before, "MCP server processes left behind"
+    return make
 
 
 def _use(name: str, arguments: dict[str, Any] | None = None, id: str = "c1") -> dict[str, Any]:

@@ -10,9 +10,8 @@ import asyncio
 import logging
 import sys
 import tracemalloc
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp_processes import SERVER, alive, descendants, free_port, served
@@ -25,22 +24,10 @@ Hostile = Callable[..., MCPToolset]
 
 
 @pytest.fixture
-async def hostile() -> AsyncIterator[Hostile]:
+def hostile(scripts: Hostile) -> Hostile:
     """``hostile(mode, *args, **options)``: a toolset on ``hostile_server.py``; closed after
     the test, and no child process may outlive that."""
-    before = descendants()
-    made: list[MCPToolset] = []
-
-    def make(mode: str, *args: str, **options: Any) -> MCPToolset:
-        toolset = MCPToolset.stdio(sys.executable, [str(HOSTILE), mode, *args], **options)
-        made.append(toolset)
-        return toolset
-
-    yield make
-    for toolset in made:
-        await toolset.aclose()
-    left = descendants() - before
-    assert not left, f"MCP server processes left behind: {sorted(left)}"
+    return lambda mode, *args, **options: scripts(HOSTILE, mode, *args, **options)
 
 
 async def _gone(pids: list[int]) -> bool:

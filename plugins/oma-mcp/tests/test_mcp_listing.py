@@ -9,13 +9,12 @@ import logging
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
-from mcp_processes import descendants
 from oma_mcp import MCPToolset
 from oma_mcp._listing import MAX_DESCRIPTION, MAX_SCHEMA_CHARS, MAX_TOOLS
 
@@ -33,26 +32,19 @@ Serve = Callable[..., MCPToolset]
 
 
 @pytest.fixture
-async def serve(tmp_path: Path) -> AsyncIterator[Serve]:
+def serve(scripts: Serve, tmp_path: Path) -> Serve:
     """``serve(tools, **options)``: a stdio toolset on a server listing ``tools`` (raw MCP
     tool objects); closed after the test, and no server process may outlive it."""
-    before = descendants()
-    made: list[MCPToolset] = []
+    listed = 0
 
     def make(tools: list[dict[str, Any]], **options: Any) -> MCPToolset:
-        listing = tmp_path / f"tools{len(made)}.json"
+        nonlocal listed
+        listing = tmp_path / f"tools{listed}.json"
+        listed += 1
         listing.write_text(json.dumps(tools), encoding="utf-8")
-        toolset = MCPToolset.stdio(
-            sys.executable, [str(LISTING_SERVER), str(listing)], name="lister", **options
-        )
-        made.append(toolset)
-        return toolset
+        return scripts(LISTING_SERVER, str(listing), name="lister", **options)
 
-    yield make
-    for toolset in made:
-        await toolset.aclose()
-    left = descendants() - before
-    assert not left, f"MCP server processes left behind: {sorted(left)}"
+    return make
 
 
 def _use(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
