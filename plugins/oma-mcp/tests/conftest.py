@@ -12,6 +12,9 @@ import pytest
 from mcp_processes import EXAMPLE, SERVER, descendants, served
 from oma_mcp import MCPToolset
 
+from oma_core import PluginHost
+from oma_core.testing import ScriptedProvider, scripted
+
 
 @pytest.fixture
 async def scripts() -> AsyncIterator[Callable[..., MCPToolset]]:
@@ -58,3 +61,33 @@ def example_http_server() -> Iterator[str]:
     """The docs' example server (``shout``, ``cat_picture``) on streamable HTTP; its URL."""
     with served(str(EXAMPLE), "--http") as url:
         yield url
+
+
+@pytest.fixture
+def oma_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """A world of its own for the ``oma`` command: ``$OMA_HOME`` (returned; the run log goes
+    there), only this plugin loaded, a fresh host; and no server process left behind by any
+    command."""
+    monkeypatch.setenv("OMA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OMA_LOAD_PLUGINS", "oma-mcp")
+    for name in ("OMA_PROVIDER", "OMA_MODEL", "OMA_DISABLE_PLUGINS"):
+        monkeypatch.delenv(name, raising=False)
+    previous = PluginHost.set_default(None)
+    before = descendants()
+    yield tmp_path / "home"
+    PluginHost.set_default(previous)
+    assert not descendants() - before, "an MCP server outlived its command"
+
+
+@pytest.fixture
+def scripted_providers(monkeypatch: pytest.MonkeyPatch) -> list[ScriptedProvider]:
+    """The scripted providers the commands make, kept to read their requests."""
+    made: list[ScriptedProvider] = []
+
+    class Kept(scripted.ScriptedProvider):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(scripted, "ScriptedProvider", Kept)
+    return made

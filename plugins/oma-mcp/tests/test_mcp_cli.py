@@ -11,49 +11,23 @@ import base64
 import json
 import shlex
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from mcp_processes import EXAMPLE, descendants
+from mcp_processes import EXAMPLE
 
-from oma_core import PluginHost
 from oma_core.cli import cli
-from oma_core.testing import scripted
 
 CAT = EXAMPLE.with_name("cat.png")
 SERVER = shlex.join([sys.executable, str(EXAMPLE)])
 
 
 @pytest.fixture(autouse=True)
-def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """A world of its own: ``$OMA_HOME``, only this plugin loaded, a fresh host; and no
-    server process left behind by any command."""
-    monkeypatch.setenv("OMA_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("OMA_LOAD_PLUGINS", "oma-mcp")
-    for name in ("OMA_PROVIDER", "OMA_MODEL", "OMA_DISABLE_PLUGINS"):
-        monkeypatch.delenv(name, raising=False)
-    previous = PluginHost.set_default(None)
-    before = descendants()
-    yield tmp_path
-    PluginHost.set_default(previous)
-    assert not descendants() - before, "an MCP server outlived its command"
-
-
-@pytest.fixture
-def providers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The scripted providers the commands make, kept to read their requests."""
-    made: list[Any] = []
-
-    class Kept(scripted.ScriptedProvider):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-    monkeypatch.setattr(scripted, "ScriptedProvider", Kept)
-    return made
+def home(oma_home: Path) -> Path:
+    """A folder for the test's own files, beside the command's ``$OMA_HOME``."""
+    return oma_home.parent
 
 
 def oma(*args: str) -> Any:
@@ -69,13 +43,15 @@ def _script(*responses: Any) -> tuple[str, str, str]:
     return ("-o", "responses", json.dumps(list(responses)))
 
 
-def test_run_with_mcp_sends_the_servers_image_in_the_tool_result(providers: list[Any]) -> None:
+def test_run_with_mcp_sends_the_servers_image_in_the_tool_result(
+    scripted_providers: list[Any],
+) -> None:
     script = _script(_use("shout", {"text": "hi"}), _use("cat_picture"), "a cat")
     result = oma("run", "go", "--mcp", SERVER, "-p", "scripted", *script, "--no-log")
 
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "a cat"
-    (provider,) = providers
+    (provider,) = scripted_providers
     assert [t.name for t in provider.requests[0].tools] == ["shout", "cat_picture"]
     assert provider.requests[1].messages[-1].content[0].content == "HI"
     (answer,) = provider.requests[2].messages[-1].content
@@ -86,7 +62,7 @@ def test_run_with_mcp_sends_the_servers_image_in_the_tool_result(providers: list
 
 
 def test_run_takes_several_mcp_servers_and_tells_clashing_tools_apart(
-    providers: list[Any],
+    scripted_providers: list[Any],
 ) -> None:
     script = _script("never")
     result = oma("run", "go", "--mcp", SERVER, "--mcp", SERVER, "-p", "scripted", *script)
@@ -94,11 +70,11 @@ def test_run_takes_several_mcp_servers_and_tells_clashing_tools_apart(
     assert result.exit_code == 2  # a configuration mistake, found before the model is called
     assert "two tools are named 'shout'" in result.stderr
     assert "give the toolset a prefix" in result.stderr
-    assert providers[0].requests == []
+    assert scripted_providers[0].requests == []
 
 
 def test_mcp_prefix_names_the_servers_tools_apart_in_the_order_given(
-    providers: list[Any],
+    scripted_providers: list[Any],
 ) -> None:
     script = _script(_use("loud_shout", {"text": "hi"}), "shouted")
     prefixes = ("--mcp-prefix", "", "--mcp-prefix", "loud")
@@ -107,7 +83,7 @@ def test_mcp_prefix_names_the_servers_tools_apart_in_the_order_given(
     )
 
     assert result.exit_code == 0, result.output
-    (provider,) = providers
+    (provider,) = scripted_providers
     names = [t.name for t in provider.requests[0].tools]
     assert names == ["shout", "cat_picture", "loud_shout", "loud_cat_picture"]
     assert provider.requests[1].messages[-1].content[0].content == "HI"
@@ -135,14 +111,14 @@ def test_mcp_http_needs_an_http_url() -> None:
 
 
 def test_run_with_mcp_http_offers_the_servers_tools_and_sends_their_answers(
-    providers: list[Any], example_http_server: str
+    scripted_providers: list[Any], example_http_server: str
 ) -> None:
     script = _script(_use("shout", {"text": "hi"}), "shouted")
     result = oma("run", "go", "--mcp-http", example_http_server, "-p", "scripted", *script)
 
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "shouted"
-    (provider,) = providers
+    (provider,) = scripted_providers
     assert [t.name for t in provider.requests[0].tools] == ["shout", "cat_picture"]
     (answer,) = provider.requests[1].messages[-1].content
     assert answer.type == "tool_result" and not answer.is_error
@@ -209,7 +185,7 @@ def _plan(tmp_path: Path, mcp: Any, responses: list[Any]) -> str:
 
 
 def test_an_agents_mcp_section_gives_its_tasks_the_servers_tools(
-    home: Path, providers: list[Any]
+    home: Path, scripted_providers: list[Any]
 ) -> None:
     server = {"command": sys.executable, "args": [str(EXAMPLE)]}
     plan = _plan(home, [server], [_use("shout", {"text": "hi"}), "shouted"])
@@ -217,12 +193,12 @@ def test_an_agents_mcp_section_gives_its_tasks_the_servers_tools(
 
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["tasks"]["a"]["output"] == "shouted"
-    (provider,) = [p for p in providers if p.requests]  # the others: the checks before
+    (provider,) = [p for p in scripted_providers if p.requests]  # the others: the checks before
     assert provider.requests[1].messages[-1].content[0].content == "HI"
 
 
 def test_a_team_agents_mcp_section_gives_the_planned_task_the_servers_tools(
-    home: Path, providers: list[Any]
+    home: Path, scripted_providers: list[Any]
 ) -> None:
     shouter = {
         "name": "shouter",
@@ -244,7 +220,7 @@ def test_a_team_agents_mcp_section_gives_the_planned_task_the_servers_tools(
     printed = json.loads(result.stdout)
     assert printed["output"] == "It was shouted."
     assert printed["tasks"]["shout"]["output"] == "shouted"
-    (answered,) = [p for p in providers if len(p.requests) == 2 and p.requests[0].tools]
+    (answered,) = [p for p in scripted_providers if len(p.requests) == 2 and p.requests[0].tools]
     assert [t.name for t in answered.requests[0].tools] == ["shout", "cat_picture"]
     assert answered.requests[1].messages[-1].content[0].content == "HI"
 
@@ -269,7 +245,7 @@ def test_a_bad_mcp_section_is_refused_before_anything_starts(
 
 @pytest.mark.parametrize("streamed", [True, False])
 def test_run_with_an_mcp_server_that_cannot_start_exits_2_naming_it(
-    streamed: bool, providers: list[Any]
+    streamed: bool, scripted_providers: list[Any]
 ) -> None:
     given = [] if streamed else ["--no-stream"]
     result = oma(
@@ -280,4 +256,4 @@ def test_run_with_an_mcp_server_that_cannot_start_exits_2_naming_it(
     assert result.stderr.startswith("error: MCP server ")
     assert "could not be started" in result.stderr
     assert result.stderr.count("\n") == 1
-    assert all(not p.requests for p in providers)
+    assert all(not p.requests for p in scripted_providers)

@@ -34,7 +34,7 @@ from oma_core.cli import cli
 from oma_core.errors import ToolError
 from oma_core.processes import argument_values, blank, header_values, redact, url_values
 from oma_core.redaction import REDACTED
-from oma_core.testing import ScriptedProvider, scripted
+from oma_core.testing import ScriptedProvider
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
 _b64 = st.binary(max_size=64).map(lambda b: base64.b64encode(b).decode())
@@ -326,34 +326,8 @@ CLI_SECRETS = ("cli-apikey-1111", "cli-token-2222", "cli-password-3333")
 CREDENTIAL_ARGS = f"--api-key {CLI_SECRETS[0]} --token={CLI_SECRETS[1]} --password {CLI_SECRETS[2]}"
 
 
-@pytest.fixture
-def cli_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """``$OMA_HOME`` of its own (the run log goes there), only this plugin loaded."""
-    monkeypatch.setenv("OMA_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("OMA_LOAD_PLUGINS", "oma-mcp")
-    for name in ("OMA_PROVIDER", "OMA_MODEL", "OMA_DISABLE_PLUGINS"):
-        monkeypatch.delenv(name, raising=False)
-    previous = PluginHost.set_default(None)
-    yield tmp_path / "home"
-    PluginHost.set_default(previous)
-
-
-@pytest.fixture
-def cli_providers(monkeypatch: pytest.MonkeyPatch) -> list[ScriptedProvider]:
-    """The scripted providers ``oma run`` makes, kept to read their requests."""
-    made: list[ScriptedProvider] = []
-
-    class Kept(scripted.ScriptedProvider):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-    monkeypatch.setattr(scripted, "ScriptedProvider", Kept)
-    return made
-
-
 def test_credentials_in_mcp_arguments_reach_neither_the_model_nor_the_log(
-    cli_home: Path, cli_providers: list[ScriptedProvider]
+    oma_home: Path, scripted_providers: list[ScriptedProvider]
 ) -> None:
     server = f"{shlex.join([sys.executable, str(RESULTS)])} {CREDENTIAL_ARGS}"
     call = _use("leak", {"variables": [], "headers": [], "fail": True})
@@ -363,14 +337,14 @@ def test_credentials_in_mcp_arguments_reach_neither_the_model_nor_the_log(
     )
 
     assert result.exit_code == 0, result.output
-    (provider,) = cli_providers
+    (provider,) = scripted_providers
     (text,) = _texts(_sent(provider))
     assert "argv" in text and text.count(REDACTED) == 3  # the server echoed all three
-    assert (cli_home / "logs.db").exists()
-    assert _leaked(provider, cli_home, *CLI_SECRETS) == []
+    assert (oma_home / "logs.db").exists()
+    assert _leaked(provider, oma_home, *CLI_SECRETS) == []
 
 
-def test_credentials_in_mcp_arguments_are_blanked_in_a_start_error(cli_home: Path) -> None:
+def test_credentials_in_mcp_arguments_are_blanked_in_a_start_error(oma_home: Path) -> None:
     server = f"{shlex.join([sys.executable, '-c', 'raise SystemExit(3)'])} {CREDENTIAL_ARGS}"
     result = CliRunner().invoke(
         cli, ["run", "go", "--mcp", server, "-p", "scripted", "-o", "responses", '["x"]']
@@ -379,7 +353,7 @@ def test_credentials_in_mcp_arguments_are_blanked_in_a_start_error(cli_home: Pat
     assert result.exit_code != 0
     assert "could not be started" in result.stderr
     assert "--api-key [REDACTED]" in result.stderr  # the option stays, its value goes
-    files = b"".join(p.read_bytes() for p in cli_home.rglob("*") if p.is_file())
+    files = b"".join(p.read_bytes() for p in oma_home.rglob("*") if p.is_file())
     assert [s for s in CLI_SECRETS if s in result.output or s.encode() in files] == []
 
 
