@@ -134,22 +134,7 @@ def samples() -> Iterator[Sample]:
             for kind in ("base64", "url"):
                 marker = f"{family}-{kind}"
                 block = {"type": family, "source": _source(kind, media_type, marker)}
-                yield Sample(
-                    family,
-                    "user",
-                    kind,
-                    media_type,
-                    (_user(_text("what is this?"), block),),
-                    (0, 1, None),
-                )
-                yield Sample(
-                    family,
-                    "assistant",
-                    kind,
-                    media_type,
-                    (_user(_text("show me")), _assistant(block), _user(_text("thanks"))),
-                    (1, 0, None),
-                )
+                yield from _in_user_and_assistant_turns(family, kind, media_type, block)
     yield from _document_and_audio_samples()
     yield Sample("tool_use", "assistant", None, None, _tool_round(), (1, 0, None))
     yield Sample("tool_result", "user", None, None, _tool_round(), (2, 0, None))
@@ -208,17 +193,24 @@ def _document_and_audio_samples() -> Iterator[Sample]:
             audio = {"type": "audio", "source": _source(kind, media_type, f"audio-{kind}")}
             blocks.append(("audio", kind, media_type, audio))
     for family, kind, media_type, block in blocks:
-        yield Sample(
-            family, "user", kind, media_type, (_user(_text("what is this?"), block),), (0, 1, None)
-        )
-        yield Sample(
-            family,
-            "assistant",
-            kind,
-            media_type,
-            (_user(_text("show me")), _assistant(block), _user(_text("thanks"))),
-            (1, 0, None),
-        )
+        yield from _in_user_and_assistant_turns(family, kind, media_type, block)
+
+
+def _in_user_and_assistant_turns(
+    family: str, kind: str, media_type: str, block: dict[str, Any]
+) -> Iterator[Sample]:
+    """``block`` asked about in a user turn, then shown in an assistant turn."""
+    yield Sample(
+        family, "user", kind, media_type, (_user(_text("what is this?"), block),), (0, 1, None)
+    )
+    yield Sample(
+        family,
+        "assistant",
+        kind,
+        media_type,
+        (_user(_text("show me")), _assistant(block), _user(_text("thanks"))),
+        (1, 0, None),
+    )
 
 
 def declared(capabilities: Capabilities, sample: Sample) -> bool:
