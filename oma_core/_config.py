@@ -46,6 +46,19 @@ def _temperature(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
         raise ValueError(f"{attribute.name} must be a finite number >= 0 or None, got {value!r}")
 
 
+THINKING_LEVELS = ("off", "low", "medium", "high")
+
+
+def _thinking(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None or value in THINKING_LEVELS:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(
+            f'{attribute.name} must be "off", "low", "medium", "high", a token budget '
+            f"(an int > 0) or None, got {value!r}"
+        )
+
+
 def _stop_tuple(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -165,6 +178,10 @@ class AgentConfig(Generic[OutputT]):
         default=None, validator=_check_output_type
     )
     output_retries: int = attrs.field(default=1, validator=_count)
+    #: How hard the model thinks: "off", "low", "medium", "high" or a token budget (an int);
+    #: None leaves it to the provider's default. Each provider maps it to its wire, and
+    #: refuses it locally, naming itself, where the model cannot think (docs/reasoning.md).
+    thinking: str | int | None = attrs.field(default=None, validator=_thinking)
     #: How the provider is held to ``output_type``: "native", "tool" or "prompted"; None (the
     #: default) takes the best the provider declares (native, then tool, then prompted). Set
     #: it for a model that lacks its provider's best mode (an older Claude: "tool").

@@ -104,6 +104,7 @@ class ModelTarget:
     max_tokens: int | None = None
     temperature: float | None = None
     stop: tuple[str, ...] | None = None
+    thinking: str | int | None = None
     owned: bool = False
     close_after_run: bool = False
     toolsets: tuple[Any, ...] = ()
@@ -130,6 +131,7 @@ class ModelTarget:
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             stop=self.stop,
+            thinking=self.thinking,
         )
 
     async def listed_tools(self) -> tuple[Mapping[str, Tool], tuple[ToolDefinition, ...]]:

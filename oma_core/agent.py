@@ -445,6 +445,7 @@ class Agent(Generic[OutputT]):
             max_tokens=config.max_tokens,
             temperature=config.temperature,
             stop=config.stop,
+            thinking=config.thinking,
             owned=owned,
             close_after_run=owned and self._close_after_run,
         )

@@ -23,7 +23,8 @@ OmaError                                   code, retryable, status
     ├── MaxTurnsExceededError              max_turns: the tool loop did not finish in time
     ├── HookError                          hook: a before_run hook raised or returned garbage
     ├── OutputValidationError              errors, text: the reply never became the output type
-    └── WorkerLostError                    executor, worker: the process running a task died
+    ├── WorkerLostError                    executor, worker: the process running a task died
+    └── LeaseHeldError                     run_id, owner: another worker is resuming the run
 ```
 
 Constructors take one of two shapes, by where the message comes from: free text is
@@ -47,6 +48,7 @@ __all__ = [
     "BudgetExceededError",
     "HookError",
     "InvalidMessageError",
+    "LeaseHeldError",
     "MaxTurnsExceededError",
     "MediaTooLargeError",
     "MissingKeyError",
@@ -487,3 +489,17 @@ class WorkerLostError(RunError):
         super().__init__(message)
         self.executor = executor
         self.worker = worker
+
+
+class LeaseHeldError(RunError):
+    """Another worker holds the lease on a durable run: it is resuming that run now.
+
+    ``run_id`` names the run; ``owner`` the worker holding it (as the store recorded it).
+    """
+
+    code = "LEASE_HELD"
+
+    def __init__(self, run_id: str, owner: str) -> None:
+        super().__init__(f"run {run_id!r} is being resumed by another worker ({owner})")
+        self.run_id = run_id
+        self.owner = owner

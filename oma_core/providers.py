@@ -127,6 +127,9 @@ class ProviderRequest:
     stop: tuple[str, ...] | None = None
     #: The output the model is held to in native or tool mode; None: free text (or prompted).
     output: OutputRequest | None = None
+    #: ``AgentConfig.thinking``: "off" | "low" | "medium" | "high" | a token budget; None: the
+    #: provider's default.
+    thinking: str | int | None = None
 
 
 @attrs.frozen

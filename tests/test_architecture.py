@@ -226,7 +226,7 @@ PUBLIC_MODULES = frozenset(
         *("messages", "media", "validation", "serialization", "errors", "hookspecs"),
         *("plugins", "capabilities", "providers", "backends", "agent", "orchestrator"),
         *("tools", "progress", "evaluation", "budgets", "retry", "tracing"),
-        *("teams", "redaction"),
+        *("teams", "redaction", "stores"),
         *("default_plugins", "testing", "cli"),
         *("toolkit", "http", "processes"),
     }

@@ -191,6 +191,7 @@ EXAMPLES: list[Any] = [
     errors.MaxTurnsExceededError(3),
     errors.HookError("AgentConfig.before_run raised ValueError: no", hook="AgentConfig.before_run"),
     errors.WorkerLostError("worker 3 died", executor="ray", worker="3"),
+    errors.LeaseHeldError("run-1", "worker-2"),
     errors.UsageError("called wrong"),
     errors.RunError("the run failed"),
     errors.OmaError("plain"),
@@ -241,6 +242,7 @@ def test_the_two_families_split_called_wrong_from_run_failed() -> None:
         errors.MaxTurnsExceededError,
         errors.HookError,
         errors.WorkerLostError,
+        errors.LeaseHeldError,
         errors.OutputValidationError,
     }
     assert all(issubclass(cls, errors.UsageError) for cls in called_wrong)
