@@ -37,7 +37,7 @@ import attrs
 from .errors import BudgetExceededError
 from .providers import Usage
 
-__all__ = ["Budget", "CostContext", "CostEstimator"]
+__all__ = ["Budget", "CostContext", "CostEstimator", "Price"]
 
 
 def _limit(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -102,3 +102,45 @@ class CostContext:
 
 
 CostEstimator = Callable[[Usage, CostContext], float]
+
+
+def _rate(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{attribute.name} must be a finite number >= 0, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{attribute.name} must be a finite number >= 0, got {value!r}")
+
+
+@attrs.frozen
+class Price:
+    """A model's published rates in USD per million tokens, as an ``estimate_cost``.
+
+    ``Price(3, 15, cache_read=0.3, cache_write=3.75)`` prices Claude Sonnet's 5-minute cache:
+    of a call's ``input_tokens``, the ``cache_read_tokens`` are priced at ``cache_read`` and
+    the ``cache_write_tokens`` at ``cache_write``, the rest at ``input``; every output token
+    (reasoning included, a part of it) at ``output``. A cache rate left None is priced as
+    input: never below what the call may have cost. Pass it as
+    ``OpenMultiAgent(estimate_cost=Price(...))``; docs/budgets.md lists the services' rates.
+    """
+
+    input: float = attrs.field(validator=_rate)
+    output: float = attrs.field(validator=_rate)
+    cache_read: float | None = attrs.field(default=None, validator=_rate)
+    cache_write: float | None = attrs.field(default=None, validator=_rate)
+
+    def __call__(self, usage: Usage, ctx: CostContext | None = None) -> float:
+        """The cost of ``usage`` in USD (``ctx`` is unused: one price, one model)."""
+        read = max(0, usage.cache_read_tokens)
+        write = max(0, usage.cache_write_tokens)
+        plain = max(0, usage.input_tokens - read - write)
+        read_rate = self.input if self.cache_read is None else self.cache_read
+        write_rate = self.input if self.cache_write is None else self.cache_write
+        cost = (
+            plain * self.input
+            + read * read_rate
+            + write * write_rate
+            + max(0, usage.output_tokens) * self.output
+        )
+        return cost / 1_000_000

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ._results import RunResult, StreamEvent
     from .messages import LLMMessage, ToolResultBlock
 
-__all__ = ["RunSpan", "get_tracer"]
+__all__ = ["RunSpan", "get_tracer", "usage_attributes"]
 
 _INSTRUMENTATION = "oma_core"
 
@@ -60,6 +60,30 @@ def get_tracer(tracer_provider: Any | None) -> Any | None:
     from . import __version__
 
     return tracer_provider.get_tracer(_INSTRUMENTATION, __version__)
+
+
+#: ``Usage`` field → OTel GenAI attribute (semantic conventions, development status, 2026:
+#: cache and reasoning counts are parts of the input and output counts).
+_USAGE_ATTRIBUTES = (
+    ("input_tokens", "gen_ai.usage.input_tokens"),
+    ("output_tokens", "gen_ai.usage.output_tokens"),
+    ("cache_read_tokens", "gen_ai.usage.cache_read.input_tokens"),
+    ("cache_write_tokens", "gen_ai.usage.cache_creation.input_tokens"),
+    ("reasoning_tokens", "gen_ai.usage.reasoning.output_tokens"),
+)
+
+
+def usage_attributes(usage: Any) -> list[tuple[str, int]]:
+    """The ``gen_ai.usage.*`` attributes of ``usage``: input and output always, the cache and
+    reasoning parts when not 0; a count that is not an int (a provider's bad report) is left
+    out."""
+    pairs = []
+    for field, name in _USAGE_ATTRIBUTES:
+        value = getattr(usage, field, None)
+        whole = field in ("input_tokens", "output_tokens")
+        if isinstance(value, int) and not isinstance(value, bool) and (value or whole):
+            pairs.append((name, value))
+    return pairs
 
 
 def _record_error(span: Any, error: BaseException, content: bool) -> None:
@@ -143,9 +167,8 @@ class RunSpan:
 
         span = self.span
         if result is not None:
-            usage = result.usage
-            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            for name, value in usage_attributes(result.usage):
+                span.set_attribute(name, value)
             span.set_attribute("oma.status", result.status.code)
             if self._content and result.output:
                 span.set_attribute("gen_ai.output.messages", cut(redact_text(result.output)))
@@ -246,12 +269,8 @@ async def _traced_call(
                         span.set_attribute("gen_ai.response.finish_reasons", (reason,))
                     if response.model:
                         span.set_attribute("gen_ai.response.model", response.model)
-                    for name, value in (
-                        ("gen_ai.usage.input_tokens", response.usage.input_tokens),
-                        ("gen_ai.usage.output_tokens", response.usage.output_tokens),
-                    ):
-                        if isinstance(value, int) and not isinstance(value, bool):
-                            span.set_attribute(name, value)
+                    for name, value in usage_attributes(response.usage):
+                        span.set_attribute(name, value)
                 yield event
     except GeneratorExit:
         span.set_attribute("error.type", "cancelled")

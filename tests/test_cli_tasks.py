@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from _builders import ROOT, builtin_host
 from hypothesis import given
@@ -322,15 +323,9 @@ def test_json_prints_the_team_run_result_the_api_gives() -> None:
         assert shown["output"] == record.output
         assert shown["attempts"] == record.attempts == 1
         assert shown["assignee"] == record.assignee
-        assert shown["usage"] == {
-            "input_tokens": record.usage.input_tokens,
-            "output_tokens": record.usage.output_tokens,
-        }
+        assert shown["usage"] == attrs.asdict(record.usage)
         assert shown["error"] is None and shown["cost"] is None
-    assert printed["usage"] == {
-        "input_tokens": expected.usage.input_tokens,
-        "output_tokens": expected.usage.output_tokens,
-    }
+    assert printed["usage"] == attrs.asdict(expected.usage)
     assert [t["title"] for t in printed["plan"]] == ["describe", "facts", "caption"]
     assert printed["plan"][2]["depends_on"] == ["describe", "facts"]
     # the view went to stderr, so stdout is the JSON alone
@@ -1028,3 +1023,22 @@ def test_ctrl_c_on_a_terminal_leaves_the_table_with_what_finished(
     text = screen.text()
     assert "interrupted; the run was cancelled" in text
     assert "Traceback" not in text
+
+
+def test_cache_prices_price_a_tasks_cached_input_apart() -> None:
+    from oma_core import Usage
+    from oma_core.budgets import Price
+
+    board = TaskBoard("t", prices=Price(10, 0, cache_read=1, cache_write=20))
+    board.add("one", "a")
+    usage = Usage(1_000_000, 0, cache_read_tokens=500_000, cache_write_tokens=100_000)
+    board.apply(ProgressEvent("agent_complete", "a", "one", {"usage": usage}))
+    # 400,000 plain input at $10, 500,000 read at $1, 100,000 written at $20 (per million)
+    assert board.cost() == 4 + 0.5 + 2
+
+
+def test_a_cache_price_without_a_price_is_a_usage_error(tmp_path: Path) -> None:
+    plan = {"agents": [echo_agent("a")], "tasks": [task("one", "a")]}
+    result = oma("tasks", write(tmp_path / "plan.json", plan), "--cache-price", "1", "2")
+    assert result.returncode == 2
+    assert "--cache-price needs --price IN OUT" in result.stderr

@@ -223,3 +223,41 @@ async def test_invalid_input_starts_no_span() -> None:
     with pytest.raises(InvalidMessageError):
         oma.run_agent(AgentConfig("a", provider=ScriptedProvider(["x"])), [{"role": "robot"}])
     assert exporter.get_finished_spans() == ()
+
+
+class _CachingProvider:
+    """A provider object whose one reply reports cache and reasoning parts of its usage."""
+
+    name = "caching"
+
+    async def complete(self, request: Any) -> Any:
+        from oma_core import LLMMessage, TextBlock, Usage
+        from oma_core.providers import ProviderResponse
+
+        usage = Usage(1200, 90, cache_read_tokens=1000, cache_write_tokens=150, reasoning_tokens=40)
+        return ProviderResponse(LLMMessage("assistant", (TextBlock("ok"),)), usage)
+
+
+async def test_cache_and_reasoning_counts_are_genai_usage_attributes_on_both_spans(
+    exporter: InMemorySpanExporter,
+) -> None:
+    await _traced_oma(exporter).run_agent(AgentConfig("a", provider=_CachingProvider()), "hi")
+    spans = exporter.get_finished_spans()
+    for span in (*_by_name(spans, "invoke_agent"), *_by_name(spans, "chat")):
+        attributes = span.attributes or {}
+        assert attributes["gen_ai.usage.input_tokens"] == 1200
+        assert attributes["gen_ai.usage.cache_read.input_tokens"] == 1000
+        assert attributes["gen_ai.usage.cache_creation.input_tokens"] == 150
+        assert attributes["gen_ai.usage.reasoning.output_tokens"] == 40
+
+
+async def test_zero_cache_and_reasoning_counts_are_left_off_the_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    await _traced_oma(exporter).run_agent(
+        AgentConfig("a", provider=ScriptedProvider(["fine"])), "hi"
+    )
+    (run,) = _by_name(exporter.get_finished_spans(), "invoke_agent")
+    assert not [
+        name for name in (run.attributes or {}) if ".cache_" in name or ".reasoning" in name
+    ]

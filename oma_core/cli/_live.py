@@ -21,6 +21,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 import attrs
 
+from ..budgets import Price
+from ..providers import Usage
+
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.live import Live
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from ..budgets import Budget
     from ..progress import ProgressEvent
 
-__all__ = ["Prices", "RunView", "TaskBoard", "TaskRow", "printable", "printable_json"]
+__all__ = ["RunView", "TaskBoard", "TaskRow", "printable", "printable_json", "usage_json"]
 
 #: What a terminal acts on rather than shows, besides the C0 controls (ESC, BEL, CR, ...):
 #: DEL, the C1 controls (U+009B is a CSI of its own) and the bidirectional overrides that
@@ -71,34 +74,33 @@ _TICK, _REDRAW = 0.1, 5
 _CHROME = 7
 
 
-@attrs.frozen
-class Prices:
-    """USD per million input and output tokens: how the view (and a cost budget) prices usage."""
-
-    input: float
-    output: float
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+def usage_json(usage: Usage) -> dict[str, int]:
+    """``usage`` as ``--json`` prints it: every count, the cache and reasoning parts too."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+    }
 
 
 @attrs.define
 class TaskRow:
-    """One task as the view shows it; ``input_tokens``/``output_tokens`` sum every attempt."""
+    """One task as the view shows it; ``usage`` sums every attempt."""
 
     title: str
     assignee: str | None
     state: str = "pending"
     attempts: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    usage: Usage = Usage()
     started: float | None = None
     ended: float | None = None
     error: str | None = None
 
     @property
     def tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+        return self.usage.input_tokens + self.usage.output_tokens
 
 
 @attrs.define
@@ -115,7 +117,7 @@ class TaskBoard:
     name: str
     rows: dict[str, TaskRow] = attrs.Factory(dict)
     coordinator: str | None = None
-    prices: Prices | None = None
+    prices: Price | None = None
     budget: Budget | None = None
     clock: Callable[[], float] = time.monotonic
     _coordinator_rows: list[str] = attrs.Factory(list)
@@ -187,8 +189,8 @@ class TaskBoard:
         return None
 
     def _charge(self, row: TaskRow, usage: Any) -> None:
-        row.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
-        row.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)
+        if isinstance(usage, Usage):
+            row.usage = row.usage + usage
 
     def interrupt(self) -> None:
         """The run was cancelled: what was running or retrying is now "cancelled"."""
@@ -203,7 +205,7 @@ class TaskBoard:
         if self.prices is None:
             return None
         rows = self.rows.values() if row is None else (row,)
-        return sum(self.prices.cost(r.input_tokens, r.output_tokens) for r in rows)
+        return sum(self.prices(r.usage) for r in rows)
 
     def elapsed(self, row: TaskRow) -> str:
         if row.started is None:

@@ -32,6 +32,7 @@ from ._inputs import (
     read_json,
     shorten,
 )
+from ._live import usage_json
 from ._mcp import mcp_options, with_mcp
 from ._templates import template_options
 
@@ -48,10 +49,7 @@ def _result_json(result: RunResult, conversation_id: str | None) -> dict[str, An
     return {
         "success": result.success,
         "output": result.output,
-        "usage": {
-            "input_tokens": result.usage.input_tokens,
-            "output_tokens": result.usage.output_tokens,
-        },
+        "usage": usage_json(result.usage),
         "status": {"code": result.status.code, "error": None if error is None else str(error)},
         "conversation_id": conversation_id,
     }

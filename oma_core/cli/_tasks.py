@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..budgets import Price
 from ..errors import OmaError
+from ..providers import Usage
 from ._hosts import Reach, explained_by, host_of_plugins, hosts_named, reaches
-from ._live import Prices, RunView, TaskBoard, printable, printable_json
+from ._live import RunView, TaskBoard, printable, printable_json, usage_json
 from ._plans import (
     agent_config,
     check_agents,
@@ -62,10 +64,7 @@ def _orchestrator(
 
     kwargs: dict[str, Any] = {"on_progress": hosts_named(view, hosts or {})}
     if settings.prices is not None:
-        prices = settings.prices
-        kwargs["estimate_cost"] = lambda usage, ctx: prices.cost(
-            usage.input_tokens, usage.output_tokens
-        )
+        kwargs["estimate_cost"] = settings.prices
     if settings.executor is not None or settings.executor_options:
         kwargs["executor"] = settings.executor or "local"
         kwargs["executor_options"] = dict(settings.executor_options)
@@ -100,12 +99,15 @@ class RunOptions:
         token_budget: int | None,
         cost_budget: float | None,
         price: tuple[float, float] | None,
+        cache_price: tuple[float, float] | None = None,
     ) -> None:
         self.executor = executor
         self.executor_options = {key: _value(value) for key, value in executor_options}
         self.as_json = as_json
-        self.prices = Prices(*price) if price else None
+        self.prices = Price(*price, *(cache_price or (None, None))) if price else None
         self.budget = None
+        if cache_price is not None and price is None:
+            refuse("--cache-price needs --price IN OUT (USD per million tokens)")
         if cost_budget is not None and self.prices is None:
             refuse("--max-cost-budget needs --price IN OUT (USD per million tokens) to price calls")
         if token_budget is not None or cost_budget is not None:
@@ -154,6 +156,15 @@ def run_options(function: F) -> F:
             default=None,
             metavar="IN OUT",
             help="USD per million input and output tokens, to show and cap costs.",
+        ),
+        click.option(
+            "--cache-price",
+            nargs=2,
+            type=click.FloatRange(min=0),
+            default=None,
+            metavar="READ WRITE",
+            help="USD per million input tokens read from and written to the prompt cache "
+            "(priced as input when not given).",
         ),
     ]
     for option in reversed(options):
@@ -241,12 +252,8 @@ def result_json(
     for a refused key)."""
     hosts = hosts or {}
 
-    def usage(value: Any) -> dict[str, int]:
-        return {"input_tokens": value.input_tokens, "output_tokens": value.output_tokens}
-
-    def price(value: Any) -> float | None:
-        prices = board.prices
-        return None if prices is None else prices.cost(value.input_tokens, value.output_tokens)
+    def price(value: Usage) -> float | None:
+        return None if board.prices is None else board.prices(value)
 
     tasks = {
         title: {
@@ -257,7 +264,7 @@ def result_json(
             "error": None
             if record.error is None
             else explained_by(hosts, record.error, record.assignee),
-            "usage": usage(record.usage),
+            "usage": usage_json(record.usage),
             "cost": price(record.usage),
         }
         for title, record in outcome.tasks.items()
@@ -279,7 +286,7 @@ def result_json(
         "tasks": tasks,
         "plan": plan,
         "output": outcome.output,
-        "usage": usage(outcome.usage),
+        "usage": usage_json(outcome.usage),
         "cost": price(outcome.usage),
         "error": None if outcome.error is None else str(outcome.error),
     }
