@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 # Every async test fails if it leaves an async generator to the garbage collector.
-pytest_plugins = ["oma_core.testing.pytest_plugin", "oma_core.testing.closed_generators"]
+pytest_plugins = ["oma_core.testing.closed_generators"]
 
 
 @pytest.fixture(scope="session")
