@@ -135,10 +135,10 @@ class MemoryRunStore(RunStore):
     async def decide(
         self, run_id: str, call_id: str, decision: Mapping[str, Any]
     ) -> Mapping[str, Any]:
-        return self._decisions.setdefault(run_id, {}).setdefault(call_id, dict(decision))
+        return dict(self._decisions.setdefault(run_id, {}).setdefault(call_id, dict(decision)))
 
     async def decisions(self, run_id: str) -> dict[str, Mapping[str, Any]]:
-        return dict(self._decisions.get(run_id, {}))
+        return {call: dict(kept) for call, kept in self._decisions.get(run_id, {}).items()}
 
     async def acquire(self, run_id: str, owner: str, seconds: float) -> None:
         now = self._clock()
