@@ -9,11 +9,11 @@
   entry-point discovery and `oma plugins` over every plugin), in `tests/` and in every plugin's
   suite: a plugin test that needs another plugin is marked, since its plugin's session
   installs no other;
-- `build`: the eleven distributions as a user installs them: sdists, wheels built from them,
+- `build`: the twelve distributions as a user installs them: sdists, wheels built from them,
   `twine check`, the wheels alone installed into a fresh venv, `oma --version`, `oma plugins`,
-  `oma run` and each plugin's conformance kit (six providers' and Ray's executor kit) run
-  there against the installed packages, each bounded by `KIT_TIMEOUT` — the only place the
-  kits run;
+  `oma run` and each plugin's conformance kit (six providers', Ray's executor kit and the
+  store kit on a real PostgreSQL server) run there against the installed packages, each
+  bounded by `KIT_TIMEOUT` — the only place the kits run;
 - `every-test-ran`: every test of every suite (as collected with everything installed) passed
   in at least one of the sessions above; none is skipped, deselected or missing everywhere;
 - `lint` (ruff), `types` (mypy --strict), `docs` (mkdocs --strict).
@@ -154,7 +154,7 @@ def _missing_from_wheel(source: Path, wheel: Path) -> list[str]:
 
 @nox.session
 def build(session: nox.Session) -> None:
-    """The eleven distributions as a user gets them: each sdist built, then its wheel built
+    """The twelve distributions as a user gets them: each sdist built, then its wheel built
     from that sdist (``python -m build``), their metadata checked (``twine check``), every
     file of each package found in its wheel; then the wheels alone (no editable install, no
     oma-* from an index) installed into a fresh venv, where ``oma --version``, ``oma plugins``

@@ -119,6 +119,11 @@ class Hooks:
         """The ``oma_evaluation_result`` implementations, in pluggy's call order (sinks)."""
         return self._calls("oma_evaluation_result")
 
+    def stores(self) -> list[HookCall]:
+        """The ``oma_register_stores`` implementations, in pluggy's call order (each called
+        alone when a store URL is resolved, so that a broken one is skipped)."""
+        return self._calls("oma_register_stores")
+
 
 @attrs.frozen
 class _RunHooks:

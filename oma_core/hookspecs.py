@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ._config import BeforeRunContext
     from ._eval_types import EvalResult
     from ._executors import ExecutorSpec
+    from ._run_store import StoreSpec
     from .capabilities import BackendSpec, ProviderSpec
     from .messages import ToolResultBlock
     from .progress import ProgressEvent
@@ -50,6 +51,7 @@ __all__ = [
     "oma_register_executors",
     "oma_register_providers",
     "oma_register_scorers",
+    "oma_register_stores",
     "oma_register_toolsets",
     "oma_run",
     "oma_tool_call",
@@ -143,6 +145,20 @@ def oma_register_scorers() -> Sequence[Any]:
 
     :returns: a list of scorer callables. A plugin that raises here, or returns a
         non-callable, is unregistered and reported as a load failure.
+    """
+
+
+@hookspec
+def oma_register_stores() -> Sequence[StoreSpec]:
+    """Return the run stores this plugin offers, by URL scheme (oma-postgres: ``postgresql``).
+
+    Implemented by store plugins. Collect hook, called when a store URL is first resolved
+    (``OpenMultiAgent(store="postgresql://...")``, ``oma_core.stores.open_store``), each
+    plugin's implementation alone: one that raises or returns anything else is skipped. The
+    first plugin in pluggy's call order to claim a scheme serves it. The spec's factory
+    receives the whole URL and must connect to nothing (a store connects on first use).
+
+    :returns: a list of ``oma_core.stores.StoreSpec``.
     """
 
 

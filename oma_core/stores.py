@@ -7,140 +7,143 @@ store never looks into it. Media payloads are kept once, by the SHA-256 of their
 checkpoint refers to them instead of copying them. Decisions on approval requests are kept
 per call: the first one stored wins. A lease lets one worker at a time resume a run.
 
-``MemoryRunStore`` lives here; ``SQLiteRunStore`` beside it; other stores are plugins
-(oma-postgres), every one held to the same shared checks (the store kit).
+Built in: ``MemoryRunStore`` (this process) and ``SQLiteRunStore`` (one machine, the
+``oma`` command's default). Other stores are plugins (oma-postgres: many machines) that
+return ``StoreSpec``s from ``oma_register_stores``; every store is held to the same shared
+checks, the store kit (``oma_core.testing.run_stores``). ``open_store`` turns what
+``OpenMultiAgent(store=...)`` is given into a store.
 """
 
 from __future__ import annotations
 
-import abc
-import time
-from collections.abc import Callable, Mapping
-from typing import Any
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import attrs
+from ._run_store import RUN_STATES, MemoryRunStore, RunStore, StoredRun, StoreSpec
+from ._sqlite_store import SQLiteRunStore
+from .errors import NotRegisteredError, UsageError
 
-from .errors import LeaseHeldError
+if TYPE_CHECKING:
+    from .plugins import PluginHost
 
-__all__ = ["MemoryRunStore", "RunStore", "StoredRun"]
+__all__ = [
+    "RUN_STATES",
+    "MemoryRunStore",
+    "RunStore",
+    "SQLiteRunStore",
+    "StoreSpec",
+    "StoredRun",
+    "default_sqlite_path",
+    "open_store",
+    "store_specs",
+]
 
-#: What a run's ``status`` may be in a store: under way (or crashed while under way), waiting
-#: for approvals, or one of ``RunStatus.code``'s endings.
-RUN_STATES = ("running", "suspended", "ok", "error", "timeout", "budget_exhausted")
+
+#: Schemes of store plugins this repository ships, and their distributions: named in the
+#: error for a URL whose plugin is not installed.
+KNOWN_SCHEMES = {"postgresql": "oma-postgres", "postgres": "oma-postgres"}
 
 
-@attrs.frozen
-class StoredRun:
-    """One run as a store keeps it: what ``oma runs`` lists, and the checkpoint to resume.
+def default_sqlite_path() -> Path:
+    """The oma home's ``runs.db``: where ``"sqlite"`` keeps runs and the ``oma`` command
+    checkpoints (``$OMA_HOME`` when set, else the user's data directory, like the run log)."""
+    home = os.environ.get("OMA_HOME")
+    if home:
+        return Path(home).expanduser() / "runs.db"
+    import platformdirs
 
-    ``kind`` is "agent", "tasks" or "team"; ``checkpoint`` the core's encoded state (opaque
-    here); ``created``/``updated`` seconds since the epoch; ``cost`` spent so far (None when
-    not priced); ``pending`` how many approval requests wait for a decision.
+    return Path(platformdirs.user_data_dir("oma", appauthor=False)) / "runs.db"
+
+
+def open_store(value: RunStore | str | None, *, host: PluginHost | None = None) -> RunStore | None:
+    """The store ``OpenMultiAgent(store=value)`` stands for.
+
+    ``None`` (no store), a ``RunStore`` (used as it is), ``"memory"``, ``"sqlite"`` (the oma
+    home's ``runs.db``), ``"sqlite:PATH"``, or a URL whose scheme a store plugin registers
+    (``postgresql://...`` with oma-postgres). Nothing is opened yet: a store connects on
+    first use. An unknown scheme is ``NotRegisteredError`` (``kind="store"``) naming the
+    scheme and the distributions that serve the known ones; no part of the URL but its
+    scheme is ever put in an error (it may hold a password).
     """
+    if value is None or isinstance(value, RunStore):
+        return value
+    if not isinstance(value, str):
+        raise UsageError(
+            "store= takes a RunStore, 'memory', 'sqlite', 'sqlite:PATH' or a store URL, got "
+            f"a {type(value).__name__}"
+        )
+    from ._sqlite_store import SQLiteRunStore
 
-    run_id: str
-    kind: str
-    status: str
-    checkpoint: bytes
-    created: float
-    updated: float
-    cost: float | None = None
-    pending: int = 0
-
-
-class RunStore(abc.ABC):
-    """Where durable runs are kept. Every method is a coroutine; a store is safe to use from
-    many tasks at once (and, for a shared database, from many processes)."""
-
-    @abc.abstractmethod
-    async def save(self, run: StoredRun) -> None:
-        """Keep ``run``, replacing the record of its ``run_id`` whole and atomically."""
-
-    @abc.abstractmethod
-    async def load(self, run_id: str) -> StoredRun | None:
-        """The record of ``run_id``; None when there is none."""
-
-    @abc.abstractmethod
-    async def runs(self, limit: int | None = None) -> list[StoredRun]:
-        """Every run kept, most recently updated first (at most ``limit``)."""
-
-    @abc.abstractmethod
-    async def put_media(self, sha256: str, data: bytes) -> None:
-        """Keep a media payload under the SHA-256 (hex) of ``data``; keeping it twice is a
-        no-op."""
-
-    @abc.abstractmethod
-    async def get_media(self, sha256: str) -> bytes | None:
-        """The payload kept under ``sha256``; None when there is none."""
-
-    @abc.abstractmethod
-    async def decide(
-        self, run_id: str, call_id: str, decision: Mapping[str, Any]
-    ) -> Mapping[str, Any]:
-        """Keep ``decision`` (JSON-ready) for ``call_id`` of ``run_id`` unless one is kept
-        already; return the one kept (the first stored wins)."""
-
-    @abc.abstractmethod
-    async def decisions(self, run_id: str) -> dict[str, Mapping[str, Any]]:
-        """The decisions kept for ``run_id``, by call id."""
-
-    @abc.abstractmethod
-    async def acquire(self, run_id: str, owner: str, seconds: float) -> None:
-        """Take the lease on ``run_id`` for ``seconds`` (or renew it when ``owner`` holds
-        it); raises ``LeaseHeldError`` while another owner's lease runs."""
-
-    @abc.abstractmethod
-    async def release(self, run_id: str, owner: str) -> None:
-        """Give the lease up, if ``owner`` holds it."""
-
-    async def aclose(self) -> None:  # noqa: B027 (a store with nothing to close)
-        """Close connections and files; the store is not used after."""
+    if value == "memory":
+        return MemoryRunStore()
+    if value == "sqlite":
+        return SQLiteRunStore(default_sqlite_path())
+    if value.startswith("sqlite:") and "://" not in value:
+        path = value.removeprefix("sqlite:")
+        if not path:
+            raise UsageError("store='sqlite:' names no file: give 'sqlite:PATH' or 'sqlite'")
+        return SQLiteRunStore(Path(path).expanduser())
+    scheme, sep, _ = value.partition("://")
+    if not sep or not scheme:
+        raise UsageError(
+            "store= takes 'memory', 'sqlite', 'sqlite:PATH' or a URL (SCHEME://...); the "
+            "value given is none of them"
+        )
+    return _plugin_store(scheme.lower(), value, host)
 
 
-class MemoryRunStore(RunStore):
-    """A store in this process's memory: for tests, and runs that need to survive an error or
-    wait for an approval but not the process. ``clock`` gives the time leases and records
-    are stamped with (``time.time`` by default)."""
+def _plugin_store(scheme: str, url: str, host: PluginHost | None) -> RunStore:
+    """The store a plugin registers for ``scheme``, built from ``url``."""
+    from .plugins import PluginHost
 
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
-        self._clock = clock
-        self._runs: dict[str, StoredRun] = {}
-        self._media: dict[str, bytes] = {}
-        self._decisions: dict[str, dict[str, Mapping[str, Any]]] = {}
-        self._leases: dict[str, tuple[str, float]] = {}
+    table = store_specs(host or PluginHost.default())
+    found = table.get(scheme)
+    if found is None:
+        served = ", ".join(f"{name} ({owner})" for name, (_, owner) in sorted(table.items()))
+        message = f"no run store serves the URL scheme {scheme!r}; served: {served or 'none'}"
+        distribution = KNOWN_SCHEMES.get(scheme)
+        if distribution is not None:
+            message += (
+                f". The scheme {scheme!r} comes from the {distribution} plugin, which is not "
+                f"installed: pip install {distribution}"
+            )
+        else:
+            known = ", ".join(f"{s} ({d})" for s, d in sorted(KNOWN_SCHEMES.items()))
+            message += f"; store plugins oma knows: {known}"
+        raise NotRegisteredError(
+            message,
+            name=scheme,
+            kind="store",
+            available=sorted(table),
+            distribution=distribution,
+        )
+    spec, owner = found
+    store = spec.factory(url)
+    if not isinstance(store, RunStore):
+        raise UsageError(
+            f"plugin {owner!r}: the factory of store scheme {scheme!r} returned a "
+            f"{type(store).__name__}, not a RunStore"
+        )
+    return store
 
-    async def save(self, run: StoredRun) -> None:
-        self._runs[run.run_id] = run
 
-    async def load(self, run_id: str) -> StoredRun | None:
-        return self._runs.get(run_id)
+def store_specs(host: PluginHost) -> dict[str, tuple[StoreSpec, str]]:
+    """Every store scheme the loaded plugins register, with its spec and plugin.
 
-    async def runs(self, limit: int | None = None) -> list[StoredRun]:
-        ordered = sorted(self._runs.values(), key=lambda run: run.updated, reverse=True)
-        return ordered if limit is None else ordered[:limit]
-
-    async def put_media(self, sha256: str, data: bytes) -> None:
-        self._media.setdefault(sha256, data)
-
-    async def get_media(self, sha256: str) -> bytes | None:
-        return self._media.get(sha256)
-
-    async def decide(
-        self, run_id: str, call_id: str, decision: Mapping[str, Any]
-    ) -> Mapping[str, Any]:
-        return self._decisions.setdefault(run_id, {}).setdefault(call_id, dict(decision))
-
-    async def decisions(self, run_id: str) -> dict[str, Mapping[str, Any]]:
-        return dict(self._decisions.get(run_id, {}))
-
-    async def acquire(self, run_id: str, owner: str, seconds: float) -> None:
-        now = self._clock()
-        held = self._leases.get(run_id)
-        if held is not None and held[0] != owner and held[1] > now:
-            raise LeaseHeldError(run_id, held[0])
-        self._leases[run_id] = (owner, now + seconds)
-
-    async def release(self, run_id: str, owner: str) -> None:
-        held = self._leases.get(run_id)
-        if held is not None and held[0] == owner:
-            del self._leases[run_id]
+    Each plugin's ``oma_register_stores`` is called alone; one that raises or returns
+    something other than ``StoreSpec``s is skipped, so a broken store plugin never stops the
+    others (``oma plugins`` reports plugins that fail to load). The first plugin in pluggy's
+    call order to claim a scheme keeps it.
+    """
+    table: dict[str, tuple[StoreSpec, str]] = {}
+    for call in host.hooks.stores():
+        try:
+            offered = call()
+        except Exception:  # a broken plugin is skipped, like a failing observer
+            continue
+        for spec in offered if isinstance(offered, list | tuple) else ():
+            if isinstance(spec, StoreSpec):
+                for scheme in spec.schemes:
+                    table.setdefault(scheme.lower(), (spec, call.plugin))
+    return table

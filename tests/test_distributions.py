@@ -45,10 +45,10 @@ def core_requirement(root: Path) -> Requirement:
     return core
 
 
-def test_there_are_the_core_and_ten_plugin_distributions() -> None:
+def test_there_are_the_core_and_eleven_plugin_distributions() -> None:
     names = [project_of(root)["project"]["name"] for root in DISTRIBUTIONS]
     assert names[0] == "oma-core"
-    assert len(names) == 11 and len(set(names)) == 11
+    assert len(names) == 12 and len(set(names)) == 12
     assert all(name.startswith("oma-") for name in names)
 
 

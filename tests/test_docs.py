@@ -24,6 +24,7 @@ KINDS = {
     "oma_register_executors": "collect",
     "oma_register_toolsets": "collect",
     "oma_register_scorers": "collect",
+    "oma_register_stores": "collect",
     "oma_before_run": "chain",
     "oma_progress": "observe",
     "oma_evaluation_result": "observe",
