@@ -29,7 +29,6 @@ from ._checks import (
     check_string,
     check_url,
     freeze_json_object,
-    thaw_json,
 )
 
 __all__ = [
@@ -51,6 +50,7 @@ __all__ = [
     "VideoBlock",
     "prompt_of",
     "text_of",
+    "thaw_json",
     "user_text",
 ]
 
@@ -370,6 +370,36 @@ class LLMMessage(_Immutable):
             content, "content", checked_role, _parser().Budget(DEFAULT_LIMITS)
         )
         object.__setattr__(self, "content", blocks)
+
+
+def thaw_json(value: Any) -> Any:
+    """A plain, mutable deep copy of frozen JSON: dicts for mappings, lists for tuples and lists.
+
+    What a provider hands an SDK or a JSON encoder that wants plain data: a ``ToolUseBlock``'s
+    ``input``, a tool's ``input_schema``, an output schema (each a read-only copy). Leaves are
+    shared; any other value is returned as it is. Iterative, so depth costs no stack.
+    """
+    if not isinstance(value, Mapping | tuple | list):
+        return value
+    root: Any = {} if isinstance(value, Mapping) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        pairs = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, child in pairs:
+            if isinstance(child, Mapping):
+                copy: Any = {}
+                stack.append((child, copy))
+            elif isinstance(child, tuple | list):
+                copy = []
+                stack.append((child, copy))
+            else:
+                copy = child
+            if isinstance(target, dict):
+                target[key] = copy
+            else:
+                target.append(copy)
+    return root
 
 
 # -- reading text out of messages (the one place these are defined) ----------------------------

@@ -18,7 +18,7 @@ from typing import Any
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from ._checks import DEFAULT_LIMITS, join, thaw_json
+from ._checks import DEFAULT_LIMITS, join
 from ._parse import Budget, parse_block, parse_message, parse_part, parse_source, tag_of
 from .errors import InvalidMessageError
 from .messages import (
@@ -37,6 +37,7 @@ from .messages import (
     ToolUseBlock,
     UrlSource,
     VideoBlock,
+    thaw_json,
 )
 from .validation import load_messages
 
