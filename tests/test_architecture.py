@@ -538,3 +538,51 @@ def test_every_member_of_the_typed_facade_is_called_by_the_core() -> None:
     )
     unused = sorted(name for name in members if f".hooks.{name}(" not in sources)
     assert not unused, unused
+
+
+# -- layers by folder ------------------------------------------------------------------------
+
+#: What each folder may not import (counting imports inside functions): the HTTP helpers stand
+#: on the model and the interfaces, never on a run; nothing below the CLI imports the CLI; the
+#: core never imports its testing kit.
+_RUN_LAYER = ("oma_core.agent", "oma_core._runner", "oma_core.orchestrator", "oma_core.teams")
+_FORBIDDEN_BY_FOLDER: dict[str, tuple[str, ...]] = {
+    "oma_core.http": (*_RUN_LAYER, "oma_core.tools", "oma_core.default_plugins", "oma_core.cli"),
+    "oma_core.default_plugins": ("oma_core.cli",),
+}
+
+
+def _layer_violations() -> list[str]:
+    found = []
+    for module in MODULES:
+        for folder, forbidden in _FORBIDDEN_BY_FOLDER.items():
+            if module != folder and not module.startswith(folder + "."):
+                continue
+            for target in _imports(module, deferred=True):
+                if any(target == f or target.startswith(f + ".") for f in forbidden):
+                    found.append(f"{module} imports {target}")
+    for module in MODULES:
+        if module.startswith(("oma_core.testing", "oma_core.cli")):
+            continue
+        found += [
+            f"{module} imports {target}"
+            for target in _imports(module, deferred=True)
+            if target.startswith("oma_core.cli")
+            and not module.startswith(tuple(_FORBIDDEN_BY_FOLDER))
+        ]
+    return found
+
+
+def test_each_folder_imports_only_the_layers_below_it() -> None:
+    assert _layer_violations() == []
+
+
+def test_the_layer_check_finds_a_folder_reaching_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _imports
+
+    def reaching_up(name: str, **options: bool) -> set[str]:
+        extra = {"oma_core._runner"} if name == "oma_core.http._client" else set()
+        return real(name, **options) | extra
+
+    monkeypatch.setitem(globals(), "_imports", reaching_up)
+    assert _layer_violations() == ["oma_core.http._client imports oma_core._runner"]
