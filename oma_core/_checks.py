@@ -29,7 +29,6 @@ __all__ = [
     "got",
     "join",
     "key_segment",
-    "thaw_json",
     "type_name",
 ]
 
@@ -456,28 +455,3 @@ def freeze_json_object(value: object, path: str, max_depth: int) -> Mapping[str,
             else:
                 parent[1].append(frozen)
     return FrozenDict(root)
-
-
-def thaw_json(value: Any) -> Any:
-    """A plain, mutable deep copy of frozen JSON: dicts for mappings, lists for tuples."""
-    if not isinstance(value, Mapping | tuple | list):
-        return value
-    root: Any = {} if isinstance(value, Mapping) else []
-    stack: list[tuple[Any, Any]] = [(value, root)]
-    while stack:
-        source, target = stack.pop()
-        pairs = source.items() if isinstance(source, Mapping) else enumerate(source)
-        for key, child in pairs:
-            if isinstance(child, Mapping):
-                copy: Any = {}
-                stack.append((child, copy))
-            elif isinstance(child, tuple | list):
-                copy = []
-                stack.append((child, copy))
-            else:
-                copy = child
-            if isinstance(target, dict):
-                target[key] = copy
-            else:
-                target.append(copy)
-    return root

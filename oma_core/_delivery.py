@@ -65,12 +65,12 @@ class RunEmitter:
         try:  # the common case, inline: one sync observer
             outcome = one(event)
         except (Exception, asyncio.CancelledError) as error:
-            self._dispatcher._failed(one, error)
+            self._dispatcher.failed(one, error)
             return
         if outcome is None:
             self._dispatcher.stats.delivered += 1
         else:
-            self._dispatcher._settle(one, outcome, self.pending)
+            self._dispatcher.settle(one, outcome, self.pending)
 
     async def finish(self) -> None:
         """Wait for the async observers started so far."""
@@ -135,13 +135,15 @@ class ProgressDispatcher:
         try:
             outcome = observer(event)
         except (Exception, asyncio.CancelledError) as error:
-            self._failed(observer, error)
+            self.failed(observer, error)
             return
-        self._settle(observer, outcome, pending)
+        self.settle(observer, outcome, pending)
 
-    def _settle(
+    def settle(
         self, observer: ProgressObserver, outcome: object, pending: list[asyncio.Task[None]]
     ) -> None:
+        """Count what ``observer`` returned for an event: nothing (delivered), or an awaitable,
+        started as a task bounded by ``timeout`` and added to ``pending``."""
         if outcome is not None and inspect.isawaitable(outcome):
             task = asyncio.ensure_future(self._bounded(observer, outcome))
             if inspect.iscoroutine(outcome):
@@ -157,7 +159,7 @@ class ProgressDispatcher:
             self.stats.timed_out += 1
             _log.warning("progress observer %s timed out after %s s", _name(observer), self.timeout)
         elif settled.error is not None:
-            self._failed(observer, settled.error)
+            self.failed(observer, settled.error)
         else:
             self.stats.delivered += 1
 
@@ -184,7 +186,8 @@ class ProgressDispatcher:
         if batch:
             await asyncio.gather(*batch, return_exceptions=True)
 
-    def _failed(self, observer: ProgressObserver, error: BaseException) -> None:
+    def failed(self, observer: ProgressObserver, error: BaseException) -> None:
+        """Count and log (its type only) an error ``observer`` raised."""
         self.stats.failed += 1
         # The type only: an observer's error text may quote the event, i.e. the input.
         _log.warning("progress observer %s raised %s", _name(observer), type(error).__name__)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ._http import scrub
 from .errors import ProviderError
+from .http import scrub
 
 __all__ = ["final_event_error"]
 

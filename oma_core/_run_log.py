@@ -197,7 +197,7 @@ class RunLog:
 
     def plugin(self) -> object:
         """The call middleware that writes to this log: register it on a ``PluginHost``."""
-        from .default_plugins.logs import RunLogger
+        from ._run_logger import RunLogger
 
         return RunLogger(self)
 

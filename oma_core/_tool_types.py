@@ -140,7 +140,7 @@ def _schema_for(annotation: Any, seen: set[type]) -> dict[str, Any]:
         described["additionalProperties"] = False
         return described
     if is_pydantic_model(annotation):
-        return _inline_refs(annotation.model_json_schema())
+        return inline_refs(annotation.model_json_schema())
     raise TypeError(f"unsupported type {annotation!r}")
 
 
@@ -207,7 +207,7 @@ def is_pydantic_model(annotation: Any) -> bool:
     )
 
 
-def _inline_refs(schema: dict[str, Any], limit: int = MAX_SCHEMA_NODES) -> dict[str, Any]:
+def inline_refs(schema: dict[str, Any], limit: int = MAX_SCHEMA_NODES) -> dict[str, Any]:
     """A pydantic schema with its ``$defs`` written in place of each ``$ref``, so it can sit
     inside a tool's input schema and be checked like any other part of it.
 

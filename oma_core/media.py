@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import BinaryIO, Final, Literal
 
 from ._checks import check_base64, check_media_type, check_url, type_name
-from ._parse import DOCUMENT_TYPES, new, optional_string, parse_detail
+from ._sources import DOCUMENT_TYPES, new, optional_string, parse_detail
 from .errors import InvalidMessageError
 from .messages import (
     AudioBlock,

@@ -24,7 +24,9 @@ from urllib.parse import parse_qsl, urlsplit
 import attrs
 
 from .errors import BackendError
-from .redaction import _JWT, _VENDOR_TOKENS, REDACTED
+from .redaction import JWT_SHAPE as _JWT
+from .redaction import REDACTED
+from .redaction import VENDOR_TOKEN_SHAPES as _VENDOR_TOKENS
 
 __all__ = [
     "ALLOWED_ENV",

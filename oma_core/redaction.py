@@ -30,7 +30,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
+    "JWT_SHAPE",
     "REDACTED",
+    "VENDOR_TOKEN_SHAPES",
     "cut",
     "detached_error",
     "redact_error",
@@ -51,10 +53,12 @@ _SECRET_KEY = re.compile(
     r"cookie|signature)"
 )
 
-# Shapes ``processes.redact`` reuses for stderr: a JWT, and tokens with a vendor's prefix
-# (AWS key ids, Google, GitHub, Slack).
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*")
-_VENDOR_TOKENS: tuple[re.Pattern[str], ...] = (
+#: A JSON Web Token's shape (``eyJ...``, three dot-separated parts): scrubbed by
+#: ``redact_text``, and reused by ``oma_core.processes.redact`` for a child's stderr.
+JWT_SHAPE = re.compile(r"\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*")
+#: The shapes of tokens with a vendor's prefix (AWS key ids, Google, GitHub, Slack): scrubbed
+#: by ``redact_text``, and reused by ``oma_core.processes.redact``.
+VENDOR_TOKEN_SHAPES: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
     re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
@@ -67,8 +71,8 @@ _SHAPES: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=\-]{8,}"),
     re.compile(r"(?i)\bbasic\s+[A-Za-z0-9+/=]{8,}"),
-    _JWT,
-    *_VENDOR_TOKENS,
+    JWT_SHAPE,
+    *VENDOR_TOKEN_SHAPES,
 )
 
 # key = value / key: value in free text (headers, query strings, env dumps).

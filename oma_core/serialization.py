@@ -5,7 +5,7 @@ first in every block and source, optional keys left out when they are None or Fa
 strings are shared, not copied. ``load_messages(dump_messages(m)) == m``.
 
 The converter unstructures with cattrs' generated code and structures through the parser
-(``_parse``), the one description of the wire shape: a converter never builds an invalid message
+(``_model``), the one description of the wire shape: a converter never builds an invalid message
 and never knows a key the parser does not.
 """
 
@@ -18,25 +18,22 @@ from typing import Any
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from ._checks import DEFAULT_LIMITS, join, thaw_json
-from ._parse import Budget, parse_block, parse_message, parse_part, parse_source, tag_of
+from ._checks import DEFAULT_LIMITS, join
+from ._model import parse_block, parse_message, parse_part, tag_of
+from ._sources import Budget, parse_source
 from .errors import InvalidMessageError
 from .messages import (
-    AudioBlock,
+    BLOCK_TYPES,
     Base64Source,
     ContentBlock,
-    DocumentBlock,
     FilePart,
-    ImageBlock,
     LLMMessage,
     MediaSource,
-    ReasoningBlock,
-    TextBlock,
     ToolResultBlock,
     ToolResultPart,
     ToolUseBlock,
     UrlSource,
-    VideoBlock,
+    thaw_json,
 )
 from .validation import load_messages
 
@@ -45,14 +42,7 @@ __all__ = ["dump_messages", "message_converter"]
 _TAGGED: tuple[type, ...] = (
     Base64Source,
     UrlSource,
-    TextBlock,
-    ImageBlock,
-    VideoBlock,
-    DocumentBlock,
-    AudioBlock,
-    ToolUseBlock,
-    ToolResultBlock,
-    ReasoningBlock,
+    *(kind.cls for kind in BLOCK_TYPES.values()),
     FilePart,
 )
 

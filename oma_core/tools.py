@@ -34,7 +34,6 @@ import attrs
 from ._output import OUTPUT_TOOL_NAME
 from ._tool_types import (
     SchemaLimitError,
-    _inline_refs,
     check,
     describe_exception,
     is_json,
@@ -42,6 +41,9 @@ from ._tool_types import (
     schema_for,
     schema_problem,
     structure,
+)
+from ._tool_types import (
+    inline_refs as _inline_refs,
 )
 from .errors import InvalidMessageError, ToolError
 from .messages import (

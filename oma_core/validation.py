@@ -3,7 +3,7 @@
 ``load_messages`` accepts plain dicts, message objects, or any mix of the two (a dict message
 whose content holds block objects, ...). Dicts are checked once and built through a trusted
 path; objects are valid by construction and are taken as they are, never scanned again.
-The wire shape itself is described once, in the parser (``_parse``); this module is its
+The wire shape itself is described once, in the parser (``_model``); this module is its
 public door: the input list, its length limit and the fast path for a tuple of messages.
 The first violation, in document order, raises ``InvalidMessageError`` naming its place.
 """
@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._checks import DEFAULT_LIMITS, ValidationLimits, got
-from ._parse import Budget, new, parse_content, parse_message
+from ._model import parse_content, parse_message
+from ._sources import Budget, new
 from .errors import InvalidMessageError
 from .messages import ContentBlock, LLMMessage
 

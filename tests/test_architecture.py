@@ -114,12 +114,7 @@ def test_oma_core_has_no_import_cycle() -> None:
 #: Cycles through imports inside functions that remain, in modules this check does not own:
 #: the message classes build themselves through the parser that builds them from dicts, and the
 #: run log's plugin writes through the run log that registers it.
-KNOWN_DEFERRED_CYCLES = frozenset(
-    {
-        frozenset({"oma_core.messages", "oma_core._parse"}),
-        frozenset({"oma_core._run_log", "oma_core.default_plugins.logs"}),
-    }
-)
+KNOWN_DEFERRED_CYCLES = frozenset({})
 
 
 def test_oma_core_has_no_import_cycle_through_imports_inside_functions() -> None:
@@ -191,11 +186,12 @@ def test_the_cycle_check_finds_a_cycle_when_there_is_one(monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize(
-    "module", ["messages", "media", "validation", "serialization", "errors", "_parse", "_checks"]
+    "module",
+    ["messages", "media", "validation", "serialization", "errors", "_model", "_sources", "_checks"],
 )
 def test_the_message_model_imports_nothing_else_of_oma(module: str) -> None:
     model = {f"oma_core.{m}" for m in ("messages", "media", "validation", "serialization")}
-    model |= {"oma_core.errors", "oma_core._parse", "oma_core._checks"}
+    model |= {"oma_core.errors", "oma_core._model", "oma_core._sources", "oma_core._checks"}
     assert _imports(f"oma_core.{module}") <= model
 
 
@@ -542,3 +538,51 @@ def test_every_member_of_the_typed_facade_is_called_by_the_core() -> None:
     )
     unused = sorted(name for name in members if f".hooks.{name}(" not in sources)
     assert not unused, unused
+
+
+# -- layers by folder ------------------------------------------------------------------------
+
+#: What each folder may not import (counting imports inside functions): the HTTP helpers stand
+#: on the model and the interfaces, never on a run; nothing below the CLI imports the CLI; the
+#: core never imports its testing kit.
+_RUN_LAYER = ("oma_core.agent", "oma_core._runner", "oma_core.orchestrator", "oma_core.teams")
+_FORBIDDEN_BY_FOLDER: dict[str, tuple[str, ...]] = {
+    "oma_core.http": (*_RUN_LAYER, "oma_core.tools", "oma_core.default_plugins", "oma_core.cli"),
+    "oma_core.default_plugins": ("oma_core.cli",),
+}
+
+
+def _layer_violations() -> list[str]:
+    found = []
+    for module in MODULES:
+        for folder, forbidden in _FORBIDDEN_BY_FOLDER.items():
+            if module != folder and not module.startswith(folder + "."):
+                continue
+            for target in _imports(module, deferred=True):
+                if any(target == f or target.startswith(f + ".") for f in forbidden):
+                    found.append(f"{module} imports {target}")
+    for module in MODULES:
+        if module.startswith(("oma_core.testing", "oma_core.cli")):
+            continue
+        found += [
+            f"{module} imports {target}"
+            for target in _imports(module, deferred=True)
+            if target.startswith("oma_core.cli")
+            and not module.startswith(tuple(_FORBIDDEN_BY_FOLDER))
+        ]
+    return found
+
+
+def test_each_folder_imports_only_the_layers_below_it() -> None:
+    assert _layer_violations() == []
+
+
+def test_the_layer_check_finds_a_folder_reaching_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _imports
+
+    def reaching_up(name: str, **options: bool) -> set[str]:
+        extra = {"oma_core._runner"} if name == "oma_core.http._client" else set()
+        return real(name, **options) | extra
+
+    monkeypatch.setitem(globals(), "_imports", reaching_up)
+    assert _layer_violations() == ["oma_core.http._client imports oma_core._runner"]

@@ -75,7 +75,7 @@ def test_a_class_documented_on_two_pages_is_a_problem(tmp_path: Path) -> None:
     _reference(tmp_path, "messages", "oma_core.messages.TextBlock")
     _reference(tmp_path, "plugins", "oma_core.TextBlock")
     (problem,) = docs_layout.reference_problems(tmp_path)
-    assert "oma_core.messages.TextBlock is documented 2 times" in problem
+    assert "oma_core._model.TextBlock is documented 2 times" in problem
 
 
 def test_a_private_heading_is_a_problem(tmp_path: Path) -> None:

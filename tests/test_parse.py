@@ -13,7 +13,8 @@ from _builders import (
     user,
 )
 
-import oma_core._parse as parse_module
+import oma_core._model as parse_module
+import oma_core._sources as sources_module
 from oma_core import (
     Base64Source,
     ImageBlock,
@@ -29,7 +30,15 @@ from oma_core.messages import FilePart, MediaSource, ToolResultPart
 from oma_core.serialization import message_converter
 
 CORE = pathlib.Path(__file__).resolve().parent.parent / "oma_core"
-MODEL_MODULES = ("messages", "_parse", "validation", "serialization", "media", "_checks")
+MODEL_MODULES = (
+    "messages",
+    "_model",
+    "_sources",
+    "validation",
+    "serialization",
+    "media",
+    "_checks",
+)
 
 
 def _runtime_imports(module: str) -> list[ast.ImportFrom]:
@@ -46,10 +55,10 @@ def _runtime_imports(module: str) -> list[ast.ImportFrom]:
     ]
 
 
-def test_the_classes_module_never_imports_the_parser_at_import_time() -> None:
-    """The parser builds the classes, so it imports them; the classes reach the parser only
-    from inside their constructors (no import cycle)."""
-    tree = ast.parse((CORE / "messages.py").read_text())
+def test_the_sources_stand_on_the_leaf_checks_only() -> None:
+    """The sources and shared field rules sit below the classes and their parser (one module,
+    ``_model``): nothing of the model imports back up (no import cycle)."""
+    tree = ast.parse((CORE / "_sources.py").read_text())
     imported = {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.level}
     assert imported <= {"_checks", "errors"}
 
@@ -77,20 +86,20 @@ def test_dicts_are_checked_exactly_once(monkeypatch: pytest.MonkeyPatch, png_bas
         calls.append(path)
         return check_base64(value, path)
 
-    monkeypatch.setattr(parse_module, "check_base64", counting)
+    monkeypatch.setattr(sources_module, "check_base64", counting)
     source = {"type": "base64", "media_type": "image/png", "data": png_base64}
     load_messages([{"role": "user", "content": [{"type": "image", "source": source}]}])
     assert calls == ["messages[0].content[0].source.data"]
 
     monkeypatch.undo()  # the second part counts through the real check again
     calls: list[str] = []
-    original = parse_module.check_base64
+    original = sources_module.check_base64
 
     def counting(value: object, path: str) -> str:
         calls.append(path)
         return original(value, path)
 
-    monkeypatch.setattr(parse_module, "check_base64", counting)
+    monkeypatch.setattr(sources_module, "check_base64", counting)
     source = {"type": "base64", "media_type": "image/png", "data": png_base64}
     load_messages(
         [user({"type": "image", "source": source}, {"type": "video", "source": VIDEO_SOURCE})]
@@ -107,17 +116,19 @@ def test_message_objects_inside_dicts_are_not_parsed_again(
         raise AssertionError("checked again")
 
     for name in ("check_base64", "check_media_type", "check_string", "check_url"):
-        monkeypatch.setattr(parse_module, name, forbidden)
+        for module in (parse_module, sources_module):
+            monkeypatch.setattr(module, name, forbidden, raising=False)
     (loaded,) = load_messages([{"role": "user", "content": [image]}])
     assert loaded.content[0] is image
 
+    monkeypatch.undo()  # the constructors share these checks: build the message unwatched
     message = LLMMessage("user", [ImageBlock(Base64Source("image/png", png_base64))])
 
     def forbidden(*args: object) -> str:
         raise AssertionError("checked again")
 
-    monkeypatch.setattr(parse_module, "check_base64", forbidden)
-    monkeypatch.setattr(parse_module, "check_media_type", forbidden)
+    monkeypatch.setattr(sources_module, "check_base64", forbidden)
+    monkeypatch.setattr(sources_module, "check_media_type", forbidden)
     monkeypatch.setattr(parse_module, "check_string", forbidden)
     assert load_messages([message])[0] is message
     assert load_messages([{"role": "user", "content": list(message.content)}])[0] == message

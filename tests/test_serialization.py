@@ -413,7 +413,7 @@ def test_optional_string_keys_given_as_none_mean_absent() -> None:
 def test_a_large_base64_video_is_scanned_once_and_never_copied(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from oma_core import _checks, _parse, messages
+    from oma_core import _checks, _sources
 
     scanned: list[int] = []
 
@@ -421,8 +421,7 @@ def test_a_large_base64_video_is_scanned_once_and_never_copied(
         scanned.append(len(value))  # type: ignore[arg-type]
         return _checks.check_base64(value, path)
 
-    monkeypatch.setattr(_parse, "check_base64", counting)  # dicts are checked here
-    monkeypatch.setattr(messages, "check_base64", counting)  # block objects built by hand
+    monkeypatch.setattr(_sources, "check_base64", counting)  # dicts are checked here
     data = "QUJD" * 2_000_000  # 8 MB
     messages = load_messages([user(video(b64_source(data, "video/mp4")))])
     assert scanned == [len(data)]

@@ -16,7 +16,8 @@ FACADES = ("oma_core", "oma_core.toolkit", "oma_core.http")
 
 
 def _type_checking_imports(module: ModuleType) -> dict[str, str]:
-    """name -> module (relative, without the dot) of the ``if TYPE_CHECKING:`` imports."""
+    """name -> module of the ``if TYPE_CHECKING:`` imports, relative to the facade's package
+    without the first dot (``_x`` for ``from ._x``, ``._x`` for ``from .._x``)."""
     source = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
     found: dict[str, str] = {}
     for node in source.body:
@@ -26,7 +27,8 @@ def _type_checking_imports(module: ModuleType) -> dict[str, str]:
                 if statement.module == "typing":
                     continue
                 for alias in statement.names:
-                    found[alias.asname or alias.name] = statement.module or ""
+                    up = "." * (statement.level - 1)
+                    found[alias.asname or alias.name] = up + (statement.module or "")
     return found
 
 
@@ -46,7 +48,6 @@ def test_type_checkers_see_each_name_from_the_module_it_loads_from(name: str) ->
 @pytest.mark.parametrize("name", FACADES)
 def test_every_name_loads_from_its_defining_module(name: str) -> None:
     module = importlib.import_module(name)
-    package = "oma_core"
     for exported, home in module._EXPORTS.items():
-        defining = importlib.import_module(f"{package}.{home}")
+        defining = importlib.import_module(f".{home}", module.__package__)
         assert getattr(module, exported) is getattr(defining, exported), exported

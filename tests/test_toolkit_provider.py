@@ -194,7 +194,10 @@ class TestHttpProvider:
 
 #: The helper modules behind ``oma_core.http`` and ``oma_core.processes`` (the toolkit's
 #: interfaces, Provider and Backend, are protocols).
-_HELPERS = ("_bounded", "_http", "_http_provider", "_ndjson", "_replies", "_sse", "processes")
+_HELPERS = (
+    *("http._bounded", "http._client", "http._provider", "http._ndjson", "http._replies"),
+    *("http._sse", "processes"),
+)
 
 
 def _async_helpers() -> Iterator[tuple[str, Any]]:
@@ -203,7 +206,7 @@ def _async_helpers() -> Iterator[tuple[str, Any]]:
 
     for surface in (oma_core.http, oma_core.processes):
         yield from _async_members(surface)
-    yield "next_chunk", importlib.import_module("oma_core._bounded").next_chunk
+    yield "next_chunk", importlib.import_module("oma_core.http._bounded").next_chunk
 
 
 def _async_members(surface: Any) -> Iterator[tuple[str, Any]]:

@@ -26,7 +26,8 @@ def described_messages(path: str) -> list[str] | None:
     import ijson  # type: ignore[import-untyped]
 
     from .._checks import DEFAULT_LIMITS
-    from .._parse import Budget, parse_message
+    from .._model import parse_message
+    from .._sources import Budget
     from ..default_plugins.echo import describe_message
     from ..errors import OmaError
 

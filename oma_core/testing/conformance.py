@@ -123,6 +123,7 @@ from .._settings import RunSettings
 from ..agent import Agent, AgentConfig, RunResult
 from ..capabilities import Capabilities, Mode, ProviderSpec
 from ..errors import InvalidMessageError, ProviderError, UnsupportedContentBlockError
+from ..messages import thaw_json
 from ..plugins import PluginHost
 from ..providers import (
     Provider,
@@ -531,7 +532,7 @@ class ProviderConformance(OutputConformance):
         calls = [e.block for e in events if isinstance(e, ToolCall)]
         assert [c.id for c in calls] == ["call_42"]
         assert calls[0].name == "forecast"
-        assert _plain(calls[0].input) == arguments
+        assert thaw_json(calls[0].input) == arguments
         assert calls[0] in whole.message.content
 
     async def test_agent_run_and_stream_give_the_same_result(self, server: FakeServer) -> None:
@@ -1109,7 +1110,7 @@ class ProviderConformance(OutputConformance):
             finally:
                 await provider.aclose()
             made = [b for b in response.message.content if b.type == "tool_use"]
-            assert [(b.name, _plain(b.input)) for b in made] == [("lookup", {"q": "x"})] * 2
+            assert [(b.name, thaw_json(b.input)) for b in made] == [("lookup", {"q": "x"})] * 2
             ids = [b.id for b in made]
             assert all(ids) and len(set(ids)) == 2, f"ids {ids} (streaming: {streaming})"
 
@@ -1134,7 +1135,7 @@ class ProviderConformance(OutputConformance):
         finally:
             await provider.aclose()
         made = [(i, e.block) for i, e in enumerate(events) if isinstance(e, ToolCall)]
-        assert [_plain(b.input) for _, b in made] == list(arguments), "the calls themselves"
+        assert [thaw_json(b.input) for _, b in made] == list(arguments), "the calls themselves"
         pieces: dict[int, list[tuple[int, ToolCallDelta]]] = {}
         for position, event in enumerate(events):
             if isinstance(event, ToolCallDelta):
@@ -1157,9 +1158,9 @@ class ProviderConformance(OutputConformance):
                 value = json.loads(joined)
             except ValueError:
                 value = joined
-            assert value == _plain(block.input), (
+            assert value == thaw_json(block.input), (
                 f"the pieces of index {index} join into {joined!r}, not the arguments of "
-                f"{block.id}: {_plain(block.input)}"
+                f"{block.id}: {thaw_json(block.input)}"
             )
             assert all(position < at for position, _ in its), f"pieces of {block.id} after it"
             assert {p.name for _, p in its} <= {None, block.name}, f"names of {block.id}"
@@ -1274,14 +1275,6 @@ def _scaffolding_declared(capabilities: Capabilities, sample: Sample) -> bool:
     except UnsupportedContentBlockError:
         return False
     return True
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 async def _drain(

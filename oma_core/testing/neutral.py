@@ -45,6 +45,7 @@ from ..messages import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    thaw_json,
 )
 from ..providers import OutputRequest, ProviderRequest, ToolDefinition, Usage
 from ..validation import load_messages
@@ -148,23 +149,15 @@ def differences(
         if want is not None and got != want:
             found.append(f"{name}: sent {want!r}, the service sees {got!r}")
     want, got = sent.output_schema, seen.output_schema
-    if (want is None) != (got is None) or _plain(want) != _plain(got):
+    if (want is None) != (got is None) or thaw_json(want) != thaw_json(got):
         found.append(
-            f"output_schema: sent {_plain(want)}, the service sees {_plain(got)}"
+            f"output_schema: sent {thaw_json(want)}, the service sees {thaw_json(got)}"
             if want is not None
-            else f"output_schema: sent none, the service sees {_plain(got)}"
+            else f"output_schema: sent none, the service sees {thaw_json(got)}"
         )
     found.extend(_tool_differences(seen.tools, sent.tools))
     found.extend(_message_differences(seen.messages, sent.messages, error_flag, media_among_texts))
     return found
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _tool_differences(
@@ -181,9 +174,9 @@ def _tool_differences(
             yield f"tools[{tool.name}].description: sent {tool.description!r}, " + (
                 f"the service sees {other.description!r}"
             )
-        if _plain(other.input_schema) != _plain(tool.input_schema):
-            yield f"tools[{tool.name}].input_schema: sent {_plain(tool.input_schema)}, " + (
-                f"the service sees {_plain(other.input_schema)}"
+        if thaw_json(other.input_schema) != thaw_json(tool.input_schema):
+            yield f"tools[{tool.name}].input_schema: sent {thaw_json(tool.input_schema)}, " + (
+                f"the service sees {thaw_json(other.input_schema)}"
             )
 
 
@@ -252,9 +245,9 @@ def _turn_differences(
     if len(calls_got) != len(calls_want):
         yield f"{where}: sent {len(calls_want)} tool calls, the service sees {len(calls_got)}"
     for call, other in zip(calls_want, calls_got, strict=False):
-        if (other.name, _plain(other.input)) != (call.name, _plain(call.input)):
-            yield f"{where}: the call {call.name}({_plain(call.input)}) arrives as " + (
-                f"{other.name}({_plain(other.input)})"
+        if (other.name, thaw_json(other.input)) != (call.name, thaw_json(call.input)):
+            yield f"{where}: the call {call.name}({thaw_json(call.input)}) arrives as " + (
+                f"{other.name}({thaw_json(other.input)})"
             )
         if not other.id:
             yield f"{where}: the call {call.id!r} arrives without an id"

@@ -25,8 +25,8 @@ from ._bounded import (
     invalid_utf8,
     too_large,
 )
+from ._client import StatusError, error_from_event, malformed_response
 from ._framed import aio_framed, httpx_framed
-from ._http import StatusError, error_from_event, malformed_response
 from ._sse import is_error_object
 
 if TYPE_CHECKING:

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ._http import malformed_response
-from .errors import ProviderError
-from .messages import (
+from ..errors import ProviderError
+from ..messages import (
     Base64Source,
     LLMMessage,
     MediaSource,
@@ -24,7 +23,8 @@ from .messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from .providers import ProviderEvent, ProviderResponse, ResponseComplete, ToolCall, Usage
+from ..providers import ProviderEvent, ProviderResponse, ResponseComplete, ToolCall, Usage
+from ._client import malformed_response
 
 __all__ = [
     "JsonView",

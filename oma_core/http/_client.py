@@ -27,6 +27,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
+from ..capabilities import CLIENT_OPTION_TYPES
+from ..errors import ProviderError
+from ..redaction import REDACTED, redact_text
+from ..retry import parse_retry_after
 from ._bounded import (
     ACCEPT_ENCODING,
     DEFAULT_FIRST_BYTE_TIMEOUT,
@@ -37,16 +41,12 @@ from ._bounded import (
     next_chunk,
     redirect_refused,
 )
-from .capabilities import CLIENT_OPTION_TYPES
-from .errors import ProviderError
-from .redaction import REDACTED, redact_text
-from .retry import parse_retry_after
 
 if TYPE_CHECKING:
     import aiohttp
     import httpx
 
-    from .providers import ProviderRequest
+    from ..providers import ProviderRequest
 
 _T = TypeVar("_T")
 
@@ -252,7 +252,7 @@ def request_secrets(request: ProviderRequest | None, api_key: str | None) -> tup
 
 
 def _request_strings(request: ProviderRequest) -> Iterator[str]:
-    from .messages import Base64Source, ReasoningBlock, TextBlock, ToolResultBlock
+    from ..messages import Base64Source, ReasoningBlock, TextBlock, ToolResultBlock
 
     if request.system_prompt:
         yield request.system_prompt
@@ -635,7 +635,7 @@ def pool_size(options: Mapping[str, Any], *, name: str) -> int:
     """``provider_options["max_connections"]``: how many connections a plugin's own client
     opens at most (calls past it queue); ``DEFAULT_MAX_CONNECTIONS`` when not given. A value
     that is not a whole number > 0 is a ``PluginError`` naming the plugin."""
-    from .errors import PluginError
+    from ..errors import PluginError
 
     value = options.get(POOL_OPTION)
     if value is None:
@@ -767,7 +767,7 @@ async def aio_post(
     (its body unread); closed on leaving. Anything else is raised as a ``ProviderError``
     once the reply is closed: a transport fault, a redirect (refused, not followed), an
     error status (its body read, bounded, and given to ``status_error`` if given). Shared by
-    ``aio_post_json`` and the streamed readers (``oma_core._framed``)."""
+    ``aio_post_json`` and the streamed readers (``oma_core.http._framed``)."""
     data = body if isinstance(body, bytes) else encode_json(body)
     error: ProviderError | None = None
     async with contextlib.AsyncExitStack() as stack:
@@ -842,7 +842,7 @@ async def aio_body(
 ) -> AsyncGenerator[bytes, None]:
     """An async generator: an aiohttp reply's body, decoded and counted by ``reader``, piece by
     piece; a reply silent for ``idle`` seconds fails with ``idle_timeout``. The one chunk
-    loop of ``aio_read_body`` and the streamed readers (``oma_core._framed``)."""
+    loop of ``aio_read_body`` and the streamed readers (``oma_core.http._framed``)."""
     chunks = response.content.iter_any().__aiter__()
     while True:
         try:

@@ -15,8 +15,9 @@ import contextlib
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from ..errors import ProviderError
 from ._bounded import DEFAULT_IDLE_TIMEOUT, BodyReader, ReadLimits
-from ._http import (
+from ._client import (
     StatusError,
     aio_body,
     aio_post,
@@ -26,7 +27,6 @@ from ._http import (
     json_headers,
     malformed_response,
 )
-from .errors import ProviderError
 
 if TYPE_CHECKING:
     import aiohttp

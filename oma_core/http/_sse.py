@@ -21,6 +21,7 @@ import json
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ProviderError
 from ._bounded import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_EVENT_BYTES,
@@ -29,9 +30,8 @@ from ._bounded import (
     invalid_utf8,
     too_large,
 )
+from ._client import StatusError, error_from_event, malformed_response
 from ._framed import aio_framed, httpx_framed
-from ._http import StatusError, error_from_event, malformed_response
-from .errors import ProviderError
 
 if TYPE_CHECKING:
     import aiohttp

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from .errors import PluginError, ProviderError
+from ..errors import PluginError, ProviderError
 
 __all__ = [
     "DEFAULT_FIRST_BYTE_TIMEOUT",

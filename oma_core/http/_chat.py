@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .providers import ToolDefinition, Usage
+from ..providers import ToolDefinition, Usage
 
 __all__ = ["chat_text", "chat_tools", "chat_usage"]
 

@@ -1,5 +1,5 @@
 """The run log as call middleware: each model call of a run updates the run's row in a
-``RunLog`` (``oma_core._run_log``).
+``RunLog`` (``oma_core._run_log``, whose ``plugin()`` builds it).
 
 Not a default plugin: it is registered only by whoever wants a log (``RunLog.plugin()``; the
 ``oma`` command registers one unless ``oma logs off``). It is ``tryfirst``, outside the
@@ -9,32 +9,51 @@ has one). The row is built and written in the log's writer thread (``RunLog.writ
 awaited, so the event loop never waits on SQLite and the row is in before the call returns. A
 log that cannot be written (a full disk, a lock held past the log's ``timeout``, a broken
 file) never fails the run: it is reported as a ``warning`` progress event.
+
+It sees the log through ``LogWriter``, the three members it uses, so it does not import
+``RunLog``'s module: the log imports its middleware, not the other way round.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Mapping
 from contextlib import aclosing
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import hookimpl
+from . import hookimpl
 
 if TYPE_CHECKING:
-    from .._calls import CallEvent, ModelCall, RunContext
-    from .._run_log import RunLog
+    from ._calls import CallEvent, ModelCall, RunContext
+    from ._media_store import MediaStore
 
-__all__ = ["RunLogger"]
+__all__ = ["LogWriter", "RunLogger"]
 
 _STATE = "oma.run_log"
+
+
+class LogWriter(Protocol):
+    """What ``RunLogger`` uses of a ``RunLog``: where it is, its media store, and a write
+    done in its writer thread."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def media(self) -> MediaStore | None: ...
+
+    async def write_soon(
+        self, make: Callable[[], tuple[Mapping[str, Any], Iterable[bytes]]]
+    ) -> list[str]: ...
 
 
 class RunLogger:
     """Writes each run that passes through it to ``log``."""
 
-    def __init__(self, log: RunLog) -> None:
+    def __init__(self, log: LogWriter) -> None:
         self.log = log
 
     @hookimpl(wrapper=True, tryfirst=True)
@@ -45,7 +64,7 @@ class RunLogger:
     async def _logged(
         self, events: AsyncGenerator[CallEvent, None], call: ModelCall, run: RunContext
     ) -> AsyncGenerator[CallEvent, None]:
-        from ..providers import ResponseComplete
+        from .providers import ResponseComplete
 
         state: dict[str, Any] = run.state.setdefault(
             _STATE, {"input": 0, "output": 0, "seconds": 0.0, "calls": 0, "attempts": 0}
@@ -103,10 +122,10 @@ class RunLogger:
         error: str | None,
         written: str,
     ) -> tuple[dict[str, Any], list[bytes]]:
-        from .._media_store import payloads
-        from ..messages import TextBlock
-        from ..redaction import redact_json, redact_text
-        from ..serialization import dump_messages
+        from ._media_store import payloads
+        from .messages import TextBlock
+        from .redaction import redact_json, redact_text
+        from .serialization import dump_messages
 
         request = call.request
         answer = None
@@ -148,7 +167,7 @@ def _settings(request: Any, run: RunContext) -> dict[str, Any]:
     looks like a secret (or is not JSON), is not kept: it is named under ``not_kept``."""
     import json
 
-    from ..redaction import REDACTED, redact_json, redact_url
+    from .redaction import REDACTED, redact_json, redact_url
 
     not_kept: list[str] = []
     settings: dict[str, Any] = {"model": request.model}
@@ -209,7 +228,7 @@ def _error_text(exc: BaseException) -> str:
 
     if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit):
         return "interrupted"
-    from ..redaction import redact_error
+    from .redaction import redact_error
 
     redacted = redact_error(exc)
     return f"{type(exc).__name__}: {redacted}"

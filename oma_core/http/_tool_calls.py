@@ -15,9 +15,9 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from ._http import malformed_response
-from .messages import ToolUseBlock
-from .providers import ToolCallDelta
+from ..messages import ToolUseBlock
+from ..providers import ToolCallDelta
+from ._client import malformed_response
 
 __all__ = ["ToolCallAssembler"]
 

@@ -45,20 +45,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_exports
+from .._lazy import lazy_exports
 
-# public name -> module (relative to this package) that defines it
+# public name -> module that defines it: a submodule of this package, or (".name") of oma_core
 _EXPORTS: dict[str, str] = {
     # the HttpProvider base and a spec's settings
-    "HttpProvider": "_http_provider",
-    "provider_settings": "_resolution",
-    "check_api_key": "_resolution",
+    "HttpProvider": "_provider",
+    "provider_settings": "._resolution",
+    "check_api_key": "._resolution",
     # httpx
-    "HttpTimeouts": "_http",
-    "http_client": "_http",
-    "LoopLocalClient": "_http",
-    "CLIENT_OPTIONS": "_http",
-    "post_json": "_http",
+    "HttpTimeouts": "_client",
+    "http_client": "_client",
+    "LoopLocalClient": "_client",
+    "CLIENT_OPTIONS": "_client",
+    "post_json": "_client",
     "stream_sse": "_sse",
     "sse_events": "_sse",
     "event_json": "_sse",
@@ -67,30 +67,30 @@ _EXPORTS: dict[str, str] = {
     "line_json": "_ndjson",
     "LineSplitter": "_ndjson",
     # aiohttp
-    "AioHttpClient": "_http",
-    "aio_post_json": "_http",
+    "AioHttpClient": "_client",
+    "aio_post_json": "_client",
     "aio_stream_sse": "_sse",
     "aio_stream_ndjson": "_ndjson",
-    "aio_read_body": "_http",
-    "StatusError": "_http",
+    "aio_read_body": "_client",
+    "StatusError": "_client",
     "SSEMessage": "_sse",
     "SSEParser": "_sse",
-    "pool_size": "_http",
-    "POOL_OPTION": "_http",
+    "pool_size": "_client",
+    "POOL_OPTION": "_client",
     # failures as ProviderError
-    "error_from_response": "_http",
-    "error_from_streamed_response": "_http",
-    "error_from_event": "_http",
-    "error_from_exception": "_http",
-    "malformed_response": "_http",
-    "scrub": "_http",
-    "request_secrets": "_http",
-    "innermost_cause": "_http",
-    "is_transport_error": "_http",
-    "error_fields": "_http",
-    "encode_json": "_http",
-    "parse_retry_after": "retry",
-    "retry_delay": "_http",
+    "error_from_response": "_client",
+    "error_from_streamed_response": "_client",
+    "error_from_event": "_client",
+    "error_from_exception": "_client",
+    "malformed_response": "_client",
+    "scrub": "_client",
+    "request_secrets": "_client",
+    "innermost_cause": "_client",
+    "is_transport_error": "_client",
+    "error_fields": "_client",
+    "encode_json": "_client",
+    "parse_retry_after": ".retry",
+    "retry_delay": "_client",
     # the mapping
     "JsonView": "_replies",
     "ToolCallAssembler": "_tool_calls",
@@ -115,7 +115,7 @@ _EXPORTS: dict[str, str] = {
     "invalid_utf8": "_bounded",
     "DEFAULT_FIRST_BYTE_TIMEOUT": "_bounded",
     "DEFAULT_IDLE_TIMEOUT": "_bounded",
-    "timeout_error": "_http",
+    "timeout_error": "_client",
     "idle_timeout": "_bounded",
 }
 
@@ -189,6 +189,13 @@ __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, __all__)
 
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
+    from .._resolution import (
+        check_api_key,
+        provider_settings,
+    )
+    from ..retry import (
+        parse_retry_after,
+    )
     from ._bounded import (
         DEFAULT_FIRST_BYTE_TIMEOUT,
         DEFAULT_IDLE_TIMEOUT,
@@ -207,7 +214,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         chat_tools,
         chat_usage,
     )
-    from ._http import (
+    from ._client import (
         CLIENT_OPTIONS,
         POOL_OPTION,
         AioHttpClient,
@@ -233,15 +240,15 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         scrub,
         timeout_error,
     )
-    from ._http_provider import (
-        HttpProvider,
-    )
     from ._ndjson import (
         LineSplitter,
         aio_stream_ndjson,
         line_json,
         ndjson_lines,
         stream_ndjson,
+    )
+    from ._provider import (
+        HttpProvider,
     )
     from ._replies import (
         JsonView,
@@ -251,10 +258,6 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         stream_end,
         tool_call_events,
         tool_result_text,
-    )
-    from ._resolution import (
-        check_api_key,
-        provider_settings,
     )
     from ._sse import (
         DEFAULT_MAX_EVENT_BYTES,
@@ -267,7 +270,4 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from ._tool_calls import (
         ToolCallAssembler,
-    )
-    from .retry import (
-        parse_retry_after,
     )

@@ -13,19 +13,19 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._resolution import provider_settings
 from ._bounded import ReadLimits
-from ._http import CLIENT_OPTIONS, LoopLocalClient, post_json
+from ._client import CLIENT_OPTIONS, LoopLocalClient, post_json
 from ._ndjson import stream_ndjson
 from ._replies import missing_api_key
-from ._resolution import provider_settings
 from ._sse import stream_sse
 
 if TYPE_CHECKING:
     import httpx
     from httpx_sse import ServerSentEvent
 
-    from .capabilities import ProviderSpec
-    from .providers import ProviderEvent, ProviderRequest, ProviderResponse, ProviderSettings
+    from ..capabilities import ProviderSpec
+    from ..providers import ProviderEvent, ProviderRequest, ProviderResponse, ProviderSettings
 
 __all__ = ["HttpProvider"]
 
