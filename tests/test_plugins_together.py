@@ -21,6 +21,7 @@ import pytest
 
 from oma_core import PluginHost
 from oma_core.cli import capability_matrix
+from oma_core.stores import store_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,9 +78,11 @@ def test_each_plugin_is_discovered_through_its_entry_point(distribution: str) ->
     entry_points = DISTRIBUTIONS[distribution]["entry-points"]["oma"]
     loaded = {info.name: info for info in host.plugin_info() if info.distribution == distribution}
     assert set(loaded) == set(entry_points)
+    stores = {plugin for _, plugin in store_specs(host).values()}
     for info in loaded.values():
         assert not info.builtin
-        assert info.providers or info.backends or info.executors or info.toolsets, info
+        offers = info.providers or info.backends or info.executors or info.toolsets
+        assert offers or info.name in stores, info
 
 
 @pytest.mark.usefixtures("every_plugin")
