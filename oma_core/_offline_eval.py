@@ -199,7 +199,9 @@ class _Evaluation:
         if kept is None:
             from ._payloads import build_payload
 
-            kept = (input_json(case.input), build_payload(case.input, "full"))
+            value = case.input
+            text = value if isinstance(value, str) else build_payload(value, "full")
+            kept = (input_json(value), text)
             self.inputs[id(case)] = kept
         return kept
 
