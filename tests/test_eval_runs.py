@@ -107,10 +107,8 @@ async def test_two_configs_on_media_cases_give_the_figures_their_replies_imply(
         ("pdf", "good"),
         ("pdf", "poor"),
     ]
-    assert [c.output for c in report.cases] == ["hello there", "hello", "a cat", "a dog"] + [
-        "on Friday",
-        "soon",
-    ]
+    outputs = ["hello there", "hello", "a cat", "a dog", "on Friday", "soon"]
+    assert [c.output for c in report.cases] == outputs
     usages = {
         "good": await direct_usage(media_dataset, good),
         "poor": await direct_usage(media_dataset, poor),
