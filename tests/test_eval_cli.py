@@ -168,3 +168,23 @@ def test_a_report_that_is_not_one_exits_2(tmp_path: Path) -> None:
     path.write_text('{"format": "something else"}')
     result = oma("eval", "show", str(path))
     assert result.exit_code == 2 and "format" in result.stderr
+
+
+def test_a_judge_scores_each_case_and_its_cost_is_counted(tmp_path: Path) -> None:
+    verdict = json.dumps({"score": 0.5, "reasons": ["half right"]})
+    path = tmp_path / "report.json"
+    result = oma(
+        "eval", "run", EXAMPLE, "-m", "echo", "--judge", "Is it right?",
+        "--judge-model", "scripted", "-O", "responses", json.dumps([verdict]),
+        "--pass-mark", "judge", "0.5", "--price", "echo", "1", "1",
+        "--price", "scripted", "1000", "1000", "-o", str(path),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = EvalReport.from_json(path.read_text(encoding="utf-8"))
+    assert report.scorers == ("judge",)
+    assert {c.scores["judge"] for c in report.cases} == {Score(0.5, "half right")}
+    assert all((c.judge_cost or 0) > 0 for c in report.cases)
+    runs = sum(c.cost or 0 for c in report.cases)
+    judged = sum(c.judge_cost or 0 for c in report.cases)
+    assert report.spent == pytest.approx(runs + judged)
+    assert report.summary()[0]["pass_rate"] == 1.0

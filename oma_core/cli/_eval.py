@@ -154,8 +154,9 @@ def run(
     host = PluginHost.default()
     loaded = Dataset.load(dataset)
     configs = [_config(model, options, host) for model in models]
-    _check_options(options, configs, host)
-    chosen = _scorers(scorers, rubric, judge_model or models[0], options, host)
+    grader = _config(judge_model or models[0], options, host) if rubric is not None else None
+    _check_options(options, [*configs, *([grader] if grader else [])], host)
+    chosen = _scorers(scorers, rubric, grader, host)
     estimate = _pricing(prices, [*models, *([judge_model or models[0]] if rubric else [])])
     if max_cost is not None and estimate is None:
         usage("--max-cost needs --price MODEL IN OUT for each model to price the calls")
@@ -221,11 +222,7 @@ def _check_options(
 
 
 def _scorers(
-    names: Sequence[str],
-    rubric: str | None,
-    judge_model: str,
-    options: Sequence[tuple[str, str]],
-    host: PluginHost,
+    names: Sequence[str], rubric: str | None, grader: AgentConfig | None, host: PluginHost
 ) -> dict[str, Any]:
     from .._eval_scorers import BUILT_IN_SCORERS
 
@@ -239,12 +236,12 @@ def _scorers(
         if name not in known:
             usage(f"--scorer {name} is not a scorer (known: {', '.join(sorted(known))})")
         chosen[name] = known[name]
-    if rubric is not None:
+    if rubric is not None and grader is not None:
         from .._judge import judge
 
         if not rubric.strip():
             usage("--judge needs a rubric (the text the judge grades against)")
-        chosen["judge"] = judge(_config(judge_model, options, host), rubric, plugins=host)
+        chosen["judge"] = judge(grader, rubric, plugins=host)
     return chosen
 
 
