@@ -25,6 +25,11 @@ Evaluation observes only: it runs in asyncio tasks after the run returned, throu
 queue (cases beyond ``max_queue`` are dropped and counted) that ``max_concurrency``
 worker tasks take cases from. A scorer or result sink that raises or times out is counted in
 ``stats().failed`` and skipped.
+
+Offline evaluation lives here too (see docs/offline-evaluation.md): ``Dataset`` cases run on
+several configs by ``evaluate`` into an ``EvalReport``, the built-in scorers (``exact``,
+``contains``, ``regex``, ``json_equal``, ``schema_valid``) and the CI gate (``GatePolicy``,
+``check_gate``).
 """
 
 from __future__ import annotations
