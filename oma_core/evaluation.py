@@ -25,6 +25,11 @@ Evaluation observes only: it runs in asyncio tasks after the run returned, throu
 queue (cases beyond ``max_queue`` are dropped and counted) that ``max_concurrency``
 worker tasks take cases from. A scorer or result sink that raises or times out is counted in
 ``stats().failed`` and skipped.
+
+Offline evaluation lives here too (see docs/offline-evaluation.md): ``Dataset`` cases run on
+several configs by ``evaluate`` into an ``EvalReport``, the built-in scorers (``exact``,
+``contains``, ``regex``, ``json_equal``, ``schema_valid``) and the CI gate (``GatePolicy``,
+``check_gate``).
 """
 
 from __future__ import annotations
@@ -42,9 +47,15 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
+from ._datasets import Dataset, DatasetCase, InvalidDatasetError
+from ._eval_gate import GatePolicy, GateRule, InvalidPolicyError, check_gate
+from ._eval_html import report_html
+from ._eval_report import CaseResult, EvalReport, InvalidReportError
+from ._eval_scorers import OfflineCase, contains, exact, json_equal, regex, schema_valid
 from ._eval_types import EvalCase, EvalResult, Score
 from ._isolation import Outcome, contained
 from ._judge import JUDGE_PROMPT, Judge, PayloadWithheldError, Verdict, judge
+from ._offline_eval import evaluate
 from ._payloads import build_payload
 from .errors import BudgetExceededError
 from .redaction import DEFAULT_LIMIT, redact_json, redact_text
@@ -57,11 +68,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JUDGE_PROMPT",
+    "CaseResult",
+    "Dataset",
+    "DatasetCase",
     "EvalCase",
+    "EvalReport",
     "EvalResult",
     "EvaluationStats",
     "Evaluator",
+    "GatePolicy",
+    "GateRule",
+    "InvalidDatasetError",
+    "InvalidPolicyError",
+    "InvalidReportError",
     "Judge",
+    "OfflineCase",
     "OnlineEvaluationConfig",
     "PayloadWithheldError",
     "Score",
@@ -69,7 +90,15 @@ __all__ = [
     "StorePayloads",
     "Verdict",
     "build_payload",
+    "check_gate",
+    "contains",
+    "evaluate",
+    "exact",
+    "json_equal",
     "judge",
+    "regex",
+    "report_html",
+    "schema_valid",
 ]
 
 _log = logging.getLogger("oma.evaluation")

@@ -21,6 +21,7 @@ import click
 
 from .. import __version__
 from ._chat import chat
+from ._eval import eval_group
 from ._keys import keys
 from ._logs import logs
 from ._mcp import mcp
@@ -140,6 +141,7 @@ def cli() -> None:
 
 for _command in (
     *(run, chat, validate, render, plugins, models, keys, logs, mcp, tasks, team, templates),
+    eval_group,
 ):
     cli.add_command(_command)
 
