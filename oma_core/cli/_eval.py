@@ -424,7 +424,8 @@ def _write(path: str, text: str) -> None:
     if path == "-":
         click.echo(text, nl=False)
         return
-    try:
+    try:  # a report's folder is made, as `-o reports/today.json` in CI expects
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text, encoding="utf-8")
     except OSError as error:
         usage(f"cannot write {path}: {error.strerror or error}")
