@@ -158,6 +158,10 @@ THINKING_KINDS = ("never", "optional", "always")
 SAMPLING_SETTINGS = ("temperature", "top_p", "top_k", "stop")
 
 
+def _name_set(value: Iterable[str]) -> frozenset[str]:
+    return frozenset((value,) if isinstance(value, str) else value)
+
+
 def _names(value: Iterable[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
@@ -181,8 +185,8 @@ class ModelRules:
     models: tuple[str, ...] = attrs.field(converter=_names)
     thinking: str = attrs.field(default="optional", validator=attrs.validators.in_(THINKING_KINDS))
     budget: bool = True
-    refuses: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
-    refuses_while_thinking: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    refuses: frozenset[str] = attrs.field(default=frozenset(), converter=_name_set)
+    refuses_while_thinking: frozenset[str] = attrs.field(default=frozenset(), converter=_name_set)
     exclusive: tuple[str, ...] = attrs.field(default=(), converter=_names)
     source: str = ""
 
