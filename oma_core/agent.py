@@ -430,6 +430,8 @@ class Agent(Generic[OutputT]):
             )
             model = config.model or getattr(provider, "default_model", None)
             owned = False
+        # a model that cannot take the thinking asked for is refused before any request
+        capabilities.check_thinking(config.thinking, model, display_name)
         return ModelTarget(
             provider=provider,
             provider_name=provider_name,

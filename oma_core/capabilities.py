@@ -7,12 +7,14 @@ provider cannot carry raises ``UnsupportedContentBlockError``. Nothing is droppe
 from __future__ import annotations
 
 import enum
+import fnmatch
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .errors import MediaTooLargeError, UnsupportedContentBlockError
+from .errors import MediaTooLargeError, UnsupportedContentBlockError, UsageError
 from .media import decoded_size
 from .messages import (
     AudioBlock,
@@ -38,9 +40,11 @@ __all__ = [
     "Capabilities",
     "MediaLimit",
     "Mode",
+    "ModelRules",
     "OptionSpec",
     "OptionSpecs",
     "ProviderSpec",
+    "UnsupportedSettingError",
 ]
 
 #: The pseudo-role of a part inside a tool result (an image or a file a tool returned).
@@ -124,6 +128,118 @@ class MediaLimit:
         return f"{self.name} of {self.max_bytes} bytes{counted} {per}"
 
 
+class UnsupportedSettingError(UsageError):
+    """A model cannot take a setting (``AgentConfig.thinking``, or a sampling setting whose
+    absence would change the answer's meaning); raised locally, before any request is sent.
+
+    ``provider`` names the provider, ``model`` the model (None: the provider's default),
+    ``setting`` the setting ("thinking", "max_tokens"...) and ``value`` what was asked.
+    """
+
+    code = "UNSUPPORTED_SETTING"
+
+    def __init__(
+        self, provider: str, setting: str, value: object, reason: str, *, model: str | None = None
+    ) -> None:
+        self.provider = provider
+        self.setting = setting
+        self.value = value
+        self.model = model
+        self.reason = reason
+        on = f" for model {model}" if model else ""
+        super().__init__(f"{provider} cannot take {setting}={value!r}{on}: {reason}")
+
+
+#: How a model family thinks: it cannot ("never"), it may or may not ("optional"), or it
+#: always does and cannot be told not to ("always").
+THINKING_KINDS = ("never", "optional", "always")
+#: Sampling settings a model may refuse (``ModelRules.refuses``): the portable ``temperature``
+#: and ``stop``, and the services' own ``top_p`` and ``top_k`` when given as options.
+SAMPLING_SETTINGS = ("temperature", "top_p", "top_k", "stop")
+
+
+def _name_set(value: Iterable[str]) -> frozenset[str]:
+    return frozenset((value,) if isinstance(value, str) else value)
+
+
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@attrs.frozen
+class ModelRules:
+    """What one family of a provider's models accepts, from the service's documentation.
+
+    ``models`` are glob patterns (``fnmatch``, case-sensitive) matched against the model id;
+    a provider's ``Capabilities.models`` is read in order and the first family that matches
+    applies (a model no family matches is sent as asked, for the service to judge).
+    ``thinking`` says how the family thinks (``THINKING_KINDS``): ``AgentConfig.thinking``
+    other than "off" is refused before any request for "never", and "off" for "always".
+    ``budget`` False: the family takes a level, not a token budget (a budget is refused).
+    ``refuses``: settings the family does not take at all; ``refuses_while_thinking``: those
+    it does not take while it thinks; ``exclusive``: settings of which it takes one (the first
+    given, in this order). A provider leaves such a setting out with a one-line note
+    (``leave_out``). ``source`` names the documentation the rule follows.
+    """
+
+    models: tuple[str, ...] = attrs.field(converter=_names)
+    thinking: str = attrs.field(default="optional", validator=attrs.validators.in_(THINKING_KINDS))
+    budget: bool = True
+    refuses: frozenset[str] = attrs.field(default=frozenset(), converter=_name_set)
+    refuses_while_thinking: frozenset[str] = attrs.field(default=frozenset(), converter=_name_set)
+    exclusive: tuple[str, ...] = attrs.field(default=(), converter=_names)
+    source: str = ""
+
+    def matches(self, model: str) -> bool:
+        """Whether ``model`` belongs to this family."""
+        return any(fnmatch.fnmatchcase(model, pattern) for pattern in self.models)
+
+    def refused(self, given: Iterable[str], *, thinking: bool) -> list[str]:
+        """Of the settings ``given`` (names, in the order they are written), those this family
+        does not take: refused outright, refused while ``thinking``, or past the first of an
+        ``exclusive`` group."""
+        given = list(given)
+        refused = [name for name in given if name in self.refuses]
+        if thinking:
+            refused += [n for n in given if n in self.refuses_while_thinking and n not in refused]
+        kept = [n for n in self.exclusive if n in given and n not in refused]
+        refused += kept[1:]
+        return refused
+
+    def leave_out(
+        self,
+        body: dict[str, Any],
+        names: Mapping[str, str],
+        *,
+        thinking: bool,
+        model: str,
+        logger: logging.Logger,
+    ) -> list[str]:
+        """Remove from ``body`` the settings this family does not take, logging one line each
+        at WARNING on ``logger``; returns the settings left out.
+
+        ``names`` maps a setting's portable name ("temperature", "stop") to its key in
+        ``body`` ("stop_sequences"); a setting absent from ``body`` is not counted.
+        """
+        present = [name for name, key in names.items() if key in body]
+        left_out = self.refused(present, thinking=thinking)
+        for name in left_out:
+            del body[names[name]]
+            logger.warning("%s: %s left out: %s", model, name, self._why(name, thinking))
+        return left_out
+
+    def _why(self, name: str, thinking: bool) -> str:
+        if name in self.refuses:
+            return "the model does not take it"
+        if thinking and name in self.refuses_while_thinking:
+            return "the model does not take it while it thinks"
+        return "the model takes only one of " + ", ".join(self.exclusive)
+
+
+def _rules_tuple(rules: Iterable[ModelRules]) -> tuple[ModelRules, ...]:
+    return tuple(rules)
+
+
 def _output_modes(modes: Iterable[str]) -> frozenset[str]:
     chosen = frozenset(modes)
     unknown = chosen - {"native", "tool", "prompted"}
@@ -152,6 +268,40 @@ class Capabilities:
     output_modes: frozenset[str] = attrs.field(
         default=frozenset({"prompted"}), converter=_output_modes
     )
+    #: Whether the provider maps ``AgentConfig.thinking`` to its wire (some of its models can
+    #: think). False: any thinking but "off" is refused when a run starts, before any request.
+    thinking: bool = False
+    #: Per model family, what the provider's models accept (``ModelRules``), first match wins.
+    models: tuple[ModelRules, ...] = attrs.field(default=(), converter=_rules_tuple)
+
+    def rules_for(self, model: str | None) -> ModelRules | None:
+        """The first family of ``models`` that ``model`` belongs to, or None."""
+        if model is None:
+            return None
+        return next((rules for rules in self.models if rules.matches(model)), None)
+
+    def check_thinking(self, thinking: str | int | None, model: str | None, provider: str) -> None:
+        """Raise ``UnsupportedSettingError`` when ``model`` on ``provider`` cannot take
+        ``thinking`` (an ``AgentConfig.thinking`` value): the provider maps no thinking, or the
+        model's family cannot think, cannot stop thinking, or takes no token budget."""
+        if thinking is None or (thinking == "off" and not self.thinking):
+            return
+        if not self.thinking:
+            raise UnsupportedSettingError(
+                provider, "thinking", thinking, "the provider has no thinking setting", model=model
+            )
+        rules = self.rules_for(model)
+        if rules is None:
+            return
+        reason = None
+        if rules.thinking == "never" and thinking != "off":
+            reason = 'the model cannot think; leave thinking unset or "off"'
+        elif rules.thinking == "always" and thinking == "off":
+            reason = "the model always thinks; it cannot be turned off"
+        elif isinstance(thinking, int) and not rules.budget:
+            reason = 'the model takes a level ("low", "medium" or "high"), not a token budget'
+        if reason is not None:
+            raise UnsupportedSettingError(provider, "thinking", thinking, reason, model=model)
 
     def find(self, block_type: str, role: str) -> tuple[BlockSupport, ...]:
         return tuple(b for b in self.blocks if b.block_type == block_type and role in b.roles)
@@ -294,7 +444,8 @@ class Capabilities:
                 BlockSupport("reasoning", frozenset({"assistant"})),
                 BlockSupport("image", frozenset({IN_TOOL_RESULT})),
                 BlockSupport("file", frozenset({IN_TOOL_RESULT})),
-            )
+            ),
+            thinking=True,
         )
 
     @classmethod

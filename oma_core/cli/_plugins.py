@@ -57,6 +57,29 @@ def capability_matrix(capabilities: Capabilities) -> dict[str, str]:
     return matrix
 
 
+def thinking_report(capabilities: Capabilities) -> dict[str, Any]:
+    """What ``oma plugins --json`` says of a provider's thinking: ``thinking`` (it maps
+    ``AgentConfig.thinking``), ``reasoning`` (how reasoning blocks go back to it: "native" or
+    "refused") and ``model_rules``, its model families as ``ModelRules`` declare them."""
+    mode = capabilities.mode("reasoning", "assistant")
+    return {
+        "thinking": capabilities.thinking,
+        "reasoning": "refused" if mode is None else mode.value,
+        "model_rules": [
+            {
+                "models": list(rules.models),
+                "thinking": rules.thinking,
+                "budget": rules.budget,
+                "refuses": sorted(rules.refuses),
+                "refuses_while_thinking": sorted(rules.refuses_while_thinking),
+                "exclusive": list(rules.exclusive),
+                "source": rules.source,
+            }
+            for rules in capabilities.models
+        ],
+    }
+
+
 # -- helpers -----------------------------------------------------------------------------------
 
 
@@ -115,6 +138,7 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
                 "default_base_url": spec.default_base_url,
                 "capabilities": capability_matrix(spec.capabilities),
                 "output_modes": sorted(spec.capabilities.output_modes),
+                **thinking_report(spec.capabilities),
             }
             for name, spec in host.provider_specs().items()
         },
@@ -216,6 +240,8 @@ def _print_plugins(report: dict[str, Any]) -> None:
             _print_wrapped(console, f"{name}: ", cells, width, indent=2)
     if short:
         console.print("fwd: forwarded for the service to judge; no: refused before any request")
+    console.print()
+    _print_thinking(console, report)
 
     if report["backends"]:
         from rich import box
@@ -244,6 +270,42 @@ def _print_plugins(report: dict[str, Any]) -> None:
             f"[red]failed to load[/red] {escape(failure['name'] + where)} at "
             f"{failure['stage']}: {escape(failure['error'])}"
         )  # folded at the width
+
+
+def _print_thinking(console: Console, report: dict[str, Any]) -> None:
+    """Per provider: whether it maps ``AgentConfig.thinking``, whether reasoning blocks go
+    back to it, and how many model families it has rules for."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = [
+        (
+            name,
+            "yes" if entry["thinking"] else "no",
+            "yes" if entry["reasoning"] != "refused" else "no",
+            str(len(entry["model_rules"])),
+        )
+        for name, entry in report["providers"].items()
+    ]
+    table = Table(
+        title="Thinking and reasoning",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+    )
+    for column in ("provider", "thinking", "reasoning", "model rules"):
+        table.add_column(column, no_wrap=True)
+    for name, *cells in rows:
+        table.add_row(escape(name), *cells)
+    if _fits(console, table):
+        console.print(table)
+        return
+    console.print("[bold]Thinking and reasoning[/bold]")
+    for name, thinking, reasoning, rules in rows:
+        cells = [f"thinking {thinking}", f"reasoning {reasoning}", f"model rules {rules}"]
+        _print_wrapped(console, f"{name}: ", cells, console.width, indent=2)
 
 
 def _fits(console: Console, table: Table) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from oma_core import Capabilities
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
+from .thinking import MODEL_RULES
+
 __all__ = [
     "CAPABILITIES",
     "DISPLAY_NAME",
@@ -75,4 +77,7 @@ CAPABILITIES = Capabilities(
     ),
     # output_config.format (native), a forced tool (tool, for models without native)
     output_modes=frozenset({"native", "tool", "prompted"}),
+    # AgentConfig.thinking, mapped per model family (thinking.py)
+    thinking=True,
+    models=MODEL_RULES,
 )

@@ -33,6 +33,7 @@ from oma_core.toolkit import ProviderRequest, ProviderResponse
 
 from .capabilities import DISPLAY_NAME, PROVIDER
 from .output import add_output
+from .thinking import add_thinking, leave_out_refused
 
 __all__ = [
     "BODY_OPTIONS",
@@ -82,7 +83,9 @@ def build_body(
 
     ``options`` are the provider's options with the request's own merged over them
     (``extra_body`` entries last, overriding); the request's portable ``max_tokens``,
-    ``temperature`` and ``stop`` (sent as ``stop_sequences``) override them all. Keys come in
+    ``temperature`` and ``stop`` (sent as ``stop_sequences``) override them all, and
+    ``thinking`` is mapped per model family, which also leaves out the sampling settings the
+    model refuses (``oma_anthropic.thinking``). Keys come in
     the order the SDK sends them: ``max_tokens``, ``messages``, ``model``, then the parameters
     the SDK knows (``sdk_keys``) alphabetically, then the others alphabetically; so
     ``json.dumps`` of this dict, compact, equals the bytes the SDK puts on the wire.
@@ -119,6 +122,16 @@ def build_body(
         optional["temperature"] = request.temperature
     if request.stop is not None:
         optional["stop_sequences"] = list(request.stop)
+    given = request.max_tokens is not None or "max_tokens" in options
+    body["max_tokens"] = add_thinking(
+        optional,
+        request.thinking,
+        body["model"],
+        body["max_tokens"],
+        max_tokens_given=given or "max_tokens" in (options.get("extra_body") or {}),
+        provider=DISPLAY_NAME,
+    )
+    leave_out_refused(optional, body["model"])
     if request.output is not None:
         add_output(optional, request.output, body["model"])
     for key in sorted(optional, key=lambda k: (k not in sdk_keys, k)):

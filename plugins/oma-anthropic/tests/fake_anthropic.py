@@ -279,6 +279,7 @@ def _check_body(body: dict[str, Any]) -> None:
     if "tools" in body:
         _check_tools(body["tools"])
     _check_tool_choice(body)
+    _check_thinking(body)
     if "output_config" in body:
         _check_output_config(body["output_config"])
     messages = body["messages"]
@@ -351,6 +352,55 @@ def _check_tool_choice(body: dict[str, Any]) -> None:
     forced = kind in ("any", "tool")
     if forced and isinstance(thinking, dict) and thinking.get("type") != "disabled":
         raise _Refused("Thinking may not be enabled when tool_choice forces tool use.")
+
+
+#: Per the models and thinking documentation: the models that think adaptively only (and refuse
+#: sampling settings), those that think adaptively or by budget, those that cannot think.
+_ADAPTIVE_ONLY = re.compile(r"claude-(opus-4-[78]|(opus|sonnet|haiku|fable|mythos)-5|mythos)")
+_ADAPTIVE_TOO = re.compile(r"claude-(opus|sonnet)-4-6")
+_ONE_SAMPLER = re.compile(r"claude-(opus|sonnet|haiku)-4-[56]|claude-opus-4-1")
+_NO_THINKING = re.compile(r"claude-3-(5|haiku|opus|sonnet)")
+_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
+
+def _check_thinking(body: dict[str, Any]) -> None:
+    """``thinking`` as ``ThinkingConfigParam`` types it, each model's documented modes, the
+    sampling settings each refuses, and ``output_config.effort``'s values."""
+    model, thinking = body["model"], body.get("thinking")
+    newest = _ADAPTIVE_ONLY.match(model)
+    for key in ("temperature", "top_p", "top_k"):
+        if newest and key in body:
+            raise _Refused(f"`{key}` is deprecated for this model.")
+    if _ONE_SAMPLER.match(model) and "temperature" in body and "top_p" in body:
+        raise _Refused("`temperature` and `top_p` cannot both be specified for this model.")
+    effort = (body.get("output_config") or {}).get("effort")
+    if effort is not None and effort not in _EFFORTS:
+        raise _Refused("output_config.effort: Input should be 'low', 'medium', 'high', ...")
+    if thinking is None:
+        return
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind not in ("enabled", "disabled", "adaptive", "between_tools"):
+        raise _Refused("thinking: Input tag does not match any of the expected tags")
+    if kind == "disabled":
+        if newest:
+            raise _Refused("thinking.type: 'disabled' is not supported for this model.")
+        return
+    if _NO_THINKING.match(model):
+        raise _Refused(f"thinking: {model} does not support thinking.")
+    if kind == "enabled":
+        budget = thinking.get("budget_tokens")
+        if newest:
+            raise _Refused("thinking.type.enabled is not supported for this model; use adaptive.")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1024:
+            raise _Refused("thinking.enabled.budget_tokens: Input should be >= 1024")
+        if budget >= body["max_tokens"]:
+            raise _Refused("`max_tokens` must be greater than `thinking.budget_tokens`.")
+    elif kind == "adaptive" and not (newest or _ADAPTIVE_TOO.match(model)):
+        raise _Refused(f"thinking.type: adaptive thinking is not supported on {model}.")
+    if body.get("temperature", 1) != 1:
+        raise _Refused("`temperature` may only be set to 1 when thinking is enabled.")
+    if "top_k" in body:
+        raise _Refused("`top_k` is not supported when thinking is enabled.")
 
 
 def _check_output_config(config: Any) -> None:

@@ -195,16 +195,16 @@ async def test_system_prompt_tools_and_default_max_tokens(server: FakeAnthropic)
 
 async def test_provider_options_reach_the_body_and_headers(server: FakeAnthropic) -> None:
     options = {
-        "max_tokens": 123,
-        "thinking": {"type": "enabled", "budget_tokens": 64},
-        "temperature": 0.5,
+        "max_tokens": 2048,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "temperature": 1,
         "headers": {"x-team": "vision"},
         "extra_body": {"metadata": {"user_id": "u1"}},
     }
     body = await send(server, [user(text("hi"))], provider_options=options)
-    assert body["max_tokens"] == 123
-    assert body["thinking"] == {"type": "enabled", "budget_tokens": 64}
-    assert body["temperature"] == 0.5
+    assert body["max_tokens"] == 2048
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert "temperature" not in body  # the default model takes none while it thinks (a note)
     assert body["metadata"] == {"user_id": "u1"}
     assert server.requests[-1].headers["x-team"] == "vision"
 

@@ -49,7 +49,7 @@ RICH = {
     "tools": (ToolDefinition("f", "does f", {"type": "object", "properties": {}}),),
     "temperature": 0.25,
 }
-OPTIONS = {"thinking": {"type": "enabled", "budget_tokens": 64}, "top_k": 5, "max_tokens": 99}
+OPTIONS = {"thinking": {"type": "disabled"}, "top_k": 5, "max_tokens": 99}
 
 
 @pytest.mark.parametrize("rich", [False, True])
