@@ -12,7 +12,7 @@ import asyncio
 import codecs
 import contextlib
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from typing import Any
 
 from oma_core.errors import BackendError, RunTimeoutError
@@ -168,16 +168,19 @@ class ProcessBackend:
     async def _spawn(self, argv: list[str | bytes]) -> asyncio.subprocess.Process:
         opts = self.options
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE
-                if opts.input == "stdin"
-                else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=child_environment(opts.env),
-                cwd=opts.cwd,
-                start_new_session=True,
+            process = await _started(
+                asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=asyncio.subprocess.PIPE
+                    if opts.input == "stdin"
+                    else asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=child_environment(opts.env),
+                    cwd=opts.cwd,
+                    start_new_session=True,
+                ),
+                opts.kill_grace,
             )
         except (OSError, ValueError) as exc:
             reason = self._start_failure(exc)
@@ -311,6 +314,25 @@ class _Stdout:
             if deadline is not None and deadline < self._cutoff:
                 return None
             return b""
+
+
+async def _started(
+    spawn: Coroutine[Any, Any, asyncio.subprocess.Process], grace: float
+) -> asyncio.subprocess.Process:
+    """The started process, or, when the run is cancelled while it starts, its group stopped.
+
+    asyncio answers a cancelled spawn by killing the leader alone: a child the command had
+    already forked (in its own session, as here) would outlive the run.
+    """
+    task = asyncio.ensure_future(spawn)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # a spawn that failed started nothing
+            process = await task
+            await stop_process_group(process, grace)
+            close_pipes(process)
+        raise
 
 
 async def _settle(helpers: list[asyncio.Task[None]], group_stopped: asyncio.Task[None]) -> None:

@@ -208,12 +208,8 @@ async def test_cancelling_the_consuming_task_stops_the_process_group(
     group_gone: Any, make_backend: Any, collect: Any, tmp_path: Path
 ) -> None:
     info_file = tmp_path / "pids.json"
-    task = asyncio.create_task(collect(make_backend("hang", str(info_file), kill_grace=0.2)))
-    for _ in range(1500):  # up to 30 s: the fake CLI starts slowly on a loaded machine
-        if info_file.exists() and info_file.read_text():
-            break
-        await asyncio.sleep(0.02)
-    assert info_file.exists(), "the fake CLI never started"
+    task, ready = _consume(make_backend("hang", str(info_file), kill_grace=0.2))
+    await asyncio.wait_for(ready.wait(), 30)  # the group is whole: pids written, "ready" said
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -410,12 +406,8 @@ async def test_aclose_during_a_run_fails_it_as_closed_and_stops_the_group(
 ) -> None:
     info_file = tmp_path / "pids.json"
     backend = make_backend("hang", str(info_file), kill_grace=0.2)
-    task = asyncio.create_task(collect(backend, ""))
-    for _ in range(1500):  # up to 30 s: the fake CLI starts slowly on a loaded machine
-        if info_file.exists() and info_file.read_text():
-            break
-        await asyncio.sleep(0.02)
-    assert info_file.exists(), "the fake CLI never started"
+    task, ready = _consume(backend)
+    await asyncio.wait_for(ready.wait(), 30)
     await backend.aclose()
     with pytest.raises(BackendError, match="the backend was closed"):
         await asyncio.wait_for(task, 30)
@@ -574,3 +566,19 @@ async def test_refusals_before_the_spawn_hold_nothing_of_what_failed(
 async def test_every_async_test_runs_with_the_leaked_generator_check() -> None:
     finalizer = sys.get_asyncgen_hooks().finalizer
     assert "generators_closed" in getattr(finalizer, "__qualname__", "")  # see conftest.py
+
+
+def _consume(backend: ProcessBackend) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """A task consuming one run of ``backend``, and the event it sets once the command has
+    said "ready" (the fake CLI's ``hang`` mode says it once its group is complete)."""
+    ready = asyncio.Event()
+
+    async def consume() -> None:
+        said = ""
+        async for event in backend.run(BackendRequest("")):
+            if isinstance(event, TextDelta):
+                said += event.text
+                if "ready" in said:
+                    ready.set()
+
+    return asyncio.create_task(consume()), ready
