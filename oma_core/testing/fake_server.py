@@ -812,16 +812,22 @@ class FakeServer:
         for bound in (response.abort_after_events, response.end_after_events):
             if bound is not None:
                 limit = min(limit, bound)
+        ends = response.drop is None and response.abort_after_events is None
         for i, event in enumerate(events[:limit]):
             if i and response.event_delay > 0:
                 await _pause(reader, response.event_delay)
             data = event.encode()
-            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+            # The last event goes in one write with the end of the body, as a server that has
+            # the whole reply sends it: an SDK that reads on briefly after ``[DONE]`` to keep
+            # the connection (openai's waits 0.1 s) must not find the end late on a busy machine.
+            end = b"0\r\n\r\n" if ends and i == limit - 1 else b""
+            writer.write(b"%x\r\n%s\r\n%s" % (len(data), data, end))
             await writer.drain()
-        if response.drop is not None or response.abort_after_events is not None:
+        if not ends:
             return False
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
+        if not limit:
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
         return keep_alive
 
     async def _write_chunks(
