@@ -28,6 +28,8 @@ __all__ = [
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
+    from ._approvals import ApprovalRequest
+
     #: The output type of an agent and its results (``AgentConfig.output_type``); ``Any``
     #: when none is given, so a bare ``Agent``/``RunResult`` annotation means ``[Any]``.
     OutputT = TypeVar("OutputT", default=Any)
@@ -36,7 +38,7 @@ else:  # the default is for type checkers only: typing_extensions is not importe
 
     OutputT = TypeVar("OutputT")
 
-StatusCode: TypeAlias = Literal["ok", "error", "timeout", "budget_exhausted"]
+StatusCode: TypeAlias = Literal["ok", "error", "timeout", "budget_exhausted", "suspended"]
 EventType: TypeAlias = Literal[
     "text", "reasoning", "tool_use", "tool_result", "partial", "error", "done"
 ]
@@ -44,8 +46,9 @@ EventType: TypeAlias = Literal[
 
 @attrs.frozen
 class RunStatus:
-    """How a run ended: ``code`` is ok / error / timeout / budget_exhausted; ``error`` is the
-    exception that ended it (None when ok)."""
+    """How a run ended: ``code`` is ok / error / timeout / budget_exhausted, or suspended (it
+    waits for approvals: ``RunResult.pending``); ``error`` is the exception that ended it (None
+    when ok or suspended)."""
 
     code: StatusCode = "ok"
     error: BaseException | None = None
@@ -59,7 +62,8 @@ class RunResult(Generic[OutputT]):
     (assistant turns and tool-result turns, not the input); ``usage`` sums every model call,
     retried and cut-short attempts included. ``structured`` is the validated output when the
     run had an output type (an instance of it; a dict or list for a JSON Schema dict), else
-    None; ``output`` stays the raw text.
+    None; ``output`` stays the raw text. ``run_id`` is the run's id (what ``resume`` takes);
+    ``pending`` the ``ApprovalRequest``s a suspended run waits for.
     """
 
     success: bool
@@ -68,6 +72,8 @@ class RunResult(Generic[OutputT]):
     usage: Usage = Usage()
     status: RunStatus = RunStatus()
     structured: OutputT | None = None
+    run_id: str | None = None
+    pending: tuple[ApprovalRequest, ...] = ()
 
 
 @attrs.frozen

@@ -14,7 +14,13 @@ OmaError                                   code, retryable, status
 │   ├── MissingProviderError               model, suggestion: a bare model names no provider
 │   ├── ToolError                          tool: a tool was misdefined (bad calls become results)
 │   ├── OutputTypeError (TypeError)        output_type, reason: an output type with no JSON schema
-│   └── PlanError                          reason: a team task plan cannot run
+│   ├── PlanError                          reason: a team task plan cannot run
+│   ├── UnknownRunError                    run_id: no durable run is stored under that id
+│   ├── CheckpointError                    run_id, reason: a checkpoint fails its checks
+│   ├── ResumeMissingError                 run_id, missing: what resume must be given again
+│   ├── UnknownApprovalError               run_id, call_id: a decision for no pending call
+│   ├── ApprovalMismatchError              run_id, call_id: the call changed since review
+│   └── ApprovalUnavailableError           tool, call_id: an approval needs a run store
 └── RunError: the run started and failed
     ├── ProviderError                      status_code, provider, retry_after: a model call failed
     ├── BackendError                       backend, exit_code, signal: an external agent failed
@@ -44,8 +50,11 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 __all__ = [
+    "ApprovalMismatchError",
+    "ApprovalUnavailableError",
     "BackendError",
     "BudgetExceededError",
+    "CheckpointError",
     "HookError",
     "InvalidMessageError",
     "LeaseHeldError",
@@ -61,10 +70,13 @@ __all__ = [
     "PlanError",
     "PluginError",
     "ProviderError",
+    "ResumeMissingError",
     "RunError",
     "RunTimeoutError",
     "ToolError",
+    "UnknownApprovalError",
     "UnknownOptionError",
+    "UnknownRunError",
     "UnsupportedContentBlockError",
     "UsageError",
     "WorkerLostError",
@@ -331,6 +343,86 @@ class PlanError(UsageError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(f"invalid task plan: {reason}")
+
+
+# -- durable runs ------------------------------------------------------------------------------
+
+
+class UnknownRunError(UsageError):
+    """``resume`` (or a decision) names a run the store does not hold."""
+
+    code = "UNKNOWN_RUN"
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"no durable run {run_id!r} in the run store")
+
+
+class CheckpointError(UsageError):
+    """A stored checkpoint fails its checks: written by another checkpoint version, or changed
+    since it was written (its digest does not match). Nothing of the run is resumed."""
+
+    code = "BAD_CHECKPOINT"
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        self.run_id = run_id
+        self.reason = reason
+        super().__init__(f"the checkpoint of run {run_id!r} cannot be resumed: {reason}")
+
+
+class ResumeMissingError(UsageError):
+    """A resume lacks what a checkpoint cannot hold (a tool, a provider object, an output type,
+    a team): ``missing`` names it; pass it again to ``resume`` (``config=``/``team=``)."""
+
+    code = "RESUME_MISSING"
+
+    def __init__(self, run_id: str, missing: str) -> None:
+        self.run_id = run_id
+        self.missing = missing
+        super().__init__(
+            f"run {run_id!r} cannot be resumed without {missing}: pass it again to resume()"
+        )
+
+
+class UnknownApprovalError(UsageError):
+    """A decision names a call that no pending approval request of the run has."""
+
+    code = "UNKNOWN_APPROVAL"
+
+    def __init__(self, run_id: str, call_id: str) -> None:
+        self.run_id = run_id
+        self.call_id = call_id
+        super().__init__(f"run {run_id!r} waits for no approval of call {call_id!r}")
+
+
+class ApprovalMismatchError(UsageError):
+    """The call a decision was made for is not the call about to run (its tool, arguments or
+    ids changed since it was reviewed): the run fails closed, nothing runs."""
+
+    code = "APPROVAL_MISMATCH"
+
+    def __init__(self, run_id: str, call_id: str) -> None:
+        self.run_id = run_id
+        self.call_id = call_id
+        super().__init__(
+            f"the decision on call {call_id!r} of run {run_id!r} was made for another call "
+            "(its tool or arguments changed since it was reviewed); nothing was run"
+        )
+
+
+class ApprovalUnavailableError(UsageError):
+    """A tool call needs approval but the run has no run store to wait in: nothing ran. Run it
+    through ``OpenMultiAgent(store=...)`` (``"memory"`` keeps it in this process)."""
+
+    code = "APPROVAL_UNAVAILABLE"
+
+    def __init__(self, tool: str, call_id: str) -> None:
+        self.tool = tool
+        self.call_id = call_id
+        super().__init__(
+            f"tool {tool!r} (call {call_id!r}) needs approval, and approvals need a run store "
+            "to wait in: run it with OpenMultiAgent(store=...)"
+        )
 
 
 # -- the run failed ----------------------------------------------------------------------------

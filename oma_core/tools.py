@@ -104,6 +104,11 @@ _MESSAGE_OBJECTS = (
 )
 
 
+def _approval_rule(_inst: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, bool) and not callable(value):
+        raise ToolError(f"needs_approval must be True, False or a callable, got {value!r}")
+
+
 @attrs.frozen
 class Tool:
     """A tool the agent offers the model: ``name``, ``description``, ``input_schema`` and the
@@ -118,6 +123,11 @@ class Tool:
     # the schema was given explicitly (arguments are passed on as they are)
     _params: Mapping[str, Any] | None = attrs.field(default=None, repr=False, alias="params")
     _is_async: bool = attrs.field(default=False, repr=False, alias="is_async")
+    #: Whether a call waits for a person's decision before it runs (see ``_approvals``):
+    #: False, True, or a callable given the call's ``ToolUseBlock`` (sync or async) that says.
+    needs_approval: bool | Callable[..., Any] = attrs.field(
+        default=False, kw_only=True, repr=False, validator=_approval_rule
+    )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function directly, as if it were not a tool (no checks)."""
@@ -237,6 +247,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
+    needs_approval: bool | Callable[..., Any] = False,
 ) -> Tool: ...
 
 
@@ -248,6 +259,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
+    needs_approval: bool | Callable[..., Any] = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -258,14 +270,21 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
+    needs_approval: bool | Callable[..., Any] = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a ``Tool``: ``@tool``, ``@tool(name=...)`` or ``tool(fn, ...)``.
 
-    Raises ``ToolError`` for a signature it cannot describe (``*args``, an unsupported type).
+    ``needs_approval``: True, or a callable given the call's ``ToolUseBlock`` that returns
+    whether this call waits for a person's decision (the run suspends; see "Durable runs and
+    approvals"). Raises ``ToolError`` for a signature it cannot describe (``*args``, an
+    unsupported type).
     """
 
     def build(fn: Callable[..., Any]) -> Tool:
-        return _build(fn, name=name, description=description, input_schema=input_schema)
+        built = _build(fn, name=name, description=description, input_schema=input_schema)
+        if needs_approval is False:
+            return built
+        return attrs.evolve(built, needs_approval=needs_approval)
 
     return build if function is None else build(function)
 
