@@ -126,8 +126,9 @@ class OpenAIChatProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         if self.api == "responses":
-            async for event in self._stream_responses(request):
-                yield event
+            async with contextlib.aclosing(self._stream_responses(request)) as events:
+                async for event in events:
+                    yield event
             return
         body = request_body(request, self.preset, stream=True, options=self._body_options)
         error: ProviderError | None = None

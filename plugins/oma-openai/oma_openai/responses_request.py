@@ -92,8 +92,13 @@ def responses_body(
         body["max_output_tokens"] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
-    if request.stop is not None:
-        _log.warning("%s: the Responses API takes no stop sequences; left out", preset.name)
+    if request.stop is not None:  # leaving them out would change the reply: refused
+        raise ProviderError(
+            f"{preset.display_name}: the Responses API takes no stop sequences; "
+            'provider_options["api"] = "chat" sends them',
+            provider=preset.display_name,
+            retryable=False,
+        )
     body["store"] = False
     if reasons(model):
         body["include"] = ["reasoning.encrypted_content"]
