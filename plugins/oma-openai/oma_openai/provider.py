@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import importlib.util
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -126,9 +126,9 @@ class OpenAIChatProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         if self.api == "responses":
-            async with contextlib.aclosing(self._stream_responses(request)) as events:
-                async for event in events:
-                    yield event
+            async with contextlib.aclosing(self._stream_responses(request)) as replies:
+                async for reply in replies:
+                    yield reply
             return
         body = request_body(request, self.preset, stream=True, options=self._body_options)
         error: ProviderError | None = None
@@ -204,7 +204,9 @@ class OpenAIChatProvider:
             raise error
         return read_response(reply, self.preset, secrets)
 
-    async def _stream_responses(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+    async def _stream_responses(
+        self, request: ProviderRequest
+    ) -> AsyncGenerator[ProviderEvent, None]:
         body = self._body(request, stream=True)
         secrets = self._secrets(request)
         error: ProviderError | None = None

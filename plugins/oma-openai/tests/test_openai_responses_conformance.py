@@ -89,7 +89,7 @@ def read_responses_body(body: Mapping[str, Any]) -> NeutralRequest:
                 "name": t["name"],
                 "description": t.get("description", ""),
                 "input_schema": t.get("parameters", {}),
-            }  # fmt: skip
+            }
             for t in body.get("tools") or ()
         ],
         tool_choice=choice["name"] if isinstance(choice, dict) else choice,
