@@ -1,4 +1,4 @@
-"""oma-openai: OpenAI Chat Completions and OpenAI-compatible services as oma providers.
+"""oma-openai: OpenAI (Responses and Chat Completions) and OpenAI-compatible services.
 
 Registers one provider per preset (``openai``, ``minimax``, ``deepseek``, ``groq``,
 ``openrouter``, ``together``, ``ollama``, ``vllm``, ``lmstudio``, ``openai-compatible``).
@@ -37,6 +37,7 @@ OPTIONS = (
     OptionSpec("headers", dict, "the same as default_headers"),
     OptionSpec("default_query", dict, "query parameters sent with every request"),
     OptionSpec("transport", str, '"httpx" (default), "aiohttp" or "direct"'),
+    OptionSpec("api", str, '"responses" (default for openai on api.openai.com) or "chat"'),
     OptionSpec("max_connections", int, "the direct transport's pool size"),
     OptionSpec("max_response_bytes", int, "the largest reply body read, decoded"),
     OptionSpec("max_event_bytes", int, "the largest stream event read"),
@@ -67,11 +68,16 @@ OPTIONS = (
     OptionSpec("audio", dict),
     OptionSpec("prediction", dict),
     OptionSpec("web_search_options", dict),
+    OptionSpec("reasoning", dict, "the Responses API's reasoning settings"),
+    OptionSpec("include", list, "the Responses API's include"),
+    OptionSpec("truncation", str),
+    OptionSpec("max_output_tokens", int),
+    OptionSpec("text", dict, "the Responses API's text settings"),
     OptionSpec("extra_body", dict, "body fields oma does not know, sent as given"),
 )
 _CLIENT_NAMES = frozenset(
     {"organization", "project", "timeout", "default_headers", "headers", "default_query"}
-    | {"transport", "max_connections", "max_response_bytes", "max_event_bytes"}
+    | {"transport", "max_connections", "max_response_bytes", "max_event_bytes", "api"}
 )
 
 

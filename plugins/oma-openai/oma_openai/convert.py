@@ -11,6 +11,7 @@ import base64
 import binascii
 import contextlib
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,10 +33,23 @@ from oma_core.http import malformed_response
 from oma_core.messages import FilePart, MediaSource
 from oma_core.toolkit import OutputRequest, ProviderRequest
 
+from .model_rules import effort_for, leave_out_sampling
 from .presets import AUDIO_FORMATS, Preset
 from .strict import strict_schema
 
-__all__ = ["content_blocks", "media_note", "parse_arguments", "request_body", "tool_input"]
+__all__ = [
+    "content_blocks",
+    "data_url",
+    "media_note",
+    "parse_arguments",
+    "plain",
+    "request_body",
+    "strict_for",
+    "text_document",
+    "tool_input",
+]
+
+_log = logging.getLogger("oma.openai")
 
 #: ``provider_options`` keys that configure the SDK client, not the request body
 #: (``headers`` is an alias of ``default_headers``, the name the other plugins use).
@@ -51,6 +65,7 @@ CLIENT_OPTIONS = frozenset(
         "max_response_bytes",
         "max_event_bytes",
         "max_connections",
+        "api",
     }
 )
 #: Body fields the plugin owns; options cannot replace them.
@@ -107,7 +122,12 @@ def request_body(
     for extra in (options, request.options):
         for key, value in (extra or {}).items():
             if key not in CLIENT_OPTIONS and key not in _OWN_FIELDS and key not in portable:
-                body[key] = _plain(value)
+                body[key] = plain(value)
+    if preset.responses:  # OpenAI's own models: thinking and the settings they refuse
+        effort = effort_for(request.thinking, model, preset.display_name)
+        if effort is not None:
+            body["reasoning_effort"] = effort
+        leave_out_sampling(body, model, body.get("reasoning_effort"), preset.display_name)
     return body
 
 
@@ -135,7 +155,7 @@ _STRICT: dict[int, tuple[OutputRequest, str, dict[str, Any]]] = {}
 _STRICT_MAX = 256
 
 
-def _strict(output: OutputRequest, preset: Preset) -> dict[str, Any]:
+def strict_for(output: OutputRequest, preset: Preset) -> dict[str, Any]:
     """``output.schema`` made strict, once per output object and preset (a copy each call:
     the body is the caller's to change)."""
     entry = _STRICT.get(id(output))
@@ -144,7 +164,7 @@ def _strict(output: OutputRequest, preset: Preset) -> dict[str, Any]:
             _STRICT.clear()
         made = strict_schema(output.schema, output.name, preset.display_name)
         entry = _STRICT[id(output)] = (output, preset.name, made)
-    copied: dict[str, Any] = _plain(entry[2])  # a copy: cheaper than deepcopy; JSON only
+    copied: dict[str, Any] = plain(entry[2])  # a copy: cheaper than deepcopy; JSON only
     return copied
 
 
@@ -156,7 +176,7 @@ def _add_output(body: dict[str, Any], output: OutputRequest, preset: Preset) -> 
     strict = output.strict and (
         preset.strict_output if output.mode == "native" else preset.strict_tools
     )
-    schema = _strict(output, preset) if strict else _plain(output.schema)
+    schema = strict_for(output, preset) if strict else plain(output.schema)
     if output.mode == "native":
         spec: dict[str, Any] = {"name": output.name}
         if output.description:
@@ -204,7 +224,7 @@ def _user(message: LLMMessage, preset: Preset) -> list[dict[str, Any]]:
         elif isinstance(block, ImageBlock):
             parts.append(_image_part(block))
         elif isinstance(block, VideoBlock):
-            parts.append({"type": "video_url", "video_url": {"url": _url(block.source)}})
+            parts.append({"type": "video_url", "video_url": {"url": data_url(block.source)}})
         elif isinstance(block, DocumentBlock):
             parts.append(_document_part(block, preset))
         elif isinstance(block, AudioBlock):
@@ -241,6 +261,9 @@ def _assistant(message: LLMMessage, preset: Preset) -> dict[str, Any]:
                     "function": {"name": block.name, "arguments": tool_input(block.input)},
                 }
             )
+        elif isinstance(block, ReasoningBlock) and _responses_item(block, preset):
+            # a Responses API reasoning item: Chat Completions has no field for it
+            _log.debug("%s: a Responses reasoning item left out of Chat Completions", preset.name)
         elif isinstance(block, ReasoningBlock) and preset.reasoning_field is not None:
             if block.redacted_data is not None:
                 raise _refused(preset, "reasoning", "redacted reasoning cannot be sent back")
@@ -255,6 +278,11 @@ def _assistant(message: LLMMessage, preset: Preset) -> dict[str, Any]:
     if calls:
         out["tool_calls"] = calls
     return out
+
+
+def _responses_item(block: ReasoningBlock, preset: Preset) -> bool:
+    """Whether ``block`` is a reasoning item this preset's Responses API issued."""
+    return preset.responses and block.provider == preset.name and block.signature is not None
 
 
 def _tool_message(block: ToolResultBlock) -> dict[str, Any]:
@@ -285,13 +313,16 @@ def _media_part(part: object, preset: Preset) -> dict[str, Any]:
     if isinstance(part, ImageBlock):
         return _image_part(part)
     if isinstance(part, FilePart) and isinstance(part.source, Base64Source):
-        return {"type": "file", "file": {"filename": part.filename, "file_data": _url(part.source)}}
+        return {
+            "type": "file",
+            "file": {"filename": part.filename, "file_data": data_url(part.source)},
+        }
     kind = getattr(part, "type", type(part).__name__)
     raise _refused(preset, str(kind), "not supported inside a tool result")
 
 
 def _image_part(block: ImageBlock) -> dict[str, Any]:
-    image: dict[str, Any] = {"url": _url(block.source)}
+    image: dict[str, Any] = {"url": data_url(block.source)}
     if block.detail is not None:
         image["detail"] = block.detail
     return {"type": "image_url", "image_url": image}
@@ -306,9 +337,19 @@ def _document_part(block: DocumentBlock, preset: Preset) -> dict[str, Any]:
     URLs); a text document as a text part that names the file and its type."""
     source = block.source
     if isinstance(source, Base64Source) and source.media_type.startswith("text/"):
-        return {"type": "text", "text": _text_document(block, _utf8_text(source.data, preset))}
+        return {"type": "text", "text": text_document(block, preset)}
+    if preset.responses and not isinstance(source, Base64Source):
+        raise _refused(preset, "document", "a PDF by URL takes the Responses API, not Chat")
     filename = block.filename or DEFAULT_PDF_NAME
-    return {"type": "file", "file": {"filename": filename, "file_data": _url(source)}}
+    return {"type": "file", "file": {"filename": filename, "file_data": data_url(source)}}
+
+
+def text_document(block: DocumentBlock, preset: Preset) -> str:
+    """A base64 text document's UTF-8 text, framed (refused when it is not UTF-8)."""
+    source = block.source
+    if not isinstance(source, Base64Source):
+        raise _refused(preset, "document", "a text document must be inline base64")
+    return _text_document(block, _utf8_text(source.data, preset))
 
 
 def _text_document(block: DocumentBlock, text: str) -> str:
@@ -345,7 +386,7 @@ def _audio_part(block: AudioBlock, preset: Preset) -> dict[str, Any]:
     return {"type": "input_audio", "input_audio": {"data": source.data, "format": audio_format}}
 
 
-def _url(source: MediaSource) -> str:
+def data_url(source: MediaSource) -> str:
     """A data URL for base64 data, the URL itself otherwise."""
     if isinstance(source, Base64Source):
         return f"data:{source.media_type};base64,{source.data}"
@@ -356,7 +397,7 @@ def _tool(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, A
     function: dict[str, Any] = {"name": name}
     if description:
         function["description"] = description
-    function["parameters"] = _plain(schema)
+    function["parameters"] = plain(schema)
     return {"type": "function", "function": function}
 
 
@@ -369,15 +410,15 @@ def _refused(preset: Preset, block_type: str, detail: str) -> UnsupportedContent
 
 def tool_input(value: Mapping[str, Any]) -> str:
     """A tool call's input as the JSON string Chat Completions wants in ``arguments``."""
-    return json.dumps(_plain(value), ensure_ascii=False)
+    return json.dumps(plain(value), ensure_ascii=False)
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """Read-only mappings and tuples as plain dicts and lists, so any JSON encoder takes them."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple) and not isinstance(value, str):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 

@@ -1,4 +1,4 @@
-"""``provider_options={"transport": "direct"}``: Chat Completions without the SDK.
+"""``provider_options={"transport": "direct"}``: Chat Completions and Responses without the SDK.
 
 The body is the one ``render`` returns, sent as compact JSON over one ``aiohttp`` session per
 event loop (the toolkit's ``AioHttpClient``); the reply is decoded here and read through the
@@ -35,6 +35,8 @@ __all__ = ["DirectClient"]
 #: SDK client options that become headers here.
 _HEADER_OPTIONS = {"organization": "OpenAI-Organization", "project": "OpenAI-Project"}
 
+#: The Responses API's events that end a stream (it sends no ``[DONE]``).
+_FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 #: Seconds to wait for the body's end after ``[DONE]`` before closing the connection.
 _DRAIN_GRACE = 2.0
 
@@ -42,7 +44,8 @@ Secrets = Callable[[], tuple[str, ...]]
 
 
 class DirectClient:
-    """POSTs rendered bodies to ``{base_url}/chat/completions``; one per provider."""
+    """POSTs rendered bodies to ``{base_url}/chat/completions`` or ``{base_url}/responses``;
+    one per provider."""
 
     def __init__(
         self,
@@ -54,7 +57,7 @@ class DirectClient:
         max_connections: int = 100,
     ) -> None:
         self.display_name = display_name
-        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._base = base_url.rstrip("/")
         headers = {"authorization": f"Bearer {api_key}"}
         for option, header in _HEADER_OPTIONS.items():
             if client_options.get(option):
@@ -70,10 +73,12 @@ class DirectClient:
             max_connections=max_connections,
         )
 
-    async def complete(self, body: Mapping[str, Any], secrets: Secrets) -> JsonView:
+    async def complete(
+        self, body: Mapping[str, Any], secrets: Secrets, path: str = "/chat/completions"
+    ) -> JsonView:
         reply = await aio_post_json(
             self._http.get(),
-            self._url,
+            self._base + path,
             encode_json(body),
             provider=self.display_name,
             params=self._params,
@@ -85,11 +90,15 @@ class DirectClient:
             raise malformed_response(self.display_name, "the reply is not a JSON object")
         return JsonView(reply)
 
-    async def stream(self, body: Mapping[str, Any], secrets: Secrets) -> AsyncIterator[JsonView]:
-        """The stream's chunks; an error event is raised as the plugin's ``stream_error``."""
+    async def stream(
+        self, body: Mapping[str, Any], secrets: Secrets, path: str = "/chat/completions"
+    ) -> AsyncIterator[JsonView]:
+        """The stream's chunks (Chat Completions) or events (Responses), up to ``[DONE]`` or
+        the Responses API's final event; an ``error`` object is raised as the plugin's
+        ``stream_error``."""
         events = aio_stream_sse(
             self._http.get(),
-            self._url,
+            self._base + path,
             encode_json(body),
             provider=self.display_name,
             params=self._params,
@@ -102,13 +111,7 @@ class DirectClient:
             async for event in events:
                 data = event.data
                 if data == "[DONE]":
-                    # The reply is whole. Read on to the body's end, as the SDK does, so the
-                    # connection goes back to the pool; a server that keeps it open after
-                    # [DONE] gets a short grace, then the connection is closed below.
-                    with contextlib.suppress(TimeoutError, ProviderError):
-                        async with asyncio.timeout(_DRAIN_GRACE):
-                            async for _ in events:
-                                pass
+                    await _drain(events)
                     break
                 chunk = _decode(data)
                 if not isinstance(chunk, dict):
@@ -119,6 +122,9 @@ class DirectClient:
                     error = stream_error(problem, self.display_name, secrets())
                     break
                 yield JsonView(chunk)
+                if chunk.get("type") in _FINAL_EVENTS:
+                    await _drain(events)
+                    break
         finally:
             await events.aclose()
         if error is not None:
@@ -134,6 +140,16 @@ class DirectClient:
             return status_error(status, headers, body, self.display_name, secrets())
 
         return build
+
+
+async def _drain(events: AsyncIterator[Any]) -> None:
+    """The reply is whole. Read on to the body's end, as the SDK does, so the connection
+    goes back to the pool; a server that keeps it open gets a short grace, then the caller
+    closes the connection."""
+    with contextlib.suppress(TimeoutError, ProviderError):
+        async with asyncio.timeout(_DRAIN_GRACE):
+            async for _ in events:
+                pass
 
 
 def _decode(data: str) -> Any:

@@ -65,7 +65,7 @@ def _capabilities(
     pdfs: Mode | None = Mode.FORWARDED,
     pdf_urls: bool = False,
     audio: Mode | None = None,
-    reasoning: bool = False,
+    reasoning: Mode | None = None,
     limits: tuple[MediaLimit, ...] = (),
     output_modes: frozenset[str] = NATIVE,
 ) -> Capabilities:
@@ -91,8 +91,8 @@ def _capabilities(
         blocks.append(BlockSupport("document", _USER, pdf_sources, PDF_TYPES, pdfs))
     if audio is not None:
         blocks.append(BlockSupport("audio", _USER, _BASE64, AUDIO_TYPES, audio))
-    if reasoning:
-        blocks.append(BlockSupport("reasoning", _ASSISTANT, mode=Mode.FORWARDED))
+    if reasoning is not None:
+        blocks.append(BlockSupport("reasoning", _ASSISTANT, mode=reasoning))
     return Capabilities(tuple(blocks), limits=limits, output_modes=output_modes)
 
 
@@ -126,6 +126,9 @@ class Preset:
     description: str = ""
     strict_output: bool = True
     strict_tools: bool = False
+    #: Whether the preset is OpenAI's own service, which speaks the Responses API by default
+    #: on its own host (``provider_options["api"]`` chooses) and has OpenAI's model rules.
+    responses: bool = False
     #: A few current model ids from the service's models documentation (read on
     #: 2026-12-02); none for a local server, whose models are the ones it was given.
     known_models: tuple[str, ...] = ()
@@ -137,13 +140,21 @@ PRESETS: tuple[Preset, ...] = (
         "OpenAI Chat Completions",
         "https://api.openai.com/v1",
         "OPENAI_API_KEY",
+        # What either API carries; each refuses locally what it cannot (Chat Completions:
+        # PDF URLs and reasoning not its Responses API issued; the Responses API: video).
         _capabilities(
-            files=Mode.NATIVE, pdfs=Mode.NATIVE, audio=Mode.NATIVE, limits=_OPENAI_LIMITS
+            files=Mode.NATIVE,
+            pdfs=Mode.NATIVE,
+            pdf_urls=True,
+            audio=Mode.NATIVE,
+            reasoning=Mode.NATIVE,
+            limits=_OPENAI_LIMITS,
         ),
         default_model="gpt-4o-mini",
         token_param="max_completion_tokens",
-        description="OpenAI Chat Completions API",
+        description="OpenAI (the Responses API on api.openai.com, else Chat Completions)",
         strict_tools=True,
+        responses=True,
         known_models=(
             "gpt-4o-mini",
             "gpt-4o",
@@ -174,7 +185,7 @@ PRESETS: tuple[Preset, ...] = (
             video=False,
             files=None,
             pdfs=None,
-            reasoning=True,
+            reasoning=Mode.FORWARDED,
             output_modes=TOOL,
         ),
         default_model="deepseek-chat",
@@ -238,7 +249,7 @@ PRESETS: tuple[Preset, ...] = (
         "vLLM",
         "http://localhost:8000/v1",
         None,
-        _capabilities(reasoning=True, audio=Mode.FORWARDED),
+        _capabilities(reasoning=Mode.FORWARDED, audio=Mode.FORWARDED),
         reasoning_field="reasoning_content",
         key_placeholder="EMPTY",
         description="a vLLM OpenAI-compatible server",
@@ -257,7 +268,7 @@ PRESETS: tuple[Preset, ...] = (
         "OpenAI-compatible",
         None,
         None,
-        _capabilities(reasoning=True, audio=Mode.FORWARDED, output_modes=TOOL),
+        _capabilities(reasoning=Mode.FORWARDED, audio=Mode.FORWARDED, output_modes=TOOL),
         reasoning_field="reasoning_content",
         key_placeholder="EMPTY",
         description="any OpenAI-compatible server (base_url required)",

@@ -1,4 +1,5 @@
-"""The Chat Completions provider: one class for OpenAI and every OpenAI-compatible preset.
+"""The provider: one class for OpenAI and every OpenAI-compatible preset, speaking Chat
+Completions or (OpenAI on its own host, by default) the Responses API.
 
 This module imports the openai SDK, so only the provider factory loads it (on first use of a
 provider), never plugin discovery. The SDK's own retries are off: the core owns the one retry
@@ -11,10 +12,12 @@ the whole conversation to transform a value that ``extra_body`` replaces anyway.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 
@@ -46,6 +49,8 @@ from .convert import CLIENT_OPTIONS, content_blocks, parse_arguments, request_bo
 from .direct import DirectClient
 from .errors import from_sdk_error, refused_before_sending
 from .presets import Preset
+from .responses_reply import ResponsesStream, read_response
+from .responses_request import responses_body
 
 __all__ = ["OpenAIChatProvider"]
 
@@ -79,6 +84,8 @@ class OpenAIChatProvider:
             os.environ.get(preset.api_key_env) if preset.api_key_env else None
         )
         self._transport = transport_option(settings.options.get("transport"), preset.name)
+        #: "responses" or "chat": the API the requests go to.
+        self.api = api_option(settings.options.get("api"), preset, self.base_url)
         self._limits = ReadLimits.from_options(settings.options, name=preset.name)
         self._pool = pool_size(settings.options, name=preset.name)
         self._client_options = _client_options(settings.options)
@@ -90,9 +97,11 @@ class OpenAIChatProvider:
     # -- the Provider interface
 
     def render(self, request: ProviderRequest) -> dict[str, Any]:
-        return request_body(request, self.preset, stream=False, options=self._body_options)
+        return self._body(request, stream=False)
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        if self.api == "responses":
+            return await self._complete_responses(request)
         body = request_body(request, self.preset, stream=False, options=self._body_options)
         if self._transport == "direct":
             reply = await self._direct_client().complete(body, self._secrets(request))
@@ -116,6 +125,11 @@ class OpenAIChatProvider:
         raise error
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        if self.api == "responses":
+            async with contextlib.aclosing(self._stream_responses(request)) as replies:
+                async for reply in replies:
+                    yield reply
+            return
         body = request_body(request, self.preset, stream=True, options=self._body_options)
         error: ProviderError | None = None
         chunks: Any
@@ -163,7 +177,83 @@ class OpenAIChatProvider:
         if self._direct is not None:
             await self._direct.aclose()
 
+    # -- the Responses API
+
+    async def _complete_responses(self, request: ProviderRequest) -> ProviderResponse:
+        body = self._body(request, stream=False)
+        secrets = self._secrets(request)
+        if self._transport == "direct":
+            view = await self._direct_client().complete(body, secrets, "/responses")
+            return read_response(view, self.preset, secrets)
+        client = self._client()
+        error: ProviderError | None = None
+        try:
+            raw = await client.responses.with_raw_response.create(
+                model=body["model"], extra_body=body
+            )
+        except Exception as exc:
+            error = self._error(exc, request, sent=False)
+        if error is not None:
+            raise error
+        reply: Any = None
+        try:
+            reply = raw.parse()
+        except Exception as exc:
+            error = self._error(exc, request, sent=True)
+        if error is not None:
+            raise error
+        return read_response(reply, self.preset, secrets)
+
+    async def _stream_responses(
+        self, request: ProviderRequest
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        body = self._body(request, stream=True)
+        secrets = self._secrets(request)
+        error: ProviderError | None = None
+        events: Any
+        if self._transport == "direct":
+            events = self._direct_client().stream(body, secrets, "/responses")
+        else:
+            try:
+                raw = await self._client().responses.with_raw_response.create(
+                    model=body["model"], stream=True, extra_body=body
+                )
+                events = raw.parse()
+            except Exception as exc:
+                error = self._error(exc, request, sent=False)
+            if error is not None:
+                raise error
+        assembly = ResponsesStream(self.preset, secrets)
+        try:
+            while not assembly.finished:
+                try:
+                    event = await events.__anext__()
+                    out = assembly.feed(event)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    error = self._error(exc, request, sent=True)
+                if error is not None:
+                    raise error
+                for item in out:
+                    yield item
+            if self._transport != "direct":
+                await _drain_sdk(events)
+        finally:
+            await (events.aclose() if self._transport == "direct" else events.close())
+        try:
+            response = assembly.finish()
+        except ProviderError as exc:
+            error = exc
+        if error is not None:
+            raise error
+        yield ResponseComplete(response)
+
     # -- internals
+
+    def _body(self, request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
+        build = responses_body if self.api == "responses" else request_body
+        return build(request, self.preset, stream=stream, options=self._body_options)
 
     def _key(self) -> str:
         api_key = self._api_key or self.preset.key_placeholder
@@ -379,6 +469,38 @@ class _StreamAssembly:
 
 
 TRANSPORTS = ("httpx", "aiohttp", "direct")
+APIS = ("responses", "chat")
+#: OpenAI's own host, where ``openai`` speaks the Responses API unless told otherwise.
+OPENAI_HOST = "api.openai.com"
+
+
+def api_option(value: Any, preset: Preset, base_url: str | None) -> str:
+    """``provider_options["api"]``: ``"responses"`` or ``"chat"``. Unset: the Responses API
+    for ``openai`` on OpenAI's own host, Chat Completions for every other preset and host
+    (a compatible server may speak Chat Completions only)."""
+    if value is None:
+        own_host = base_url is None or urlsplit(base_url).hostname == OPENAI_HOST
+        return "responses" if preset.responses and own_host else "chat"
+    if value not in APIS:
+        raise PluginError(
+            f'provider_options["api"] for {preset.name} must be "responses" or "chat", '
+            f"got {value!r}",
+            name=preset.name,
+        )
+    return str(value)
+
+
+#: Seconds to wait for the rest of a Responses stream's body after its final event.
+_DRAIN_GRACE = 2.0
+
+
+async def _drain_sdk(events: Any) -> None:
+    """Read a finished SDK stream to its body's end, so its connection goes back to the pool
+    (a server that keeps it open gets a short grace; the caller then closes it)."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(_DRAIN_GRACE):
+            async for _ in events:
+                pass
 
 
 def transport_option(value: Any, name: str) -> str:
@@ -403,7 +525,7 @@ def transport_option(value: Any, name: str) -> str:
 
 
 #: Client options the plugin reads itself, never handed to the SDK.
-_OWN_CLIENT_OPTIONS = frozenset({"transport", "max_connections", *READ_OPTIONS})
+_OWN_CLIENT_OPTIONS = frozenset({"transport", "max_connections", "api", *READ_OPTIONS})
 
 
 def _client_options(options: Any) -> dict[str, Any]:

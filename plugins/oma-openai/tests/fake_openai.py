@@ -55,10 +55,10 @@ _MESSAGE_KEYS = {
     "tool": {"role", "content", "tool_call_id"},
 }
 _USER_PARTS = ("text", "image_url", "input_audio", "file")
-_IMAGE_DATA_URL = re.compile(r"data:(image/(?:png|jpeg|gif|webp));base64,(.*)", re.S)
-_DATA_URL = re.compile(r"data:([a-z0-9.+-]+/[a-z0-9.+-]+);base64,(.*)", re.S)
-_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-_WORDS = re.compile(r"\S+\s*|\s+")
+IMAGE_DATA_URL = re.compile(r"data:(image/(?:png|jpeg|gif|webp));base64,(.*)", re.S)
+DATA_URL = re.compile(r"data:([a-z0-9.+-]+/[a-z0-9.+-]+);base64,(.*)", re.S)
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+WORDS = re.compile(r"\S+\s*|\s+")
 
 
 @attrs.frozen
@@ -98,33 +98,33 @@ class MalformedReply(Fault):
         return Response.raw(body[self.kind], content_type="application/json")
 
 
-def _check_strict(node: Any, name: str, where: str) -> None:
+def check_strict(node: Any, name: str, where: str) -> None:
     """OpenAI's strict-mode refusals: an object not closed, or with a property not required."""
     if not isinstance(node, dict):
         return
     if node.get("type") == "object" or "properties" in node:
         if node.get("additionalProperties") is not False:
-            raise _Refused(
+            raise Refused(
                 f"Invalid schema for response_format '{name}': In context=({where}), "
                 "'additionalProperties' is required to be supplied and to be false."
             )
         properties = node.get("properties") or {}
         missing = [k for k in properties if k not in (node.get("required") or [])]
         if missing:
-            raise _Refused(
+            raise Refused(
                 f"Invalid schema for response_format '{name}': In context=({where}), "
                 f"'required' is required to be supplied and to be an array including every "
                 f"key in properties. Missing '{missing[0]}'."
             )
         for key, sub in properties.items():
-            _check_strict(sub, name, f"{where}, 'properties', '{key}'")
+            check_strict(sub, name, f"{where}, 'properties', '{key}'")
     if isinstance(node.get("items"), dict):
-        _check_strict(node["items"], name, f"{where}, 'items'")
+        check_strict(node["items"], name, f"{where}, 'items'")
     for option in node.get("anyOf") or ():
-        _check_strict(option, name, f"{where}, 'anyOf'")
+        check_strict(option, name, f"{where}, 'anyOf'")
 
 
-class _Refused(Exception):
+class Refused(Exception):
     def __init__(self, message: str, param: str | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -188,9 +188,9 @@ class FakeChatCompletions(FakeServer):
         body = request.json
         try:
             if not isinstance(body, dict):
-                raise _Refused("We could not parse the JSON body of your request.")
+                raise Refused("We could not parse the JSON body of your request.")
             self._check_body(body)
-        except _Refused as refused:
+        except Refused as refused:
             return self.error_response(400, refused.message)
         with self._replies_lock:
             reply = self._replies.popleft() if self._replies else self.default_reply
@@ -206,15 +206,15 @@ class FakeChatCompletions(FakeServer):
     def _check_body(self, body: dict[str, Any]) -> None:
         for key in ("model", "messages"):
             if key not in body:
-                raise _Refused(f"Missing required parameter: '{key}'.", key)
+                raise Refused(f"Missing required parameter: '{key}'.", key)
         if not isinstance(body["model"], str) or not body["model"]:
-            raise _Refused("Invalid type for 'model': expected a string.", "model")
+            raise Refused("Invalid type for 'model': expected a string.", "model")
         if self.mode == "strict":
             for key in body:
                 if key not in _TOP_LEVEL:
-                    raise _Refused(f"Unrecognized request argument supplied: {key}", key)
+                    raise Refused(f"Unrecognized request argument supplied: {key}", key)
         if "stream_options" in body and not body.get("stream"):
-            raise _Refused(
+            raise Refused(
                 "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
                 "stream_options",
             )
@@ -222,21 +222,21 @@ class FakeChatCompletions(FakeServer):
         if temperature is not None and not (
             isinstance(temperature, int | float) and 0 <= temperature <= 2
         ):
-            raise _Refused("Invalid 'temperature': must be between 0 and 2.", "temperature")
+            raise Refused("Invalid 'temperature': must be between 0 and 2.", "temperature")
         for key in ("max_tokens", "max_completion_tokens"):
             value = body.get(key)
             if value is not None and (not isinstance(value, int) or value < 1):
-                raise _Refused(f"Invalid '{key}': integer below minimum value.", key)
+                raise Refused(f"Invalid '{key}': integer below minimum value.", key)
         stop = body.get("stop")
         if isinstance(stop, list):
             if len(stop) > 4 or not all(isinstance(s, str) for s in stop):
-                raise _Refused("Invalid 'stop': expected up to 4 strings.", "stop")
+                raise Refused("Invalid 'stop': expected up to 4 strings.", "stop")
         elif stop is not None and not isinstance(stop, str):
-            raise _Refused("Invalid type for 'stop': expected a string or an array.", "stop")
+            raise Refused("Invalid type for 'stop': expected a string or an array.", "stop")
         self._check_tools(body.get("tools"))
         messages = body["messages"]
         if not isinstance(messages, list) or not messages:
-            raise _Refused("Invalid 'messages': empty array.", "messages")
+            raise Refused("Invalid 'messages': empty array.", "messages")
         self._check_messages(messages)
         self._check_response_format(body.get("response_format"))
 
@@ -248,52 +248,52 @@ class FakeChatCompletions(FakeServer):
             return
         spec = value.get("json_schema")
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
-            raise _Refused("Missing required parameter: 'response_format.json_schema.name'.")
-        if not _TOOL_NAME.fullmatch(spec["name"]):
-            raise _Refused("Invalid 'response_format.json_schema.name'.")
+            raise Refused("Missing required parameter: 'response_format.json_schema.name'.")
+        if not TOOL_NAME.fullmatch(spec["name"]):
+            raise Refused("Invalid 'response_format.json_schema.name'.")
         schema = spec.get("schema")
         if not isinstance(schema, dict) or schema.get("type") != "object":
-            raise _Refused("Invalid schema for response_format: the root must be an object.")
+            raise Refused("Invalid schema for response_format: the root must be an object.")
         if spec.get("strict"):
-            _check_strict(schema, spec["name"], "root")
+            check_strict(schema, spec["name"], "root")
 
     def _check_tools(self, tools: Any) -> None:
         if tools is None:
             return
         if not isinstance(tools, list):
-            raise _Refused("Invalid type for 'tools': expected an array.", "tools")
+            raise Refused("Invalid type for 'tools': expected an array.", "tools")
         for i, tool in enumerate(tools):
             where = f"tools[{i}]"
             function = tool.get("function") if isinstance(tool, dict) else None
             if tool.get("type") != "function" or not isinstance(function, dict):
-                raise _Refused(f"Invalid '{where}': expected a function tool.", where)
-            if not isinstance(function.get("name"), str) or not _TOOL_NAME.fullmatch(
+                raise Refused(f"Invalid '{where}': expected a function tool.", where)
+            if not isinstance(function.get("name"), str) or not TOOL_NAME.fullmatch(
                 function["name"]
             ):
-                raise _Refused(f"Invalid '{where}.function.name'.", f"{where}.function.name")
+                raise Refused(f"Invalid '{where}.function.name'.", f"{where}.function.name")
             parameters = function.get("parameters", {})
             if not isinstance(parameters, dict):
-                raise _Refused(f"Invalid '{where}.function.parameters'.", where)
+                raise Refused(f"Invalid '{where}.function.parameters'.", where)
 
     def _check_messages(self, messages: list[Any]) -> None:
         pending: list[str] = []  # tool calls of the last assistant message not yet answered
         for i, message in enumerate(messages):
             where = f"messages[{i}]"
             if not isinstance(message, dict):
-                raise _Refused(f"Invalid type for '{where}': expected an object.", where)
+                raise Refused(f"Invalid type for '{where}': expected an object.", where)
             role = message.get("role")
             if role not in _MESSAGE_KEYS:
-                raise _Refused(f"Invalid value for '{where}.role': {role!r}.", f"{where}.role")
+                raise Refused(f"Invalid value for '{where}.role': {role!r}.", f"{where}.role")
             allowed = set(_MESSAGE_KEYS[role])
             if self.mode == "compatible" and role == "assistant":
                 allowed.add("reasoning_content")
             for key in message:
                 if key not in allowed and self.mode == "strict":
-                    raise _Refused(f"Unrecognized property '{where}.{key}'.", f"{where}.{key}")
+                    raise Refused(f"Unrecognized property '{where}.{key}'.", f"{where}.{key}")
             if role == "tool":
                 call_id = message.get("tool_call_id")
                 if call_id not in pending:
-                    raise _Refused(
+                    raise Refused(
                         "Invalid parameter: messages with role 'tool' must be a response to a "
                         "preceeding message with 'tool_calls'.",
                         f"{where}.role",
@@ -302,7 +302,7 @@ class FakeChatCompletions(FakeServer):
                 self._check_text_content(message.get("content"), f"{where}.content")
                 continue
             if pending:
-                raise _Refused(
+                raise Refused(
                     "An assistant message with 'tool_calls' must be followed by tool messages "
                     "responding to each 'tool_call_id'. The following tool_call_ids did not "
                     f"have response messages: {', '.join(pending)}",
@@ -315,7 +315,7 @@ class FakeChatCompletions(FakeServer):
             else:
                 self._check_text_content(message.get("content"), f"{where}.content")
         if pending:
-            raise _Refused(
+            raise Refused(
                 "An assistant message with 'tool_calls' must be followed by tool messages "
                 f"responding to each 'tool_call_id'. Missing: {', '.join(pending)}",
                 "messages",
@@ -325,23 +325,23 @@ class FakeChatCompletions(FakeServer):
         calls = message.get("tool_calls")
         content = message.get("content")
         if content is None and not calls:
-            raise _Refused(
+            raise Refused(
                 f"Invalid '{where}': content is required unless tool_calls is set.", where
             )
         if isinstance(content, list):
             for j, part in enumerate(content):
                 kind = part.get("type") if isinstance(part, dict) else None
                 if kind not in ("text", "refusal"):
-                    raise _Refused(
+                    raise Refused(
                         f"Invalid value: '{kind}'. Supported values are: 'text' and 'refusal'.",
                         f"{where}.content[{j}].type",
                     )
         elif content is not None and not isinstance(content, str):
-            raise _Refused(f"Invalid type for '{where}.content'.", f"{where}.content")
+            raise Refused(f"Invalid type for '{where}.content'.", f"{where}.content")
         if not calls:
             return []
         if not isinstance(calls, list):
-            raise _Refused(f"Invalid type for '{where}.tool_calls'.", f"{where}.tool_calls")
+            raise Refused(f"Invalid type for '{where}.tool_calls'.", f"{where}.tool_calls")
         ids = []
         for j, call in enumerate(calls):
             at = f"{where}.tool_calls[{j}]"
@@ -353,7 +353,7 @@ class FakeChatCompletions(FakeServer):
                 or not isinstance(function.get("name"), str)
                 or not isinstance(function.get("arguments"), str)
             ):
-                raise _Refused(f"Invalid '{at}'.", at)
+                raise Refused(f"Invalid '{at}'.", at)
             ids.append(call["id"])
         return ids
 
@@ -361,11 +361,11 @@ class FakeChatCompletions(FakeServer):
         if isinstance(content, str):
             return
         if not isinstance(content, list) or not content:
-            raise _Refused(f"Invalid type for '{where}'.", where)
+            raise Refused(f"Invalid type for '{where}'.", where)
         for j, part in enumerate(content):
             kind = part.get("type") if isinstance(part, dict) else None
             if kind != "text" or not isinstance(part.get("text"), str):
-                raise _Refused(
+                raise Refused(
                     f"Invalid value: '{kind}'. Supported values are: 'text'.", f"{where}[{j}]"
                 )
 
@@ -373,13 +373,13 @@ class FakeChatCompletions(FakeServer):
         if isinstance(content, str):
             return
         if not isinstance(content, list) or not content:
-            raise _Refused(f"Invalid type for '{where}'.", where)
+            raise Refused(f"Invalid type for '{where}'.", where)
         for j, part in enumerate(content):
             at = f"{where}[{j}]"
             kind = part.get("type") if isinstance(part, dict) else None
             if kind == "text":
                 if not isinstance(part.get("text"), str):
-                    raise _Refused(f"Invalid '{at}.text'.", at)
+                    raise Refused(f"Invalid '{at}.text'.", at)
             elif kind == "image_url":
                 self._check_image(part.get("image_url"), at)
             elif kind == "file":
@@ -390,74 +390,74 @@ class FakeChatCompletions(FakeServer):
                 self._check_video(part.get("video_url"), at)
             elif kind not in _USER_PARTS:
                 supported = ", ".join(f"'{k}'" for k in _USER_PARTS)
-                raise _Refused(
+                raise Refused(
                     f"Invalid value: '{kind}'. Supported values are: {supported}.", f"{at}.type"
                 )
 
     def _check_image(self, image: Any, at: str) -> None:
         if not isinstance(image, dict) or not isinstance(image.get("url"), str):
-            raise _Refused(f"Missing required parameter: '{at}.image_url.url'.", at)
+            raise Refused(f"Missing required parameter: '{at}.image_url.url'.", at)
         if image.get("detail", "auto") not in ("auto", "low", "high"):
-            raise _Refused(f"Invalid value for '{at}.image_url.detail'.", at)
+            raise Refused(f"Invalid value for '{at}.image_url.detail'.", at)
         url: str = image["url"]
         if url.startswith("data:"):
-            match = _IMAGE_DATA_URL.fullmatch(url)
-            if match is None or not _is_base64(match.group(2)):
-                raise _Refused(
+            match = IMAGE_DATA_URL.fullmatch(url)
+            if match is None or not is_base64(match.group(2)):
+                raise Refused(
                     "Invalid image URL: expected a data URL with a base64-encoded PNG, JPEG, "
                     "GIF or WEBP image.",
                     f"{at}.image_url.url",
                 )
         elif not url.startswith(("http://", "https://")):
-            raise _Refused("Invalid image URL.", f"{at}.image_url.url")
+            raise Refused("Invalid image URL.", f"{at}.image_url.url")
 
     def _check_video(self, video: Any, at: str) -> None:
         if not isinstance(video, dict) or not isinstance(video.get("url"), str):
-            raise _Refused(f"Missing required parameter: '{at}.video_url.url'.", at)
+            raise Refused(f"Missing required parameter: '{at}.video_url.url'.", at)
         url: str = video["url"]
         if url.startswith("data:"):
-            match = _DATA_URL.fullmatch(url)
+            match = DATA_URL.fullmatch(url)
             if match is None or not match.group(1).startswith("video/"):
-                raise _Refused("Invalid video URL.", f"{at}.video_url.url")
-            if not _is_base64(match.group(2)):
-                raise _Refused("Invalid video data.", f"{at}.video_url.url")
+                raise Refused("Invalid video URL.", f"{at}.video_url.url")
+            if not is_base64(match.group(2)):
+                raise Refused("Invalid video data.", f"{at}.video_url.url")
         elif not url.startswith(("http://", "https://")):
-            raise _Refused("Invalid video URL.", f"{at}.video_url.url")
+            raise Refused("Invalid video URL.", f"{at}.video_url.url")
 
     def _check_file(self, file: Any, at: str) -> None:
         if not isinstance(file, dict) or not ("file_data" in file or "file_id" in file):
-            raise _Refused(f"Invalid '{at}.file': file_data or file_id is required.", at)
+            raise Refused(f"Invalid '{at}.file': file_data or file_id is required.", at)
         data = file.get("file_data")
         if data is None:
             return
         if not isinstance(file.get("filename"), str) or not file["filename"]:
-            raise _Refused(f"Missing required parameter: '{at}.file.filename'.", at)
+            raise Refused(f"Missing required parameter: '{at}.file.filename'.", at)
         if self.mode == "compatible" and isinstance(data, str) and data.startswith("https://"):
             return  # OpenRouter fetches a PDF by URL; OpenAI's file_data is base64 only
-        match = _DATA_URL.fullmatch(data) if isinstance(data, str) else None
-        if match is None or not _is_base64(match.group(2)):
-            raise _Refused("Invalid file data.", f"{at}.file.file_data")
+        match = DATA_URL.fullmatch(data) if isinstance(data, str) else None
+        if match is None or not is_base64(match.group(2)):
+            raise Refused("Invalid file data.", f"{at}.file.file_data")
         if self.mode == "strict" and match.group(1) != "application/pdf":
-            raise _Refused("Invalid file type: only PDF files are supported.", at)
+            raise Refused("Invalid file type: only PDF files are supported.", at)
 
     def _check_audio(self, audio: Any, at: str) -> None:
         if not isinstance(audio, dict) or not isinstance(audio.get("data"), str):
-            raise _Refused(f"Missing required parameter: '{at}.input_audio.data'.", at)
+            raise Refused(f"Missing required parameter: '{at}.input_audio.data'.", at)
         if audio.get("format") not in ("wav", "mp3"):
-            raise _Refused(
+            raise Refused(
                 f"Invalid value for '{at}.input_audio.format': expected 'wav' or 'mp3'.", at
             )
         if set(audio) - {"data", "format"}:
-            raise _Refused(f"Unrecognized parameter in '{at}.input_audio'.", at)
-        if not _is_base64(audio["data"]):  # raw base64, not a data URL
-            raise _Refused("Invalid audio data: expected base64.", f"{at}.input_audio.data")
+            raise Refused(f"Unrecognized parameter in '{at}.input_audio'.", at)
+        if not is_base64(audio["data"]):  # raw base64, not a data URL
+            raise Refused("Invalid audio data: expected base64.", f"{at}.input_audio.data")
 
     # -- replies
 
     def _pieces(self, text: str) -> list[str]:
         size = self.chunk_size
         if size is None:
-            return _WORDS.findall(text)
+            return WORDS.findall(text)
         return [text[i : i + size] for i in range(0, len(text), size)]
 
     def _message(self, reply: Reply) -> dict[str, Any]:
@@ -512,7 +512,7 @@ class FakeChatCompletions(FakeServer):
 
         events = [chunk({"role": "assistant", "content": "", "refusal": None})]
         if reply.reasoning and self.mode == "compatible":
-            events += [chunk({"reasoning_content": w}) for w in _WORDS.findall(reply.reasoning)]
+            events += [chunk({"reasoning_content": w}) for w in WORDS.findall(reply.reasoning)]
         if reply.refusal:
             events += [chunk({"refusal": piece}) for piece in self._pieces(reply.refusal)]
         elif reply.text:
@@ -574,7 +574,7 @@ def _usage(reply: Reply) -> dict[str, Any]:
     return usage
 
 
-def _is_base64(data: str) -> bool:
+def is_base64(data: str) -> bool:
     try:
         base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
