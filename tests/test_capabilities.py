@@ -154,8 +154,8 @@ async def test_oma_does_not_infer_a_vision_flag_from_the_model_name() -> None:
     agent = Agent(config, plugins=PluginHost())
     request = agent.build_request([user_turn("What is it?", png_block("url"))])
     body = agent.provider().render(request)
-    parts = body["messages"][-1]["content"]
-    assert [p["type"] for p in parts] == ["text", "image_url"]
+    parts = body["input"][-1]["content"]  # the Responses API, OpenAI's default
+    assert [p["type"] for p in parts] == ["input_text", "input_image"]
     await agent.aclose()
 
 

@@ -435,8 +435,9 @@ def test_openai_sends_the_detail_option() -> None:
     body = provider.render(
         ProviderRequest("gpt-4o", (LLMMessage("user", (block, TextBlock("hi"))),))
     )
-    (part,) = [p for p in body["messages"][-1]["content"] if p["type"] == "image_url"]
-    assert part["image_url"] == {"url": "https://example.com/a.png", "detail": "low"}
+    # OpenAI's own host speaks the Responses API by default.
+    (part,) = [p for p in body["input"][-1]["content"] if p["type"] == "input_image"]
+    assert part == {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"}
 
 
 def test_each_adapter_converts_images_to_its_native_format() -> None:
@@ -465,11 +466,16 @@ def test_each_adapter_converts_images_to_its_native_format() -> None:
         {"type": "text", "text": "Compare"},
     ]
     gpt = host.provider_spec("openai").factory(ProviderSettings(api_key="k"))
-    gpt_parts = gpt.render(ProviderRequest("gpt-4o", messages))["messages"][0]["content"]
+    gpt_parts = gpt.render(ProviderRequest("gpt-4o", messages))["input"][0]["content"]
     assert gpt_parts == [
-        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{REFERENCE_PNG}"}},
-        {"type": "image_url", "image_url": {"url": "https://example.com/b.jpg"}},
-        {"type": "text", "text": "Compare"},
+        # the Responses API requires ``detail``: "auto" where the block sets none
+        {
+            "type": "input_image",
+            "image_url": f"data:image/png;base64,{REFERENCE_PNG}",
+            "detail": "auto",
+        },
+        {"type": "input_image", "image_url": "https://example.com/b.jpg", "detail": "auto"},
+        {"type": "input_text", "text": "Compare"},
     ]
 
 

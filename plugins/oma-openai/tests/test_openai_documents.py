@@ -190,7 +190,7 @@ async def test_presets_without_input_audio_refuse_audio(
 
 async def test_openai_refuses_a_pdf_by_url(server: FakeChatCompletions) -> None:
     error = await refusal(server, "openai", document_url("https://example.com/report.pdf"))
-    assert "url sources are not supported" in str(error)
+    assert "a PDF by URL takes the Responses API, not Chat" in str(error)
 
 
 @pytest.mark.parametrize(

@@ -308,26 +308,14 @@ async def test_wire_bytes_are_json_of_the_rendered_body(
     assert server.requests[0].body == expected
 
 
-async def test_reasoning_history_is_refused_for_openai_before_any_request(
+async def test_reasoning_history_is_refused_on_chat_completions_before_any_request(
     server: FakeChatCompletions,
 ) -> None:
-    from oma_openai import preset
-
-    conversation = load_messages(
-        [
-            user(text("q")),
-            assistant({"type": "reasoning", "text": "hmm"}, text("a")),
-            user(text("b")),
-        ]
-    )
-    with pytest.raises(UnsupportedContentBlockError) as info:
-        preset("openai").capabilities.check(conversation, "OpenAI Chat Completions")
-    assert 'OpenAI Chat Completions cannot represent the "reasoning" content block' in str(
-        info.value
-    )
+    # openai declares reasoning (its Responses API carries it); Chat Completions cannot.
     provider = provider_for(server)
-    with pytest.raises(UnsupportedContentBlockError):
+    with pytest.raises(UnsupportedContentBlockError) as info:
         provider.render(request([assistant({"type": "reasoning", "text": "x"}), user(text("b"))]))
+    assert info.value.block_type == "reasoning"
     assert server.requests == []
 
 
