@@ -437,7 +437,11 @@ def test_openai_sends_the_detail_option() -> None:
     )
     # OpenAI's own host speaks the Responses API by default.
     (part,) = [p for p in body["input"][-1]["content"] if p["type"] == "input_image"]
-    assert part == {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"}
+    assert part == {
+        "type": "input_image",
+        "image_url": "https://example.com/a.png",
+        "detail": "low",
+    }
 
 
 def test_each_adapter_converts_images_to_its_native_format() -> None:
