@@ -524,6 +524,7 @@ class Run:
                 await events.aclose()
             raise
         else:
+            await events.aclose()  # ended: a no-op on a provider generator that returned
             if response is None:  # the one place this is said, whichever layer ended early
                 raise ProviderError(
                     "the provider stream ended without a complete response",
