@@ -8,26 +8,32 @@ the middle of what providers bill per page); audio one token per 500 bytes (32 t
 second, the rate Gemini documents, at 128 kbit/s). A document or audio clip by URL, whose size
 is not known, costs a flat ``image_tokens``. Good for "is this conversation getting too
 long?", not for billing.
+
+Each block's rule comes from its entry in ``oma_core.messages.BLOCK_TYPES``: a media block
+costs what its family costs, a block with a ``text`` field what its text does, a tool call
+its input as JSON, a tool result its text and parts; any other block (a marker carrying
+neither text nor media) costs nothing. A new block type needs no change here.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeAlias
 
 from .media import decoded_size
-from .messages import (
-    AudioBlock,
-    DocumentBlock,
-    ImageBlock,
-    ReasoningBlock,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    VideoBlock,
-)
+from .messages import BLOCK_TYPES, BlockType, Family, MediaSource, ToolResultBlock, ToolUseBlock
 from .validation import load_messages
 
 __all__ = ["estimate_tokens"]
+
+#: What a block costs: characters (summed over the conversation, made tokens once at the end)
+#: and tokens of its own.
+_Cost: TypeAlias = tuple[int, int]
+#: A block's rule, given the block and the flat price of an image (``image_tokens``).
+_Rule: TypeAlias = Callable[[Any, int], _Cost]
+
+_NOTHING: Final[_Cost] = (0, 0)
 
 
 def _ceil_quarter(count: int) -> int:
@@ -43,43 +49,100 @@ def estimate_tokens(messages: object, image_tokens: int = 1000) -> int:
     clip, the rates of the module's docstring.
     """
     characters = 0
-    images = 0
-    video_tokens = 0
-    media_tokens = 0
+    tokens = 0
     for message in load_messages(messages, allow_empty=True):
         for block in message.content:
-            if isinstance(block, TextBlock | ReasoningBlock):
-                characters += len(block.text)
-            elif isinstance(block, ImageBlock):
-                images += 1
-            elif isinstance(block, VideoBlock):
-                source = block.source
-                payload = source.data if source.type == "base64" else source.url
-                video_tokens += _ceil_quarter(len(payload))
-            elif isinstance(block, DocumentBlock | AudioBlock):
-                media_tokens += _media_tokens(block, image_tokens)
-            elif isinstance(block, ToolUseBlock):
-                text = json.dumps(block.plain_input(), ensure_ascii=False, separators=(",", ":"))
-                characters += len(text)
-            elif isinstance(block, ToolResultBlock):
-                if isinstance(block.content, str):
-                    characters += len(block.content)
-                    continue
-                for part in block.content:
-                    if isinstance(part, TextBlock):
-                        characters += len(part.text)
-                    elif isinstance(part, ImageBlock):
-                        images += 1
-    return _ceil_quarter(characters) + images * image_tokens + video_tokens + media_tokens
+            more_characters, more_tokens = _RULES[block.type](block, image_tokens)
+            characters += more_characters
+            tokens += more_tokens
+    return _ceil_quarter(characters) + tokens
 
 
-def _media_tokens(block: DocumentBlock | AudioBlock, by_url: int) -> int:
-    source = block.source
+# --- media, by family ----------------------------------------------------------------------
+
+
+def _flat(source: MediaSource, flat: int) -> int:
+    return flat
+
+
+def _payload_quarter(source: MediaSource, flat: int) -> int:
+    payload = source.data if source.type == "base64" else source.url
+    return _ceil_quarter(len(payload))
+
+
+def _document(source: MediaSource, flat: int) -> int:
     if source.type == "url":
-        return by_url
+        return flat
     size = decoded_size(source)
-    if isinstance(block, AudioBlock):
-        return -(-size // 500)
     if source.media_type.startswith("text/"):
         return _ceil_quarter(size)
     return -(-size // 40)
+
+
+def _audio(source: MediaSource, flat: int) -> int:
+    if source.type == "url":
+        return flat
+    return -(-decoded_size(source) // 500)
+
+
+#: A media family's price; a family without one here costs what media of unknown size does.
+_BY_FAMILY: Final[Mapping[Family, Callable[[MediaSource, int], int]]] = {
+    "image": _flat,
+    "video": _payload_quarter,
+    "document": _document,
+    "audio": _audio,
+}
+
+
+# --- each block type's rule ----------------------------------------------------------------
+
+
+def _text(block: Any, flat: int) -> _Cost:
+    return len(block.text), 0
+
+
+def _nothing(block: Any, flat: int) -> _Cost:
+    return _NOTHING
+
+
+def _tool_use(block: ToolUseBlock, flat: int) -> _Cost:
+    text = json.dumps(block.plain_input(), ensure_ascii=False, separators=(",", ":"))
+    return len(text), 0
+
+
+def _tool_result(block: ToolResultBlock, flat: int) -> _Cost:
+    if isinstance(block.content, str):
+        return len(block.content), 0
+    characters = tokens = 0
+    for part in block.content:  # text and images as blocks are; a file part costs nothing
+        more_characters, more_tokens = _RULES.get(part.type, _nothing)(part, flat)
+        characters += more_characters
+        tokens += more_tokens
+    return characters, tokens
+
+
+def _media_rule(family: Family) -> _Rule:
+    price = _BY_FAMILY.get(family, _flat)
+
+    def rule(block: Any, flat: int) -> _Cost:
+        return 0, price(block.source, flat)
+
+    return rule
+
+
+def _rule(kind: BlockType) -> _Rule:
+    """A block type's rule, read off its registry entry (the two tool blocks carry
+    structure, not text, and have rules of their own)."""
+    if kind.cls is ToolUseBlock:
+        return _tool_use
+    if kind.cls is ToolResultBlock:
+        return _tool_result
+    if kind.family is not None:
+        return _media_rule(kind.family)
+    if "text" in kind.keys:
+        return _text
+    return _nothing
+
+
+#: block tag -> its rule
+_RULES: Final[dict[str, _Rule]] = {tag: _rule(kind) for tag, kind in BLOCK_TYPES.items()}

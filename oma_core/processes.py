@@ -24,9 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 import attrs
 
 from .errors import BackendError
-from .redaction import JWT_SHAPE as _JWT
-from .redaction import REDACTED
-from .redaction import VENDOR_TOKEN_SHAPES as _VENDOR_TOKENS
+from .redaction import JWT_SHAPE, REDACTED, VENDOR_TOKEN_SHAPES
 
 __all__ = [
     "ALLOWED_ENV",
@@ -67,7 +65,7 @@ ALLOWED_ENV = (
 
 # The core's credential shapes, but any ``sk-`` key of 6+ characters (a stderr tail may show
 # a short or cut one); ``Bearer`` keeps its word and assignments keep their quotes, below.
-_SHAPES = (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), *_VENDOR_TOKENS, _JWT)
+_SHAPES = (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), *VENDOR_TOKEN_SHAPES, JWT_SHAPE)
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]+")
 _CREDENTIAL_NAME = r"[A-Z0-9_\-]*(?:KEY|TOKEN(?!S)|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_\-]*"
 _ASSIGNMENT = re.compile(

@@ -36,14 +36,12 @@ from ._tool_types import (
     SchemaLimitError,
     check,
     describe_exception,
+    inline_refs,
     is_json,
     is_pydantic_model,
     schema_for,
     schema_problem,
     structure,
-)
-from ._tool_types import (
-    inline_refs as _inline_refs,
 )
 from .errors import InvalidMessageError, ToolError
 from .messages import (
@@ -158,9 +156,12 @@ class Tool:
 
     async def invoke(self, arguments: Mapping[str, Any]) -> Any:
         """Run the tool on arguments that passed ``check_arguments``; return what it returned."""
-        return await self._run(self.structure_arguments(arguments))
+        return await self.run_structured(self.structure_arguments(arguments))
 
-    async def _run(self, kwargs: dict[str, Any]) -> Any:
+    async def run_structured(self, kwargs: Mapping[str, Any]) -> Any:
+        """Run the tool on keyword arguments ``structure_arguments`` made; return what it
+        returned. A sync function runs in a worker thread. Kept apart from ``invoke`` so a
+        caller tells arguments that cannot be structured from a tool that fails."""
         if self._is_async:
             return await self.function(**kwargs)
         import asyncio
@@ -413,7 +414,7 @@ def _build(
             ) from None
         if "$defs" in schema:  # written in place, so every provider can take the schema
             try:
-                schema = _inline_refs(schema)
+                schema = inline_refs(schema)
             except SchemaLimitError as error:
                 raise ToolError(
                     f"tool {tool_name!r}: input_schema {error}", tool=tool_name
@@ -576,7 +577,7 @@ async def call_tool(tools: Mapping[str, Tool], call: ToolUseBlock) -> ToolResult
     except ValueError as exc:
         return ToolResultBlock(call.id, f"invalid arguments for tool {call.name!r}: {exc}", True)
     try:
-        value = await found._run(kwargs)
+        value = await found.run_structured(kwargs)
     except Exception as exc:
         return ToolResultBlock(
             call.id, f"tool {call.name!r} failed: {describe_exception(exc)}", True

@@ -3,7 +3,7 @@
 - no import cycle among ``oma_core``'s modules, counting imports under ``TYPE_CHECKING`` too
   (a cycle of type-only imports is still two modules that need each other), and none counting
   the imports inside functions either (a deferred import hides a cycle, it does not remove
-  it), but for the two named in ``KNOWN_DEFERRED_CYCLES``;
+  it), but for any named in ``KNOWN_DEFERRED_CYCLES`` (none now);
 - every ``oma_core...`` name a docstring points to resolves, and so does every name the hook
   specifications' docstrings point to;
 - every hook is called through pluggy: no module calls an implementation by hand
@@ -11,6 +11,11 @@
   every built-in plugin's implementation from pluggy's own code (reading pluggy's order,
   ``get_hookimpls``, is allowed);
 - the message model imports nothing of oma beyond itself and ``errors``;
+- a module's underscore names are its own: no module of the core or a plugin reads or calls
+  ``x._name`` of another module, imports another's underscore name, or imports a public name
+  under an underscore alias;
+- what reads block types (the token estimate, the echo provider, the testing kit's media
+  rule) derives from ``BLOCK_TYPES`` and handles an entry it has never seen;
 - the orchestrator and the team runner use nothing private of the agent;
 - a module's name says whether it is API: the public ones are listed, every other starts with
   an underscore; plugins import public modules only;
@@ -27,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 CORE = Path(__file__).parent.parent / "oma_core"
@@ -111,10 +117,9 @@ def test_oma_core_has_no_import_cycle() -> None:
     assert cycle is None, " -> ".join(cycle or [])
 
 
-#: Cycles through imports inside functions that remain, in modules this check does not own:
-#: the message classes build themselves through the parser that builds them from dicts, and the
-#: run log's plugin writes through the run log that registers it.
-KNOWN_DEFERRED_CYCLES = frozenset({})
+#: Two-module cycles through imports inside functions that may remain: none do (the message
+#: classes and their parser share ``oma_core._model``; ``RunLogger`` sits beside ``RunLog``).
+KNOWN_DEFERRED_CYCLES: frozenset[frozenset[str]] = frozenset()
 
 
 def test_oma_core_has_no_import_cycle_through_imports_inside_functions() -> None:
@@ -586,3 +591,122 @@ def test_the_layer_check_finds_a_folder_reaching_up(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setitem(globals(), "_imports", reaching_up)
     assert _layer_violations() == ["oma_core.http._client imports oma_core._runner"]
+
+
+# -- a module's underscore names are its own -------------------------------------------------
+
+#: The library: the core and every plugin package (not their tests, which may look inside).
+LIBRARY = sorted(CORE.rglob("*.py")) + sorted(PLUGINS.glob("oma-*/oma_*/**/*.py"))
+#: Underscore names the standard library documents as public (``os._exit``, a named tuple's
+#: ``_replace``...).
+_PUBLIC_UNDERSCORE = frozenset({"_exit", "_getframe", "_replace", "_asdict", "_fields", "_make"})
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _own_names(tree: ast.Module) -> set[str]:
+    """The names a module defines: its functions, methods and classes, and every name and
+    attribute it assigns (``self._x = ...``, an attrs field ``_x: int``)."""
+    own = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            own.add(node.name)
+        elif isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Store):
+            own.add(node.id if isinstance(node, ast.Name) else node.attr)
+    return own
+
+
+def _reach_ins(source: str) -> list[str]:
+    """Where ``source`` uses another module's private name: ``x._name`` (a call or a read)
+    with ``x`` not ``self`` or ``cls`` and ``_name`` defined nowhere in ``source`` (so a
+    class method calling a private method of the instance it just built is its own business,
+    and ``found._run(...)`` on a class of another module is not); an import of another
+    module's underscore name; a public name imported under an underscore alias."""
+    tree = ast.parse(source)
+    own = _own_names(tree) | _PUBLIC_UNDERSCORE
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in own:
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.ImportFrom) and (
+            node.level or (node.module or "").startswith("oma")
+        ):
+            for alias in node.names:
+                renamed = f" as {alias.asname}" if alias.asname else ""
+                if _private(alias.name) or (alias.asname and _private(alias.asname)):
+                    found.append(f"line {node.lineno}: imports {alias.name}{renamed}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    found = [
+        f"{path.relative_to(CORE.parent)} {where}"
+        for path in LIBRARY
+        for where in _reach_ins(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, found
+
+
+def test_the_privacy_check_finds_a_reach_in() -> None:
+    assert _reach_ins("async def f(found):\n    return await found._run({})") == [
+        "line 2: found._run"
+    ]
+    assert _reach_ins("from .redaction import JWT_SHAPE as _JWT") == [
+        "line 1: imports JWT_SHAPE as _JWT"
+    ]
+    assert _reach_ins("from ._checks import _simd_decoder") == ["line 1: imports _simd_decoder"]
+    own = "class G:\n    @classmethod\n    def of(cls):\n        g = cls()\n        g._check()\n"
+    assert _reach_ins(own + "    def _check(self): self._seen = 1\n") == []
+    assert _reach_ins("import os\nos._exit(1)\nfrom acp import Option as _Option") == []
+
+
+# -- a new block type touches the registry, its validation and the providers, nothing else ----
+
+
+@attrs.frozen
+class _Marker:
+    """A block type the registry does not hold: no text, no media (what a cache marker is)."""
+
+    @property
+    def type(self) -> str:
+        return "marker"
+
+
+@attrs.frozen
+class _Note:
+    """A block type the registry does not hold, carrying text."""
+
+    text: str
+
+    @property
+    def type(self) -> str:
+        return "note"
+
+
+def test_what_reads_block_types_handles_one_it_has_never_seen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The token estimate, the echo provider's account and the kit's media rule derive from
+    ``BLOCK_TYPES``: a new entry, with no text and no media or with text, needs no change in
+    them (the estimate builds its rules once, from each entry, with ``_rule``)."""
+    from oma_core import _tokens
+    from oma_core.default_plugins.echo import describe_block
+    from oma_core.messages import BLOCK_TYPES, BlockType
+    from oma_core.testing import neutral
+
+    def build(*_: object) -> Any:
+        raise AssertionError("not parsed here")
+
+    marker = BlockType("marker", _Marker, build)  # type: ignore[arg-type]
+    note = BlockType("note", _Note, build)  # type: ignore[arg-type]
+    monkeypatch.setitem(BLOCK_TYPES, "marker", marker)
+    monkeypatch.setitem(BLOCK_TYPES, "note", note)
+    assert _tokens._rule(marker)(_Marker(), 1000) == (0, 0)
+    assert _tokens._rule(note)(_Note("12345678"), 1000) == (8, 0)
+    assert describe_block(_Marker()) == "marker"  # type: ignore[arg-type]
+    assert describe_block(_Note("hi")) == 'note "hi"'  # type: ignore[arg-type]
+    assert not neutral._is_media(_Marker())  # type: ignore[arg-type]
+    assert not neutral._is_media(_Note("hi"))  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from _builders import oma
+from _waiting import until
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -772,11 +773,7 @@ async def test_runs_waiting_on_a_locked_log_leave_the_event_loop_free(tmp_path: 
     with write_lock_held(log.path) as release:
         beat = asyncio.create_task(heartbeat())
         runs = [asyncio.create_task(one_run(f"agent-{i}")) for i in range(5)]
-        for _ in range(100_000):  # until the heartbeat has ticked 50 times
-            if ticks >= 50:
-                break
-            await asyncio.sleep(0.001)
-        assert ticks >= 50
+        await until(lambda: ticks >= 50, within=100)  # the loop runs while the runs wait
         assert not any(run.done() for run in runs)  # all five still wait for the lock
         release()
         assert await asyncio.wait_for(asyncio.gather(*runs), 120) == [True] * 5

@@ -15,23 +15,21 @@ import math
 from collections.abc import AsyncIterator
 from typing import Any
 
+import attrs
+
 from ..capabilities import Capabilities, ProviderSpec
 from ..hookspecs import hookimpl
 from ..messages import (
-    AudioBlock,
+    BLOCK_TYPES,
     Base64Source,
     ContentBlock,
-    DocumentBlock,
     FilePart,
-    ImageBlock,
     LLMMessage,
     MediaSource,
-    ReasoningBlock,
     TextBlock,
     ToolResultBlock,
     ToolResultPart,
     ToolUseBlock,
-    VideoBlock,
 )
 from ..providers import (
     ProviderEvent,
@@ -79,19 +77,14 @@ def _describe_part(part: ToolResultPart) -> str:
 
 
 def describe_block(block: ContentBlock) -> str:
-    """One block in a few words: its type, then its text, media or call."""
-    if isinstance(block, TextBlock):
-        return f"text {_quote(block.text)}"
-    if isinstance(block, ImageBlock):
-        detail = f" (detail {block.detail})" if block.detail else ""
-        return f"image {_describe_source(block.source)}{detail}"
-    if isinstance(block, VideoBlock):
-        return f"video {_describe_source(block.source)}"
-    if isinstance(block, DocumentBlock):
-        named = "" if block.filename is None else f" {_quote(block.filename)}"
-        return f"document{named} {_describe_source(block.source)}"
-    if isinstance(block, AudioBlock):
-        return f"audio {_describe_source(block.source)}"
+    """One block in a few words: its type, then its text, media or call.
+
+    The account follows the block's entry in ``oma_core.messages.BLOCK_TYPES``: a media
+    block shows its source (a ``filename`` before it, other fields after it), a block with
+    a ``text`` field its text; the two tool blocks show their call and result; any other block
+    its type and whatever fields it has set.
+    """
+    kind = BLOCK_TYPES[block.type]
     if isinstance(block, ToolUseBlock):
         arguments = json.dumps(block.plain_input(), ensure_ascii=False, sort_keys=True)
         if len(arguments) > TEXT_LIMIT:
@@ -104,9 +97,17 @@ def describe_block(block: ContentBlock) -> str:
         else:
             body = "[" + ", ".join(_describe_part(part) for part in block.content) + "]"
         return f"tool_result{error} (id {block.tool_use_id}) {body}"
-    if isinstance(block, ReasoningBlock):
-        return f"reasoning {_quote(block.text)}"
-    return str(getattr(block, "type", type(block).__name__))  # pragma: no cover
+    values = {field.name: getattr(block, field.name) for field in attrs.fields(kind.cls)}
+    fields = {name: value for name, value in values.items() if value is not None}
+    if "text" in fields:
+        return f"{kind.tag} {_quote(fields['text'])}"
+    words = [kind.tag]
+    if "filename" in fields:
+        words.append(_quote(fields.pop("filename")))
+    if kind.family is not None:
+        words.append(_describe_source(fields.pop("source")))
+    rest = "".join(f" ({name} {value})" for name, value in fields.items())
+    return " ".join(words) + rest
 
 
 def describe_message(message: LLMMessage) -> str:

@@ -22,8 +22,9 @@ Everything else must arrive as sent: the system prompt, each text in order, each
 (document, audio clip, ...) in order, among the texts where it was sent, every one of several
 in a turn or a tool result, each tool call's name and input, each tool result's text, the
 tool definitions (name, description and schema, nested parts included), ``tool_choice``,
-``temperature``, ``max_tokens``, ``stop`` and the output schema. Reasoning blocks are not
-compared (yet).
+``temperature``, ``max_tokens``, ``stop`` and the output schema. Reasoning blocks, and any
+block that is neither text, media (a family in ``oma_core.messages.BLOCK_TYPES``) nor a
+tool's, are not compared (yet).
 
 Structured output is compared as the service sees it, not as the core names it: in native
 mode the schema the service holds the reply's text to (``output_schema``); in tool mode one
@@ -40,8 +41,9 @@ from typing import Any
 import attrs
 
 from ..messages import (
+    BLOCK_TYPES,
+    ContentBlock,
     LLMMessage,
-    ReasoningBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -191,8 +193,10 @@ def _turns(messages: Sequence[LLMMessage]) -> list[tuple[str, list[Any]]]:
     return turns
 
 
-def _is_media(block: Any) -> bool:
-    return not isinstance(block, TextBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock)
+def _is_media(block: ContentBlock) -> bool:
+    """Whether the block is media (an image, a document...): its registry entry names a
+    family (``oma_core.messages.BLOCK_TYPES``)."""
+    return BLOCK_TYPES[block.type].family is not None
 
 
 def _result_texts(block: ToolResultBlock) -> str:

@@ -164,10 +164,12 @@ async def test_a_server_that_exits_between_calls_is_restarted_before_the_next(
     tools = {t.name: t for t in await server.list_tools()}
 
     first = await tools["go"].invoke({})
-    for _ in range(600):  # until the exited server (and its supervisor) are gone
+    for _ in range(600):  # until the exited server (and its supervisor) are gone (30 s+)
         if not descendants() - before:
             break
         await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(f"the exited server is still there: {descendants() - before}")
     second = await tools["go"].invoke({})
 
     assert not first.is_error and first.content == "ok"

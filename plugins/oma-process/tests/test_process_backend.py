@@ -470,24 +470,40 @@ async def test_a_timeout_during_the_exit_grace_stops_the_group(
     group_gone(info["pgid"], info["pid"])
 
 
+def _suspended_in(generator: Any, name: str) -> bool:
+    """Whether the async ``generator`` is suspended in the function ``name``, directly or
+    through the coroutines it awaits (its chain of ``ag_await`` and ``cr_await``)."""
+    awaiting = generator.ag_await
+    while awaiting is not None:
+        code = getattr(awaiting, "cr_code", None)
+        if code is not None and code.co_name == name:
+            return True
+        awaiting = getattr(awaiting, "cr_await", None)
+    return False
+
+
 async def test_cancelling_during_the_exit_grace_stops_the_group(
     group_gone: Any, make_backend: Any, tmp_path: Path
 ) -> None:
     info_file = tmp_path / "pids.json"
     backend = make_backend("close-stdout", str(info_file), exit_grace=600, kill_grace=0.2)
-    answered = asyncio.Event()
+    stream = backend.run(BackendRequest(""))
+    events: list[Any] = []
 
     async def run() -> None:
-        async for event in backend.run(BackendRequest("")):
-            if event == TextDelta("answer"):
-                answered.set()
+        async for event in stream:
+            events.append(event)
 
     task = asyncio.create_task(run())
-    await asyncio.wait_for(answered.wait(), 30)
-    await asyncio.sleep(0.2)  # most likely past the end of stdout by now; either way it stops
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30  # a bound on a hang only
+    while not _suspended_in(stream, "wait_exit"):  # stdout has ended: the exit grace runs
+        assert loop.time() < deadline, "the run never reached the exit grace"
+        await asyncio.sleep(0.005)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    assert events == [TextDelta("answer")]
     info = json.loads(info_file.read_text())
     group_gone(info["pgid"], info["pid"])
     assert not backend._running
