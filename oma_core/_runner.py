@@ -210,6 +210,8 @@ class Run:
         self.recorder: Recorder | None = context.state.get(RECORDER)
         #: The calls waiting for a decision when the run suspends.
         self.pending: list[ApprovalRequest] = []
+        #: A resumed run's last model turn, taken again instead of asking the model.
+        self.replay: LLMMessage | None = None
         #: The validated output (``RunResult.structured``); None without an output type.
         self.structured: Any = None
         self.wanted_mode: str | None = None
@@ -283,27 +285,21 @@ class Run:
         return hooks
 
     async def _model_run(self, target: ModelTarget) -> AsyncGenerator[StreamEvent, None]:
-        """A model run: the ``before_run`` hooks, then turns (a model call, then the tool
-        round of its calls) until a reply the output mode takes as the answer, or
-        ``max_turns`` (counting every model call, corrective turns included); then ``done``.
-        A call's events pass through here one by one: as few frames up as can be."""
+        """A model run: the ``before_run`` hooks, then turns (a model call, then the tool round
+        of its calls) until an answer, ``max_turns`` (corrective turns count) or calls waiting
+        for a decision; then ``done``. A call's events pass through here: few frames up."""
         error: Exception | None = None
         events: AsyncGenerator[Any, None] | None = None  # the call or round under way
         try:
-            replay: LLMMessage | None = None  # a resumed run's last turn, replayed
             if self.recorder is None:
                 messages, _ = await self._input()
-            else:
-                messages, replay = await self._start(self.recorder)
+            else:  # durable: a resumed run has its earlier turns in ``produced`` already
+                messages = await self._start(self.recorder)
             output = self._output_handler(target)
-            conversation = for_provider(messages, target.provider_name)  # see _reasoning
-            checked = turns = corrections = 0
-            if self.produced:  # resumed: the turns of the run's earlier life
-                assert self.recorder is not None
-                conversation += self.produced
-                turns, corrections = self.recorder.turns, self.recorder.corrections
+            conversation = for_provider(messages, target.provider_name) + self.produced
+            checked, turns, corrections = self._counts()
             tools, tool_defs = target.tools, target.tool_defs
-            while True:
+            while not self.pending:  # calls waiting for a decision suspend the run
                 # Messages are immutable: each is checked once, the input before the first call.
                 target.capabilities.check(conversation, target.display_name, start=checked)
                 checked = len(conversation)
@@ -313,16 +309,7 @@ class Run:
                 emitted: set[str] = set()
                 partials = output.partials() if self.streaming else None
                 request = output.request(target.request(tuple(conversation), tool_defs))
-                events = (
-                    self._call(
-                        target.call(request, self.streaming),
-                        emitted,
-                        deltas=partials is not None and partials.deltas,
-                    )
-                    if replay is None
-                    else self._replayed(replay)
-                )
-                replay = None
+                events = self._turn(target.call(request, self.streaming), emitted, partials)
                 async for event in events:
                     if partials is None:  # (no ToolCallDelta: none was asked for)
                         yield event  # type: ignore[misc]
@@ -352,8 +339,6 @@ class Run:
                     events = self._tool_round(calls, tools)
                     async for event in events:
                         yield event
-                    if self.pending:
-                        break  # calls wait for a decision: the run suspends
                     conversation.append(self.produced[-1])
                     continue
                 self._take(verdict)
@@ -380,18 +365,37 @@ class Run:
             yield StreamEvent("error", result.status.error)
         yield StreamEvent("done", result)
 
-    async def _start(self, recorder: Recorder) -> tuple[tuple[LLMMessage, ...], LLMMessage | None]:
+    def _counts(self) -> tuple[int, int, int]:
+        """The messages checked, model turns and corrective turns so far: none, or a resumed
+        run's turns and corrections (its messages were checked in its earlier life)."""
+        recorder = self.recorder
+        if recorder is None or not recorder.resuming:
+            return 0, 0, 0
+        return 0, recorder.turns, recorder.corrections
+
+    def _turn(
+        self, call: ModelCall, emitted: set[str], partials: Any
+    ) -> AsyncGenerator[StreamEvent | ToolCallDelta, None]:
+        """The events of the model turn: ``call`` made, or a resumed run's last turn replayed
+        (a function, not a generator: no frame more per chunk)."""
+        replay = self.replay
+        if replay is None:
+            return self._call(call, emitted, deltas=partials is not None and partials.deltas)
+        self.replay = None
+        return self._replayed(replay)
+
+    async def _start(self, recorder: Recorder) -> tuple[LLMMessage, ...]:
         """A durable run's input: a fresh run's (checkpointed as it starts), or a resumed
         run's with its earlier turns restored and the last one to replay (see ``Recorder``)."""
         if not recorder.resuming:
             messages, _ = await self._input()
             await recorder.started(self, messages)
-            return messages, None
-        messages, replay = await recorder.restore(self)
+            return messages
+        messages, self.replay = await recorder.restore(self)
         emit = self.context.settings.progress
         if emit is not None:
             emit("run_resumed", {"turns": recorder.turns, "tool_calls": self.tool_calls})
-        return messages, replay
+        return messages
 
     async def _replayed(self, message: LLMMessage) -> AsyncGenerator[StreamEvent, None]:
         """A resumed run's last model turn, kept by its checkpoint: taken as if it arrived
