@@ -201,7 +201,10 @@ class Recorder:
             del self._produced[same:], seen[same:]
             self._produced += await self._media.dump(produced[same:])
             seen += produced[same:]
-        round_ = await self._media.dump([LLMMessage("user", tuple(self.round))] if self.round else [])
+        round_: list[Any] = []
+        if self.round:
+            (dumped,) = await self._media.dump([LLMMessage("user", tuple(self.round))])
+            round_ = dumped["content"]
         state = {
             "kind": "agent",
             "status": status,
@@ -209,7 +212,7 @@ class Recorder:
             "agent": self.head,
             "input": self._input,
             "produced": self._produced,
-            "round": round_[0]["content"] if self.round else [],
+            "round": round_,
             "usage": attrs.asdict(run.usage),
             "tool_calls": run.tool_calls,
             "turns": self.turns,

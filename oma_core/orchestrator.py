@@ -269,12 +269,16 @@ class OpenMultiAgent:
         if store is None:
             raise UsageError("resume needs a run store: OpenMultiAgent(store=...)")
         opened = await open_run(store, run_id)
-        await opened.decide(store, approvals)
         if opened.finished:
+            await opened.decide(store, approvals)
             return await opened.result(store)
-        chosen = opened.config(config)
         await store.acquire(run_id, self._owner, LEASE_SECONDS)
         try:
+            opened = await open_run(store, run_id)  # as it is now that no one else resumes it
+            await opened.decide(store, approvals)
+            if opened.finished:
+                return await opened.result(store)
+            chosen = opened.config(config)
             recorder = Recorder(
                 store,
                 run_id,
