@@ -350,14 +350,16 @@ class OpenedRun:
         ``ApprovalMismatchError`` when a kept decision was made for another call."""
         requests = {request.call_id: request for request in self.pending()}
         requested = set(self.state["requested"])
-        for call_id, value in (approvals or {}).items():
-            approval = as_approval(value, call_id)
+        given = {
+            call_id: as_approval(value, call_id) for call_id, value in (approvals or {}).items()
+        }
+        for call_id in given:  # all checked before any is stored
+            if call_id not in requests and call_id not in requested:
+                raise UnknownApprovalError(self.run_id, call_id)
+        for call_id, approval in given.items():
             request = requests.get(call_id)
-            if request is None:
-                if call_id not in requested:
-                    raise UnknownApprovalError(self.run_id, call_id)
-                continue  # decided already, and the run went on: the first decision won
-            await store.decide(self.run_id, call_id, decision_record(approval, request.digest))
+            if request is not None:  # else decided already, and the run went on past it
+                await store.decide(self.run_id, call_id, decision_record(approval, request.digest))
         kept = await store.decisions(self.run_id)
         for call_id, request in requests.items():
             decision = kept.get(call_id)

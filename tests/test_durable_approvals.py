@@ -138,9 +138,10 @@ async def test_a_decision_for_an_unknown_call_is_refused() -> None:
     first = await _suspended(store, world, events)
     with pytest.raises(UnknownApprovalError) as caught:
         await OpenMultiAgent(store=store).resume(
-            first.run_id, config=world.resumed("x"), approvals={"c9": True}
+            first.run_id, config=world.resumed("x"), approvals={"c2": True, "c9": True}
         )
     assert caught.value.call_id == "c9" and world.sent == []
+    assert await store.decisions(first.run_id) == {}  # refused whole: nothing stored
     with pytest.raises(TypeError, match="c2"):
         await OpenMultiAgent(store=store).resume(first.run_id, approvals={"c2": "yes"})
 
