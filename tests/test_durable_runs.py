@@ -14,6 +14,7 @@ from typing import Any
 
 import durable_child
 import pytest
+from _waiting import until
 
 from oma_core import AgentConfig, OpenMultiAgent, load_messages
 from oma_core.errors import CheckpointError, LeaseHeldError, ResumeMissingError, UnknownRunError
@@ -207,3 +208,21 @@ async def test_without_a_store_a_run_keeps_nothing_and_has_no_run_id() -> None:
     assert result.output == "hi" and result.run_id is None
     with pytest.raises(Exception, match="run store"):
         await OpenMultiAgent().resume("any")
+
+
+async def test_a_cancelled_run_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
+    store = MemoryRunStore()
+    oma = OpenMultiAgent(store=store)
+    log = tmp_path / "cancelled.log"
+    config = durable_child.make_config(log, "model")  # waits in its second model call
+    provider = config.provider
+    run = asyncio.create_task(oma.run_agent(config, "add 1, 2 and 3", run_id="cancelled"))
+    await until(lambda: provider.calls == 2)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    kept = await store.load("cancelled")
+    assert kept is not None and kept.status == "running"
+    result = await oma.resume("cancelled", config=durable_child.make_config(log))
+    assert result.output == "the total is 6"
+    assert _done(log) == ["done c1", "done c2", "done c3"]
