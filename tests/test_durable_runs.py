@@ -226,3 +226,18 @@ async def test_a_cancelled_run_resumes_from_its_last_checkpoint(tmp_path: Path) 
     result = await oma.resume("cancelled", config=durable_child.make_config(log))
     assert result.output == "the total is 6"
     assert _done(log) == ["done c1", "done c2", "done c3"]
+
+
+async def test_a_checkpoint_never_holds_a_key_or_provider_options() -> None:
+    store = MemoryRunStore()
+    config = AgentConfig(
+        name="a",
+        provider="scripted",
+        api_key="sk-test-KEY-4f1d",
+        provider_options={"responses": ["hi", "OPTION-9c2e"]},
+    )
+    result = await OpenMultiAgent(store=store).run_agent(config, "hello")
+    assert result.output == "hi"
+    kept = await store.load(result.run_id or "")
+    assert kept is not None and kept.status == "ok"
+    assert b"KEY-4f1d" not in kept.checkpoint and b"OPTION-9c2e" not in kept.checkpoint
