@@ -252,6 +252,7 @@ class OpenMultiAgent:
         run_id: str,
         *,
         config: AgentConfig | None = None,
+        team: Team | None = None,
         approvals: Mapping[str, bool | Approval] | None = None,
     ) -> RunResult:
         """Continue the durable ``run_agent`` run ``run_id`` from its last checkpoint.
@@ -264,10 +265,13 @@ class OpenMultiAgent:
         provider objects, output types); ``ResumeMissingError`` names what is missing.
         Raises ``UnknownRunError``, ``CheckpointError``, ``UnknownApprovalError``,
         ``ApprovalMismatchError`` or ``LeaseHeldError`` (another worker resumes it now).
+        ``team`` is for team runs, which are not durable yet: giving one is a ``UsageError``.
         """
         store = self._store
         if store is None:
             raise UsageError("resume needs a run store: OpenMultiAgent(store=...)")
+        if team is not None:
+            raise UsageError("team runs are not durable yet: resume takes run_agent runs")
         opened = await open_run(store, run_id)
         if opened.finished:
             await opened.decide(store, approvals)
