@@ -81,7 +81,9 @@ def runner(oma: OpenMultiAgent, config: AgentConfig) -> Callable[[], Awaitable[o
 
 
 async def main() -> None:
-    config = AgentConfig(name="bench", provider=InstantTools(), tools=[tool(note)])
+    config = AgentConfig(
+        name="bench", provider=InstantTools(), tools=[tool(note)], max_turns=TURNS + 1
+    )
     plain = await best_of(5, RUNS, runner(OpenMultiAgent(), config))
     memory = await best_of(5, RUNS, runner(OpenMultiAgent(store=MemoryRunStore()), config))
     with tempfile.TemporaryDirectory() as folder:
