@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._approvals import ApprovalRequest, as_approval, decision_record
+from ._approvals import ApprovalRequest, as_approval, canonical_json, decision_record
 from ._checkpoints import MediaRefs, decode, encode
 from ._results import RunResult, RunStatus
 from ._run_store import StoredRun
@@ -154,8 +154,10 @@ class Recorder:
         self.run: Any = None
         self._media = MediaRefs(store, run_id)
         self._input: list[dict[str, Any]] = []
-        self._produced: list[dict[str, Any]] = []
-        self._seen: list[LLMMessage] = []  # the messages ``_produced`` holds, by identity
+        # The run's turns as checkpoints hold them, each encoded (canonical JSON, media by
+        # reference) once, and the messages they are, by identity.
+        self._encoded: list[str] = []
+        self._seen: list[LLMMessage] = []
         self._created = time.time() if restored is None else float(restored["created"])
         self._lease = lease
         self._replaying = False
@@ -198,20 +200,20 @@ class Recorder:
         while same < limit and produced[same] is seen[same]:
             same += 1
         if same < len(seen) or same < len(produced):
-            del self._produced[same:], seen[same:]
-            self._produced += await self._media.dump(produced[same:])
+            del seen[same:], self._encoded[same:]
+            dumped = await self._media.dump(produced[same:])
+            self._encoded += [canonical_json(message) for message in dumped]
             seen += produced[same:]
         round_: list[Any] = []
         if self.round:
-            (dumped,) = await self._media.dump([LLMMessage("user", tuple(self.round))])
-            round_ = dumped["content"]
+            (results,) = await self._media.dump([LLMMessage("user", tuple(self.round))])
+            round_ = results["content"]
         state = {
             "kind": "agent",
             "status": status,
             "created": self._created,
             "agent": self.head,
             "input": self._input,
-            "produced": self._produced,
             "round": round_,
             "usage": attrs.asdict(run.usage),
             "tool_calls": run.tool_calls,
@@ -225,8 +227,10 @@ class Recorder:
             **(extra or {}),
         }
         pending = len(state["pending"])
+        turns = {"produced": "[" + ",".join(self._encoded) + "]"}
+        data = encode(state, turns)
         stored = StoredRun(
-            self.run_id, "agent", status, encode(state), self._created, time.time(), None, pending
+            self.run_id, "agent", status, data, self._created, time.time(), None, pending
         )
         await self.store.save(stored)
         await self._renew()
@@ -269,7 +273,7 @@ class Recorder:
         self._input = list(state["input"])
         messages = await self._media.load(state["input"])
         produced = list(await self._media.load(state["produced"]))
-        self._produced = list(state["produced"])
+        self._encoded = [canonical_json(message) for message in state["produced"]]
         self._seen = list(produced)
         run.usage = _usage(state["usage"])
         run.tool_calls = int(state["tool_calls"])
