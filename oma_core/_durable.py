@@ -329,6 +329,10 @@ class OpenedRun:
     def pending(self) -> tuple[ApprovalRequest, ...]:
         return tuple(ApprovalRequest.from_json(data) for data in self.state["pending"])
 
+    async def input(self, store: RunStore) -> tuple[LLMMessage, ...]:
+        """The run's input (after its ``before_run`` hooks), media read back."""
+        return await MediaRefs(store, self.run_id).load(self.state["input"])
+
     async def result(self, store: RunStore) -> RunResult:
         """The stored result of a finished run (``structured`` is not kept: None)."""
         state = self.state

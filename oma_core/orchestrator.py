@@ -292,7 +292,8 @@ class OpenMultiAgent:
                 lease=self._owner,
             )
             call = RunOverrides(run_id=run_id)
-            run = self._run(chosen, "(resumed)", NO_SETTINGS, call, self._providers, self._agents)
+            given = await opened.input(store)  # what observers see; the run reads its own
+            run = self._run(chosen, given, NO_SETTINGS, call, self._providers, self._agents)
             return await self._recorded(run, recorder)
         finally:
             await store.release(run_id, self._owner)
