@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ._config import AgentConfig
     from ._run_store import RunStore
 
-__all__ = ["RECORDER", "FINISHED", "OpenedRun", "Recorder", "handing", "open_run", "taken"]
+__all__ = ["FINISHED", "RECORDER", "OpenedRun", "Recorder", "handing", "open_run", "taken"]
 
 #: The ``RunContext.state`` key a durable run's recorder is kept under.
 RECORDER = "oma.durable"
@@ -186,8 +186,10 @@ class Recorder:
         await self.save(run)
 
     async def tool_done(self, run: Any, results: list[ToolResultBlock]) -> None:
-        """A tool result arrived: ``results`` are the round's results so far."""
-        self.round = list(results)
+        """A tool result arrived: ``results`` are the round's results so far (with those
+        a resumed run's checkpoint held for calls further on, kept: none of them runs again)."""
+        known = {block.tool_use_id for block in results}
+        self.round = [*results, *(block for block in self.round if block.tool_use_id not in known)]
         await self.save(run)
 
     async def save(

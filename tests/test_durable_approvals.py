@@ -12,6 +12,7 @@ import pytest
 
 from oma_core import AgentConfig, OpenMultiAgent, tool
 from oma_core._approvals import Approval, call_digest, decision_record
+from oma_core._checkpoints import decode
 from oma_core.errors import (
     ApprovalMismatchError,
     ApprovalUnavailableError,
@@ -20,7 +21,7 @@ from oma_core.errors import (
 )
 from oma_core.messages import ToolResultBlock, ToolUseBlock
 from oma_core.progress import ProgressEvent
-from oma_core.stores import MemoryRunStore, RunStore, SQLiteRunStore
+from oma_core.stores import MemoryRunStore, RunStore, SQLiteRunStore, StoredRun
 
 TURN = {
     "role": "assistant",
@@ -210,3 +211,37 @@ async def test_a_callable_rule_decides_per_call() -> None:
     )
     result = await OpenMultiAgent(store=store).run_agent(config, "email bob")
     assert result.status.code == "ok" and world.sent == ["bob@example.com"]
+
+
+class _Rounds(MemoryRunStore):
+    """A memory store that keeps the call ids of each checkpoint's round under way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rounds: list[set[str]] = []
+
+    async def save(self, run: StoredRun) -> None:
+        state = decode(run.run_id, run.checkpoint)
+        self.rounds.append({block["tool_use_id"] for block in state["round"]})
+        await super().save(run)
+
+
+async def test_results_after_a_waiting_call_stay_checkpointed_while_it_runs() -> None:
+    world, store = World(), _Rounds()
+    turn = {
+        "role": "assistant",
+        "content": [
+            *TURN["content"],
+            {"type": "tool_use", "id": "c3", "name": "lookup", "input": {"who": "eve"}},
+        ],
+    }
+    config = world.resumed(turn)
+    first = await OpenMultiAgent(store=store).run_agent(config, "email bob")
+    assert first.status.code == "suspended" and world.looked_up == ["bob", "eve"]
+    store.rounds.clear()
+    result = await OpenMultiAgent(store=store).resume(
+        first.run_id, config=world.resumed("sent"), approvals={"c2": True}
+    )
+    assert result.output == "sent" and world.sent == ["bob@example.com"]
+    assert world.looked_up == ["bob", "eve"]  # c1 and c3 not run again
+    assert {"c1", "c2", "c3"} in store.rounds  # c2's checkpoint kept c3's result
