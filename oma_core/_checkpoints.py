@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,10 +33,20 @@ __all__ = ["VERSION", "MediaRefs", "decode", "encode"]
 #: The checkpoint format's version; a checkpoint of another version is refused, never guessed.
 VERSION = 1
 
+#: Stands for an entry ``encode`` is given encoded: no run's data holds this process's nonce.
+_MARK = f"\x00oma-encoded-{os.urandom(16).hex()}:"
 
-def encode(state: Mapping[str, Any]) -> bytes:
-    """``state`` (plain JSON data) as checkpoint bytes."""
-    body = canonical_json(state)
+
+def encode(state: Mapping[str, Any], encoded: Mapping[str, str] | None = None) -> bytes:
+    """``state`` (plain JSON data) as checkpoint bytes. ``encoded``: top-level entries given
+    as their canonical JSON already (a run's turns, encoded once each as they arrive, not
+    again at every checkpoint); the bytes are the same as if ``state`` held their values."""
+    if encoded:  # encoded as a whole around markers, which are then replaced
+        body = canonical_json({**state, **{key: _MARK + key for key in encoded}})
+        for key, text in encoded.items():
+            body = body.replace(canonical_json(_MARK + key), text, 1)
+    else:
+        body = canonical_json(state)
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
     head = f'{{"oma_checkpoint":{VERSION},"sha256":"{digest}","state":'
     return (head + body + "}").encode("utf-8")

@@ -62,8 +62,9 @@ class RunResult(Generic[OutputT]):
     (assistant turns and tool-result turns, not the input); ``usage`` sums every model call,
     retried and cut-short attempts included. ``structured`` is the validated output when the
     run had an output type (an instance of it; a dict or list for a JSON Schema dict), else
-    None; ``output`` stays the raw text. ``run_id`` is the run's id (what ``resume`` takes);
-    ``pending`` the ``ApprovalRequest``s a suspended run waits for.
+    None; ``output`` stays the raw text. ``run_id`` is the run's id (what ``resume`` takes),
+    set on the results of ``OpenMultiAgent.run_agent`` and ``resume`` with a run store (None
+    without one); ``pending`` the ``ApprovalRequest``s a suspended run waits for.
     """
 
     success: bool

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from ._approvals import call_digest, needs_approval
 from ._before_run import NamedHook, apply_before_run
 from ._calls import ModelCall, RunContext, RunHooks, RunInput, ToolInvocation
+from ._durable import RECORDER, request_for
 from ._output import OutputMode, OutputSpec, choose_mode, output_spec
 from ._output_modes import (
     TEXT_OUTPUT,
@@ -41,6 +43,8 @@ from ._reasoning import for_provider
 from ._results import RunResult, RunStatus, StreamEvent
 from ._usage import charged_usage, reported_usage
 from .errors import (
+    ApprovalMismatchError,
+    ApprovalUnavailableError,
     HookError,
     MaxTurnsExceededError,
     OutputValidationError,
@@ -71,6 +75,8 @@ from .redaction import detached_error, redact_error
 from .tools import list_toolsets
 
 if TYPE_CHECKING:
+    from ._approvals import ApprovalRequest
+    from ._durable import Recorder
     from ._pool import Closables
     from .capabilities import BackendSpec, Capabilities
     from .tools import Tool
@@ -200,6 +206,12 @@ class Run:
         self.output = ""
         self.tool_calls = 0
         self.stop_reason: str | None = None
+        #: Where a durable run reports its steps (``_durable``); None without a run store.
+        self.recorder: Recorder | None = context.state.get(RECORDER)
+        #: The calls waiting for a decision when the run suspends.
+        self.pending: list[ApprovalRequest] = []
+        #: A resumed run's last model turn, taken again instead of asking the model.
+        self.replay: LLMMessage | None = None
         #: The validated output (``RunResult.structured``); None without an output type.
         self.structured: Any = None
         self.wanted_mode: str | None = None
@@ -273,19 +285,21 @@ class Run:
         return hooks
 
     async def _model_run(self, target: ModelTarget) -> AsyncGenerator[StreamEvent, None]:
-        """A model run: the ``before_run`` hooks, then turns (a model call, then the tool
-        round of its calls) until a reply the output mode takes as the answer, or
-        ``max_turns`` (counting every model call, corrective turns included); then ``done``.
-        A call's events pass through here one by one: as few frames up as can be."""
+        """A model run: the ``before_run`` hooks, then turns (a model call, then the tool round
+        of its calls) until an answer, ``max_turns`` (corrective turns count) or calls waiting
+        for a decision; then ``done``. A call's events pass through here: few frames up."""
         error: Exception | None = None
         events: AsyncGenerator[Any, None] | None = None  # the call or round under way
         try:
-            messages, _ = await self._input()
+            if self.recorder is None:
+                messages, _ = await self._input()
+            else:  # durable: a resumed run has its earlier turns in ``produced`` already
+                messages = await self._start(self.recorder)
             output = self._output_handler(target)
-            conversation = for_provider(messages, target.provider_name)  # see _reasoning
-            checked = turns = corrections = 0
+            conversation = for_provider(messages, target.provider_name) + self.produced
+            checked, turns, corrections = self._counts()
             tools, tool_defs = target.tools, target.tool_defs
-            while True:
+            while not self.pending:  # calls waiting for a decision suspend the run
                 # Messages are immutable: each is checked once, the input before the first call.
                 target.capabilities.check(conversation, target.display_name, start=checked)
                 checked = len(conversation)
@@ -295,11 +309,7 @@ class Run:
                 emitted: set[str] = set()
                 partials = output.partials() if self.streaming else None
                 request = output.request(target.request(tuple(conversation), tool_defs))
-                events = self._call(
-                    target.call(request, self.streaming),
-                    emitted,
-                    deltas=partials is not None and partials.deltas,
-                )
+                events = self._turn(target.call(request, self.streaming), emitted, partials)
                 async for event in events:
                     if partials is None:  # (no ToolCallDelta: none was asked for)
                         yield event  # type: ignore[misc]
@@ -311,6 +321,8 @@ class Run:
                         yield shown
                 message = self.produced[-1]
                 conversation.append(message)
+                if self.recorder is not None:
+                    await self.recorder.turned(self, turns, corrections)
                 content = message.content
                 calls = (
                     []  # a text reply, the common last turn (kept: a bench pays)
@@ -345,13 +357,53 @@ class Run:
             if events is not None:
                 await events.aclose()
             raise
-        if error is None:  # ``result``'s success (kept: a bench pays)
+        if error is None and not self.pending:  # ``result``'s success (kept: a bench pays)
             result = RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
         else:
             result = self.result(error)
         if self.streaming and result.status.error is not None:
             yield StreamEvent("error", result.status.error)
         yield StreamEvent("done", result)
+
+    def _counts(self) -> tuple[int, int, int]:
+        """The messages checked, model turns and corrective turns so far: none, or a resumed
+        run's turns and corrections (its messages were checked in its earlier life)."""
+        recorder = self.recorder
+        if recorder is None or not recorder.resuming:
+            return 0, 0, 0
+        return 0, recorder.turns, recorder.corrections
+
+    def _turn(
+        self, call: ModelCall, emitted: set[str], partials: Any
+    ) -> AsyncGenerator[StreamEvent | ToolCallDelta, None]:
+        """The events of the model turn: ``call`` made, or a resumed run's last turn replayed
+        (a function, not a generator: no frame more per chunk)."""
+        replay = self.replay
+        if replay is None:
+            return self._call(call, emitted, deltas=partials is not None and partials.deltas)
+        self.replay = None
+        return self._replayed(replay)
+
+    async def _start(self, recorder: Recorder) -> tuple[LLMMessage, ...]:
+        """A durable run's input: a fresh run's (checkpointed as it starts), or a resumed
+        run's with its earlier turns restored and the last one to replay (see ``Recorder``)."""
+        if not recorder.resuming:
+            messages, _ = await self._input()
+            await recorder.started(self, messages)
+            return messages
+        messages, self.replay = await recorder.restore(self)
+        emit = self.context.settings.progress
+        if emit is not None:
+            emit("run_resumed", {"turns": recorder.turns, "tool_calls": self.tool_calls})
+        return messages
+
+    async def _replayed(self, message: LLMMessage) -> AsyncGenerator[StreamEvent, None]:
+        """A resumed run's last model turn, kept by its checkpoint: taken as if it arrived
+        now (its usage counted already), never asked of the model again."""
+        self.produced.append(message)
+        self.output = text_of(message)
+        return
+        yield  # an async generator, like the call it stands for
 
     def _output_handler(self, target: ModelTarget) -> OutputHandler:
         """The run's output mode: text without an output type, else the one wanted, or the
@@ -390,22 +442,78 @@ class Run:
         self, calls: list[ToolUseBlock], tools: Mapping[str, Tool]
     ) -> AsyncGenerator[StreamEvent, None]:
         """Run a reply's tool calls, in order, each through ``oma_tool_call`` (past the run's
-        ``max_tool_calls``, answered "not run" instead); their results are the next turn."""
-        cap = self.context.settings.max_tool_calls
+        ``max_tool_calls``, answered "not run" instead); their results are the next turn.
+
+        A durable run checkpoints each result, and a resumed one takes the results its
+        checkpoint holds instead of running those calls again. A call that needs approval
+        and has no decision yet waits (``self.pending``): the round's other calls run, then
+        the run suspends."""
+        recorder = self.recorder
+        gated = await self._gated(calls, tools)
+        done = None if recorder is None else recorder.done_results()
         results: list[ToolResultBlock] = []
         for block in calls:
-            if cap is not None and self.tool_calls >= cap:
-                result = ToolResultBlock(block.id, _over_cap(cap), True)
+            result = None if done is None else done.get(block.id)
+            if result is None:
+                result = await self._tool_result(block, tools, gated)
+                if result is None:  # waits for a decision
+                    continue
+                results.append(result)
+                if recorder is not None:
+                    await recorder.tool_done(self, results)
             else:
-                self.tool_calls += 1
-                invocation = ToolInvocation(block, tools)
-                result = await self._within(
-                    self._hooks.tool_call(call=invocation, run=self.context)
-                )
+                results.append(result)
             if self.streaming:
                 yield StreamEvent("tool_result", result)
-            results.append(result)
+        if self.pending:
+            self._suspend()
+            return
         self.produced.append(LLMMessage("user", tuple(results)))
+
+    async def _gated(self, calls: list[ToolUseBlock], tools: Mapping[str, Tool]) -> set[str]:
+        """The ids of ``calls`` that need approval; ``ApprovalUnavailableError`` (before any
+        call runs) when one does and the run has no store to wait in."""
+        gated: set[str] = set()
+        for block in calls:
+            found = tools.get(block.name)
+            rule = getattr(found, "needs_approval", False)
+            if rule is not False and found is not None and await needs_approval(found, block):
+                if self.recorder is None:
+                    raise ApprovalUnavailableError(block.name, block.id)
+                gated.add(block.id)
+        return gated
+
+    async def _tool_result(
+        self, block: ToolUseBlock, tools: Mapping[str, Tool], gated: set[str]
+    ) -> ToolResultBlock | None:
+        """The result of the call ``block``: run through ``oma_tool_call``, or not run (past
+        ``max_tool_calls``, or denied); None when it waits for a decision."""
+        if block.id in gated:
+            assert self.recorder is not None
+            digest = call_digest(self.context.run_id, block)
+            decision = self.recorder.decisions.get(block.id)
+            if decision is None:
+                self.pending.append(request_for(self, block, digest))
+                return None
+            if decision.get("digest") != digest:
+                raise ApprovalMismatchError(self.context.run_id, block.id)
+            if not decision.get("approve"):
+                return ToolResultBlock(block.id, _denied(decision.get("reason")), True)
+        cap = self.context.settings.max_tool_calls
+        if cap is not None and self.tool_calls >= cap:
+            return ToolResultBlock(block.id, _over_cap(cap), True)
+        self.tool_calls += 1
+        invocation = ToolInvocation(block, tools)
+        return await self._within(self._hooks.tool_call(call=invocation, run=self.context))
+
+    def _suspend(self) -> None:
+        """The run waits for decisions on ``self.pending``: tell the observers."""
+        emit = self.context.settings.progress
+        if emit is None:
+            return
+        for request in self.pending:
+            emit("approval_requested", request.to_json())
+        emit("run_suspended", {"pending": [request.call_id for request in self.pending]})
 
     async def backend_turn(
         self, target: BackendTarget, prompt: str
@@ -453,6 +561,15 @@ class Run:
 
     def result(self, error: BaseException | None) -> RunResult:
         """The ``RunResult``; a failure is handed out detached (see ``detached_error``)."""
+        if error is None and self.pending:
+            return RunResult(
+                False,
+                self.output,
+                self.produced,
+                self.usage,
+                RunStatus("suspended"),
+                pending=tuple(self.pending),
+            )
         if error is None:
             return RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
         code: Any = getattr(error, "status", "error")
@@ -636,6 +753,11 @@ class _Bounded:
 
     def __anext__(self) -> Awaitable[Any]:
         return _bounded(anext(self._events), self._deadline, self._scope, self._seconds)
+
+
+def _denied(reason: object) -> str:
+    why = f": {reason}" if reason else ""
+    return f"not run: a person denied this call{why}"
 
 
 def _over_cap(cap: int) -> str:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._calls import RunContext, RunEvents
 from ._config import AgentConfig, BeforeRunContext
+from ._durable import RECORDER, taken
 from ._pool import Closables
 from ._resolution import KNOWN_DISTRIBUTIONS, check_api_key, check_provider_options, suggest
 from ._results import AgentStream, OutputT, RunResult, RunStatus, StreamEvent
@@ -250,10 +251,12 @@ class Agent(Generic[OutputT]):
         except Exception as error:
             target = error
         hooks = (self._plugins or self._host()).hooks.for_run(settings, target)
+        recorder = taken()  # a durable run's (``OpenMultiAgent(store=...)``)
         return RunContext(
             settings.run_id or new_run_id(),
             config,
             settings,
+            {} if recorder is None else {RECORDER: recorder},
             input=checked,
             stream=streaming,
             session=session,

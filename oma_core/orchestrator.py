@@ -19,6 +19,9 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
+import socket
+import uuid
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -31,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ._approvals import Approval
 from ._delivery import ProgressDispatcher, RunEmitter
+from ._durable import LEASE_SECONDS, Recorder, config_head, handing, open_run
 from ._executors import (
     PLAIN_DEFAULTS,
     ExecutionContext,
@@ -52,10 +57,12 @@ from ._settings import (
 from .agent import Agent, AgentConfig, RunResult
 from .budgets import Budget, CostEstimator
 from .default_plugins.local_executor import LocalExecutor
+from .errors import UsageError
 from .evaluation import Evaluator, OnlineEvaluationConfig
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
 from .redaction import detached_error
 from .retry import DEFAULT_POLICY, RetryPolicy
+from .stores import RunStore, open_store
 from .tracing import get_tracer
 
 if TYPE_CHECKING:
@@ -97,7 +104,9 @@ class OpenMultiAgent:
     makes each run build and close its own provider, so nothing stays open after a run.
     ``executor`` names where the runs of team tasks happen (an executor plugin: "local", the
     default, on this event loop; "ray" from oma-ray) and ``executor_options`` configures it;
-    an unknown name is a ``PluginError`` here.
+    an unknown name is a ``PluginError`` here. ``store`` makes ``run_agent`` runs durable
+    (see ``resume``): a ``RunStore``, ``"memory"``, ``"sqlite"``, ``"sqlite:PATH"`` or a
+    store plugin's URL (``oma_core.stores.open_store``); None, the default, keeps nothing.
     """
 
     def __init__(
@@ -121,6 +130,7 @@ class OpenMultiAgent:
         share_providers: bool = True,
         executor: str = "local",
         executor_options: Mapping[str, Any] | None = None,
+        store: RunStore | str | None = None,
     ) -> None:
         if on_progress is not None and not callable(on_progress):
             raise TypeError("on_progress must be callable")
@@ -157,6 +167,9 @@ class OpenMultiAgent:
         plain = defaults == PLAIN_DEFAULTS and self._retry is DEFAULT_POLICY
         self._defaults = PLAIN_DEFAULTS if plain else defaults
         self._plugins = plugins
+        self._store = open_store(store, host=plugins)
+        #: Who this object is to a store's leases: one worker.
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._providers = ProviderPool() if share_providers else None
         self._toolsets = Closables()  # the toolsets its runs used (MCP servers): shared
         self._tracer_provider = tracer_provider
@@ -205,6 +218,9 @@ class OpenMultiAgent:
         keyword arguments are the common per-run settings; ``settings`` gives any other
         ``RunSettings`` field (the keywords win over it).
         """
+        durable = self._store is not None and config.backend is None
+        if durable and run_id is None:  # a durable run's id is known before it starts
+            run_id = (settings.run_id if settings is not None else None) or new_run_id()
         keywords: tuple[object, ...] = (
             *(run_id, metadata, max_retries, retry_delay, retry_backoff),
             *(max_token_budget, max_cost_budget, budget, timeout, call_timeout),
@@ -225,9 +241,70 @@ class OpenMultiAgent:
             timeout=timeout,
             call_timeout=call_timeout,
         )
-        return self._run(
-            config, input, settings or NO_SETTINGS, call, self._providers, self._agents
-        )
+        run = self._run(config, input, settings or NO_SETTINGS, call, self._providers, self._agents)
+        if not durable:
+            return run
+        assert self._store is not None and run_id is not None
+        return self._recorded(run, Recorder(self._store, run_id, config_head(config)))
+
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        config: AgentConfig | None = None,
+        team: Team | None = None,
+        approvals: Mapping[str, bool | Approval] | None = None,
+    ) -> RunResult:
+        """Continue the durable ``run_agent`` run ``run_id`` from its last checkpoint.
+
+        A tool whose result was checkpointed is not run again; one interrupted while running
+        is run again with the same call id (``current_tool_call().id``). Usage is summed over
+        both lives. A finished run returns its stored result. ``approvals`` decides the calls
+        a suspended run waits for (``{call_id: True | False | Approval(...)}``; the first
+        decision stored wins). ``config`` gives what a checkpoint cannot hold (tools,
+        provider objects, output types); ``ResumeMissingError`` names what is missing.
+        Raises ``UnknownRunError``, ``CheckpointError``, ``UnknownApprovalError``,
+        ``ApprovalMismatchError`` or ``LeaseHeldError`` (another worker resumes it now).
+        ``team`` is for team runs, which are not durable yet: giving one is a ``UsageError``.
+        """
+        store = self._store
+        if store is None:
+            raise UsageError("resume needs a run store: OpenMultiAgent(store=...)")
+        if team is not None:
+            raise UsageError("team runs are not durable yet: resume takes run_agent runs")
+        opened = await open_run(store, run_id)
+        if opened.finished:
+            await opened.decide(store, approvals)
+            return await opened.result(store)
+        await store.acquire(run_id, self._owner, LEASE_SECONDS)
+        try:
+            opened = await open_run(store, run_id)  # as it is now that no one else resumes it
+            await opened.decide(store, approvals)
+            if opened.finished:
+                return await opened.result(store)
+            chosen = opened.config(config)
+            recorder = Recorder(
+                store,
+                run_id,
+                config_head(chosen),
+                restored=opened.state,
+                decisions=await store.decisions(run_id),
+                lease=self._owner,
+            )
+            call = RunOverrides(run_id=run_id)
+            given = await opened.input(store)  # what observers see; the run reads its own
+            run = self._run(chosen, given, NO_SETTINGS, call, self._providers, self._agents)
+            return await self._recorded(run, recorder)
+        finally:
+            await store.release(run_id, self._owner)
+
+    async def _recorded(self, run: Awaitable[RunResult], recorder: Recorder) -> RunResult:
+        """A durable run: ``run`` awaited with ``recorder`` handed to it, then its last
+        checkpoint (cancelled, the last checkpoint stays: ``resume`` goes on from it)."""
+        with handing(recorder):
+            result = await run
+        await recorder.finish(result)
+        return attrs.evolve(result, run_id=recorder.run_id)
 
     async def run_tasks(
         self,

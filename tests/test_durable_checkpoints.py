@@ -177,3 +177,15 @@ def test_durable_errors_pickle_with_their_fields(error: Exception) -> None:
     assert type(back) is type(error)
     assert str(back) == str(error)
     assert back.__dict__ == error.__dict__
+
+
+@given(st.dictionaries(st.text(), _json, max_size=6), st.dictionaries(st.text(), _json, max_size=3))
+def test_entries_given_encoded_make_the_same_bytes(
+    state: dict[str, Any], more: dict[str, Any]
+) -> None:
+    from oma_core._approvals import canonical_json
+
+    whole = {**state, **more}
+    encoded = {key: canonical_json(value) for key, value in more.items()}
+    assert encode(state, encoded) == encode(whole)
+    assert decode("r", encode(state, encoded)) == whole
