@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._approvals import Approval
+from ._approvals import Approval, ApprovalRequest
 from ._delivery import ProgressDispatcher, RunEmitter
 from ._durable import LEASE_SECONDS, Recorder, config_head, handing, open_run
 from ._executors import (
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from .plugins import PluginHost
     from .teams import Emit, RunAgent, TaskSpec, Team, TeamRunResult
 
-__all__ = ["OpenMultiAgent"]
+__all__ = ["Approval", "ApprovalRequest", "OpenMultiAgent"]
 
 _log = logging.getLogger("oma.orchestrator")
 #: How many one-off agents (one per config object) an ``OpenMultiAgent`` keeps for reuse.
