@@ -16,7 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oma_core import (
-    Agent,
     AgentConfig,
     Capabilities,
     InvalidMessageError,
@@ -29,7 +28,6 @@ from oma_core import (
 from oma_core.capabilities import BlockSupport, CacheSupport
 from oma_core.messages import BLOCK_TYPES, CachePoint, strip_hints
 from oma_core.providers import ProviderRequest
-from oma_core.testing import ScriptedProvider
 
 POINT = {"type": "cache_point"}
 
@@ -64,9 +62,7 @@ def test_a_cache_point_has_no_fields_and_its_json_is_its_type() -> None:
     assert point == CachePoint() and hash(point) == hash(CachePoint())
     assert pickle.loads(pickle.dumps(point)) == point
     message = LLMMessage("user", [TextBlock("long document"), point])
-    assert dump_messages([message]) == [
-        {"role": "user", "content": [text("long document"), POINT]}
-    ]
+    assert dump_messages([message]) == [{"role": "user", "content": [text("long document"), POINT]}]
     assert load_messages(dump_messages([message])) == (message,)
 
 
