@@ -59,6 +59,15 @@ def _thinking(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> Non
         )
 
 
+#: What ``AgentConfig.cache`` may be besides None: the provider places its markers itself.
+CACHE_MODES = ("auto",)
+
+
+def _cache(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not (isinstance(value, str) and value in CACHE_MODES):
+        raise ValueError(f'{attribute.name} must be "auto" or None, got {value!r}')
+
+
 def _stop_tuple(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -182,6 +191,11 @@ class AgentConfig(Generic[OutputT]):
     #: None leaves it to the provider's default. Each provider maps it to its wire, and
     #: refuses it locally, naming itself, where the model cannot think (docs/reasoning.md).
     thinking: str | int | None = attrs.field(default=None, validator=_thinking)
+    #: Prompt caching: "auto" has the provider place the service's cache markers itself (the
+    #: system prompt, the tools, and a marker moving with the latest user turn); None (the
+    #: default) places only the ``CachePoint`` blocks the messages hold. A hint: a provider
+    #: that declares no caching ignores it (docs/reasoning-and-caching.md).
+    cache: Literal["auto"] | None = attrs.field(default=None, validator=_cache)
     #: How the provider is held to ``output_type``: "native", "tool" or "prompted"; None (the
     #: default) takes the best the provider declares (native, then tool, then prompted). Set
     #: it for a model that lacks its provider's best mode (an older Claude: "tool").

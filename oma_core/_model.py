@@ -54,8 +54,10 @@ from .errors import InvalidMessageError
 
 __all__ = [
     "BLOCK_TYPES",
+    "HINT_CLASSES",
     "AudioBlock",
     "BlockType",
+    "CachePoint",
     "ContentBlock",
     "DocumentBlock",
     "Family",
@@ -291,6 +293,27 @@ class ReasoningBlock(Immutable):
         return "reasoning"
 
 
+@attrs.frozen(init=False)
+class CachePoint(Immutable):
+    """The end of a cacheable prefix: everything before it (tools, system prompt, earlier
+    blocks) may be cached by the service; user turns only.
+
+    A hint, not content: no text, no media. A provider that declares caching
+    (``Capabilities.caching``) turns it into its own marker (Anthropic's ``cache_control`` on
+    the block before it); to any other provider it is left out of the request.
+    """
+
+    def __init__(self) -> None:
+        pass
+
+    @property
+    def type(self) -> Literal["cache_point"]:
+        return "cache_point"
+
+
+_CACHE_POINT: Final = CachePoint()
+
+
 #: Every block class (what type checkers see; ``BLOCK_TYPES`` lists the same at run time).
 ContentBlock: TypeAlias = (
     TextBlock
@@ -301,6 +324,7 @@ ContentBlock: TypeAlias = (
     | ToolUseBlock
     | ToolResultBlock
     | ReasoningBlock
+    | CachePoint
 )
 
 
@@ -456,6 +480,10 @@ def _tool_result(value: Mapping[str, Any], path: str, budget: Budget) -> ToolRes
     return new(ToolResultBlock, tool_use_id=tool_use_id, content=content, is_error=is_error)
 
 
+def _cache_point(value: Mapping[str, Any], path: str, budget: Budget) -> CachePoint:
+    return _CACHE_POINT
+
+
 def _reasoning(value: Mapping[str, Any], path: str, budget: Budget) -> ReasoningBlock:
     return new(
         ReasoningBlock,
@@ -485,6 +513,10 @@ class BlockType:
     build: Callable[[Mapping[str, Any], str, Budget], ContentBlock] = attrs.field(repr=False)
     roles: frozenset[Role] = _BOTH
     family: Family | None = None
+    #: A hint, not content (``CachePoint``): it carries no text or media, a message needs at
+    #: least one block besides it, and a provider that does not declare it never receives it
+    #: (``oma_core.capabilities.Capabilities.outgoing``); converters and estimates skip it.
+    hint: bool = False
 
     @property
     def keys(self) -> frozenset[str]:
@@ -512,6 +544,7 @@ BLOCK_TYPES: Final[Mapping[str, BlockType]] = _registry(
     BlockType("reasoning", ReasoningBlock, _reasoning, roles=frozenset({"assistant"})),
     BlockType("document", DocumentBlock, _document, family="document"),
     BlockType("audio", AudioBlock, _audio, family="audio"),
+    BlockType("cache_point", CachePoint, _cache_point, roles=frozenset({"user"}), hint=True),
 )
 
 #: block class -> its entry
@@ -524,6 +557,8 @@ _TAG_OF: Final[dict[type, str]] = {
     FilePart: "file",
 }
 _ALL_CLASSES: Final[tuple[type, ...]] = (*_KIND_OF, FilePart)
+#: The classes of hint blocks (``BlockType.hint``): what ``isinstance`` tells from content.
+HINT_CLASSES: Final[tuple[type, ...]] = tuple(k.cls for k in BLOCK_TYPES.values() if k.hint)
 _KEYS: Final[dict[str, frozenset[str]]] = {tag: kind.keys for tag, kind in BLOCK_TYPES.items()}
 _TYPE_NAMES: Final = ", ".join(f'"{tag}"' for tag in BLOCK_TYPES)
 _IMAGE_PART_KEYS: Final = frozenset({"type", "source"})
@@ -615,9 +650,14 @@ def parse_content(value: object, path: str, role: Role, budget: Budget) -> tuple
     if not value:
         raise InvalidMessageError(path, "must contain at least one content block")
     budget.take(len(value), path)
-    return tuple(
+    blocks = tuple(
         [parse_block(block, f"{path}[{i}]", role, budget) for i, block in enumerate(value)]
     )
+    if all(isinstance(block, HINT_CLASSES) for block in blocks):  # stops at the first other
+        raise InvalidMessageError(
+            path, 'must contain at least one content block besides "cache_point" markers'
+        )
+    return blocks
 
 
 def parse_message(value: object, path: str, budget: Budget) -> LLMMessage:

@@ -1,7 +1,9 @@
 """What a provider or backend can carry, declared by its plugin and checked by the core.
 
 Every request is checked against its provider's ``Capabilities`` before any I/O; a block the
-provider cannot carry raises ``UnsupportedContentBlockError``. Nothing is dropped silently.
+provider cannot carry raises ``UnsupportedContentBlockError``. Nothing is dropped silently,
+except hints (``CachePoint``): they are not content, so a provider that does not declare
+``caching`` never sees them (``Capabilities.outgoing``) and nothing refuses them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import attrs
 from .errors import MediaTooLargeError, UnsupportedContentBlockError, UsageError
 from .media import decoded_size
 from .messages import (
+    HINT_CLASSES,
     AudioBlock,
     Base64Source,
     DocumentBlock,
@@ -27,6 +30,7 @@ from .messages import (
     ToolResultBlock,
     UrlSource,
     VideoBlock,
+    strip_hints,
 )
 
 if TYPE_CHECKING:
@@ -34,9 +38,11 @@ if TYPE_CHECKING:
     from .providers import Provider, ProviderSettings
 
 __all__ = [
+    "CACHE_PLACES",
     "IN_TOOL_RESULT",
     "BackendSpec",
     "BlockSupport",
+    "CacheSupport",
     "Capabilities",
     "MediaLimit",
     "Mode",
@@ -255,6 +261,47 @@ def _limit_tuple(limits: Iterable[MediaLimit]) -> tuple[MediaLimit, ...]:
     return tuple(limits)
 
 
+#: Where a provider may place cache markers, in the order a request is cached.
+CACHE_PLACES = ("tools", "system", "messages")
+
+
+def _places(value: Iterable[str]) -> frozenset[str]:
+    chosen = _name_set(value)
+    unknown = chosen - set(CACHE_PLACES)
+    if unknown:
+        raise ValueError(f"places must be among {', '.join(CACHE_PLACES)}, got {sorted(unknown)}")
+    return chosen
+
+
+def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
+
+
+@attrs.frozen
+class CacheSupport:
+    """How a provider caches prompts, from the service's documentation.
+
+    ``max_markers``: the cache markers one request may carry (Anthropic: 4); 0 for a service
+    that caches by itself with no marker (``implicit``), to which ``CachePoint`` blocks are
+    left out like to a provider without caching. ``places``: where the provider puts markers
+    (``CACHE_PLACES``: the tools, the system prompt, the messages), from ``CachePoint`` blocks
+    and from ``AgentConfig.cache="auto"``. ``implicit``: the service caches repeated prefixes
+    without being asked; either way the tokens it reads and writes are counted in ``Usage``.
+    ``source`` names the documentation followed.
+    """
+
+    max_markers: int = attrs.field(default=4, validator=_non_negative)
+    places: frozenset[str] = attrs.field(default=frozenset(CACHE_PLACES), converter=_places)
+    implicit: bool = False
+    source: str = ""
+
+    @property
+    def markers(self) -> bool:
+        """Whether the provider places markers (and so receives ``CachePoint`` blocks)."""
+        return self.max_markers > 0 and bool(self.places)
+
+
 @attrs.frozen
 class Capabilities:
     """The set of blocks a provider carries, and the documented size limits on inline media;
@@ -273,6 +320,18 @@ class Capabilities:
     thinking: bool = False
     #: Per model family, what the provider's models accept (``ModelRules``), first match wins.
     models: tuple[ModelRules, ...] = attrs.field(default=(), converter=_rules_tuple)
+    #: How the provider caches prompts (``CacheSupport``); None: it has no caching, and
+    #: ``CachePoint`` blocks and ``AgentConfig.cache`` are ignored for it (hints, not content).
+    caching: CacheSupport | None = None
+
+    def outgoing(self, messages: Iterable[LLMMessage]) -> tuple[LLMMessage, ...]:
+        """``messages`` as this provider receives them: without ``CachePoint`` blocks unless it
+        places cache markers (``CacheSupport.markers``). The very messages when nothing is
+        left out."""
+        messages = messages if isinstance(messages, tuple) else tuple(messages)
+        if self.caching is not None and self.caching.markers:
+            return messages
+        return strip_hints(messages)
 
     def rules_for(self, model: str | None) -> ModelRules | None:
         """The first family of ``models`` that ``model`` belongs to, or None."""
@@ -331,6 +390,8 @@ class Capabilities:
         messages = tuple(messages)
         for message in messages[start:]:
             for block in message.content:
+                if isinstance(block, HINT_CLASSES):
+                    continue  # a hint, not content: left out where it is not carried
                 self._check_block(block.type, message.role, _source_of(block), provider)
                 if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
                     for part in block.content:

@@ -10,7 +10,8 @@ Sequences are tuples and a tool input is a read-only deep copy (read-only ``dict
 changed through it; ``thaw_json`` gives plain data back. Copying shares the immutable strings:
 ``copy.deepcopy`` of a message returns the message itself.
 
-``BLOCK_TYPES`` is the one registry of content block types (tag, class, roles, media family):
+``BLOCK_TYPES`` is the one registry of content block types (tag, class, roles, media family,
+whether it is a hint such as ``CachePoint`` rather than content):
 the parser, the converter, the token estimate and the testing kit read it rather than listing
 the blocks again. This module is the public face of the model; the classes are defined with
 the parser that builds them (``oma_core._model``), over the sources (``oma_core._sources``).
@@ -22,8 +23,10 @@ from collections.abc import Sequence
 
 from ._model import (
     BLOCK_TYPES,
+    HINT_CLASSES,
     AudioBlock,
     BlockType,
+    CachePoint,
     ContentBlock,
     DocumentBlock,
     Family,
@@ -42,9 +45,11 @@ from ._sources import Base64Source, MediaSource, Role, UrlSource
 
 __all__ = [
     "BLOCK_TYPES",
+    "HINT_CLASSES",
     "AudioBlock",
     "Base64Source",
     "BlockType",
+    "CachePoint",
     "ContentBlock",
     "DocumentBlock",
     "Family",
@@ -61,6 +66,7 @@ __all__ = [
     "UrlSource",
     "VideoBlock",
     "prompt_of",
+    "strip_hints",
     "text_of",
     "thaw_json",
     "user_text",
@@ -78,6 +84,21 @@ def user_text(text: str) -> LLMMessage:
 def text_of(message: LLMMessage) -> str:
     """A message's text blocks joined with no separator."""
     return "".join(block.text for block in message.content if isinstance(block, TextBlock))
+
+
+def strip_hints(messages: Sequence[LLMMessage]) -> tuple[LLMMessage, ...]:
+    """``messages`` without their hint blocks (``CachePoint``): what a provider that declares
+    no caching receives. The very tuple (and messages) come back when there is none, so the
+    common case is one scan and no copy; a message is never left empty (a message holding
+    only hints is refused when it is built)."""
+    if not any(isinstance(b, HINT_CLASSES) for m in messages for b in m.content):
+        return messages if isinstance(messages, tuple) else tuple(messages)
+    return tuple(
+        LLMMessage(m.role, [b for b in m.content if not isinstance(b, HINT_CLASSES)])
+        if any(isinstance(b, HINT_CLASSES) for b in m.content)
+        else m
+        for m in messages
+    )
 
 
 def prompt_of(messages: Sequence[LLMMessage]) -> str:

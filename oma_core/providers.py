@@ -130,6 +130,10 @@ class ProviderRequest:
     #: ``AgentConfig.thinking``: "off" | "low" | "medium" | "high" | a token budget; None: the
     #: provider's default.
     thinking: str | int | None = None
+    #: ``AgentConfig.cache``: "auto" (the provider places the service's cache markers on the
+    #: system prompt, the tools and the latest user turn) or None (only the messages'
+    #: ``CachePoint`` blocks). A provider that declares no caching ignores it.
+    cache: Literal["auto"] | None = None
 
 
 @attrs.frozen

@@ -80,6 +80,39 @@ def thinking_report(capabilities: Capabilities) -> dict[str, Any]:
     }
 
 
+def caching_report(capabilities: Capabilities) -> dict[str, Any]:
+    """What ``oma plugins --json`` says of a provider's prompt caching: ``caching`` is None
+    when it has none (``CachePoint`` blocks and ``AgentConfig.cache`` are ignored for it),
+    else ``max_markers``, ``places`` (where it puts markers), ``implicit`` and ``source``."""
+    from ..capabilities import CACHE_PLACES
+
+    support = capabilities.caching
+    if support is None:
+        return {"caching": None}
+    places = [place for place in CACHE_PLACES if place in support.places]
+    return {
+        "caching": {
+            "max_markers": support.max_markers,
+            "places": places if support.markers else [],
+            "implicit": support.implicit,
+            "source": support.source,
+        }
+    }
+
+
+def caching_cell(entry: dict[str, Any]) -> str:
+    """A provider's caching in a few words: ``4 markers``, ``implicit``, ``no``."""
+    caching = entry["caching"]
+    if caching is None:
+        return "no"
+    words = []
+    if caching["places"]:
+        words.append(f"{caching['max_markers']} markers")
+    if caching["implicit"]:
+        words.append("implicit")
+    return " + ".join(words) or "no"
+
+
 # -- helpers -----------------------------------------------------------------------------------
 
 
@@ -139,6 +172,7 @@ def _plugins_report(host: PluginHost) -> dict[str, Any]:
                 "capabilities": capability_matrix(spec.capabilities),
                 "output_modes": sorted(spec.capabilities.output_modes),
                 **thinking_report(spec.capabilities),
+                **caching_report(spec.capabilities),
             }
             for name, spec in host.provider_specs().items()
         },
@@ -242,6 +276,7 @@ def _print_plugins(report: dict[str, Any]) -> None:
         console.print("fwd: forwarded for the service to judge; no: refused before any request")
     console.print()
     _print_thinking(console, report)
+    _print_caching(console, report)
 
     if report["backends"]:
         from rich import box
@@ -306,6 +341,38 @@ def _print_thinking(console: Console, report: dict[str, Any]) -> None:
     for name, thinking, reasoning, rules in rows:
         cells = [f"thinking {thinking}", f"reasoning {reasoning}", f"model rules {rules}"]
         _print_wrapped(console, f"{name}: ", cells, console.width, indent=2)
+
+
+def _print_caching(console: Console, report: dict[str, Any]) -> None:
+    """Per provider: whether it caches prompts, with how many markers, and where it puts them
+    (a provider without caching ignores ``CachePoint`` blocks and ``AgentConfig.cache``)."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = [
+        (name, caching_cell(entry), ", ".join((entry["caching"] or {}).get("places", [])) or "-")
+        for name, entry in report["providers"].items()
+    ]
+    table = Table(
+        title="Prompt caching",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+    )
+    for column in ("provider", "caching", "markers on"):
+        table.add_column(column, no_wrap=True)
+    for name, *cells in rows:
+        table.add_row(escape(name), *cells)
+    if _fits(console, table):
+        console.print(table)
+        return
+    console.print("[bold]Prompt caching[/bold]")
+    for name, caching, places in rows:
+        _print_wrapped(
+            console, f"{name}: ", [f"caching {caching}", f"on {places}"], console.width, 2
+        )
 
 
 def _fits(console: Console, table: Table) -> bool:

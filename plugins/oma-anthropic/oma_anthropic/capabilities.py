@@ -2,8 +2,10 @@
 
 Images in user turns and inside tool results (base64 or URL; JPEG, PNG, GIF, WebP); documents in
 user turns (a PDF by base64 or URL, text by base64) and PDFs inside tool results, as ``document``
-blocks; tool calls, tool results and reasoning (thinking). Video and audio are not declared, so
-the core refuses them before any request: the Messages API has no video or audio block.
+blocks; tool calls, tool results and reasoning (thinking); prompt caching (``cache_control``
+breakpoints from ``CachePoint`` blocks and ``AgentConfig.cache``). Video and audio are not
+declared, so the core refuses them before any request: the Messages API has no video or audio
+block.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from oma_core import Capabilities
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
+from .caching import CACHING
 from .thinking import MODEL_RULES
 
 __all__ = [
@@ -80,4 +83,6 @@ CAPABILITIES = Capabilities(
     # AgentConfig.thinking, mapped per model family (thinking.py)
     thinking=True,
     models=MODEL_RULES,
+    # cache_control breakpoints, at most 4 (caching.py)
+    caching=CACHING,
 )

@@ -28,9 +28,10 @@ from oma_core import (
     Usage,
 )
 from oma_core.http import malformed_response
-from oma_core.messages import ContentBlock, FilePart, MediaSource
+from oma_core.messages import CachePoint, ContentBlock, FilePart, MediaSource, thaw_json
 from oma_core.toolkit import ProviderRequest, ProviderResponse
 
+from .caching import Anchor, markable, place_breakpoints
 from .capabilities import DISPLAY_NAME, PROVIDER
 from .output import add_output
 from .thinking import add_thinking, leave_out_refused
@@ -43,7 +44,6 @@ __all__ = [
     "build_body",
     "message_from_blocks",
     "parse_tool_input",
-    "plain",
     "response_from_message",
     "usage_from",
 ]
@@ -65,15 +65,6 @@ BODY_OPTIONS = (
 )
 
 
-def plain(value: Any) -> Any:
-    """``value`` as plain JSON data: read-only mappings to dicts, tuples to lists."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
-
-
 def build_body(
     request: ProviderRequest,
     options: Mapping[str, Any],
@@ -93,12 +84,13 @@ def build_body(
     max_tokens = request.max_tokens
     if max_tokens is None:
         max_tokens = options.get("max_tokens", DEFAULT_MAX_TOKENS)
+    messages, anchors = _messages(request.messages)
     body: dict[str, Any] = {
         "max_tokens": max_tokens,
-        "messages": [_message(m) for m in request.messages],
+        "messages": messages,
         "model": request.model or options.get("model") or DEFAULT_MODEL,
     }
-    optional: dict[str, Any] = {k: plain(options[k]) for k in BODY_OPTIONS if k in options}
+    optional: dict[str, Any] = {k: thaw_json(options[k]) for k in BODY_OPTIONS if k in options}
     if request.system_prompt is not None:
         optional["system"] = request.system_prompt
     if request.tools:
@@ -106,11 +98,11 @@ def build_body(
             {
                 "name": t.name,
                 "description": t.description,
-                "input_schema": plain(t.input_schema),
+                "input_schema": thaw_json(t.input_schema),
             }
             for t in request.tools
         ]
-    for key, value in plain(options.get("extra_body") or {}).items():
+    for key, value in thaw_json(options.get("extra_body") or {}).items():
         if key in body:
             body[key] = value
         else:
@@ -136,11 +128,29 @@ def build_body(
         add_output(optional, request.output, body["model"])
     for key in sorted(optional, key=lambda k: (k not in sdk_keys, k)):
         body[key] = optional[key]
+    if anchors or request.cache == "auto":
+        place_breakpoints(body, anchors, request.cache == "auto", body["model"])
     return body
 
 
-def _message(message: LLMMessage) -> dict[str, Any]:
-    return {"role": message.role, "content": [_block(b) for b in message.content]}
+def _messages(messages: Iterable[LLMMessage]) -> tuple[list[dict[str, Any]], list[Anchor]]:
+    """The rendered messages, and where each ``CachePoint`` puts its breakpoint: the nearest
+    earlier block that can hold one (None: none before it, so the tools and system prompt)."""
+    rendered: list[dict[str, Any]] = []
+    anchors: list[Anchor] = []
+    last: Anchor = None
+    for message in messages:
+        content: list[dict[str, Any]] = []
+        for block in message.content:
+            if isinstance(block, CachePoint):
+                anchors.append(last)
+                continue
+            wire = _block(block)
+            content.append(wire)
+            if markable(wire):
+                last = wire
+        rendered.append({"role": message.role, "content": content})
+    return rendered, anchors
 
 
 def _block(block: ContentBlock) -> dict[str, Any]:
@@ -151,7 +161,12 @@ def _block(block: ContentBlock) -> dict[str, Any]:
     if isinstance(block, DocumentBlock):
         return _document(block)
     if isinstance(block, ToolUseBlock):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": plain(block.input)}
+        return {
+            "type": "tool_use",
+            "id": block.id,
+            "name": block.name,
+            "input": thaw_json(block.input),
+        }
     if isinstance(block, ToolResultBlock):
         result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
         if isinstance(block.content, str):

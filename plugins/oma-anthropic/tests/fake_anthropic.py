@@ -282,6 +282,7 @@ def _check_body(body: dict[str, Any]) -> None:
     _check_thinking(body)
     if "output_config" in body:
         _check_output_config(body["output_config"])
+    _check_cache_controls(body)
     messages = body["messages"]
     if not isinstance(messages, list):
         raise _Refused("messages: Input should be a valid list")
@@ -333,6 +334,38 @@ def _check_body(body: dict[str, Any]) -> None:
             {b["id"] for b in blocks if b.get("type") == "tool_use"}
             if role == "assistant"
             else set()
+        )
+
+
+#: The most cache breakpoints one request may set (the top-level one included).
+MAX_CACHE_CONTROLS = 4
+
+
+def _check_cache_controls(body: dict[str, Any]) -> None:
+    """Each ``cache_control`` is ``{"type": "ephemeral", "ttl"?: "5m" | "1h"}``, and a request
+    holds at most four (on tools, system blocks, message blocks and the top level)."""
+    found: list[tuple[str, Any]] = []
+    if "cache_control" in body:
+        found.append(("cache_control", body["cache_control"]))
+    for key in ("tools", "system"):
+        if isinstance(body.get(key), list):
+            for i, item in enumerate(body[key]):
+                if isinstance(item, dict) and "cache_control" in item:
+                    found.append((f"{key}.{i}.cache_control", item["cache_control"]))
+    for i, message in enumerate(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, block in enumerate(content if isinstance(content, list) else []):
+            if isinstance(block, dict) and "cache_control" in block:
+                found.append((f"messages.{i}.content.{j}.cache_control", block["cache_control"]))
+    for where, control in found:
+        if not isinstance(control, dict) or control.get("type") != "ephemeral":
+            raise _Refused(f"{where}.type: Input should be 'ephemeral'")
+        if set(control) - {"type", "ttl"} or control.get("ttl", "5m") not in ("5m", "1h"):
+            raise _Refused(f"{where}: Input should be {{type: 'ephemeral', ttl?: '5m' | '1h'}}")
+    if len(found) > MAX_CACHE_CONTROLS:
+        raise _Refused(
+            f"A maximum of {MAX_CACHE_CONTROLS} blocks with cache_control may be provided. "
+            f"Found {len(found)}."
         )
 
 

@@ -12,6 +12,7 @@ from oma_anthropic.provider import TRANSPORTS
 
 from oma_core import AgentConfig, image_url
 from oma_core.testing import FakeServer, NeutralRequest, RecordedRequest, ScriptedReply
+from oma_core.testing.cache_checks import CacheConformance, CacheMarker
 from oma_core.testing.conformance import ProviderConformance, Sample
 from oma_core.toolkit import ProviderSettings
 
@@ -120,7 +121,26 @@ def read_messages_body(body: Mapping[str, Any]) -> NeutralRequest:
     )
 
 
-class TestAnthropicConformance(ProviderConformance):
+def read_cache_markers(body: Mapping[str, Any]) -> list[CacheMarker]:
+    """Where the Messages API sees ``cache_control`` breakpoints in ``body`` (the prompt caching
+    documentation): on tools, on system text blocks, on message content blocks; in that order."""
+    markers = [
+        CacheMarker("tools", tool["name"])
+        for tool in body.get("tools") or ()
+        if "cache_control" in tool
+    ]
+    system = body.get("system")
+    if isinstance(system, list):
+        markers += [CacheMarker("system", b["text"]) for b in system if "cache_control" in b]
+    for message in body["messages"]:
+        content = message["content"]
+        for block in content if isinstance(content, list) else ():
+            if "cache_control" in block:
+                markers.append(CacheMarker("messages", block.get("text")))
+    return markers
+
+
+class TestAnthropicConformance(ProviderConformance, CacheConformance):
     """The suite, once per transport: every agent, ``run_agent`` call and provider it builds
     gets ``provider_options={"transport": ...}``."""
 
@@ -128,6 +148,8 @@ class TestAnthropicConformance(ProviderConformance):
     transport = "httpx"
     output_modes = frozenset({"native", "tool", "prompted"})
     streams_tool_arguments = True  # input_json_delta
+    cache_markers = True  # cache_control breakpoints
+    cache_usage = frozenset({"read", "write"})  # cache_read/cache_creation_input_tokens
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "auto": {"tool_choice": {"type": "auto"}},
         "required": {"tool_choice": {"type": "any"}},
@@ -167,15 +189,25 @@ class TestAnthropicConformance(ProviderConformance):
                     "input": dict(call.arguments),
                 }
             )
+        usage = reply.usage
+        cached = usage.cache_read_tokens + usage.cache_write_tokens
         server.reply(
             *blocks,
             stop_reason=reply.stop_reason,  # the API's vocabulary is oma's
-            input_tokens=reply.usage.input_tokens,
-            output_tokens=reply.usage.output_tokens,
+            # the API's input_tokens leaves out what was read from or written to the cache
+            input_tokens=usage.input_tokens - cached,
+            output_tokens=usage.output_tokens,
+            usage={
+                "cache_read_input_tokens": usage.cache_read_tokens,
+                "cache_creation_input_tokens": usage.cache_write_tokens,
+            },
         )
 
     def read_request(self, body: Mapping[str, Any]) -> NeutralRequest:
         return read_messages_body(body)
+
+    def read_cache_markers(self, body: Mapping[str, Any]) -> list[CacheMarker]:
+        return read_cache_markers(body)
 
     def assert_on_wire(self, sample: Sample, request: RecordedRequest) -> None:
         message, index, part = sample.locator
