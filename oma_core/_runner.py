@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 
@@ -111,6 +111,7 @@ class ModelTarget:
     temperature: float | None = None
     stop: tuple[str, ...] | None = None
     thinking: str | int | None = None
+    cache: Literal["auto"] | None = None
     owned: bool = False
     close_after_run: bool = False
     toolsets: tuple[Any, ...] = ()
@@ -131,13 +132,14 @@ class ModelTarget:
         tools listed for this call, in place of the agent's own)."""
         return ProviderRequest(
             self.model,
-            messages,
+            self.capabilities.outgoing(messages),  # CachePoint hints only where carried
             self.system_prompt,
             self.tool_defs if tool_defs is None else tool_defs,
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             stop=self.stop,
             thinking=self.thinking,
+            cache=self.cache,
         )
 
     async def listed_tools(self) -> tuple[Mapping[str, Tool], tuple[ToolDefinition, ...]]:

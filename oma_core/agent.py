@@ -451,6 +451,7 @@ class Agent(Generic[OutputT]):
             temperature=config.temperature,
             stop=config.stop,
             thinking=config.thinking,
+            cache=config.cache,
             owned=owned,
             close_after_run=owned and self._close_after_run,
         )

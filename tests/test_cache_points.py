@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oma_core import (
+    Agent,
     AgentConfig,
     Capabilities,
     InvalidMessageError,
@@ -28,6 +29,7 @@ from oma_core import (
 from oma_core.capabilities import BlockSupport, CacheSupport
 from oma_core.messages import BLOCK_TYPES, CachePoint, strip_hints
 from oma_core.providers import ProviderRequest
+from oma_core.testing import ScriptedProvider
 
 POINT = {"type": "cache_point"}
 
@@ -162,6 +164,26 @@ def test_cache_support_refuses_what_it_cannot_mean() -> None:
         CacheSupport(places={"history"})
     with pytest.raises(ValueError, match="max_markers"):
         CacheSupport(max_markers=-1)
+
+
+async def test_a_run_on_a_provider_without_caching_accepts_cache_points() -> None:
+    provider = ScriptedProvider(["done"], capabilities=TEXT_ONLY)
+    async with Agent(AgentConfig(name="t", provider=provider)) as agent:
+        result = await agent.run(load_messages([user(text("big prefix"), POINT, text("ask"))]))
+    assert result.success, result.status
+    (request,) = provider.requests
+    assert dump_messages(request.messages) == [user(text("big prefix"), text("ask"))]
+
+
+async def test_a_run_on_a_provider_with_markers_passes_them_and_the_setting_on() -> None:
+    provider = ScriptedProvider(["done"], capabilities=MARKERS)
+    config = AgentConfig(name="t", provider=provider, cache="auto")
+    async with Agent(config) as agent:
+        result = await agent.run(load_messages([user(text("big prefix"), POINT, text("ask"))]))
+    assert result.success, result.status
+    (request,) = provider.requests
+    assert dump_messages(request.messages) == [user(text("big prefix"), POINT, text("ask"))]
+    assert request.cache == "auto"
 
 
 # -- the setting ----------------------------------------------------------------------------------

@@ -276,6 +276,7 @@ def _print_plugins(report: dict[str, Any]) -> None:
         console.print("fwd: forwarded for the service to judge; no: refused before any request")
     console.print()
     _print_thinking(console, report)
+    console.print()
     _print_caching(console, report)
 
     if report["backends"]:
