@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from oma_core import Capabilities
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
+from .thinking import MODEL_RULES
+
 __all__ = [
     "AUDIO_FORMATS",
     "CAPABILITIES",
@@ -130,4 +132,7 @@ CAPABILITIES = Capabilities(
         ),
     ),
     output_modes=frozenset({"native", "tool", "prompted"}),
+    # AgentConfig.thinking for Claude, per family (thinking.py)
+    thinking=True,
+    models=MODEL_RULES,
 )

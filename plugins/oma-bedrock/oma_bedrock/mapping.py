@@ -39,7 +39,7 @@ from oma_core import (
     UnsupportedContentBlockError,
     VideoBlock,
 )
-from oma_core.messages import FilePart, MediaSource
+from oma_core.messages import FilePart, MediaSource, thaw_json
 from oma_core.toolkit import OutputRequest, ProviderRequest
 
 from .capabilities import (
@@ -48,8 +48,10 @@ from .capabilities import (
     DOCUMENT_FORMATS,
     IMAGE_FORMATS,
     MAX_DOCUMENTS,
+    PROVIDER,
     VIDEO_FORMATS,
 )
+from .thinking import add_thinking, leave_out_refused
 
 __all__ = [
     "DocumentNames",
@@ -66,8 +68,12 @@ _SPACES = re.compile(r"\s+")
 _NAME_MAX = 200
 
 
-def build_body(request: ProviderRequest, extra_fields: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The Converse body for ``request`` (the model goes in the URL, not the body)."""
+def build_body(
+    request: ProviderRequest, extra_fields: Mapping[str, Any] | None, model: str
+) -> dict[str, Any]:
+    """The Converse body for ``request`` to ``model`` (the model goes in the URL, not the
+    body); its ``thinking`` goes into ``additionalModelRequestFields`` for Claude, which also
+    leaves out the sampling settings the model refuses (``oma_bedrock.thinking``)."""
     names = DocumentNames()
     body: dict[str, Any] = {"messages": [_message(m, names) for m in request.messages]}
     if request.system_prompt:
@@ -79,10 +85,13 @@ def build_body(request: ProviderRequest, extra_fields: Mapping[str, Any] | None)
         inference["temperature"] = request.temperature
     if request.stop is not None:
         inference["stopSequences"] = list(request.stop)
+    fields: dict[str, Any] = thaw_json(extra_fields) if extra_fields else {}
+    add_thinking(fields, inference, request.thinking, model, DISPLAY_NAME)
+    leave_out_refused(inference, fields, model)
     if inference:
         body["inferenceConfig"] = inference
     specs = [
-        (tool.name, tool.description or tool.name, _plain(tool.input_schema))
+        (tool.name, tool.description or tool.name, thaw_json(tool.input_schema))
         for tool in request.tools
     ]
     if not specs:
@@ -107,8 +116,8 @@ def build_body(request: ProviderRequest, extra_fields: Mapping[str, Any] | None)
         body["toolConfig"]["toolChoice"] = {"any": {}} if request.tools else forced
     elif output is not None:
         body["outputConfig"] = {"textFormat": _text_format(output)}
-    if extra_fields:
-        body["additionalModelRequestFields"] = _plain(extra_fields)
+    if fields:
+        body["additionalModelRequestFields"] = fields
     return body
 
 
@@ -117,7 +126,7 @@ def _output_spec(output: OutputRequest) -> dict[str, Any]:
     spec: dict[str, Any] = {"name": output.name}
     if output.description:
         spec["description"] = output.description
-    spec["inputSchema"] = {"json": _plain(output.schema)}
+    spec["inputSchema"] = {"json": thaw_json(output.schema)}
     if output.strict:
         spec["strict"] = True
     return spec
@@ -127,7 +136,7 @@ def _text_format(output: OutputRequest) -> dict[str, Any]:
     """``outputConfig.textFormat`` for ``output``: the service model types the schema as a
     string holding the JSON Schema, not as a JSON object."""
     schema: dict[str, Any] = {
-        "schema": json.dumps(_plain(output.schema), ensure_ascii=False, separators=(",", ":")),
+        "schema": json.dumps(thaw_json(output.schema), ensure_ascii=False, separators=(",", ":")),
         "name": output.name,
     }
     if output.description:
@@ -152,7 +161,18 @@ def _tools_used(messages: tuple[LLMMessage, ...]) -> list[str]:
 
 
 def _message(message: LLMMessage, names: DocumentNames) -> dict[str, Any]:
-    return {"role": message.role, "content": [_block(b, names) for b in message.content]}
+    content = [_block(b, names) for b in message.content if not _foreign(b)]
+    return {"role": message.role, "content": content}
+
+
+def _foreign(block: Any) -> bool:
+    """Reasoning signed or redacted by another service: Bedrock cannot read it (the core
+    leaves it out of a run's requests; this guards a request built by hand)."""
+    return (
+        isinstance(block, ReasoningBlock)
+        and block.provider not in (None, PROVIDER)
+        and (block.signature is not None or block.redacted_data is not None)
+    )
 
 
 def _block(block: Any, names: DocumentNames) -> dict[str, Any]:
@@ -168,7 +188,7 @@ def _block(block: Any, names: DocumentNames) -> dict[str, Any]:
     if isinstance(block, AudioBlock):
         return {"audio": _media(block.source, AUDIO_FORMATS)}
     if isinstance(block, ToolUseBlock):
-        use = {"toolUseId": block.id, "name": block.name, "input": _plain(block.input)}
+        use = {"toolUseId": block.id, "name": block.name, "input": thaw_json(block.input)}
         return {"toolUse": use}
     if isinstance(block, ToolResultBlock):
         return {"toolResult": _tool_result(block, names)}
@@ -295,12 +315,3 @@ def check_documents(messages: tuple[LLMMessage, ...]) -> None:
                 f"messages[{index}] holds a document but no text block; Converse takes a "
                 "document only beside a text block (add the question as text)",
             )
-
-
-def _plain(value: Any) -> Any:
-    """Immutable mappings and tuples as plain JSON-shaped dicts and lists."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value

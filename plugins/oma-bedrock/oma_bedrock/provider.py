@@ -107,7 +107,7 @@ class BedrockProvider:
     def render(self, request: ProviderRequest) -> dict[str, Any]:
         check_inline_size(request.messages, self._max_inline)
         check_documents(request.messages)
-        return build_body(request, self._extra_fields)
+        return build_body(request, self._extra_fields, request.model or DEFAULT_MODEL)
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         model = request.model or DEFAULT_MODEL

@@ -316,6 +316,7 @@ class FakeBedrock(FakeServer):
         self.models.append(model)
         try:
             self._check(request.json)
+            _check_thinking(model, request.json)
         except _Refused as exc:
             return self.error_response(EXCEPTION_STATUS.get(exc.name, 400), str(exc), exc.name)
         reply = self._replies.popleft() if self._replies else self.default_reply
@@ -629,3 +630,51 @@ def _documents_of(block: Any) -> Iterator[Mapping[str, Any]]:
     for part in (block.get("toolResult") or {}).get("content", ()):
         if "document" in part:
             yield part["document"]
+
+
+#: Per Bedrock's extended and adaptive thinking pages: the Claude models that think adaptively
+#: only (and refuse sampling settings), those that think adaptively or by budget, those that
+#: cannot think.
+_ADAPTIVE_ONLY = re.compile(r".*anthropic\.claude-(opus-4-[78]|(opus|sonnet|haiku|fable)-5|mythos)")
+_ADAPTIVE_TOO = re.compile(r".*anthropic\.claude-(opus|sonnet)-4-6")
+_NO_THINKING = re.compile(r".*anthropic\.claude-3-(5|haiku|opus|sonnet)")
+
+
+def _check_thinking(model: str, body: dict[str, Any]) -> None:
+    """Claude's ``thinking`` and ``output_config`` in ``additionalModelRequestFields``, each
+    model's documented modes and the sampling settings each refuses."""
+    fields = body.get("additionalModelRequestFields") or {}
+    inference = body.get("inferenceConfig") or {}
+    newest = _ADAPTIVE_ONLY.match(model)
+    if newest and ({"temperature", "topP"} & set(inference)):
+        raise _Refused("temperature and top_p are deprecated for this model.")
+    effort = (fields.get("output_config") or {}).get("effort")
+    if effort is not None and effort not in ("low", "medium", "high", "xhigh", "max"):
+        raise _Refused("output_config.effort: Input should be 'low', 'medium', 'high', ...")
+    thinking = fields.get("thinking")
+    if thinking is None:
+        return
+    if "anthropic.claude" not in model:
+        raise _Refused("The model returned the following errors: extraneous key [thinking]")
+    kind = thinking.get("type")
+    if kind == "disabled":
+        if newest:
+            raise _Refused("thinking.type: 'disabled' is not supported for this model.")
+        return
+    if _NO_THINKING.match(model):
+        raise _Refused("thinking: this model does not support thinking.")
+    if kind == "enabled":
+        budget = thinking.get("budget_tokens")
+        if newest:
+            raise _Refused("thinking.type.enabled is not supported for this model; use adaptive.")
+        if not isinstance(budget, int) or budget < 1024:
+            raise _Refused("thinking.budget_tokens: Input should be >= 1024")
+        if budget >= inference.get("maxTokens", 4096):
+            raise _Refused("max_tokens must be greater than thinking.budget_tokens.")
+    elif kind == "adaptive":
+        if not (newest or _ADAPTIVE_TOO.match(model)):
+            raise _Refused("thinking.type: adaptive thinking is not supported on this model.")
+    else:
+        raise _Refused("thinking: Input tag does not match any of the expected tags")
+    if inference.get("temperature", 1) != 1:
+        raise _Refused("temperature may only be set to 1 when thinking is enabled.")

@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 from oma_core import Capabilities
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
+from .thinking import MODEL_RULES
+
 __all__ = [
     "CAPABILITIES",
     "DEFAULT_INLINE_LIMIT",
@@ -167,4 +169,7 @@ CAPABILITIES = Capabilities(
         ),
     ),
     output_modes=frozenset({"native", "tool", "prompted"}),
+    # AgentConfig.thinking as thinkingConfig, per model family (thinking.py)
+    thinking=True,
+    models=MODEL_RULES,
 )

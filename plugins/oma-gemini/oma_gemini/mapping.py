@@ -51,7 +51,7 @@ from oma_core import (
 )
 from oma_core.errors import OutputTypeError
 from oma_core.http import malformed_response, scrub, tool_result_text
-from oma_core.messages import FilePart
+from oma_core.messages import FilePart, thaw_json
 from oma_core.toolkit import OutputRequest, ProviderRequest, ProviderResponse
 
 from .capabilities import (
@@ -62,6 +62,7 @@ from .capabilities import (
     WIRE_MEDIA_TYPE,
     is_youtube,
 )
+from .thinking import DUMMY_SIGNATURE, add_thinking, needs_signatures
 
 __all__ = [
     "BLOCKED_FINISH_REASONS",
@@ -101,10 +102,11 @@ _RETRY_FINISH_REASONS = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_C
 
 
 def build_body(
-    request: ProviderRequest, options: Mapping[str, Any], inline_limit: int
+    request: ProviderRequest, options: Mapping[str, Any], inline_limit: int, model: str
 ) -> dict[str, Any]:
-    """The JSON body of a ``generateContent`` call for ``request``."""
-    contents = _contents(request.messages, inline_limit)
+    """The JSON body of a ``generateContent`` call for ``request`` to ``model``; its
+    ``thinking`` goes into ``generationConfig.thinkingConfig`` (``oma_gemini.thinking``)."""
+    contents = _contents(request.messages, inline_limit, needs_signatures(model))
     body: dict[str, Any] = {"contents": contents}
     if request.system_prompt:
         body["systemInstruction"] = {"parts": [{"text": request.system_prompt}]}
@@ -128,13 +130,14 @@ def build_body(
     if output is not None and output.mode == "native":
         config.pop("responseSchema", None)  # the API takes one of the two schemas, not both
         config["responseMimeType"] = "application/json"
-        config["responseJsonSchema"] = _plain(output.schema)
+        config["responseJsonSchema"] = thaw_json(output.schema)
     if request.temperature is not None:
         config["temperature"] = request.temperature
     if request.max_tokens is not None:
         config["maxOutputTokens"] = request.max_tokens
     if request.stop is not None:
         config["stopSequences"] = list(request.stop)
+    add_thinking(config, request.thinking, model, DISPLAY_NAME)
     if config:
         body["generationConfig"] = config
     for key, value in options.items():
@@ -155,20 +158,15 @@ def _output_declaration(output: OutputRequest) -> dict[str, Any]:
     declaration: dict[str, Any] = {"name": output.name}
     if output.description:
         declaration["description"] = output.description
-    declaration["parametersJsonSchema"] = _plain(output.schema)
+    declaration["parametersJsonSchema"] = thaw_json(output.schema)
     return declaration
 
 
-def _plain(value: Any) -> Any:
-    """Immutable mappings and tuples as plain JSON-shaped dicts and lists."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _contents(messages: Iterable[LLMMessage], inline_limit: int) -> list[dict[str, Any]]:
+def _contents(
+    messages: Iterable[LLMMessage], inline_limit: int, signed_calls: bool
+) -> list[dict[str, Any]]:
+    """The ``contents``; with ``signed_calls`` (Gemini 3) a model turn whose function calls
+    carry no signature gets ``DUMMY_SIGNATURE`` on its first."""
     names: dict[str, str] = {}  # tool_use id -> function name
     budget = _Inline(inline_limit)
     contents = []
@@ -187,10 +185,18 @@ def _contents(messages: Iterable[LLMMessage], inline_limit: int) -> list[dict[st
             parts.extend(part)
         if signature is not None:  # a signature with no part after it: keep it, on its own
             parts.append({"text": "", "thoughtSignature": signature})
+        if signed_calls and message.role == "assistant":
+            _sign_first_call(parts)
         contents.append(
             {"role": "model" if message.role == "assistant" else "user", "parts": parts}
         )
     return contents
+
+
+def _sign_first_call(parts: list[dict[str, Any]]) -> None:
+    calls = [part for part in parts if "functionCall" in part]
+    if calls and not any("thoughtSignature" in part for part in calls):
+        calls[0]["thoughtSignature"] = DUMMY_SIGNATURE
 
 
 def _part(
@@ -222,6 +228,8 @@ def _part(
         )
         return [{"functionResponse": response}, *media]
     if isinstance(block, ReasoningBlock):
+        if block.provider not in (None, PROVIDER) and (block.signature or block.redacted_data):
+            return []  # another service's token: Gemini cannot read it
         if not block.text:
             return None if block.signature else []
         part: dict[str, Any] = {"text": block.text, "thought": True}

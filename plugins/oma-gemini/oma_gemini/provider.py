@@ -86,7 +86,7 @@ class GeminiProvider:
         options: Mapping[str, Any] = self._options
         if request.options:
             options = {**options, **request.options}
-        return build_body(request, options, self._inline_limit)
+        return build_body(request, options, self._inline_limit, self._model(request))
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body = self.render(request)
@@ -144,9 +144,11 @@ class GeminiProvider:
     # -- helpers
 
     def _url(self, request: ProviderRequest, method: str) -> str:
-        model = request.model or DEFAULT_MODEL
-        model = model.removeprefix("models/")
-        return f"{self._root}/models/{model}:{method}"
+        return f"{self._root}/models/{self._model(request)}:{method}"
+
+    @staticmethod
+    def _model(request: ProviderRequest) -> str:
+        return (request.model or DEFAULT_MODEL).removeprefix("models/")
 
     def _client(self) -> Any:
         if not self._key:

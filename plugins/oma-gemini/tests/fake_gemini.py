@@ -240,6 +240,7 @@ class FakeGemini(FakeServer):
             if not isinstance(request.json, dict):
                 raise _Refused("Invalid JSON payload received.")
             self._check(camel(request.json), len(request.body))
+            _check_thinking(match["model"], camel(request.json))
         except _Refused as refused:
             return self.error_response(refused.status, refused.message)
         with self._replies_lock:
@@ -473,6 +474,63 @@ class FakeGemini(FakeServer):
                 chunks.append(chunk([part]))
         chunks.append(chunk([{"text": ""}], final=True))
         return chunks
+
+
+#: Per the thinking documentation: the models that cannot think, the ranges of the 2.5 models'
+#: ``thinkingBudget`` (0 turns thinking off where allowed), Gemini 3's levels.
+_NO_THINKING = re.compile(r"gemini-(2\.0|1\.)")
+_GEMINI_3 = re.compile(r"gemini-3")
+_BUDGETS = (
+    (re.compile(r"gemini-2\.5-pro"), 128, 32768, False),
+    (re.compile(r"gemini-2\.5-flash-lite"), 512, 24576, True),
+    (re.compile(r"gemini-2\.5-flash"), 1, 24576, True),
+)
+_LEVELS = ("minimal", "low", "medium", "high")
+
+
+def _check_thinking(model: str, body: dict[str, Any]) -> None:
+    """``thinkingConfig`` as each model takes it, and Gemini 3's thought signatures: the first
+    function call of each model step in the current turn carries one."""
+    thinking = (body.get("generationConfig") or {}).get("thinkingConfig")
+    if thinking is not None:
+        unknown = sorted(set(thinking) - {"thinkingBudget", "thinkingLevel", "includeThoughts"})
+        if unknown:
+            raise _Refused(f"Unknown name \"{unknown[0]}\" at 'generation_config.thinking_config'")
+        if "thinkingBudget" in thinking and "thinkingLevel" in thinking:
+            raise _Refused("thinking_budget and thinking_level are not supported together.")
+        if _NO_THINKING.match(model):
+            raise _Refused("Thinking is not supported for this model.")
+        level = thinking.get("thinkingLevel")
+        if level is not None and (str(level).lower() not in _LEVELS or not _GEMINI_3.match(model)):
+            raise _Refused(f"Invalid thinking level {level!r} for {model}.")
+        budget = thinking.get("thinkingBudget")
+        for pattern, low, high, can_stop in _BUDGETS:
+            if budget is not None and pattern.match(model):
+                if budget == 0 and not can_stop:
+                    raise _Refused("Budget 0 is invalid. This model only works in thinking mode.")
+                if budget != 0 and not low <= budget <= high:
+                    raise _Refused(f"The thinking budget {budget} is out of range [{low}, {high}].")
+                break
+    if _GEMINI_3.match(model):
+        _check_signatures(body["contents"])
+
+
+def _check_signatures(contents: list[dict[str, Any]]) -> None:
+    start = max(
+        (
+            i
+            for i, c in enumerate(contents)
+            if c.get("role", "user") == "user" and any("text" in p for p in c["parts"])
+        ),
+        default=0,
+    )
+    for i, content in enumerate(contents[start:], start):
+        calls = [p for p in content["parts"] if "functionCall" in p]
+        if content.get("role") == "model" and calls and "thoughtSignature" not in calls[0]:
+            raise _Refused(
+                f"Function call `{calls[0]['functionCall']['name']}` in the {i}. content block "
+                "is missing a `thought_signature`."
+            )
 
 
 def file_uri(name: str = "abc123") -> str:

@@ -6,7 +6,8 @@ in user turns, tool calls and tool results with text; text documents, as a text 
 names the file; PDFs (``file`` parts) and wav/mp3 audio (``input_audio`` parts), which the
 provider passes on only to a model LiteLLM's model map says takes them
 (``litellm.supports_pdf_input`` / ``supports_audio_input``) and refuses, before any request,
-for any other. Video, reasoning and media inside tool results are not declared, so
+for any other; reasoning (``thinking_blocks``, ``oma_litellm.reasoning``). Video and media
+inside tool results are not declared, so
 the core refuses them before any request, naming the bridge: LiteLLM has no portable shape for
 them, and a block it cannot carry is never dropped.
 
@@ -64,6 +65,10 @@ CAPABILITIES = Capabilities(
         # model map says the model takes them (provider.py), refused locally elsewhere
         BlockSupport("document", _USER, _BASE64, PDF_TYPES),
         BlockSupport("audio", _USER, _BASE64, frozenset(AUDIO_FORMATS)),
+        BlockSupport("reasoning", frozenset({"assistant"})),
     ),
     output_modes=frozenset({"native", "tool", "prompted"}),
+    # AgentConfig.thinking as reasoning_effort / thinking; which models reason is LiteLLM's
+    # model map's to say (supports_reasoning), checked per request (reasoning.py)
+    thinking=True,
 )

@@ -19,7 +19,6 @@ import base64
 import binascii
 import contextlib
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from oma_core import (
@@ -35,9 +34,11 @@ from oma_core import (
 )
 from oma_core.errors import PluginError
 from oma_core.http import chat_tools
+from oma_core.messages import thaw_json
 from oma_core.toolkit import OutputRequest, ProviderRequest
 
 from .capabilities import AUDIO_FORMATS, DISPLAY_NAME
+from .reasoning import THINKING_ROUTES, thinking_blocks
 
 __all__ = ["build_body", "split_model", "strict_ready"]
 
@@ -56,15 +57,16 @@ def split_model(model: str | None) -> tuple[str, str]:
 
 def build_body(request: ProviderRequest) -> dict[str, Any]:
     """The chat request (OpenAI's shape) for ``request``; the route's model in ``model``."""
-    _, model = split_model(request.model)
+    route, model = split_model(request.model)
+    signed = route in THINKING_ROUTES
     messages: list[dict[str, Any]] = []
     if request.system_prompt:
         messages.append({"role": "system", "content": request.system_prompt})
     for message in request.messages:
-        messages.extend(_messages(message))
+        messages.extend(_messages(message, signed))
     body: dict[str, Any] = {"model": model, "messages": messages}
     if request.tools:
-        body["tools"] = _plain(chat_tools(request.tools))
+        body["tools"] = thaw_json(chat_tools(request.tools))
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.max_tokens is not None:
@@ -78,7 +80,7 @@ def build_body(request: ProviderRequest) -> dict[str, Any]:
 
 def _output_fields(output: OutputRequest, tools: list[dict[str, Any]]) -> dict[str, Any]:
     """The OpenAI-shaped fields that hold a reply to ``output``."""
-    schema = _plain(output.schema)
+    schema = thaw_json(output.schema)
     if output.mode == "native":
         strict = output.strict and strict_ready(schema)
         spec: dict[str, Any] = {"name": output.name, "schema": schema, "strict": strict}
@@ -119,7 +121,7 @@ def strict_ready(schema: Any) -> bool:
     return all(strict_ready(child) for child in children)
 
 
-def _messages(message: LLMMessage) -> list[dict[str, Any]]:
+def _messages(message: LLMMessage, signed: bool) -> list[dict[str, Any]]:
     if message.role == "assistant":
         texts = [b.text for b in message.content if isinstance(b, TextBlock)]
         calls = [
@@ -128,7 +130,7 @@ def _messages(message: LLMMessage) -> list[dict[str, Any]]:
                 "type": "function",
                 "function": {
                     "name": b.name,
-                    "arguments": json.dumps(_plain(b.input), ensure_ascii=False),
+                    "arguments": json.dumps(thaw_json(b.input), ensure_ascii=False),
                 },
             }
             for b in message.content
@@ -139,6 +141,8 @@ def _messages(message: LLMMessage) -> list[dict[str, Any]]:
             out["content"] = "".join(texts)
         if calls:
             out["tool_calls"] = calls
+        if signed and (thinking := thinking_blocks(message.content)):
+            out["thinking_blocks"] = thinking
         return [out]
     results = [
         {"role": "tool", "tool_call_id": b.tool_use_id, "content": _result_text(b)}
@@ -216,11 +220,3 @@ def _result_text(block: ToolResultBlock) -> str:
     if isinstance(block.content, str):
         return f"Error: {block.content}" if block.is_error else block.content
     return "".join(p.text for p in block.content if isinstance(p, TextBlock))
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value

@@ -57,6 +57,7 @@ from oma_core.toolkit import (
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
+    ReasoningDelta,
     ResponseComplete,
     TextDelta,
     ToolCall,
@@ -65,6 +66,7 @@ from oma_core.toolkit import (
 from .capabilities import CAPABILITIES, DISPLAY_NAME, PDF_TYPES
 from .errors import malformed, map_error, token_error
 from .mapping import build_body, split_model
+from .reasoning import ReasoningStream, add_thinking, reasoning_of
 
 __all__ = ["FINISH_REASONS", "OPTIONS", "LiteLLMProvider", "import_litellm"]
 
@@ -264,8 +266,15 @@ class LiteLLMProvider:
         self._model_takes(request)
         route, _ = split_model(request.model)
         options = self._settings.options
-        kwargs: dict[str, Any] = {
-            **self.render(request),
+        kwargs: dict[str, Any] = {**self.render(request)}
+        add_thinking(
+            kwargs,
+            request.thinking,
+            str(request.model),
+            self._litellm.supports_reasoning,
+            DISPLAY_NAME,
+        )
+        kwargs |= {
             "custom_llm_provider": route,
             "num_retries": 0,
             "max_retries": 0,
@@ -522,7 +531,7 @@ def _alive(ref: weakref.ref[asyncio.AbstractEventLoop]) -> bool:
 def _response(reply: Any, model: str) -> ProviderResponse:
     choice = reply.choices[0]
     message = choice.message
-    blocks: list[Any] = []
+    blocks: list[Any] = reasoning_of(message)
     if message.content:
         blocks.append(TextBlock(str(message.content)))
     calls = ToolCallAssembler(DISPLAY_NAME)
@@ -562,6 +571,7 @@ class _StreamAssembler:
     def __init__(self, model: str) -> None:
         self._model = model
         self._text: list[str] = []
+        self._reasoning = ReasoningStream()
         self._calls = ToolCallAssembler(DISPLAY_NAME)
         self._blocks: tuple[ToolUseBlock, ...] | None = None
         self._finish: str | None = None
@@ -574,6 +584,8 @@ class _StreamAssembler:
         events: list[ProviderEvent] = []
         for choice in chunk.choices or ():
             delta = choice.delta
+            if delta is not None and (thought := self._reasoning.feed(delta)):
+                events.append(ReasoningDelta(thought))
             if delta is not None and delta.content:
                 self._text.append(delta.content)
                 events.append(TextDelta(delta.content))
@@ -605,7 +617,8 @@ class _StreamAssembler:
             # LiteLLM turns a 200 stream with no events at all into an empty "stop"; a real
             # turn, even an empty one, costs input tokens
             raise ValueError("the stream carried no content and no usage")
-        blocks: list[Any] = [TextBlock(text)] if text else []
+        blocks: list[Any] = [*self._reasoning.finish()]
+        blocks += [TextBlock(text)] if text else []
         blocks.extend(self._tool_blocks())
         if not blocks:
             blocks.append(TextBlock(""))

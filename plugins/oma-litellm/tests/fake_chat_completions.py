@@ -93,6 +93,8 @@ class Reply:
 
     text: str | None = None
     tool_calls: tuple[tuple[str, str, Mapping[str, Any]], ...] = ()
+    #: ``reasoning_content`` (as DeepSeek and OpenAI-compatible servers send it)
+    reasoning: str | None = None
     finish_reason: str | None = None
     prompt_tokens: int = 9
     completion_tokens: int = 5
@@ -226,6 +228,8 @@ class FakeChatCompletions(FakeServer):
 
     def _completion(self, reply: Reply, model: str) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.reasoning:
+            message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [
                 {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
@@ -249,6 +253,9 @@ class FakeChatCompletions(FakeServer):
 
         yield chunk({"role": "assistant", "content": ""})
         size = self.chunk_size
+        thought = reply.reasoning or ""
+        for i in range(0, len(thought), size):
+            yield chunk({"reasoning_content": thought[i : i + size]})
         text = reply.text or ""
         for i in range(0, len(text), size):
             yield chunk({"content": text[i : i + size]})

@@ -131,6 +131,15 @@ class FakeMessages(FakeServer):
                     {"type": "text_delta", "text": block["text"][i : i + size]}
                     for i in range(0, len(block["text"]), size)
                 ]
+            elif block["type"] == "thinking":  # the text in pieces, then its signature whole
+                first = {"type": "thinking", "thinking": "", "signature": ""}
+                pieces = [
+                    {"type": "thinking_delta", "thinking": block["thinking"][i : i + size]}
+                    for i in range(0, len(block["thinking"]), size)
+                ]
+                pieces.append({"type": "signature_delta", "signature": block["signature"]})
+            elif block["type"] == "redacted_thinking":
+                first, pieces = dict(block), []
             else:
                 first = {**block, "input": {}}
                 raw = json.dumps(block["input"])
@@ -199,6 +208,10 @@ class FakeMessages(FakeServer):
                 elif kind == "tool_result":
                     if role != "user" or block.get("tool_use_id") not in previous_calls:
                         raise _Refused(f"{where}: tool_result answers no tool_use")
+                elif kind in ("thinking", "redacted_thinking"):
+                    key = "signature" if kind == "thinking" else "data"
+                    if role != "assistant" or not isinstance(block.get(key), str):
+                        raise _Refused(f"{where}.{key}: Field required")
                 elif kind != "text":
                     raise _Refused(f"{where}.type: Input tag '{kind}' is not a block type")
             previous_calls = calls

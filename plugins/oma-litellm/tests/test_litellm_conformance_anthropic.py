@@ -68,6 +68,12 @@ def _found(sample: Sample, blocks: list[Mapping[str, Any]]) -> bool:
         ):
             return True
         if (
+            sample.block_type == "reasoning"
+            and kind == "thinking"
+            and (sent["thinking"], sent["signature"]) == (block["text"], block["signature"])
+        ):
+            return True
+        if (
             sample.block_type == "tool_result"
             and kind == "tool_result"
             and sent["tool_use_id"] == block["tool_use_id"]

@@ -149,11 +149,6 @@ REFUSED = {
             },
         }
     ),
-    "reasoning": [
-        *user({"type": "text", "text": "x"}),
-        {"role": "assistant", "content": [{"type": "reasoning", "text": "hmm"}]},
-        *user({"type": "text", "text": "y"}),
-    ],
 }
 
 

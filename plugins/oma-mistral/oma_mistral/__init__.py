@@ -2,8 +2,9 @@
 
 Text, images in user turns (URL or base64, in the plain-string ``image_url`` form), PDF
 documents by URL (``document_url``), audio as base64 (``input_audio``, for Mistral's audio
-models), tools and streaming; video, reasoning, base64 documents and audio URLs are refused
-locally. Structured output natively (``response_format``
+models), tools, reasoning (``thinking`` chunks; ``AgentConfig.thinking`` as
+``reasoning_effort``, ``oma_mistral.thinking``) and streaming; video, base64 documents and audio
+URLs are refused locally. Structured output natively (``response_format``
 ``json_schema``) or by a forced tool call (``tool_choice`` naming one more function). The
 toolkit imports httpx on first use, so loading the plugin does not. See
 ``docs/providers/mistral.md``.
@@ -15,7 +16,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
@@ -27,6 +28,7 @@ from oma_core import (
     ImageBlock,
     LLMMessage,
     ProviderSpec,
+    ReasoningBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -39,7 +41,6 @@ from oma_core.http import (
     LoopLocalClient,
     ToolCallAssembler,
     assistant_response,
-    chat_text,
     chat_tools,
     chat_usage,
     event_json,
@@ -52,6 +53,7 @@ from oma_core.http import (
     tool_call_events,
     tool_result_text,
 )
+from oma_core.messages import thaw_json
 from oma_core.toolkit import (
     CLIENT_OPTION_TYPES,
     BlockSupport,
@@ -61,9 +63,12 @@ from oma_core.toolkit import (
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
+    ReasoningDelta,
     ResponseComplete,
     TextDelta,
 )
+
+from .thinking import MODEL_RULES, add_thinking, split_content, thinking_chunk
 
 __version__ = "0.1.0"  # the distribution's version (hatch reads it here)
 
@@ -85,10 +90,16 @@ CAPABILITIES = Capabilities(
         BlockSupport("audio", frozenset({"user"}), frozenset({"base64"})),
         BlockSupport("tool_use", frozenset({"assistant"})),
         BlockSupport("tool_result", frozenset({"user"})),
+        BlockSupport("reasoning", frozenset({"assistant"})),  # thinking chunks
     ),
     limits=(MediaLimit(10_000_000, {"image"}),),  # Mistral's vision docs: 10 MB per image
     output_modes=frozenset({"native", "tool", "prompted"}),
+    # AgentConfig.thinking as reasoning_effort, per model family (thinking.py)
+    thinking=True,
+    models=MODEL_RULES,
 )
+#: The provider's registered name: what its reasoning blocks' ``provider`` says.
+PROVIDER = "mistral"
 #: The chat completions body fields Mistral documents that oma does not fill itself, with
 #: their types in Mistral's API reference (the ``ChatCompletionRequest`` schema of its OpenAPI
 #: spec, read on 2026-12-02); each is forwarded as given. A number field takes an int too.
@@ -97,6 +108,7 @@ BODY_OPTIONS: dict[str, type | tuple[type, ...]] = {
     **{"random_seed": int, "metadata": dict, "response_format": dict, "n": int},
     **{"tool_choice": (str, dict), "presence_penalty": float, "frequency_penalty": float},
     **{"prediction": dict, "parallel_tool_calls": bool, "prompt_mode": str},
+    "reasoning_effort": str,
     "safe_prompt": bool,
 }
 _OPTIONS: dict[str, type | tuple[type, ...]] = {**CLIENT_OPTION_TYPES, **BODY_OPTIONS}
@@ -137,6 +149,7 @@ class MistralProvider:
         if request.tools:
             body["tools"] = chat_tools(request.tools)
         body = {**body, **self._options, **request.options}
+        add_thinking(body, request.thinking, body["model"], DISPLAY_NAME)
         if request.output is not None:  # the output asked for wins over a response_format option
             body.update(_output_fields(request.output, body.get("tools") or []))
         return body
@@ -151,19 +164,20 @@ class MistralProvider:
             choice = reply["choices"][0]
             for i, call in enumerate(choice["message"].get("tool_calls") or ()):
                 calls.feed_chat(call, index=i)
-            text = chat_text(choice["message"].get("content"))
+            thought, text = split_content(choice["message"].get("content"))
         except (KeyError, IndexError, TypeError, AttributeError):
             text = None
         if text is None:  # raised here, not in the except: nothing chained to the reply
             raise malformed_response(DISPLAY_NAME, "the reply has no readable choice")
-        return assistant_response(
+        return _with_reasoning(thought, assistant_response(
             text, calls.finish(), chat_usage(reply), _stop(choice.get("finish_reason")),
             reply.get("model"),
-        )  # fmt: skip
+        ))  # fmt: skip
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         body, secrets = {**self.render(request), "stream": True}, self._secrets(request)
         text, calls, usage, reason, model = [], ToolCallAssembler(DISPLAY_NAME), Usage(), None, None
+        thoughts: list[str] = []
         events = stream_sse(self._client(), self._url, body, provider=DISPLAY_NAME, secrets=secrets)
         async with aclosing(events):
             async for event in events:
@@ -173,7 +187,11 @@ class MistralProvider:
                 model, usage = chunk.get("model") or model, chat_usage(chunk) or usage
                 for choice in chunk.get("choices") or ():
                     delta = choice.get("delta") or {}
-                    if piece := chat_text(delta.get("content")):
+                    thought, piece = split_content(delta.get("content"))
+                    if thought:
+                        thoughts.append(thought)
+                        yield ReasoningDelta(thought)
+                    if piece:
                         text.append(piece)
                         yield TextDelta(piece)
                     for call in delta.get("tool_calls") or ():
@@ -183,6 +201,7 @@ class MistralProvider:
         if reason is None:  # cut short: the same request may well succeed when sent again
             raise malformed_response(DISPLAY_NAME, "the stream ended before a finish_reason")
         response = assistant_response("".join(text), calls.finish(), usage, _stop(reason), model)
+        response = _with_reasoning("".join(thoughts), response)
         for call_event in tool_call_events(response):
             yield call_event
         yield ResponseComplete(response)
@@ -203,7 +222,7 @@ class MistralProvider:
 def _output_fields(output: OutputRequest, tools: list[dict[str, Any]]) -> dict[str, Any]:
     """The body fields that hold a reply to ``output``: ``response_format`` ``json_schema``
     (native), or the tools plus one function that ``tool_choice`` forces (tool)."""
-    schema = _plain(output.schema)
+    schema = thaw_json(output.schema)
     if output.mode == "native":
         spec: dict[str, Any] = {"name": output.name, "schema": schema, "strict": output.strict}
         if output.description:
@@ -218,13 +237,13 @@ def _output_fields(output: OutputRequest, tools: list[dict[str, Any]]) -> dict[s
     }
 
 
-def _plain(value: Any) -> Any:
-    """Immutable mappings and tuples as plain JSON-shaped dicts and lists."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+def _with_reasoning(thought: str, response: ProviderResponse) -> ProviderResponse:
+    """``response`` with the turn's thinking, if any, as its first block."""
+    if not thought:
+        return response
+    blocks = (ReasoningBlock(thought, provider=PROVIDER), *response.message.content)
+    message = LLMMessage("assistant", blocks)
+    return ProviderResponse(message, response.usage, response.stop_reason, response.model)
 
 
 def _messages(message: LLMMessage, names: dict[str, str]) -> list[dict[str, Any]]:
@@ -235,6 +254,9 @@ def _messages(message: LLMMessage, names: dict[str, str]) -> list[dict[str, Any]
     for block in message.content:
         if isinstance(block, TextBlock):
             parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ReasoningBlock):
+            if block.text and block.provider in (None, PROVIDER):  # another's stays out
+                parts.append(thinking_chunk(block.text))
         elif isinstance(block, ImageBlock):
             parts.append({"type": "image_url", "image_url": media_url(block.source)})
         elif isinstance(block, DocumentBlock):
@@ -253,7 +275,9 @@ def _messages(message: LLMMessage, names: dict[str, str]) -> list[dict[str, Any]
             call_id, name = wire_id(block.tool_use_id), names.get(block.tool_use_id, "")
             out.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": text})
     if message.role == "assistant":
-        assistant = {"role": "assistant", "content": "".join(p["text"] for p in parts)}
+        thinks = any(p["type"] == "thinking" for p in parts)
+        content = parts if thinks else "".join(p["text"] for p in parts)
+        assistant = {"role": "assistant", "content": content}
         out.append(assistant | ({"tool_calls": calls} if calls else {}))
     elif parts:
         plain = len(parts) == 1 and parts[0]["type"] == "text"

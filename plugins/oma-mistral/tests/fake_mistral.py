@@ -56,7 +56,14 @@ _TOP_LEVEL = frozenset(
         "parallel_tool_calls",
         "safe_prompt",
         "prompt_mode",
+        "metadata",
+        "reasoning_effort",
     }
+)
+#: Per the reasoning documentation: the ``reasoning_effort`` values each model takes.
+_EFFORTS = (
+    (re.compile(r"mistral-small-(latest|2603)|mistral-medium-3[-.]5"), ("high", "none")),
+    (re.compile(r"mistral-large-4"), ("low", "medium", "high", "none")),
 )
 _ID = re.compile(r"[A-Za-z0-9]{9}")
 _IMAGE_DATA_URL = re.compile(r"data:image/(?:png|jpeg|webp|gif);base64,(.*)", re.S)
@@ -69,6 +76,8 @@ class Reply:
 
     text: str = "Hello from the fake Mistral."
     tool_calls: tuple[tuple[str, str, str], ...] = ()
+    #: the turn's reasoning, sent as a ``thinking`` chunk before the text (content a list)
+    thinking: str | None = None
     finish_reason: str | None = None
     prompt_tokens: int = 11
     completion_tokens: int = 5
@@ -139,6 +148,11 @@ class FakeMistral(FakeServer):
             )
         if not isinstance(body.get("model"), str) or not body["model"]:
             raise _Refused("model: Field required", 422, "invalid_request_message_error")
+        effort = body.get("reasoning_effort")
+        if effort is not None:
+            takes = next((v for p, v in _EFFORTS if p.match(body["model"])), None)
+            if takes is None or effort not in takes:
+                raise _Refused(f"reasoning_effort {effort!r} is not supported by this model")
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise _Refused("messages: Field required", 422, "invalid_request_message_error")
@@ -240,6 +254,12 @@ class FakeMistral(FakeServer):
             if kind == "text":
                 if not isinstance(chunk.get("text"), str):
                     raise _Refused(f"messages[{i}].content[{j}].text: a string", 422)
+            elif kind == "thinking":
+                texts = chunk.get("thinking")
+                if role != "assistant" or not isinstance(texts, list):
+                    raise _Refused(f"messages[{i}].content[{j}]: thinking is assistant chunks", 422)
+                if any(not isinstance(t, dict) or t.get("type") != "text" for t in texts):
+                    raise _Refused(f"messages[{i}].content[{j}].thinking: text chunks", 422)
             elif kind == "image_url":
                 if role != "user":
                     raise _Refused(f"messages[{i}].content[{j}]: images go in user messages")
@@ -292,7 +312,7 @@ class FakeMistral(FakeServer):
         ]
         message = {
             "role": "assistant",
-            "content": reply.text,
+            "content": _content(reply),
             "tool_calls": calls or None,
             "prefix": False,
         }
@@ -320,6 +340,13 @@ class FakeMistral(FakeServer):
             )
 
         events = [chunk({"role": "assistant", "content": ""})]
+        if reply.thinking:
+            events.extend(
+                chunk(
+                    {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": w}]}]}
+                )
+                for w in _WORDS.findall(reply.thinking)
+            )
         events.extend(chunk({"content": word}) for word in _WORDS.findall(reply.text))
         for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
             half = len(arguments) // 2  # the service sends whole calls; halves test assembly
@@ -335,6 +362,13 @@ class FakeMistral(FakeServer):
         events.append(chunk({"content": ""}, _finish(reply), usage=_usage(reply)))
         events.append(SSEEvent("[DONE]"))
         return events
+
+
+def _content(reply: Reply) -> Any:
+    if not reply.thinking:
+        return reply.text
+    thinking = {"type": "thinking", "thinking": [{"type": "text", "text": reply.thinking}]}
+    return [thinking, {"type": "text", "text": reply.text}]
 
 
 def _finish(reply: Reply) -> str:

@@ -45,6 +45,8 @@ def expected_on_wire(sample: Sample) -> Any:
             "name": "lookup",
             "content": block["content"],
         }
+    if sample.block_type == "reasoning":  # a thinking chunk (Mistral signs nothing)
+        return {"type": "thinking", "thinking": [{"type": "text", "text": block["text"]}]}
     raise AssertionError(f"no expectation for {sample.id}")
 
 
