@@ -160,6 +160,7 @@ from .fake_server import (
 from .kit_requests import KitRequest, kit_requests, kit_tools, streamed_calls
 from .neutral import NeutralRequest, ScriptedCall, ScriptedReply, differences
 from .output_checks import OutputConformance
+from .reasoning_checks import ReasoningConformance
 from .samples import MEDIA_SAMPLES, Sample, declared, samples
 
 __all__ = ["MEDIA_SAMPLES", "ProviderConformance", "Sample", "declared", "samples"]
@@ -186,10 +187,11 @@ _INVALID_INPUTS: tuple[Any, ...] = (
 )  # fmt: skip
 
 
-class ProviderConformance(OutputConformance):
+class ProviderConformance(OutputConformance, ReasoningConformance):
     """Inherit in a ``Test...`` class; see the module docstring. Not collected by itself.
 
-    The structured-output checks come from ``OutputConformance`` (``output_modes``)."""
+    The structured-output checks come from ``OutputConformance`` (``output_modes``), the
+    reasoning-provenance ones from ``ReasoningConformance`` (``script_reasoning``)."""
 
     #: The registered provider name (an entry point of the ``oma`` group).
     provider_name: str = ""
@@ -363,6 +365,7 @@ class ProviderConformance(OutputConformance):
                     "checks the ids the provider makes instead (see docs/testing-plugins.md)",
                     stacklevel=2,
                 )
+        left_out.update(cls._reasoning_left_out())
         for mode, mode_checks in cls._MODE_CHECKS.items():
             if mode not in cls.output_modes:
                 left_out.update(mode_checks)
@@ -396,6 +399,7 @@ class ProviderConformance(OutputConformance):
     def _managed_checks(cls) -> set[str]:
         """Every check ``__init_subclass__`` may leave out."""
         managed = {*cls._SSE_CHECKS, *cls._BOUNDS_CHECKS, *cls._READER_CHECKS}
+        managed.update(cls._REASONING_CHECKS)
         managed.update(cls._REPLY_CHECKS, cls._OUTPUT_READER_CHECKS, cls._OUTPUT_REPLY_CHECKS)
         for checks in cls._MODE_CHECKS.values():
             managed.update(checks)
@@ -446,8 +450,7 @@ class ProviderConformance(OutputConformance):
         if self.stop_sequences:
             return kits
         whole, short = (
-            attrs.evolve(k, config={n: v for n, v in k.config.items() if n != "stop"})
-            for k in kits
+            attrs.evolve(k, config={n: v for n, v in k.config.items() if n != "stop"}) for k in kits
         )
         return whole, short
 

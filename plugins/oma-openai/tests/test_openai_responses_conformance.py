@@ -10,7 +10,8 @@ What ``openai`` declares but the Responses API cannot carry is refused locally (
 the refusal): video (no video input), and reasoning the API did not issue (the kit's sample has
 no provider; a reasoning item needs the id and encrypted content the service gave it).
 The Responses API has no ``stop``: a request with stop sequences is refused locally, so the
-kit's mapping requests are sent without it (``stop_sequences = False``).
+kit's mapping requests are sent without it (``stop_sequences = False``). Reasoning items
+(``script_reasoning``) come back with their id and ``encrypted_content`` unchanged.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fake_responses import FakeResponses
 from oma_openai.provider import TRANSPORTS
 from test_openai_conformance import _FINISH, _read_source
 
-from oma_core import AgentConfig
+from oma_core import AgentConfig, ReasoningBlock
 from oma_core.testing import NeutralRequest, ScriptedReply
 from oma_core.testing.chat_completions import data_url
 from oma_core.testing.conformance import ProviderConformance, Sample
@@ -204,6 +205,23 @@ class TestOpenAIResponsesConformance(ProviderConformance):
                 completion_tokens=reply.usage.output_tokens,
             )
         )
+
+    def script_reasoning(
+        self,
+        server: Any,
+        reasoning: str,
+        *,
+        text: str = "",
+        call: tuple[str, str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        calls = () if call is None else ((call[0], call[1], json.dumps(dict(call[2]))),)
+        server.reply(Reply(text=text or None, tool_calls=calls, reasoning=reasoning))
+
+    def reasoning_on_wire(self, block: ReasoningBlock) -> tuple[str, ...]:
+        """The reasoning item's id and ``encrypted_content`` (the signature wraps the item)."""
+        assert block.signature is not None
+        item = json.loads(block.signature)["openai_reasoning_item"]
+        return (item["id"], item["encrypted_content"])
 
     def read_request(self, body: dict[str, Any]) -> NeutralRequest:  # type: ignore[override]
         return read_responses_body(body)
