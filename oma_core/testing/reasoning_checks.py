@@ -117,8 +117,12 @@ class ReasoningConformance:
         question = [{"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]}]
         async with self.agent(server, tools=[lookup]) as agent:
             first, reasoned = await _run(agent, question, streaming)
-            assert first.success, repr(first.status.error)
             block = _first_reasoning(first)
+            assert block.provider == self.provider_name, (
+                f"the reasoning block names {block.provider!r} as its provider, not "
+                f"{self.provider_name!r}: it cannot be told apart from another provider's"
+            )
+            assert first.success, repr(first.status.error)
             if turn == "next-turn":
                 assert len(server.requests) == 1
                 history = [*question, *dump_messages(first.messages)]
@@ -126,10 +130,6 @@ class ReasoningConformance:
                 second, _ = await _run(agent, again, streaming)
                 assert second.success, repr(second.status.error)
         assert len(server.requests) == 2, f"{len(server.requests)} requests for two calls"
-        assert block.provider == self.provider_name, (
-            f"the reasoning block names {block.provider!r} as its provider, not "
-            f"{self.provider_name!r}: it would be left out of the next request"
-        )
         tokens = self.reasoning_on_wire(block)
         assert tokens, "the provider's reasoning block holds no signature nor redacted data"
         _assert_sent(server.requests[1], tokens, block)
