@@ -59,8 +59,11 @@ Hooks a plugin may override when its wire differs from the defaults:
   a binary event stream, as Bedrock's, sets False and leaves out the SSE-only hostile replies);
 - ``tool_choices``, ``tool_error_flag``, ``render_is_the_wire``, ``tool_call_ids``,
   ``stop_reasons``, ``streams_tool_arguments``, ``media_apart_from_text``,
-  ``final_event_errors``: what the wire can say (see each attribute, and
-  ``docs/testing-plugins.md``).
+  ``final_event_errors``, ``stop_sequences``: what the wire can say (see each attribute, and
+  ``docs/testing-plugins.md``);
+- ``script_reasoning(server, reasoning, *, text, call)``: the service issues signed reasoning
+  and the provider echoes it; the reasoning-provenance checks
+  (``oma_core.testing.reasoning_checks``) then run.
 
 Two more hooks check the *mapping* of whole requests and replies; every bundled plugin's kit
 supplies both (oma-anthropic's ``tests/test_anthropic_conformance.py`` in full). The example
