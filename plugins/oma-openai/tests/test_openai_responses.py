@@ -22,6 +22,8 @@ import pydantic
 import pytest
 from fake_openai import API_KEY, Reply
 from fake_responses import FakeResponses
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oma_openai import make_provider, preset
 from oma_openai.provider import OpenAIChatProvider
 from openai.types.responses import (
@@ -416,3 +418,38 @@ async def _outcome(agent: Agent[Any], run_input: Any, streaming: bool) -> Any:
         async with agent.stream(run_input) as events:
             return [e async for e in events][-1].data
     return await agent.run(run_input)
+
+
+_TURN = st.tuples(st.booleans(), st.booleans(), st.integers(0, 2))
+
+
+@settings(max_examples=20, deadline=None)
+@given(turns=st.lists(_TURN, min_size=1, max_size=4))
+async def test_any_history_of_reasoning_text_and_calls_is_accepted_as_sent_back(
+    turns: list[tuple[bool, bool, int]],
+) -> None:
+    """Whatever mix of reasoning, text and calls the service's turns held, the history sent
+    back pairs each reasoning item with the item that followed it (the fake answers a 400
+    otherwise) and keeps its ``encrypted_content``."""
+    with FakeResponses(mode="strict") as fake:
+        made = _provider(fake.base_url, api="responses")
+        history: list[Any] = [{"role": "user", "content": [{"type": "text", "text": "Go."}]}]
+        try:
+            for n, (reasons, says, calls) in enumerate(turns):
+                ids = tuple((f"call_{n}_{k}", "lookup", f'{{"k": {k}}}') for k in range(calls))
+                fake.reply(Reply(text="said" if says or not calls else None, tool_calls=ids,
+                                 reasoning=f"turn {n}" if reasons else None))  # fmt: skip
+                reply = await made.complete(request(history, model="o4-mini"))
+                history.append(reply.message)
+                results = [{"type": "tool_result", "tool_use_id": c[0], "content": "ok"}
+                           for c in ids]  # fmt: skip
+                follow = {"type": "text", "text": "Next."}
+                history.append({"role": "user", "content": [*results, follow]})
+            await made.complete(request(history, model="o4-mini"))
+        finally:
+            await made.aclose()
+        assert fake.handler_errors == []
+    last = fake.requests[-1].json
+    assert_sdk_shape(last)
+    sent = {i["id"]: i["encrypted_content"] for i in last["input"] if i.get("type") == "reasoning"}
+    assert sent == {k: v[0] for k, v in fake.issued.items()}
