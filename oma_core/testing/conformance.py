@@ -59,8 +59,11 @@ Hooks a plugin may override when its wire differs from the defaults:
   a binary event stream, as Bedrock's, sets False and leaves out the SSE-only hostile replies);
 - ``tool_choices``, ``tool_error_flag``, ``render_is_the_wire``, ``tool_call_ids``,
   ``stop_reasons``, ``streams_tool_arguments``, ``media_apart_from_text``,
-  ``final_event_errors``: what the wire can say (see each attribute, and
-  ``docs/testing-plugins.md``).
+  ``final_event_errors``, ``stop_sequences``: what the wire can say (see each attribute, and
+  ``docs/testing-plugins.md``);
+- ``script_reasoning(server, reasoning, *, text, call)``: the service issues signed reasoning
+  and the provider echoes it; the reasoning-provenance checks
+  (``oma_core.testing.reasoning_checks``) then run.
 
 Two more hooks check the *mapping* of whole requests and replies; every bundled plugin's kit
 supplies both (oma-anthropic's ``tests/test_anthropic_conformance.py`` in full). The example
@@ -160,6 +163,7 @@ from .fake_server import (
 from .kit_requests import KitRequest, kit_requests, kit_tools, streamed_calls
 from .neutral import NeutralRequest, ScriptedCall, ScriptedReply, differences
 from .output_checks import OutputConformance
+from .reasoning_checks import ReasoningConformance
 from .samples import MEDIA_SAMPLES, Sample, declared, samples
 
 __all__ = ["MEDIA_SAMPLES", "ProviderConformance", "Sample", "declared", "samples"]
@@ -186,10 +190,11 @@ _INVALID_INPUTS: tuple[Any, ...] = (
 )  # fmt: skip
 
 
-class ProviderConformance(OutputConformance):
+class ProviderConformance(OutputConformance, ReasoningConformance):
     """Inherit in a ``Test...`` class; see the module docstring. Not collected by itself.
 
-    The structured-output checks come from ``OutputConformance`` (``output_modes``)."""
+    The structured-output checks come from ``OutputConformance`` (``output_modes``), the
+    reasoning-provenance ones from ``ReasoningConformance`` (``script_reasoning``)."""
 
     #: The registered provider name (an entry point of the ``oma`` group).
     provider_name: str = ""
@@ -229,6 +234,10 @@ class ProviderConformance(OutputConformance):
     #: event in ``error_final_event(message)``, and the kit checks the provider raises it
     #: (``oma_core.toolkit.final_event_error``: retryable, the service's text kept).
     final_event_errors: bool = False
+    #: Whether the wire takes stop sequences. False (OpenAI's Responses API, which has none):
+    #: the kit's mapping requests are sent without ``stop`` (``kit_requests``), and the reader
+    #: is not asked to read one.
+    stop_sequences: bool = True
 
     # -- what a plugin supplies ------------------------------------------------------------
 
@@ -359,6 +368,7 @@ class ProviderConformance(OutputConformance):
                     "checks the ids the provider makes instead (see docs/testing-plugins.md)",
                     stacklevel=2,
                 )
+        left_out.update(cls._reasoning_left_out())
         for mode, mode_checks in cls._MODE_CHECKS.items():
             if mode not in cls.output_modes:
                 left_out.update(mode_checks)
@@ -392,6 +402,7 @@ class ProviderConformance(OutputConformance):
     def _managed_checks(cls) -> set[str]:
         """Every check ``__init_subclass__`` may leave out."""
         managed = {*cls._SSE_CHECKS, *cls._BOUNDS_CHECKS, *cls._READER_CHECKS}
+        managed.update(cls._REASONING_CHECKS)
         managed.update(cls._REPLY_CHECKS, cls._OUTPUT_READER_CHECKS, cls._OUTPUT_REPLY_CHECKS)
         for checks in cls._MODE_CHECKS.values():
             managed.update(checks)
@@ -434,6 +445,17 @@ class ProviderConformance(OutputConformance):
 
     def spec(self) -> ProviderSpec:
         return PluginHost.default().provider_spec(self.provider_name)
+
+    def kit_requests(self) -> tuple[KitRequest, KitRequest]:
+        """The kit's two mapping requests (``oma_core.testing.kit_requests``) as this wire can
+        carry them: without ``stop`` when ``stop_sequences`` is False."""
+        kits = kit_requests(self.spec().capabilities)
+        if self.stop_sequences:
+            return kits
+        whole, short = (
+            attrs.evolve(k, config={n: v for n, v in k.config.items() if n != "stop"}) for k in kits
+        )
+        return whole, short
 
     def request(self, text: str = "hello") -> ProviderRequest:
         messages = load_messages([_user(_text(text))])
@@ -933,17 +955,18 @@ class ProviderConformance(OutputConformance):
     async def test_requests_reach_the_service_as_sent(
         self, server: FakeServer, streaming: bool, variant: int
     ) -> None:
-        kit = kit_requests(self.spec().capabilities)[variant]
+        kit = self.kit_requests()[variant]
         async with self.agent(server, **kit.config) as agent:
             sent = self._sent(agent, kit)
             result = await _outcome(agent, list(kit.conversation), streaming)
         assert result.success, result.status.error
         assert len(server.requests) == 1
         # the kit's own request, as meant (so a core that drops a field fails here, not later)
+        stop = kit.config.get("stop")
         assert (sent.temperature, sent.max_tokens, sent.stop) == (
             kit.config["temperature"],
             kit.config["max_tokens"],
-            tuple(kit.config["stop"]),
+            None if stop is None else tuple(stop),
         )
         assert sent.system_prompt == kit.config["system_prompt"]
         assert [t.name for t in sent.tools] == [t.name for t in kit.config["tools"]]
@@ -956,7 +979,7 @@ class ProviderConformance(OutputConformance):
         each variant as sent, and the two variants apart in every field, so a reader that
         ignores a field (or hard-codes it) fails."""
         views = []
-        for kit in kit_requests(self.spec().capabilities):
+        for kit in self.kit_requests():
             async with self.agent(server, **kit.config) as agent:
                 request = agent.build_request(list(kit.conversation))
                 if self.render_is_the_wire:
@@ -968,7 +991,10 @@ class ProviderConformance(OutputConformance):
             self._assert_seen(seen, NeutralRequest.of(request), f"the body of {kit.name}")
             views.append(seen)
         whole, short = views
-        for name in ("system_prompt", "temperature", "max_tokens", "stop", "tools", "messages"):
+        fields = ["system_prompt", "temperature", "max_tokens", "tools", "messages"]
+        if self.stop_sequences:
+            fields.append("stop")
+        for name in fields:
             assert getattr(whole, name) != getattr(short, name), f"the reader ignores {name}"
 
     async def test_tool_choice_reaches_the_service(self, server: FakeServer) -> None:
@@ -978,7 +1004,7 @@ class ProviderConformance(OutputConformance):
                 "the provider declares a tool_choice option: set tool_choices on the kit"
             )
             return
-        kit = kit_requests(self.spec().capabilities)[1]
+        kit = self.kit_requests()[1]
         for meaning, options in self.tool_choices.items():
             server.reset()
             config = {**kit.config, "provider_options": dict(options)}

@@ -30,7 +30,7 @@ from oma_core import (
     VideoBlock,
 )
 from oma_core.http import malformed_response
-from oma_core.messages import FilePart, MediaSource
+from oma_core.messages import FilePart, MediaSource, thaw_json
 from oma_core.toolkit import OutputRequest, ProviderRequest
 
 from .model_rules import effort_for, leave_out_sampling
@@ -42,7 +42,6 @@ __all__ = [
     "data_url",
     "media_note",
     "parse_arguments",
-    "plain",
     "request_body",
     "strict_for",
     "text_document",
@@ -122,7 +121,7 @@ def request_body(
     for extra in (options, request.options):
         for key, value in (extra or {}).items():
             if key not in CLIENT_OPTIONS and key not in _OWN_FIELDS and key not in portable:
-                body[key] = plain(value)
+                body[key] = thaw_json(value)
     if preset.responses:  # OpenAI's own models: thinking and the settings they refuse
         effort = effort_for(request.thinking, model, preset.display_name)
         if effort is not None:
@@ -164,7 +163,7 @@ def strict_for(output: OutputRequest, preset: Preset) -> dict[str, Any]:
             _STRICT.clear()
         made = strict_schema(output.schema, output.name, preset.display_name)
         entry = _STRICT[id(output)] = (output, preset.name, made)
-    copied: dict[str, Any] = plain(entry[2])  # a copy: cheaper than deepcopy; JSON only
+    copied: dict[str, Any] = thaw_json(entry[2])  # a copy: cheaper than deepcopy; JSON only
     return copied
 
 
@@ -176,7 +175,7 @@ def _add_output(body: dict[str, Any], output: OutputRequest, preset: Preset) -> 
     strict = output.strict and (
         preset.strict_output if output.mode == "native" else preset.strict_tools
     )
-    schema = strict_for(output, preset) if strict else plain(output.schema)
+    schema = strict_for(output, preset) if strict else thaw_json(output.schema)
     if output.mode == "native":
         spec: dict[str, Any] = {"name": output.name}
         if output.description:
@@ -397,7 +396,7 @@ def _tool(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, A
     function: dict[str, Any] = {"name": name}
     if description:
         function["description"] = description
-    function["parameters"] = plain(schema)
+    function["parameters"] = thaw_json(schema)
     return {"type": "function", "function": function}
 
 
@@ -410,16 +409,7 @@ def _refused(preset: Preset, block_type: str, detail: str) -> UnsupportedContent
 
 def tool_input(value: Mapping[str, Any]) -> str:
     """A tool call's input as the JSON string Chat Completions wants in ``arguments``."""
-    return json.dumps(plain(value), ensure_ascii=False)
-
-
-def plain(value: Any) -> Any:
-    """Read-only mappings and tuples as plain dicts and lists, so any JSON encoder takes them."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple) and not isinstance(value, str):
-        return [plain(v) for v in value]
-    return value
+    return json.dumps(thaw_json(value), ensure_ascii=False)
 
 
 def parse_arguments(arguments: str | None, display_name: str) -> dict[str, Any]:

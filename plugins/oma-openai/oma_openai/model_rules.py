@@ -24,8 +24,9 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from oma_core import ProviderError
+from oma_core.capabilities import ModelRules
 
-__all__ = ["SAMPLING_FIELDS", "effort_for", "family", "leave_out_sampling"]
+__all__ = ["MODEL_RULES", "SAMPLING_FIELDS", "effort_for", "family", "leave_out_sampling"]
 
 _log = logging.getLogger("oma.openai")
 
@@ -33,6 +34,22 @@ _log = logging.getLogger("oma.openai")
 SAMPLING_FIELDS = ("temperature", "top_p")
 #: A token budget is mapped to the effort whose range holds it (OpenAI takes no budget).
 BUDGET_EFFORTS = ((4_096, "low"), (16_384, "medium"))
+
+_SOURCE = "platform.openai.com/docs/guides/reasoning (2026-12-06)"
+#: The families above as the core's ``ModelRules`` (``Capabilities.models``): what ``oma
+#: plugins`` shows and what a run checks ``AgentConfig.thinking`` against before any request.
+#: A token budget is taken (mapped to an effort); sampling is left out by ``leave_out_sampling``.
+MODEL_RULES = (
+    ModelRules(("gpt-5*-chat*", "ft:gpt-5*-chat*"), thinking="never", source=_SOURCE),
+    ModelRules(("o[0-9]*", "ft:o[0-9]*"), thinking="always", refuses=SAMPLING_FIELDS,
+               source=_SOURCE),
+    ModelRules(("gpt-5.[0-9]*", "ft:gpt-5.[0-9]*"), refuses_while_thinking=SAMPLING_FIELDS,
+               source=_SOURCE),
+    ModelRules(("gpt-5", "gpt-5-*", "ft:gpt-5:*", "ft:gpt-5-*"), refuses=SAMPLING_FIELDS,
+               source=_SOURCE),
+    ModelRules(("gpt-4*", "gpt-3.5*", "chatgpt-4o*", "ft:gpt-4*", "ft:gpt-3.5*"),
+               thinking="never", source=_SOURCE),
+)  # fmt: skip
 
 _O_SERIES = re.compile(r"o\d+(?:-|$)")
 _GPT5_ORIGINAL = re.compile(r"gpt-5(?:-(?!chat)|$)")

@@ -13,7 +13,10 @@ from __future__ import annotations
 import attrs
 
 from oma_core import Capabilities
+from oma_core.capabilities import ModelRules
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit, Mode
+
+from .model_rules import MODEL_RULES
 
 __all__ = [
     "AUDIO_FORMATS",
@@ -68,6 +71,8 @@ def _capabilities(
     reasoning: Mode | None = None,
     limits: tuple[MediaLimit, ...] = (),
     output_modes: frozenset[str] = NATIVE,
+    thinking: bool = False,
+    models: tuple[ModelRules, ...] = (),
 ) -> Capabilities:
     blocks = [
         BlockSupport("text"),
@@ -93,7 +98,9 @@ def _capabilities(
         blocks.append(BlockSupport("audio", _USER, _BASE64, AUDIO_TYPES, audio))
     if reasoning is not None:
         blocks.append(BlockSupport("reasoning", _ASSISTANT, mode=reasoning))
-    return Capabilities(tuple(blocks), limits=limits, output_modes=output_modes)
+    return Capabilities(
+        tuple(blocks), limits=limits, output_modes=output_modes, thinking=thinking, models=models
+    )
 
 
 #: OpenAI's documented image input limits: 20 MB per image, 50 MB of payload per request.
@@ -149,6 +156,8 @@ PRESETS: tuple[Preset, ...] = (
             audio=Mode.NATIVE,
             reasoning=Mode.NATIVE,
             limits=_OPENAI_LIMITS,
+            thinking=True,  # reasoning.effort (reasoning_effort on Chat Completions)
+            models=MODEL_RULES,
         ),
         default_model="gpt-4o-mini",
         token_param="max_completion_tokens",

@@ -35,10 +35,10 @@ from oma_core import (
     UnsupportedContentBlockError,
     VideoBlock,
 )
-from oma_core.messages import FilePart
+from oma_core.messages import FilePart, thaw_json
 from oma_core.toolkit import OutputRequest, ProviderRequest
 
-from .convert import CLIENT_OPTIONS, data_url, plain, strict_for, text_document, tool_input
+from .convert import CLIENT_OPTIONS, data_url, strict_for, text_document, tool_input
 from .model_rules import effort_for, leave_out_sampling, reasons
 from .presets import AUDIO_FORMATS, Preset
 
@@ -147,7 +147,7 @@ def _add_options(
                 continue
             key = _RENAMED.get(key, key)
             if key not in portable:
-                body[key] = plain(value)
+                body[key] = thaw_json(value)
 
 
 def _tool(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -156,7 +156,7 @@ def _tool(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, A
     tool: dict[str, Any] = {"type": "function", "name": name}
     if description:
         tool["description"] = description
-    tool["parameters"] = plain(schema)
+    tool["parameters"] = thaw_json(schema)
     tool["strict"] = False
     return tool
 
@@ -167,7 +167,7 @@ def _add_output(body: dict[str, Any], output: OutputRequest, preset: Preset) -> 
     strict = output.strict and (
         preset.strict_output if output.mode == "native" else preset.strict_tools
     )
-    schema = strict_for(output, preset) if strict else plain(output.schema)
+    schema = strict_for(output, preset) if strict else thaw_json(output.schema)
     if output.mode == "native":
         spec: dict[str, Any] = {"type": "json_schema", "name": output.name}
         if output.description:
