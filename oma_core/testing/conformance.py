@@ -140,6 +140,7 @@ from ..providers import (
     Usage,
 )
 from ..validation import load_messages
+from .cache_checks import CacheConformance
 from .crowded import crowded_conversations
 from .fake_server import (
     Delay,
@@ -190,11 +191,12 @@ _INVALID_INPUTS: tuple[Any, ...] = (
 )  # fmt: skip
 
 
-class ProviderConformance(OutputConformance, ReasoningConformance):
+class ProviderConformance(OutputConformance, ReasoningConformance, CacheConformance):
     """Inherit in a ``Test...`` class; see the module docstring. Not collected by itself.
 
     The structured-output checks come from ``OutputConformance`` (``output_modes``), the
-    reasoning-provenance ones from ``ReasoningConformance`` (``script_reasoning``)."""
+    reasoning-provenance ones from ``ReasoningConformance`` (``script_reasoning``), the
+    prompt-caching ones from ``CacheConformance`` (``cache_markers``, ``cache_usage``)."""
 
     #: The registered provider name (an entry point of the ``oma`` group).
     provider_name: str = ""

@@ -13,7 +13,7 @@ from test_anthropic_conformance import read_cache_markers
 
 from oma_core import Agent, AgentConfig
 from oma_core.testing import ScriptedReply
-from oma_core.testing.cache_checks import CacheConformance, CacheMarker
+from oma_core.testing.cache_checks import CacheMarker
 from oma_core.testing.conformance import ProviderConformance
 from oma_core.toolkit import ProviderRequest, ProviderSettings
 
@@ -34,7 +34,7 @@ class _DropsMarkers(AnthropicProvider):
         return body
 
 
-class _Sabotaged(ProviderConformance, CacheConformance):
+class _Sabotaged(ProviderConformance):
     """The Anthropic kit's hooks over a provider that drops its markers (not collected)."""
 
     provider_name = "anthropic"
@@ -93,7 +93,7 @@ async def test_each_caching_check_fails_on_a_sabotaged_provider(
 
 
 def test_a_provider_without_markers_left_out_the_marker_checks() -> None:
-    class Without(ProviderConformance, CacheConformance):
+    class Without(ProviderConformance):
         provider_name = "anthropic"
 
     assert Without.test_a_cache_point_reaches_the_wire_on_the_block_before_it is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -12,7 +13,7 @@ from oma_anthropic.provider import TRANSPORTS
 
 from oma_core import AgentConfig, image_url
 from oma_core.testing import FakeServer, NeutralRequest, RecordedRequest, ScriptedReply
-from oma_core.testing.cache_checks import CacheConformance, CacheMarker
+from oma_core.testing.cache_checks import CacheMarker
 from oma_core.testing.conformance import ProviderConformance, Sample
 from oma_core.toolkit import ProviderSettings
 
@@ -140,7 +141,7 @@ def read_cache_markers(body: Mapping[str, Any]) -> list[CacheMarker]:
     return markers
 
 
-class TestAnthropicConformance(ProviderConformance, CacheConformance):
+class TestAnthropicConformance(ProviderConformance):
     """The suite, once per transport: every agent, ``run_agent`` call and provider it builds
     gets ``provider_options={"transport": ...}``."""
 
@@ -155,6 +156,23 @@ class TestAnthropicConformance(ProviderConformance, CacheConformance):
         "required": {"tool_choice": {"type": "any"}},
         "lookup": {"tool_choice": {"type": "tool", "name": "lookup"}},
     }
+
+    def script_reasoning(
+        self,
+        server: Any,
+        reasoning: str,
+        *,
+        text: str = "",
+        call: tuple[str, str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Thinking with a signature (an opaque token), then the text or the tool call."""
+        signature = "EqkB" + hashlib.sha256(reasoning.encode()).hexdigest()
+        thinking = {"type": "thinking", "thinking": reasoning, "signature": signature}
+        if call is None:
+            server.reply(thinking, {"type": "text", "text": text})
+            return
+        use = {"type": "tool_use", "id": call[0], "name": call[1], "input": dict(call[2])}
+        server.reply(thinking, use, stop_reason="tool_use")
 
     @pytest.fixture(autouse=True, params=TRANSPORTS)
     def _each_transport(self, request: pytest.FixtureRequest) -> None:
