@@ -298,8 +298,10 @@ def _boundary_end(window: bytes) -> int:
     if at < 0:
         return -1
     end = at + 2
-    start = len(window[:end].rstrip(b"\n"))
-    return end - (end - start) % 2
+    if at and window[at - 1] == 10:  # a longer run of LFs (10)
+        start = len(window[:end].rstrip(b"\n"))
+        return end - (end - start) % 2
+    return end
 
 
 def _decodes(decoder: codecs.IncrementalDecoder, piece: bytes, final: bool = False) -> bool:
