@@ -54,6 +54,8 @@ def _split(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 @given(data=_STREAMS, cuts=st.lists(st.integers(0, 400), max_size=12))
+@example(data=b"data: x\n\n\n", cuts=[])  # a run of three LFs: one boundary and a line end
+@example(data=b"data: x\n\n\nb\n\n\n\n\n", cuts=[8, 12])
 def test_event_bytes_counts_as_the_regex_scan_however_the_stream_is_cut(
     data: bytes, cuts: list[int]
 ) -> None:

@@ -193,9 +193,16 @@ class BodyReader:
 
     def feed(self, raw: bytes) -> Iterator[bytes]:
         """The decoded pieces of ``raw`` (lazily: a bomb is stopped before it inflates)."""
+        piece = self.one_piece(raw)  # the common chunk: no generator to make
+        return self._pieces(raw) if piece is None else iter((piece,))
+
+    def one_piece(self, raw: bytes) -> bytes | None:
+        """``raw`` counted, when it is one piece as it stands (not compressed, at most
+        ``STEP`` bytes, not empty): what ``feed`` would yield, with fewer steps per chunk;
+        otherwise None, nothing counted (``feed`` it)."""
         if self._inflate is None and 0 < len(raw) <= STEP:
-            return iter((self._count(raw),))  # the common chunk: no generator to make
-        return self._pieces(raw)
+            return self._count(raw)
+        return None
 
     def _pieces(self, raw: bytes) -> Iterator[bytes]:
         if self._inflate is None:
@@ -275,7 +282,13 @@ class EventBytes:
         """Count ``piece``; the bytes since the last boundary."""
         tail = self._tail
         window = tail + piece
-        end = _boundary_end(window)
+        if b"\r" in window:
+            end = _boundary_end(window)
+        else:  # a boundary is two LFs: the last pair is found with rfind, not the regex
+            at = window.rfind(b"\n\n")
+            end = at + 2 if at >= 0 else -1
+            if at > 0 and window[at - 1] == 10:  # 10: LF; a longer run, paired from its start
+                end -= (end - len(window[:end].rstrip(b"\n"))) % 2
         if end > len(tail):
             self.pending = len(window) - end
         else:
@@ -285,22 +298,13 @@ class EventBytes:
 
 
 def _boundary_end(window: bytes) -> int:
-    """Where the last event boundary in ``window`` ends as ``_BOUNDARY``, scanned from the
-    left, finds it; -1 if none. Without a CR a boundary is two LFs, and the last one is
-    found with ``rfind`` (the regex scan costs more than the rest of the guard): in the
-    last run of LFs, paired from the run's start as the scan pairs them."""
-    if b"\r" in window:
-        end = -1
-        for match in _BOUNDARY.finditer(window):
-            end = match.end()
-        return end
-    at = window.rfind(b"\n\n")
-    if at < 0:
-        return -1
-    end = at + 2
-    if at and window[at - 1] == 10:  # a longer run of LFs (10)
-        start = len(window[:end].rstrip(b"\n"))
-        return end - (end - start) % 2
+    """Where the last event boundary in ``window`` ends, as ``_BOUNDARY`` scanned from the
+    left finds it; -1 if none. (The regex scan costs more than the rest of the guard: a
+    window without a CR, the common one, is read with ``rfind`` by ``EventBytes.add``,
+    which pairs a run of LFs from its start as the scan does.)"""
+    end = -1
+    for match in _BOUNDARY.finditer(window):
+        end = match.end()
     return end
 
 
@@ -495,7 +499,7 @@ class _BoundedStream:
         self._reader = reader
         self._timer = IdleTimer(idle, provider)
         self._chunks: Any = None
-        self._pieces: Iterator[bytes] = iter(())
+        self._pieces: Iterator[bytes] | None = None  # what a chunk made, not yet read
         self._ended = False
 
     def __aiter__(self) -> _BoundedStream:
@@ -504,9 +508,11 @@ class _BoundedStream:
 
     async def __anext__(self) -> bytes:
         while True:
-            piece = next(self._pieces, None)
-            if piece is not None:
-                return piece
+            if self._pieces is not None:
+                piece = next(self._pieces, None)
+                if piece is not None:
+                    return piece
+                self._pieces = None
             if self._ended:
                 raise StopAsyncIteration
             try:
@@ -516,6 +522,9 @@ class _BoundedStream:
                 self._timer.close()
                 self._pieces = self._reader.end()
                 continue
+            piece = self._reader.one_piece(raw)
+            if piece is not None:
+                return piece
             self._pieces = self._reader.feed(raw)
 
     async def aclose(self) -> None:
