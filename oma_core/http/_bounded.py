@@ -249,7 +249,7 @@ class BodyReader:
             return piece
         # ASCII is whole UTF-8 by itself: decoded only when the decoder holds no partial
         # character (what a model streams is mostly ASCII JSON)
-        if not (self._utf8_whole and piece.isascii()) and not self._decodes(piece):
+        if not (self._utf8_whole and piece.isascii()) and not self._decode_utf8(piece):
             raise invalid_utf8(self._provider)  # outside the handler: nothing chained
         if framing == "sse":
             self._pending = self._events.add(piece)
@@ -261,7 +261,7 @@ class BodyReader:
             raise too_large(self._provider, what, limits.max_event_bytes, "max_event_bytes")
         return piece
 
-    def _decodes(self, piece: bytes) -> bool:
+    def _decode_utf8(self, piece: bytes) -> bool:
         assert self._utf8 is not None
         if not _decodes(self._utf8, piece):
             return False
