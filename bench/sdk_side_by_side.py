@@ -17,18 +17,44 @@ shared machine then hits both sides of a comparison alike). Four rows:
 Per row: time per streamed chunk on a 200-chunk reply (the stream's whole time over its chunks;
 goal: at most the bare SDK's own + 3 us), one small call at a time (goal <= 1.05x the
 baseline), and calls/s at 100 in flight (goal >= 0.95x the SDK; direct >= 0.6x raw aiohttp).
-Every call is checked to have succeeded with the server's reply before it counts.
+Every call is checked to have succeeded with the server's reply before it counts. Beside the
+time per chunk, the CPU time this process's thread spent per chunk (``time.thread_time``: the
+client's own work, which a loaded machine inflates far less than the wall time).
 
-Where the 20 us per chunk goes (``--profile anthropic httpx``: cProfile over 20 streams of 200
+Where the 20 us per chunk went (``--profile anthropic httpx``: cProfile over 20 streams of 200
 chunks, 2026-12-06, loaded machine; cProfile inflates each call, read the shares): not in the
 plugin's mapping (``StreamAssembler._delta`` ~3 us profiled per chunk, ``feed`` less) but in the
-read guard the plugin puts under the SDK (``oma_core/_bounded.py``, via ``guard_hooks``), which
-the bare SDK does not have: per chunk a new ``asyncio.timeout`` (``next_chunk``: a Timeout, a
-timer handle, enter and exit ~10 us profiled), ``EventBytes.add`` (a bytes concatenation and a
-regex scan of every piece, ~4 us) and ``_count`` (~7 us), then the core's own hops
-(``_runner.Run._call``, ``transport._streamed``, ``_model_run``, ``AgentStream``). Measured
-(``--quick``, loaded): anthropic SDK path 59.2 us/chunk vs the SDK's 37.0 (+22.2); direct
-20.9 vs raw aiohttp 16.3 (+4.6).
+read guard the plugin puts under the SDK (``oma_core/http/_bounded.py``, via ``guard_hooks``),
+which the bare SDK does not have: per chunk a new ``asyncio.timeout`` (~10 us profiled),
+``EventBytes.add``'s regex scan (~4 us) and ``_count``'s UTF-8 decode (~7 us). Now one
+``IdleTimer`` per stream, ``rfind`` for an LF-only boundary, ASCII pieces not decoded: the guard
+alone went from 64,574 to 16,037 instructions per chunk (``bench/read_guard.py``); in the
+profile its functions are now ~7 us of ~17 us profiled oma time per chunk, beside the core's
+hops (``_runner.Run._call``, ``_model_run``, ``AgentStream``) and the plugin's mapping. The
+openai chat mapping takes the common chunk (one choice, text alone) before the general one.
+
+Figures, 2026-12-06, on 2 cores shared by 8 helpers and loaded (load average 4 to 14: the
+bare SDK's own time per chunk swung from 62 to 316 us between runs, so the wall times below say
+little); each the median of 3 runs, goal beside it. Before = the branch point (82ed496),
+after = the guard and mapping changes. Added per chunk, CPU time (``--quick`` runs, old and new
+code alternated):
+
+=================  ===========  ==========  ===========================
+row                before       after       goal
+=================  ===========  ==========  ===========================
+anthropic sdk      +41.0 us     +27.9 us    <= SDK's own + 3 us: MISSED
+openai sdk         +30.2 us     +20.9 us    <= SDK's own + 3 us: MISSED
+anthropic direct   +5.9 us      +6.6 us     (raw aiohttp: the ceiling)
+openai direct      +18.4 us     +14.1 us    (raw aiohttp: the ceiling)
+=================  ===========  ==========  ===========================
+
+Full runs (wall time), before / after: per call anthropic sdk 1.18x / 1.15x (goal <= 1.05x),
+openai sdk 1.06x / 1.05x (ok at the edge); calls/s at 100 in flight anthropic sdk 0.94x / 0.93x
+(goal >= 0.95x), openai sdk 1.28x / 1.03x (ok), anthropic direct 0.45x / 0.48x and openai
+direct 0.57x / 0.54x of raw aiohttp (goal >= 0.6x). The guard is not what is left: per call and
+in flight the costs are per request (the run, the SDK client's options), and the direct
+transports' reply path (``aio_body``) still makes one timer per chunk until it keeps one
+``IdleTimer`` (a change to ``oma_core/http/_client.py``, proposed).
 """
 
 from __future__ import annotations
@@ -131,19 +157,29 @@ async def _checked(run: Awaitable[Any], reply: str) -> None:
     assert result.output == reply, f"a measured call returned {result.output[:80]!r}"
 
 
+#: CPU seconds of this process's one thread per call of each path (by ``_pair``): the
+#: servers run in child processes, so this is the client's own work, which a loaded machine
+#: inflates much less than the wall time (that also counts waiting for a core).
+CPU: dict[int, float] = {}
+
+
 async def _pair(
     rounds: int, ours: Callable[[], Awaitable[Any]], theirs: Callable[[], Awaitable[Any]]
 ) -> tuple[float, float]:
-    """Median seconds per call of each path, interleaved, after a warm-up call each."""
+    """Median seconds per call of each path, interleaved, after a warm-up call each (and
+    their median CPU seconds in ``CPU``)."""
     await ours()
     await theirs()
     times: dict[int, list[float]] = {0: [], 1: []}
+    cpu: dict[int, list[float]] = {0: [], 1: []}
     paths = (ours, theirs)
     for i in range(rounds):
         for which in (0, 1) if i % 2 == 0 else (1, 0):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             await paths[which]()
             times[which].append(time.perf_counter() - start)
+            cpu[which].append(time.thread_time() - start_cpu)
+    CPU.update({which: statistics.median(cpu[which]) for which in (0, 1)})
     return statistics.median(times[0]), statistics.median(times[1])
 
 
@@ -227,6 +263,13 @@ async def _row(target: Target, transport: str, url: str, sdk_chunk_us: list[floa
                 f"{ours_us:.1f} us vs {base} {theirs_us:.1f} (+{ours_us - theirs_us:.1f})",
                 f"<= SDK's {sdk_own:.1f} + {GOAL_CHUNK_US:.0f} us",
                 ours_us <= sdk_own + GOAL_CHUNK_US,
+            )
+            ours_cpu, theirs_cpu = CPU[0] / CHUNKS * 1e6, CPU[1] / CHUNKS * 1e6
+            _line(
+                "  its CPU time",
+                f"{ours_cpu:.1f} us vs {base} {theirs_cpu:.1f} (+{ours_cpu - theirs_cpu:.1f})",
+                "(the client's own work)",
+                None,
             )
         await agent.aclose()
         await raw.aclose()

@@ -186,12 +186,25 @@ class BodyReader:
             else None
         )
         self._utf8 = codecs.getincrementaldecoder("utf-8")("strict") if self._framing else None
+        self._utf8_whole = True  # the decoder holds no partial character
         self.size = 0  # decoded bytes so far
         self._pending = 0  # decoded bytes since the last event boundary
         self._events = EventBytes()
 
     def feed(self, raw: bytes) -> Iterator[bytes]:
         """The decoded pieces of ``raw`` (lazily: a bomb is stopped before it inflates)."""
+        piece = self.one_piece(raw)  # the common chunk: no generator to make
+        return self._pieces(raw) if piece is None else iter((piece,))
+
+    def one_piece(self, raw: bytes) -> bytes | None:
+        """``raw`` counted, when it is one piece as it stands (not compressed, at most
+        ``STEP`` bytes, not empty): what ``feed`` would yield, with fewer steps per chunk;
+        otherwise None, nothing counted (``feed`` it)."""
+        if self._inflate is None and 0 < len(raw) <= STEP:
+            return self._count(raw)
+        return None
+
+    def _pieces(self, raw: bytes) -> Iterator[bytes]:
         if self._inflate is None:
             for start in range(0, len(raw), STEP):
                 yield self._count(raw[start : start + STEP])
@@ -231,20 +244,29 @@ class BodyReader:
             raise too_large(
                 self._provider, "reply body", limits.max_response_bytes, "max_response_bytes"
             )
-        if self._framing is None:
+        framing = self._framing
+        if framing is None:
             return piece
-        assert self._utf8 is not None
-        if not _decodes(self._utf8, piece):
+        # ASCII is whole UTF-8 by itself: decoded only when the decoder holds no partial
+        # character (what a model streams is mostly ASCII JSON)
+        if not (self._utf8_whole and piece.isascii()) and not self._decode_utf8(piece):
             raise invalid_utf8(self._provider)  # outside the handler: nothing chained
-        if self._framing == "sse":
+        if framing == "sse":
             self._pending = self._events.add(piece)
         else:
             cut = piece.rfind(b"\n")
             self._pending = len(piece) - cut - 1 if cut >= 0 else self._pending + len(piece)
         if self._pending > limits.max_event_bytes:
-            what = "server-sent event" if self._framing == "sse" else "stream line"
+            what = "server-sent event" if framing == "sse" else "stream line"
             raise too_large(self._provider, what, limits.max_event_bytes, "max_event_bytes")
         return piece
+
+    def _decode_utf8(self, piece: bytes) -> bool:
+        assert self._utf8 is not None
+        if not _decodes(self._utf8, piece):
+            return False
+        self._utf8_whole = not self._utf8.getstate()[0]
+        return True
 
 
 class EventBytes:
@@ -258,16 +280,32 @@ class EventBytes:
 
     def add(self, piece: bytes) -> int:
         """Count ``piece``; the bytes since the last boundary."""
-        window = self._tail + piece
-        last = None
-        for match in _BOUNDARY.finditer(window):
-            last = match
-        if last is not None and last.end() > len(self._tail):
-            self.pending = len(window) - last.end()
+        tail = self._tail
+        window = tail + piece
+        if b"\r" in window:
+            end = _boundary_end(window)
+        else:  # a boundary is two LFs: the last pair is found with rfind, not the regex
+            at = window.rfind(b"\n\n")
+            end = at + 2 if at >= 0 else -1
+            if at > 0 and window[at - 1] == 10:  # 10: LF; a longer run, paired from its start
+                end -= (end - len(window[:end].rstrip(b"\n"))) % 2
+        if end > len(tail):
+            self.pending = len(window) - end
         else:
             self.pending += len(piece)
         self._tail = window[-3:]
         return self.pending
+
+
+def _boundary_end(window: bytes) -> int:
+    """Where the last event boundary in ``window`` ends, as ``_BOUNDARY`` scanned from the
+    left finds it; -1 if none. (The regex scan costs more than the rest of the guard: a
+    window without a CR, the common one, is read with ``rfind`` by ``EventBytes.add``,
+    which pairs a run of LFs from its start as the scan does.)"""
+    end = -1
+    for match in _BOUNDARY.finditer(window):
+        end = match.end()
+    return end
 
 
 def _decodes(decoder: codecs.IncrementalDecoder, piece: bytes, final: bool = False) -> bool:
@@ -281,19 +319,108 @@ def _decodes(decoder: codecs.IncrementalDecoder, piece: bytes, final: bool = Fal
 
 async def next_chunk(chunks: Any, idle: float | None, provider: str) -> bytes:
     """A coroutine: the next chunk of an async iterator of bytes, waiting at most ``idle``
-    seconds (None: no limit) before ``idle_timeout``; ``StopAsyncIteration`` at its end."""
-    if idle is None:  # no limit of its own (a whole-request timeout bounds it)
-        return await chunks.__anext__()  # type: ignore[no-any-return]
-    timer = asyncio.timeout(idle)
+    seconds (None: no limit) before ``idle_timeout``; ``StopAsyncIteration`` at its end.
+    (A stream read chunk after chunk keeps one ``IdleTimer`` instead.)"""
+    timer = IdleTimer(idle, provider)
     try:
-        async with timer:
+        return await timer.next(chunks)
+    finally:
+        timer.close()
+
+
+class IdleTimer:
+    """One stream's idle timeout: ``next`` waits for the next chunk at most ``idle`` seconds
+    (None: no limit of its own; a whole-request timeout bounds it) before ``idle_timeout``;
+    the library's own read timeout, once the reply has started, is a silence too.
+
+    One timer serves the whole stream (a new ``asyncio.timeout`` per chunk cost more than the
+    rest of the guard): each wait only notes its deadline, and the timer, when it comes
+    early, re-arms itself for the latest one. It expires as ``asyncio.timeout`` does, by
+    cancelling the waiting task, and takes that cancellation back by the task's count of
+    them, so a cancellation from outside still propagates as ``CancelledError``. ``close``
+    once the stream is done (else the timer lingers until it comes, ``idle`` at most)."""
+
+    __slots__ = ("_armed", "_cancelling", "_deadline", "_fired", "_handle", "_idle", "_loop",
+                 "_provider", "_task")  # fmt: skip
+
+    def __init__(self, idle: float | None, provider: str) -> None:
+        self._idle = idle
+        self._provider = provider
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._armed = 0.0  # when the handle comes
+        self._deadline = 0.0  # when the wait under way times out
+        self._task: asyncio.Task[Any] | None = None  # the waiting task, None between waits
+        self._cancelling = 0  # its count of cancellations when its wait began
+        self._fired = False
+
+    async def next(self, chunks: Any) -> bytes:
+        """A coroutine: the next chunk of the async iterator ``chunks``;
+        ``StopAsyncIteration`` at its end."""
+        idle = self._idle
+        if idle is None:
             return await chunks.__anext__()  # type: ignore[no-any-return]
-    except Exception as exc:
-        # the library's own read timeout, once the reply has started, is a silence too
-        name = type(exc).__name__
-        if not (timer.expired() or name.endswith("ReadTimeout") or name == "SocketTimeoutError"):
-            raise
-    raise idle_timeout(provider, idle)
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None, "IdleTimer.next runs in a task"
+        self._deadline = loop.time() + idle
+        if self._handle is None:
+            self._arm()
+        self._cancelling = task.cancelling()
+        self._task = task
+        try:
+            return await chunks.__anext__()  # type: ignore[no-any-return]
+        except asyncio.CancelledError:
+            if not (self._fired and self._take_back()):
+                raise
+        except Exception as exc:
+            if self._fired:  # expired, whatever the library made of its cancellation
+                self._take_back()
+            elif not _read_timeout(exc):
+                raise
+        finally:
+            if self._fired:  # it came as the chunk did
+                self._take_back()
+            self._task = None
+        raise idle_timeout(self._provider, idle)  # outside the handler: nothing chained
+
+    def close(self) -> None:
+        """The stream is done: the timer goes."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _arm(self) -> None:
+        assert self._loop is not None
+        self._armed = self._deadline
+        self._handle = self._loop.call_at(self._deadline, self._come)
+
+    def _come(self) -> None:
+        self._handle = None
+        task = self._task
+        if task is None:
+            return  # between waits: the next wait arms it again
+        if self._deadline > self._armed:
+            self._arm()  # a chunk came since it was armed
+            return
+        self._fired = True
+        task.cancel()
+
+    def _take_back(self) -> bool:
+        """Take the timer's cancellation of the waiting task back: whether it was the only
+        one since the wait began (else one from outside must propagate)."""
+        assert self._task is not None
+        self._fired = False
+        return self._task.uncancel() <= self._cancelling
+
+
+def _read_timeout(exc: Exception) -> bool:
+    """Whether ``exc`` is the HTTP library's own read timeout (httpx's and httpx2's
+    ``ReadTimeout``, aiohttp's ``SocketTimeoutError``): once the reply has started, a silence."""
+    name = type(exc).__name__
+    return name.endswith("ReadTimeout") or name == "SocketTimeoutError"
 
 
 # --------------------------------------------------------------------------- httpx / httpx2
@@ -370,10 +497,9 @@ class _BoundedStream:
     def __init__(self, stream: Any, reader: BodyReader, provider: str, idle: float | None) -> None:
         self._stream = stream
         self._reader = reader
-        self._provider = provider
-        self._idle = idle
+        self._timer = IdleTimer(idle, provider)
         self._chunks: Any = None
-        self._pieces: Iterator[bytes] = iter(())
+        self._pieces: Iterator[bytes] | None = None  # what a chunk made, not yet read
         self._ended = False
 
     def __aiter__(self) -> _BoundedStream:
@@ -382,18 +508,25 @@ class _BoundedStream:
 
     async def __anext__(self) -> bytes:
         while True:
-            piece = next(self._pieces, None)
-            if piece is not None:
-                return piece
+            if self._pieces is not None:
+                piece = next(self._pieces, None)
+                if piece is not None:
+                    return piece
+                self._pieces = None
             if self._ended:
                 raise StopAsyncIteration
             try:
-                raw = await next_chunk(self._chunks, self._idle, self._provider)
+                raw = await self._timer.next(self._chunks)
             except StopAsyncIteration:
                 self._ended = True
+                self._timer.close()
                 self._pieces = self._reader.end()
                 continue
+            piece = self._reader.one_piece(raw)
+            if piece is not None:
+                return piece
             self._pieces = self._reader.feed(raw)
 
     async def aclose(self) -> None:
+        self._timer.close()
         await self._stream.aclose()

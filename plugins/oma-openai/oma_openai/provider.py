@@ -389,8 +389,17 @@ class _StreamAssembly:
         raise malformed_response(self._preset.display_name, "a stream chunk could not be read")
 
     def _feed(self, chunk: Any) -> list[ProviderEvent]:
-        events: list[ProviderEvent] = []
         self._model = chunk.model or self._model
+        choices = chunk.choices
+        if chunk.usage is None and choices and len(choices) == 1:
+            text = _text_alone(choices[0])
+            if text:  # the common chunk: a piece of text and nothing else
+                self._text.append(text)
+                return [TextDelta(text)]
+        return self._feed_any(chunk)
+
+    def _feed_any(self, chunk: Any) -> list[ProviderEvent]:
+        events: list[ProviderEvent] = []
         if chunk.usage is not None:
             self._usage = _usage(chunk)
         for choice in chunk.choices or ():
@@ -542,6 +551,19 @@ def _client_options(options: Any) -> dict[str, Any]:
         if key in chosen:
             chosen[key] = dict(chosen[key])
     return chosen
+
+
+def _text_alone(choice: Any) -> str:
+    """The text of a streamed choice that holds text alone (the first choice; no finish,
+    tool call, refusal or reasoning): what ``_StreamAssembly._feed_any`` would make of it
+    alone, found with fewer steps; else ""."""
+    if choice.index != 0 or choice.finish_reason:
+        return ""
+    delta = choice.delta
+    if delta is None or delta.tool_calls or getattr(delta, "refusal", None) or _reasoning(delta):
+        return ""
+    content = delta.content
+    return content if type(content) is str else ""
 
 
 def _reasoning(message: Any) -> str:

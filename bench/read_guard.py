@@ -1,0 +1,138 @@
+"""What the toolkit's read guard adds per streamed chunk (issue 31, item 3).
+
+Run: ``python bench/read_guard.py [--instructions]``.
+
+The guard (``oma_core/http/_bounded.py``: ``guard_hooks`` under an SDK's httpx client, the
+same ``BodyReader`` under the direct transports) reads every chunk of a reply: the idle
+timeout between chunks, the body and event limits, the UTF-8 check. Here an
+``httpx.Response`` streams ``CHUNKS`` Chat Completions chunks from memory (no socket: only
+the guard's own work differs), read bare and through ``guard_hooks``; the figure is the
+difference per chunk. Goal: at most ``GOAL_US`` per chunk, a third of the 3 us a plugin may
+add per chunk over its SDK. ``--instructions`` also counts the difference in instructions
+with valgrind (the same run after run, whatever the machine's load).
+
+Figures (2026-12-06, 2 cores shared by 8 helpers, loaded: load average 4 to 13; timings the
+median of 3 runs, instructions one count): before (a new ``asyncio.timeout`` per chunk, a
+regex scan of every piece, every piece UTF-8-decoded, a generator per chunk) 7.4 us and
+64,574 instructions per chunk; after (one ``IdleTimer`` per stream, ``rfind`` for an LF-only
+boundary, ASCII pieces not decoded, a one-piece chunk returned as it is) 1.9 us and 16,037.
+The goal is missed: what is left is about ten Python calls per chunk (the stream's and the
+timer's coroutines, the count, the event boundary, the loop's clock and current task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+CHUNKS = 200
+ROUNDS = 30
+GOAL_US = 1.0
+CHUNK = (
+    b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,'
+    b'"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"abcd"},'
+    b'"finish_reason":null}]}\n\n'
+)
+
+
+async def _stream(guarded: bool) -> int:
+    """One reply of ``CHUNKS`` chunks read through the response's stream (as the SDK reads
+    it); the bytes read."""
+    import httpx
+
+    from oma_core.http import guard_hooks
+
+    class Chunks(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for _ in range(CHUNKS):
+                yield CHUNK
+
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Chunks())
+    if guarded:
+        await guard_hooks("Bench")["response"][0](response)
+    size = 0
+    async for piece in response.aiter_raw():
+        size += len(piece)
+    assert size == CHUNKS * len(CHUNK), size
+    return size
+
+
+async def _timed() -> tuple[float, float]:
+    """Median seconds per stream, bare and guarded, rounds interleaved."""
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for guarded in (False, True):
+        await _stream(guarded)
+    for i in range(ROUNDS):
+        for guarded in (False, True) if i % 2 else (True, False):
+            start = time.perf_counter()
+            await _stream(guarded)
+            times[guarded].append(time.perf_counter() - start)
+    return statistics.median(times[False]), statistics.median(times[True])
+
+
+def _count(guarded: bool, streams: int) -> int:
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--case",
+            "guarded" if guarded else "bare",
+            str(streams),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"valgrind printed no count:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def _instructions(streams: int = 20) -> float:
+    """Instructions the guard adds per chunk: each case counted with 0 and ``streams``
+    streams after the same warm-up, so start-up and imports cancel out."""
+    per = {
+        guarded: (_count(guarded, streams) - _count(guarded, 0)) / streams / CHUNKS
+        for guarded in (False, True)
+    }
+    return per[True] - per[False]
+
+
+def _case(mode: str, streams: int) -> None:
+    async def run() -> None:
+        for _ in range(2 + streams):
+            await _stream(mode == "guarded")
+
+    asyncio.run(run())
+
+
+def main(argv: list[str]) -> None:
+    bare, guarded = asyncio.run(_timed())
+    added = (guarded - bare) / CHUNKS * 1e6
+    print(f"chunks per stream                 {CHUNKS}")
+    print(f"bare httpx stream                 {bare / CHUNKS * 1e6:8.2f} us/chunk")
+    print(f"through guard_hooks               {guarded / CHUNKS * 1e6:8.2f} us/chunk")
+    verdict = "ok" if added <= GOAL_US else "MISSED"
+    print(f"  added per chunk                 {added:8.2f} us   goal <= {GOAL_US} us  {verdict}")
+    if "--instructions" in argv:
+        if shutil.which("valgrind") is None:
+            raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+        print(f"  added per chunk                 {_instructions():8,.0f} instructions")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--case":
+        _case(sys.argv[2], int(sys.argv[3]))
+    else:
+        main(sys.argv[1:])
