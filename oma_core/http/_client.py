@@ -36,9 +36,9 @@ from ._bounded import (
     DEFAULT_FIRST_BYTE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     BodyReader,
+    IdleTimer,
     ReadLimits,
     guard_hooks,
-    next_chunk,
     redirect_refused,
 )
 
@@ -841,15 +841,20 @@ async def aio_body(
     idle: float | None,
 ) -> AsyncGenerator[bytes, None]:
     """An async generator: an aiohttp reply's body, decoded and counted by ``reader``, piece by
-    piece; a reply silent for ``idle`` seconds fails with ``idle_timeout``. The one chunk
-    loop of ``aio_read_body`` and the streamed readers (``oma_core.http._framed``)."""
+    piece; a reply silent for ``idle`` seconds fails with ``idle_timeout`` (one ``IdleTimer``
+    for the whole body). The one chunk loop of ``aio_read_body`` and the streamed readers
+    (``oma_core.http._framed``)."""
     chunks = response.content.iter_any().__aiter__()
-    while True:
-        try:
-            raw = await next_chunk(chunks, idle, provider)
-        except StopAsyncIteration:
-            break
-        for piece in reader.feed(raw):
-            yield piece
+    timer = IdleTimer(idle, provider)
+    try:
+        while True:
+            try:
+                raw = await timer.next(chunks)
+            except StopAsyncIteration:
+                break
+            for piece in reader.feed(raw):
+                yield piece
+    finally:
+        timer.close()
     for piece in reader.end():
         yield piece

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,12 +33,7 @@ def ray_cluster() -> Iterator[str]:
     given = os.environ.get("PYTHONPATH")
     # The cluster's processes inherit this environment when they start (only they need it).
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, given) if p)
-    context = ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        log_to_driver=False,
-    )
+    context = _start(ray)
     if given is None:
         del os.environ["PYTHONPATH"]
     else:
@@ -46,6 +42,24 @@ def ray_cluster() -> Iterator[str]:
         yield context.address_info["address"]
     finally:
         ray.shutdown()
+
+
+def _start(ray: Any) -> Any:
+    """``ray.init``, tried again when the cluster did not register in time: Ray waits a fixed
+    30 s for its raylet (``ray._private.node``), which a busy machine can overrun."""
+    for attempt in range(3):
+        try:
+            return ray.init(
+                num_cpus=2,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                log_to_driver=False,
+            )
+        except Exception as error:
+            if attempt == 2 or "timed out during startup" not in str(error):
+                raise
+            ray.shutdown()
+    raise AssertionError("unreachable")
 
 
 @pytest.fixture
