@@ -28,6 +28,7 @@ from ._mcp import mcp
 from ._models import models
 from ._plugins import CAPABILITY_COLUMNS, capability_matrix, plugins
 from ._run import render, run, validate
+from ._runs import runs
 from ._tasks import tasks, team
 from ._templates import templates
 
@@ -142,6 +143,7 @@ def cli() -> None:
 for _command in (
     *(run, chat, validate, render, plugins, models, keys, logs, mcp, tasks, team, templates),
     eval_group,
+    runs,
 ):
     cli.add_command(_command)
 
