@@ -244,3 +244,22 @@ def test_store_may_be_given_before_or_after_the_subcommand(tmp_path: Path) -> No
     ):
         shown = oma(*args)
         assert shown.exit_code == 0 and "status: ok" in shown.stdout, shown.stderr
+
+
+def test_show_gives_the_record_of_a_run_that_is_not_an_agent_run() -> None:
+    async def save() -> None:  # a team run: its checkpoint is not read
+        store = SQLiteRunStore(default_sqlite_path())
+        try:
+            await store.save(StoredRun("t1", "team", "running", b"{}", 1.0, 2.0, 0.25, 0))
+        finally:
+            await store.aclose()
+
+    asyncio.run(save())
+    shown = oma("runs", "show", "t1")
+    assert shown.exit_code == 0, shown.stderr
+    assert (
+        shown.stdout == "run t1\nkind: team\nstatus: running\ncost: $0.2500, pending approvals: 0\n"
+    )
+    data = json.loads(oma("runs", "show", "t1", "--json").stdout)
+    assert (data["kind"], data["cost"], data["agent"], data["pending"]) == ("team", 0.25, None, [])
+    assert "$0.2500" in oma("runs").stdout

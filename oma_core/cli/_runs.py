@@ -190,6 +190,10 @@ def show(ctx: click.Context, run_id: str, as_json: bool, store: str | None) -> N
     """One run: its status, turns, output and the calls it waits for, with their arguments."""
 
     async def work(found: RunStore) -> dict[str, Any]:
+        record = await found.load(run_id)
+        if record is not None and record.kind != "agent":  # not resumable yet: its record only
+            listed = _listed(record, time.time())
+            return {**listed, "agent": None, "pending": [], "pending_count": listed["pending"]}
         record, opened = await _opened(found, run_id)
         return _shown(record, opened, await found.decisions(run_id))
 
@@ -197,11 +201,14 @@ def show(ctx: click.Context, run_id: str, as_json: bool, store: str | None) -> N
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    agent = data["agent"]
-    model = ":".join(part for part in (agent["provider"], agent["model"]) if part)
     click.echo(f"run {data['run_id']}")
     click.echo(f"kind: {data['kind']}")
     click.echo(f"status: {data['status']}")
+    agent = data["agent"]
+    if agent is None:
+        click.echo(f"cost: {_cost(data['cost'])}, pending approvals: {data['pending_count']}")
+        return
+    model = ":".join(part for part in (agent["provider"], agent["model"]) if part)
     click.echo(f"agent: {agent['name']} ({model or '-'})")
     click.echo(f"turns: {data['turns']}, tool calls: {data['tool_calls']}")
     click.echo(f"cost: {_cost(data['cost'])}")
