@@ -102,6 +102,8 @@ class MediaRefs:
 
         if not isinstance(data, list):
             raise CheckpointError(self._run_id, "its conversation is not a list")
+        if not data:  # a run that stopped before its first turn produced nothing yet
+            return ()
         for message in data:
             if isinstance(message, dict):
                 await self._resolve(message.get("content"))

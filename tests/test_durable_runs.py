@@ -241,3 +241,11 @@ async def test_a_checkpoint_never_holds_a_key_or_provider_options() -> None:
     kept = await store.load(result.run_id or "")
     assert kept is not None and kept.status == "ok"
     assert b"KEY-4f1d" not in kept.checkpoint and b"OPTION-9c2e" not in kept.checkpoint
+
+
+async def test_a_run_that_failed_before_its_first_turn_resumes_to_its_stored_result() -> None:
+    oma = OpenMultiAgent(store=MemoryRunStore())
+    failed = await oma.run_agent(_config([]), "hi", run_id="first-call")  # no reply scripted
+    assert failed.status.code == "error" and failed.run_id == "first-call"
+    again = await oma.resume("first-call")  # nothing produced: an empty conversation kept
+    assert again.status.code == "error" and again.output == failed.output
