@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oma_core import Agent, AgentConfig, PluginHost, RunSettings, hookimpl, tool
+from oma_core import Agent, AgentConfig, PluginHost, RunLog, RunSettings, hookimpl, tool
 from oma_core.capabilities import Capabilities, ProviderSpec
 from oma_core.cli import cli
 from oma_core.errors import NotRegisteredError, ProviderError
@@ -237,6 +237,24 @@ async def test_a_fallback_with_no_key_is_skipped(providers: Providers) -> None:
     (fallback,) = [data for kind, data in events if kind == "fallback"]
     assert [skipped["model"] for skipped in fallback["skipped"]] == ["keyed:k"]
     assert "OMA_TEST_KEYED_KEY_NEVER_SET" in fallback["skipped"][0]["reason"]
+
+
+async def test_the_run_log_names_the_model_that_answered(
+    providers: Providers, tmp_path: Path
+) -> None:
+    providers.scripts["down"] += [_unavailable()] * 3
+    providers.scripts["up"].append("from up")
+    log = RunLog(tmp_path / "runs.db")
+    host = providers.host()
+    host.register(log.plugin())
+    config = AgentConfig(
+        name="a", model="down:d-1", fallback_models=("up:u-1",), max_retries=2, retry_delay=0
+    )
+    async with Agent(config, plugins=host) as agent:
+        result = await agent.run("hi")
+    assert result.success, result.status.error
+    (run,) = log.runs()
+    assert (run.provider, run.model, run.output) == ("up", "u-1", "from up")
 
 
 # -- the setting --------------------------------------------------------------------------------
