@@ -815,10 +815,14 @@ class _Bounded:
 
 def _onto(call: ModelCall, target: ModelTarget) -> ModelCall:
     """``call``'s request sent to ``target`` instead (another model, maybe another provider):
-    its messages as that provider may receive them, checked against what it can carry first
-    (raises ``UnsupportedContentBlockError`` before anything is sent)."""
+    its messages as that provider may receive them, checked against what it can carry first,
+    output mode included (raises ``UnsupportedContentBlockError`` or ``OutputTypeError``
+    before anything is sent)."""
     messages = for_provider(call.request.messages, target.provider_name)
     target.capabilities.check(messages, target.display_name)
+    output = call.request.output
+    if output is not None:  # the run's output mode, which the fallback must declare too
+        choose_mode(target.capabilities.output_modes, output.mode, target.display_name)
     outgoing = target.capabilities.outgoing(messages)
     request = attrs.evolve(call.request, model=target.model, messages=outgoing)
     return target.call(request, call.stream)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from click.testing import CliRunner
 from hypothesis import given
@@ -73,7 +74,8 @@ class Providers:
         class Plugin:
             @hookimpl
             def oma_register_providers(self) -> list[ProviderSpec]:
-                everything = Capabilities.everything()
+                native = frozenset({"native", "prompted"})
+                everything = attrs.evolve(Capabilities.everything(), output_modes=native)
                 return [
                     providers.spec("down", everything),
                     providers.spec("up", everything),
@@ -237,6 +239,23 @@ async def test_a_fallback_with_no_key_is_skipped(providers: Providers) -> None:
     (fallback,) = [data for kind, data in events if kind == "fallback"]
     assert [skipped["model"] for skipped in fallback["skipped"]] == ["keyed:k"]
     assert "OMA_TEST_KEYED_KEY_NEVER_SET" in fallback["skipped"][0]["reason"]
+
+
+async def test_a_fallback_without_the_runs_output_mode_is_skipped(providers: Providers) -> None:
+    providers.scripts["down"] += [_unavailable()] * 3
+    providers.scripts["up"].append('{"city": "Oslo"}')
+    settings, events = _observed()
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    async with _agent(providers, "blind", "up", output_type=schema) as agent:
+        result = await agent.run("where?", settings=settings)
+    assert result.success, result.status.error
+    assert result.structured == {"city": "Oslo"}
+    assert providers.made["blind"].requests == []
+    (fallback,) = [data for kind, data in events if kind == "fallback"]
+    assert fallback["to"] == "up"
+    (skipped,) = fallback["skipped"]
+    assert skipped["model"] == "blind"
+    assert "output mode" in skipped["reason"]
 
 
 async def test_the_run_log_names_the_model_that_answered(
