@@ -106,6 +106,23 @@ def _check_provider(_inst: object, _attribute: attrs.Attribute[Any], value: Any)
         )
 
 
+def _model_names(value: Any) -> tuple[str, ...]:
+    """``fallback_models``: a list of ``provider:model`` names (or provider names); whether
+    each names a registered provider is checked when the ``Agent`` is built."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"fallback_models must be a list of provider:model names, got {type(value).__name__}"
+        )
+    names = tuple(value)
+    for index, name in enumerate(names):
+        if not isinstance(name, str) or not name.partition(":")[0].strip():
+            raise ValueError(
+                f"fallback_models[{index}] must be a provider:model name or a provider name, "
+                f"got {name!r}"
+            )
+    return names
+
+
 def _check_backend(_inst: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not (
         isinstance(value, Mapping) and isinstance(value.get("kind"), str)
@@ -202,6 +219,10 @@ class AgentConfig(Generic[OutputT]):
     output_mode: Literal["native", "tool", "prompted"] | None = attrs.field(
         default=None, validator=_check_output_mode
     )
+    #: ``provider:model`` names (or provider names, for their default model) tried in order
+    #: when the model fails with a retryable error after its retries (never after an error
+    #: the request caused); each is checked against the input before anything is sent to it.
+    fallback_models: tuple[str, ...] = attrs.field(default=(), converter=_model_names)
 
     def retry_policy(self, base: RetryPolicy | None = None) -> RetryPolicy:
         """``base`` (the ladder's defaults if None) overridden by this config's settings."""

@@ -21,7 +21,8 @@ caller's own code between two stream events is never cancelled by oma's timeouts
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Mapping
+import contextlib
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
@@ -95,7 +96,9 @@ class ModelTarget:
 
     ``owned``: the provider was made for this target (not the caller's object, not a pool's)
     and ``aclose`` closes it; ``close_after_run``: the run that uses it closes it when it ends
-    (an agent made for one run, as ``OpenMultiAgent.run_agent`` makes).
+    (an agent made for one run, as ``OpenMultiAgent.run_agent`` makes). ``fallbacks``: the
+    config's ``fallback_models``, each a name and what makes its target (when the run falls
+    back to it, never before).
     """
 
     provider: Any
@@ -116,6 +119,7 @@ class ModelTarget:
     close_after_run: bool = False
     toolsets: tuple[Any, ...] = ()
     opened: Closables | None = None
+    fallbacks: tuple[tuple[str, Callable[[], ModelTarget]], ...] = ()
 
     def call(self, request: ProviderRequest, stream: bool) -> ModelCall:
         """The model call that sends ``request`` to this target."""
@@ -216,6 +220,11 @@ class Run:
         self.replay: LLMMessage | None = None
         #: The validated output (``RunResult.structured``); None without an output type.
         self.structured: Any = None
+        #: The fallback model answering in the model's place (None: the model itself); the
+        #: fallbacks tried so far, and the targets made for them (closed when the run ends).
+        self.fallen: ModelTarget | None = None
+        self.fallbacks_tried = 0
+        self.fallbacks_made: list[ModelTarget] = []
         self.wanted_mode: str | None = None
         self.output_spec: OutputSpec | None = None
         if settings.output_type is not None or context.config.output_type is not None:
@@ -232,7 +241,23 @@ class Run:
         target = self.context.target
         if isinstance(target, BackendTarget | Exception):
             return self._other_run(target)
+        if target.fallbacks:
+            return self._closing_fallbacks(self._model_run(target))
         return self._model_run(target)
+
+    async def _closing_fallbacks(
+        self, events: AsyncGenerator[StreamEvent, None]
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """A run with fallback models: its events, then the fallbacks' providers it made
+        closed (best effort: the run's outcome is already said)."""
+        try:
+            async for event in events:
+                yield event
+        finally:
+            await events.aclose()
+            for made in self.fallbacks_made:
+                with contextlib.suppress(Exception):
+                    await made.aclose()
 
     async def _other_run(
         self, target: BackendTarget | Exception
@@ -382,6 +407,8 @@ class Run:
         (a function, not a generator: no frame more per chunk)."""
         replay = self.replay
         if replay is None:
+            if self.fallen is not None:  # the model failed earlier: its fallback answers
+                call = _onto(call, self.fallen)
             return self._call(call, emitted, deltas=partials is not None and partials.deltas)
         self.replay = None
         return self._replayed(replay)
@@ -635,7 +662,7 @@ class Run:
                 self.usage = self.usage + charged_usage(call.request, None, arrived=arrived)
             again = None
             if response is None and not handed_on and retry:
-                again = await self._next_attempt(call, error)
+                again = await self._next_attempt(call, error) or self._fall_back(call, error)
             if again is None:
                 raise
         except BaseException:  # closed from above, or cancelled: close the call too
@@ -669,6 +696,35 @@ class Run:
             emit("retry", {"attempt": retries, "delay": wait, "error": redact_error(error)})
         await policy.sleep(wait)
         return attrs.evolve(call, attempt=call.attempt + 1, retry_of=error, retry_delay=wait)
+
+    def _fall_back(self, call: ModelCall, error: Exception) -> ModelCall | None:
+        """The first attempt on the next fallback model after a retryable ``error`` spent
+        ``call``'s retries; None for an error the request caused, or when none is left. A
+        fallback that cannot be used (no key) or cannot carry the request is skipped; the
+        ``fallback`` progress event says which answers now, which were skipped and why."""
+        fallbacks = getattr(self.context.target, "fallbacks", ())
+        policy = self.context.settings.retry or self.context.config.retry_policy()
+        tried = self.fallbacks_tried
+        if call.kind != "model" or tried >= len(fallbacks) or not policy.is_retryable(error):
+            return None
+        again: ModelCall | None = None
+        skipped: list[dict[str, str]] = []
+        for name, make in fallbacks[tried:]:
+            self.fallbacks_tried += 1
+            try:
+                target = make()
+                self.fallbacks_made.append(target)
+                again = _onto(call, target)
+            except Exception as why:
+                skipped.append({"model": name, "reason": str(redact_error(why))})
+                continue
+            self.fallen = target
+            break
+        emit = self.context.settings.progress
+        if emit is not None:
+            event = {"from": _model_name(call), "to": None if again is None else name}
+            emit("fallback", {**event, "error": redact_error(error), "skipped": skipped})
+        return again
 
     def _record(self, response: ProviderResponse, *, replay: bool) -> list[StreamEvent]:
         """The one place a response is kept: its usage added to the run's (as reported, made
@@ -755,6 +811,27 @@ class _Bounded:
 
     def __anext__(self) -> Awaitable[Any]:
         return _bounded(anext(self._events), self._deadline, self._scope, self._seconds)
+
+
+def _onto(call: ModelCall, target: ModelTarget) -> ModelCall:
+    """``call``'s request sent to ``target`` instead (another model, maybe another provider):
+    its messages as that provider may receive them, checked against what it can carry first,
+    output mode included (raises ``UnsupportedContentBlockError`` or ``OutputTypeError``
+    before anything is sent)."""
+    messages = for_provider(call.request.messages, target.provider_name)
+    target.capabilities.check(messages, target.display_name)
+    output = call.request.output
+    if output is not None:  # the run's output mode, which the fallback must declare too
+        choose_mode(target.capabilities.output_modes, output.mode, target.display_name)
+    outgoing = target.capabilities.outgoing(messages)
+    request = attrs.evolve(call.request, model=target.model, messages=outgoing)
+    return target.call(request, call.stream)
+
+
+def _model_name(call: ModelCall) -> str:
+    """``provider:model`` of a call, as ``fallback_models`` names models."""
+    model = call.request.model
+    return call.provider if model is None else f"{call.provider}:{model}"
 
 
 def _denied(reason: object) -> str:

@@ -17,8 +17,11 @@ the ``before_run`` hooks, the model loop (or the backend's turn), the result.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import attrs
 
 from ._calls import RunContext, RunEvents
 from ._config import AgentConfig, BeforeRunContext
@@ -104,6 +107,7 @@ class Agent(Generic[OutputT]):
         self._opened = Closables() if toolset_owner is None else toolset_owner
         self._close_after_run = close_after_run
         self._spec: ProviderSpec | None = self._check_names()
+        self._fallbacks = self._fallback_configs()
         self._target: ModelTarget | None = None
         self._backend: BackendTarget | None = None
         self._lock: asyncio.Lock | None = None  # made in the loop that first prompts
@@ -379,6 +383,28 @@ class Agent(Generic[OutputT]):
             return spec
         return None
 
+    def _fallback_configs(self) -> tuple[AgentConfig, ...]:
+        """The config of each of ``fallback_models``, checked now: a name whose provider is
+        not registered raises ``NotRegisteredError`` when the agent is built."""
+        config = self.config
+        if not config.fallback_models:
+            return ()
+        host = self._host()
+        primary = config.provider_name
+        if isinstance(config.provider, str) and config.backend is None:
+            primary, _ = _provider_and_model(config, host)
+        return tuple(
+            _fallback_config(config, name, primary, host) for name in config.fallback_models
+        )
+
+    def _fallback_target(self, config: AgentConfig) -> ModelTarget:
+        """A fallback's target, made when the run falls back to it (never before): raises
+        when it cannot be used (no key), which the run reports and skips."""
+        spec = self._host().provider_spec(str(config.provider))
+        if spec.requires_api_key:
+            check_api_key(spec, config.api_key, base_url=config.base_url)
+        return self._resolve_target(config)
+
     def _check_key(self) -> None:
         """A provider that needs a key and has none raises ``MissingKeyError`` when a run
         starts, before any hook or request."""
@@ -407,8 +433,9 @@ class Agent(Generic[OutputT]):
             target = self._target = self._resolve_target()
         return target
 
-    def _resolve_target(self) -> ModelTarget:
-        config = self.config
+    def _resolve_target(self, fallback: AgentConfig | None = None) -> ModelTarget:
+        """The agent's target, or (``fallback``) a fallback model's, which has none of its own."""
+        config = self.config if fallback is None else fallback
         provider_name = config.provider_name
         if isinstance(config.provider, str):
             host = self._host()
@@ -453,7 +480,15 @@ class Agent(Generic[OutputT]):
             thinking=config.thinking,
             cache=config.cache,
             owned=owned,
-            close_after_run=owned and self._close_after_run,
+            close_after_run=owned and self._close_after_run and fallback is None,
+            fallbacks=() if fallback is not None else self._fallback_makers(),
+        )
+
+    def _fallback_makers(self) -> tuple[tuple[str, Callable[[], ModelTarget]], ...]:
+        """Each fallback's name and what makes its target (a target's ``fallbacks``)."""
+        return tuple(
+            (name, functools.partial(self._fallback_target, config))
+            for name, config in zip(self.config.fallback_models, self._fallbacks, strict=True)
         )
 
 
@@ -477,6 +512,28 @@ def _provider_and_model(config: AgentConfig, host: PluginHost) -> tuple[str, str
         ):
             host.provider_spec(prefix)  # raises: not registered, with the install hint
     return name, model
+
+
+def _fallback_config(config: AgentConfig, name: str, primary: str, host: PluginHost) -> AgentConfig:
+    """The config a fallback model runs with: the agent's, for the provider and model ``name``
+    says (``provider:model``, or a provider name for its default model). The endpoint, key and
+    provider options are kept only for the agent's own provider: another one's are its own."""
+    provider, _, model = name.partition(":")
+    if provider not in host.provider_specs():
+        host.provider_spec(provider)  # raises NotRegisteredError, with a hint
+    same = provider == primary
+    if same:
+        check_provider_options(host.provider_spec(provider), config.provider_options)
+    return attrs.evolve(
+        config,
+        provider=provider,
+        model=model or None,
+        base_url=config.base_url if same else None,
+        api_key=config.api_key if same else None,
+        provider_options=config.provider_options if same else {},
+        backend=None,
+        fallback_models=(),
+    )
 
 
 def _type_name(value: object) -> str:

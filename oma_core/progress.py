@@ -16,8 +16,9 @@ Events reach in-process observers unredacted, like the input itself.
 A run's own events (``agent_start``, ``error``, ``agent_complete``, and ``warning`` for a tool
 that returned an error result) come from a built-in plugin, ``default_plugins/progress``, on the
 ``oma_run`` / ``oma_tool_call`` hooks; ``retry`` is reported by the run as a back-off wait
-begins, ``budget_exceeded`` by the budgets middleware; a durable run's ``approval_requested``,
-``run_suspended`` and ``run_resumed`` by the run. All report to ``RunSettings.progress``.
+begins, ``fallback`` as it turns to a fallback model, ``budget_exceeded`` by the budgets
+middleware; a durable run's ``approval_requested``, ``run_suspended`` and ``run_resumed`` by
+the run. All report to ``RunSettings.progress``.
 A tool reports ``tool_progress`` itself, with ``report_tool_progress`` (from ``_tool_context``:
 the call being run is known there).
 """
@@ -43,12 +44,15 @@ class ProgressEvent:
     """Something that happened in a run.
 
     ``type`` is one of ``agent_start``, ``agent_complete``, ``retry``, ``budget_exceeded``,
-    ``warning``, ``error``, ``tool_progress``, the durable run's ``approval_requested`` (an
-    ``ApprovalRequest``'s JSON), ``run_suspended`` (``{"pending": [call ids]}``) and
-    ``run_resumed`` (``{"turns": n, "tool_calls": n}``), and ``task_*`` for teams; ``agent`` is the
-    agent's name; ``task`` the task title (None for ``run_agent``); ``data`` what the type
-    carries, e.g. ``{"prompt": str}`` or ``{"messages": tuple[LLMMessage, ...]}`` for
-    ``agent_start``; ``run_id`` the run it belongs to.
+    ``warning``, ``error``, ``tool_progress``, ``fallback`` (``{"from", "to", "error",
+    "skipped"}``: the model that failed, the fallback model that answers now or None, the
+    redacted error, and the fallbacks skipped, each ``{"model", "reason"}``), the durable
+    run's ``approval_requested`` (an ``ApprovalRequest``'s JSON), ``run_suspended``
+    (``{"pending": [call ids]}``) and ``run_resumed`` (``{"turns": n, "tool_calls": n}``), and
+    ``task_*`` for teams; ``agent`` is the agent's name; ``task`` the task title (None for
+    ``run_agent``); ``data`` what the type carries, e.g. ``{"prompt": str}`` or
+    ``{"messages": tuple[LLMMessage, ...]}`` for ``agent_start``; ``run_id`` the run it
+    belongs to.
     """
 
     type: str

@@ -38,7 +38,7 @@ from ._templates import template_options
 
 if TYPE_CHECKING:
     from .._results import RunResult
-    from .._settings import RunSettings
+    from .._settings import ProgressEmitter, RunSettings
     from ..agent import Agent
     from ..plugins import PluginHost
     from ..providers import ProviderRequest
@@ -120,6 +120,14 @@ async def _stream(
     help='As --schema, for several: answer {"items": [...]} of objects matching SCHEMA.',
 )
 @click.option(
+    "--fallback",
+    "fallbacks",
+    multiple=True,
+    metavar="MODEL",
+    help="PROVIDER:MODEL to answer when -m's model fails after its retries (repeatable, tried "
+    "in order; never after an error the request caused).",
+)
+@click.option(
     "--backend",
     "backend_kind",
     default=None,
@@ -151,6 +159,7 @@ def run(
     as_json: bool,
     schema: str | None,
     schema_multi: str | None,
+    fallbacks: tuple[str, ...],
     backend_kind: str | None,
     backend_command: str | None,
     backend_args: tuple[str, ...],
@@ -175,6 +184,8 @@ def run(
             backend["args"] = list(backend_args)
     elif backend_command is not None or backend_args:
         usage("--command and --arg need --backend")
+    if fallbacks and backend_kind is not None:
+        usage("--fallback names models: it cannot be used with --backend")
     output_type = _output_schema(schema, schema_multi)
     history: list[Any] = []
     if continue_last or conversation_id:
@@ -190,11 +201,12 @@ def run(
     if plugin is not None:
         host.register(plugin)
     try:
-        agent = with_mcp(make_agent(agent_options, host, backend), mcp, mcp_http, mcp_prefix)
+        agent = _with_fallbacks(make_agent(agent_options, host, backend), fallbacks, host)
+        agent = with_mcp(agent, mcp, mcp_http, mcp_prefix)
         endpoint = endpoint_of(agent)
         settings = RunSettings(
             metadata={"conversation_id": conversation_id},
-            progress=progress_reporter(endpoint),
+            progress=_fallbacks_shown(progress_reporter(endpoint)),
             output_type=output_type,
         )
         whole = no_stream or as_json or output_type is not None  # JSON is printed whole
@@ -231,6 +243,37 @@ def run(
             if error is not None
             else result.status.code
         )
+
+
+def _with_fallbacks(agent: Agent, fallbacks: tuple[str, ...], host: PluginHost) -> Agent:
+    """``agent`` with ``--fallback`` models (an unknown provider is a usage error)."""
+    if not fallbacks:
+        return agent
+    import attrs
+
+    from ..agent import Agent
+
+    try:
+        config = attrs.evolve(agent.config, fallback_models=fallbacks)
+    except (TypeError, ValueError) as exc:
+        usage(f"--fallback: {exc}")
+    return Agent(config, plugins=host)
+
+
+def _fallbacks_shown(report: ProgressEmitter) -> ProgressEmitter:
+    """``report`` that also says on stderr when another model answers (``fallback``)."""
+
+    def reported(event_type: str, data: dict[str, Any]) -> None:
+        if event_type != "fallback":
+            report(event_type, data)
+            return
+        for skipped in data.get("skipped", ()):
+            click.echo(f"fallback: skipping {skipped['model']} ({skipped['reason']})", err=True)
+        to = data.get("to")
+        if to is not None:
+            click.echo(f"falling back: {data.get('from')} failed; trying {to}", err=True)
+
+    return reported
 
 
 def _output_schema(schema: str | None, multi: str | None) -> dict[str, Any] | None:
