@@ -92,6 +92,8 @@ def config_head(config: AgentConfig) -> dict[str, Any]:
         "temperature": config.temperature,
         "stop": None if config.stop is None else list(config.stop),
         "thinking": config.thinking,
+        "cache": config.cache,
+        "fallback_models": list(config.fallback_models),
         "output_retries": config.output_retries,
         "output_mode": config.output_mode,
         "tools": [_tool_name(found) for found in config.tools],
@@ -401,6 +403,8 @@ class OpenedRun:
             provider=head["provider"],
             stop=head["stop"],
             thinking=head["thinking"],
+            cache=head.get("cache"),  # .get: checkpoints written before these were kept
+            fallback_models=tuple(head.get("fallback_models", ())),
             output_retries=head["output_retries"],
             **{field: head[field] for field in fields},
         )

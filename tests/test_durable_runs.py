@@ -249,3 +249,14 @@ async def test_a_run_that_failed_before_its_first_turn_resumes_to_its_stored_res
     assert failed.status.code == "error" and failed.run_id == "first-call"
     again = await oma.resume("first-call")  # nothing produced: an empty conversation kept
     assert again.status.code == "error" and again.output == failed.output
+
+
+async def test_a_config_rebuilt_from_its_checkpoint_keeps_cache_and_fallbacks() -> None:
+    from oma_core._durable import open_run
+
+    store = MemoryRunStore()
+    config = AgentConfig(name="a", provider="echo", cache="auto", fallback_models=("scripted",))
+    result = await OpenMultiAgent(store=store).run_agent(config, "hello", run_id="kept")
+    assert result.success
+    rebuilt = (await open_run(store, "kept")).config(None)
+    assert rebuilt.cache == "auto" and rebuilt.fallback_models == ("scripted",)
