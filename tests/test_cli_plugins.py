@@ -61,3 +61,12 @@ def test_the_json_lists_key_variable_default_model_and_base_url() -> None:
     data = json.loads(plugins("--json"))
     for entry in data["providers"].values():
         assert {"api_key_env", "default_model", "default_base_url"} <= set(entry)
+
+
+def test_a_narrow_terminal_gets_the_thinking_and_caching_tables_as_labelled_lines() -> None:
+    out = plugins(columns="40")
+    thinking = out[out.index("Thinking and reasoning") : out.index("Prompt caching")]
+    assert re.search(r"^  echo: thinking yes, reasoning yes,\n +model rules 0$", thinking, re.M)
+    narrower = plugins(columns="30")  # the caching table is 31 columns wide
+    caching = narrower[narrower.index("Prompt caching") :]
+    assert re.search(r"^  echo: caching no, on -$", caching, re.M), caching

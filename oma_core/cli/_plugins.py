@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -311,10 +311,6 @@ def _print_plugins(report: dict[str, Any]) -> None:
 def _print_thinking(console: Console, report: dict[str, Any]) -> None:
     """Per provider: whether it maps ``AgentConfig.thinking``, whether reasoning blocks go
     back to it, and how many model families it has rules for."""
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
-
     rows = [
         (
             name,
@@ -324,56 +320,53 @@ def _print_thinking(console: Console, report: dict[str, Any]) -> None:
         )
         for name, entry in report["providers"].items()
     ]
-    table = Table(
-        title="Thinking and reasoning",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        show_edge=False,
-    )
-    for column in ("provider", "thinking", "reasoning", "model rules"):
-        table.add_column(column, no_wrap=True)
-    for name, *cells in rows:
-        table.add_row(escape(name), *cells)
-    if _fits(console, table):
-        console.print(table)
-        return
-    console.print("[bold]Thinking and reasoning[/bold]")
-    for name, thinking, reasoning, rules in rows:
-        cells = [f"thinking {thinking}", f"reasoning {reasoning}", f"model rules {rules}"]
-        _print_wrapped(console, f"{name}: ", cells, console.width, indent=2)
+    columns = ("thinking", "reasoning", "model rules")
+    _print_provider_rows(console, "Thinking and reasoning", columns, columns, rows)
 
 
 def _print_caching(console: Console, report: dict[str, Any]) -> None:
     """Per provider: whether it caches prompts, with how many markers, and where it puts them
     (a provider without caching ignores ``CachePoint`` blocks and ``AgentConfig.cache``)."""
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
-
     rows = [
         (name, caching_cell(entry), ", ".join((entry["caching"] or {}).get("places", [])) or "-")
         for name, entry in report["providers"].items()
     ]
+    _print_provider_rows(
+        console, "Prompt caching", ("caching", "markers on"), ("caching", "on"), rows
+    )
+
+
+def _print_provider_rows(
+    console: Console,
+    title: str,
+    columns: tuple[str, ...],
+    labels: tuple[str, ...],
+    rows: Sequence[tuple[str, ...]],
+) -> None:
+    """A table of one row per provider under ``columns``; where it is wider than the
+    terminal, a line per provider instead, each cell after its label in ``labels``."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(
-        title="Prompt caching",
+        title=title,
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         show_edge=False,
     )
-    for column in ("provider", "caching", "markers on"):
+    for column in ("provider", *columns):
         table.add_column(column, no_wrap=True)
     for name, *cells in rows:
         table.add_row(escape(name), *cells)
     if _fits(console, table):
         console.print(table)
         return
-    console.print("[bold]Prompt caching[/bold]")
-    for name, caching, places in rows:
-        _print_wrapped(
-            console, f"{name}: ", [f"caching {caching}", f"on {places}"], console.width, 2
-        )
+    console.print(f"[bold]{title}[/bold]")
+    for name, *cells in rows:
+        labelled = [f"{label} {cell}" for label, cell in zip(labels, cells, strict=True)]
+        _print_wrapped(console, f"{name}: ", labelled, console.width, indent=2)
 
 
 def _fits(console: Console, table: Table) -> bool:
