@@ -238,7 +238,7 @@ class TeamRecorder:
                 "assignee": record.assignee,
                 "attempts": record.attempts,
                 # a task under way counts the attempts it finished; its run counts its own
-                "usage": attrs.asdict(record.usage),
+                "usage": attrs.asdict(_finished_usage(record)),
                 "run": self._runs.get(key) if finished else None,
                 "error": _plain_error(record.error) if record.status == "failed" else None,
             }
@@ -263,6 +263,15 @@ class TeamRecorder:
             "error": None,
             **(extra or {}),
         }
+
+
+def _finished_usage(record: TaskResult) -> Usage:
+    """What ``record``'s finished attempts cost: a waiting task's suspended attempt is left
+    out (its run, resumed, counts both its lives)."""
+    if record.status != "waiting" or record.result is None:
+        return record.usage
+    spent, suspended = attrs.asdict(record.usage), attrs.asdict(record.result.usage)
+    return Usage(**{field: spent[field] - suspended[field] for field in spent})
 
 
 def _key(index: int, attempt: int) -> str:

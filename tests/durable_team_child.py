@@ -48,8 +48,12 @@ def _text(text: str) -> dict[str, Any]:
 
 _PLAN_JSON = {
     "tasks": [
-        {"title": t.title, "description": t.description, "assignee": t.assignee,
-         "depends_on": list(t.depends_on)}
+        {
+            "title": t.title,
+            "description": t.description,
+            "assignee": t.assignee,
+            "depends_on": list(t.depends_on),
+        }
         for t in PLAN
     ]
 }
@@ -90,8 +94,7 @@ class ScriptedByRun:
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         name = _asked(request)
         turn = sum(1 for message in request.messages if message.role == "assistant")
-        with self.calls.open("a") as out:
-            out.write(f"model {name} {turn}\n")
+        _append(self.calls, f"model {name} {turn}")
         if self.stop == "model" and name == "second" and turn == 1:
             _say("second stopped")
             await asyncio.Event().wait()
@@ -107,21 +110,24 @@ def make_team(log: Path, stop: str | None = None) -> Team:
         """Add n to the total."""
         call = current_tool_call()
         assert call is not None
-        with log.open("a") as out:
-            out.write(f"start {call.id}\n")
+        _append(log, f"start {call.id}")
         if stop == "tool" and call.id == "c2":
             _say("second stopped")
             await asyncio.Event().wait()
-        done = log.read_text().splitlines()
-        if f"done {call.id}" not in done:  # idempotent by call id
-            with log.open("a") as out:
-                out.write(f"done {call.id}\n")
+        _append(log, f"done {call.id}", once=True)  # idempotent by call id
         return f"added {n}"
 
     provider = ScriptedByRun(log.with_suffix(".calls"), stop)
     adder = AgentConfig(name="adder", provider=provider, tools=[tool(bump)])
     writer = AgentConfig(name="writer", provider=provider)
     return Team("adders", [adder, writer], max_concurrency=3)
+
+
+def _append(log: Path, line: str, *, once: bool = False) -> None:
+    if once and log.exists() and line in log.read_text().splitlines():
+        return
+    with log.open("a") as out:
+        out.write(line + "\n")
 
 
 class _SayWhenFirstCompleted(RunStore):

@@ -88,7 +88,9 @@ def test_a_team_run_killed_with_tasks_in_flight_resumes_to_the_uninterrupted_res
     assert _outcome(result) == _outcome(reference)  # usage summed over both lives, once each
     assert _lines(log, "done") == ["done c1", "done c2"]  # each side effect once
     assert [line.split()[1] for line in _lines(log, "start")] == started
-    asked = Counter(" ".join(line.split()[1:]) for line in _lines(log.with_suffix(".calls"), "model"))
+    asked = Counter(
+        " ".join(line.split()[1:]) for line in _lines(log.with_suffix(".calls"), "model")
+    )
     assert asked["first 0"] == asked["first 1"] == 1  # the finished task was not rerun
     assert asked["second 0"] == 1  # its first turn was checkpointed: not asked again
     if kind == "team":
