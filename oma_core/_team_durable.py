@@ -19,7 +19,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 
@@ -279,15 +279,11 @@ def _key(index: int, attempt: int) -> str:
     return str(index + 1) + (f".{attempt}" if attempt > 1 else "")
 
 
-def _specs(
-    run_id: str, data: Iterable[Mapping[str, Any]], given: Iterable[TaskSpec] | None
-) -> tuple[TaskSpec, ...]:
-    """The plan a checkpoint holds, as ``TaskSpec``s: ``given`` again when a task had an
-    output type or a prompt builder (a checkpoint cannot hold them), checked to be that
-    plan."""
+def _plain_specs(data: Iterable[Mapping[str, Any]]) -> tuple[TaskSpec, ...]:
+    """A checkpoint's plan as ``TaskSpec``s, without what it cannot hold."""
     from .teams import TaskSpec
 
-    kept = [
+    return tuple(
         TaskSpec(
             item["title"],
             item["description"],
@@ -296,15 +292,28 @@ def _specs(
             item["max_retries"],
         )
         for item in data
-    ]
+    )
+
+
+def _never(run_id: str, held: list[str]) -> NoReturn:
+    raise ResumeMissingError(
+        run_id,
+        f"the plan's tasks {held!r}, which have output types or prompt builders (tasks=...)",
+    )
+
+
+def _specs(
+    run_id: str, data: Iterable[Mapping[str, Any]], given: Iterable[TaskSpec] | None
+) -> tuple[TaskSpec, ...]:
+    """The plan a checkpoint holds, as ``TaskSpec``s: ``given`` again when a task had an
+    output type or a prompt builder (a checkpoint cannot hold them), checked to be that
+    plan."""
+    data = list(data)
+    kept = _plain_specs(data)
     held = [item["title"] for item in data if item["output_type"] or item["prompt"]]
     if given is None:
         if held:
-            raise ResumeMissingError(
-                run_id,
-                f"the plan's tasks {held!r}, which have output types or prompt builders "
-                "(tasks=...)",
-            )
+            _never(run_id, held)
         return tuple(kept)
     plan = tuple(given)
     shape = [(t.title, t.description, t.assignee, t.depends_on) for t in plan]
@@ -333,6 +342,39 @@ class OpenedTeamRun:
 
     def pending(self) -> tuple[ApprovalRequest, ...]:
         return tuple(ApprovalRequest.from_json(data) for data in self.state["pending"])
+
+    async def result(self, store: RunStore, tasks: Iterable[TaskSpec] | None) -> TeamRunResult:
+        """The stored result of a finished team run, read back without its team: each
+        task's result from its own run (``structured`` validated again against the output
+        types of ``tasks`` when given, else None)."""
+        from .teams import TaskResult, TeamRunResult
+
+        state = self.state
+        given = {task.title: task for task in tasks or ()}
+        records: dict[str, TaskResult] = {}
+        for title, kept in dict(state["tasks"]).items():
+            record = TaskResult(title, kept["status"], kept["assignee"], int(kept["attempts"]))
+            record.usage = _usage(kept["usage"])
+            if kept["run"] is not None:
+                output_type = given[title].output_type if title in given else None
+                opened = await open_run(store, kept["run"])
+                record.result = await opened.result(store, output_type)
+            if kept["error"] is not None:
+                record.error = RunError(f"{kept['error']['type']}: {kept['error']['message']}")
+            records[title] = record
+        plan = None
+        if state["plan"] is not None:
+            plan = tuple(given.values()) if given else _plain_specs(state["plan"])
+        error = state.get("error")
+        return TeamRunResult(
+            bool(state.get("success")),
+            records,
+            plan,
+            str(state.get("output") or ""),
+            _usage(state["usage"]),
+            None if error is None else RunError(f"{error['type']}: {error['message']}"),
+            run_id=self.run_id,
+        )
 
     def team(self, given: Team | None) -> Team:
         """The team to go on with: ``given`` (which must have every agent the run used,

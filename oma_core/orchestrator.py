@@ -354,6 +354,8 @@ class OpenMultiAgent:
             _, state = await run_kind(store, run_id)  # as it is now no one else resumes it
             opened = await open_team_run(store, run_id, state)
             await opened.decide(store, approvals)
+            if opened.finished:  # read back as it ended; its team is not needed
+                return await opened.result(store, tasks)
             chosen = opened.team(team)
             executor = str(state.get("executor") or self.executor)
             if opened.kind == "tasks":

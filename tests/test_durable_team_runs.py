@@ -207,13 +207,26 @@ async def test_a_finished_task_is_read_back_with_its_structured_output() -> None
     )
     first = await oma.run_tasks(team, plan, run_id="typed")
     assert first.tasks["count"].structured == Total(3)
-    with pytest.raises(ResumeMissingError, match="count"):
-        await oma.resume("typed", team=team)  # the output type is not in the checkpoint
-    again = await oma.resume("typed", team=team, tasks=plan)
+    read = await oma.resume("typed")  # finished: read back, no team needed
+    assert read.tasks["count"].structured is None  # without its output type
+    assert read.tasks["count"].output == '{"total": 3}' and read.success
+    again = await oma.resume("typed", tasks=plan)
     assert again.tasks["count"].structured == Total(3)
-    assert provider.asked == {"count": 1, "use": 1}
     child = await oma.resume("typed/1")  # the task's own run: structured needs its type
     assert child.structured is None and child.output == '{"total": 3}'
+    # under way again (what a crash leaves after "count" finished): "use" runs, "count" is
+    # read back, validated against the output type given again
+    kept = await store.load("typed")
+    assert kept is not None
+    state = decode("typed", kept.checkpoint)
+    state["status"], state["tasks"]["use"]["status"] = "running", "running"
+    state["tasks"]["use"]["run"] = None
+    await store.save(StoredRun("typed", "tasks", "running", encode(state), 0.0, 0.0))
+    with pytest.raises(ResumeMissingError, match="count"):
+        await oma.resume("typed", team=team)  # the output type is not in the checkpoint
+    resumed = await oma.resume("typed", team=team, tasks=plan)
+    assert resumed.tasks["count"].structured == Total(3) and resumed.success
+    assert provider.asked == {"count": 1, "use": 1}  # "use" was finished: its run read back
 
 
 async def test_a_team_of_plain_configs_is_rebuilt_from_its_checkpoint() -> None:
