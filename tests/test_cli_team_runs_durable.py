@@ -27,7 +27,11 @@ ENTRY = "from oma_core.cli import main; main()"
 
 
 def _agent(name: str, *responses: Any) -> dict[str, Any]:
-    return {"name": name, "provider": "scripted", "provider_options": {"responses": list(responses)}}
+    return {
+        "name": name,
+        "provider": "scripted",
+        "provider_options": {"responses": list(responses)},
+    }
 
 
 def _plan(quick: list[Any], slow: list[Any]) -> dict[str, Any]:
@@ -150,7 +154,7 @@ def test_a_team_run_started_from_code_with_tools_names_them_on_resume(cli_home: 
     assert resumed.exit_code == 2
     assert "shout" in resumed.stderr and len(resumed.stderr.splitlines()) == 1
     shown = oma("runs", "show", run_id)
-    assert "  s1  shout  {\"text\": \"hi\"}  [waiting]" in shown.stdout.splitlines()
+    assert '  s1  shout  {"text": "hi"}  [waiting]' in shown.stdout.splitlines()
     assert "  cry  waiting  (crier, 1 attempt)" in shown.stdout, shown.stdout
     approved = oma("runs", "approve", run_id, "s1")
     assert approved.exit_code == 0 and "approved" in approved.stdout, approved.stderr
