@@ -56,6 +56,7 @@ __all__ = [
     "handing",
     "open_run",
     "read_state",
+    "recorded_usage",
     "taken",
 ]
 
@@ -135,6 +136,11 @@ def _held(config: AgentConfig) -> list[str]:
 
 def _usage(data: Mapping[str, Any]) -> Usage:
     return Usage(**{field: int(data.get(field, 0)) for field in attrs.fields_dict(Usage)})
+
+
+def recorded_usage(state: Mapping[str, Any]) -> Usage:
+    """What the earlier lives of a run spent, as its checkpoint ``state`` holds it."""
+    return _usage(state["usage"])
 
 
 class Recorder:

@@ -33,6 +33,7 @@ from ._durable import (
     handing,
     open_run,
     read_state,
+    recorded_usage,
 )
 from ._run_store import StoredRun
 from .errors import CheckpointError, ResumeMissingError, RunError, UnknownApprovalError
@@ -45,17 +46,33 @@ if TYPE_CHECKING:
     from ._run_store import RunStore
     from .teams import TaskResult, TaskSpec, Team, TeamRunResult
 
-__all__ = ["TEAM_KINDS", "OpenedTeamRun", "TeamRecorder", "child_run_id", "open_team_run"]
+__all__ = [
+    "TEAM_KINDS",
+    "OpenedTeamRun",
+    "TeamRecorder",
+    "child_run_id",
+    "child_spent",
+    "open_team_run",
+    "run_kind",
+    "team_head",
+]
 
 #: The kinds of a team run's checkpoint: ``run_tasks``'s and ``run_team``'s.
 TEAM_KINDS = ("tasks", "team")
 
-_child: ContextVar[str | None] = ContextVar("oma_team_child_run", default=None)
+_child: ContextVar[tuple[str, Usage | None] | None] = ContextVar("oma_team_child", default=None)
 
 
 def child_run_id() -> str | None:
     """The id the agent run starting now has in a durable team run (None outside one)."""
-    return _child.get()
+    child = _child.get()
+    return None if child is None else child[0]
+
+
+def child_spent() -> Usage | None:
+    """What the earlier lives of the agent run resumed now spent (None: a fresh run)."""
+    child = _child.get()
+    return None if child is None else child[1]
 
 
 def team_head(team: Team) -> dict[str, Any]:
@@ -173,14 +190,15 @@ class TeamRecorder:
             result = await run()
             await Recorder(self.store, child, config_head(config)).finish(result)
             return attrs.evolve(result, run_id=child)
-        restored = decisions = None
+        restored = decisions = spent = None
         if opened is not None:
             config_from(child, opened.state["agent"], config, "team")
             restored, decisions = opened.state, await self.store.decisions(child)
+            spent = recorded_usage(opened.state)
         recorder = Recorder(
             self.store, child, config_head(config), restored=restored, decisions=decisions
         )
-        token = _child.set(child)
+        token = _child.set((child, spent))
         try:
             with handing(recorder):
                 result = await run()

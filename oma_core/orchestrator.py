@@ -36,7 +36,7 @@ import attrs
 
 from ._approvals import Approval, ApprovalRequest
 from ._delivery import ProgressDispatcher, RunEmitter
-from ._durable import LEASE_SECONDS, Recorder, config_head, handing, open_run
+from ._durable import LEASE_SECONDS, Recorder, config_head, handing, open_run, recorded_usage
 from ._executors import (
     PLAIN_DEFAULTS,
     ExecutionContext,
@@ -58,6 +58,7 @@ from ._team_durable import (
     TEAM_KINDS,
     TeamRecorder,
     child_run_id,
+    child_spent,
     open_team_run,
     run_kind,
     team_head,
@@ -68,6 +69,7 @@ from .default_plugins.local_executor import LocalExecutor
 from .errors import UsageError
 from .evaluation import Evaluator, OnlineEvaluationConfig
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
+from .providers import Usage
 from .redaction import detached_error
 from .retry import DEFAULT_POLICY, RetryPolicy
 from .stores import RunStore, open_store
@@ -293,7 +295,9 @@ class OpenMultiAgent:
         both lives. A finished run returns its stored result. ``approvals`` decides the calls
         a suspended run waits for (``{call_id: True | False | Approval(...)}``; the first
         decision stored wins). ``config`` gives what a checkpoint cannot hold (tools,
-        provider objects, output types); ``ResumeMissingError`` names what is missing.
+        provider objects, output types); ``ResumeMissingError`` names what is missing. A
+        finished run's ``structured`` output is validated again against ``config``'s output
+        type; without one it is None (``output`` holds its text).
         Raises ``UnknownRunError``, ``CheckpointError``, ``UnknownApprovalError``,
         ``ApprovalMismatchError`` or ``LeaseHeldError`` (another worker resumes it now).
 
@@ -313,15 +317,16 @@ class OpenMultiAgent:
         if team is not None or tasks is not None:
             raise UsageError(f"run {run_id!r} is an agent run: team= and tasks= are for team runs")
         opened = await open_run(store, run_id)
+        output_type = None if config is None else config.output_type
         if opened.finished:
             await opened.decide(store, approvals)
-            return await opened.result(store)
+            return await opened.result(store, output_type)
         await store.acquire(run_id, self._owner, LEASE_SECONDS)
         try:
             opened = await open_run(store, run_id)  # as it is now that no one else resumes it
             await opened.decide(store, approvals)
             if opened.finished:
-                return await opened.result(store)
+                return await opened.result(store, output_type)
             chosen = opened.config(config)
             recorder = Recorder(
                 store,
@@ -333,7 +338,8 @@ class OpenMultiAgent:
             )
             call = RunOverrides(run_id=run_id)
             given = await opened.input(store)  # what observers see; the run reads its own
-            run = self._run(chosen, given, NO_SETTINGS, call, self._providers, self._agents)
+            spent = self._spent(chosen, run_id, recorded_usage(opened.state))
+            run = self._run(chosen, given, spent, call, self._providers, self._agents)
             return await self._recorded(run, recorder)
         finally:
             await store.release(run_id, self._owner)
@@ -391,6 +397,27 @@ class OpenMultiAgent:
             restored=restored,
             info={**info, "executor": executor},
         )
+
+    def _spent(self, config: AgentConfig, run_id: str, usage: Usage | None) -> RunSettings:
+        """The settings of a resumed run whose earlier lives spent ``usage``: a ledger with
+        the per-run caps charged with it, so the caps count both lives (the run's own fresh
+        ledger counts this life alone; the lower room wins)."""
+        tokens, cost = self.max_token_budget, self.max_cost_budget
+        if usage is None or (tokens is None and cost is None):
+            return NO_SETTINGS
+        used_cost = 0.0
+        if self.estimate_cost is not None and usage.total_tokens:
+            from .budgets import CostContext
+
+            provider = config.provider if isinstance(config.provider, str) else "object"
+            context = CostContext(config.name, provider, config.model, run_id)
+            try:  # the usage priced as one call: prices are linear in tokens
+                used_cost = float(self.estimate_cost(usage, context))
+            except Exception:
+                used_cost = math.inf  # as the budget middleware does: never a cap switched off
+        ledger = Budget(max_tokens=tokens, max_cost=cost, used_tokens=usage.total_tokens)
+        ledger.used_cost = used_cost
+        return RunSettings(budgets=(ledger,))
 
     async def _recorded(self, run: Awaitable[RunResult], recorder: Recorder) -> RunResult:
         """A durable run: ``run`` awaited with ``recorder`` handed to it, then its last
@@ -728,13 +755,15 @@ class OpenMultiAgent:
             config: AgentConfig, prompt: str, task: str | None, child: str
         ) -> Awaitable[RunResult]:
             call = RunOverrides(run_id=child, budget=budget)
+            spent = self._spent(config, child, child_spent())
+            if spent is not NO_SETTINGS:
+                spent = attrs.evolve(spent, task=task, metadata={"task": task})
+                task = None  # given in the settings
             if not isinstance(config.provider, str):
-                return self._run(
-                    config, prompt, NO_SETTINGS, call, self._providers, self._agents, task
-                )
+                return self._run(config, prompt, spent, call, self._providers, self._agents, task)
             if not pools:
                 pools.append(ProviderPool(every_provider=True))
-            return self._run(config, prompt, NO_SETTINGS, call, pools[0], agents, task)
+            return self._run(config, prompt, spent, call, pools[0], agents, task)
 
         return run_agent, pools
 
