@@ -9,10 +9,9 @@ import asyncio
 import os
 import signal
 import sqlite3
-import subprocess
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ray_durable_parts import PLAN, make_team
@@ -70,19 +69,18 @@ async def test_a_killed_driver_s_team_run_resumes_on_a_new_driver_without_rerunn
     db, run_id, workdir = tmp_path / "runs.db", "ray-team-1", tmp_path / "work"
     workdir.mkdir()
     env = {**os.environ}
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(HERE), env.get("PYTHONPATH")) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH")) if p)
     command = [sys.executable, str(DRIVER), str(db), run_id, str(workdir)]
-    driver = subprocess.Popen([*command, str(executor_options["address"])], env=env)
+    address = str(executor_options["address"])
+    driver = await asyncio.create_subprocess_exec(*command, address, env=env)
     try:
         await until(lambda: _in_flight(db, run_id, workdir), within=180)
         driver.send_signal(signal.SIGKILL)
-        assert driver.wait(timeout=60) == -signal.SIGKILL
+        assert await asyncio.wait_for(driver.wait(), 60) == -signal.SIGKILL
     finally:
-        if driver.poll() is None:
+        if driver.returncode is None:
             driver.kill()
-            driver.wait(timeout=60)
+            await driver.wait()
     assert (workdir / "effects").read_text() == "first\n"
     # Ray ends the dead driver's tasks: the worker holding "second" goes (nothing leaks)
     orphan = int((workdir / "second-started").read_text())
