@@ -180,7 +180,9 @@ class TeamRecorder:
         child = f"{self.run_id}/{key}"
         self._runs[key] = child
         opened = None
-        if await self.store.load(child) is not None:
+        # only a resumed team run has children to read back (a fresh run given an id used
+        # before starts afresh, as a run_agent run does)
+        if self.restored is not None and await self.store.load(child) is not None:
             opened = await open_run(self.store, child)
             if opened.finished:
                 return await opened.result(self.store, config.output_type)

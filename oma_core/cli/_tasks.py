@@ -322,8 +322,6 @@ def _finish(
         _echo_results(outcome)
     if outcome.success:
         return
-    if outcome.run_id is not None:
-        click.echo(f"resume it with: oma runs resume {outcome.run_id}", err=True)
     for request in outcome.pending:
         arguments = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)
         click.echo(
@@ -332,6 +330,11 @@ def _finish(
             err=True,
         )
     if outcome.pending:  # suspended, not failed: approve or deny, then resume
+        click.echo(
+            f"approve or deny (oma runs approve|deny {outcome.run_id} CALL_ID), then: "
+            f"oma runs resume {outcome.run_id}",
+            err=True,
+        )
         return
     failed = [record.title for record in outcome.tasks.values() if record.status == "failed"]
     if failed:

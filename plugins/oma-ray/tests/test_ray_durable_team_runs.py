@@ -6,6 +6,7 @@ and the team run ends as an uninterrupted one would."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -17,7 +18,6 @@ from typing import Any
 from ray_durable_parts import PLAN, make_team
 
 from oma_core import OpenMultiAgent, Usage
-from oma_core._checkpoints import decode
 from oma_core.stores import SQLiteRunStore
 
 HERE = Path(__file__).parent
@@ -46,7 +46,8 @@ def _tasks(db: Path, run_id: str) -> dict[str, Any]:
             ).fetchone()
     except sqlite3.OperationalError:  # its tables are not made yet
         return {}
-    return {} if row is None else dict(decode(run_id, row[0])["tasks"])
+    # the checkpoint's JSON read as the store keeps it (the core checks its digest on resume)
+    return {} if row is None else dict(json.loads(row[0])["state"]["tasks"])
 
 
 def _alive(pid: int) -> bool:
