@@ -388,11 +388,7 @@ def resume(ctx: click.Context, run_id: str, store: str | None) -> None:
             made = await rebuilt(found, run_id)
             if made is None:  # started from code: rebuilt from its checkpoint, if it can be
                 return await OpenMultiAgent(store=found).resume(run_id)
-            oma = made.orchestrator(found)
-            async with oma:
-                return await oma.resume(
-                    run_id, team=made.team, tasks=made.specs, config=made.coordinator
-                )
+            return await made.resume(found, run_id)
         await _opened(found, run_id)  # an unknown id is said before anything starts
         return await OpenMultiAgent(store=found).resume(run_id)
 
@@ -421,7 +417,7 @@ def _team_resumed(run_id: str, result: TeamRunResult) -> None:
         needed = {dep for task in result.plan or () for dep in task.depends_on}
         for title, record in result.tasks.items():
             if title not in needed and record.status == "completed":
-                click.echo(f"## {printable(title)}\n{record.output}")
+                click.echo(f"\n## {printable(title)}\n{record.output}")
     for request in result.pending:
         arguments = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)
         click.echo(f"waiting: {request.call_id}  {request.tool}  {printable(arguments)}", err=True)

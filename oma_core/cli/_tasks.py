@@ -134,15 +134,39 @@ class Rebuilt:
         self.specs = specs
         self.coordinator = coordinator
 
-    def orchestrator(self, store: RunStore) -> OpenMultiAgent:
-        """An ``OpenMultiAgent`` on ``store`` with the executor the command ran on."""
+    def orchestrator(self, store: RunStore, view: RunView | None = None) -> OpenMultiAgent:
+        """An ``OpenMultiAgent`` on ``store`` with the executor the command ran on, its
+        progress shown by ``view``."""
         from ..orchestrator import OpenMultiAgent
 
         executor = self.command.get("executor") or "local"
         try:
-            return OpenMultiAgent(store=store, executor=executor)
+            observer = None if view is None else hosts_named(view, {})
+            return OpenMultiAgent(observer, store=store, executor=executor)
         except (OmaError, TypeError, ValueError) as error:
             refuse(str(error))
+
+    async def resume(self, store: RunStore, run_id: str) -> TeamRunResult:
+        """Continue the team run ``run_id`` with the live view: its finished tasks shown as
+        they ended (they are read back, not run), the rest as they run now."""
+        from .._team_durable import run_kind
+
+        _, state = await run_kind(store, run_id)
+        coordinator = None
+        if self.command["command"] == "team":
+            coordinator = self.coordinator.name if self.coordinator else "coordinator"
+        board = TaskBoard(self.team.name, coordinator=coordinator)
+        for title, task in dict(state.get("tasks", {})).items():
+            row = board.add(title, task["assignee"])
+            if task["status"] in ("completed", "failed", "skipped"):
+                row.state, row.attempts = task["status"], int(task["attempts"])
+                row.usage = Usage(**task["usage"])
+        view = _view(board, False)
+        oma = self.orchestrator(store, view)
+        async with oma, view:
+            return await oma.resume(
+                run_id, team=self.team, tasks=self.specs, config=self.coordinator
+            )
 
 
 async def rebuilt(store: RunStore, run_id: str) -> Rebuilt | None:
