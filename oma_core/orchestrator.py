@@ -114,9 +114,10 @@ class OpenMultiAgent:
     makes each run build and close its own provider, so nothing stays open after a run.
     ``executor`` names where the runs of team tasks happen (an executor plugin: "local", the
     default, on this event loop; "ray" from oma-ray) and ``executor_options`` configures it;
-    an unknown name is a ``PluginError`` here. ``store`` makes ``run_agent`` runs durable
-    (see ``resume``): a ``RunStore``, ``"memory"``, ``"sqlite"``, ``"sqlite:PATH"`` or a
-    store plugin's URL (``oma_core.stores.open_store``); None, the default, keeps nothing.
+    an unknown name is a ``PluginError`` here. ``store`` makes ``run_agent``, ``run_tasks``
+    and ``run_team`` runs durable (see ``resume``): a ``RunStore``, ``"memory"``,
+    ``"sqlite"``, ``"sqlite:PATH"`` or a store plugin's URL
+    (``oma_core.stores.open_store``); None, the default, keeps nothing.
     """
 
     def __init__(
@@ -490,7 +491,7 @@ class OpenMultiAgent:
         ``resume``. A ``plan_only`` run keeps nothing.
         """
         journal = None
-        if not plan_only:
+        if not plan_only and self._store is not None:
             lead = None if coordinator is None else config_head(coordinator)
             info = {"goal": goal, "coordinator": lead}
             journal = self._journal(run_id, "team", team, executor or self.executor, None, info)
