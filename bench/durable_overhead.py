@@ -8,6 +8,10 @@ store) / checkpoints. Goals: <= 1.5 ms per checkpoint; without a store, the dura
 what it costs to find out there is no recorder (a ContextVar read and a dict lookup per run,
 one attribute test per turn and per tool call), shown in ns per run. Each figure is the best
 of 5 rounds; every measured run is checked.
+
+A team run (``run_tasks``) of ``TASKS`` such tasks, two at a time, the last depending on the
+others, is measured the same way: its checkpoints are the team run's own (a task starting,
+a task ending, the end) and every task run's; the cost per checkpoint has the same goal.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ from oma_core.capabilities import Capabilities
 from oma_core.messages import LLMMessage, TextBlock, ToolUseBlock
 from oma_core.providers import ProviderRequest, ProviderResponse, Usage
 from oma_core.stores import MemoryRunStore, SQLiteRunStore, StoredRun
+from oma_core.teams import TaskSpec, Team
 
 CHECKPOINT_GOAL_MS = 1.5
 TURNS = 5
 RUNS = 40
+TASKS = 4
+TEAM_RUNS = 10
 
 
 class InstantTools:
@@ -80,6 +87,37 @@ def runner(oma: OpenMultiAgent, config: AgentConfig) -> Callable[[], Awaitable[o
     return run
 
 
+def team_runner(oma: OpenMultiAgent, team: Team) -> Callable[[], Awaitable[object]]:
+    plan = [TaskSpec(f"t{i}", f"take five notes ({i})") for i in range(TASKS - 1)]
+    plan.append(TaskSpec("last", "take five notes", depends_on=[t.title for t in plan]))
+
+    async def run() -> object:
+        result = await oma.run_tasks(team, plan)
+        assert result.success, [(t.title, t.status) for t in result.tasks.values()]
+        assert all(t.output == "done" for t in result.tasks.values())
+        return result
+
+    return run
+
+
+async def team_figures(config: AgentConfig) -> tuple[float, float, int]:
+    """A team run without a store and with SQLite (seconds), and its checkpoints."""
+    team = Team("bench", [config], max_concurrency=2)
+    plain = await best_of(5, TEAM_RUNS, team_runner(OpenMultiAgent(), team))
+    with tempfile.TemporaryDirectory() as folder:
+        store = CountingSQLite(Path(folder) / "runs.db")
+        try:
+            before = CountingSQLite.saves
+            await team_runner(OpenMultiAgent(store=store), team)()
+            checkpoints = CountingSQLite.saves - before
+            # each task run's, and the team run's: its start, each task's start and end, its end
+            assert checkpoints == TASKS * (2 * TURNS + 3) + 2 * TASKS + 2, checkpoints
+            sqlite = await best_of(5, TEAM_RUNS, team_runner(OpenMultiAgent(store=store), team))
+        finally:
+            await store.aclose()
+    return plain, sqlite, checkpoints
+
+
 async def main() -> None:
     config = AgentConfig(
         name="bench", provider=InstantTools(), tools=[tool(note)], max_turns=TURNS + 1
@@ -115,6 +153,19 @@ async def main() -> None:
         f"{CHECKPOINT_GOAL_MS} ms   {verdict}"
     )
     print(f"without a store, finding no recorder: {absent_ns:.0f} ns per run   goal: ~0")
+
+    team_plain, team_sqlite, team_checkpoints = await team_figures(config)
+    team_per = (team_sqlite - team_plain) / team_checkpoints
+    print(f"team run of {TASKS} such tasks, no store: {team_plain * 1e3:8.3f} ms")
+    print(
+        f"                     SQLite store: {team_sqlite * 1e3:8.3f} ms "
+        f"({team_checkpoints} checkpoints)"
+    )
+    verdict = "ok" if team_per * 1e3 <= CHECKPOINT_GOAL_MS else "OVER"
+    print(
+        f"per team-run checkpoint (SQLite):  {team_per * 1e3:.3f} ms   goal <= "
+        f"{CHECKPOINT_GOAL_MS} ms   {verdict}"
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ turns, usage and the tool results of the round under way, so no checkpointed too
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -37,7 +38,6 @@ from .errors import (
     RunError,
     UnknownApprovalError,
     UnknownRunError,
-    UsageError,
 )
 from .messages import LLMMessage, ToolResultBlock, ToolUseBlock
 from .providers import Usage
@@ -47,7 +47,18 @@ if TYPE_CHECKING:
     from ._config import AgentConfig
     from ._run_store import RunStore
 
-__all__ = ["FINISHED", "RECORDER", "OpenedRun", "Recorder", "handing", "open_run", "taken"]
+__all__ = [
+    "FINISHED",
+    "RECORDER",
+    "OpenedRun",
+    "Recorder",
+    "config_from",
+    "handing",
+    "open_run",
+    "read_state",
+    "recorded_usage",
+    "taken",
+]
 
 #: The ``RunContext.state`` key a durable run's recorder is kept under.
 RECORDER = "oma.durable"
@@ -125,6 +136,11 @@ def _held(config: AgentConfig) -> list[str]:
 
 def _usage(data: Mapping[str, Any]) -> Usage:
     return Usage(**{field: int(data.get(field, 0)) for field in attrs.fields_dict(Usage)})
+
+
+def recorded_usage(state: Mapping[str, Any]) -> Usage:
+    """What the earlier lives of a run spent, as its checkpoint ``state`` holds it."""
+    return _usage(state["usage"])
 
 
 class Recorder:
@@ -248,11 +264,17 @@ class Recorder:
         code = result.status.code
         self.requested += [request.call_id for request in result.pending]
         error = result.status.error
+        structured = None
+        if result.structured is not None:  # kept as JSON; re-validated when read back
+            from ._output import output_json
+
+            structured = json.loads(output_json(result.structured))
         extra = {
             "pending": [request.to_json() for request in result.pending],
             "result": {
                 "success": result.success,
                 "error": None if error is None else _plain_error(error),
+                "structured": structured,
             },
         }
         await self.save(run, code, extra)
@@ -337,8 +359,10 @@ class OpenedRun:
         """The run's input (after its ``before_run`` hooks), media read back."""
         return await MediaRefs(store, self.run_id).load(self.state["input"])
 
-    async def result(self, store: RunStore) -> RunResult:
-        """The stored result of a finished run (``structured`` is not kept: None)."""
+    async def result(self, store: RunStore, output_type: Any = None) -> RunResult:
+        """The stored result of a finished run. Its ``structured`` output is kept as JSON
+        and validated again against ``output_type`` (the type cannot be stored); without
+        one it is None. ``CheckpointError`` when the kept output does not validate."""
         state = self.state
         media = MediaRefs(store, self.run_id)
         produced = list(await media.load(state["produced"]))
@@ -353,8 +377,22 @@ class OpenedRun:
             produced,
             _usage(state["usage"]),
             RunStatus(state["status"], error),
+            self._structured(kept.get("structured"), output_type),
             run_id=self.run_id,
         )
+
+    def _structured(self, value: Any, output_type: Any) -> Any:
+        if value is None or output_type is None:
+            return None
+        from ._output import OutputInvalid, output_spec
+
+        spec = output_spec(output_type)
+        assert spec is not None
+        try:
+            return spec.validate(value)
+        except OutputInvalid as invalid:
+            reason = f"its output does not validate as the output type given: {invalid}"
+            raise CheckpointError(self.run_id, reason) from None
 
     async def decide(self, store: RunStore, approvals: Mapping[str, Any] | None) -> None:
         """Store the decisions of ``approvals`` on this run's requests (the first stored
@@ -381,47 +419,64 @@ class OpenedRun:
     def config(self, given: AgentConfig | None) -> AgentConfig:
         """The agent config to continue with: ``given`` (which must hold the tools the run
         used), or one rebuilt from the checkpoint when it held all of it."""
-        head = self.state["agent"]
-        tools = list(head["tools"])
-        if given is not None:
-            names = {_tool_name(found) for found in given.tools}
-            missing = [name for name in tools if name not in names]
-            if missing:
-                raise ResumeMissingError(self.run_id, f"the tools {missing!r} (in config)")
-            return given
-        if tools:
-            raise ResumeMissingError(
-                self.run_id, f"the tools {tools!r} (config=AgentConfig(tools=...))"
-            )
-        if head["held"]:
-            raise ResumeMissingError(self.run_id, head["held"][0])
-        from ._config import AgentConfig
+        return config_from(self.run_id, self.state["agent"], given)
 
-        fields = ("model", "system_prompt", "max_turns", "max_tokens", "temperature")
-        return AgentConfig(
-            name=head["name"],
-            provider=head["provider"],
-            stop=head["stop"],
-            thinking=head["thinking"],
-            cache=head.get("cache"),  # .get: checkpoints written before these were kept
-            fallback_models=tuple(head.get("fallback_models", ())),
-            output_retries=head["output_retries"],
-            **{field: head[field] for field in fields},
-        )
+
+def config_from(
+    run_id: str, head: Mapping[str, Any], given: AgentConfig | None, where: str = "config"
+) -> AgentConfig:
+    """The agent config a run whose checkpoint holds ``head`` (``config_head``) goes on
+    with: ``given`` (which must hold the tools the run used), or one rebuilt from ``head``
+    when it held all of it; ``ResumeMissingError`` names what is missing (``where``: how the
+    config is given again, for the message)."""
+    tools = list(head["tools"])
+    if given is not None:
+        names = {_tool_name(found) for found in given.tools}
+        missing = [name for name in tools if name not in names]
+        if missing:
+            raise ResumeMissingError(run_id, f"the tools {missing!r} (in {where})")
+        return given
+    if tools:
+        if where == "config":
+            raise ResumeMissingError(run_id, f"the tools {tools!r} (config=AgentConfig(tools=...))")
+        raise ResumeMissingError(run_id, f"agent {head['name']!r}'s tools {tools!r} ({where})")
+    if head["held"]:
+        raise ResumeMissingError(run_id, head["held"][0])
+    return _rebuilt(head)
+
+
+def _rebuilt(head: Mapping[str, Any]) -> AgentConfig:
+    """An agent config made again from a checkpoint's ``config_head``."""
+    from ._config import AgentConfig
+
+    fields = ("model", "system_prompt", "max_turns", "max_tokens", "temperature")
+    return AgentConfig(
+        name=head["name"],
+        provider=head["provider"],
+        stop=head["stop"],
+        thinking=head["thinking"],
+        cache=head.get("cache"),  # .get: checkpoints written before these were kept
+        fallback_models=tuple(head.get("fallback_models", ())),
+        output_retries=head["output_retries"],
+        **{field: head[field] for field in fields},
+    )
+
+
+async def read_state(store: RunStore, run_id: str) -> dict[str, Any]:
+    """The checked checkpoint state of ``run_id`` (any kind): ``UnknownRunError`` when
+    ``store`` holds no such run, ``CheckpointError`` when it fails its checks."""
+    stored = await store.load(run_id)
+    if stored is None:
+        raise UnknownRunError(run_id)
+    return decode(run_id, stored.checkpoint)
 
 
 async def open_run(store: RunStore, run_id: str) -> OpenedRun:
     """``run_id`` read back from ``store``: ``UnknownRunError`` when it holds no such run,
     ``CheckpointError`` when its checkpoint fails its checks or is not an agent run's."""
-    stored = await store.load(run_id)
-    if stored is None:
-        raise UnknownRunError(run_id)
-    state = decode(run_id, stored.checkpoint)
+    state = await read_state(store, run_id)
     if state.get("kind") != "agent":
-        raise UsageError(
-            f"run {run_id!r} is a {state.get('kind')!r} run; resume takes agent runs "
-            "(run_agent) so far"
-        )
+        raise CheckpointError(run_id, f"it is a {state.get('kind')!r} run, not an agent run")
     needed = ("status", "agent", "input", "produced", "round", "usage", "requested", "pending")
     if any(key not in state for key in needed):
         raise CheckpointError(run_id, "it lacks part of an agent run's state")

@@ -30,13 +30,13 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 
 from ._approvals import Approval, ApprovalRequest
 from ._delivery import ProgressDispatcher, RunEmitter
-from ._durable import LEASE_SECONDS, Recorder, config_head, handing, open_run
+from ._durable import LEASE_SECONDS, Recorder, config_head, handing, open_run, recorded_usage
 from ._executors import (
     PLAIN_DEFAULTS,
     ExecutionContext,
@@ -54,12 +54,22 @@ from ._settings import (
     check_seconds,
     new_run_id,
 )
+from ._team_durable import (
+    TEAM_KINDS,
+    TeamRecorder,
+    child_run_id,
+    child_spent,
+    open_team_run,
+    run_kind,
+    team_head,
+)
 from .agent import Agent, AgentConfig, RunResult
 from .budgets import Budget, CostEstimator
 from .default_plugins.local_executor import LocalExecutor
 from .errors import UsageError
 from .evaluation import Evaluator, OnlineEvaluationConfig
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
+from .providers import Usage
 from .redaction import detached_error
 from .retry import DEFAULT_POLICY, RetryPolicy
 from .stores import RunStore, open_store
@@ -67,7 +77,7 @@ from .tracing import get_tracer
 
 if TYPE_CHECKING:
     from .plugins import PluginHost
-    from .teams import Emit, RunAgent, TaskSpec, Team, TeamRunResult
+    from .teams import Emit, RunAgent, TaskSpec, Team, TeamJournal, TeamRunResult
 
 __all__ = ["Approval", "ApprovalRequest", "OpenMultiAgent"]
 
@@ -104,9 +114,10 @@ class OpenMultiAgent:
     makes each run build and close its own provider, so nothing stays open after a run.
     ``executor`` names where the runs of team tasks happen (an executor plugin: "local", the
     default, on this event loop; "ray" from oma-ray) and ``executor_options`` configures it;
-    an unknown name is a ``PluginError`` here. ``store`` makes ``run_agent`` runs durable
-    (see ``resume``): a ``RunStore``, ``"memory"``, ``"sqlite"``, ``"sqlite:PATH"`` or a
-    store plugin's URL (``oma_core.stores.open_store``); None, the default, keeps nothing.
+    an unknown name is a ``PluginError`` here. ``store`` makes ``run_agent``, ``run_tasks``
+    and ``run_team`` runs durable (see ``resume``): a ``RunStore``, ``"memory"``,
+    ``"sqlite"``, ``"sqlite:PATH"`` or a store plugin's URL
+    (``oma_core.stores.open_store``); None, the default, keeps nothing.
     """
 
     def __init__(
@@ -247,6 +258,28 @@ class OpenMultiAgent:
         assert self._store is not None and run_id is not None
         return self._recorded(run, Recorder(self._store, run_id, config_head(config)))
 
+    @overload
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        config: AgentConfig | None = None,
+        team: Team,
+        approvals: Mapping[str, bool | Approval] | None = None,
+        tasks: Iterable[TaskSpec] | None = None,
+    ) -> TeamRunResult: ...
+
+    @overload
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        config: AgentConfig | None = None,
+        team: None = None,
+        approvals: Mapping[str, bool | Approval] | None = None,
+        tasks: Iterable[TaskSpec] | None = None,
+    ) -> RunResult | TeamRunResult: ...
+
     async def resume(
         self,
         run_id: str,
@@ -254,34 +287,47 @@ class OpenMultiAgent:
         config: AgentConfig | None = None,
         team: Team | None = None,
         approvals: Mapping[str, bool | Approval] | None = None,
-    ) -> RunResult:
-        """Continue the durable ``run_agent`` run ``run_id`` from its last checkpoint.
+        tasks: Iterable[TaskSpec] | None = None,
+    ) -> RunResult | TeamRunResult:
+        """Continue the durable run ``run_id`` from its last checkpoint.
 
         A tool whose result was checkpointed is not run again; one interrupted while running
         is run again with the same call id (``current_tool_call().id``). Usage is summed over
         both lives. A finished run returns its stored result. ``approvals`` decides the calls
         a suspended run waits for (``{call_id: True | False | Approval(...)}``; the first
         decision stored wins). ``config`` gives what a checkpoint cannot hold (tools,
-        provider objects, output types); ``ResumeMissingError`` names what is missing.
+        provider objects, output types); ``ResumeMissingError`` names what is missing. A
+        finished run's ``structured`` output is validated again against ``config``'s output
+        type; without one it is None (``output`` holds its text).
         Raises ``UnknownRunError``, ``CheckpointError``, ``UnknownApprovalError``,
         ``ApprovalMismatchError`` or ``LeaseHeldError`` (another worker resumes it now).
-        ``team`` is for team runs, which are not durable yet: giving one is a ``UsageError``.
+
+        A team run (``run_tasks``, ``run_team``) returns a ``TeamRunResult``: finished tasks
+        are read back, not rerun; a task under way resumes from its own run's checkpoint.
+        ``team`` gives its team again (needed when its agents have tools or provider
+        objects; rebuilt from the checkpoint otherwise), ``tasks`` a ``run_tasks`` plan whose
+        tasks have output types or prompt builders, ``config`` a ``run_team`` run's own
+        coordinator. The approvals of a team run go to the task runs that asked for them.
         """
         store = self._store
         if store is None:
             raise UsageError("resume needs a run store: OpenMultiAgent(store=...)")
-        if team is not None:
-            raise UsageError("team runs are not durable yet: resume takes run_agent runs")
+        kind, _ = await run_kind(store, run_id)
+        if kind in TEAM_KINDS:
+            return await self._resume_team(run_id, team, tasks, config, approvals)
+        if team is not None or tasks is not None:
+            raise UsageError(f"run {run_id!r} is an agent run: team= and tasks= are for team runs")
         opened = await open_run(store, run_id)
+        output_type = None if config is None else config.output_type
         if opened.finished:
             await opened.decide(store, approvals)
-            return await opened.result(store)
+            return await opened.result(store, output_type)
         await store.acquire(run_id, self._owner, LEASE_SECONDS)
         try:
             opened = await open_run(store, run_id)  # as it is now that no one else resumes it
             await opened.decide(store, approvals)
             if opened.finished:
-                return await opened.result(store)
+                return await opened.result(store, output_type)
             chosen = opened.config(config)
             recorder = Recorder(
                 store,
@@ -293,10 +339,86 @@ class OpenMultiAgent:
             )
             call = RunOverrides(run_id=run_id)
             given = await opened.input(store)  # what observers see; the run reads its own
-            run = self._run(chosen, given, NO_SETTINGS, call, self._providers, self._agents)
+            spent = self._spent(chosen, run_id, recorded_usage(opened.state))
+            run = self._run(chosen, given, spent, call, self._providers, self._agents)
             return await self._recorded(run, recorder)
         finally:
             await store.release(run_id, self._owner)
+
+    async def _resume_team(
+        self,
+        run_id: str,
+        team: Team | None,
+        tasks: Iterable[TaskSpec] | None,
+        coordinator: AgentConfig | None,
+        approvals: Mapping[str, bool | Approval] | None,
+    ) -> TeamRunResult:
+        """``resume`` of a team run: its plan and finished tasks read back, the rest run."""
+        store = self._store
+        assert store is not None
+        await store.acquire(run_id, self._owner, LEASE_SECONDS)
+        try:
+            _, state = await run_kind(store, run_id)  # as it is now no one else resumes it
+            opened = await open_team_run(store, run_id, state)
+            await opened.decide(store, approvals)
+            if opened.finished:  # read back as it ended; its team is not needed
+                return await opened.result(store, tasks)
+            chosen = opened.team(team)
+            executor = str(state.get("executor") or self.executor)
+            if opened.kind == "tasks":
+                plan = opened.plan(tasks)
+                journal = self._journal(run_id, "tasks", chosen, executor, opened.state, {})
+                return await self._tasks(chosen, plan, None, executor, journal)
+            info = {"goal": state["goal"], "coordinator": state.get("coordinator")}
+            journal = self._journal(run_id, "team", chosen, executor, opened.state, info)
+            lead = opened.coordinator(coordinator)
+            return await self._team(chosen, str(state["goal"]), lead, None, executor, journal)
+        finally:
+            await store.release(run_id, self._owner)
+
+    def _journal(
+        self,
+        run_id: str | None,
+        kind: str,
+        team: Team,
+        executor: str,
+        restored: Mapping[str, Any] | None,
+        info: Mapping[str, Any],
+    ) -> TeamRecorder | None:
+        """The journal of a team run with a store (None without one)."""
+        if self._store is None:
+            return None
+        local = type(self._executor(executor)) is LocalExecutor
+        return TeamRecorder(
+            self._store,
+            run_id or new_run_id(),
+            kind,
+            team_head(team),
+            local=local,
+            restored=restored,
+            info={**info, "executor": executor},
+        )
+
+    def _spent(self, config: AgentConfig, run_id: str, usage: Usage | None) -> RunSettings:
+        """The settings of a resumed run whose earlier lives spent ``usage``: a ledger with
+        the per-run caps charged with it, so the caps count both lives (the run's own fresh
+        ledger counts this life alone; the lower room wins)."""
+        tokens, cost = self.max_token_budget, self.max_cost_budget
+        if usage is None or (tokens is None and cost is None):
+            return NO_SETTINGS
+        used_cost = 0.0
+        if self.estimate_cost is not None and usage.total_tokens:
+            from .budgets import CostContext
+
+            provider = config.provider if isinstance(config.provider, str) else "object"
+            context = CostContext(config.name, provider, config.model, run_id)
+            try:  # the usage priced as one call: prices are linear in tokens
+                used_cost = float(self.estimate_cost(usage, context))
+            except Exception:
+                used_cost = math.inf  # as the budget middleware does: never a cap switched off
+        ledger = Budget(max_tokens=tokens, max_cost=cost, used_tokens=usage.total_tokens)
+        ledger.used_cost = used_cost
+        return RunSettings(budgets=(ledger,))
 
     async def _recorded(self, run: Awaitable[RunResult], recorder: Recorder) -> RunResult:
         """A durable run: ``run`` awaited with ``recorder`` handed to it, then its last
@@ -313,21 +435,42 @@ class OpenMultiAgent:
         *,
         budget: Budget | None = None,
         executor: str | None = None,
+        run_id: str | None = None,
     ) -> TeamRunResult:
         """Run a caller's plan on ``team``; each task is one ``run_agent`` on its assignee.
 
         ``budget`` is shared by every task's run; ``executor`` names where the runs happen
-        for this call (default: the one ``OpenMultiAgent(executor=...)`` chose).
+        for this call (default: the one ``OpenMultiAgent(executor=...)`` chose). With a run
+        store the team run is durable under ``run_id`` (one is made when None;
+        ``TeamRunResult.run_id``): see ``resume``.
         """
+        name = executor or self.executor
+        journal = self._journal(run_id, "tasks", team, name, None, {})
+        return await self._tasks(team, tasks, budget, executor, journal)
+
+    async def _tasks(
+        self,
+        team: Team,
+        tasks: Iterable[TaskSpec],
+        budget: Budget | None,
+        executor: str | None,
+        journal: TeamRecorder | None,
+    ) -> TeamRunResult:
         from . import teams
 
         chosen = self._executor(executor) if executor is not None else None
-        if (executor or self.executor) != "local":
+        if (executor or self.executor) != "local" or journal is not None:
             tasks = teams.check_plan(team, tasks)  # a bad plan opens no cluster session
-        async with self._team_session(chosen, budget) as (run_agent, run_task):
-            return await teams.run_tasks(
-                team, tasks, run_agent=run_agent, run_task=run_task, emit=self._team_emit()
+        async with self._team_session(chosen, budget, journal) as (run_agent, run_task):
+            result = await teams.run_tasks(
+                team,
+                tasks,
+                run_agent=run_agent,
+                run_task=run_task,
+                emit=self._team_emit(),
+                journal=journal,
             )
+        return result if journal is None else await journal.finish(result)
 
     async def run_team(
         self,
@@ -338,17 +481,37 @@ class OpenMultiAgent:
         plan_only: bool = False,
         budget: Budget | None = None,
         executor: str | None = None,
+        run_id: str | None = None,
     ) -> TeamRunResult:
         """Ask a coordinator for a plan for ``goal``, run it, then ask for the final answer.
 
         The coordinator runs here; the tasks on the executor. ``budget`` is shared by every
-        run of the team run, the coordinator's included.
+        run of the team run, the coordinator's included. With a run store the team run is
+        durable under ``run_id`` (one is made when None), its plan saved once made: see
+        ``resume``. A ``plan_only`` run keeps nothing.
         """
+        journal = None
+        if not plan_only and self._store is not None:
+            lead = None if coordinator is None else config_head(coordinator)
+            info = {"goal": goal, "coordinator": lead}
+            journal = self._journal(run_id, "team", team, executor or self.executor, None, info)
+        return await self._team(team, goal, coordinator, budget, executor, journal, plan_only)
+
+    async def _team(
+        self,
+        team: Team,
+        goal: str,
+        coordinator: AgentConfig | None,
+        budget: Budget | None,
+        executor: str | None,
+        journal: TeamRecorder | None,
+        plan_only: bool = False,
+    ) -> TeamRunResult:
         from . import teams
 
         chosen = self._executor(executor) if executor is not None else None
-        async with self._team_session(chosen, budget) as (run_agent, run_task):
-            return await teams.run_team(
+        async with self._team_session(chosen, budget, journal) as (run_agent, run_task):
+            result = await teams.run_team(
                 team,
                 goal,
                 coordinator=coordinator,
@@ -356,7 +519,9 @@ class OpenMultiAgent:
                 run_agent=run_agent,
                 emit=self._team_emit(),
                 run_task=run_task,
+                journal=journal,
             )
+        return result if journal is None else await journal.finish(result)
 
     async def aclose(self) -> None:
         """Score the queued evaluation cases, then close the providers runs shared on this loop
@@ -525,12 +690,12 @@ class OpenMultiAgent:
 
     @contextlib.asynccontextmanager
     async def _team_session(
-        self, executor: Executor | None, budget: Budget | None
+        self, executor: Executor | None, budget: Budget | None, journal: TeamJournal | None = None
     ) -> AsyncIterator[tuple[RunAgent, TaskRunner | None]]:
         """One team run: its ``run_agent`` (tasks and coordinator share providers), and the
         runner of its tasks on the executor (``executor``, else the default one) — None for
         the built-in local executor, whose session only hands back that ``run_agent``."""
-        run_agent, pools = self._team_run_agent(budget)
+        run_agent, pools = self._team_run_agent(budget, journal is not None)
         chosen = executor or self._executor(self.executor)
         try:
             if type(chosen) is LocalExecutor:
@@ -559,20 +724,26 @@ class OpenMultiAgent:
         if pending:
             await self._progress.drain(pending)
 
-    def _team_run_agent(self, budget: Budget | None) -> tuple[RunAgent, list[ProviderPool]]:
+    def _team_run_agent(
+        self, budget: Budget | None, durable: bool = False
+    ) -> tuple[RunAgent, list[ProviderPool]]:
         """A ``run_agent`` for one team run whose tasks and coordinator share providers, and
         the pool it made (an empty list until a run needs one; the caller closes it).
 
         A provider named in a config is one provider for the whole team run (a scripted
         queue plays in order across its tasks; an SDK client keeps its connections), made
         on first use. A config holding a provider object, or naming a backend, uses no pool:
-        its runs take the ``OpenMultiAgent``'s own agents, as ``run_agent`` does.
+        its runs take the ``OpenMultiAgent``'s own agents, as ``run_agent`` does. In a
+        ``durable`` team run each run has the id of its child run (``child_run_id``).
         """
         pools: list[ProviderPool] = []
         agents: dict[int, tuple[AgentConfig, Agent]] = {}
         shared = NO_OVERRIDES if budget is None else RunOverrides(budget=budget)  # checked
 
         def run_agent(config: AgentConfig, prompt: str, task: str | None) -> Awaitable[RunResult]:
+            child = child_run_id() if durable else None
+            if child is not None:
+                return run_child(config, prompt, task, child)
             if config.backend is not None or not isinstance(config.provider, str):
                 return self._run(
                     config, prompt, NO_SETTINGS, shared, self._providers, self._agents, task
@@ -580,6 +751,20 @@ class OpenMultiAgent:
             if not pools:
                 pools.append(ProviderPool(every_provider=True))
             return self._run(config, prompt, NO_SETTINGS, shared, pools[0], agents, task)
+
+        def run_child(
+            config: AgentConfig, prompt: str, task: str | None, child: str
+        ) -> Awaitable[RunResult]:
+            call = RunOverrides(run_id=child, budget=budget)
+            spent = self._spent(config, child, child_spent())
+            if spent is not NO_SETTINGS:
+                spent = attrs.evolve(spent, task=task, metadata={"task": task})
+                task = None  # given in the settings
+            if not isinstance(config.provider, str):
+                return self._run(config, prompt, spent, call, self._providers, self._agents, task)
+            if not pools:
+                pools.append(ProviderPool(every_provider=True))
+            return self._run(config, prompt, spent, call, pools[0], agents, task)
 
         return run_agent, pools
 

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import attrs
 
@@ -23,6 +23,7 @@ from .errors import OmaError, PlanError
 from .providers import Usage
 
 if TYPE_CHECKING:
+    from ._approvals import ApprovalRequest
     from ._config import AgentConfig
     from ._executors import TaskRunner
     from ._results import RunResult
@@ -42,7 +43,9 @@ __all__ = [
     "parse_plan",
 ]
 
-TaskStatus: TypeAlias = Literal["pending", "running", "completed", "failed", "skipped"]
+#: ``waiting``: the task's run is suspended, waiting for approval decisions (a durable team
+#: run); what depends on it waits too, and the team run ends suspended.
+TaskStatus: TypeAlias = Literal["pending", "running", "completed", "failed", "skipped", "waiting"]
 
 #: ``run_agent(config, prompt, task_title)``: how the team runs one agent turn.
 RunAgent: TypeAlias = Callable[["AgentConfig", str, str | None], Awaitable["RunResult"]]
@@ -52,6 +55,29 @@ RunAgent: TypeAlias = Callable[["AgentConfig", str, str | None], Awaitable["RunR
 PromptBuilder: TypeAlias = Callable[[Mapping[str, "TaskResult"]], str]
 #: ``emit(event_type, agent_name, task_title, data)``: how the team reports progress.
 Emit: TypeAlias = Callable[[str, str | None, str | None, dict[str, Any]], Awaitable[None]]
+
+
+class TeamJournal(Protocol):
+    """Where a durable team run keeps its state (``oma_core._team_durable``): the engine
+    hands it the task records once made, has it run each agent run (``attempt``: a run its
+    store holds finished is read back, one in flight resumed), and saves after each change."""
+
+    async def restore(self, records: list[TaskResult], plan: tuple[TaskSpec, ...]) -> None:
+        """Put an earlier life's task states into ``records`` (a fresh run: nothing)."""
+
+    async def attempt(
+        self, key: str, config: AgentConfig, run: Callable[[], Awaitable[RunResult]]
+    ) -> RunResult:
+        """The result of the agent run ``key`` of the team run (``run()`` starts it)."""
+
+    async def save(self) -> None:
+        """One checkpoint of the team run as it stands."""
+
+    def planned(self) -> tuple[tuple[TaskSpec, ...], Usage] | None:
+        """The coordinator's plan an earlier life saved, and what planning it cost."""
+
+    async def keep_plan(self, plan: tuple[TaskSpec, ...], usage: Usage) -> None:
+        """The coordinator's plan, saved so a resume does not plan again."""
 
 
 def _check_team(team: Team, attribute: object, agents: tuple[AgentConfig, ...]) -> None:
@@ -189,6 +215,15 @@ class TeamRunResult:
     output: str = ""
     usage: Usage = Usage()
     error: BaseException | None = None
+    #: The team run's id (what ``OpenMultiAgent.resume`` takes) with a run store, else None.
+    run_id: str | None = None
+    #: The approval requests the team run's waiting tasks wait for (it ended suspended).
+    pending: tuple[ApprovalRequest, ...] = ()
+
+    @property
+    def suspended(self) -> bool:
+        """Some task waits for approval decisions: ``resume(run_id, approvals=...)``."""
+        return bool(self.pending)
 
 
 def check_plan(team: Team, tasks: Iterable[TaskSpec]) -> tuple[TaskSpec, ...]:
@@ -343,6 +378,7 @@ async def run_tasks(
     run_agent: RunAgent | None = None,
     emit: Emit | None,
     run_task: TaskRunner | None = None,
+    journal: TeamJournal | None = None,
 ) -> TeamRunResult:
     """Run ``tasks`` on ``team``'s agents, respecting dependencies and ``max_concurrency``.
 
@@ -354,7 +390,9 @@ async def run_tasks(
     if run_task is None and run_agent is None:
         raise TypeError("run_tasks needs run_task or run_agent")
     graph = _Graph.of(team, tasks)
-    return await _run_graph(team, graph, run_task=run_task, run_agent=run_agent, emit=emit)
+    return await _run_graph(
+        team, graph, run_task=run_task, run_agent=run_agent, emit=emit, journal=journal
+    )
 
 
 async def _run_graph(
@@ -364,10 +402,16 @@ async def _run_graph(
     run_task: TaskRunner | None,
     run_agent: RunAgent | None,
     emit: Emit | None,
+    journal: TeamJournal | None = None,
 ) -> TeamRunResult:
     """The scheduler's run of ``graph`` on ``team`` (see ``_Scheduler``)."""
-    runner = _TaskAttempts(team, graph, run_task=run_task, run_agent=run_agent, emit=emit)
-    return await _Scheduler(team, graph, runner, emit).run()
+    runner = _TaskAttempts(
+        team, graph, run_task=run_task, run_agent=run_agent, emit=emit, journal=journal
+    )
+    scheduler = _Scheduler(team, graph, runner, emit, journal)
+    if journal is not None:
+        await scheduler.restore(journal)
+    return await scheduler.run()
 
 
 class _TaskAttempts:
@@ -383,11 +427,14 @@ class _TaskAttempts:
         run_task: TaskRunner | None,
         run_agent: RunAgent | None,
         emit: Emit | None,
+        journal: TeamJournal | None = None,
     ) -> None:
         self._configs = {config.name: config for config in team.agents}
         self._run_task = run_task
         self._run_agent = run_agent
         self._emit = emit
+        self._journal = journal
+        self._positions = {task.title: index for index, task in enumerate(graph.plan)}
         #: Each task's record, by title (what a task's prompt reads its dependencies from).
         self.by_title: dict[str, TaskResult] = {}
 
@@ -397,15 +444,18 @@ class _TaskAttempts:
             config = attrs.evolve(config, output_type=task.output_type)
         prompt = _task_prompt(task, self.by_title)
         emit = self._emit
-        for attempt in range(1, task.max_retries + 2):
+        # a resumed task goes on with the attempt its earlier life had under way
+        for attempt in range(max(record.attempts, 1), task.max_retries + 2):
             record.attempts = attempt
-            if attempt > 1 and emit is not None:
-                assert record.result is not None
+            if attempt > 1 and emit is not None and record.result is not None:
                 data = {"attempt": attempt, "error": record.result.status.error}
                 await emit("task_retry", config.name, task.title, data)
             result = await self._attempt(config, prompt, task.title, attempt)
             record.result = result
             record.usage = record.usage + result.usage
+            if result.status.code == "suspended":  # waits for decisions: not failed
+                record.status = "waiting"
+                return
             if result.success:
                 record.status = "completed"
                 if emit is not None:
@@ -421,6 +471,15 @@ class _TaskAttempts:
     async def _attempt(
         self, config: AgentConfig, prompt: str, title: str, attempt: int
     ) -> RunResult:
+        if self._journal is not None:
+            position = self._positions[title] + 1
+            key = str(position) + (f".{attempt}" if attempt > 1 else "")
+            return await self._journal.attempt(
+                key, config, lambda: self._run(config, prompt, title, attempt)
+            )
+        return await self._run(config, prompt, title, attempt)
+
+    async def _run(self, config: AgentConfig, prompt: str, title: str, attempt: int) -> RunResult:
         if self._run_task is not None:
             return await self._run_task(TaskRun(config, prompt, title, attempt))
         assert self._run_agent is not None
@@ -438,7 +497,12 @@ class _Scheduler:
     """
 
     def __init__(
-        self, team: Team, graph: _Graph, attempts: _TaskAttempts, emit: Emit | None
+        self,
+        team: Team,
+        graph: _Graph,
+        attempts: _TaskAttempts,
+        emit: Emit | None,
+        journal: TeamJournal | None = None,
     ) -> None:
         agents = team.agents
         self._max_concurrency = team.max_concurrency
@@ -456,6 +520,26 @@ class _Scheduler:
         self._finished: list[asyncio.Task[None]] = []
         self._wake: list[asyncio.Future[None]] = []
         self._loop = asyncio.get_running_loop()
+        self._journal = journal
+
+    async def restore(self, journal: TeamJournal) -> None:
+        """Take an earlier life's task states: finished tasks stay finished (their results
+        read back), the rest wait for what they depend on that has not completed."""
+        records = self._records
+        await journal.restore(records, self._plan)
+        position = {record.title: index for index, record in enumerate(records)}
+        for index, task in enumerate(self._plan):
+            if records[index].status != "pending":
+                continue
+            deps = [records[position[dep]].status for dep in task.depends_on]
+            if any(status in ("failed", "skipped") for status in deps):
+                records[index].status = "skipped"
+            self._waiting[index] = sum(status != "completed" for status in deps)
+        self._ready = [
+            index
+            for index, count in enumerate(self._waiting)
+            if not count and records[index].status == "pending"
+        ]
 
     async def run(self) -> TeamRunResult:
         """Run every task; cancelling the caller cancels the running ones."""
@@ -478,7 +562,15 @@ class _Scheduler:
         records = self._records
         usage = sum((record.usage for record in records), Usage())
         success = all(record.status == "completed" for record in records)
-        return TeamRunResult(success=success, tasks=self._by_title, plan=self._plan, usage=usage)
+        waiting = tuple(
+            request
+            for record in records
+            if record.status == "waiting" and record.result is not None
+            for request in record.result.pending
+        )
+        return TeamRunResult(
+            success=success, tasks=self._by_title, plan=self._plan, usage=usage, pending=waiting
+        )
 
     async def _start_ready(self) -> None:
         """Start ready tasks in plan order, while ``max_concurrency`` allows."""
@@ -529,14 +621,23 @@ class _Scheduler:
             record.error = error
             if self._emit is not None:
                 await self._emit("task_failed", record.assignee, record.title, {"error": error})
+        if record.status == "waiting":  # what depends on it waits with it
+            await self._saved()
+            return
         if record.status != "completed":
             await self._skip_after(index)
+            await self._saved()
             return
         waiting = self._waiting
         for dependent in self._dependents[index]:
             waiting[dependent] -= 1
             if not waiting[dependent] and self._records[dependent].status == "pending":
                 heapq.heappush(self._ready, dependent)
+        await self._saved()
+
+    async def _saved(self) -> None:
+        if self._journal is not None:
+            await self._journal.save()
 
     async def _skip_after(self, index: int) -> None:
         """Skip everything downstream of a failure, each task once, reported in plan order."""
@@ -692,6 +793,38 @@ def _planning_prompt(team: Team, goal: str) -> str:
     return "\n".join(lines)
 
 
+async def _plan(
+    team: Team,
+    goal: str,
+    coordinator: AgentConfig,
+    run_agent: RunAgent,
+    emit: Emit | None,
+    journal: TeamJournal | None,
+) -> tuple[_Graph, Usage] | TeamRunResult:
+    """The coordinator's plan as a checked graph and what planning cost, or the failed team
+    run's result when there is no plan (kept by ``journal``, when given, once made)."""
+    # One answer, as the contract has it (DESIGN section 8): a reply that is not a plan
+    # fails the team with PlanError, without a corrective turn.
+    planner = attrs.evolve(coordinator, output_type=Plan, output_retries=0)
+    prompt = _planning_prompt(team, goal)
+    if journal is None:
+        planned = await run_agent(planner, prompt, None)
+    else:
+        planned = await journal.attempt("plan", planner, lambda: run_agent(planner, prompt, None))
+    usage = planned.usage
+    try:
+        graph = _Graph.of(team, _planned_tasks(planned))
+    except PlanError as error:
+        if emit is not None:
+            await emit("error", coordinator.name, None, {"error": error})
+        return TeamRunResult(False, {}, usage=usage, error=error)
+    except _PlanningFailed as failed:
+        return TeamRunResult(False, {}, usage=usage, error=failed.error)
+    if journal is not None:
+        await journal.keep_plan(graph.plan, usage)
+    return graph, usage
+
+
 def _final_prompt(goal: str, outcome: TeamRunResult) -> str:
     lines = [f"Goal: {goal}", "", "The team's results:"]
     for record in outcome.tasks.values():
@@ -709,34 +842,41 @@ async def run_team(
     run_agent: RunAgent,
     emit: Emit | None,
     run_task: TaskRunner | None = None,
+    journal: TeamJournal | None = None,
 ) -> TeamRunResult:
     """Plan with the coordinator, run the plan, then ask the coordinator for the answer.
 
     The coordinator's two calls go through ``run_agent``; the tasks through ``run_task``
-    when given (an executor's runner), else ``run_agent`` too.
+    when given (an executor's runner), else ``run_agent`` too. With a ``journal`` (a durable
+    team run) the plan is saved once made, and a resume takes it instead of planning again.
     """
     if not isinstance(goal, str):
         raise TypeError(f"a team goal is text, got {type(goal).__name__}")
     coordinator = coordinator or _default_coordinator(team)
-    # One answer, as the contract has it (DESIGN section 8): a reply that is not a plan
-    # fails the team with PlanError, without a corrective turn.
-    planner = attrs.evolve(coordinator, output_type=Plan, output_retries=0)
-    planned = await run_agent(planner, _planning_prompt(team, goal), None)
-    usage = planned.usage
-    try:
-        graph = _Graph.of(team, _planned_tasks(planned))
-    except PlanError as error:
-        if emit is not None:
-            await emit("error", coordinator.name, None, {"error": error})
-        return TeamRunResult(False, {}, usage=usage, error=error)
-    except _PlanningFailed as failed:
-        return TeamRunResult(False, {}, usage=usage, error=failed.error)
+    kept = None if journal is None else journal.planned()
+    if kept is not None:
+        graph, usage = _Graph.of(team, kept[0]), kept[1]
+    else:
+        planning = await _plan(team, goal, coordinator, run_agent, emit, journal)
+        if isinstance(planning, TeamRunResult):
+            return planning
+        graph, usage = planning
     plan = graph.plan
     if plan_only:
         pending = {t.title: TaskResult(t.title, assignee=t.assignee) for t in plan}
         return TeamRunResult(True, pending, plan=plan, usage=usage)
-    outcome = await _run_graph(team, graph, run_task=run_task, run_agent=run_agent, emit=emit)
-    final = await run_agent(coordinator, _final_prompt(goal, outcome), None)
+    outcome = await _run_graph(
+        team, graph, run_task=run_task, run_agent=run_agent, emit=emit, journal=journal
+    )
+    if outcome.pending:  # suspended: the final answer waits for the waiting tasks
+        return attrs.evolve(outcome, usage=usage + outcome.usage)
+    prompt = _final_prompt(goal, outcome)
+    if journal is None:
+        final = await run_agent(coordinator, prompt, None)
+    else:
+        final = await journal.attempt(
+            "final", coordinator, lambda: run_agent(coordinator, prompt, None)
+        )
     return TeamRunResult(
         success=outcome.success and final.success,
         tasks=outcome.tasks,

@@ -175,6 +175,8 @@ class RunSpan:
             failure = result.status.error
             if failure is not None:
                 _record_error(span, failure, self._content)
+            elif result.status.code == "suspended":  # waits for approvals: not a failure
+                span.set_attribute("oma.pending", len(result.pending))
             elif result.status.code != "ok":
                 span.set_status(Status(StatusCode.ERROR, result.status.code))
         elif error is not None:

@@ -245,3 +245,25 @@ async def test_results_after_a_waiting_call_stay_checkpointed_while_it_runs() ->
     assert result.output == "sent" and world.sent == ["bob@example.com"]
     assert world.looked_up == ["bob", "eve"]  # c1 and c3 not run again
     assert {"c1", "c2", "c3"} in store.rounds  # c2's checkpoint kept c3's result
+
+
+async def test_a_suspended_run_s_span_is_not_marked_as_an_error() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import StatusCode
+
+    exporter = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(exporter))
+    world = World()
+    oma = OpenMultiAgent(store="memory", tracer_provider=tracing)
+    result = await oma.run_agent(world.config("sent"), "email bob")
+    assert result.status.code == "suspended"
+    (span,) = [s for s in exporter.get_finished_spans() if s.attributes.get("oma.status")]
+    assert span.attributes["oma.status"] == "suspended" and span.attributes["oma.pending"] == 1
+    assert span.status.status_code is not StatusCode.ERROR
+    done = await oma.resume(
+        result.run_id or "", config=world.resumed("sent"), approvals={"c2": True}
+    )
+    assert done.status.code == "ok"

@@ -260,3 +260,52 @@ async def test_a_config_rebuilt_from_its_checkpoint_keeps_cache_and_fallbacks() 
     assert result.success
     rebuilt = (await open_run(store, "kept")).config(None)
     assert rebuilt.cache == "auto" and rebuilt.fallback_models == ("scripted",)
+
+
+async def test_a_resumed_run_s_per_run_budget_counts_the_first_life_s_spending(
+    tmp_path: Path,
+) -> None:
+    # turns cost 110, 112 and 114 tokens: a cap of 230 stops the run after its third turn,
+    # in one life or two (a fresh ledger would see 112 + 114 = 226 and let it finish)
+    store = MemoryRunStore()
+    oma = OpenMultiAgent(store=store, max_token_budget=230)
+    reference = await OpenMultiAgent(max_token_budget=230).run_agent(
+        durable_child.make_config(tmp_path / "reference.log"), "add 1, 2 and 3"
+    )
+    assert reference.status.code == "budget_exhausted"
+    log = tmp_path / "budget.log"
+    config = durable_child.make_config(log, "model")  # waits in its second model call
+    provider = config.provider
+    run = asyncio.create_task(oma.run_agent(config, "add 1, 2 and 3", run_id="capped"))
+    await until(lambda: provider.calls == 2)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    result = await oma.resume("capped", config=durable_child.make_config(log))
+    assert result.status.code == "budget_exhausted"
+    assert result.usage == reference.usage
+
+
+async def test_a_finished_run_keeps_its_structured_output_validated_again_on_resume() -> None:
+    import attrs as attrs_
+
+    @attrs_.frozen
+    class Total:
+        total: int
+
+    store = MemoryRunStore()
+    oma = OpenMultiAgent(store=store)
+    typed = _config(['{"total": 6}'], output_type=Total)
+    first = await oma.run_agent(typed, "add", run_id="typed")
+    assert first.structured == Total(6)
+    again = await oma.resume("typed", config=typed)
+    assert again.structured == Total(6) and again.output == first.output
+    plain = await oma.resume("typed")  # no output type given: its text only
+    assert plain.structured is None and plain.output == '{"total": 6}'
+
+    @attrs_.frozen
+    class Named:
+        name: str
+
+    with pytest.raises(CheckpointError, match="output type"):
+        await oma.resume("typed", config=_config(["x"], output_type=Named))

@@ -9,7 +9,11 @@
 - ``oma runs resume ID``: continue the run from its checkpoint. The config is rebuilt from the
   checkpoint, which works for a run whose provider is a registered name and that used no
   tools, provider options or output type; otherwise the error names what is missing (resume
-  it from code, ``OpenMultiAgent.resume(run_id, config=...)``).
+  it from code, ``OpenMultiAgent.resume(run_id, config=...)``). A team run started by ``oma
+  tasks`` or ``oma team`` is rebuilt from the files its command read.
+
+A team run's tasks are runs of their own (``<team run id>/<task>``): the list shows the team
+run alone, ``show`` its tasks.
 
 ``--store`` takes what ``OpenMultiAgent(store=...)`` takes: ``sqlite`` (the oma home's
 ``runs.db``, the default), ``sqlite:PATH`` or a store URL.
@@ -18,6 +22,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -26,10 +31,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ._exits import FAILED, reported
+from ._live import printable
 
 if TYPE_CHECKING:
     from .._durable import OpenedRun
     from .._run_store import RunStore, StoredRun
+    from .._team_durable import OpenedTeamRun
+    from ..teams import TeamRunResult
 
 T = TypeVar("T")
 
@@ -90,7 +98,9 @@ def runs(ctx: click.Context, as_json: bool, store: str | None) -> None:
         return
 
     async def work(found: RunStore) -> list[StoredRun]:
-        return await found.runs()
+        kept = await found.runs()
+        teams = {run.run_id for run in kept if run.kind in ("tasks", "team")}
+        return [run for run in kept if run.run_id.rpartition("/")[0] not in teams]
 
     kept = _with_store(store, work)
     now = time.time()
@@ -126,6 +136,17 @@ def _store_of(ctx: click.Context, given: str | None) -> str | None:
         return given
     parent = ctx.find_object(dict)
     return None if parent is None else parent.get("store")
+
+
+async def _team_run(store: RunStore, run_id: str) -> OpenedTeamRun | None:
+    """The team run ``run_id`` read back and checked, or None when it is not a team run."""
+    from .._team_durable import TEAM_KINDS, open_team_run, run_kind
+
+    record = await store.load(run_id)
+    if record is None or record.kind not in TEAM_KINDS:
+        return None
+    _, state = await run_kind(store, run_id)
+    return await open_team_run(store, run_id, state)
 
 
 async def _opened(store: RunStore, run_id: str) -> tuple[StoredRun, OpenedRun]:
@@ -172,6 +193,72 @@ def _shown(record: StoredRun, opened: OpenedRun, decisions: Mapping[str, Any]) -
     }
 
 
+async def _team_shown(store: RunStore, record: StoredRun) -> dict[str, Any]:
+    """What ``oma runs show`` prints of a team run: its tasks, their runs, what they wait for."""
+    from .._checkpoints import decode
+
+    state = decode(record.run_id, record.checkpoint)
+    pending = []
+    for data in state.get("pending", ()):
+        kept = (await store.decisions(data["run_id"])).get(data["call_id"])
+        decision = (
+            None if kept is None else {"approve": kept.get("approve"), "reason": kept.get("reason")}
+        )
+        pending.append({**data, "decision": decision})
+    tasks = {
+        title: {
+            "status": task["status"],
+            "assignee": task["assignee"],
+            "attempts": task["attempts"],
+            "run_id": task["run"],
+        }
+        for title, task in dict(state.get("tasks", {})).items()
+    }
+    return {
+        "run_id": record.run_id,
+        "kind": record.kind,
+        "status": state["status"],
+        "created": record.created,
+        "updated": record.updated,
+        "cost": record.cost,
+        "team": state["team"]["name"],
+        "goal": state.get("goal"),
+        "tasks": tasks,
+        "usage": dict(state["usage"]),
+        "output": state.get("output"),
+        "pending": pending,
+    }
+
+
+def _echo_team(data: Mapping[str, Any]) -> None:
+    click.echo(f"team: {printable(data['team'])}")
+    if data["goal"] is not None:
+        click.echo(f"goal: {printable(data['goal'])}")
+    click.echo(f"cost: {_cost(data['cost'])}")
+    if data["tasks"]:
+        click.echo("tasks:")
+    for title, task in data["tasks"].items():
+        run = f"  run {task['run_id']}" if task["run_id"] else ""
+        click.echo(
+            f"  {printable(title)}  {task['status']}  ({printable(task['assignee'] or '-')}, "
+            f"{task['attempts']} attempt{'s' if task['attempts'] != 1 else ''}){run}"
+        )
+    if data["output"]:
+        click.echo(f"output: {data['output']}")
+    _echo_pending(data["pending"])
+
+
+def _echo_pending(pending: list[Mapping[str, Any]]) -> None:
+    if pending:
+        click.echo("pending approvals:")
+    for request in pending:
+        arguments = json.dumps(request["arguments"], ensure_ascii=False, sort_keys=True)
+        click.echo(
+            f"  {request['call_id']}  {request['tool']}  {printable(arguments)}  "
+            f"[{_decision_text(request['decision'])}]"
+        )
+
+
 def _decision_text(decision: Mapping[str, Any] | None) -> str:
     if decision is None:
         return "waiting"
@@ -190,8 +277,13 @@ def show(ctx: click.Context, run_id: str, as_json: bool, store: str | None) -> N
     """One run: its status, turns, output and the calls it waits for, with their arguments."""
 
     async def work(found: RunStore) -> dict[str, Any]:
+        from ..errors import CheckpointError
+
         record = await found.load(run_id)
-        if record is not None and record.kind != "agent":  # not resumable yet: its record only
+        if record is not None and record.kind in ("tasks", "team"):
+            with contextlib.suppress(CheckpointError):  # unreadable: its record is shown
+                return await _team_shown(found, record)
+        if record is not None and record.kind != "agent":  # not a run to resume: its record
             listed = _listed(record, time.time())
             return {**listed, "agent": None, "pending": [], "pending_count": listed["pending"]}
         record, opened = await _opened(found, run_id)
@@ -204,6 +296,9 @@ def show(ctx: click.Context, run_id: str, as_json: bool, store: str | None) -> N
     click.echo(f"run {data['run_id']}")
     click.echo(f"kind: {data['kind']}")
     click.echo(f"status: {data['status']}")
+    if "tasks" in data:
+        _echo_team(data)
+        return
     agent = data["agent"]
     if agent is None:
         click.echo(f"cost: {_cost(data['cost'])}, pending approvals: {data['pending_count']}")
@@ -214,14 +309,7 @@ def show(ctx: click.Context, run_id: str, as_json: bool, store: str | None) -> N
     click.echo(f"cost: {_cost(data['cost'])}")
     if data["output"]:
         click.echo(f"output: {data['output']}")
-    if data["pending"]:
-        click.echo("pending approvals:")
-    for request in data["pending"]:
-        arguments = json.dumps(request["arguments"], ensure_ascii=False, sort_keys=True)
-        click.echo(
-            f"  {request['call_id']}  {request['tool']}  {arguments}  "
-            f"[{_decision_text(request['decision'])}]"
-        )
+    _echo_pending(data["pending"])
 
 
 def _decide(
@@ -236,8 +324,14 @@ def _decide(
     from .._approvals import Approval
 
     async def work(found: RunStore) -> Mapping[str, Any] | None:
+        decision = {call_id: Approval(approve, reason=reason)}
+        team = await _team_run(found, run_id)
+        if team is not None:  # stored with the task run that asked
+            await team.decide(found, decision)
+            runs = [r.run_id for r in team.pending() if r.call_id == call_id] or [run_id]
+            return (await found.decisions(runs[0])).get(call_id)
         _, opened = await _opened(found, run_id)
-        await opened.decide(found, {call_id: Approval(approve, reason=reason)})
+        await opened.decide(found, decision)
         return (await found.decisions(run_id)).get(call_id)
 
     kept = _with_store(_store_of(ctx, store), work)
@@ -285,12 +379,23 @@ def resume(ctx: click.Context, run_id: str, store: str | None) -> None:
     error says what is missing.
     """
     from ..orchestrator import OpenMultiAgent
+    from ..teams import TeamRunResult
 
     async def work(found: RunStore) -> Any:
+        if await _team_run(found, run_id) is not None:
+            from ._tasks import rebuilt
+
+            made = await rebuilt(found, run_id)
+            if made is None:  # started from code: rebuilt from its checkpoint, if it can be
+                return await OpenMultiAgent(store=found).resume(run_id)
+            return await made.resume(found, run_id)
         await _opened(found, run_id)  # an unknown id is said before anything starts
         return await OpenMultiAgent(store=found).resume(run_id)
 
     result = _with_store(_store_of(ctx, store), work)
+    if isinstance(result, TeamRunResult):
+        _team_resumed(run_id, result)
+        return
     if result.output:
         click.echo(result.output)
     code = result.status.code
@@ -301,3 +406,24 @@ def resume(ctx: click.Context, run_id: str, store: str | None) -> None:
         error = result.status.error
         click.echo(f"error: run {run_id} ended {code}" + (f": {error}" if error else ""), err=True)
         raise SystemExit(FAILED)
+
+
+def _team_resumed(run_id: str, result: TeamRunResult) -> None:
+    """A resumed team run's outcome: its answer (``oma team``) or each task's state and the
+    outputs of the tasks nothing depends on (``oma tasks``); exit 1 when it failed."""
+    if result.output:
+        click.echo(result.output)
+    else:
+        needed = {dep for task in result.plan or () for dep in task.depends_on}
+        for title, record in result.tasks.items():
+            if title not in needed and record.status == "completed":
+                click.echo(f"\n## {printable(title)}\n{record.output}")
+    for request in result.pending:
+        arguments = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)
+        click.echo(f"waiting: {request.call_id}  {request.tool}  {printable(arguments)}", err=True)
+    if result.success or result.pending:
+        return
+    failed = [title for title, record in result.tasks.items() if record.status == "failed"]
+    reason = f"tasks failed: {', '.join(failed)}" if failed else str(result.error or "it failed")
+    click.echo(f"error: team run {run_id}: {printable(reason)}", err=True)
+    raise SystemExit(FAILED)

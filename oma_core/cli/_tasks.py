@@ -5,6 +5,11 @@ A command reads its files (``_plans``), checks the plan and the agents before an
 then runs the team in one ``asyncio.run``: Ctrl-C cancels that run (the core cancels every
 task in flight) and the command reports what finished. Exit statuses: 0 every task
 completed, 1 a task (or the team) failed, 2 a usage or configuration error, 130 interrupted.
+
+A team run is durable: it checkpoints into the oma home's ``runs.db`` (``SQLiteRunStore``)
+beside a record of the command that started it (``<run id>/command``: the files' paths, the
+goal, the executor's name; never a file's content, which may hold a key), so ``oma runs
+resume ID`` rebuilds the team from its files after Ctrl-C or a crash (``rebuilt``).
 """
 
 from __future__ import annotations
@@ -36,10 +41,15 @@ from ._plans import (
 )
 
 if TYPE_CHECKING:
+    from .._config import AgentConfig
+    from .._run_store import RunStore
     from ..orchestrator import OpenMultiAgent
-    from ..teams import Team, TeamRunResult
+    from ..teams import TaskSpec, Team, TeamRunResult
 
-__all__ = ["result_json", "tasks", "team"]
+__all__ = ["COMMAND", "Rebuilt", "rebuilt", "result_json", "tasks", "team"]
+
+#: The suffix of the record a command keeps beside its team run: ``<run id>/command``.
+COMMAND = "command"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,11 +68,16 @@ def _value(text: str) -> Any:
 
 
 def _orchestrator(
-    settings: RunOptions, view: RunView, hosts: Mapping[str, Reach] | None = None
+    settings: RunOptions,
+    view: RunView | None,
+    hosts: Mapping[str, Reach] | None = None,
+    store: RunStore | None = None,
 ) -> OpenMultiAgent:
     from ..orchestrator import OpenMultiAgent
 
-    kwargs: dict[str, Any] = {"on_progress": hosts_named(view, hosts or {})}
+    kwargs: dict[str, Any] = {"store": store}
+    if view is not None:
+        kwargs["on_progress"] = hosts_named(view, hosts or {})
     if settings.prices is not None:
         kwargs["estimate_cost"] = settings.prices
     if settings.executor is not None or settings.executor_options:
@@ -80,6 +95,106 @@ def _interruptible(check: Coroutine[Any, Any, None]) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted; nothing ran", err=True)
         raise SystemExit(INTERRUPTED) from None
+
+
+# -- the durable record of a command ---------------------------------------------------------
+
+
+def _store() -> RunStore:
+    """The oma home's run store (``runs.db``), where the command checkpoints its team runs."""
+    from ..stores import SQLiteRunStore, default_sqlite_path
+
+    return SQLiteRunStore(default_sqlite_path())
+
+
+async def _keep_command(store: RunStore, run_id: str, command: Mapping[str, Any]) -> None:
+    """Keep what rebuilds the team run ``run_id``: ``command`` (paths, goal, executor)."""
+    import time
+
+    from .._checkpoints import encode
+    from ..stores import StoredRun
+
+    now = time.time()
+    data = encode({"kind": COMMAND, **command})
+    await store.save(StoredRun(f"{run_id}/{COMMAND}", COMMAND, "ok", data, now, now))
+
+
+class Rebuilt:
+    """A team run's team, plan and coordinator made again from the files its command read."""
+
+    def __init__(
+        self,
+        command: Mapping[str, Any],
+        team: Team,
+        specs: tuple[TaskSpec, ...] | None,
+        coordinator: AgentConfig | None,
+    ) -> None:
+        self.command = command
+        self.team = team
+        self.specs = specs
+        self.coordinator = coordinator
+
+    def orchestrator(self, store: RunStore, view: RunView | None = None) -> OpenMultiAgent:
+        """An ``OpenMultiAgent`` on ``store`` with the executor the command ran on, its
+        progress shown by ``view``."""
+        from ..orchestrator import OpenMultiAgent
+
+        executor = self.command.get("executor") or "local"
+        try:
+            observer = None if view is None else hosts_named(view, {})
+            return OpenMultiAgent(observer, store=store, executor=executor)
+        except (OmaError, TypeError, ValueError) as error:
+            refuse(str(error))
+
+    async def resume(self, store: RunStore, run_id: str) -> TeamRunResult:
+        """Continue the team run ``run_id`` with the live view: its finished tasks shown as
+        they ended (they are read back, not run), the rest as they run now."""
+        from .._team_durable import run_kind
+
+        _, state = await run_kind(store, run_id)
+        coordinator = None
+        if self.command["command"] == "team":
+            coordinator = self.coordinator.name if self.coordinator else "coordinator"
+        board = TaskBoard(self.team.name, coordinator=coordinator)
+        for title, task in dict(state.get("tasks", {})).items():
+            row = board.add(title, task["assignee"])
+            if task["status"] in ("completed", "failed", "skipped"):
+                row.state, row.attempts = task["status"], int(task["attempts"])
+                row.usage = Usage(**task["usage"])
+        view = _view(board, False)
+        oma = self.orchestrator(store, view)
+        async with oma, view:
+            return await oma.resume(
+                run_id, team=self.team, tasks=self.specs, config=self.coordinator
+            )
+
+
+async def rebuilt(store: RunStore, run_id: str) -> Rebuilt | None:
+    """The team run ``run_id`` as its command started it, from the files it read (None when
+    no command started it: a team run started from code is resumed from code)."""
+    from .._checkpoints import decode
+
+    record = await store.load(f"{run_id}/{COMMAND}")
+    if record is None:
+        return None
+    command = decode(record.run_id, record.checkpoint)
+    source = team_file(command["team_file"], ("tasks",) if command["team_file_plan"] else ())
+    team = load_team(source, command["team_file"], stem(command["team_file"]))
+    specs = None
+    if command["command"] == "tasks":
+        plan = team_file(command["plan_file"], ("tasks",))
+        specs = tuple(
+            task_spec(item, f"{command['plan_file']}: tasks[{i}]")
+            for i, item in enumerate(plan.get("tasks") or ())
+        )
+    coordinator = None
+    if command.get("coordinator_file"):
+        path = command["coordinator_file"]
+        coordinator = agent_config(read_json_or_refuse(path), path)
+    elif command["command"] == "team" and "coordinator" in source:
+        coordinator = agent_config(source["coordinator"], f"{command['team_file']}: coordinator")
+    team, coordinator = with_keys(team, coordinator)
+    return Rebuilt(command, team, specs, coordinator)
 
 
 # -- the commands ------------------------------------------------------------------------------
@@ -204,6 +319,12 @@ def _execute(view: RunView, run: Callable[[], Any]) -> TeamRunResult:
     return result
 
 
+def _new_run_id() -> str:
+    from .._settings import new_run_id
+
+    return new_run_id()
+
+
 def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
@@ -224,6 +345,20 @@ def _finish(
     else:
         _echo_results(outcome)
     if outcome.success:
+        return
+    for request in outcome.pending:
+        arguments = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)
+        click.echo(
+            f"waiting: {request.call_id}  {request.tool}  {printable(arguments)}"
+            f"  (task {printable(request.task or '-')})",
+            err=True,
+        )
+    if outcome.pending:  # suspended, not failed: approve or deny, then resume
+        click.echo(
+            f"approve or deny (oma runs approve|deny {outcome.run_id} CALL_ID), then: "
+            f"oma runs resume {outcome.run_id}",
+            err=True,
+        )
         return
     failed = [record.title for record in outcome.tasks.values() if record.status == "failed"]
     if failed:
@@ -289,6 +424,7 @@ def result_json(
         "usage": usage_json(outcome.usage),
         "cost": price(outcome.usage),
         "error": None if outcome.error is None else str(outcome.error),
+        "pending": [request.to_json() for request in outcome.pending],
     }
 
 
@@ -335,11 +471,24 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
     _interruptible(check_agents(team.agents))
     hosts = reaches(team.agents, host_of_plugins())
     view = _view(board, settings.as_json)
-    oma = _orchestrator(settings, view, hosts)
+    store = _store()
+    oma = _orchestrator(settings, view, hosts, store)
+    command = {
+        "command": "tasks",
+        "plan_file": os.path.abspath(plan_file),
+        "team_file": os.path.abspath(agents_file or plan_file),
+        "team_file_plan": agents_file is None,
+        "executor": settings.executor,
+    }
 
     async def run() -> TeamRunResult:
-        async with oma, view:
-            return await oma.run_tasks(team, checked, budget=settings.budget)
+        run_id = _new_run_id()
+        try:
+            await _keep_command(store, run_id, command)
+            async with oma, view:
+                return await oma.run_tasks(team, checked, budget=settings.budget, run_id=run_id)
+        finally:
+            await store.aclose()
 
     _finish(_execute(view, run), board, settings, answer=False, hosts=hosts)
 
@@ -380,13 +529,34 @@ def team(
     board = _board(team, settings, coordinator.name if coordinator else "coordinator")
     hosts = reaches([*team.agents, coordinator], host_of_plugins())
     view = _view(board, settings.as_json)
-    oma = _orchestrator(settings, view, hosts)
+    store = None if plan_only else _store()  # a plan only keeps nothing
+    oma = _orchestrator(settings, view, hosts, store)
+    command = {
+        "command": "team",
+        "goal": goal,
+        "team_file": os.path.abspath(agents_file),
+        "team_file_plan": False,
+        "coordinator_file": None if coordinator_file is None else os.path.abspath(coordinator_file),
+        "executor": settings.executor,
+    }
 
     async def run() -> TeamRunResult:
-        async with oma, view:
-            return await oma.run_team(
-                team, goal, coordinator=coordinator, plan_only=plan_only, budget=settings.budget
-            )
+        run_id = _new_run_id()
+        try:
+            if store is not None:
+                await _keep_command(store, run_id, command)
+            async with oma, view:
+                return await oma.run_team(
+                    team,
+                    goal,
+                    coordinator=coordinator,
+                    plan_only=plan_only,
+                    budget=settings.budget,
+                    run_id=run_id,
+                )
+        finally:
+            if store is not None:
+                await store.aclose()
 
     outcome = _execute(view, run)
     if plan_only and not settings.as_json and outcome.plan is not None:
