@@ -125,6 +125,13 @@ SLOW_PLAN = {
 }
 
 
+@pytest.fixture(autouse=True)
+def own_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each test's commands keep what they keep (the team runs' ``runs.db``) in a home of
+    their own, never the user's."""
+    monkeypatch.setenv("OMA_HOME", str(tmp_path / "oma-home"))
+
+
 @pytest.fixture
 def slow_plan(tmp_path: Path) -> str:
     return write(tmp_path / "slow.json", SLOW_PLAN)
