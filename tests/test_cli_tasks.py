@@ -1006,12 +1006,15 @@ def test_ctrl_c_cancels_the_run_prints_what_finished_and_exits_130(slow_plan: st
     assert process.returncode == 130
     assert "Traceback" not in err and "Task was destroyed" not in err
     assert "slow: completed" not in out and "after: running" not in out
-    assert err.splitlines() == [
+    *lines, resume = err.splitlines()
+    assert lines == [
         "interrupted; the run was cancelled",
         "  completed: quick",
         "  cancelled: slow",
         "  not started: after",
     ]
+    # the run was checkpointed: the last line says how to continue it
+    assert re.fullmatch(r"continue it with: oma runs resume \S+", resume), resume
 
 
 def test_ctrl_c_on_a_terminal_leaves_the_table_with_what_finished(

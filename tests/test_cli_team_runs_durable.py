@@ -103,6 +103,8 @@ def test_a_team_run_the_command_started_resumes_from_its_files_after_a_crash_or_
             process.communicate()
     assert process.returncode == (-signal.SIGKILL if stop == signal.SIGKILL else 130), err
     (run_id,) = _team_runs(db)
+    if stop == signal.SIGINT:  # Ctrl-C says how to go on
+        assert err.splitlines()[-1] == f"continue it with: oma runs resume {run_id}", err
 
     listed = oma("runs", "--json")
     assert [(row["run_id"], row["kind"]) for row in json.loads(listed.stdout)] == [

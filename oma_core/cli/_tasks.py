@@ -295,10 +295,11 @@ def _view(board: TaskBoard, as_json: bool) -> RunView:
     return RunView(board, stream, live=live)
 
 
-def _execute(view: RunView, run: Callable[[], Any]) -> TeamRunResult:
+def _execute(view: RunView, run: Callable[[], Any], kept: str | None = None) -> TeamRunResult:
     """Run to the end; on Ctrl-C the run is cancelled (its tasks with it), the view shows what
-    finished, and the command exits 130. An error that escapes the run (an executor that
-    cannot start, say) is one line: status 2 for a usage or configuration error, else 1."""
+    finished, says how to continue the run when it was ``kept`` (checkpointed under that id),
+    and the command exits 130. An error that escapes the run (an executor that cannot start,
+    say) is one line: status 2 for a usage or configuration error, else 1."""
     from ..errors import UsageError
 
     try:
@@ -308,6 +309,8 @@ def _execute(view: RunView, run: Callable[[], Any]) -> TeamRunResult:
         click.echo("interrupted; the run was cancelled", err=True)
         for line in view.board.summary():
             click.echo(f"  {printable(line)}", err=True)
+        if kept is not None:
+            click.echo(f"continue it with: oma runs resume {kept}", err=True)
         raise SystemExit(INTERRUPTED) from None
     except UsageError as error:
         view.stop()
@@ -481,8 +484,9 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
         "executor": settings.executor,
     }
 
+    run_id = _new_run_id()
+
     async def run() -> TeamRunResult:
-        run_id = _new_run_id()
         try:
             await _keep_command(store, run_id, command)
             async with oma, view:
@@ -490,7 +494,7 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
         finally:
             await store.aclose()
 
-    _finish(_execute(view, run), board, settings, answer=False, hosts=hosts)
+    _finish(_execute(view, run, run_id), board, settings, answer=False, hosts=hosts)
 
 
 @click.command()
@@ -540,8 +544,9 @@ def team(
         "executor": settings.executor,
     }
 
+    run_id = _new_run_id()
+
     async def run() -> TeamRunResult:
-        run_id = _new_run_id()
         try:
             if store is not None:
                 await _keep_command(store, run_id, command)
@@ -558,7 +563,7 @@ def team(
             if store is not None:
                 await store.aclose()
 
-    outcome = _execute(view, run)
+    outcome = _execute(view, run, None if store is None else run_id)
     if plan_only and not settings.as_json and outcome.plan is not None:
         for task in outcome.plan:
             after = f" (after {', '.join(task.depends_on)})" if task.depends_on else ""
