@@ -6,7 +6,7 @@ the same hooks over the real provider pass (the kit's run of them is
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from fake_bedrock import FakeBedrock
@@ -40,6 +40,22 @@ class _DropsCheckpoints(BedrockProvider):
         return body
 
 
+def _without_ttl(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_ttl(v) for k, v in value.items() if k != "ttl"}
+    if isinstance(value, list):
+        return [_without_ttl(v) for v in value]
+    return value
+
+
+class _DropsTtl(BedrockProvider):
+    """Sends every checkpoint without the lifetime it was asked for."""
+
+    def render(self, request: ProviderRequest) -> dict[str, Any]:
+        body: dict[str, Any] = _without_ttl(super().render(request))
+        return body
+
+
 class _Kit(ProviderConformance):
     """The Bedrock kit's caching hooks over a provider class (not collected)."""
 
@@ -47,7 +63,9 @@ class _Kit(ProviderConformance):
     model = CLAUDE
     cache_markers = True
     cache_usage = frozenset({"read", "write"})
+    cache_ttl_options: ClassVar[Mapping[str, Any]] = {"cache_ttl": "1h"}
     sabotaged = True
+    provider_class: type[BedrockProvider] = _DropsCheckpoints
     opened: list[BedrockProvider]
 
     def read_cache_markers(self, body: Mapping[str, Any]) -> list[CacheMarker]:
@@ -71,7 +89,7 @@ class _Kit(ProviderConformance):
         )
 
     def provider(self, server: Any, **options: Any) -> Any:
-        kind = _DropsCheckpoints if self.sabotaged else BedrockProvider
+        kind = self.provider_class if self.sabotaged else BedrockProvider
         built = kind(self.settings(server, **options))
         self.opened.append(built)
         return built
@@ -98,6 +116,7 @@ CHECKS = [
     "test_a_cache_point_reaches_the_wire_on_the_block_before_it",
     "test_cache_auto_marks_each_declared_place",
     "test_cache_tokens_are_counted_in_usage",
+    "test_the_one_hour_cache_reaches_every_marker",
 ]
 
 
@@ -108,6 +127,15 @@ async def test_each_caching_check_fails_on_a_sabotaged_provider(
 ) -> None:
     with pytest.raises(AssertionError):
         await getattr(kit, check)(server, streaming)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_the_one_hour_check_fails_a_provider_that_drops_the_lifetime(
+    kit: _Kit, server: FakeBedrock, streaming: bool
+) -> None:
+    kit.provider_class = _DropsTtl
+    with pytest.raises(AssertionError, match="did not"):
+        await kit.test_the_one_hour_cache_reaches_every_marker(server, streaming)
 
 
 @pytest.mark.parametrize("check", CHECKS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import pytest
 from fake_bedrock import FakeBedrock
@@ -188,10 +188,12 @@ def read_cache_markers(body: Mapping[str, Any]) -> list[CacheMarker]:
             if "cachePoint" not in block:
                 continue
             before = blocks[i - 1] if i else {}
+            ttl = block["cachePoint"].get("ttl")
             if place == "tools":
-                markers.append(CacheMarker("tools", before.get("toolSpec", {}).get("name")))
+                name = before.get("toolSpec", {}).get("name")
+                markers.append(CacheMarker("tools", name, ttl))
             else:
-                markers.append(CacheMarker(place, before.get("text")))
+                markers.append(CacheMarker(place, before.get("text"), ttl))
     return markers
 
 
@@ -207,6 +209,7 @@ class TestBedrockConformanceSigV4(ProviderConformance):
     model = CLAUDE
     cache_markers = True  # cachePoint blocks
     cache_usage = frozenset({"read", "write"})  # cacheRead/cacheWriteInputTokens
+    cache_ttl_options: ClassVar[Mapping[str, Any]] = {"cache_ttl": "1h"}  # the hour, on each marker
 
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeBedrock:
