@@ -18,6 +18,11 @@ and the kit holds that to ``Capabilities.caching``:
   them, so a service that counts them apart gets the difference), and the kit checks they come
   back in ``Usage``, complete and streamed. A plugin that drops or double-counts them fails.
 
+- ``cache_ttl_options``: the ``provider_options`` that ask for the service's one-hour cache
+  (``{"cache_ttl": "1h"}`` on Anthropic and Bedrock); with them, the kit checks that every
+  marker of a ``cache="auto"`` request carries that lifetime (``CacheMarker.ttl``, which the
+  plugin's ``read_cache_markers`` reads from the wire).
+
 Checks that cannot apply are left out (not skipped), as ``ProviderConformance`` does.
 """
 
@@ -58,10 +63,13 @@ TOOL = ToolDefinition(
 class CacheMarker:
     """One cache marker the service sees in a request body: its ``place`` (``"tools"``,
     ``"system"`` or ``"messages"``) and what it is on: the tool's name, the system prompt's text,
-    or the text of the message block it ends (None for a block without text)."""
+    or the text of the message block it ends (None for a block without text). ``ttl`` is the
+    lifetime the marker asks for as the service writes it (``"1h"``; None: the default), not
+    compared: two markers at one place are equal whatever their lifetime."""
 
     place: Literal["tools", "system", "messages"]
     text: str | None = None
+    ttl: str | None = attrs.field(default=None, eq=False)
 
 
 #: Every check of this mixin, by what it needs.
@@ -71,11 +79,13 @@ _MARKER_CHECKS = (
 )
 _NO_MARKER_CHECKS = ("test_cache_points_never_reach_a_provider_without_markers",)
 _USAGE_CHECKS = ("test_cache_tokens_are_counted_in_usage",)
+_TTL_CHECKS = ("test_the_one_hour_cache_reaches_every_marker",)
 CACHE_CHECKS = (
     "test_caching_is_declared_as_the_kit_is_told",
     *_MARKER_CHECKS,
     *_NO_MARKER_CHECKS,
     *_USAGE_CHECKS,
+    *_TTL_CHECKS,
 )
 
 
@@ -99,6 +109,8 @@ class CacheConformance:
     #: The cache counts the service reports, "read" and/or "write" (none: the check is left
     #: out).
     cache_usage: ClassVar[frozenset[str]] = frozenset()
+    #: The ``provider_options`` that ask for the one-hour cache (None: the check is left out).
+    cache_ttl_options: ClassVar[Mapping[str, Any] | None] = None
 
     if TYPE_CHECKING:  # the hooks and helpers of ProviderConformance
         model: str | None
@@ -120,6 +132,8 @@ class CacheConformance:
         left_out: set[str] = set(_NO_MARKER_CHECKS if cls.cache_markers else _MARKER_CHECKS)
         if not cls.cache_usage:
             left_out.update(_USAGE_CHECKS)
+        if not cls.cache_markers or cls.cache_ttl_options is None:
+            left_out.update(_TTL_CHECKS)
         for name in CACHE_CHECKS:
             if name in left_out:
                 setattr(cls, name, None)
@@ -199,6 +213,28 @@ class CacheConformance:
         for place, marker in wanted.items():
             if place in places:
                 assert marker in markers, f'cache="auto" put no marker on the {place}: {markers}'
+
+    @_STREAMING
+    async def test_the_one_hour_cache_reaches_every_marker(
+        self, server: FakeServer, streaming: bool
+    ) -> None:
+        messages = load_messages(_CACHED)
+        request = ProviderRequest(
+            self.model or self.spec().default_model, messages, SYSTEM, (TOOL,), cache="auto"
+        )
+        self.script_text(server, "cached")
+        provider = self.provider(server, **dict(self.cache_ttl_options or {}))
+        try:
+            if streaming:
+                _ = [event async for event in provider.stream(request)]
+            else:
+                await provider.complete(request)
+        finally:
+            await provider.aclose()
+        markers = self._markers(server.requests[-1].json, "the one-hour cache")
+        assert markers, "the one-hour cache: no marker reached the wire"
+        short = [m for m in markers if m.ttl != "1h"]
+        assert not short, f"cache_ttl_options asked for one hour; these markers did not: {short}"
 
     @_STREAMING
     async def test_cache_points_never_reach_a_provider_without_markers(

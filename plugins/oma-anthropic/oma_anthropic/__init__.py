@@ -47,7 +47,7 @@ SPEC = ProviderSpec(
         **{"transport": str, "max_connections": int},
         **{"metadata": dict, "service_tier": str, "stop_sequences": list, "temperature": float},
         **{"thinking": dict, "tool_choice": dict, "top_k": int, "top_p": float},
-        **{"max_tokens": int, "model": str, "extra_body": dict},
+        **{"max_tokens": int, "model": str, "extra_body": dict, "cache_ttl": str},
     },
 )
 

@@ -31,7 +31,7 @@ from oma_core.http import malformed_response
 from oma_core.messages import CachePoint, ContentBlock, FilePart, MediaSource, thaw_json
 from oma_core.toolkit import ProviderRequest, ProviderResponse
 
-from .caching import Anchor, markable, place_breakpoints
+from .caching import Anchor, cache_ttl, markable, place_breakpoints
 from .capabilities import DISPLAY_NAME, PROVIDER
 from .output import add_output
 from .thinking import add_thinking, leave_out_refused
@@ -129,7 +129,8 @@ def build_body(
     for key in sorted(optional, key=lambda k: (k not in sdk_keys, k)):
         body[key] = optional[key]
     if anchors or request.cache == "auto":
-        place_breakpoints(body, anchors, request.cache == "auto", body["model"])
+        auto = request.cache == "auto"
+        place_breakpoints(body, anchors, auto, body["model"], cache_ttl(options))
     return body
 
 

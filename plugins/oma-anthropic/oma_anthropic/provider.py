@@ -37,6 +37,7 @@ from oma_core.toolkit import (
     ResponseComplete,
 )
 
+from .caching import cache_ttl
 from .capabilities import CAPABILITIES, DISPLAY_NAME
 from .direct import DirectClient
 from .errors import map_error, refused_before_sending
@@ -51,7 +52,7 @@ CLIENT_OPTIONS = ("headers", "timeout", "transport", "max_connections", *READ_OP
 #: aiohttp one (faster with many calls in flight), or ``"direct"``, the plugin's own aiohttp
 #: client without the SDK (fastest); the last two need the plugin's ``aiohttp`` extra.
 TRANSPORTS = ("httpx", "aiohttp", "direct")
-_REQUEST_OPTIONS = frozenset({*BODY_OPTIONS, "max_tokens", "model", "extra_body"})
+_REQUEST_OPTIONS = frozenset({*BODY_OPTIONS, "max_tokens", "model", "extra_body", "cache_ttl"})
 _KNOWN_OPTIONS = frozenset({*CLIENT_OPTIONS, *_REQUEST_OPTIONS})
 
 
@@ -80,6 +81,7 @@ class AnthropicProvider:
                 f"(known: {', '.join(sorted(_KNOWN_OPTIONS))})",
                 name=self.name,
             )
+        cache_ttl(settings.options)  # a bad value is refused now, not at the first request
         self._transport = _transport(settings.options.get("transport"))
         self._limits = ReadLimits.from_options(settings.options, name=self.name)
         self._pool = pool_size(settings.options, name=self.name)

@@ -1,23 +1,21 @@
 """``AgentConfig.thinking`` on the Messages API, and the settings each Claude family refuses.
 
 Following Anthropic's thinking, adaptive thinking and effort documentation (read 2026-12-06)
-and the SDK's ``ThinkingConfigParam`` and ``OutputConfigParam``:
+and the SDK's ``ThinkingConfigParam`` and ``OutputConfigParam``. Which family thinks how, and
+which sampling settings it refuses, is the shared table ``oma_core.model_families`` (Bedrock
+serves the same families); here it becomes the Messages API's fields:
 
-- Claude Opus 4.7 and later (Opus 4.8, the Claude 5 models) think adaptively only: a level is
-  ``thinking: {"type": "adaptive"}`` with ``output_config.effort``; a token budget
-  (``"enabled"``) and ``"disabled"`` are refused by the API, so a budget is refused locally and
-  "off" leaves ``thinking`` out. They take no ``temperature``, ``top_p`` or ``top_k``: those are
-  left out with a note. Claude Mythos always thinks: "off" is refused.
-- Claude Opus 4.6 and Sonnet 4.6: a level is adaptive with an effort, a budget is manual
-  thinking (``"enabled"``, deprecated there but accepted), "off" is ``"disabled"``.
-- Claude 4.5, Opus 4.1, Claude 4 and Claude 3.7 Sonnet: manual thinking only; a level is a
-  budget (``LEVEL_BUDGETS``).
-- Claude 3.5 and 3 models cannot think.
+- a level on an adaptive family (and on a model oma has no rule for) is
+  ``thinking: {"type": "adaptive"}`` with ``output_config.effort``; on the others a budget
+  (``LEVEL_BUDGETS``), as manual thinking (``{"type": "enabled", "budget_tokens": N}``);
+- a budget on a family that takes none (Opus 4.7 and later, Mythos) is refused locally;
+- "off" is ``{"type": "disabled"}`` where the family takes it, else ``thinking`` is left out
+  (Mythos always thinks: "off" is refused);
+- a refused sampling setting (``temperature``, ``top_p``, ``top_k``) is left out with a note.
 
 Manual thinking needs ``budget_tokens`` >= 1024 and below ``max_tokens``: with the default
 ``max_tokens`` the budget is added to it; a ``max_tokens`` the caller set that is not above
-the budget is refused locally. While Claude thinks it takes no ``temperature`` (other than 1)
-and no ``top_k``; Claude 4.5, 4.6 and Opus 4.1 take ``temperature`` or ``top_p``, not both.
+the budget is refused locally.
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from oma_core.capabilities import ModelRules, UnsupportedSettingError
+from oma_core.model_families import CLAUDE_FAMILIES, claude_family
 
 __all__ = [
     "LEVEL_BUDGETS",
@@ -40,56 +39,15 @@ __all__ = [
 
 _LOG = logging.getLogger("oma_anthropic")
 _DOCS = "Anthropic thinking and models documentation, 2026-12-06"
-_SAMPLING = frozenset({"temperature", "top_p", "top_k"})
-_WHILE_THINKING = frozenset({"temperature", "top_k"})
-
-_MYTHOS = ModelRules(
-    "claude-mythos-*", thinking="always", budget=False, refuses=_SAMPLING, source=_DOCS
-)
-_ADAPTIVE_ONLY = ModelRules(
-    (
-        "claude-opus-4-7*",
-        "claude-opus-4-8*",
-        "claude-opus-5*",
-        "claude-sonnet-5*",
-        "claude-haiku-5*",
-        "claude-fable-5*",
-    ),
-    budget=False,
-    refuses=_SAMPLING,
-    source=_DOCS,
-)
-_ADAPTIVE_OR_BUDGET = ModelRules(
-    ("claude-opus-4-6*", "claude-sonnet-4-6*"),
-    refuses_while_thinking=_WHILE_THINKING,
-    exclusive=("temperature", "top_p"),
-    source=_DOCS,
-)
-#: Claude's model families, newest first; a model none matches is sent as asked.
-MODEL_RULES = (
-    _MYTHOS,
-    _ADAPTIVE_ONLY,
-    _ADAPTIVE_OR_BUDGET,
-    ModelRules(
-        ("claude-opus-4-5*", "claude-sonnet-4-5*", "claude-haiku-4-5*", "claude-opus-4-1*"),
-        refuses_while_thinking=_WHILE_THINKING,
-        exclusive=("temperature", "top_p"),
-        source=_DOCS,
-    ),
-    ModelRules(
-        ("claude-opus-4-2*", "claude-sonnet-4-2*", "claude-opus-4-0*", "claude-sonnet-4-0*"),
-        refuses_while_thinking=_WHILE_THINKING,
-        source=_DOCS,
-    ),
-    ModelRules("claude-3-7-sonnet*", refuses_while_thinking=_WHILE_THINKING, source=_DOCS),
-    ModelRules("claude-3*", thinking="never", source=_DOCS),
-)
+#: The settings a family may refuse and their keys in the body.
+_KEYS = {"temperature": "temperature", "top_p": "top_p", "top_k": "top_k"}
+#: Claude's model families (``oma_core.model_families``), newest first; a model none matches
+#: is sent as asked.
+MODEL_RULES = tuple(f.rules(settings=_KEYS, source=_DOCS) for f in CLAUDE_FAMILIES)
 #: The smallest ``budget_tokens`` the API takes.
 MIN_BUDGET = 1024
 #: A level as manual thinking's ``budget_tokens``, for the models that take no effort.
 LEVEL_BUDGETS = {"low": 2048, "medium": 8192, "high": 16384}
-#: The settings a family may refuse and their keys in the body.
-_KEYS = {"temperature": "temperature", "top_p": "top_p", "top_k": "top_k"}
 
 
 def rules_for(model: str) -> ModelRules | None:
@@ -113,15 +71,15 @@ def add_thinking(
     if thinking is None:
         return max_tokens
     CAPABILITIES.check_thinking(thinking, model, provider)
-    rules = rules_for(model)
+    family = claude_family(model)
     if thinking == "off":
-        if rules is None or rules.thinking == "never" or rules in (_MYTHOS, _ADAPTIVE_ONLY):
+        if family is None or not family.takes_disabled:
             optional.pop("thinking", None)  # off by default; the newest refuse "disabled"
         else:
             optional["thinking"] = {"type": "disabled"}
         return max_tokens
     # a level is an effort on the adaptive families and on a model oma has no rule for
-    if isinstance(thinking, str) and rules in (None, _MYTHOS, _ADAPTIVE_ONLY, _ADAPTIVE_OR_BUDGET):
+    if isinstance(thinking, str) and (family is None or family.adaptive):
         optional["thinking"] = {"type": "adaptive"}
         config = dict(optional.get("output_config") or {})
         config["effort"] = thinking

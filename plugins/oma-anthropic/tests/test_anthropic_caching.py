@@ -22,6 +22,7 @@ from oma_anthropic.caching import MAX_BREAKPOINTS
 
 from oma_core import Agent, AgentConfig, Usage, load_messages
 from oma_core.cli import cli
+from oma_core.errors import OptionTypeError
 from oma_core.providers import ProviderRequest, ToolDefinition
 from oma_core.toolkit import ProviderSettings
 
@@ -171,6 +172,61 @@ async def test_auto_reaches_the_service_on_every_transport(
     response = await provider.complete(request)
     assert response.message.content[0].text == "ok"
     assert breakpoints(server.requests[0].json) == ["tools.1", "system.0", "messages.0.0"]
+
+
+# -- the lifetime -------------------------------------------------------------------------------
+
+HOUR = {"type": "ephemeral", "ttl": "1h"}
+
+
+def test_cache_ttl_1h_puts_the_hour_on_every_breakpoint() -> None:
+    body = render(
+        [user(text("doc"), POINT, text("q"))],
+        system_prompt="s",
+        tools=TOOLS,
+        cache="auto",
+        options={"cache_ttl": "1h"},
+    )
+    controls = [
+        body["tools"][1]["cache_control"],
+        body["system"][0]["cache_control"],
+        *(b["cache_control"] for b in body["messages"][0]["content"]),
+    ]
+    assert controls == [HOUR] * 4
+    assert "cache_ttl" not in body  # an option of oma's, not a field of the API
+
+
+def test_cache_ttl_5m_is_the_default_lifetime_sent_as_no_ttl() -> None:
+    body = render([user(text("doc"), POINT)], options={"cache_ttl": "5m"})
+    assert body["messages"][0]["content"][0]["cache_control"] == EPHEMERAL
+
+
+@pytest.mark.parametrize("value", ["2h", "1H", 3600, "", True])
+def test_a_cache_ttl_other_than_5m_or_1h_is_refused_naming_the_option(value: Any) -> None:
+    with pytest.raises(OptionTypeError) as caught:
+        create_provider(ProviderSettings(api_key="test-key", options={"cache_ttl": value}))
+    assert (caught.value.option, caught.value.name) == ("cache_ttl", "anthropic")
+    assert 'provider_options["cache_ttl"]' in str(caught.value)
+
+
+async def test_the_one_hour_cache_reaches_the_service_on_every_transport(
+    server: FakeAnthropic, transport: str
+) -> None:
+    server.reply_text("ok")
+    config = AgentConfig(
+        name="t",
+        provider="anthropic",
+        model=MODEL,
+        base_url=server.url,
+        api_key="test-key",
+        provider_options={"transport": transport, "cache_ttl": "1h"},
+    )
+    async with Agent(config) as agent:
+        result = await agent.run(load_messages([user(text("doc"), POINT, text("q"))]))
+    assert result.success, result.status
+    body = server.requests[0].json
+    PARAMS.validate_python(body)
+    assert body["messages"][0]["content"][0]["cache_control"] == HOUR
 
 
 # -- the limit ----------------------------------------------------------------------------------

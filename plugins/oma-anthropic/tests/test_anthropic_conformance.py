@@ -126,18 +126,23 @@ def read_cache_markers(body: Mapping[str, Any]) -> list[CacheMarker]:
     """Where the Messages API sees ``cache_control`` breakpoints in ``body`` (the prompt caching
     documentation): on tools, on system text blocks, on message content blocks; in that order."""
     markers = [
-        CacheMarker("tools", tool["name"])
+        CacheMarker("tools", tool["name"], tool["cache_control"].get("ttl"))
         for tool in body.get("tools") or ()
         if "cache_control" in tool
     ]
     system = body.get("system")
     if isinstance(system, list):
-        markers += [CacheMarker("system", b["text"]) for b in system if "cache_control" in b]
+        markers += [
+            CacheMarker("system", b["text"], b["cache_control"].get("ttl"))
+            for b in system
+            if "cache_control" in b
+        ]
     for message in body["messages"]:
         content = message["content"]
         for block in content if isinstance(content, list) else ():
             if "cache_control" in block:
-                markers.append(CacheMarker("messages", block.get("text")))
+                ttl = block["cache_control"].get("ttl")
+                markers.append(CacheMarker("messages", block.get("text"), ttl))
     return markers
 
 
@@ -151,6 +156,7 @@ class TestAnthropicConformance(ProviderConformance):
     streams_tool_arguments = True  # input_json_delta
     cache_markers = True  # cache_control breakpoints
     cache_usage = frozenset({"read", "write"})  # cache_read/cache_creation_input_tokens
+    cache_ttl_options: ClassVar[Mapping[str, Any]] = {"cache_ttl": "1h"}  # the hour, on each marker
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "auto": {"tool_choice": {"type": "auto"}},
         "required": {"tool_choice": {"type": "any"}},

@@ -60,6 +60,7 @@ SPEC = ProviderSpec(
         "max_document_bytes": int,
         **{"max_response_bytes": int, "max_event_bytes": int},
         "additional_model_request_fields": dict,
+        "cache_ttl": str,
     },
 )
 

@@ -8,7 +8,8 @@ doc, docx, xls, xlsx, html, txt, md) in user turns and from tools; audio in user
 formats of botocore's ``AudioFormat``; tool calls, tool results and reasoning. Structured
 output natively (``outputConfig.textFormat``, which botocore's service model has) or by a
 forced tool (``toolChoice`` ``{"tool": ...}``); each works on the models Bedrock supports it
-for.
+for. Prompt caching: ``cachePoint`` checkpoints from ``CachePoint`` blocks and
+``AgentConfig.cache``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from oma_core import Capabilities
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
+from .caching import CACHING
 from .thinking import MODEL_RULES
 
 __all__ = [
@@ -135,4 +137,6 @@ CAPABILITIES = Capabilities(
     # AgentConfig.thinking for Claude, per family (thinking.py)
     thinking=True,
     models=MODEL_RULES,
+    # cachePoint checkpoints, at most 4 (caching.py)
+    caching=CACHING,
 )

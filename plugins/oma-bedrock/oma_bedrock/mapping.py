@@ -39,9 +39,11 @@ from oma_core import (
     UnsupportedContentBlockError,
     VideoBlock,
 )
-from oma_core.messages import FilePart, MediaSource, thaw_json
+from oma_core.capabilities import UnsupportedSettingError
+from oma_core.messages import CachePoint, FilePart, MediaSource, thaw_json
 from oma_core.toolkit import OutputRequest, ProviderRequest
 
+from .caching import Anchor, caches, markable, place_checkpoints
 from .capabilities import (
     AUDIO_FORMATS,
     DISPLAY_NAME,
@@ -69,13 +71,18 @@ _NAME_MAX = 200
 
 
 def build_body(
-    request: ProviderRequest, extra_fields: Mapping[str, Any] | None, model: str
+    request: ProviderRequest,
+    extra_fields: Mapping[str, Any] | None,
+    model: str,
+    cache_ttl: str | None = None,
 ) -> dict[str, Any]:
     """The Converse body for ``request`` to ``model`` (the model goes in the URL, not the
     body); its ``thinking`` goes into ``additionalModelRequestFields`` for Claude, which also
-    leaves out the sampling settings the model refuses (``oma_bedrock.thinking``)."""
-    names = DocumentNames()
-    body: dict[str, Any] = {"messages": [_message(m, names) for m in request.messages]}
+    leaves out the sampling settings the model refuses (``oma_bedrock.thinking``); its
+    ``CachePoint`` blocks and ``cache="auto"`` become ``cachePoint`` blocks with ``cache_ttl``
+    (``oma_bedrock.caching``)."""
+    messages, anchors = _messages(request.messages, DocumentNames())
+    body: dict[str, Any] = {"messages": messages}
     if request.system_prompt:
         body["system"] = [{"text": request.system_prompt}]
     inference: dict[str, Any] = {}
@@ -118,6 +125,16 @@ def build_body(
         body["outputConfig"] = {"textFormat": _text_format(output)}
     if fields:
         body["additionalModelRequestFields"] = fields
+    if anchors or request.cache == "auto":
+        if cache_ttl == "1h" and "tools" not in caches(model):
+            raise UnsupportedSettingError(
+                DISPLAY_NAME,
+                "cache_ttl",
+                cache_ttl,
+                "Bedrock offers the one-hour cache for Claude models only",
+                model=model,
+            )
+        place_checkpoints(body, anchors, request.cache == "auto", model, cache_ttl)
     return body
 
 
@@ -160,9 +177,27 @@ def _tools_used(messages: tuple[LLMMessage, ...]) -> list[str]:
     return list(names)
 
 
-def _message(message: LLMMessage, names: DocumentNames) -> dict[str, Any]:
-    content = [_block(b, names) for b in message.content if not _foreign(b)]
-    return {"role": message.role, "content": content}
+def _messages(
+    messages: tuple[LLMMessage, ...], names: DocumentNames
+) -> tuple[list[dict[str, Any]], list[Anchor]]:
+    """The rendered messages, and where each ``CachePoint`` puts its checkpoint: after the
+    nearest earlier block that can end a prefix (None: none before it, so the tools and system
+    prompt)."""
+    rendered: list[dict[str, Any]] = []
+    anchors: list[Anchor] = []
+    last: Anchor = None
+    for message in messages:
+        content: list[dict[str, Any]] = []
+        for block in message.content:
+            if isinstance(block, CachePoint):
+                anchors.append(last)
+            elif not _foreign(block):
+                wire = _block(block, names)
+                content.append(wire)
+                if markable(wire):
+                    last = wire
+        rendered.append({"role": message.role, "content": content})
+    return rendered, anchors
 
 
 def _foreign(block: Any) -> bool:

@@ -39,6 +39,7 @@ from oma_core.toolkit import (
     ResponseComplete,
 )
 
+from .caching import cache_ttl
 from .capabilities import CAPABILITIES, DEFAULT_MAX_INLINE_BYTES, DISPLAY_NAME
 from .errors import ERROR_BODY_LIMIT, http_error, malformed, stream_exception, transport_error
 from .mapping import build_body, check_documents, check_inline_size
@@ -51,7 +52,7 @@ DEFAULT_MODEL = "amazon.nova-pro-v1:0"
 #: ``provider_options`` this provider reads.
 OPTIONS = frozenset(
     {"region", "profile", "max_inline_bytes", "max_document_bytes", "timeout"}
-    | {"additional_model_request_fields"}
+    | {"additional_model_request_fields", "cache_ttl"}
     | set(READ_OPTIONS)
 )
 _CONNECT_TIMEOUT = 10.0
@@ -86,6 +87,7 @@ class BedrockProvider:
         self._extra_fields: Mapping[str, Any] | None = options.get(
             "additional_model_request_fields"
         )
+        self._cache_ttl = cache_ttl(options)
         self._limits = ReadLimits.from_options(options, name=self.name)
         self._http = LoopLocalClient(
             timeouts=HttpTimeouts(
@@ -107,7 +109,8 @@ class BedrockProvider:
     def render(self, request: ProviderRequest) -> dict[str, Any]:
         check_inline_size(request.messages, self._max_inline)
         check_documents(request.messages)
-        return build_body(request, self._extra_fields, request.model or DEFAULT_MODEL)
+        model = request.model or DEFAULT_MODEL
+        return build_body(request, self._extra_fields, model, self._cache_ttl)
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         model = request.model or DEFAULT_MODEL

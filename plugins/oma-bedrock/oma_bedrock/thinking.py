@@ -2,22 +2,22 @@
 ``additionalModelRequestFields``, and the sampling settings each Claude family refuses.
 
 Following Amazon Bedrock's "Extended thinking" and "Adaptive thinking" pages for Claude (read
-2026-12-06), which take Anthropic's own fields:
+2026-12-06), which take Anthropic's own fields. Which family thinks how, and which sampling
+settings it refuses, is the shared table ``oma_core.model_families`` (the Messages API serves
+the same families); Bedrock's ids carry a vendor prefix and often a geography (``us.``,
+``global.``) or an ARN, so the families match ``*anthropic.`` and a stem:
 
-- Claude Opus 4.7 and later (Opus 5, Mythos, Fable 5): adaptive thinking only; a level is
-  ``{"thinking": {"type": "adaptive"}, "output_config": {"effort": level}}``, a budget and
-  ``"disabled"`` are refused by the service (so a budget is refused locally and "off" sends
-  nothing); they take no ``temperature`` or ``topP``, which are left out with a note. Mythos
-  always thinks: "off" is refused.
-- Claude Opus 4.6 and Sonnet 4.6: a level is adaptive with an effort, a budget is manual
-  thinking (``{"type": "enabled", "budget_tokens": N}``, deprecated there), "off" is
-  ``{"type": "disabled"}``.
-- Claude 4.5, Opus 4.1, Claude 4 and Claude 3.7 Sonnet: manual thinking only; a level is a
-  budget (``LEVEL_BUDGETS``). Claude 3.5 and 3 cannot think.
+- a level on an adaptive family is
+  ``{"thinking": {"type": "adaptive"}, "output_config": {"effort": level}}``; on the others a
+  budget (``LEVEL_BUDGETS``), as ``{"type": "enabled", "budget_tokens": N}``;
+- a budget on a family that takes none (Opus 4.7 and later, Mythos) is refused locally;
+- "off" is ``{"type": "disabled"}`` where the family takes it, else nothing is sent (Mythos
+  always thinks: "off" is refused);
+- a refused ``temperature`` or ``topP`` is left out with a note (Converse has no ``top_k``).
 
 A budget is at least 1024 tokens and below ``maxTokens``: with no ``maxTokens`` given,
 ``DEFAULT_MAX_TOKENS`` plus the budget is sent; a ``maxTokens`` the caller set that is not above
-the budget is refused locally. While Claude thinks it takes no ``temperature`` (left out).
+the budget is refused locally.
 
 oma maps thinking only for Claude on Bedrock: another model (Nova, DeepSeek, Llama...) takes
 its own fields, which ``provider_options["additional_model_request_fields"]`` carries; asking
@@ -30,6 +30,7 @@ import logging
 from typing import Any
 
 from oma_core.capabilities import ModelRules, UnsupportedSettingError
+from oma_core.model_families import CLAUDE_FAMILIES, claude_family
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -44,63 +45,18 @@ __all__ = [
 
 _LOG = logging.getLogger("oma_bedrock")
 _DOCS = "Amazon Bedrock extended and adaptive thinking documentation, 2026-12-06"
-_SAMPLING = frozenset({"temperature", "top_p"})
-
-# Bedrock's model ids carry a vendor prefix and often a geography ("us.", "global.") or an ARN:
-# the patterns match the id anywhere after them.
-_MYTHOS = ModelRules(
-    "*anthropic.claude-mythos-*", thinking="always", budget=False, refuses=_SAMPLING, source=_DOCS
-)
-_ADAPTIVE_ONLY = ModelRules(
-    (
-        "*anthropic.claude-opus-4-7*",
-        "*anthropic.claude-opus-4-8*",
-        "*anthropic.claude-opus-5*",
-        "*anthropic.claude-sonnet-5*",
-        "*anthropic.claude-haiku-5*",
-        "*anthropic.claude-fable-5*",
-    ),
-    budget=False,
-    refuses=_SAMPLING,
-    source=_DOCS,
-)
-_ADAPTIVE_OR_BUDGET = ModelRules(
-    ("*anthropic.claude-opus-4-6*", "*anthropic.claude-sonnet-4-6*"),
-    refuses_while_thinking="temperature",
-    exclusive=("temperature", "top_p"),
-    source=_DOCS,
-)
-#: Claude's families on Bedrock, newest first; a model none matches is sent as asked.
-MODEL_RULES = (
-    _MYTHOS,
-    _ADAPTIVE_ONLY,
-    _ADAPTIVE_OR_BUDGET,
-    ModelRules(
-        (
-            "*anthropic.claude-opus-4-5*",
-            "*anthropic.claude-sonnet-4-5*",
-            "*anthropic.claude-haiku-4-5*",
-            "*anthropic.claude-opus-4-1*",
-        ),
-        refuses_while_thinking="temperature",
-        exclusive=("temperature", "top_p"),
-        source=_DOCS,
-    ),
-    ModelRules(
-        ("*anthropic.claude-opus-4-2*", "*anthropic.claude-sonnet-4-2*"),
-        refuses_while_thinking="temperature",
-        source=_DOCS,
-    ),
-    ModelRules("*anthropic.claude-3-7-sonnet*", refuses_while_thinking="temperature", source=_DOCS),
-    ModelRules("*anthropic.claude-3*", thinking="never", source=_DOCS),
-)
+_KEYS = {"temperature": "temperature", "top_p": "topP"}
+#: Where a Claude id's stem starts on Bedrock: after a geography or ARN and the vendor.
+_PREFIX = "*anthropic."
+#: Claude's families on Bedrock (``oma_core.model_families``), newest first; a model none
+#: matches is sent as asked.
+MODEL_RULES = tuple(f.rules(prefix=_PREFIX, settings=_KEYS, source=_DOCS) for f in CLAUDE_FAMILIES)
 #: The smallest ``budget_tokens`` Claude takes.
 MIN_BUDGET = 1024
 #: A level as manual thinking's ``budget_tokens``, for the families that take no effort.
 LEVEL_BUDGETS = {"low": 2048, "medium": 8192, "high": 16384}
 #: ``maxTokens`` sent beside a budget when the caller gave none (the budget is added to it).
 DEFAULT_MAX_TOKENS = 4096
-_KEYS = {"temperature": "temperature", "top_p": "topP"}
 
 
 def rules_for(model: str) -> ModelRules | None:
@@ -128,9 +84,9 @@ def add_thinking(
     if thinking is None:
         return
     CAPABILITIES.check_thinking(thinking, model, provider)
-    rules = rules_for(model)
+    family = claude_family(model, _PREFIX)
     if thinking == "off":
-        if is_claude(model) and rules not in (None, _MYTHOS, _ADAPTIVE_ONLY, MODEL_RULES[-1]):
+        if family is not None and family.takes_disabled:
             fields["thinking"] = {"type": "disabled"}
         return
     if not is_claude(model):
@@ -142,7 +98,7 @@ def add_thinking(
             'fields in provider_options["additional_model_request_fields"]',
             model=model,
         )
-    if isinstance(thinking, str) and rules in (None, _MYTHOS, _ADAPTIVE_ONLY, _ADAPTIVE_OR_BUDGET):
+    if isinstance(thinking, str) and (family is None or family.adaptive):
         fields["thinking"] = {"type": "adaptive"}
         fields["output_config"] = {**(fields.get("output_config") or {}), "effort": thinking}
         return

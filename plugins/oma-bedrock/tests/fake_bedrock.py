@@ -21,7 +21,11 @@ most five documents in a message and a text block beside them, tool calls in ass
 and tool results in user turns (and a ``toolConfig`` whenever the conversation holds
 either), inference settings of the documented names, a ``toolChoice`` that sets one of
 ``auto`` / ``any`` / ``tool`` (naming a declared tool), an ``outputConfig.textFormat`` of
-type ``json_schema`` whose ``structure.jsonSchema.schema`` is a string holding a JSON object.
+type ``json_schema`` whose ``structure.jsonSchema.schema`` is a string holding a JSON object;
+``cachePoint`` checkpoints (``{"type": "default"}``, an optional ``ttl`` of ``5m`` or ``1h``) in
+``system``, message content and ``toolConfig.tools``, at most four in a request, in tools only for
+Claude and anywhere only for Claude and Nova models; reasoning this server signed
+(``reply_reasoning``) coming back with its signature and its text unchanged.
 
 Faults come from the kit (``oma_core.testing``) plus three of this wire's own:
 ``CorruptFrame`` (a frame whose message CRC is wrong), ``Malformed`` (a 200 whose body is not
@@ -76,6 +80,8 @@ EXCEPTION_STATUS = {
     "ServiceUnavailableException": 503,
 }
 _STATUS_EXCEPTION = {status: name for name, status in EXCEPTION_STATUS.items()}
+#: Documented: at most four cache checkpoints in a request.
+MAX_CHECKPOINTS = 4
 _TOP_LEVEL = {
     "messages",
     "system",
@@ -268,6 +274,8 @@ class FakeBedrock(FakeServer):
         self.chunk_size = chunk_size
         self.default_reply = Reply(({"text": "Hello from the fake Converse API."},))
         self._replies: deque[Reply] = deque()
+        #: The reasoning this server signed: signature -> text.
+        self.signed: dict[str, str] = {}
         #: Model ids the requests named (decoded from the path), in order.
         self.models: list[str] = []
 
@@ -279,6 +287,18 @@ class FakeBedrock(FakeServer):
     def reply_tool_use(self, tool_id: str, name: str, tool_input: Mapping[str, Any]) -> None:
         block = {"toolUse": {"toolUseId": tool_id, "name": name, "input": dict(tool_input)}}
         self._replies.append(Reply((block,), stop_reason="tool_use"))
+
+    def reply_reasoning(
+        self, reasoning: str, *then: Mapping[str, Any], stop_reason: str = "end_turn"
+    ) -> str:
+        """Queue a reply of ``reasoning`` signed by this server (as Claude's thinking is),
+        followed by the content blocks ``then``; returns the signature, which must come back
+        with the text unchanged."""
+        signature = "fake-sig-" + hashlib.sha256((self.secret_key + reasoning).encode()).hexdigest()
+        self.signed[signature] = reasoning
+        text = {"text": reasoning, "signature": signature}
+        self.reply({"reasoningContent": {"reasoningText": text}}, *then, stop_reason=stop_reason)
+        return signature
 
     def reply(self, *content: Mapping[str, Any], **kwargs: Any) -> None:
         """Queue a reply made of Converse content blocks (text, toolUse, reasoningContent)."""
@@ -317,6 +337,7 @@ class FakeBedrock(FakeServer):
         try:
             self._check(request.json)
             _check_thinking(model, request.json)
+            _check_cache_points(model, request.json)
         except _Refused as exc:
             return self.error_response(EXCEPTION_STATUS.get(exc.name, 400), str(exc), exc.name)
         reply = self._replies.popleft() if self._replies else self.default_reply
@@ -481,9 +502,11 @@ class FakeBedrock(FakeServer):
             )
         system = body.get("system")
         if system is not None and not (
-            isinstance(system, list) and all(isinstance(s, dict) and "text" in s for s in system)
-        ):
-            raise _Refused("system must be a list of text blocks.")
+            isinstance(system, list)
+            and all(isinstance(s, dict) and len(s) == 1 and set(s) <= {"text", "cachePoint"}
+                    for s in system)
+        ):  # fmt: skip
+            raise _Refused("system must be a list of text and cachePoint blocks.")
         inference = body.get("inferenceConfig", {})
         if not isinstance(inference, dict) or set(inference) - _INFERENCE:
             raise _Refused(f"inferenceConfig may hold only {sorted(_INFERENCE)}.")
@@ -500,6 +523,8 @@ class FakeBedrock(FakeServer):
             )
         if tools is not None:
             for tool in tools.get("tools", ()):
+                if set(tool) == {"cachePoint"}:
+                    continue
                 spec = tool.get("toolSpec", {})
                 if not isinstance(spec.get("name"), str) or "json" not in spec.get(
                     "inputSchema", {}
@@ -594,6 +619,12 @@ class FakeBedrock(FakeServer):
                 raise _Refused(f"{where}: reasoningContent is only allowed in assistant messages.")
             if not isinstance(value, dict) or len(value) != 1:
                 raise _Refused(f"{where}.reasoningContent must set one member.")
+            text = value.get("reasoningText") or {}
+            issued = self.signed.get(text.get("signature", ""))
+            if issued is not None and issued != text.get("text"):
+                raise _Refused(f"{where}: the thinking block was modified; its signature fails.")
+        elif kind == "cachePoint":
+            pass  # checked with the request's other checkpoints (_check_cache_points)
         else:
             raise _Refused(f"{where}: unknown ContentBlock member {kind}.")
 
@@ -621,6 +652,34 @@ class FakeBedrock(FakeServer):
         magic = _MAGIC.get(value["format"]) if kind == "image" else None
         if magic and not data.startswith(magic):
             raise _Refused(f"{where}: the image bytes are not {value['format']}.")
+
+
+def _check_cache_points(model: str, body: dict[str, Any]) -> None:
+    """Each ``cachePoint`` a ``CachePointBlock`` (type ``default``, ttl ``5m`` or ``1h``), at
+    most four in the request, in the places the model caches (tools: Claude only)."""
+    points = [("system", s["cachePoint"]) for s in body.get("system") or () if "cachePoint" in s]
+    tools = (body.get("toolConfig") or {}).get("tools") or ()
+    points += [("tools", t["cachePoint"]) for t in tools if "cachePoint" in t]
+    points += [
+        ("messages", b["cachePoint"])
+        for m in body["messages"]
+        for b in m["content"]
+        if "cachePoint" in b
+    ]
+    for _, point in points:
+        if not isinstance(point, dict) or point.get("type") != "default":
+            raise _Refused("cachePoint.type: Input should be 'default'")
+        if set(point) - {"type", "ttl"} or point.get("ttl", "5m") not in ("5m", "1h"):
+            raise _Refused("cachePoint.ttl: Input should be '5m' or '1h'")
+    if len(points) > MAX_CHECKPOINTS:
+        raise _Refused(f"A maximum of {MAX_CHECKPOINTS} cache checkpoints is allowed.")
+    claude = "anthropic.claude" in model
+    if points and not (claude or "amazon.nova" in model):
+        raise _Refused("This model doesn't support prompt caching.")
+    if not claude and any(place == "tools" for place, _ in points):
+        raise _Refused("Prompt caching of tools is not supported for this model.")
+    if not claude and any(p.get("ttl") == "1h" for _, p in points):
+        raise _Refused("The 1h cache TTL is not supported for this model.")
 
 
 def _documents_of(block: Any) -> Iterator[Mapping[str, Any]]:

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import pytest
 from fake_bedrock import FakeBedrock
 
 from oma_core.testing import NeutralRequest, RecordedRequest, ScriptedReply
+from oma_core.testing.cache_checks import CacheMarker
 from oma_core.testing.conformance import ProviderConformance, Sample
+
+#: The kit's model: a Claude model on Bedrock, which caches tools, system prompt and messages
+#: and signs its reasoning.
+CLAUDE = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 _IMAGE = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
 _FILE = {"application/pdf": "pdf", "text/plain": "txt", "text/markdown": "md"}
@@ -140,10 +145,15 @@ def read_converse_body(body: Mapping[str, Any]) -> NeutralRequest:
     tools = tool_config.get("tools") or ()
     return NeutralRequest(
         messages=[
-            {"role": m["role"], "content": [_read_block(b) for b in m["content"]]}
+            {
+                "role": m["role"],
+                "content": [_read_block(b) for b in m["content"] if "cachePoint" not in b],
+            }
             for m in body["messages"]
         ],
-        system_prompt="".join(b["text"] for b in body["system"]) if "system" in body else None,
+        system_prompt=(
+            "".join(b.get("text", "") for b in body["system"]) if "system" in body else None
+        ),
         tools=[
             {
                 "name": t["toolSpec"]["name"],
@@ -151,6 +161,7 @@ def read_converse_body(body: Mapping[str, Any]) -> NeutralRequest:
                 "input_schema": t["toolSpec"]["inputSchema"]["json"],
             }
             for t in tools
+            if "toolSpec" in t
         ],
         temperature=inference.get("temperature"),
         max_tokens=inference.get("maxTokens"),
@@ -158,6 +169,32 @@ def read_converse_body(body: Mapping[str, Any]) -> NeutralRequest:
         tool_choice=_read_tool_choice(tool_config.get("toolChoice")),
         output_schema=_read_output_schema(body),
     )
+
+
+def read_cache_markers(body: Mapping[str, Any]) -> list[CacheMarker]:
+    """Where Converse sees cache checkpoints in ``body`` (the prompt caching documentation): a
+    ``cachePoint`` block in ``toolConfig.tools``, ``system`` or a message's ``content`` caches
+    what comes before it, so it marks the tool, system text or content block it follows."""
+    markers: list[CacheMarker] = []
+    tools = (body.get("toolConfig") or {}).get("tools") or []
+    system = body.get("system") or []
+    places: list[tuple[Literal["tools", "system", "messages"], list[Any]]] = [
+        ("tools", tools),
+        ("system", system),
+        *(("messages", m["content"]) for m in body["messages"]),
+    ]
+    for place, blocks in places:
+        for i, block in enumerate(blocks):
+            if "cachePoint" not in block:
+                continue
+            before = blocks[i - 1] if i else {}
+            ttl = block["cachePoint"].get("ttl")
+            if place == "tools":
+                name = before.get("toolSpec", {}).get("name")
+                markers.append(CacheMarker("tools", name, ttl))
+            else:
+                markers.append(CacheMarker(place, before.get("text"), ttl))
+    return markers
 
 
 class TestBedrockConformanceSigV4(ProviderConformance):
@@ -169,6 +206,10 @@ class TestBedrockConformanceSigV4(ProviderConformance):
     streams_tool_arguments = True  # contentBlockDelta.delta.toolUse.input
     output_modes = frozenset({"native", "tool", "prompted"})
     server_sent_events = False  # an AWS binary event stream
+    model = CLAUDE
+    cache_markers = True  # cachePoint blocks
+    cache_usage = frozenset({"read", "write"})  # cacheRead/cacheWriteInputTokens
+    cache_ttl_options: ClassVar[Mapping[str, Any]] = {"cache_ttl": "1h"}  # the hour, on each marker
 
     @pytest.fixture
     def server(self, fake_server_factory: Any) -> FakeBedrock:
@@ -188,12 +229,35 @@ class TestBedrockConformanceSigV4(ProviderConformance):
             assert call.id is not None  # the service gives every call an id
             use = {"toolUseId": call.id, "name": call.name, "input": dict(call.arguments)}
             blocks.append({"toolUse": use})
+        usage = reply.usage
+        read, written = usage.cache_read_tokens, usage.cache_write_tokens
         server.reply(
             *blocks,
             stop_reason=reply.stop_reason,  # Converse's vocabulary is oma's
-            input_tokens=reply.usage.input_tokens,
-            output_tokens=reply.usage.output_tokens,
+            # Converse's inputTokens leaves out the tokens read from or written to the cache
+            input_tokens=usage.input_tokens - read - written,
+            output_tokens=usage.output_tokens,
+            cache_read=read or None,
+            cache_write=written or None,
         )
+
+    def script_reasoning(
+        self,
+        server: FakeBedrock,
+        reasoning: str,
+        *,
+        text: str = "",
+        call: tuple[str, str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Claude's reasoning signed by the server, then the text or the tool call."""
+        if call is None:
+            server.reply_reasoning(reasoning, {"text": text})
+            return
+        use = {"toolUse": {"toolUseId": call[0], "name": call[1], "input": dict(call[2])}}
+        server.reply_reasoning(reasoning, use, stop_reason="tool_use")
+
+    def read_cache_markers(self, body: Mapping[str, Any]) -> list[CacheMarker]:
+        return read_cache_markers(body)
 
     def read_request(self, body: Mapping[str, Any]) -> NeutralRequest:
         return read_converse_body(body)
