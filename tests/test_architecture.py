@@ -229,7 +229,7 @@ PUBLIC_MODULES = frozenset(
         *("tools", "progress", "evaluation", "budgets", "retry", "tracing"),
         *("teams", "redaction", "stores"),
         *("default_plugins", "testing", "cli"),
-        *("toolkit", "http", "processes"),
+        *("toolkit", "http", "processes", "model_families"),
     }
 )
 
