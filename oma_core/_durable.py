@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -46,13 +47,16 @@ from .redaction import redact_error
 if TYPE_CHECKING:
     from ._config import AgentConfig
     from ._run_store import RunStore
+    from .budgets import Budget
 
 __all__ = [
     "FINISHED",
     "RECORDER",
     "OpenedRun",
     "Recorder",
+    "budget_json",
     "config_from",
+    "continued_budget",
     "handing",
     "open_run",
     "read_state",
@@ -143,6 +147,40 @@ def recorded_usage(state: Mapping[str, Any]) -> Usage:
     return _usage(state["usage"])
 
 
+def _cap(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else value
+
+
+def budget_json(budget: Budget | None) -> dict[str, Any] | None:
+    """The shared ``Budget`` of a run as a checkpoint holds it: its caps and what was spent
+    against it when the checkpoint was written (an infinite cap is no cap: None)."""
+    if budget is None:
+        return None
+    return {
+        "max_tokens": _cap(budget.max_tokens),
+        "max_cost": _cap(budget.max_cost),
+        "used_tokens": int(budget.used_tokens),
+        "used_cost": float(budget.used_cost) if math.isfinite(budget.used_cost) else None,
+    }
+
+
+def continued_budget(saved: Mapping[str, Any] | None, given: Budget | None) -> Budget | None:
+    """The shared ``Budget`` a resumed run goes on with: ``given`` (its caps win) charged up
+    to what the checkpoint ``saved`` says was spent (the same object, still in this process,
+    has spent that much already: it is left as it is), else one rebuilt from ``saved``."""
+    if saved is None:
+        return given
+    tokens = int(saved["used_tokens"])
+    cost = math.inf if saved["used_cost"] is None else float(saved["used_cost"])
+    if given is None:
+        from .budgets import Budget
+
+        given = Budget(max_tokens=saved["max_tokens"], max_cost=saved["max_cost"])
+    given.used_tokens = max(given.used_tokens, tokens)
+    given.used_cost = max(given.used_cost, cost)
+    return given
+
+
 class Recorder:
     """Where one durable agent run reports its steps; each report is one checkpoint.
 
@@ -159,11 +197,15 @@ class Recorder:
         restored: Mapping[str, Any] | None = None,
         decisions: Mapping[str, Mapping[str, Any]] | None = None,
         lease: str | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self.head = dict(head)
         self.restored = restored
+        #: The shared ``Budget`` the run is charged to (``budget=``): each checkpoint holds
+        #: what was spent against it, so a resume goes on from there.
+        self.budget = budget
         self.decisions = dict(decisions or {})
         self.requested: list[str] = [] if restored is None else list(restored["requested"])
         self.round: list[ToolResultBlock] = []
@@ -244,6 +286,7 @@ class Recorder:
             "requested": self.requested,
             "pending": [],
             "result": None,
+            "budget": budget_json(self.budget),
             **(extra or {}),
         }
         pending = len(state["pending"])
