@@ -8,8 +8,9 @@ completed, 1 a task (or the team) failed, 2 a usage or configuration error, 130 
 
 A team run is durable: it checkpoints into the oma home's ``runs.db`` (``SQLiteRunStore``)
 beside a record of the command that started it (``<run id>/command``: the files' paths, the
-goal, the executor's name; never a file's content, which may hold a key), so ``oma runs
-resume ID`` rebuilds the team from its files after Ctrl-C or a crash (``rebuilt``).
+goal, the executor's name, the prices; never a file's content, which may hold a key), so
+``oma runs resume ID`` rebuilds the team from its files after Ctrl-C or a crash
+(``rebuilt``), its budget going on from what was spent.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 import click
 
 from ..budgets import Price
@@ -134,28 +136,40 @@ class Rebuilt:
         self.specs = specs
         self.coordinator = coordinator
 
+    @property
+    def prices(self) -> Price | None:
+        """The prices the command was given (``--price``, ``--cache-price``), if any."""
+        kept = self.command.get("price")  # .get: records kept before prices were
+        return None if kept is None else Price(**kept)
+
     def orchestrator(self, store: RunStore, view: RunView | None = None) -> OpenMultiAgent:
-        """An ``OpenMultiAgent`` on ``store`` with the executor the command ran on, its
-        progress shown by ``view``."""
+        """An ``OpenMultiAgent`` on ``store`` with the executor the command ran on and its
+        prices, its progress shown by ``view``."""
         from ..orchestrator import OpenMultiAgent
 
         executor = self.command.get("executor") or "local"
         try:
             observer = None if view is None else hosts_named(view, {})
-            return OpenMultiAgent(observer, store=store, executor=executor)
+            return OpenMultiAgent(
+                observer, store=store, executor=executor, estimate_cost=self.prices
+            )
         except (OmaError, TypeError, ValueError) as error:
             refuse(str(error))
 
     async def resume(self, store: RunStore, run_id: str) -> TeamRunResult:
         """Continue the team run ``run_id`` with the live view: its finished tasks shown as
-        they ended (they are read back, not run), the rest as they run now."""
-        from .._team_durable import run_kind
+        they ended (they are read back, not run), the rest as they run now; the team's
+        budget (``--max-token-budget``, ``--max-cost-budget``) goes on from what was spent."""
+        from .._team_durable import open_team_run, run_kind
 
         _, state = await run_kind(store, run_id)
+        budget = await (await open_team_run(store, run_id, state)).budget(store, None)
         coordinator = None
         if self.command["command"] == "team":
             coordinator = self.coordinator.name if self.coordinator else "coordinator"
-        board = TaskBoard(self.team.name, coordinator=coordinator)
+        board = TaskBoard(
+            self.team.name, coordinator=coordinator, prices=self.prices, budget=budget
+        )
         for title, task in dict(state.get("tasks", {})).items():
             row = board.add(title, task["assignee"])
             if task["status"] in ("completed", "failed", "skipped"):
@@ -165,7 +179,7 @@ class Rebuilt:
         oma = self.orchestrator(store, view)
         async with oma, view:
             return await oma.resume(
-                run_id, team=self.team, tasks=self.specs, config=self.coordinator
+                run_id, team=self.team, tasks=self.specs, config=self.coordinator, budget=budget
             )
 
 
@@ -229,6 +243,10 @@ class RunOptions:
             from ..budgets import Budget
 
             self.budget = Budget(max_tokens=token_budget, max_cost=cost_budget)
+
+    def price_json(self) -> dict[str, float | None] | None:
+        """The prices as the command's record keeps them (a resume prices calls with them)."""
+        return None if self.prices is None else attrs.asdict(self.prices)
 
 
 def run_options(function: F) -> F:
@@ -482,6 +500,7 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
         "team_file": os.path.abspath(agents_file or plan_file),
         "team_file_plan": agents_file is None,
         "executor": settings.executor,
+        "price": settings.price_json(),
     }
 
     run_id = _new_run_id()
@@ -542,6 +561,7 @@ def team(
         "team_file_plan": False,
         "coordinator_file": None if coordinator_file is None else os.path.abspath(coordinator_file),
         "executor": settings.executor,
+        "price": settings.price_json(),
     }
 
     run_id = _new_run_id()
