@@ -172,8 +172,6 @@ async def test_a_resumed_agent_run_goes_on_from_what_its_budget_had_spent() -> N
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
-    again = AgentConfig(
-        name="writer", provider=Scripted(scripts), tools=[tool(_look, name="look")]
-    )
+    again = AgentConfig(name="writer", provider=Scripted(scripts), tools=[tool(_look, name="look")])
     resumed = await OpenMultiAgent(store=store).resume("one", config=again)
     assert resumed.status.code == "budget_exhausted"  # 11 + 12 passes 20; 12 alone would not
