@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ..orchestrator import OpenMultiAgent
     from ..teams import TaskSpec, Team, TeamRunResult
 
-__all__ = ["COMMAND", "Rebuilt", "rebuilt", "result_json", "tasks", "team"]
+__all__ = ["COMMAND", "Rebuilt", "print_outcome", "rebuilt", "result_json", "tasks", "team"]
 
 #: The suffix of the record a command keeps beside its team run: ``<run id>/command``.
 COMMAND = "command"
@@ -172,7 +172,7 @@ class Rebuilt:
         )
         for title, task in dict(state.get("tasks", {})).items():
             row = board.add(title, task["assignee"])
-            if task["status"] in ("completed", "failed", "skipped"):
+            if task["status"] in ("completed", "failed", "skipped", "waiting"):
                 row.state, row.attempts = task["status"], int(task["attempts"])
                 row.usage = Usage(**task["usage"])
         view = _view(board, False)
@@ -350,13 +350,16 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def _finish(
+def print_outcome(
     outcome: TeamRunResult,
     board: TaskBoard,
     options: RunOptions,
     answer: bool,
     hosts: Mapping[str, Reach] | None = None,
 ) -> None:
+    """How ``oma tasks`` and ``oma team`` end: the result (``answer``: the team's answer,
+    else the outputs of the tasks nothing depends on; JSON with ``--json``), then on stderr
+    the calls a suspended run waits for and how to go on, or why it failed (exit 1)."""
     if options.as_json:
         shown = result_json(outcome, board, hosts)
         click.echo(printable_json(json.dumps(shown, ensure_ascii=False, indent=2)))
@@ -513,7 +516,7 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
         finally:
             await store.aclose()
 
-    _finish(_execute(view, run, run_id), board, settings, answer=False, hosts=hosts)
+    print_outcome(_execute(view, run, run_id), board, settings, answer=False, hosts=hosts)
 
 
 @click.command()
@@ -589,4 +592,4 @@ def team(
             after = f" (after {', '.join(task.depends_on)})" if task.depends_on else ""
             line = f"- {task.title} [{task.assignee or 'anyone'}]{after}: {task.description}"
             click.echo(printable(line))
-    _finish(outcome, board, settings, answer=not plan_only, hosts=hosts)
+    print_outcome(outcome, board, settings, answer=not plan_only, hosts=hosts)
