@@ -112,6 +112,7 @@ def config_head(config: AgentConfig) -> dict[str, Any]:
         "output_retries": config.output_retries,
         "output_mode": config.output_mode,
         "tools": [_tool_name(found) for found in config.tools],
+        "backend": None if config.backend is None else str(config.backend["kind"]),
         "held": _held(config),
     }
 
@@ -125,7 +126,9 @@ def _tool_name(found: object) -> str:
 def _held(config: AgentConfig) -> list[str]:
     """What of ``config`` a checkpoint cannot hold, as ``ResumeMissingError`` names it."""
     held = []
-    if not isinstance(config.provider, str):
+    if config.backend is not None:  # its options may name a command, an environment, a key
+        held.append(f"the backend {config.backend['kind']!r} (config=AgentConfig(backend=...))")
+    elif not isinstance(config.provider, str):
         held.append("the provider object (config=AgentConfig(provider=...))")
     if config.output_type is not None:
         held.append("the output type (config=AgentConfig(output_type=...))")
@@ -219,6 +222,8 @@ class Recorder:
         self._encoded: list[str] = []
         self._seen: list[LLMMessage] = []
         self._created = time.time() if restored is None else float(restored["created"])
+        if restored is not None:  # a run that does not restore (a backend's) keeps it too
+            self._input = list(restored["input"])
         self._lease = lease
         self._replaying = False
         self._renew_at = 0.0 if lease is None else asyncio.get_running_loop().time()
@@ -234,6 +239,12 @@ class Recorder:
         self.run = run
         self._input = await self._media.dump(messages)
         await self.save(run)
+
+    async def begun(self, messages: tuple[LLMMessage, ...]) -> None:
+        """An external agent's run (``backend=``) starts on ``messages``: its one checkpoint
+        before it ends (a backend's turn is not oma's to checkpoint as it goes)."""
+        self._input = await self._media.dump(messages)
+        await self.save(_Ended([], Usage(), 0, "", None))
 
     async def turned(self, run: Any, turns: int, corrections: int) -> None:
         """A model turn arrived (``run.produced[-1]``); its tool round is not under way yet
@@ -474,6 +485,11 @@ def config_from(
     config is given again, for the message)."""
     tools = list(head["tools"])
     if given is not None:
+        kind = None if given.backend is None else str(given.backend["kind"])
+        if kind != head.get("backend"):  # .get: checkpoints written before it was kept
+            ran = head.get("backend")
+            said = "a model" if ran is None else f"the backend {ran!r}"
+            raise CheckpointError(run_id, f"it ran on {said}; the config given does not")
         names = {_tool_name(found) for found in given.tools}
         missing = [name for name in tools if name not in names]
         if missing:

@@ -76,6 +76,7 @@ from .budgets import Budget, CostEstimator
 from .default_plugins.local_executor import LocalExecutor
 from .errors import UsageError
 from .evaluation import Evaluator, OnlineEvaluationConfig
+from .messages import LLMMessage, prompt_of, user_text
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
 from .providers import Usage
 from .redaction import detached_error
@@ -237,7 +238,7 @@ class OpenMultiAgent:
         keyword arguments are the common per-run settings; ``settings`` gives any other
         ``RunSettings`` field (the keywords win over it).
         """
-        durable = self._store is not None and config.backend is None
+        durable = self._store is not None
         if durable and run_id is None:  # a durable run's id is known before it starts
             run_id = (settings.run_id if settings is not None else None) or new_run_id()
         keywords: tuple[object, ...] = (
@@ -265,6 +266,9 @@ class OpenMultiAgent:
             return run
         assert self._store is not None and run_id is not None
         recorder = Recorder(self._store, run_id, config_head(config), budget=budget)
+        if config.backend is not None:  # checkpointed as it starts and as it ends
+            assert isinstance(input, str)  # else the run refused it: a backend takes text
+            return self._recorded(run, recorder, (user_text(input),))
         return self._recorded(run, recorder)
 
     @overload
@@ -355,12 +359,29 @@ class OpenMultiAgent:
                 budget=shared,
             )
             call = RunOverrides(run_id=run_id, budget=shared)
-            given = await opened.input(store)  # what observers see; the run reads its own
+            kept = await opened.input(store)  # what observers see; the run reads its own
+            given: str | Sequence[Any] = kept
+            if chosen.backend is not None:  # its input as it was given: text
+                given = prompt_of(kept)
+                await self._from_start(chosen, run_id)
             spent = self._spent(chosen, run_id, recorded_usage(opened.state))
             run = self._run(chosen, given, spent, call, self._providers, self._agents)
             return await self._recorded(run, recorder)
         finally:
             await store.release(run_id, self._owner)
+
+    async def _from_start(self, config: AgentConfig, run_id: str) -> None:
+        """An external agent's run resumed: it runs again from its start (its first life's
+        steps were the backend's, not checkpointed); ``run_resumed`` with ``from_start`` and
+        a log line say so."""
+        kind = config.provider_name
+        note = (
+            f"run {run_id} of the external agent {kind!r} had no checkpoint of its steps: "
+            "it runs again from its start"
+        )
+        _log.warning("%s", note)
+        data = {"turns": 0, "tool_calls": 0, "from_start": True, "message": note}
+        await self._emit_event(ProgressEvent("run_resumed", config.name, None, data, run_id))
 
     async def _resume_team(
         self,
@@ -445,9 +466,22 @@ class OpenMultiAgent:
         ledger.used_cost = used_cost
         return RunSettings(budgets=(ledger,))
 
-    async def _recorded(self, run: Awaitable[RunResult], recorder: Recorder) -> RunResult:
+    async def _recorded(
+        self,
+        run: Coroutine[Any, Any, RunResult],
+        recorder: Recorder,
+        begun: tuple[LLMMessage, ...] | None = None,
+    ) -> RunResult:
         """A durable run: ``run`` awaited with ``recorder`` handed to it, then its last
-        checkpoint (cancelled, the last checkpoint stays: ``resume`` goes on from it)."""
+        checkpoint (cancelled, the last checkpoint stays: ``resume`` goes on from it). An
+        external agent's run (``begun``: its input) is checkpointed as it starts, since it
+        reports no steps."""
+        if begun is not None:
+            try:
+                await recorder.begun(begun)
+            except BaseException:
+                run.close()  # never started: nothing to say it was not awaited
+                raise
         with handing(recorder):
             result = await run
         await recorder.finish(result)
