@@ -5,7 +5,10 @@ the agent puts it in ``RunContext.state`` under ``RECORDER``). The run reports t
 starts, after every model turn and after every tool result; each report saves one checkpoint
 (``_checkpoints.encode``: versioned, digested JSON, media by reference) replacing the last, in
 one atomic ``RunStore.save``. Without a store there is no recorder and the run pays one
-``dict.get``.
+``dict.get``. An external agent's run (``backend=``) reports no steps: it is checkpointed
+as it starts (``Recorder.begun``) and as it ends, and a resume runs it again from its start.
+Every checkpoint holds the shared ``Budget`` the run is charged to (``budget_json``), so a
+resume goes on from what was spent (``continued_budget``).
 
 ``open_run`` reads a run back for ``resume``: the checkpoint, checked (``CheckpointError``
 when it is not exactly what was written), the decisions on its approval requests (stored

@@ -9,8 +9,10 @@ under ``<team run id>/<key>``: ``<position>`` for a task's first attempt (from 1
 order), ``<position>.<attempt>`` for a retry, ``plan`` and ``final`` for the coordinator's.
 A finished child is read back and never run again; a child in flight (or suspended) resumes
 from its own checkpoint through the agent run's ``Recorder``, so a checkpointed tool result
-is never run again either. A run on another executor than the local one (Ray) is kept when
-it returns: finished tasks are not rerun, a task in flight is run again.
+is never run again either. A run on another executor than the local one (Ray), or on an
+external agent, is kept when it returns: finished tasks are not rerun, a task in flight is
+run again. A shared ``Budget`` goes on from the largest spend the team run's checkpoints and
+those of its children under way recorded (``OpenedTeamRun.budget``).
 """
 
 from __future__ import annotations
