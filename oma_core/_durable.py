@@ -5,7 +5,10 @@ the agent puts it in ``RunContext.state`` under ``RECORDER``). The run reports t
 starts, after every model turn and after every tool result; each report saves one checkpoint
 (``_checkpoints.encode``: versioned, digested JSON, media by reference) replacing the last, in
 one atomic ``RunStore.save``. Without a store there is no recorder and the run pays one
-``dict.get``.
+``dict.get``. An external agent's run (``backend=``) reports no steps: it is checkpointed
+as it starts (``Recorder.begun``) and as it ends, and a resume runs it again from its start.
+Every checkpoint holds the shared ``Budget`` the run is charged to (``budget_json``), so a
+resume goes on from what was spent (``continued_budget``).
 
 ``open_run`` reads a run back for ``resume``: the checkpoint, checked (``CheckpointError``
 when it is not exactly what was written), the decisions on its approval requests (stored
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -46,13 +50,16 @@ from .redaction import redact_error
 if TYPE_CHECKING:
     from ._config import AgentConfig
     from ._run_store import RunStore
+    from .budgets import Budget
 
 __all__ = [
     "FINISHED",
     "RECORDER",
     "OpenedRun",
     "Recorder",
+    "budget_json",
     "config_from",
+    "continued_budget",
     "handing",
     "open_run",
     "read_state",
@@ -108,6 +115,7 @@ def config_head(config: AgentConfig) -> dict[str, Any]:
         "output_retries": config.output_retries,
         "output_mode": config.output_mode,
         "tools": [_tool_name(found) for found in config.tools],
+        "backend": None if config.backend is None else str(config.backend["kind"]),
         "held": _held(config),
     }
 
@@ -121,7 +129,9 @@ def _tool_name(found: object) -> str:
 def _held(config: AgentConfig) -> list[str]:
     """What of ``config`` a checkpoint cannot hold, as ``ResumeMissingError`` names it."""
     held = []
-    if not isinstance(config.provider, str):
+    if config.backend is not None:  # its options may name a command, an environment, a key
+        held.append(f"the backend {config.backend['kind']!r} (config=AgentConfig(backend=...))")
+    elif not isinstance(config.provider, str):
         held.append("the provider object (config=AgentConfig(provider=...))")
     if config.output_type is not None:
         held.append("the output type (config=AgentConfig(output_type=...))")
@@ -143,6 +153,40 @@ def recorded_usage(state: Mapping[str, Any]) -> Usage:
     return _usage(state["usage"])
 
 
+def _cap(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else value
+
+
+def budget_json(budget: Budget | None) -> dict[str, Any] | None:
+    """The shared ``Budget`` of a run as a checkpoint holds it: its caps and what was spent
+    against it when the checkpoint was written (an infinite cap is no cap: None)."""
+    if budget is None:
+        return None
+    return {
+        "max_tokens": _cap(budget.max_tokens),
+        "max_cost": _cap(budget.max_cost),
+        "used_tokens": int(budget.used_tokens),
+        "used_cost": float(budget.used_cost) if math.isfinite(budget.used_cost) else None,
+    }
+
+
+def continued_budget(saved: Mapping[str, Any] | None, given: Budget | None) -> Budget | None:
+    """The shared ``Budget`` a resumed run goes on with: ``given`` (its caps win) charged up
+    to what the checkpoint ``saved`` says was spent (the same object, still in this process,
+    has spent that much already: it is left as it is), else one rebuilt from ``saved``."""
+    if saved is None:
+        return given
+    tokens = int(saved["used_tokens"])
+    cost = math.inf if saved["used_cost"] is None else float(saved["used_cost"])
+    if given is None:
+        from .budgets import Budget
+
+        given = Budget(max_tokens=saved["max_tokens"], max_cost=saved["max_cost"])
+    given.used_tokens = max(given.used_tokens, tokens)
+    given.used_cost = max(given.used_cost, cost)
+    return given
+
+
 class Recorder:
     """Where one durable agent run reports its steps; each report is one checkpoint.
 
@@ -159,11 +203,15 @@ class Recorder:
         restored: Mapping[str, Any] | None = None,
         decisions: Mapping[str, Mapping[str, Any]] | None = None,
         lease: str | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self.head = dict(head)
         self.restored = restored
+        #: The shared ``Budget`` the run is charged to (``budget=``): each checkpoint holds
+        #: what was spent against it, so a resume goes on from there.
+        self.budget = budget
         self.decisions = dict(decisions or {})
         self.requested: list[str] = [] if restored is None else list(restored["requested"])
         self.round: list[ToolResultBlock] = []
@@ -177,6 +225,8 @@ class Recorder:
         self._encoded: list[str] = []
         self._seen: list[LLMMessage] = []
         self._created = time.time() if restored is None else float(restored["created"])
+        if restored is not None:  # a run that does not restore (a backend's) keeps it too
+            self._input = list(restored["input"])
         self._lease = lease
         self._replaying = False
         self._renew_at = 0.0 if lease is None else asyncio.get_running_loop().time()
@@ -192,6 +242,12 @@ class Recorder:
         self.run = run
         self._input = await self._media.dump(messages)
         await self.save(run)
+
+    async def begun(self, messages: tuple[LLMMessage, ...]) -> None:
+        """An external agent's run (``backend=``) starts on ``messages``: its one checkpoint
+        before it ends (a backend's turn is not oma's to checkpoint as it goes)."""
+        self._input = await self._media.dump(messages)
+        await self.save(_Ended([], Usage(), 0, "", None))
 
     async def turned(self, run: Any, turns: int, corrections: int) -> None:
         """A model turn arrived (``run.produced[-1]``); its tool round is not under way yet
@@ -244,6 +300,7 @@ class Recorder:
             "requested": self.requested,
             "pending": [],
             "result": None,
+            "budget": budget_json(self.budget),
             **(extra or {}),
         }
         pending = len(state["pending"])
@@ -431,6 +488,11 @@ def config_from(
     config is given again, for the message)."""
     tools = list(head["tools"])
     if given is not None:
+        kind = None if given.backend is None else str(given.backend["kind"])
+        if kind != head.get("backend"):  # .get: checkpoints written before it was kept
+            ran = head.get("backend")
+            said = "a model" if ran is None else f"the backend {ran!r}"
+            raise CheckpointError(run_id, f"it ran on {said}; the config given does not")
         names = {_tool_name(found) for found in given.tools}
         missing = [name for name in tools if name not in names]
         if missing:

@@ -9,8 +9,10 @@ under ``<team run id>/<key>``: ``<position>`` for a task's first attempt (from 1
 order), ``<position>.<attempt>`` for a retry, ``plan`` and ``final`` for the coordinator's.
 A finished child is read back and never run again; a child in flight (or suspended) resumes
 from its own checkpoint through the agent run's ``Recorder``, so a checkpointed tool result
-is never run again either. A run on another executor than the local one (Ray) is kept when
-it returns: finished tasks are not rerun, a task in flight is run again.
+is never run again either. A run on another executor than the local one (Ray), or on an
+external agent, is kept when it returns: finished tasks are not rerun, a task in flight is
+run again. A shared ``Budget`` goes on from the largest spend the team run's checkpoints and
+those of its children under way recorded (``OpenedTeamRun.budget``).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from ._checkpoints import encode
 from ._durable import (
     FINISHED,
     Recorder,
+    budget_json,
     config_from,
     config_head,
+    continued_budget,
     handing,
     open_run,
     read_state,
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
     from ._config import AgentConfig
     from ._results import RunResult
     from ._run_store import RunStore
+    from .budgets import Budget
     from .teams import TaskResult, TaskSpec, Team, TeamRunResult
 
 __all__ = [
@@ -124,6 +129,7 @@ class TeamRecorder:
         local: bool,
         restored: Mapping[str, Any] | None = None,
         info: Mapping[str, Any] | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -140,6 +146,9 @@ class TeamRecorder:
         #: What else the checkpoint holds as given: ``run_team``'s goal and coordinator, the
         #: executor's name.
         self.info = dict(info or {})
+        #: The ``Budget`` shared by the team run's agent runs: every checkpoint (the team
+        #: run's and its children's) holds what was spent against it.
+        self.budget = budget
         #: The child run of each agent run by its key (``attempt``).
         self._runs: dict[str, str] = {}
         if restored is not None and restored.get("plan") is not None:
@@ -190,7 +199,8 @@ class TeamRecorder:
         local = (self.local or key in ("plan", "final")) and config.backend is None
         if not local:  # it runs elsewhere: kept once it returns
             result = await run()
-            await Recorder(self.store, child, config_head(config)).finish(result)
+            kept = Recorder(self.store, child, config_head(config), budget=self.budget)
+            await kept.finish(result)
             return attrs.evolve(result, run_id=child)
         restored = decisions = spent = None
         if opened is not None:
@@ -198,7 +208,12 @@ class TeamRecorder:
             restored, decisions = opened.state, await self.store.decisions(child)
             spent = recorded_usage(opened.state)
         recorder = Recorder(
-            self.store, child, config_head(config), restored=restored, decisions=decisions
+            self.store,
+            child,
+            config_head(config),
+            restored=restored,
+            decisions=decisions,
+            budget=self.budget,
         )
         token = _child.set((child, spent))
         try:
@@ -278,6 +293,7 @@ class TeamRecorder:
             "requested": self.requested,
             "pending": pending,
             "usage": attrs.asdict(usage),
+            "budget": budget_json(self.budget),
             "output": "",
             "success": False,
             "error": None,
@@ -425,6 +441,39 @@ class OpenedTeamRun:
         if head is None:
             return given
         return config_from(self.run_id, head, given, "config")
+
+    async def budget(self, store: RunStore, given: Budget | None) -> Budget | None:
+        """The shared ``Budget`` the resumed team run goes on with (``continued_budget``):
+        charged with the most its checkpoints say was spent against it — the team run's own
+        and those of its agent runs that were under way, which checkpoint after every model
+        turn (a ledger only grows: the largest figure is the latest)."""
+        saved = self.state.get("budget")  # .get: checkpoints written before it was kept
+        if saved is None:
+            return given
+        latest = dict(saved)
+        for child in self._under_way():
+            if await store.load(child) is None:
+                continue
+            kept = (await read_state(store, child)).get("budget")
+            if kept is None:
+                continue
+            latest["used_tokens"] = max(int(latest["used_tokens"]), int(kept["used_tokens"]))
+            if latest["used_cost"] is not None:
+                cost = kept["used_cost"]
+                latest["used_cost"] = None if cost is None else max(latest["used_cost"], cost)
+        return continued_budget(latest, given)
+
+    def _under_way(self) -> list[str]:
+        """The ids of the agent runs the checkpoint says were under way (or may have been):
+        the running tasks' attempts and the coordinator's runs."""
+        state = self.state
+        titles = [item["title"] for item in state["plan"] or ()]
+        keys = ["plan", "final"]
+        for index, title in enumerate(titles):
+            kept = state["tasks"].get(title)
+            if kept is not None and kept["status"] == "running":
+                keys.append(_key(index, max(1, int(kept["attempts"]))))
+        return [f"{self.run_id}/{key}" for key in keys]
 
     async def decide(self, store: RunStore, approvals: Mapping[str, Any] | None) -> None:
         """Store the decisions of ``approvals`` with the task runs that asked for them (the

@@ -36,7 +36,15 @@ import attrs
 
 from ._approvals import Approval, ApprovalRequest
 from ._delivery import ProgressDispatcher, RunEmitter
-from ._durable import LEASE_SECONDS, Recorder, config_head, handing, open_run, recorded_usage
+from ._durable import (
+    LEASE_SECONDS,
+    Recorder,
+    config_head,
+    continued_budget,
+    handing,
+    open_run,
+    recorded_usage,
+)
 from ._executors import (
     PLAIN_DEFAULTS,
     ExecutionContext,
@@ -68,6 +76,7 @@ from .budgets import Budget, CostEstimator
 from .default_plugins.local_executor import LocalExecutor
 from .errors import UsageError
 from .evaluation import Evaluator, OnlineEvaluationConfig
+from .messages import LLMMessage, prompt_of, user_text
 from .progress import ProgressEvent, ProgressObserver, ProgressStats
 from .providers import Usage
 from .redaction import detached_error
@@ -229,7 +238,7 @@ class OpenMultiAgent:
         keyword arguments are the common per-run settings; ``settings`` gives any other
         ``RunSettings`` field (the keywords win over it).
         """
-        durable = self._store is not None and config.backend is None
+        durable = self._store is not None
         if durable and run_id is None:  # a durable run's id is known before it starts
             run_id = (settings.run_id if settings is not None else None) or new_run_id()
         keywords: tuple[object, ...] = (
@@ -256,7 +265,11 @@ class OpenMultiAgent:
         if not durable:
             return run
         assert self._store is not None and run_id is not None
-        return self._recorded(run, Recorder(self._store, run_id, config_head(config)))
+        recorder = Recorder(self._store, run_id, config_head(config), budget=budget)
+        if config.backend is not None:  # checkpointed as it starts and as it ends
+            assert isinstance(input, str)  # else the run refused it: a backend takes text
+            return self._recorded(run, recorder, (user_text(input),))
+        return self._recorded(run, recorder)
 
     @overload
     async def resume(
@@ -267,6 +280,7 @@ class OpenMultiAgent:
         team: Team,
         approvals: Mapping[str, bool | Approval] | None = None,
         tasks: Iterable[TaskSpec] | None = None,
+        budget: Budget | None = None,
     ) -> TeamRunResult: ...
 
     @overload
@@ -278,6 +292,7 @@ class OpenMultiAgent:
         team: None = None,
         approvals: Mapping[str, bool | Approval] | None = None,
         tasks: Iterable[TaskSpec] | None = None,
+        budget: Budget | None = None,
     ) -> RunResult | TeamRunResult: ...
 
     async def resume(
@@ -288,6 +303,7 @@ class OpenMultiAgent:
         team: Team | None = None,
         approvals: Mapping[str, bool | Approval] | None = None,
         tasks: Iterable[TaskSpec] | None = None,
+        budget: Budget | None = None,
     ) -> RunResult | TeamRunResult:
         """Continue the durable run ``run_id`` from its last checkpoint.
 
@@ -299,6 +315,9 @@ class OpenMultiAgent:
         provider objects, output types); ``ResumeMissingError`` names what is missing. A
         finished run's ``structured`` output is validated again against ``config``'s output
         type; without one it is None (``output`` holds its text).
+        The shared ``Budget`` the run was given (``budget=``) goes on from what its
+        checkpoints say was spent: rebuilt from them, or ``budget`` given again (its caps
+        win; charged up to that spend when it counts less).
         Raises ``UnknownRunError``, ``CheckpointError``, ``UnknownApprovalError``,
         ``ApprovalMismatchError`` or ``LeaseHeldError`` (another worker resumes it now).
 
@@ -314,7 +333,7 @@ class OpenMultiAgent:
             raise UsageError("resume needs a run store: OpenMultiAgent(store=...)")
         kind, _ = await run_kind(store, run_id)
         if kind in TEAM_KINDS:
-            return await self._resume_team(run_id, team, tasks, config, approvals)
+            return await self._resume_team(run_id, team, tasks, config, approvals, budget)
         if team is not None or tasks is not None:
             raise UsageError(f"run {run_id!r} is an agent run: team= and tasks= are for team runs")
         opened = await open_run(store, run_id)
@@ -329,6 +348,7 @@ class OpenMultiAgent:
             if opened.finished:
                 return await opened.result(store, output_type)
             chosen = opened.config(config)
+            shared = continued_budget(opened.state.get("budget"), budget)
             recorder = Recorder(
                 store,
                 run_id,
@@ -336,14 +356,32 @@ class OpenMultiAgent:
                 restored=opened.state,
                 decisions=await store.decisions(run_id),
                 lease=self._owner,
+                budget=shared,
             )
-            call = RunOverrides(run_id=run_id)
-            given = await opened.input(store)  # what observers see; the run reads its own
+            call = RunOverrides(run_id=run_id, budget=shared)
+            kept = await opened.input(store)  # what observers see; the run reads its own
+            given: str | Sequence[Any] = kept
+            if chosen.backend is not None:  # its input as it was given: text
+                given = prompt_of(kept)
+                await self._from_start(chosen, run_id)
             spent = self._spent(chosen, run_id, recorded_usage(opened.state))
             run = self._run(chosen, given, spent, call, self._providers, self._agents)
             return await self._recorded(run, recorder)
         finally:
             await store.release(run_id, self._owner)
+
+    async def _from_start(self, config: AgentConfig, run_id: str) -> None:
+        """An external agent's run resumed: it runs again from its start (its first life's
+        steps were the backend's, not checkpointed); ``run_resumed`` with ``from_start`` and
+        a log line say so."""
+        kind = config.provider_name
+        note = (
+            f"run {run_id} of the external agent {kind!r} had no checkpoint of its steps: "
+            "it runs again from its start"
+        )
+        _log.warning("%s", note)
+        data = {"turns": 0, "tool_calls": 0, "from_start": True, "message": note}
+        await self._emit_event(ProgressEvent("run_resumed", config.name, None, data, run_id))
 
     async def _resume_team(
         self,
@@ -352,8 +390,10 @@ class OpenMultiAgent:
         tasks: Iterable[TaskSpec] | None,
         coordinator: AgentConfig | None,
         approvals: Mapping[str, bool | Approval] | None,
+        given: Budget | None,
     ) -> TeamRunResult:
-        """``resume`` of a team run: its plan and finished tasks read back, the rest run."""
+        """``resume`` of a team run: its plan and finished tasks read back, the rest run
+        (``run_resumed`` said first, with each task's state as the checkpoint holds it)."""
         store = self._store
         assert store is not None
         await store.acquire(run_id, self._owner, LEASE_SECONDS)
@@ -365,14 +405,18 @@ class OpenMultiAgent:
                 return await opened.result(store, tasks)
             chosen = opened.team(team)
             executor = str(state.get("executor") or self.executor)
+            plan = opened.plan(tasks) if opened.kind == "tasks" else ()
+            lead = opened.coordinator(coordinator) if opened.kind == "team" else None
+            budget = await opened.budget(store, given)
+            info: dict[str, Any] = {}
+            if opened.kind == "team":
+                info = {"goal": state["goal"], "coordinator": state.get("coordinator")}
+            journal = self._journal(run_id, opened.kind, chosen, executor, state, info, budget)
+            statuses = {title: task["status"] for title, task in dict(state["tasks"]).items()}
+            await self._emit_run("run_resumed", run_id, {"tasks": statuses})
             if opened.kind == "tasks":
-                plan = opened.plan(tasks)
-                journal = self._journal(run_id, "tasks", chosen, executor, opened.state, {})
-                return await self._tasks(chosen, plan, None, executor, journal)
-            info = {"goal": state["goal"], "coordinator": state.get("coordinator")}
-            journal = self._journal(run_id, "team", chosen, executor, opened.state, info)
-            lead = opened.coordinator(coordinator)
-            return await self._team(chosen, str(state["goal"]), lead, None, executor, journal)
+                return await self._tasks(chosen, plan, budget, executor, journal)
+            return await self._team(chosen, str(state["goal"]), lead, budget, executor, journal)
         finally:
             await store.release(run_id, self._owner)
 
@@ -384,6 +428,7 @@ class OpenMultiAgent:
         executor: str,
         restored: Mapping[str, Any] | None,
         info: Mapping[str, Any],
+        budget: Budget | None,
     ) -> TeamRecorder | None:
         """The journal of a team run with a store (None without one)."""
         if self._store is None:
@@ -397,6 +442,7 @@ class OpenMultiAgent:
             local=local,
             restored=restored,
             info={**info, "executor": executor},
+            budget=budget,
         )
 
     def _spent(self, config: AgentConfig, run_id: str, usage: Usage | None) -> RunSettings:
@@ -420,9 +466,22 @@ class OpenMultiAgent:
         ledger.used_cost = used_cost
         return RunSettings(budgets=(ledger,))
 
-    async def _recorded(self, run: Awaitable[RunResult], recorder: Recorder) -> RunResult:
+    async def _recorded(
+        self,
+        run: Coroutine[Any, Any, RunResult],
+        recorder: Recorder,
+        begun: tuple[LLMMessage, ...] | None = None,
+    ) -> RunResult:
         """A durable run: ``run`` awaited with ``recorder`` handed to it, then its last
-        checkpoint (cancelled, the last checkpoint stays: ``resume`` goes on from it)."""
+        checkpoint (cancelled, the last checkpoint stays: ``resume`` goes on from it). An
+        external agent's run (``begun``: its input) is checkpointed as it starts, since it
+        reports no steps."""
+        if begun is not None:
+            try:
+                await recorder.begun(begun)
+            except BaseException:
+                run.close()  # never started: nothing to say it was not awaited
+                raise
         with handing(recorder):
             result = await run
         await recorder.finish(result)
@@ -445,7 +504,7 @@ class OpenMultiAgent:
         ``TeamRunResult.run_id``): see ``resume``.
         """
         name = executor or self.executor
-        journal = self._journal(run_id, "tasks", team, name, None, {})
+        journal = self._journal(run_id, "tasks", team, name, None, {}, budget)
         return await self._tasks(team, tasks, budget, executor, journal)
 
     async def _tasks(
@@ -470,7 +529,16 @@ class OpenMultiAgent:
                 emit=self._team_emit(),
                 journal=journal,
             )
-        return result if journal is None else await journal.finish(result)
+        return result if journal is None else await self._finished(journal, result)
+
+    async def _finished(self, journal: TeamRecorder, result: TeamRunResult) -> TeamRunResult:
+        """A durable team run's last checkpoint; ``run_suspended`` when it waits for
+        decisions (the task runs that wait said ``approval_requested`` each)."""
+        result = await journal.finish(result)
+        if result.pending:
+            calls = [request.call_id for request in result.pending]
+            await self._emit_run("run_suspended", journal.run_id, {"pending": calls})
+        return result
 
     async def run_team(
         self,
@@ -494,7 +562,8 @@ class OpenMultiAgent:
         if not plan_only and self._store is not None:
             lead = None if coordinator is None else config_head(coordinator)
             info = {"goal": goal, "coordinator": lead}
-            journal = self._journal(run_id, "team", team, executor or self.executor, None, info)
+            name = executor or self.executor
+            journal = self._journal(run_id, "team", team, name, None, info, budget)
         return await self._team(team, goal, coordinator, budget, executor, journal, plan_only)
 
     async def _team(
@@ -521,7 +590,7 @@ class OpenMultiAgent:
                 run_task=run_task,
                 journal=journal,
             )
-        return result if journal is None else await journal.finish(result)
+        return result if journal is None else await self._finished(journal, result)
 
     async def aclose(self) -> None:
         """Score the queued evaluation cases, then close the providers runs shared on this loop
@@ -771,6 +840,11 @@ class OpenMultiAgent:
     def _team_emit(self) -> Emit | None:
         """Where a team run reports its task events: None when nobody listens as it starts."""
         return self._emit_team if self._observers() else None
+
+    async def _emit_run(self, kind: str, run_id: str, data: dict[str, Any]) -> None:
+        """A team run's own event (``run_suspended``, ``run_resumed``): no agent, no task,
+        the team run's id."""
+        await self._emit_event(ProgressEvent(kind, None, None, data, run_id=run_id))
 
     async def _emit_team(
         self, kind: str, agent: str | None, task: str | None, data: dict[str, Any]

@@ -380,6 +380,105 @@ def test_the_view_counts_a_retried_task_s_attempts() -> None:
     assert board.rows["only"].attempts == 2 and board.rows["only"].state == "completed"
 
 
+def _approval_team() -> tuple[Team, tuple[TaskSpec, ...]]:
+    """A team whose "pay" task calls a tool that needs approval (a plan file cannot declare
+    one: its agents have no tools of code), beside an independent "note"."""
+    from oma_core import tool
+
+    def pay(amount: int) -> str:
+        """Pay an invoice."""
+        return f"paid {amount}"
+
+    call = {"type": "tool_use", "id": "p1", "name": "pay", "input": {"amount": 5}}
+    payer = AgentConfig(
+        "payer",
+        provider=ScriptedProvider([{"role": "assistant", "content": [call]}, "paid"]),
+        tools=[tool(pay, needs_approval=True)],
+    )
+    writer = AgentConfig("writer", provider=ScriptedProvider(["noted", "reported"]))
+    plan = (
+        TaskSpec("pay", "Pay.", "payer"),
+        TaskSpec("note", "Note.", "writer"),
+        TaskSpec("report", "Report.", "writer", depends_on=("pay", "note")),
+    )
+    return Team("office", [payer, writer], max_concurrency=1), plan
+
+
+def _suspended(view: RunView) -> tuple[OpenMultiAgent, Team, Any]:
+    """A durable team run, driven in process with ``view`` watching, that suspends."""
+    team, plan = _approval_team()
+    for spec in plan:  # as the command does: every task has its row from the start
+        view.board.add(spec.title, spec.assignee)
+    oma = OpenMultiAgent(on_progress=view, plugins=builtin_host(), store="memory")
+
+    async def run() -> Any:
+        async with view:
+            return await oma.run_tasks(team, plan, run_id="office")
+
+    outcome = asyncio.run(run())
+    assert outcome.suspended
+    return oma, team, outcome
+
+
+def test_the_view_shows_a_task_waiting_for_approval() -> None:
+    board = TaskBoard("office")
+    lines = io.StringIO()
+    view = RunView(board, lines, live=False)
+    oma, team, _ = _suspended(view)
+    shown = lines.getvalue().splitlines()
+    assert shown[:2] == ["pay: running (payer)", "pay: waiting for approval (payer): pay p1"]
+    assert shown[2] == "note: running (writer)" and shown[3].startswith("note: completed")
+    assert len(shown) == 4  # "report" waits with "pay": it never started
+    assert board.rows["pay"].state == "waiting"
+    assert "team office · 1 of 3 done" in board.headline()  # waiting is not done
+    summary = ["completed: note", "waiting for approval: pay", "not started: report"]
+    assert board.summary() == summary
+    from rich.console import Console
+
+    console = Console(record=True, width=COLUMNS, file=io.StringIO())
+    console.print(board.table())
+    (row,) = [line for line in console.export_text().splitlines() if "pay" in line]
+    assert "waiting" in row
+
+    lines.truncate(0)
+    lines.seek(0)
+
+    async def resumed() -> Any:
+        async with view:
+            return await oma.resume("office", team=team, approvals={"p1": True})
+
+    done = asyncio.run(resumed())
+    assert done.success
+    shown = lines.getvalue().splitlines()
+    assert shown[0] == "pay: running (payer)" and shown[1].startswith("pay: completed (payer")
+    assert board.rows["pay"].state == "completed" and board.rows["pay"].asking == []
+
+
+def test_tasks_prints_the_calls_a_suspended_team_run_waits_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from oma_core.cli._tasks import RunOptions, print_outcome
+
+    board = TaskBoard("office")
+    _, _, outcome = _suspended(RunView(board, io.StringIO(), live=False))
+    capsys.readouterr()
+    options = RunOptions(None, (), False, None, None, None)
+    print_outcome(outcome, board, options, answer=False)  # suspended: no exit status 1
+    printed = capsys.readouterr()
+    assert printed.out == ""  # "note" finished, but "report" (waiting) depends on it
+    assert printed.err.splitlines() == [
+        'waiting: p1  pay  {"amount": 5}  (task pay)',
+        "approve or deny (oma runs approve|deny office CALL_ID), then: oma runs resume office",
+    ]
+    as_json = RunOptions(None, (), True, None, None, None)
+    print_outcome(outcome, board, as_json, answer=False)
+    data = json.loads(capsys.readouterr().out)
+    assert [(r["call_id"], r["tool"], r["run_id"]) for r in data["pending"]] == [
+        ("p1", "pay", "office/1")
+    ]
+    assert data["tasks"]["pay"]["status"] == "waiting" and not data["success"]
+
+
 def test_what_others_print_while_the_table_is_up_goes_above_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -164,3 +164,40 @@ def test_a_team_run_started_from_code_with_tools_names_them_on_resume(cli_home: 
     assert "  cry  waiting  (crier, 1 attempt)" in shown.stdout, shown.stdout
     approved = oma("runs", "approve", run_id, "s1")
     assert approved.exit_code == 0 and "approved" in approved.stdout, approved.stderr
+
+
+def test_a_resumed_command_run_keeps_its_prices_and_goes_on_with_its_budget(
+    tmp_path: Path, cli_home: Path
+) -> None:
+    plan = tmp_path / "plan.json"
+    late = {"delay": 3600, "response": "late"}
+    plan.write_text(json.dumps(_plan(["quick done", "after done"], [late])))
+    env = {**os.environ, "OMA_HOME": str(cli_home), "OMA_LOAD_PLUGINS": "", "PYTHONUNBUFFERED": "1"}
+    limits = ["--max-token-budget", "100000", "--price", "1", "2"]
+    process = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "tasks", str(plan), *limits],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=env,
+    )
+    db = cli_home / "runs.db"
+    try:
+        asyncio.run(until(lambda: _quick_done(db), within=60))
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    ((run_id, state),) = _team_runs(db).items()
+    spent = state["budget"]["used_tokens"]  # "quick"'s run, in the first life
+    assert spent > 0 and state["budget"]["max_tokens"] == 100000
+    plan.write_text(json.dumps(_plan(["after done"], ["slow done"])))
+    resumed = oma("runs", "resume", run_id)
+    assert resumed.exit_code == 0, resumed.stderr
+    used = _team_runs(db)[run_id]["budget"]["used_tokens"]
+    assert used > spent  # the first life's spend, and this life's on top
+    last = [line for line in resumed.stdout.splitlines() if line.startswith("after: completed")]
+    assert len(last) == 1 and "$" in last[0], resumed.stdout  # priced as the command was
+    assert last[0].endswith(f"; budget left: {100000 - used:,} of 100,000 tokens")

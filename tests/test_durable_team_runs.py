@@ -243,3 +243,32 @@ async def test_a_team_of_plain_configs_is_rebuilt_from_its_checkpoint() -> None:
     await store.save(StoredRun("plain", "tasks", "running", encode(state), 0.0, 0.0))
     again = await oma.resume("plain")
     assert again.success and again.tasks["say"].output == first.tasks["say"].output
+
+
+async def test_a_team_run_says_it_suspended_and_that_it_resumed() -> None:
+    from oma_core import ProgressEvent
+
+    events: list[ProgressEvent] = []
+    oma = OpenMultiAgent(events.append, store="memory")
+    provider = ByPrompt(SCRIPTS)
+    await oma.run_tasks(_team(provider), PLAN, run_id="office-5")
+    team_events = [event for event in events if event.task is None]
+    assert [(e.type, e.agent, e.run_id) for e in team_events] == [
+        ("run_suspended", None, "office-5")
+    ]
+    assert team_events[0].data == {"pending": ["p1"]}
+    asked = [(e.type, e.run_id) for e in events if e.type == "approval_requested"]
+    assert asked == [("approval_requested", "office-5/1")]  # said by the task run, as before
+    events.clear()
+    await oma.resume("office-5", team=_team(provider), approvals={"p1": True})
+    first = events[0]
+    assert (first.type, first.agent, first.task, first.run_id) == (
+        "run_resumed",
+        None,
+        None,
+        "office-5",
+    )
+    assert first.data == {"tasks": {"note": "completed", "pay": "waiting", "report": "pending"}}
+    resumed = [(e.type, e.task, e.run_id) for e in events if e.type == "run_resumed"]
+    assert resumed == [("run_resumed", None, "office-5"), ("run_resumed", "pay", "office-5/1")]
+    assert "run_suspended" not in [event.type for event in events]  # it finished

@@ -54,13 +54,15 @@ def printable_json(text: str) -> str:
     return _RAW_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
-#: Where a task stands in the view: the core's task states, and "cancelled" for a task that
-#: was running when the run was interrupted.
+#: Where a task stands in the view: the core's task states ("waiting": its run waits for
+#: approval decisions), "retrying", and "cancelled" for a task that was running when the run
+#: was interrupted.
 FINISHED = ("completed", "failed", "skipped", "cancelled")
 _STYLES = {
     "pending": "dim",
     "running": "yellow",
     "retrying": "yellow",
+    "waiting": "cyan",
     "completed": "green",
     "failed": "red",
     "skipped": "dim",
@@ -97,6 +99,8 @@ class TaskRow:
     started: float | None = None
     ended: float | None = None
     error: str | None = None
+    #: The calls a waiting task's run asks approval for: ``tool call_id`` each.
+    asking: list[str] = attrs.Factory(list)
 
     @property
     def tokens(self) -> int:
@@ -140,6 +144,7 @@ class TaskBoard:
             row.assignee = event.agent
         if kind == "task_start":
             row.state, row.attempts, row.started = "running", 1, self.clock()
+            row.asking = []
             return f"{row.title}: running ({row.assignee})"
         if kind == "task_retry":
             row.state = "retrying"
@@ -161,6 +166,18 @@ class TaskBoard:
         if kind == "task_skipped":
             row.state = "skipped"
             return f"{row.title}: skipped (a task it depends on did not complete)"
+        return self._approval_event(row, kind, data)
+
+    def _approval_event(self, row: TaskRow, kind: str, data: dict[str, Any]) -> str | None:
+        """A durable team run's task asks for approval and waits for decisions (resumed, it
+        starts again: ``task_start``)."""
+        if kind == "approval_requested":
+            row.asking.append(f"{data.get('tool')} {data.get('call_id')}")
+            return None
+        if kind == "run_suspended":
+            row.state = "waiting"
+            calls = ", ".join(row.asking) or ", ".join(map(str, data.get("pending", ())))
+            return f"{row.title}: waiting for approval ({row.assignee}): {calls}"
         return None
 
     def _coordinator_event(self, event: ProgressEvent) -> str | None:
@@ -261,10 +278,11 @@ class TaskBoard:
     def summary(self) -> list[str]:
         """What finished, for the end of an interrupted run: one line per state."""
         lines = []
-        for state in ("completed", "failed", "skipped", "cancelled", "pending"):
+        labels = {"pending": "not started", "waiting": "waiting for approval"}
+        for state in ("completed", "failed", "skipped", "cancelled", "waiting", "pending"):
             titles = [row.title for row in self.rows.values() if row.state == state]
             if titles:
-                label = "not started" if state == "pending" else state
+                label = labels.get(state, state)
                 lines.append(f"{label}: {', '.join(titles)}")
         return lines
 
@@ -292,7 +310,7 @@ class TaskBoard:
 
         def urgency(index: int) -> int:
             state = rows[index].state
-            if state in ("running", "retrying", "failed", "cancelled"):
+            if state in ("running", "retrying", "waiting", "failed", "cancelled"):
                 return 0
             return 1 if state == "pending" else 2
 

@@ -8,8 +8,9 @@ completed, 1 a task (or the team) failed, 2 a usage or configuration error, 130 
 
 A team run is durable: it checkpoints into the oma home's ``runs.db`` (``SQLiteRunStore``)
 beside a record of the command that started it (``<run id>/command``: the files' paths, the
-goal, the executor's name; never a file's content, which may hold a key), so ``oma runs
-resume ID`` rebuilds the team from its files after Ctrl-C or a crash (``rebuilt``).
+goal, the executor's name, the prices; never a file's content, which may hold a key), so
+``oma runs resume ID`` rebuilds the team from its files after Ctrl-C or a crash
+(``rebuilt``), its budget going on from what was spent.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 import click
 
 from ..budgets import Price
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
     from ..orchestrator import OpenMultiAgent
     from ..teams import TaskSpec, Team, TeamRunResult
 
-__all__ = ["COMMAND", "Rebuilt", "rebuilt", "result_json", "tasks", "team"]
+__all__ = ["COMMAND", "Rebuilt", "print_outcome", "rebuilt", "result_json", "tasks", "team"]
 
 #: The suffix of the record a command keeps beside its team run: ``<run id>/command``.
 COMMAND = "command"
@@ -134,38 +136,50 @@ class Rebuilt:
         self.specs = specs
         self.coordinator = coordinator
 
+    @property
+    def prices(self) -> Price | None:
+        """The prices the command was given (``--price``, ``--cache-price``), if any."""
+        kept = self.command.get("price")  # .get: records kept before prices were
+        return None if kept is None else Price(**kept)
+
     def orchestrator(self, store: RunStore, view: RunView | None = None) -> OpenMultiAgent:
-        """An ``OpenMultiAgent`` on ``store`` with the executor the command ran on, its
-        progress shown by ``view``."""
+        """An ``OpenMultiAgent`` on ``store`` with the executor the command ran on and its
+        prices, its progress shown by ``view``."""
         from ..orchestrator import OpenMultiAgent
 
         executor = self.command.get("executor") or "local"
         try:
             observer = None if view is None else hosts_named(view, {})
-            return OpenMultiAgent(observer, store=store, executor=executor)
+            return OpenMultiAgent(
+                observer, store=store, executor=executor, estimate_cost=self.prices
+            )
         except (OmaError, TypeError, ValueError) as error:
             refuse(str(error))
 
     async def resume(self, store: RunStore, run_id: str) -> TeamRunResult:
         """Continue the team run ``run_id`` with the live view: its finished tasks shown as
-        they ended (they are read back, not run), the rest as they run now."""
-        from .._team_durable import run_kind
+        they ended (they are read back, not run), the rest as they run now; the team's
+        budget (``--max-token-budget``, ``--max-cost-budget``) goes on from what was spent."""
+        from .._team_durable import open_team_run, run_kind
 
         _, state = await run_kind(store, run_id)
+        budget = await (await open_team_run(store, run_id, state)).budget(store, None)
         coordinator = None
         if self.command["command"] == "team":
             coordinator = self.coordinator.name if self.coordinator else "coordinator"
-        board = TaskBoard(self.team.name, coordinator=coordinator)
+        board = TaskBoard(
+            self.team.name, coordinator=coordinator, prices=self.prices, budget=budget
+        )
         for title, task in dict(state.get("tasks", {})).items():
             row = board.add(title, task["assignee"])
-            if task["status"] in ("completed", "failed", "skipped"):
+            if task["status"] in ("completed", "failed", "skipped", "waiting"):
                 row.state, row.attempts = task["status"], int(task["attempts"])
                 row.usage = Usage(**task["usage"])
         view = _view(board, False)
         oma = self.orchestrator(store, view)
         async with oma, view:
             return await oma.resume(
-                run_id, team=self.team, tasks=self.specs, config=self.coordinator
+                run_id, team=self.team, tasks=self.specs, config=self.coordinator, budget=budget
             )
 
 
@@ -229,6 +243,10 @@ class RunOptions:
             from ..budgets import Budget
 
             self.budget = Budget(max_tokens=token_budget, max_cost=cost_budget)
+
+    def price_json(self) -> dict[str, float | None] | None:
+        """The prices as the command's record keeps them (a resume prices calls with them)."""
+        return None if self.prices is None else attrs.asdict(self.prices)
 
 
 def run_options(function: F) -> F:
@@ -332,13 +350,16 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def _finish(
+def print_outcome(
     outcome: TeamRunResult,
     board: TaskBoard,
     options: RunOptions,
     answer: bool,
     hosts: Mapping[str, Reach] | None = None,
 ) -> None:
+    """How ``oma tasks`` and ``oma team`` end: the result (``answer``: the team's answer,
+    else the outputs of the tasks nothing depends on; JSON with ``--json``), then on stderr
+    the calls a suspended run waits for and how to go on, or why it failed (exit 1)."""
     if options.as_json:
         shown = result_json(outcome, board, hosts)
         click.echo(printable_json(json.dumps(shown, ensure_ascii=False, indent=2)))
@@ -482,6 +503,7 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
         "team_file": os.path.abspath(agents_file or plan_file),
         "team_file_plan": agents_file is None,
         "executor": settings.executor,
+        "price": settings.price_json(),
     }
 
     run_id = _new_run_id()
@@ -494,7 +516,7 @@ def tasks(plan_file: str, agents_file: str | None, **given: Any) -> None:
         finally:
             await store.aclose()
 
-    _finish(_execute(view, run, run_id), board, settings, answer=False, hosts=hosts)
+    print_outcome(_execute(view, run, run_id), board, settings, answer=False, hosts=hosts)
 
 
 @click.command()
@@ -542,6 +564,7 @@ def team(
         "team_file_plan": False,
         "coordinator_file": None if coordinator_file is None else os.path.abspath(coordinator_file),
         "executor": settings.executor,
+        "price": settings.price_json(),
     }
 
     run_id = _new_run_id()
@@ -569,4 +592,4 @@ def team(
             after = f" (after {', '.join(task.depends_on)})" if task.depends_on else ""
             line = f"- {task.title} [{task.assignee or 'anyone'}]{after}: {task.description}"
             click.echo(printable(line))
-    _finish(outcome, board, settings, answer=not plan_only, hosts=hosts)
+    print_outcome(outcome, board, settings, answer=not plan_only, hosts=hosts)
