@@ -48,11 +48,13 @@ class ProgressEvent:
     "skipped"}``: the model that failed, the fallback model that answers now or None, the
     redacted error, and the fallbacks skipped, each ``{"model", "reason"}``), the durable
     run's ``approval_requested`` (an ``ApprovalRequest``'s JSON), ``run_suspended``
-    (``{"pending": [call ids]}``) and ``run_resumed`` (``{"turns": n, "tool_calls": n}``), and
-    ``task_*`` for teams; ``agent`` is the agent's name; ``task`` the task title (None for
-    ``run_agent``); ``data`` what the type carries, e.g. ``{"prompt": str}`` or
-    ``{"messages": tuple[LLMMessage, ...]}`` for ``agent_start``; ``run_id`` the run it
-    belongs to.
+    (``{"pending": [call ids]}``) and ``run_resumed`` (``{"turns": n, "tool_calls": n}``; an
+    external agent's run, which runs again from its start, adds ``"from_start": True`` and a
+    ``"message"``), a durable team run's own ``run_suspended`` and ``run_resumed``
+    (``{"tasks": {title: state}}``, with no agent and no task), and ``task_*`` for teams;
+    ``agent`` is the agent's name; ``task`` the task title (None for ``run_agent``);
+    ``data`` what the type carries, e.g. ``{"prompt": str}`` or ``{"messages":
+    tuple[LLMMessage, ...]}`` for ``agent_start``; ``run_id`` the run it belongs to.
     """
 
     type: str
