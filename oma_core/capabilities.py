@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .errors import MediaTooLargeError, UnsupportedContentBlockError, UsageError
+from .errors import MediaTooLargeError, OptionTypeError, UnsupportedContentBlockError, UsageError
 from .media import decoded_size
 from .messages import (
     HINT_CLASSES,
@@ -51,6 +51,7 @@ __all__ = [
     "OptionSpecs",
     "ProviderSpec",
     "UnsupportedSettingError",
+    "cache_ttl",
 ]
 
 #: The pseudo-role of a part inside a tool result (an image or a file a tool returned).
@@ -300,6 +301,25 @@ class CacheSupport:
     def markers(self) -> bool:
         """Whether the provider places markers (and so receives ``CachePoint`` blocks)."""
         return self.max_markers > 0 and bool(self.places)
+
+
+def cache_ttl(options: Mapping[str, Any], provider: str) -> str | None:
+    """``provider_options["cache_ttl"]`` checked, for a service whose cache markers take a
+    lifetime (Anthropic's ``cache_control``, Bedrock's ``cachePoint``): None for the default
+    five minutes ("5m" or not given: no ``ttl`` is sent), "1h" for an hour; anything else is
+    an ``OptionTypeError`` naming ``provider`` and the option."""
+    value = options.get("cache_ttl")
+    if value is None or value == "5m":
+        return None
+    if value == "1h":
+        return "1h"
+    raise OptionTypeError(
+        f'provider_options["cache_ttl"] for {provider} must be "5m" or "1h", got {value!r}',
+        name=provider,
+        option="cache_ttl",
+        expected='"5m" or "1h"',
+        got=repr(value),
+    )
 
 
 @attrs.frozen

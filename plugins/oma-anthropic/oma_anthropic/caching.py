@@ -29,15 +29,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from oma_core.capabilities import CACHE_PLACES, CacheSupport
-from oma_core.errors import OptionTypeError
 
 __all__ = [
-    "CACHE_TTLS",
     "CACHING",
     "EPHEMERAL",
     "MAX_BREAKPOINTS",
     "Anchor",
-    "cache_ttl",
     "markable",
     "place_breakpoints",
 ]
@@ -48,31 +45,12 @@ _DOCS = "Anthropic prompt caching documentation, 2026-12-06"
 MAX_BREAKPOINTS = 4
 #: The breakpoint oma sends (the default five-minute lifetime).
 EPHEMERAL = {"type": "ephemeral"}
-#: The values of ``provider_options["cache_ttl"]`` (the SDK's ``CacheControlEphemeralParam.ttl``).
-CACHE_TTLS = ("5m", "1h")
 #: What the provider declares (``Capabilities.caching``).
 CACHING = CacheSupport(max_markers=MAX_BREAKPOINTS, places=CACHE_PLACES, source=_DOCS)
 
 #: Where a ``CachePoint`` put its breakpoint: a rendered message block, or None for the end of
 #: the tools and system prompt.
 Anchor = dict[str, Any] | None
-
-
-def cache_ttl(options: Mapping[str, Any]) -> str | None:
-    """``provider_options["cache_ttl"]`` checked: None or "5m" (the default lifetime, no
-    ``ttl`` sent) or "1h"; anything else is an ``OptionTypeError`` naming the option."""
-    value = options.get("cache_ttl")
-    if value is None or value == "5m":
-        return None
-    if value == "1h":
-        return "1h"
-    raise OptionTypeError(
-        f'provider_options["cache_ttl"] for anthropic must be "5m" or "1h", got {value!r}',
-        name="anthropic",
-        option="cache_ttl",
-        expected='"5m" or "1h"',
-        got=repr(value),
-    )
 
 
 def markable(block: dict[str, Any]) -> bool:

@@ -27,11 +27,12 @@ from oma_core import (
     UnsupportedContentBlockError,
     Usage,
 )
+from oma_core.capabilities import cache_ttl
 from oma_core.http import malformed_response
 from oma_core.messages import CachePoint, ContentBlock, FilePart, MediaSource, thaw_json
 from oma_core.toolkit import ProviderRequest, ProviderResponse
 
-from .caching import Anchor, cache_ttl, markable, place_breakpoints
+from .caching import Anchor, markable, place_breakpoints
 from .capabilities import DISPLAY_NAME, PROVIDER
 from .output import add_output
 from .thinking import add_thinking, leave_out_refused
@@ -130,7 +131,7 @@ def build_body(
         body[key] = optional[key]
     if anchors or request.cache == "auto":
         auto = request.cache == "auto"
-        place_breakpoints(body, anchors, auto, body["model"], cache_ttl(options))
+        place_breakpoints(body, anchors, auto, body["model"], cache_ttl(options, "anthropic"))
     return body
 
 

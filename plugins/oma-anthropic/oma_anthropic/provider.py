@@ -18,6 +18,7 @@ from typing import Any
 import anthropic
 
 from oma_core import ProviderError
+from oma_core.capabilities import cache_ttl
 from oma_core.errors import PluginError
 from oma_core.http import (
     DEFAULT_FIRST_BYTE_TIMEOUT,
@@ -37,7 +38,6 @@ from oma_core.toolkit import (
     ResponseComplete,
 )
 
-from .caching import cache_ttl
 from .capabilities import CAPABILITIES, DISPLAY_NAME
 from .direct import DirectClient
 from .errors import map_error, refused_before_sending
@@ -81,7 +81,7 @@ class AnthropicProvider:
                 f"(known: {', '.join(sorted(_KNOWN_OPTIONS))})",
                 name=self.name,
             )
-        cache_ttl(settings.options)  # a bad value is refused now, not at the first request
+        cache_ttl(settings.options, "anthropic")  # a bad value is refused now, not when sent
         self._transport = _transport(settings.options.get("transport"))
         self._limits = ReadLimits.from_options(settings.options, name=self.name)
         self._pool = pool_size(settings.options, name=self.name)

@@ -30,14 +30,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from oma_core.capabilities import CACHE_PLACES, CacheSupport
-from oma_core.errors import OptionTypeError
 
 __all__ = [
-    "CACHE_TTLS",
     "CACHING",
     "MAX_CHECKPOINTS",
     "Anchor",
-    "cache_ttl",
     "caches",
     "markable",
     "place_checkpoints",
@@ -47,8 +44,6 @@ _LOG = logging.getLogger("oma_bedrock")
 _DOCS = "Amazon Bedrock prompt caching documentation and botocore's CachePointBlock, 2026-12-06"
 #: The most cache checkpoints Converse takes in one request.
 MAX_CHECKPOINTS = 4
-#: The values of ``provider_options["cache_ttl"]`` (botocore's ``CacheTTL``).
-CACHE_TTLS = ("5m", "1h")
 #: What the provider declares (``Capabilities.caching``).
 CACHING = CacheSupport(max_markers=MAX_CHECKPOINTS, places=CACHE_PLACES, source=_DOCS)
 
@@ -56,23 +51,6 @@ CACHING = CacheSupport(max_markers=MAX_CHECKPOINTS, places=CACHE_PLACES, source=
 #: end of the tools and system prompt.
 Anchor = dict[str, Any] | None
 _Place = Literal["tools", "system", "block"]
-
-
-def cache_ttl(options: Mapping[str, Any]) -> str | None:
-    """``provider_options["cache_ttl"]`` checked: None or "5m" (the default lifetime, no
-    ``ttl`` sent) or "1h"; anything else is an ``OptionTypeError`` naming the option."""
-    value = options.get("cache_ttl")
-    if value is None or value == "5m":
-        return None
-    if value == "1h":
-        return "1h"
-    raise OptionTypeError(
-        f'provider_options["cache_ttl"] for bedrock must be "5m" or "1h", got {value!r}',
-        name="bedrock",
-        option="cache_ttl",
-        expected='"5m" or "1h"',
-        got=repr(value),
-    )
 
 
 def caches(model: str) -> frozenset[str]:

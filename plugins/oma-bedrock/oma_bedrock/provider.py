@@ -19,6 +19,7 @@ import httpx
 from botocore.eventstream import EventStreamBuffer, ParserError
 
 from oma_core import ProviderError
+from oma_core.capabilities import cache_ttl
 from oma_core.errors import PluginError
 from oma_core.http import (
     DEFAULT_FIRST_BYTE_TIMEOUT,
@@ -39,7 +40,6 @@ from oma_core.toolkit import (
     ResponseComplete,
 )
 
-from .caching import cache_ttl
 from .capabilities import CAPABILITIES, DEFAULT_MAX_INLINE_BYTES, DISPLAY_NAME
 from .errors import ERROR_BODY_LIMIT, http_error, malformed, stream_exception, transport_error
 from .mapping import build_body, check_documents, check_inline_size
@@ -87,7 +87,7 @@ class BedrockProvider:
         self._extra_fields: Mapping[str, Any] | None = options.get(
             "additional_model_request_fields"
         )
-        self._cache_ttl = cache_ttl(options)
+        self._cache_ttl = cache_ttl(options, "bedrock")
         self._limits = ReadLimits.from_options(options, name=self.name)
         self._http = LoopLocalClient(
             timeouts=HttpTimeouts(
