@@ -86,17 +86,15 @@ def make_config(log: Path, stop: str | None = None) -> AgentConfig:
     return AgentConfig(name="adder", provider=TurnScripted(stop_at), tools=[tool(bump)])
 
 
-class _StopAfterToolResult(RunStore):
-    """A SQLite store that stops the run for good once the first tool result is saved."""
+class ForwardingStore(RunStore):
+    """A store that hands every call to ``inner``: the stores of the child processes below
+    override ``save`` to say where the run got to."""
 
-    def __init__(self, inner: SQLiteRunStore) -> None:
+    def __init__(self, inner: RunStore) -> None:
         self.inner = inner
 
     async def save(self, run: StoredRun) -> None:
         await self.inner.save(run)
-        if decode(run.run_id, run.checkpoint)["round"]:
-            _say("checkpointed a tool result")
-            await asyncio.Event().wait()
 
     async def load(self, run_id: str) -> StoredRun | None:
         return await self.inner.load(run_id)
@@ -123,6 +121,16 @@ class _StopAfterToolResult(RunStore):
 
     async def release(self, run_id: str, owner: str) -> None:
         await self.inner.release(run_id, owner)
+
+
+class _StopAfterToolResult(ForwardingStore):
+    """A SQLite store that stops the run for good once the first tool result is saved."""
+
+    async def save(self, run: StoredRun) -> None:
+        await self.inner.save(run)
+        if decode(run.run_id, run.checkpoint)["round"]:
+            _say("checkpointed a tool result")
+            await asyncio.Event().wait()
 
 
 def _say(line: str) -> None:

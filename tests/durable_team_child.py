@@ -17,16 +17,17 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from durable_child import ForwardingStore
 
 from oma_core import AgentConfig, OpenMultiAgent, load_messages, tool
 from oma_core._checkpoints import decode
 from oma_core._tool_context import current_tool_call
 from oma_core.capabilities import Capabilities
 from oma_core.providers import ProviderRequest, ProviderResponse, Usage
-from oma_core.stores import RunStore, SQLiteRunStore, StoredRun
+from oma_core.stores import SQLiteRunStore, StoredRun
 from oma_core.teams import TaskSpec, Team
 
 GOAL = "add 1 and 2"
@@ -130,11 +131,11 @@ def _append(log: Path, line: str, *, once: bool = False) -> None:
         out.write(line + "\n")
 
 
-class _SayWhenFirstCompleted(RunStore):
+class _SayWhenFirstCompleted(ForwardingStore):
     """A SQLite store that prints ``first completed`` once a team checkpoint holds it."""
 
     def __init__(self, inner: SQLiteRunStore, run_id: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.run_id = run_id
         self.said = False
 
@@ -145,32 +146,6 @@ class _SayWhenFirstCompleted(RunStore):
             if task is not None and task["status"] == "completed":
                 self.said = True
                 _say("first completed")
-
-    async def load(self, run_id: str) -> StoredRun | None:
-        return await self.inner.load(run_id)
-
-    async def runs(self, limit: int | None = None) -> list[StoredRun]:
-        return await self.inner.runs(limit)
-
-    async def put_media(self, sha256: str, data: bytes) -> None:
-        await self.inner.put_media(sha256, data)
-
-    async def get_media(self, sha256: str) -> bytes | None:
-        return await self.inner.get_media(sha256)
-
-    async def decide(
-        self, run_id: str, call_id: str, decision: Mapping[str, Any]
-    ) -> Mapping[str, Any]:
-        return await self.inner.decide(run_id, call_id, decision)
-
-    async def decisions(self, run_id: str) -> dict[str, Mapping[str, Any]]:
-        return await self.inner.decisions(run_id)
-
-    async def acquire(self, run_id: str, owner: str, seconds: float) -> None:
-        await self.inner.acquire(run_id, owner, seconds)
-
-    async def release(self, run_id: str, owner: str) -> None:
-        await self.inner.release(run_id, owner)
 
 
 def _say(line: str) -> None:
