@@ -144,7 +144,7 @@ class Preset:
 PRESETS: tuple[Preset, ...] = (
     Preset(
         "openai",
-        "OpenAI Chat Completions",
+        "OpenAI",
         "https://api.openai.com/v1",
         "OPENAI_API_KEY",
         # What either API carries; each refuses locally what it cannot (Chat Completions:
