@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oma_core.capabilities import CacheSupport
+from oma_core.messages import thaw_json
 from oma_core.toolkit import ProviderRequest
 
 __all__ = [
@@ -88,8 +89,8 @@ def takes_breakpoints(model: str) -> bool:
 def cache_key(request: ProviderRequest, model: str) -> str:
     """A ``prompt_cache_key`` for ``cache="auto"``: the same for every request with this model,
     system prompt and tools (an agent's requests), so they reach the same cache."""
-    tools = [(t.name, t.description, t.input_schema) for t in request.tools]
-    prefix = json.dumps([model, request.system_prompt, tools], sort_keys=True, default=str)
+    tools = [(t.name, t.description, thaw_json(t.input_schema)) for t in request.tools]
+    prefix = json.dumps([model, request.system_prompt, tools], sort_keys=True)
     return "oma-" + hashlib.sha256(prefix.encode()).hexdigest()[:32]
 
 
