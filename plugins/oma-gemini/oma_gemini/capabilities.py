@@ -6,6 +6,10 @@ plain text) and audio (WAV, MP3, AIFF, AAC, OGG Vorbis, FLAC) in user turns, bas
 ``inlineData`` or a URL as ``fileData``; PDFs, plain text and images returned by tools; tool
 calls and results; reasoning (thought summaries and signatures, sent back as Gemini returned
 them). Structured output natively (``responseJsonSchema``) or by a forced function call.
+Prompt caching is implicit: the service caches repeated prefixes by itself (Gemini 2.5 and
+later) and reports the tokens it read (``cachedContentTokenCount``); no request carries a
+marker, so ``CachePoint`` blocks are left out (explicit caches, ``cachedContent``, are made
+apart, through the API's caches endpoint, and named in ``provider_options``).
 
 URLs, as the Gemini API documents them since January 2026 (the file input methods guide):
 ``fileData`` takes any public HTTPS URL and signed URLs (S3 presigned, Azure SAS, ...), which
@@ -19,6 +23,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from oma_core import Capabilities
+from oma_core.capabilities import CacheSupport
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit
 
 from .thinking import MODEL_RULES
@@ -172,4 +177,10 @@ CAPABILITIES = Capabilities(
     # AgentConfig.thinking as thinkingConfig, per model family (thinking.py)
     thinking=True,
     models=MODEL_RULES,
+    # implicit caching: no marker on the wire; the tokens read are counted
+    caching=CacheSupport(
+        max_markers=0,
+        implicit=True,
+        source="Gemini API context caching documentation (implicit caching), 2026-12-06",
+    ),
 )

@@ -3,9 +3,13 @@ signatures Gemini 3 wants on function calls.
 
 Following the Gemini API's thinking and thought-signatures documentation (read 2026-12-06):
 
-- Gemini 3 models take a ``thinkingLevel`` ("low", "medium", "high"; oma's levels as they
-  are); a token budget goes as ``thinkingBudget``, which they accept for backward
-  compatibility. They cannot stop thinking ("minimal" is not off): "off" is refused locally.
+- Gemini 3 models take a ``thinkingLevel``; a token budget goes as ``thinkingBudget``, which
+  they accept for backward compatibility. The Flash models (``gemini-3*flash*``: 3 Flash,
+  3.1 Flash-Lite, 3.5 Flash and later) take "minimal", "low", "medium", "high": oma's levels
+  as they are, and "off" as "minimal" (the least they think; the documentation says it does
+  not guarantee none), with a one-line note. The other Gemini 3 models (Pro) take "low",
+  "medium" (3.1 Pro and later) and "high", not "minimal": they cannot stop thinking, so "off"
+  is refused locally; Gemini 3 Pro (3.0) takes no "medium", sent as "high" with a note.
 - Gemini 2.5 models take a ``thinkingBudget`` only; a level is a budget (``LEVEL_BUDGETS``).
   2.5 Pro thinks always (128 to 32768 tokens); 2.5 Flash takes 0 (off) to 24576, 2.5
   Flash-Lite 512 to 24576 or 0 (off). A budget outside a model's range is refused locally.
@@ -23,6 +27,7 @@ or a call written by hand) gets the value the documentation gives for that case,
 
 from __future__ import annotations
 
+import logging
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -39,13 +44,16 @@ __all__ = [
 ]
 
 _DOCS = "Gemini API thinking and thought signatures documentation, 2026-12-06"
+_LOG = logging.getLogger("oma_gemini")
 
+_FLASH_3 = ModelRules("gemini-3*flash*", source=_DOCS)
 _GEMINI_3 = ModelRules("gemini-3*", thinking="always", source=_DOCS)
 _PRO_25 = ModelRules("gemini-2.5-pro*", thinking="always", source=_DOCS)
 _LITE_25 = ModelRules("gemini-2.5-flash-lite*", source=_DOCS)
 _FLASH_25 = ModelRules("gemini-2.5-flash*", source=_DOCS)
 #: Gemini's model families, newest first; a model none matches is sent as asked.
 MODEL_RULES = (
+    _FLASH_3,
     _GEMINI_3,
     _PRO_25,
     _LITE_25,
@@ -71,7 +79,26 @@ def rules_for(model: str) -> ModelRules | None:
 
 def needs_signatures(model: str) -> bool:
     """Whether ``model`` refuses a function call without a thought signature (Gemini 3)."""
-    return rules_for(model) is _GEMINI_3
+    return rules_for(model) in (_FLASH_3, _GEMINI_3)
+
+
+def _level(thinking: str, rules: ModelRules | None, model: str, provider: str) -> str:
+    """The ``thinkingLevel`` for oma's level ``thinking`` on a Gemini 3 (or unknown) model."""
+    if thinking == "off":  # only a Flash model gets here: the others refuse it first
+        _LOG.warning(
+            '%s: %s cannot switch thinking off; thinking="off" is sent as thinkingLevel "minimal"',
+            provider,
+            model,
+        )
+        return "minimal"
+    if thinking == "medium" and rules is _GEMINI_3 and model.startswith("gemini-3-pro"):
+        _LOG.warning(
+            '%s: %s takes no thinkingLevel "medium"; thinking="medium" is sent as "high"',
+            provider,
+            model,
+        )
+        return "high"
+    return thinking
 
 
 def add_thinking(
@@ -91,10 +118,12 @@ def add_thinking(
     thinking_config = dict(config.get("thinkingConfig") or {})
     for key in ("thinkingLevel", "thinkingBudget", "includeThoughts"):
         thinking_config.pop(key, None)  # the API takes a level or a budget, not both
-    if thinking == "off":
+    if thinking == "off" and rules is _FLASH_3:
+        thinking_config["thinkingLevel"] = _level(thinking, rules, model, provider)
+    elif thinking == "off":
         thinking_config["thinkingBudget"] = 0
-    elif isinstance(thinking, str) and rules in (None, _GEMINI_3):
-        thinking_config["thinkingLevel"] = thinking
+    elif isinstance(thinking, str) and rules in (None, _FLASH_3, _GEMINI_3):
+        thinking_config["thinkingLevel"] = _level(thinking, rules, model, provider)
         thinking_config["includeThoughts"] = True
     else:
         budget = LEVEL_BUDGETS[thinking] if isinstance(thinking, str) else thinking

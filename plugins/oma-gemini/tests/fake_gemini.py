@@ -166,6 +166,9 @@ class Reply:
     calls: tuple[tuple[str | None, str, dict[str, Any]], ...] = ()
     thoughts: str | None = None
     signature: str | None = None
+    #: The signature on the thought part itself (a thought summary Gemini signed), not on the
+    #: part after it.
+    signed_thought: bool = False
     finish_reason: str = "STOP"
     prompt_tokens: int = 9
     output_tokens: int = 6
@@ -196,6 +199,10 @@ def camel(value: Any) -> Any:
     return out
 
 
+#: What the thought signatures this server verifies start with.
+ISSUED = "fake-gemini-signature:"
+
+
 class FakeGemini(FakeServer):
     """The fake Gemini API; ``url + "/v1beta"`` (or any prefix and version) is a base URL."""
 
@@ -205,6 +212,10 @@ class FakeGemini(FakeServer):
         self.default_reply = Reply()
         self._replies: deque[Reply] = deque()
         self._replies_lock = threading.Lock()
+        #: The thought signatures this server issued (``Reply.signature`` starting with
+        #: ``ISSUED``): one of that form that comes back altered is refused, as the service
+        #: refuses a signature it cannot verify.
+        self.issued: set[str] = set()
 
     @property
     def base_url(self) -> str:
@@ -241,10 +252,13 @@ class FakeGemini(FakeServer):
                 raise _Refused("Invalid JSON payload received.")
             self._check(camel(request.json), len(request.body))
             _check_thinking(match["model"], camel(request.json))
+            self._check_issued(camel(request.json))
         except _Refused as refused:
             return self.error_response(refused.status, refused.message)
         with self._replies_lock:
             reply = self._replies.popleft() if self._replies else self.default_reply
+            if reply.signature and reply.signature.startswith(ISSUED):
+                self.issued.add(reply.signature)
         model = match["model"]
         if match["method"] == "generateContent":
             return Response.json(self._whole(reply, model))
@@ -252,6 +266,14 @@ class FakeGemini(FakeServer):
         if query.get("alt") == ["sse"]:
             return Response.sse(SSEEvent(c) for c in chunks)
         return Response.json(chunks)
+
+    def _check_issued(self, body: dict[str, Any]) -> None:
+        for content in body.get("contents") or ():
+            for part in content.get("parts") or ():
+                signature = part.get("thoughtSignature")
+                forged = isinstance(signature, str) and signature.startswith(ISSUED)
+                if forged and signature not in self.issued:
+                    raise _Refused("Corrupted thought signature.")
 
     def _check(self, body: dict[str, Any], size: int) -> None:
         for key in body:
@@ -417,9 +439,8 @@ class FakeGemini(FakeServer):
                 call["id"] = call_id
             parts.append({"functionCall": call})
         if reply.signature and parts:
-            parts[0 if not reply.thoughts else 1 if len(parts) > 1 else 0]["thoughtSignature"] = (
-                reply.signature
-            )
+            after = 0 if not reply.thoughts or reply.signed_thought else 1
+            parts[after if len(parts) > after else 0]["thoughtSignature"] = reply.signature
         return parts
 
     def _whole(self, reply: Reply, model: str) -> dict[str, Any]:
@@ -462,6 +483,8 @@ class FakeGemini(FakeServer):
             if "text" in part and len(_WORDS.findall(part["text"])) > 1:
                 words = _WORDS.findall(part["text"])
                 extra = {k: v for k, v in part.items() if k != "text"}
+                # a thought's signature comes with its last piece, once the thought is whole
+                last = extra.pop("thoughtSignature", None) if part.get("thought") else None
                 chunks.extend(
                     chunk(
                         [{**extra, "text": w}]
@@ -470,6 +493,8 @@ class FakeGemini(FakeServer):
                     )
                     for i, w in enumerate(words)
                 )
+                if last is not None:
+                    chunks[-1]["candidates"][0]["content"]["parts"][0]["thoughtSignature"] = last
             else:
                 chunks.append(chunk([part]))
         chunks.append(chunk([{"text": ""}], final=True))
@@ -503,6 +528,11 @@ def _check_thinking(model: str, body: dict[str, Any]) -> None:
         level = thinking.get("thinkingLevel")
         if level is not None and (str(level).lower() not in _LEVELS or not _GEMINI_3.match(model)):
             raise _Refused(f"Invalid thinking level {level!r} for {model}.")
+        # "minimal" is the Flash models' only; Gemini 3 Pro (3.0) takes low and high
+        if str(level).lower() == "minimal" and "flash" not in model:
+            raise _Refused(f"Thinking level MINIMAL is not supported for {model}.")
+        if str(level).lower() == "medium" and model.startswith("gemini-3-pro"):
+            raise _Refused(f"Thinking level MEDIUM is not supported for {model}.")
         budget = thinking.get("thinkingBudget")
         for pattern, low, high, can_stop in _BUDGETS:
             if budget is not None and pattern.match(model):

@@ -122,3 +122,31 @@ def test_streams_whole_responses_per_event_with_no_end_marker(server: FakeGemini
 def test_without_alt_sse_a_stream_is_one_json_array(server: FakeGemini) -> None:
     reply = _post(server, {"contents": [TEXT]}, "/v1beta/models/m:streamGenerateContent")
     assert isinstance(reply.json(), list) and reply.json()[-1]["candidates"][0]["finishReason"]
+
+
+@pytest.mark.parametrize(
+    ("model", "level", "accepted"),
+    [
+        ("gemini-3-flash-preview", "minimal", True),
+        ("gemini-3.1-pro-preview", "medium", True),
+        ("gemini-3-pro-preview", "minimal", False),  # the Flash models' only
+        ("gemini-3-pro-preview", "medium", False),  # 3 Pro takes low and high
+    ],
+)
+def test_refuses_a_thinking_level_the_model_does_not_take(
+    server: FakeGemini, model: str, level: str, accepted: bool
+) -> None:
+    body = {"contents": [TEXT], "generationConfig": {"thinkingConfig": {"thinkingLevel": level}}}
+    reply = _post(server, body, f"/v1beta/models/{model}:generateContent")
+    assert (reply.status_code == 200) is accepted, reply.text
+
+
+def test_refuses_an_altered_signature_it_issued(server: FakeGemini) -> None:
+    from fake_gemini import ISSUED, Reply
+
+    server.reply(Reply(thoughts="t", signature=ISSUED + "abc", signed_thought=True))
+    assert _post(server, {"contents": [TEXT]}).status_code == 200
+    for signature, status in ((ISSUED + "abc", 200), (ISSUED + "abd", 400)):
+        thought = {"text": "t", "thought": True, "thoughtSignature": signature}
+        turn = [TEXT, {"role": "model", "parts": [thought, {"text": "ok"}]}, TEXT]
+        assert _post(server, {"contents": turn}).status_code == status

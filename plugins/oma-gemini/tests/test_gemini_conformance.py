@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from fake_gemini import FakeGemini, Reply
+from fake_gemini import ISSUED, FakeGemini, Reply
 
 from oma_core import image_url, video_url
 from oma_core.testing import FakeServer, NeutralRequest, RecordedRequest, ScriptedReply
@@ -121,6 +122,7 @@ class TestGeminiConformance(ProviderConformance):
     provider_name = "gemini"
     output_modes = frozenset({"native", "tool", "prompted"})
     transient_stream_error = "UNAVAILABLE"
+    cache_usage = frozenset({"read"})  # usageMetadata.cachedContentTokenCount (implicit caching)
     tool_call_ids = "sometimes"  # functionCall.id is optional
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "auto": {"toolConfig": {"functionCallingConfig": {"mode": "AUTO"}}},
@@ -152,8 +154,25 @@ class TestGeminiConformance(ProviderConformance):
                 finish_reason=_FINISH[reply.stop_reason],
                 prompt_tokens=reply.usage.input_tokens,
                 output_tokens=reply.usage.output_tokens,
+                cached_tokens=reply.usage.cache_read_tokens,
             )
         )
+
+    def script_reasoning(
+        self,
+        server: Any,
+        reasoning: str,
+        *,
+        text: str = "",
+        call: tuple[str, str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        """A signed thought summary, then the text or the function call; the fake verifies
+        the signature when it comes back. (A signature on the function call, as Gemini 3
+        puts it, is held by ``test_gemini_thinking``.)"""
+        calls = () if call is None else ((call[0], call[1], dict(call[2])),)
+        signature = ISSUED + secrets.token_urlsafe(24)
+        server.reply(Reply(text=text, calls=calls, thoughts=reasoning, signature=signature,
+                           signed_thought=True))  # fmt: skip
 
     def read_request(self, body: Any) -> NeutralRequest:
         return read_gemini_body(body)

@@ -56,6 +56,11 @@ def thinking_of(body: dict[str, Any]) -> Any:
         ("gemini-3-flash-preview", "medium", {"thinkingLevel": "medium", "includeThoughts": True}),
         ("gemini-3.1-pro-preview", "high", {"thinkingLevel": "high", "includeThoughts": True}),
         ("gemini-3-flash-preview", 4096, {"thinkingBudget": 4096, "includeThoughts": True}),
+        ("gemini-3.1-pro-preview", "medium", {"thinkingLevel": "medium", "includeThoughts": True}),
+        ("gemini-3.5-flash", "low", {"thinkingLevel": "low", "includeThoughts": True}),
+        # the Flash models' least is "minimal": "off" is sent as it (the Pro models refuse it)
+        ("gemini-3-flash-preview", "off", {"thinkingLevel": "minimal"}),
+        ("gemini-3.1-flash-lite", "off", {"thinkingLevel": "minimal"}),
         # Gemini 2.5: a budget only; a level is a budget
         ("gemini-2.5-pro", "low", {"thinkingBudget": 1024, "includeThoughts": True}),
         ("gemini-2.5-flash", "medium", {"thinkingBudget": 8192, "includeThoughts": True}),
@@ -91,6 +96,7 @@ async def test_no_thinking_sends_none_and_the_request_s_replaces_the_options(
         ("gemini-2.0-flash", "low", "cannot think"),
         ("gemini-1.5-pro", 2048, "cannot think"),
         ("gemini-3-pro-preview", "off", "always thinks"),
+        ("gemini-3.1-pro-preview", "off", "always thinks"),
         ("gemini-2.5-pro", "off", "always thinks"),
         ("gemini-2.5-pro", 100, "128 to 32768"),
         ("gemini-2.5-flash", 30000, "1 to 24576"),
@@ -109,9 +115,22 @@ async def test_what_a_model_cannot_take_is_refused_before_any_request(
     assert server.requests == []
 
 
+async def test_off_on_a_flash_model_and_medium_on_3_pro_are_sent_with_a_note(
+    server: FakeGemini, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="oma_gemini"):
+        off = thinking_of(await sent(server, "gemini-3-flash-preview", thinking="off"))
+        medium = thinking_of(await sent(server, "gemini-3-pro-preview", thinking="medium"))
+    assert off == {"thinkingLevel": "minimal"}
+    assert medium == {"thinkingLevel": "high", "includeThoughts": True}
+    assert 'thinking="off" is sent as thinkingLevel "minimal"' in caplog.text
+    assert 'takes no thinkingLevel "medium"; thinking="medium" is sent as "high"' in caplog.text
+
+
 def test_the_families_are_declared_and_the_first_match_wins() -> None:
     assert CAPABILITIES.thinking and CAPABILITIES.models == MODEL_RULES
-    assert rules_for("gemini-3-flash-preview").thinking == "always"  # type: ignore[union-attr]
+    assert rules_for("gemini-3-flash-preview").thinking == "optional"  # type: ignore[union-attr]
+    assert rules_for("gemini-3.1-pro-preview").thinking == "always"  # type: ignore[union-attr]
     assert rules_for("gemini-2.5-flash-lite").thinking == "optional"  # type: ignore[union-attr]
     assert rules_for("gemini-2.0-flash-001").thinking == "never"  # type: ignore[union-attr]
     assert rules_for("gemini-test") is None

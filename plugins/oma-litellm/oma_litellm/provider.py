@@ -550,11 +550,37 @@ def _response(reply: Any, model: str) -> ProviderResponse:
 
 
 def _usage(usage: Any) -> Usage:
+    """oma's ``Usage`` of LiteLLM's, which follows OpenAI's form on every route (LiteLLM's
+    prompt caching documentation): ``prompt_tokens`` counts the cached tokens too, as oma's
+    ``input_tokens`` does; ``prompt_tokens_details.cached_tokens`` were read from the cache
+    and ``cache_creation_tokens`` (Anthropic-style routes also give it as
+    ``cache_creation_input_tokens``) written to it; ``completion_tokens_details
+    .reasoning_tokens`` are a part of the output."""
     if usage is None:
         return Usage()
     prompt = getattr(usage, "prompt_tokens", 0) or 0
     completion = getattr(usage, "completion_tokens", 0) or 0
-    return Usage(int(prompt), int(completion))
+    details = getattr(usage, "prompt_tokens_details", None)
+    written = _count(details, "cache_creation_tokens") or _count(
+        usage, "cache_creation_input_tokens"
+    )
+    return Usage(
+        int(prompt),
+        int(completion),
+        cache_read_tokens=_count(details, "cached_tokens"),
+        cache_write_tokens=written,
+        reasoning_tokens=_count(
+            getattr(usage, "completion_tokens_details", None), "reasoning_tokens"
+        ),
+    )
+
+
+def _count(holder: Any, name: str) -> int:
+    """One count of a usage object (absent, None or not a count: 0)."""
+    value = getattr(holder, name, None) if holder is not None else None
+    if value is None and isinstance(holder, dict):
+        value = holder.get(name)
+    return value if type(value) is int and value >= 0 else 0
 
 
 def _stop(reason: Any) -> str | None:

@@ -21,7 +21,11 @@ import attrs
 
 from oma_core.testing import FakeServer, RecordedRequest, Response, SSEEvent
 
-__all__ = ["FakeMessages", "MessagesReply"]
+__all__ = ["ISSUED", "FakeMessages", "MessagesReply"]
+
+#: What the thinking signatures this server verifies start with: one of that form it did not
+#: issue (an altered one) is refused, as the service refuses a signature it cannot verify.
+ISSUED = "fake-messages-signature:"
 
 _TOP_LEVEL = {
     "model",
@@ -61,6 +65,19 @@ class MessagesReply:
     stop_reason: str = "end_turn"
     input_tokens: int = 13
     output_tokens: int = 6
+    #: ``cache_read_input_tokens`` / ``cache_creation_input_tokens``, counted apart from
+    #: ``input_tokens`` as the API does; left out when 0.
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+def _input_usage(reply: MessagesReply) -> dict[str, int]:
+    usage = {"input_tokens": reply.input_tokens}
+    if reply.cache_read:
+        usage["cache_read_input_tokens"] = reply.cache_read
+    if reply.cache_write:
+        usage["cache_creation_input_tokens"] = reply.cache_write
+    return usage
 
 
 class FakeMessages(FakeServer):
@@ -70,6 +87,8 @@ class FakeMessages(FakeServer):
         self.chunk_size = chunk_size
         self.default_reply = MessagesReply(({"type": "text", "text": "Hello from Messages."},))
         self._replies: deque[MessagesReply] = deque()
+        #: The thinking signatures this server issued (those starting with ``ISSUED``).
+        self.issued: set[str] = set()
 
     def reply_text(self, text: str) -> None:
         self._replies.append(MessagesReply(({"type": "text", "text": text},)))
@@ -103,6 +122,10 @@ class FakeMessages(FakeServer):
         except _Refused as exc:
             return self.error_response(400, str(exc))
         reply = self._replies.popleft() if self._replies else self.default_reply
+        for block in reply.content:
+            signature = block.get("signature")
+            if isinstance(signature, str) and signature.startswith(ISSUED):
+                self.issued.add(signature)
         if request.json.get("stream"):
             return Response.sse(self._events(reply, request.json["model"]))
         return Response.json(self._message(reply, request.json["model"]))
@@ -116,12 +139,12 @@ class FakeMessages(FakeServer):
             "content": list(reply.content),
             "stop_reason": reply.stop_reason,
             "stop_sequence": None,
-            "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+            "usage": {**_input_usage(reply), "output_tokens": reply.output_tokens},
         }
 
     def _events(self, reply: MessagesReply, model: str) -> Iterator[SSEEvent]:
         start = {**self._message(reply, model), "content": [], "stop_reason": None}
-        start["usage"] = {"input_tokens": reply.input_tokens, "output_tokens": 1}
+        start["usage"] = {**_input_usage(reply), "output_tokens": 1}
         yield SSEEvent({"type": "message_start", "message": start}, "message_start")
         size = self.chunk_size
         for index, block in enumerate(reply.content):
@@ -212,6 +235,8 @@ class FakeMessages(FakeServer):
                     key = "signature" if kind == "thinking" else "data"
                     if role != "assistant" or not isinstance(block.get(key), str):
                         raise _Refused(f"{where}.{key}: Field required")
+                    if block[key].startswith(ISSUED) and block[key] not in self.issued:
+                        raise _Refused(f"{where}: Invalid `signature` in `thinking` block")
                 elif kind != "text":
                     raise _Refused(f"{where}.type: Input tag '{kind}' is not a block type")
             previous_calls = calls

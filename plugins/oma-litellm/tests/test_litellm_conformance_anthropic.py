@@ -4,11 +4,12 @@ Messages API: a second real wire, reached through LiteLLM's own translation."""
 from __future__ import annotations
 
 import base64
+import secrets
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from fake_messages import FakeMessages, MessagesReply
+from fake_messages import ISSUED, FakeMessages, MessagesReply
 
 from oma_core import image_url
 from oma_core.testing import FakeServer, NeutralRequest, RecordedRequest, ScriptedReply
@@ -158,6 +159,8 @@ class TestLiteLLMConformanceAnthropicRoute(ProviderConformance):
     # LiteLLM turns response_format into a forced tool of its own on this route, and hands
     # the tool's arguments back as the reply's text
     native_output_tool = "json_tool_call"
+    # cache_read/cache_creation_input_tokens, which LiteLLM hands back in OpenAI's usage form
+    cache_usage = frozenset({"read", "write"})
 
     @pytest.fixture(autouse=True)
     def _model_map(self) -> Iterator[None]:
@@ -205,10 +208,37 @@ class TestLiteLLMConformanceAnthropicRoute(ProviderConformance):
             MessagesReply(
                 tuple(blocks),
                 stop_reason=reply.stop_reason,  # the API's vocabulary is oma's
-                input_tokens=reply.usage.input_tokens,
+                # counted apart from input_tokens, as the API does
+                input_tokens=reply.usage.input_tokens
+                - reply.usage.cache_read_tokens
+                - reply.usage.cache_write_tokens,
                 output_tokens=reply.usage.output_tokens,
+                cache_read=reply.usage.cache_read_tokens,
+                cache_write=reply.usage.cache_write_tokens,
             )
         )
+
+    def script_reasoning(
+        self,
+        server: FakeMessages,
+        reasoning: str,
+        *,
+        text: str = "",
+        call: tuple[str, str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Claude's signed thinking, then the text or the tool call, through LiteLLM (which
+        hands it back as ``thinking_blocks``); the fake verifies the signature it issued."""
+        signature = ISSUED + secrets.token_urlsafe(24)
+        blocks: list[Mapping[str, Any]] = [
+            {"type": "thinking", "thinking": reasoning, "signature": signature}
+        ]
+        if call is None:
+            blocks.append({"type": "text", "text": text})
+        else:
+            blocks.append({"type": "tool_use", "id": call[0], "name": call[1],
+                           "input": dict(call[2])})  # fmt: skip
+        stop = "end_turn" if call is None else "tool_use"
+        server.reply(MessagesReply(tuple(blocks), stop_reason=stop))
 
     def read_request(self, body: Mapping[str, Any]) -> NeutralRequest:
         return read_messages_body(body)

@@ -30,9 +30,10 @@ from oma_core import (
     VideoBlock,
 )
 from oma_core.http import malformed_response
-from oma_core.messages import FilePart, MediaSource, thaw_json
+from oma_core.messages import CachePoint, FilePart, MediaSource, thaw_json
 from oma_core.toolkit import OutputRequest, ProviderRequest
 
+from .caching import Anchor, cache_key, mark, place_breakpoints, takes_breakpoints
 from .model_rules import effort_for, leave_out_sampling
 from .presets import AUDIO_FORMATS, Preset
 from .strict import strict_schema
@@ -104,7 +105,9 @@ def request_body(
     body: dict[str, Any] = {"model": model}
     if stream:
         body["stream"] = True
-    body["messages"] = _messages(request, preset)
+    cached = _caches(request, preset, model)
+    anchors: list[Anchor] | None = [] if cached else None
+    body["messages"] = _messages(request, preset, anchors)
     if request.max_tokens is not None:
         body[preset.token_param] = request.max_tokens
     if stream:
@@ -127,7 +130,37 @@ def request_body(
         if effort is not None:
             body["reasoning_effort"] = effort
         leave_out_sampling(body, model, body.get("reasoning_effort"), preset.display_name)
+    if anchors is not None:
+        _add_breakpoints(body, anchors, request.cache == "auto")
+    if request.cache == "auto" and preset.capabilities.caching is not None:
+        body.setdefault("prompt_cache_key", cache_key(request, model))
     return body
+
+
+def _caches(request: ProviderRequest, preset: Preset, model: str) -> bool:
+    """Whether the request gets cache breakpoints: the preset places them (OpenAI), the model
+    takes them, and the request asks (``cache="auto"`` or a ``CachePoint``)."""
+    caching = preset.capabilities.caching
+    if caching is None or not caching.markers or not takes_breakpoints(model):
+        return False
+    return request.cache == "auto" or any(
+        isinstance(b, CachePoint) for m in request.messages for b in m.content
+    )
+
+
+def _add_breakpoints(body: dict[str, Any], anchors: list[Anchor], auto: bool) -> None:
+    """Chat Completions' breakpoints (``caching``): the system message's content, the
+    content parts of user and tool messages."""
+    messages = body["messages"]
+    system = messages[0] if messages and messages[0]["role"] == "system" else None
+    latest = next(
+        ((m, "content", -1) for m in reversed(messages) if m["role"] in ("user", "tool")), None
+    )
+    kept = place_breakpoints(
+        body, anchors, latest, auto=auto, system=system is not None, text_type="text"
+    )
+    if system is not None and None in kept:
+        mark((system, "content", -1), "text")
 
 
 def _portable(request: ProviderRequest, preset: Preset) -> frozenset[str]:
@@ -200,24 +233,43 @@ def _add_output(body: dict[str, Any], output: OutputRequest, preset: Preset) -> 
 # --------------------------------------------------------------------------- messages
 
 
-def _messages(request: ProviderRequest, preset: Preset) -> list[dict[str, Any]]:
+def _messages(
+    request: ProviderRequest, preset: Preset, anchors: list[Anchor] | None = None
+) -> list[dict[str, Any]]:
+    """The messages; with ``anchors``, where each ``CachePoint`` puts its breakpoint is added
+    to it (the part before it, in its message or an earlier user or tool message; None: the
+    system prompt; a ``CachePoint`` with neither before it is left out)."""
     out: list[dict[str, Any]] = []
+    last: list[Anchor] = []
     if request.system_prompt:
         out.append({"role": "system", "content": request.system_prompt})
+        last.append(None)
     for message in request.messages:
         if message.role == "assistant":
             out.append(_assistant(message, preset))
         else:
-            out.extend(_user(message, preset))
+            out.extend(_user(message, preset, anchors, last))
     return out
 
 
-def _user(message: LLMMessage, preset: Preset) -> list[dict[str, Any]]:
+def _user(
+    message: LLMMessage,
+    preset: Preset,
+    anchors: list[Anchor] | None = None,
+    last: list[Anchor] | None = None,
+) -> list[dict[str, Any]]:
     """Tool results become ``tool`` messages (which must follow the assistant's tool calls);
-    everything else, with the media tools returned, goes in one user message after them."""
+    everything else, with the media tools returned, goes in one user message after them.
+    ``last`` holds the last part a breakpoint can go on, carried from message to message."""
     tool_messages: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
+    user: dict[str, Any] = {"role": "user", "content": parts}
+    last = [] if last is None else last
     for block in message.content:
+        if isinstance(block, CachePoint):
+            if anchors is not None and last:
+                anchors.append(last[-1])
+            continue
         if isinstance(block, TextBlock):
             parts.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageBlock):
@@ -229,7 +281,9 @@ def _user(message: LLMMessage, preset: Preset) -> list[dict[str, Any]]:
         elif isinstance(block, AudioBlock):
             parts.append(_audio_part(block, preset))
         elif isinstance(block, ToolResultBlock):
-            tool_messages.append(_tool_message(block))
+            tool_message = _tool_message(block)
+            tool_messages.append(tool_message)
+            last.append((tool_message, "content", -1))
             media = (
                 []
                 if isinstance(block.content, str)
@@ -238,11 +292,15 @@ def _user(message: LLMMessage, preset: Preset) -> list[dict[str, Any]]:
             if media:
                 parts.append({"type": "text", "text": media_note(block.tool_use_id)})
                 parts.extend(_media_part(p, preset) for p in media)
+            else:
+                continue
         else:
             raise _refused(preset, block.type, "not supported in a user message")
+        last.append((user, "content", len(parts) - 1))
     if not parts:
         return tool_messages
-    return [*tool_messages, {"role": "user", "content": _content(parts)}]
+    user["content"] = _content(parts)
+    return [*tool_messages, user]
 
 
 def _assistant(message: LLMMessage, preset: Preset) -> dict[str, Any]:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import attrs
 
 from oma_core import Capabilities
-from oma_core.capabilities import ModelRules
+from oma_core.capabilities import CacheSupport, ModelRules
 from oma_core.toolkit import IN_TOOL_RESULT, BlockSupport, MediaLimit, Mode
 
+from .caching import CACHING
 from .model_rules import MODEL_RULES
 
 __all__ = [
@@ -73,6 +74,7 @@ def _capabilities(
     output_modes: frozenset[str] = NATIVE,
     thinking: bool = False,
     models: tuple[ModelRules, ...] = (),
+    caching: CacheSupport | None = None,
 ) -> Capabilities:
     blocks = [
         BlockSupport("text"),
@@ -99,7 +101,12 @@ def _capabilities(
     if reasoning is not None:
         blocks.append(BlockSupport("reasoning", _ASSISTANT, mode=reasoning))
     return Capabilities(
-        tuple(blocks), limits=limits, output_modes=output_modes, thinking=thinking, models=models
+        tuple(blocks),
+        limits=limits,
+        output_modes=output_modes,
+        thinking=thinking,
+        models=models,
+        caching=caching,
     )
 
 
@@ -144,7 +151,7 @@ class Preset:
 PRESETS: tuple[Preset, ...] = (
     Preset(
         "openai",
-        "OpenAI Chat Completions",
+        "OpenAI",
         "https://api.openai.com/v1",
         "OPENAI_API_KEY",
         # What either API carries; each refuses locally what it cannot (Chat Completions:
@@ -158,6 +165,7 @@ PRESETS: tuple[Preset, ...] = (
             limits=_OPENAI_LIMITS,
             thinking=True,  # reasoning.effort (reasoning_effort on Chat Completions)
             models=MODEL_RULES,
+            caching=CACHING,  # implicit, and explicit breakpoints on GPT-5.6+ (caching.py)
         ),
         default_model="gpt-4o-mini",
         token_param="max_completion_tokens",

@@ -66,7 +66,8 @@ def _stop_reason(finish_reason: str | None) -> str | None:
 
 
 class OpenAIChatProvider:
-    """Chat Completions through the official ``openai`` SDK (async client, no SDK retries).
+    """OpenAI (the Responses API or Chat Completions, ``api``) and compatible services through
+    the official ``openai`` SDK (async client, no SDK retries).
 
     The SDK client is made on first use and remade if the event loop changes (its connection
     pool belongs to one loop); ``aclose`` closes it.

@@ -35,9 +35,10 @@ from oma_core import (
     UnsupportedContentBlockError,
     VideoBlock,
 )
-from oma_core.messages import FilePart, thaw_json
+from oma_core.messages import CachePoint, FilePart, thaw_json
 from oma_core.toolkit import OutputRequest, ProviderRequest
 
+from .caching import BREAKPOINT, Anchor, cache_key, place_breakpoints, takes_breakpoints
 from .convert import CLIENT_OPTIONS, data_url, strict_for, text_document, tool_input
 from .model_rules import effort_for, leave_out_sampling, reasons
 from .presets import AUDIO_FORMATS, Preset
@@ -87,7 +88,8 @@ def responses_body(
         body["stream"] = True
     if request.system_prompt:
         body["instructions"] = request.system_prompt
-    body["input"] = list(_input(request.messages, preset))
+    anchors: list[Anchor] | None = [] if _caches(request, preset, model) else None
+    body["input"] = list(_input(request.messages, preset, anchors))
     if request.max_tokens is not None:
         body["max_output_tokens"] = request.max_tokens
     if request.temperature is not None:
@@ -115,7 +117,47 @@ def responses_body(
             reasoning.setdefault("summary", "auto")  # the summary streams as reasoning
         body["reasoning"] = reasoning
     leave_out_sampling(body, model, (body.get("reasoning") or {}).get("effort"), preset.name)
+    if anchors is not None:
+        _add_breakpoints(body, anchors, request.cache == "auto")
+    if request.cache == "auto" and preset.capabilities.caching is not None:
+        body.setdefault("prompt_cache_key", cache_key(request, model))
     return body
+
+
+def _caches(request: ProviderRequest, preset: Preset, model: str) -> bool:
+    """Whether the request gets cache breakpoints: the preset places them (OpenAI), the model
+    takes them, and the request asks (``cache="auto"`` or a ``CachePoint``)."""
+    caching = preset.capabilities.caching
+    if caching is None or not caching.markers or not takes_breakpoints(model):
+        return False
+    return request.cache == "auto" or any(
+        isinstance(b, CachePoint) for m in request.messages for b in m.content
+    )
+
+
+def _add_breakpoints(body: dict[str, Any], anchors: list[Anchor], auto: bool) -> None:
+    """The Responses API's breakpoints (``caching``): on the content parts of user messages
+    and tool outputs; the system prompt's, as ``instructions`` is a plain string, moves it to
+    the first input item, a ``system`` message whose one part holds it."""
+    items = body["input"]
+    latest = None
+    for item in reversed(items):
+        if item.get("role") == "user":
+            latest = (item, "content", -1)
+        elif item.get("type") == "function_call_output":
+            latest = (item, "output", -1)
+        else:
+            continue
+        break
+    system = "instructions" in body
+    anchors = [a for a in anchors if a is not None or system]
+    kept = place_breakpoints(
+        body, anchors, latest, auto=auto, system=system, text_type="input_text"
+    )
+    if system and None in kept:
+        text = body.pop("instructions")
+        part = {"type": "input_text", "text": text, "prompt_cache_breakpoint": dict(BREAKPOINT)}
+        items.insert(0, {"role": "system", "content": [part]})
 
 
 def _add_options(
@@ -189,27 +231,48 @@ def _add_output(body: dict[str, Any], output: OutputRequest, preset: Preset) -> 
 # --------------------------------------------------------------------------- input items
 
 
-def _input(messages: tuple[LLMMessage, ...], preset: Preset) -> Iterator[dict[str, Any]]:
+def _input(
+    messages: tuple[LLMMessage, ...], preset: Preset, anchors: list[Anchor] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The input items; with ``anchors``, where each ``CachePoint`` puts its breakpoint is
+    added to it (the part before it, in its message or an earlier user message or tool
+    output; None: the system prompt; with neither before it, it is left out)."""
+    last: list[Anchor] = [None]  # the system prompt, if any (the caller knows)
     for message in messages:
         if message.role == "assistant":
             yield from _assistant(message, preset)
         else:
-            yield from _user(message, preset)
+            yield from _user(message, preset, anchors, last)
 
 
-def _user(message: LLMMessage, preset: Preset) -> Iterator[dict[str, Any]]:
+def _user(
+    message: LLMMessage,
+    preset: Preset,
+    anchors: list[Anchor] | None = None,
+    last: list[Anchor] | None = None,
+) -> Iterator[dict[str, Any]]:
     """Tool results first (each a ``function_call_output``), then one user message with the
-    turn's other blocks."""
+    turn's other blocks. ``last`` holds the last part a breakpoint can go on."""
     parts: list[dict[str, Any]] = []
+    user: dict[str, Any] = {"role": "user", "content": parts}
+    last = [] if last is None else last
     for block in message.content:
+        if isinstance(block, CachePoint):
+            if anchors is not None and last:
+                anchors.append(last[-1])
+            continue
         if isinstance(block, ToolResultBlock):
-            yield _tool_output(block, preset)
-        elif isinstance(block, TextBlock):
+            output = _tool_output(block, preset)
+            last.append((output, "output", -1))
+            yield output
+            continue
+        if isinstance(block, TextBlock):
             parts.append({"type": "input_text", "text": block.text})
         else:
             parts.append(_media(block, preset))
+        last.append((user, "content", len(parts) - 1))
     if parts:
-        yield {"role": "user", "content": parts}
+        yield user
 
 
 def _tool_output(block: ToolResultBlock, preset: Preset) -> dict[str, Any]:

@@ -44,7 +44,7 @@ _TOP_LEVEL = frozenset(
         "user", "parallel_tool_calls", "presence_penalty", "frequency_penalty", "logprobs",
         "top_logprobs", "reasoning_effort", "metadata", "store", "service_tier", "modalities",
         "prediction", "audio", "logit_bias", "web_search_options", "verbosity",
-        "safety_identifier", "prompt_cache_key",
+        "safety_identifier", "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention",
     }
 )  # fmt: skip
 _MESSAGE_KEYS = {
@@ -76,6 +76,8 @@ class Reply:
     #: .reasoning_tokens`` (parts of the two counts above); left out when None.
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
+    #: ``prompt_tokens_details.cache_write_tokens`` (a part of ``prompt_tokens``).
+    cache_write_tokens: int | None = None
     #: A refusal (structured outputs): sent in ``message.refusal`` with ``content`` null.
     refusal: str | None = None
 
@@ -96,6 +98,46 @@ class MalformedReply(Fault):
             return Response.sse([SSEEvent(data), SSEEvent("[DONE]")])
         body = {"not_json": b"{not json", "empty": b"", "wrong_shape": b'{"object": "list"}'}
         return Response.raw(body[self.kind], content_type="application/json")
+
+
+#: The most cache breakpoints one request may carry (OpenAI's prompt caching guide).
+MAX_BREAKPOINTS = 4
+_TTLS = ("30m", "12h")
+
+
+def check_breakpoints(contents: list[tuple[Any, Any]], options: Any) -> None:
+    """OpenAI's rules for explicit cache breakpoints (``prompt_cache_breakpoint`` on input
+    content parts), over each message's ``(role, content)``: ``{"mode": "explicit"}`` with an
+    optional ``ttl`` of "30m" or "12h", never on an assistant's part, at most four in a
+    request; ``prompt_cache_options`` an object of ``mode``, ``ttl``, ``prewarm``..."""
+    if options is not None:
+        if not isinstance(options, dict) or options.get("mode", "implicit") not in (
+            "implicit",
+            "explicit",
+        ):
+            raise Refused("Invalid 'prompt_cache_options'.", "prompt_cache_options")
+        if options.get("ttl", "30m") not in _TTLS:
+            raise Refused("Invalid 'prompt_cache_options.ttl'.", "prompt_cache_options.ttl")
+    count = 0
+    for role, content in contents:
+        for part in content if isinstance(content, list) else ():
+            mark = part.get("prompt_cache_breakpoint") if isinstance(part, dict) else None
+            if mark is None:
+                continue
+            if role == "assistant":
+                raise Refused("Unknown parameter: 'prompt_cache_breakpoint' on an output part.")
+            if (
+                not isinstance(mark, dict)
+                or mark.get("mode") != "explicit"
+                or set(mark) - {"mode", "ttl"}
+                or mark.get("ttl", "30m") not in _TTLS
+            ):
+                raise Refused("Invalid 'prompt_cache_breakpoint'.", "prompt_cache_breakpoint")
+            count += 1
+    if count > MAX_BREAKPOINTS:
+        raise Refused(
+            f"Too many cache breakpoints: {count}; a request takes at most {MAX_BREAKPOINTS}."
+        )
 
 
 def check_strict(node: Any, name: str, where: str) -> None:
@@ -239,6 +281,9 @@ class FakeChatCompletions(FakeServer):
             raise Refused("Invalid 'messages': empty array.", "messages")
         self._check_messages(messages)
         self._check_response_format(body.get("response_format"))
+        check_breakpoints(
+            [(m.get("role"), m.get("content")) for m in messages], body.get("prompt_cache_options")
+        )
 
     def _check_response_format(self, value: Any) -> None:
         """``json_schema`` as OpenAI takes it: a name, an object schema and, with
@@ -567,8 +612,11 @@ def _usage(reply: Reply) -> dict[str, Any]:
         "completion_tokens": reply.completion_tokens,
         "total_tokens": reply.prompt_tokens + reply.completion_tokens,
     }
-    if reply.cached_tokens is not None:
-        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens, "audio_tokens": 0}
+    if reply.cached_tokens is not None or reply.cache_write_tokens is not None:
+        details = {"cached_tokens": reply.cached_tokens or 0, "audio_tokens": 0}
+        if reply.cache_write_tokens is not None:
+            details["cache_write_tokens"] = reply.cache_write_tokens
+        usage["prompt_tokens_details"] = details
     if reply.reasoning_tokens is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
     return usage

@@ -35,6 +35,7 @@ from fake_openai import (
     FakeChatCompletions,
     Refused,
     Reply,
+    check_breakpoints,
     check_strict,
     is_base64,
 )
@@ -138,6 +139,13 @@ class FakeResponses(FakeChatCompletions):
         if not isinstance(items, list) or not items:
             raise Refused("Invalid 'input': empty array.", "input")
         self._check_items(items, stored=body.get("store", True) is not False)
+        contents = [
+            (i.get("role"), i.get("output") if i.get("type") == "function_call_output" else
+             i.get("content"))
+            for i in items
+            if isinstance(i, dict)
+        ]  # fmt: skip
+        check_breakpoints(contents, body.get("prompt_cache_options"))
 
     def _check_responses_tools(self, tools: Any) -> None:
         for i, tool in enumerate(tools or ()):
@@ -412,7 +420,10 @@ def _response_object(
 def _usage(reply: Reply) -> dict[str, Any]:
     return {
         "input_tokens": reply.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": reply.cached_tokens or 0},
+        "input_tokens_details": {
+            "cached_tokens": reply.cached_tokens or 0,
+            "cache_write_tokens": reply.cache_write_tokens or 0,
+        },
         "output_tokens": reply.completion_tokens,
         "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens or 0},
         "total_tokens": reply.prompt_tokens + reply.completion_tokens,

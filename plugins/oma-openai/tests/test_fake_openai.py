@@ -207,3 +207,32 @@ def test_a_stream_without_include_usage_has_no_usage_chunk(server: FakeChatCompl
     lines = [line[6:] for line in reply.text.splitlines() if line.startswith("data: ")]
     assert lines[-1] == "[DONE]"
     assert '"usage"' not in reply.text
+
+
+BREAKPOINT = {"mode": "explicit"}
+MARKED = {**TEXT, "prompt_cache_breakpoint": BREAKPOINT}
+ASSISTANT_MARKED = {"role": "assistant", "content": [MARKED]}
+
+
+@pytest.mark.parametrize(
+    ("messages", "options", "says"),
+    [
+        ([user([{**TEXT, "prompt_cache_breakpoint": BREAKPOINT}] * 5)], None, "at most 4"),
+        ([user("hi"), ASSISTANT_MARKED, user("hi")], None, "output part"),
+        ([user([{**TEXT, "prompt_cache_breakpoint": {"mode": "auto"}}])], None, "Invalid"),
+        ([user("hi")], {"ttl": "1h"}, "prompt_cache_options.ttl"),
+    ],
+    ids=["five", "on-an-assistant-part", "bad-mode", "bad-ttl"],
+)
+def test_cache_breakpoints_are_held_to_openais_rules(
+    server: FakeChatCompletions, messages: list[Any], options: Any, says: str
+) -> None:
+    extra = {} if options is None else {"prompt_cache_options": options}
+    assert_refused(post(server, body(*messages, **extra)), says)
+
+
+def test_four_breakpoints_and_the_cache_options_are_taken(server: FakeChatCompletions) -> None:
+    parts = [{**TEXT, "prompt_cache_breakpoint": {**BREAKPOINT, "ttl": "12h"}}] * 4
+    extra = {"prompt_cache_options": {"mode": "explicit"}, "prompt_cache_key": "k",
+             "prompt_cache_retention": "24h"}  # fmt: skip
+    assert post(server, body(user(parts), **extra)).status_code == 200

@@ -18,6 +18,7 @@ from oma_openai.provider import TRANSPORTS
 
 from oma_core import AgentConfig, image_url, video_url
 from oma_core.testing import NeutralRequest, ScriptedReply
+from oma_core.testing.cache_checks import CacheMarker
 from oma_core.testing.chat_completions import chat_media_part, chat_wire_items, data_url
 from oma_core.testing.conformance import ProviderConformance, Sample, declared, samples
 from oma_core.testing.fake_server import FakeServer, RecordedRequest
@@ -132,6 +133,20 @@ def read_chat_body(body: dict[str, Any]) -> NeutralRequest:
 _FINISH = {"end_turn": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 
 
+def read_chat_cache_markers(body: Mapping[str, Any]) -> list[CacheMarker]:
+    """Where OpenAI sees explicit cache breakpoints in a Chat Completions ``body`` (the prompt
+    caching guide): ``prompt_cache_breakpoint`` on a content part of a system or developer
+    message (the system prompt), or of a user or tool message."""
+    markers = []
+    for message in body["messages"]:
+        place = "system" if message["role"] in ("system", "developer") else "messages"
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            if "prompt_cache_breakpoint" in part:
+                markers.append(CacheMarker(place, part.get("text")))  # type: ignore[arg-type]
+    return markers
+
+
 class _ChatCompletionsConformance(ProviderConformance):
     """The suite, once per transport: every agent, ``run_agent`` call and provider it builds
     gets ``provider_options={"transport": ...}``."""
@@ -183,6 +198,8 @@ class _ChatCompletionsConformance(ProviderConformance):
                 finish_reason=_FINISH[reply.stop_reason],
                 prompt_tokens=reply.usage.input_tokens,
                 completion_tokens=reply.usage.output_tokens,
+                cached_tokens=reply.usage.cache_read_tokens or None,
+                cache_write_tokens=reply.usage.cache_write_tokens or None,
             )
         )
 
@@ -204,6 +221,11 @@ class TestOpenAIConformance(_ChatCompletionsConformance):
     model = "gpt-test"
     output_modes = frozenset({"native", "tool", "prompted"})
     forwarded_refusal_status = 400
+    cache_markers = True  # prompt_cache_breakpoint (a model oma does not know gets them)
+    cache_usage = frozenset({"read", "write"})  # prompt_tokens_details
+
+    def read_cache_markers(self, body: Mapping[str, Any]) -> list[CacheMarker]:
+        return read_chat_cache_markers(body)
 
     def refused_for_the_model(self, sample: Sample) -> bool:
         return _chat_refuses(sample)

@@ -37,7 +37,7 @@ async def test_malformed_200_is_a_retryable_provider_error(
 ) -> None:
     server.enqueue(MalformedReply(kind))
     error = await failure(openai_provider, streaming)
-    assert "OpenAI Chat Completions sent a malformed response" in str(error)
+    assert "OpenAI sent a malformed response" in str(error)
     assert (error.status_code, error.retryable) == (None, True)
     assert error.__context__ is None and error.__cause__ is None
 

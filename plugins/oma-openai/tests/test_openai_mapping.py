@@ -103,7 +103,7 @@ async def test_video_is_forwarded_and_a_strict_service_refuses_it_with_400(
         await openai_provider.complete(request([user(text("watch"), video)]))
     assert info.value.status_code == 400
     assert info.value.retryable is False
-    assert info.value.provider == "OpenAI Chat Completions"
+    assert info.value.provider == "OpenAI"
     assert "video_url" in str(info.value)
     assert MP4_B64 not in str(info.value)
     part = server.requests[0].json["messages"][0]["content"][1]

@@ -28,6 +28,7 @@ from test_openai_conformance import _FINISH, _read_source
 
 from oma_core import AgentConfig, ReasoningBlock
 from oma_core.testing import NeutralRequest, ScriptedReply
+from oma_core.testing.cache_checks import CacheMarker
 from oma_core.testing.chat_completions import data_url
 from oma_core.testing.conformance import ProviderConformance, Sample
 from oma_core.testing.fake_server import FakeServer, RecordedRequest
@@ -59,6 +60,7 @@ def read_responses_body(body: Mapping[str, Any]) -> NeutralRequest:
         else:
             messages.append({"role": role, "content": [block]})
 
+    system = None
     for item in body["input"]:
         kind = item.get("type", "message")
         if kind == "function_call":
@@ -69,6 +71,9 @@ def read_responses_body(body: Mapping[str, Any]) -> NeutralRequest:
             result = {"type": "tool_result", "tool_use_id": item["call_id"],
                       "content": _read_output(item["output"])}  # fmt: skip
             add("user", result)
+        elif kind == "message" and item["role"] in ("system", "developer"):
+            content = item["content"]  # the system prompt as an input item
+            system = content if isinstance(content, str) else "".join(p["text"] for p in content)
         elif kind == "message":
             content = item["content"]
             if isinstance(content, str):
@@ -83,7 +88,7 @@ def read_responses_body(body: Mapping[str, Any]) -> NeutralRequest:
     spec = (body.get("text") or {}).get("format") or {}
     return NeutralRequest(
         messages=messages,
-        system_prompt=body.get("instructions"),
+        system_prompt=body.get("instructions", system),
         tools=[
             {
                 "name": t["name"],
@@ -97,6 +102,22 @@ def read_responses_body(body: Mapping[str, Any]) -> NeutralRequest:
         max_tokens=body.get("max_output_tokens"),
         output_schema=spec.get("schema") if spec.get("type") == "json_schema" else None,
     )
+
+
+def read_responses_cache_markers(body: Mapping[str, Any]) -> list[CacheMarker]:
+    """Where OpenAI sees explicit cache breakpoints in a Responses ``body`` (the prompt caching
+    guide): ``prompt_cache_breakpoint`` on a content part of a system or developer message
+    (the system prompt), of a user message, or of a tool output."""
+    markers = []
+    for item in body["input"]:
+        role = item.get("role")
+        place = "system" if role in ("system", "developer") else "messages"
+        parts = item.get("output") if item.get("type") == "function_call_output" else None
+        parts = parts if parts is not None else item.get("content")
+        for part in parts if isinstance(parts, list) else ():
+            if "prompt_cache_breakpoint" in part:
+                markers.append(CacheMarker(place, part.get("text")))  # type: ignore[arg-type]
+    return markers
 
 
 def responses_wire_items(body: Mapping[str, Any]) -> list[Any]:
@@ -149,6 +170,8 @@ class TestOpenAIResponsesConformance(ProviderConformance):
     streams_tool_arguments = True  # response.function_call_arguments.delta
     final_event_errors = True  # response.failed
     stop_sequences = False  # the Responses API has none (a request with stop is refused)
+    cache_markers = True  # prompt_cache_breakpoint (a model oma does not know gets them)
+    cache_usage = frozenset({"read", "write"})  # input_tokens_details
     tool_choices: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "auto": {"tool_choice": "auto"},
         "none": {"tool_choice": "none"},
@@ -203,8 +226,13 @@ class TestOpenAIResponsesConformance(ProviderConformance):
                 finish_reason=_FINISH[reply.stop_reason],
                 prompt_tokens=reply.usage.input_tokens,
                 completion_tokens=reply.usage.output_tokens,
+                cached_tokens=reply.usage.cache_read_tokens or None,
+                cache_write_tokens=reply.usage.cache_write_tokens or None,
             )
         )
+
+    def read_cache_markers(self, body: Mapping[str, Any]) -> list[CacheMarker]:
+        return read_responses_cache_markers(body)
 
     def script_reasoning(
         self,

@@ -14,7 +14,7 @@ from oma_openai.strict import strict_schema
 from oma_core import Agent, AgentConfig
 from oma_core.errors import OutputTypeError
 
-SERVICE = "OpenAI Chat Completions"
+SERVICE = "OpenAI"
 
 
 def obj(properties: dict[str, Any]) -> dict[str, Any]:
