@@ -665,7 +665,7 @@ def test_the_provider_wide_key_is_never_sent_to_a_custom_host(two_hosts: tuple[A
         f"note: the key stored for openai is sent only to its default host, not to {origin}; "
         f"store one for that host with: oma keys set openai --base-url {origin}"
     )
-    assert error.startswith("error: OpenAI Chat Completions needs an API key and has none")
+    assert error.startswith("error: OpenAI needs an API key and has none")
     assert f"`oma keys set openai --base-url {origin}`" in error
 
 

@@ -1006,7 +1006,7 @@ def test_the_provider_wide_key_never_reaches_an_agents_custom_host(
     )
     result = oma("tasks", plan, **env)
     assert result.returncode == 2
-    assert "agent 'writer': OpenAI Chat Completions needs an API key" in result.stderr
+    assert "agent 'writer': OpenAI needs an API key" in result.stderr
     assert openai_server.requests == []
 
 
