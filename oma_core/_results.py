@@ -64,7 +64,9 @@ class RunResult(Generic[OutputT]):
     run had an output type (an instance of it; a dict or list for a JSON Schema dict), else
     None; ``output`` stays the raw text. ``run_id`` is the run's id (what ``resume`` takes),
     set on the results of ``OpenMultiAgent.run_agent`` and ``resume`` with a run store (None
-    without one); ``pending`` the ``ApprovalRequest``s a suspended run waits for.
+    without one); ``pending`` the ``ApprovalRequest``s a suspended run waits for. ``model`` is
+    ``provider:model`` of the model whose reply came last (a fallback's when one answered;
+    an external backend's kind), None when no model replied in this run.
     """
 
     success: bool
@@ -75,6 +77,7 @@ class RunResult(Generic[OutputT]):
     structured: OutputT | None = None
     run_id: str | None = None
     pending: tuple[ApprovalRequest, ...] = ()
+    model: str | None = None
 
 
 @attrs.frozen
