@@ -18,10 +18,10 @@ regex scan of every piece, every piece UTF-8-decoded, a generator per chunk) 7.4
 boundary, ASCII pieces not decoded, a one-piece chunk returned as it is) 1.9 us and 16,037.
 Then (2026-12-06, later): on a reply httpcore reads (httpx's and httpx2's own transports, what
 the SDKs use by default) the read timeout keeps the idle timeout and no ``IdleTimer`` runs:
-16,740 -> 11,821 instructions per chunk (``--instructions``; the timed figure, 0.96 us, meets
-the goal on that run, loaded machine). An aiohttp-backed reply keeps the timer (the second
-instructions line). What is left: the bounded stream's own coroutine hop, the count and the
-event boundary.
+16,740 -> 11,821 instructions per chunk (``--instructions``), and 11,287 with ``one_piece``
+inline in the bounded stream (the timed figure swings 0.96 to 1.06 us at load ~5: at the goal).
+An aiohttp-backed reply keeps the timer (the second instructions line: 16,296). What is left:
+the bounded stream's own coroutine hop, the count and the event boundary.
 """
 
 from __future__ import annotations

@@ -564,10 +564,10 @@ class _BoundedStream:
                 raw = None  # the library's read timeout, which ``idle`` set: raised below
             if raw is None:
                 raise idle_timeout(self._provider, self._idle or 0.0)  # nothing chained
-            piece = self._reader.one_piece(raw)
-            if piece is not None:
-                return piece
-            self._pieces = self._reader.feed(raw)
+            reader = self._reader
+            if reader._inflate is None and 0 < len(raw) <= STEP:  # ``one_piece``, per chunk
+                return reader._count(raw)
+            self._pieces = reader.feed(raw)
 
     def _close_timer(self) -> None:
         if self._timer is not None:
