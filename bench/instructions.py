@@ -1,6 +1,8 @@
 """Instructions per run, counted by valgrind: a figure that does not move with the machine's load.
 
-Run: ``python bench/instructions.py [runs]`` (needs ``valgrind`` on the PATH; about a minute).
+Run: ``python bench/instructions.py [runs]`` (needs ``valgrind`` on the PATH; about a minute);
+``python bench/instructions.py --chunk`` counts only case 4, with the installed plugins and with
+none (a ``PluginHost`` that loads no entry points): a few seconds.
 
 Timings on a shared machine swing by 2x; callgrind counts the instructions the interpreter
 executes, which are the same run after run. Each case is counted twice, with 0 and with ``runs``
@@ -44,6 +46,7 @@ def _case(mode: str, runs: int) -> None:
         LLMMessage,
         OnlineEvaluationConfig,
         OpenMultiAgent,
+        PluginHost,
         TextBlock,
     )
     from oma_core.providers import (
@@ -75,7 +78,7 @@ def _case(mode: str, runs: int) -> None:
     config = AgentConfig("bench", provider=Instant())
 
     async def main() -> None:
-        if mode in ("stream", "provider-stream"):
+        if mode in ("stream", "stream-bare", "provider-stream"):
             await _streams(mode, runs)
             return
         if mode == "agent":
@@ -100,7 +103,8 @@ def _case(mode: str, runs: int) -> None:
     async def _streams(mode: str, runs: int) -> None:
         """``agent.stream`` (plugins as installed) or the provider's own ``stream``."""
         provider = Instant()
-        agent = Agent(AgentConfig("bench", provider=provider))
+        plugins = PluginHost(load_entrypoints=False) if mode == "stream-bare" else None
+        agent = Agent(AgentConfig("bench", provider=provider), plugins=plugins)
         request = agent.build_request("hello")
         for _ in range(2 + runs):
             chunks = 0
@@ -142,6 +146,14 @@ def _per_run(mode: str, runs: int) -> float:
     return (_count(mode, runs) - _count(mode, 0)) / runs
 
 
+def _chunk_only() -> None:
+    """Case 4 alone: the core's instructions per streamed chunk, plugins installed and none."""
+    own = _per_run("provider-stream", 5)
+    for mode, label in (("stream", "installed plugins"), ("stream-bare", "no plugins")):
+        chunk = (_per_run(mode, 5) - own) / _CHUNKS
+        print(f"Agent.stream, core per chunk, {label:<18} {chunk:8,.0f} instructions/chunk")
+
+
 def main(runs: int) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
@@ -171,5 +183,7 @@ def main(runs: int) -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--case":
         _case(sys.argv[2], int(sys.argv[3]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--chunk":
+        _chunk_only()
     else:
         main(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)

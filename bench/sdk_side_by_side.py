@@ -55,6 +55,18 @@ direct 0.57x / 0.54x of raw aiohttp (goal >= 0.6x). The guard is not what is lef
 in flight the costs are per request (the run, the SDK client's options), and the direct
 transports' reply path (``aio_body``) still makes one timer per chunk until it keeps one
 ``IdleTimer`` (a change to ``oma_core/http/_client.py``, proposed).
+
+Later the same day: under an SDK on httpx2 (its default transport) the guard no longer runs an
+``IdleTimer`` (the read timeout keeps the idle timeout: ``bench/read_guard.py``, 16,740 ->
+11,821 instructions per chunk), and the core's per-chunk cost fell (``agent_overhead.py``).
+CPU time per chunk over the bare SDK, 30 interleaved streams each, old and new code one after
+the other at load ~5: anthropic +13.5 -> +12.4 us, openai +11.4 -> +11.9 us: within the noise
+of this machine (the difference is ~1 us of CPU per chunk by the instruction counts); the goal
+(+3 us) stays missed. ``--profile anthropic httpx`` after (cProfile, 20 streams of 200 chunks,
+own time per chunk, profiled us): no ``IdleTimer`` any more; the guard's ``EventBytes.add`` 1.8
+and ``_count`` 1.3, the core's ``Run._call`` 1.5 and ``AgentStream.__anext__`` 1.3, the plugin's
+``provider.stream`` 1.3 and ``streaming._delta`` 2.5 (with its callees): what oma adds is now
+spread thin over about eight frames per chunk.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ manager in one, so ``async with agent.stream(x) as events`` closes the provider 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
 
@@ -64,7 +65,9 @@ class RunResult(Generic[OutputT]):
     run had an output type (an instance of it; a dict or list for a JSON Schema dict), else
     None; ``output`` stays the raw text. ``run_id`` is the run's id (what ``resume`` takes),
     set on the results of ``OpenMultiAgent.run_agent`` and ``resume`` with a run store (None
-    without one); ``pending`` the ``ApprovalRequest``s a suspended run waits for.
+    without one); ``pending`` the ``ApprovalRequest``s a suspended run waits for. ``model`` is
+    ``provider:model`` of the model whose reply came last (a fallback's when one answered;
+    an external backend's kind), None when no model replied in this run.
     """
 
     success: bool
@@ -75,9 +78,10 @@ class RunResult(Generic[OutputT]):
     structured: OutputT | None = None
     run_id: str | None = None
     pending: tuple[ApprovalRequest, ...] = ()
+    model: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class StreamEvent:
     """One event of ``Agent.stream``.
 
@@ -92,6 +96,25 @@ class StreamEvent:
 
     type: EventType
     data: Any = None
+
+    def __init__(self, type: EventType, data: Any = None) -> None:
+        # One per streamed chunk: the fields set through their slots, as attrs' frozen
+        # ``__init__`` does, with two calls fewer.
+        _SET_TYPE(self, type)
+        _SET_DATA(self, data)
+
+
+_SET_TYPE = StreamEvent.__dict__["type"].__set__
+_SET_DATA = StreamEvent.__dict__["data"].__set__
+
+#: The running task of each loop, read directly on 3.11 (whose ``asyncio.current_task`` is
+#: Python code around this one lookup, paid per streamed chunk); None from 3.12 on, where
+#: ``current_task`` is C and this table no longer always holds the task.
+_TASKS: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = (
+    None if sys.version_info >= (3, 12) else vars(asyncio.tasks)["_current_tasks"]
+)
+
+_running_loop = asyncio.get_running_loop
 
 
 class AgentStream:
@@ -130,7 +153,7 @@ class AgentStream:
         if gen is None:
             assert self._start is not None, "AgentStream needs gen or start"
             gen = self._gen = self._start()
-        task = asyncio.current_task()
+        task = asyncio.current_task() if _TASKS is None else _TASKS.get(_running_loop())
         self._reader = task
         try:
             event: StreamEvent = await gen.__anext__()

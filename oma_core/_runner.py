@@ -225,6 +225,8 @@ class Run:
         self.fallen: ModelTarget | None = None
         self.fallbacks_tried = 0
         self.fallbacks_made: list[ModelTarget] = []
+        #: The call whose reply came last: its model is ``RunResult.model``.
+        self.answered: ModelCall | None = None
         self.wanted_mode: str | None = None
         self.output_spec: OutputSpec | None = None
         if settings.output_type is not None or context.config.output_type is not None:
@@ -327,9 +329,7 @@ class Run:
             checked, turns, corrections = self._counts()
             tools, tool_defs = target.tools, target.tool_defs
             while not self.pending:  # calls waiting for a decision suspend the run
-                # Messages are immutable: each is checked once, the input before the first call.
-                target.capabilities.check(conversation, target.display_name, start=checked)
-                checked = len(conversation)
+                checked = self._checked(target, conversation, checked)
                 if target.toolsets:  # listed before every call: a server's list may change
                     tools, tool_defs = await self._within(target.listed_tools())
                 turns += 1
@@ -385,12 +385,23 @@ class Run:
                 await events.aclose()
             raise
         if error is None and not self.pending:  # ``result``'s success (kept: a bench pays)
-            result = RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
+            result = RunResult(
+                True, self.output, self.produced, self.usage, _OK, self.structured, model=self.model
+            )
         else:
             result = self.result(error)
         if self.streaming and result.status.error is not None:
             yield StreamEvent("error", result.status.error)
         yield StreamEvent("done", result)
+
+    def _checked(self, target: ModelTarget, conversation: list[LLMMessage], checked: int) -> int:
+        """Check the messages past ``checked`` against the model (messages are immutable: each
+        is checked once, the input before the first call); how many are checked now. Once a
+        fallback answers, ``_onto`` checks its whole request each turn instead: the failed
+        model's capabilities no longer matter."""
+        if self.fallen is None:
+            target.capabilities.check(conversation, target.display_name, start=checked)
+        return len(conversation)
 
     def _counts(self) -> tuple[int, int, int]:
         """The messages checked, model turns and corrective turns so far: none, or a resumed
@@ -408,7 +419,7 @@ class Run:
         replay = self.replay
         if replay is None:
             if self.fallen is not None:  # the model failed earlier: its fallback answers
-                call = _onto(call, self.fallen)
+                call = self._onto_fallen(call)
             return self._call(call, emitted, deltas=partials is not None and partials.deltas)
         self.replay = None
         return self._replayed(replay)
@@ -588,6 +599,13 @@ class Run:
             if verdict.errors is not None:
                 raise OutputValidationError(verdict.errors, self.output)
 
+    @property
+    def model(self) -> str | None:
+        """``provider:model`` of the model whose reply came last (``RunResult.model``); None
+        when none replied in this run."""
+        answered = self.answered
+        return None if answered is None else _model_name(answered)
+
     def result(self, error: BaseException | None) -> RunResult:
         """The ``RunResult``; a failure is handed out detached (see ``detached_error``)."""
         if error is None and self.pending:
@@ -598,15 +616,17 @@ class Run:
                 self.usage,
                 RunStatus("suspended"),
                 pending=tuple(self.pending),
+                model=self.model,
             )
         if error is None:
-            return RunResult(True, self.output, self.produced, self.usage, _OK, self.structured)
+            return RunResult(
+                True, self.output, self.produced, self.usage, _OK, self.structured, model=self.model
+            )
         code: Any = getattr(error, "status", "error")
         if code not in ("timeout", "budget_exhausted"):
             code = "error"
-        return RunResult(
-            False, self.output, self.produced, self.usage, RunStatus(code, detached_error(error))
-        )
+        status = RunStatus(code, detached_error(error))
+        return RunResult(False, self.output, self.produced, self.usage, status, model=self.model)
 
     # -- one model call, on the retry ladder -------------------------------------------------
 
@@ -644,6 +664,7 @@ class Run:
                 elif kind is ResponseComplete:
                     # Kept the moment it arrives (a budget stop after it must not lose it).
                     response = event.response
+                    self.answered = call
                     for whole in self._record(response, replay=streaming and not handed_on):
                         yield whole
                 elif kind is ToolCallDelta:
@@ -699,17 +720,39 @@ class Run:
 
     def _fall_back(self, call: ModelCall, error: Exception) -> ModelCall | None:
         """The first attempt on the next fallback model after a retryable ``error`` spent
-        ``call``'s retries; None for an error the request caused, or when none is left. A
-        fallback that cannot be used (no key) or cannot carry the request is skipped; the
-        ``fallback`` progress event says which answers now, which were skipped and why."""
+        ``call``'s retries; None for an error the request caused, or when none is left."""
         fallbacks = getattr(self.context.target, "fallbacks", ())
         policy = self.context.settings.retry or self.context.config.retry_policy()
-        tried = self.fallbacks_tried
-        if call.kind != "model" or tried >= len(fallbacks) or not policy.is_retryable(error):
+        if call.kind != "model" or self.fallbacks_tried >= len(fallbacks):
             return None
+        if not policy.is_retryable(error):
+            return None
+        return self._next_fallback(call, error, _model_name(call))
+
+    def _onto_fallen(self, call: ModelCall) -> ModelCall:
+        """``call`` (made for the model) sent to the fallback answering in its place, checked
+        against what it is sent this turn; when it cannot carry the conversation (a tool
+        returned an image, say), the next fallback that can answers instead, or the run fails
+        with the reason, before anything is sent."""
+        fallen = self.fallen
+        assert fallen is not None
+        try:
+            return _onto(call, fallen)
+        except Exception as error:
+            again = self._next_fallback(call, error, _target_name(fallen))
+            if again is None:
+                raise
+            return again
+
+    def _next_fallback(self, call: ModelCall, error: Exception, failed: str) -> ModelCall | None:
+        """``call`` sent to the next fallback model not tried yet that can be used (a key) and
+        can carry it (``_onto``), which answers from now on; None when none is left. The
+        ``fallback`` progress event says which model failed (``failed``), which answers now,
+        which were skipped and why."""
+        fallbacks = getattr(self.context.target, "fallbacks", ())
         again: ModelCall | None = None
         skipped: list[dict[str, str]] = []
-        for name, make in fallbacks[tried:]:
+        for name, make in fallbacks[self.fallbacks_tried :]:
             self.fallbacks_tried += 1
             try:
                 target = make()
@@ -722,7 +765,7 @@ class Run:
             break
         emit = self.context.settings.progress
         if emit is not None:
-            event = {"from": _model_name(call), "to": None if again is None else name}
+            event = {"from": failed, "to": None if again is None else name}
             emit("fallback", {**event, "error": redact_error(error), "skipped": skipped})
         return again
 
@@ -832,6 +875,12 @@ def _model_name(call: ModelCall) -> str:
     """``provider:model`` of a call, as ``fallback_models`` names models."""
     model = call.request.model
     return call.provider if model is None else f"{call.provider}:{model}"
+
+
+def _target_name(target: ModelTarget) -> str:
+    """``provider:model`` of a target, as ``fallback_models`` names models."""
+    model = target.model
+    return target.provider_name if model is None else f"{target.provider_name}:{model}"
 
 
 def _denied(reason: object) -> str:

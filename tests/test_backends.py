@@ -181,6 +181,7 @@ async def test_external_backend_runs_string_prompts() -> None:
     agent, plugin, _ = _backend_agent()
     result = await agent.run("hello")
     assert result.success and result.output == "re:hello"
+    assert result.model == "tiny"  # what answered: the backend's kind
     assert plugin.requests[0].prompt == "hello"
     assert plugin.requests[0].continue_session is False
 

@@ -16,10 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oma_core import Agent, AgentConfig, PluginHost, RunLog, RunSettings, hookimpl, tool
-from oma_core.capabilities import Capabilities, ProviderSpec
+from oma_core.capabilities import BlockSupport, Capabilities, ProviderSpec
 from oma_core.cli import cli
-from oma_core.errors import NotRegisteredError, ProviderError
-from oma_core.messages import LLMMessage, TextBlock, ToolUseBlock
+from oma_core.errors import NotRegisteredError, ProviderError, UnsupportedContentBlockError
+from oma_core.media import image_base64
+from oma_core.messages import LLMMessage, TextBlock, ToolResultBlock, ToolUseBlock
 from oma_core.providers import ProviderRequest, ProviderResponse, ProviderSettings, Usage
 from oma_core.retry import DEFAULT_POLICY
 
@@ -54,11 +55,17 @@ class Scripted:
 
 
 class Providers:
-    """Registered providers "down", "up" and "blind" (text only), made from their scripts."""
+    """Registered providers "down", "up", "blind" (text only) and "plain" (text and tool
+    calls, no images), made from their scripts."""
 
     def __init__(self) -> None:
-        self.scripts: dict[str, list[Any]] = {"down": [], "up": [], "blind": []}
-        self.usage = {"down": Usage(10, 1), "up": Usage(100, 7), "blind": Usage(1, 1)}
+        self.scripts: dict[str, list[Any]] = {"down": [], "up": [], "blind": [], "plain": []}
+        self.usage = {
+            "down": Usage(10, 1),
+            "up": Usage(100, 7),
+            "blind": Usage(1, 1),
+            "plain": Usage(2, 2),
+        }
         self.made: dict[str, Scripted] = {}
 
     def spec(self, name: str, capabilities: Capabilities) -> ProviderSpec:
@@ -80,11 +87,22 @@ class Providers:
                     providers.spec("down", everything),
                     providers.spec("up", everything),
                     providers.spec("blind", Capabilities.text_only()),
+                    providers.spec("plain", _PLAIN),
                 ]
 
         host = PluginHost(load_entrypoints=False)
         host.register(Plugin(), name="fallback-providers")
         return host
+
+
+#: Text and tool calls, but no image (not even in a tool result).
+_PLAIN = Capabilities(
+    (
+        BlockSupport("text"),
+        BlockSupport("tool_use", frozenset({"assistant"})),
+        BlockSupport("tool_result", frozenset({"user"})),
+    )
+)
 
 
 @pytest.fixture
@@ -274,6 +292,137 @@ async def test_the_run_log_names_the_model_that_answered(
     assert result.success, result.status.error
     (run,) = log.runs()
     assert (run.provider, run.model, run.output) == ("up", "u-1", "from up")
+
+
+# -- later turns: the conversation a fallback is sent, checked each turn --------------------------
+
+
+@tool
+def snapshot(place: str) -> Any:
+    """A photo of ``place``: an image, which only some models can read."""
+    return image_base64("AA==", "image/png")
+
+
+def _photo_call(call_id: str = "p1") -> LLMMessage:
+    return LLMMessage("assistant", (ToolUseBlock(call_id, "snapshot", {"place": "Oslo"}),))
+
+
+def _has_image(request: ProviderRequest) -> bool:
+    return any(
+        isinstance(block, ToolResultBlock)
+        and not isinstance(block.content, str)
+        and any(part.type == "image" for part in block.content)
+        for message in request.messages
+        for block in message.content
+    )
+
+
+async def test_after_a_tool_returned_an_image_a_fallback_that_cannot_read_it_is_skipped(
+    providers: Providers,
+) -> None:
+    providers.scripts["down"] += [_photo_call(), *[_unavailable()] * 3]
+    providers.scripts["plain"].append("never sent")
+    providers.scripts["up"].append("a harbour")
+    settings, events = _observed()
+    async with _agent(providers, "plain:p-1", "up:u-1", tools=[snapshot]) as agent:
+        result = await agent.run("show me Oslo", settings=settings)
+    assert result.success, result.status.error
+    assert (result.output, result.model) == ("a harbour", "up:u-1")
+    assert providers.made["plain"].requests == []  # nothing was sent to it
+    (up_request,) = providers.made["up"].requests
+    assert _has_image(up_request)
+    (fallback,) = [data for kind, data in events if kind == "fallback"]
+    assert (fallback["from"], fallback["to"]) == ("down:d-1", "up:u-1")
+    (skipped,) = fallback["skipped"]
+    assert skipped["model"] == "plain:p-1"
+    assert "image" in skipped["reason"]
+
+
+async def test_a_fallback_that_cannot_carry_a_later_turn_hands_over_to_the_next(
+    providers: Providers,
+) -> None:
+    providers.scripts["down"] += [_unavailable()] * 3
+    providers.scripts["plain"] += [_photo_call(), "never sent"]
+    providers.scripts["up"].append("a harbour")
+    settings, events = _observed()
+    async with _agent(providers, "plain:p-1", "up:u-1", tools=[snapshot]) as agent:
+        result = await agent.run("show me Oslo", settings=settings)
+    assert result.success, result.status.error
+    assert (result.output, result.model) == ("a harbour", "up:u-1")
+    (plain_request,) = providers.made["plain"].requests  # the first turn only
+    assert not _has_image(plain_request)
+    (up_request,) = providers.made["up"].requests
+    assert _has_image(up_request)
+    first, second = [data for kind, data in events if kind == "fallback"]
+    assert (first["from"], first["to"], first["skipped"]) == ("down:d-1", "plain:p-1", [])
+    assert (second["from"], second["to"], second["skipped"]) == ("plain:p-1", "up:u-1", [])
+    assert isinstance(second["error"], UnsupportedContentBlockError)
+    assert second["error"].block_type == "image"
+    assert result.usage == Usage(2, 2) + Usage(100, 7)  # the 503s reported none
+
+
+async def test_when_no_fallback_can_carry_a_later_turn_the_run_fails_before_sending_it(
+    providers: Providers,
+) -> None:
+    providers.scripts["down"] += [_unavailable()] * 3
+    providers.scripts["plain"] += [_photo_call(), "never sent"]
+    providers.scripts["blind"].append("never sent")
+    settings, events = _observed()
+    async with _agent(providers, "plain:p-1", "blind:b-1", tools=[snapshot]) as agent:
+        result = await agent.run("show me Oslo", settings=settings)
+    assert not result.success
+    error = result.status.error
+    assert isinstance(error, UnsupportedContentBlockError)
+    assert (error.provider, error.block_type) == ("Plain", "image")
+    assert len(providers.made["plain"].requests) == 1
+    assert providers.made["blind"].requests == []
+    assert result.model == "plain:p-1"  # the last model that replied
+    second = [data for kind, data in events if kind == "fallback"][-1]
+    assert (second["from"], second["to"]) == ("plain:p-1", None)
+    assert [skipped["model"] for skipped in second["skipped"]] == ["blind:b-1"]
+
+
+async def test_a_fallback_is_held_to_its_own_capabilities_not_the_failed_models(
+    providers: Providers,
+) -> None:
+    providers.scripts["plain"] += [_unavailable()] * 3
+    providers.scripts["up"] += [_photo_call(), "a harbour"]
+    config = AgentConfig(
+        name="a",
+        model="plain:p-1",
+        fallback_models=("up:u-1",),
+        tools=[snapshot],
+        max_retries=2,
+        retry_delay=0,
+    )
+    async with Agent(config, plugins=providers.host()) as agent:
+        result = await agent.run("show me Oslo")
+    assert result.success, result.status.error  # the image goes to up, which reads it
+    assert (result.output, result.model) == ("a harbour", "up:u-1")
+    assert _has_image(providers.made["up"].requests[-1])
+
+
+# -- RunResult.model ------------------------------------------------------------------------------
+
+
+async def test_the_result_names_the_model_that_answered(providers: Providers) -> None:
+    providers.scripts["down"].append("from down")
+    async with _agent(providers, "up:u-1") as agent:
+        result = await agent.run("hi")
+    assert (result.output, result.model) == ("from down", "down:d-1")
+    providers.scripts["down"] = [_unavailable()] * 3  # (each agent makes its own provider)
+    providers.scripts["up"].append("from up")
+    async with _agent(providers, "up:u-1") as agent, agent.stream("hi") as events:
+        seen = [event async for event in events]
+    assert (seen[-1].data.output, seen[-1].data.model) == ("from up", "up:u-1")
+
+
+async def test_a_run_no_model_answered_names_none(providers: Providers) -> None:
+    providers.scripts["down"] += [_unavailable()] * 3
+    async with _agent(providers) as agent:
+        result = await agent.run("hi")
+    assert not result.success
+    assert result.model is None
 
 
 # -- the setting --------------------------------------------------------------------------------

@@ -468,10 +468,30 @@ def guard_hooks(
         )
         if "content-encoding" in headers:
             del headers["content-encoding"]
-        stream = _bounded_stream_class(response)(response.stream, reader, provider, idle)
+        timed = idle
+        if idle is not None and "network_stream" in response.extensions:
+            _read_timeout_is_idle(response.request, idle)
+            timed = None  # httpcore holds the body to ``idle``: no timer of ours per chunk
+        stream = _bounded_stream_class(response)(response.stream, reader, provider, idle, timed)
         response.stream = stream
 
     return {"request": [on_request], "response": [on_response]}
+
+
+def _read_timeout_is_idle(request: Any, idle: float) -> None:
+    """The read timeout of ``request``'s body becomes ``idle``, set as its reply arrives.
+
+    A reply with httpcore's ``network_stream`` extension is read by httpcore (httpx's and
+    httpx2's own transports), which waits for each piece of the body at most the request's
+    ``timeout`` extension's ``read`` seconds, taken when the body is first read (after the
+    response hooks): that limit is then the idle timeout between chunks, kept by the socket
+    read itself, and its ``ReadTimeout`` becomes ``idle_timeout`` in ``_BoundedStream``. The
+    headers kept the longer first-byte limit. (Another transport, aiohttp's under an SDK,
+    fixes its read timeout when the request is sent: there an ``IdleTimer`` keeps ``idle``.)
+    """
+    timeouts = dict(request.extensions.get("timeout") or {})
+    timeouts["read"] = idle
+    request.extensions["timeout"] = timeouts
 
 
 _STREAM_CLASSES: dict[str, type] = {}
@@ -492,12 +512,24 @@ def _bounded_stream_class(response: Any) -> type:
 class _BoundedStream:
     """A reply's body read through a ``BodyReader``. An iterator object, not an async
     generator: the HTTP library may leave it unfinished, and a generator left open would be
-    finalised late by the garbage collector."""
+    finalised late by the garbage collector.
 
-    def __init__(self, stream: Any, reader: BodyReader, provider: str, idle: float | None) -> None:
+    ``timed``: the idle timeout an ``IdleTimer`` keeps between chunks; None when the HTTP
+    library keeps ``idle`` itself (its read timeout, then reported as ``idle_timeout``)."""
+
+    def __init__(
+        self,
+        stream: Any,
+        reader: BodyReader,
+        provider: str,
+        idle: float | None,
+        timed: float | None = None,
+    ) -> None:
         self._stream = stream
         self._reader = reader
-        self._timer = IdleTimer(idle, provider)
+        self._provider = provider
+        self._idle = idle
+        self._timer = None if timed is None else IdleTimer(timed, provider)
         self._chunks: Any = None
         self._pieces: Iterator[bytes] | None = None  # what a chunk made, not yet read
         self._ended = False
@@ -515,18 +547,32 @@ class _BoundedStream:
                 self._pieces = None
             if self._ended:
                 raise StopAsyncIteration
+            timer = self._timer
             try:
-                raw = await self._timer.next(self._chunks)
+                if timer is None:
+                    raw = await self._chunks.__anext__()
+                else:
+                    raw = await timer.next(self._chunks)
             except StopAsyncIteration:
                 self._ended = True
-                self._timer.close()
+                self._close_timer()
                 self._pieces = self._reader.end()
                 continue
-            piece = self._reader.one_piece(raw)
-            if piece is not None:
-                return piece
-            self._pieces = self._reader.feed(raw)
+            except Exception as exc:
+                if timer is not None or self._idle is None or not _read_timeout(exc):
+                    raise
+                raw = None  # the library's read timeout, which ``idle`` set: raised below
+            if raw is None:
+                raise idle_timeout(self._provider, self._idle or 0.0)  # nothing chained
+            reader = self._reader
+            if reader._inflate is None and 0 < len(raw) <= STEP:  # ``one_piece``, per chunk
+                return reader._count(raw)
+            self._pieces = reader.feed(raw)
+
+    def _close_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.close()
 
     async def aclose(self) -> None:
-        self._timer.close()
+        self._close_timer()
         await self._stream.aclose()
