@@ -8,11 +8,13 @@ retry bookkeeping and the result. Goals: <= 100 us per small text run, <= 1 us p
 shared machine are noisy: each figure is the best of 5 rounds.
 
 Figures (2026-12-06, 2 shared cores, load average ~5; three runs each, old and new code
-alternated): added per chunk 1.57 / 0.93 / 0.87 us before (f38f24a), 0.73 / 0.73 / 0.72 us
-after (``StreamEvent`` setting its slots directly, ``AgentStream`` finding its reader task
-without ``asyncio.current_task``'s Python frame on 3.11). In instructions, which the load does
-not move (``python bench/instructions.py --chunk``): 10,358 -> 8,739 per chunk with no plugins,
-10,387 -> 8,956 with the dev environment's installed ones.
+alternated): added per chunk 1.57 / 0.93 / 0.87 us before (f38f24a), 0.76 us after
+(``StreamEvent`` setting its slots directly; the SDK's socket read enforcing the idle
+timeout). In instructions, which the load does not move (``python bench/instructions.py
+--chunk``): 10,358 -> 9,158 per chunk with no plugins, 10,387 -> 9,434 with the dev
+environment's installed ones. (Reading asyncio's private task table instead of calling
+``asyncio.current_task`` on 3.11 saved another ~420 instructions; not taken: it reaches into
+asyncio's private names.)
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ manager in one, so ``async with agent.stream(x) as events`` closes the provider 
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
 
@@ -107,15 +106,6 @@ class StreamEvent:
 _SET_TYPE = StreamEvent.__dict__["type"].__set__
 _SET_DATA = StreamEvent.__dict__["data"].__set__
 
-#: The running task of each loop, read directly on 3.11 (whose ``asyncio.current_task`` is
-#: Python code around this one lookup, paid per streamed chunk); None from 3.12 on, where
-#: ``current_task`` is C and this table no longer always holds the task.
-_TASKS: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = (
-    None if sys.version_info >= (3, 12) else vars(asyncio.tasks)["_current_tasks"]
-)
-
-_running_loop = asyncio.get_running_loop
-
 
 class AgentStream:
     """An async iterator of ``StreamEvent`` that is also an async context manager.
@@ -153,7 +143,7 @@ class AgentStream:
         if gen is None:
             assert self._start is not None, "AgentStream needs gen or start"
             gen = self._gen = self._start()
-        task = asyncio.current_task() if _TASKS is None else _TASKS.get(_running_loop())
+        task = asyncio.current_task()
         self._reader = task
         try:
             event: StreamEvent = await gen.__anext__()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
@@ -80,6 +80,7 @@ class Agent(Generic[OutputT]):
         provider_pool: ProviderPool | None = None,
         close_after_run: bool = False,
         toolset_owner: Closables | None = None,
+        fallback_keys: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(config, AgentConfig):
             raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
@@ -107,6 +108,9 @@ class Agent(Generic[OutputT]):
         self._opened = Closables() if toolset_owner is None else toolset_owner
         self._close_after_run = close_after_run
         self._spec: ProviderSpec | None = self._check_names()
+        # The key of each fallback provider other than the agent's own (by provider name): a
+        # command's key store, which AgentConfig's one api_key cannot hold.
+        self._fallback_keys = dict(fallback_keys or {})
         self._fallbacks = self._fallback_configs()
         self._target: ModelTarget | None = None
         self._backend: BackendTarget | None = None
@@ -394,7 +398,8 @@ class Agent(Generic[OutputT]):
         if isinstance(config.provider, str) and config.backend is None:
             primary, _ = _provider_and_model(config, host)
         return tuple(
-            _fallback_config(config, name, primary, host) for name in config.fallback_models
+            _fallback_config(config, name, primary, host, self._fallback_keys)
+            for name in config.fallback_models
         )
 
     def _fallback_target(self, config: AgentConfig) -> ModelTarget:
@@ -514,10 +519,17 @@ def _provider_and_model(config: AgentConfig, host: PluginHost) -> tuple[str, str
     return name, model
 
 
-def _fallback_config(config: AgentConfig, name: str, primary: str, host: PluginHost) -> AgentConfig:
+def _fallback_config(
+    config: AgentConfig,
+    name: str,
+    primary: str,
+    host: PluginHost,
+    keys: Mapping[str, str] | None = None,
+) -> AgentConfig:
     """The config a fallback model runs with: the agent's, for the provider and model ``name``
     says (``provider:model``, or a provider name for its default model). The endpoint, key and
-    provider options are kept only for the agent's own provider: another one's are its own."""
+    provider options are kept only for the agent's own provider: another one's are its own
+    (its key from ``keys``, by provider name, else its environment variable)."""
     provider, _, model = name.partition(":")
     if provider not in host.provider_specs():
         host.provider_spec(provider)  # raises NotRegisteredError, with a hint
@@ -529,7 +541,7 @@ def _fallback_config(config: AgentConfig, name: str, primary: str, host: PluginH
         provider=provider,
         model=model or None,
         base_url=config.base_url if same else None,
-        api_key=config.api_key if same else None,
+        api_key=config.api_key if same else (keys or {}).get(provider),
         provider_options=config.provider_options if same else {},
         backend=None,
         fallback_models=(),

@@ -201,8 +201,8 @@ def run(
     if plugin is not None:
         host.register(plugin)
     try:
-        agent = _with_fallbacks(make_agent(agent_options, host, backend), fallbacks, host)
-        agent = with_mcp(agent, mcp, mcp_http, mcp_prefix)
+        agent = with_mcp(make_agent(agent_options, host, backend), mcp, mcp_http, mcp_prefix)
+        agent = _with_fallbacks(agent, fallbacks, host)
         endpoint = endpoint_of(agent)
         settings = RunSettings(
             metadata={"conversation_id": conversation_id},
@@ -246,18 +246,30 @@ def run(
 
 
 def _with_fallbacks(agent: Agent, fallbacks: tuple[str, ...], host: PluginHost) -> Agent:
-    """``agent`` with ``--fallback`` models (an unknown provider is a usage error)."""
+    """``agent`` with ``--fallback`` models (an unknown provider is a usage error), each
+    provider other than the agent's own with its key as ``KeyResolver`` finds it: the key
+    store is read for these providers only, never for every provider it holds keys for."""
     if not fallbacks:
         return agent
     import attrs
 
     from ..agent import Agent
+    from ._keys import KeyResolver
 
     try:
         config = attrs.evolve(agent.config, fallback_models=fallbacks)
     except (TypeError, ValueError) as exc:
         usage(f"--fallback: {exc}")
-    return Agent(config, plugins=host)
+    resolver = KeyResolver(host)
+    keys: dict[str, str] = {}
+    for name in fallbacks:
+        provider = name.partition(":")[0]
+        if provider == config.provider or provider in keys:
+            continue
+        key = resolver.key(provider)
+        if key is not None:
+            keys[provider] = key
+    return Agent(config, plugins=host, fallback_keys=keys)
 
 
 def _fallbacks_shown(report: ProgressEmitter) -> ProgressEmitter:
