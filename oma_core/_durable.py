@@ -332,6 +332,7 @@ class Recorder:
                 "success": result.success,
                 "error": None if error is None else _plain_error(error),
                 "structured": structured,
+                "model": result.model,
             },
         }
         await self.save(run, code, extra)
@@ -436,6 +437,7 @@ class OpenedRun:
             RunStatus(state["status"], error),
             self._structured(kept.get("structured"), output_type),
             run_id=self.run_id,
+            model=kept.get("model"),
         )
 
     def _structured(self, value: Any, output_type: Any) -> Any:

@@ -45,8 +45,9 @@ class ProgressEvent:
 
     ``type`` is one of ``agent_start``, ``agent_complete``, ``retry``, ``budget_exceeded``,
     ``warning``, ``error``, ``tool_progress``, ``fallback`` (``{"from", "to", "error",
-    "skipped"}``: the model that failed, the fallback model that answers now or None, the
-    redacted error, and the fallbacks skipped, each ``{"model", "reason"}``), the durable
+    "skipped"}``: the model that failed (or a fallback that cannot carry a later turn,
+    handing over), the fallback model that answers now or None, the redacted error, and the
+    fallbacks skipped, each ``{"model", "reason"}``), the durable
     run's ``approval_requested`` (an ``ApprovalRequest``'s JSON), ``run_suspended``
     (``{"pending": [call ids]}``) and ``run_resumed`` (``{"turns": n, "tool_calls": n}``; an
     external agent's run, which runs again from its start, adds ``"from_start": True`` and a

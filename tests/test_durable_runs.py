@@ -108,6 +108,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result_each_side_effect_once(
     )
     again = asyncio.run(OpenMultiAgent(store=store).resume(run_id))  # finished: read back
     assert again.output == reference.output and again.usage == reference.usage
+    assert again.model == result.model == reference.model is not None  # who answered, kept
     assert _done(log) == ["done c1", "done c2", "done c3"]
 
 
