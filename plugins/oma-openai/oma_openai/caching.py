@@ -36,17 +36,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from oma_core.capabilities import CacheSupport
-from oma_core.messages import thaw_json
+from oma_core.messages import CachePoint, thaw_json
 from oma_core.toolkit import ProviderRequest
 
 __all__ = [
     "BREAKPOINT",
     "CACHING",
     "Anchor",
+    "add_cache_key",
     "cache_key",
     "mark",
     "place_breakpoints",
     "takes_breakpoints",
+    "wants_breakpoints",
 ]
 
 _LOG = logging.getLogger("oma.openai")
@@ -92,6 +94,26 @@ def cache_key(request: ProviderRequest, model: str) -> str:
     tools = [(t.name, t.description, thaw_json(t.input_schema)) for t in request.tools]
     prefix = json.dumps([model, request.system_prompt, tools], sort_keys=True)
     return "oma-" + hashlib.sha256(prefix.encode()).hexdigest()[:32]
+
+
+def wants_breakpoints(request: ProviderRequest, caching: CacheSupport | None, model: str) -> bool:
+    """Whether the request gets cache breakpoints: the preset places them (``caching``,
+    OpenAI's), the model takes them, and the request asks (``cache="auto"`` or a
+    ``CachePoint``). Both APIs' request builders ask this."""
+    if caching is None or not caching.markers or not takes_breakpoints(model):
+        return False
+    return request.cache == "auto" or any(
+        isinstance(b, CachePoint) for m in request.messages for b in m.content
+    )
+
+
+def add_cache_key(
+    body: dict[str, Any], request: ProviderRequest, caching: CacheSupport | None, model: str
+) -> None:
+    """``cache="auto"`` on a preset that caches: a stable ``prompt_cache_key`` (one given in
+    ``provider_options`` wins)."""
+    if request.cache == "auto" and caching is not None:
+        body.setdefault("prompt_cache_key", cache_key(request, model))
 
 
 def mark(anchor: tuple[dict[str, Any], str, int], text_type: str) -> None:

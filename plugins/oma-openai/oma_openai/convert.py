@@ -33,7 +33,7 @@ from oma_core.http import malformed_response
 from oma_core.messages import CachePoint, FilePart, MediaSource, thaw_json
 from oma_core.toolkit import OutputRequest, ProviderRequest
 
-from .caching import Anchor, cache_key, mark, place_breakpoints, takes_breakpoints
+from .caching import Anchor, add_cache_key, mark, place_breakpoints, wants_breakpoints
 from .model_rules import effort_for, leave_out_sampling
 from .presets import AUDIO_FORMATS, Preset
 from .strict import strict_schema
@@ -105,7 +105,7 @@ def request_body(
     body: dict[str, Any] = {"model": model}
     if stream:
         body["stream"] = True
-    cached = _caches(request, preset, model)
+    cached = wants_breakpoints(request, preset.capabilities.caching, model)
     anchors: list[Anchor] | None = [] if cached else None
     body["messages"] = _messages(request, preset, anchors)
     if request.max_tokens is not None:
@@ -132,20 +132,8 @@ def request_body(
         leave_out_sampling(body, model, body.get("reasoning_effort"), preset.display_name)
     if anchors is not None:
         _add_breakpoints(body, anchors, request.cache == "auto")
-    if request.cache == "auto" and preset.capabilities.caching is not None:
-        body.setdefault("prompt_cache_key", cache_key(request, model))
+    add_cache_key(body, request, preset.capabilities.caching, model)
     return body
-
-
-def _caches(request: ProviderRequest, preset: Preset, model: str) -> bool:
-    """Whether the request gets cache breakpoints: the preset places them (OpenAI), the model
-    takes them, and the request asks (``cache="auto"`` or a ``CachePoint``)."""
-    caching = preset.capabilities.caching
-    if caching is None or not caching.markers or not takes_breakpoints(model):
-        return False
-    return request.cache == "auto" or any(
-        isinstance(b, CachePoint) for m in request.messages for b in m.content
-    )
 
 
 def _add_breakpoints(body: dict[str, Any], anchors: list[Anchor], auto: bool) -> None:

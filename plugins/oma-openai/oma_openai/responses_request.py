@@ -38,7 +38,7 @@ from oma_core import (
 from oma_core.messages import CachePoint, FilePart, thaw_json
 from oma_core.toolkit import OutputRequest, ProviderRequest
 
-from .caching import BREAKPOINT, Anchor, cache_key, place_breakpoints, takes_breakpoints
+from .caching import BREAKPOINT, Anchor, add_cache_key, place_breakpoints, wants_breakpoints
 from .convert import CLIENT_OPTIONS, data_url, strict_for, text_document, tool_input
 from .model_rules import effort_for, leave_out_sampling, reasons
 from .presets import AUDIO_FORMATS, Preset
@@ -88,7 +88,8 @@ def responses_body(
         body["stream"] = True
     if request.system_prompt:
         body["instructions"] = request.system_prompt
-    anchors: list[Anchor] | None = [] if _caches(request, preset, model) else None
+    cached = wants_breakpoints(request, preset.capabilities.caching, model)
+    anchors: list[Anchor] | None = [] if cached else None
     body["input"] = list(_input(request.messages, preset, anchors))
     if request.max_tokens is not None:
         body["max_output_tokens"] = request.max_tokens
@@ -119,20 +120,8 @@ def responses_body(
     leave_out_sampling(body, model, (body.get("reasoning") or {}).get("effort"), preset.name)
     if anchors is not None:
         _add_breakpoints(body, anchors, request.cache == "auto")
-    if request.cache == "auto" and preset.capabilities.caching is not None:
-        body.setdefault("prompt_cache_key", cache_key(request, model))
+    add_cache_key(body, request, preset.capabilities.caching, model)
     return body
-
-
-def _caches(request: ProviderRequest, preset: Preset, model: str) -> bool:
-    """Whether the request gets cache breakpoints: the preset places them (OpenAI), the model
-    takes them, and the request asks (``cache="auto"`` or a ``CachePoint``)."""
-    caching = preset.capabilities.caching
-    if caching is None or not caching.markers or not takes_breakpoints(model):
-        return False
-    return request.cache == "auto" or any(
-        isinstance(b, CachePoint) for m in request.messages for b in m.content
-    )
 
 
 def _add_breakpoints(body: dict[str, Any], anchors: list[Anchor], auto: bool) -> None:
