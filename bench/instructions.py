@@ -24,12 +24,12 @@ cancel out. The cases are those of ``agent_overhead.py`` and ``orchestrator_over
 from __future__ import annotations
 
 import asyncio
-import re
 import shutil
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+
+from _callgrind import count
 
 GOAL_RATIO = 1.10
 GOAL_AGENT_RUN = 160_000
@@ -121,25 +121,7 @@ def _case(mode: str, runs: int) -> None:
 
 
 def _count(mode: str, runs: int) -> int:
-    done = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--case",
-            mode,
-            str(runs),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"valgrind printed no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return count(str(Path(__file__).resolve()), mode, runs)
 
 
 def _per_run(mode: str, runs: int) -> float:

@@ -27,14 +27,14 @@ the bounded stream's own coroutine hop, the count and the event boundary.
 from __future__ import annotations
 
 import asyncio
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+
+from _callgrind import count
 
 CHUNKS = 200
 ROUNDS = 30
@@ -91,25 +91,7 @@ async def _timed() -> tuple[float, float]:
 
 
 def _count(mode: str, streams: int) -> int:
-    done = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--case",
-            mode,
-            str(streams),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"valgrind printed no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return count(str(Path(__file__).resolve()), mode, streams)
 
 
 def _instructions(streams: int = 20) -> dict[str, float]:
